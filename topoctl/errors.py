@@ -1,0 +1,30 @@
+"""Expected failures: each carries a one-line message, a hint and the exit code the CLI returns.
+
+Anything raised as a TopoctlError is shown to the user as `topoctl: error: ...` plus a hint, never as a
+traceback. Exit codes are part of the interface CI scripts rely on (see docs/architecture.md).
+"""
+from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_BLOCKED = 1
+EXIT_USAGE = 2
+EXIT_NO_GPU = 3
+
+
+class TopoctlError(Exception):
+    """A failure the user can fix: bad input, unreadable file, missing system."""
+
+    exit_code = EXIT_USAGE
+
+    def __init__(self, message: str, hint: str | None = None, exit_code: int | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+        if exit_code is not None:
+            self.exit_code = exit_code
+
+
+class NoGpuError(TopoctlError):
+    """The probe could not see any GPU (no driver, no NVML, no device)."""
+
+    exit_code = EXIT_NO_GPU
