@@ -1,0 +1,281 @@
+"""SGLang's real server flag sets, per release, read from rules/data/sglang-<version>.json.
+
+The data files are extracted from SGLang's release wheels by scripts/extract_sglang_flags.py; nothing here is
+typed by hand. Rules and renderers ask a FlagSet whether a flag exists in the SGLang version a launch targets,
+whether it takes a value, whether it is deprecated (and by what), and how argparse would read a token:
+
+    fs = load_flag_set("0.5.23")
+    fs.has("--cuda-graph-max-bs-decode")        # True
+    fs.resolve("--cuda-graph-max-bs").kind      # "ambiguous": argparse prefix matching, start-up error
+    fs.suggest("--cuda-graph-max-bs")           # ["--cuda-graph-max-bs-decode", ...]
+
+A version with no data file uses the nearest older one that has it (FlagSet.exact is False and FlagSet.note
+says so); a version older than every data file is an error.
+
+Only json loading happens here (no SGLang, torch or network), so this is cheap to import and call.
+"""
+from __future__ import annotations
+
+import difflib
+import functools
+import json
+import re
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Any
+
+from packaging.version import InvalidVersion, Version
+
+from topoctl.errors import TopoctlError
+
+_DATA_PACKAGE = "topoctl.rules"
+_DATA_DIR = "data"
+_NAME_RE = re.compile(r"^sglang-(?P<version>[0-9][0-9A-Za-z.+-]*)\.json$")
+# argparse adds these to every parser (add_help=True); they take part in prefix matching.
+_HELP_OPTIONS = ("-h", "--help")
+_NEGATIVE_NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")
+
+
+def _data_dir():
+    return resources.files(_DATA_PACKAGE).joinpath(_DATA_DIR)
+
+
+@functools.lru_cache(maxsize=1)
+def _index() -> dict[str, Any]:
+    """{version string: resource} for every data file shipped."""
+    out = {}
+    try:
+        entries = list(_data_dir().iterdir())
+    except (FileNotFoundError, NotADirectoryError):
+        entries = []
+    for entry in entries:
+        m = _NAME_RE.match(entry.name)
+        if m:
+            out[m.group("version")] = entry
+    return out
+
+
+def known_versions() -> list[str]:
+    """SGLang versions with flag data, oldest first."""
+    return sorted(_index(), key=Version)
+
+
+def _parse_version(text: str) -> Version:
+    try:
+        return Version(str(text).strip().lstrip("v"))
+    except InvalidVersion:
+        raise TopoctlError(
+            f"'{text}' is not an SGLang version",
+            hint="give a release version such as " + ", ".join(known_versions()[-2:] or ["0.5.23"]),
+        ) from None
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """How argparse would read one command-line token.
+
+    kind: "exact" (an option string as written, or written `--opt=value`), "prefix" (a unique abbreviation
+    argparse accepts when allow_abbrev is on), "ambiguous" (argparse stops: "ambiguous option: ... could
+    match ..."), "unknown" (argparse: "unrecognized arguments"), or "positional" (not an option token).
+    """
+
+    token: str
+    kind: str
+    flag: str | None = None  # primary name of the flag matched (key of FlagSet.flags); "--help" for -h/--help
+    option: str | None = None  # the option string argparse matched
+    value: str | None = None  # the explicit value after "=" (or after a short option), if any
+    candidates: tuple[str, ...] = ()  # option strings argparse saw as matches (ambiguous)
+    candidate_flags: tuple[str, ...] = ()  # the distinct flags behind `candidates` (aliases folded)
+
+    @property
+    def ok(self) -> bool:
+        return self.kind in ("exact", "prefix")
+
+
+@dataclass
+class FlagSet:
+    version: str  # the SGLang version whose data is used
+    requested: str  # the version that was asked for
+    exact: bool
+    note: str
+    allow_abbrev: bool
+    flags: dict[str, dict[str, Any]]
+    env: list[dict[str, Any]] = field(default_factory=list)
+    source: dict[str, Any] = field(default_factory=dict)
+    _options: dict[str, str] = field(default_factory=dict, repr=False)  # every option string -> primary
+
+    def __post_init__(self) -> None:
+        if not self._options:
+            for primary, info in self.flags.items():
+                for opt in info.get("options") or [primary]:
+                    self._options[opt] = primary
+            for opt in _HELP_OPTIONS:
+                self._options.setdefault(opt, "--help")
+
+    # ---- lookups -------------------------------------------------------------------------------------
+
+    @staticmethod
+    def _name(flag: str) -> str:
+        flag = flag.strip()
+        if "=" in flag and flag.startswith("-"):
+            flag = flag.split("=", 1)[0]
+        return flag
+
+    def primary(self, flag: str) -> str | None:
+        """The primary name of `flag` (which may be an alias such as --tp for --tp-size), exact match only."""
+        return self._options.get(self._name(flag))
+
+    def has(self, flag: str) -> bool:
+        """True when `flag` (or `--flag=value`) is an option string of this version, exactly as written."""
+        p = self.primary(flag)
+        return p is not None and p != "--help"
+
+    def get(self, flag: str) -> dict[str, Any] | None:
+        """The extracted record of a flag (any of its option strings), or None."""
+        p = self.primary(flag)
+        return None if p is None else self.flags.get(p)
+
+    def is_deprecated(self, flag: str) -> bool:
+        info = self.get(flag)
+        return bool(info and info.get("deprecated"))
+
+    def replacement(self, flag: str) -> str | None:
+        """What SGLang says to use instead of a deprecated flag, when it says so."""
+        info = self.get(flag)
+        return ((info or {}).get("deprecation") or {}).get("replacement")
+
+    def takes_value(self, flag: str) -> bool:
+        """Whether the flag consumes a value (`--tp-size 8`) or is a switch (`--enable-p2p-check`).
+
+        Raises KeyError for a flag this version does not have.
+        """
+        info = self.get(flag)
+        if info is None:
+            raise KeyError(f"{flag} is not a flag of SGLang {self.version}")
+        return bool(info.get("takes_value"))
+
+    def choices(self, flag: str) -> list[Any] | None:
+        info = self.get(flag)
+        return None if info is None else info.get("choices")
+
+    def env_names(self) -> list[str]:
+        """SGLANG_* environment variables found in this version's wheel (communication-related)."""
+        return [e["name"] for e in self.env]
+
+    def has_env(self, name: str) -> bool:
+        return name in self.env_names()
+
+    def all_options(self) -> list[str]:
+        """Every option string argparse registers (aliases and --no-X forms included, -h/--help too)."""
+        return sorted(self._options)
+
+    # ---- argparse behaviour --------------------------------------------------------------------------
+
+    def resolve(self, token: str) -> Resolution:
+        """Read `token` the way SGLang's argparse parser (Python 3.11 semantics) reads one argument."""
+        opts = self._options
+        if not token or token[0] != "-":
+            return Resolution(token, "positional")
+        if token in opts:
+            return Resolution(token, "exact", opts[token], token)
+        if len(token) == 1:
+            return Resolution(token, "positional")
+        if "=" in token:
+            name, value = token.split("=", 1)
+            if name in opts:
+                return Resolution(token, "exact", opts[name], name, value)
+        matches: list[tuple[str, str | None]] = []
+        if token[1] == "-":
+            if self.allow_abbrev:
+                prefix, value = token.split("=", 1) if "=" in token else (token, None)
+                matches = [(o, value) for o in opts if o.startswith(prefix)]
+        else:
+            short, short_value = token[:2], token[2:]
+            for o in opts:
+                if o == short:
+                    matches.append((o, short_value))
+                elif o.startswith(token):
+                    matches.append((o, None))
+        if len(matches) > 1:
+            cands = tuple(o for o, _ in matches)
+            flags = tuple(dict.fromkeys(opts[o] for o in cands))
+            return Resolution(token, "ambiguous", candidates=cands, candidate_flags=flags)
+        if len(matches) == 1:
+            o, value = matches[0]
+            return Resolution(token, "prefix", opts[o], o, value)
+        if _NEGATIVE_NUMBER.match(token) or " " in token:
+            return Resolution(token, "positional")
+        return Resolution(token, "unknown")
+
+    def suggest(self, flag: str, n: int = 3) -> list[str]:
+        """Close option strings for a "did you mean" hint (longest-common-prefix matches first)."""
+        name = self._name(flag)
+        pool = [o for o in self._options if o.startswith("--")]
+        out: list[str] = []
+        # a retired name usually survives as the stem of its successor (--cuda-graph-max-bs-decode)
+        for o in sorted(pool):
+            if o.startswith(name + "-") and self._options[o] != "--help":
+                out.append(o)
+        for o in difflib.get_close_matches(name, pool, n=n + len(out), cutoff=0.6):
+            if o not in out and o != name:
+                out.append(o)
+        return out[:n]
+
+    def argv_flags(self, argv: list[str]) -> list[Resolution]:
+        """Resolve the option tokens of an argv list, skipping the values that flags consume."""
+        out: list[Resolution] = []
+        skip = 0
+        for tok in argv:
+            if skip and not (tok.startswith("-") and len(tok) > 1 and not _NEGATIVE_NUMBER.match(tok)):
+                skip -= 1
+                continue
+            skip = 0
+            r = self.resolve(tok)
+            if r.kind == "positional":
+                continue
+            out.append(r)
+            if r.ok and r.value is None and r.flag in self.flags:
+                info = self.flags[r.flag]
+                if info.get("takes_value"):
+                    nargs = info.get("nargs")
+                    skip = nargs if isinstance(nargs, int) else (10**6 if nargs in ("+", "*") else 1)
+        return out
+
+
+@functools.lru_cache(maxsize=None)
+def _load_doc(version: str) -> dict[str, Any]:
+    return json.loads(_index()[version].read_text(encoding="utf-8"))
+
+
+def load_flag_set(version: str) -> FlagSet:
+    """The flag set of SGLang `version`, or of the nearest older version with data (noted on the result)."""
+    want = _parse_version(version)
+    versions = known_versions()
+    if not versions:
+        raise TopoctlError("no SGLang flag data is installed",
+                           hint="reinstall topoctl; rules/data/sglang-*.json ship with it")
+    exact = [v for v in versions if Version(v) == want]
+    older = [v for v in versions if Version(v) <= want]
+    if exact:
+        chosen, is_exact = exact[0], True
+        note = f"flag data for SGLang {chosen}"
+    elif older:
+        chosen, is_exact = older[-1], False
+        note = f"no flag data for {version}; using {chosen}, the nearest older"
+    else:
+        raise TopoctlError(
+            f"no SGLang flag data for {version} or any older version",
+            hint="known versions: " + ", ".join(versions)
+            + " (add one with scripts/extract_sglang_flags.py, see docs/sglang-flags.md)",
+        )
+    doc = _load_doc(chosen)
+    return FlagSet(
+        version=chosen,
+        requested=str(version),
+        exact=is_exact,
+        note=note,
+        allow_abbrev=bool(doc.get("allow_abbrev", True)),
+        flags=doc["flags"],
+        env=list(doc.get("env", [])),
+        source=dict(doc.get("source", {})),
+    )
