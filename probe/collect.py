@@ -1,0 +1,302 @@
+"""Builds the Snapshot from the probe's answers (live, or replayed from a capture).
+
+Order of work: NVML init and device count (no GPU -> NoGpuError, exit 3), then every GPU, every ordered
+pair, NVLink, the PCIe tree from sysfs, host and software. Any single question that fails leaves its field
+null with the reason under `unknown`; the probe goes on. Derivations (link labels, interconnect class,
+summary) are pure functions in topology.py so they are tested on their own.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from topoctl import __version__
+from topoctl.errors import NoGpuError
+from topoctl.probe import topology
+from topoctl.probe.capture import Session
+from topoctl.probe.files import Files
+from topoctl.probe.host import collect_host
+from topoctl.probe.nvml import (ARCHITECTURE, FABRIC_STATE, MAX_NVLINKS, NVLINK_REMOTE_TYPE, NVLINK_VERSION_NAME,
+                                P2P_CAPS, P2P_STATUS, TOPOLOGY_LEVEL, VIRTUALIZATION_MODE, Nvml)
+from topoctl.probe.software import collect_packages, cuda_from_torch_local, nccl_from_wheel
+
+SCHEMA_VERSION = 1
+
+NO_GPU_HINTS = {
+    "BindingMissing": ("the NVML Python binding (nvidia-ml-py) is not installed",
+                       "pip install nvidia-ml-py, or run topoctl with --system NAME / --topology FILE"),
+    "LibraryNotFound": ("NVML (libnvidia-ml.so) was not found: no NVIDIA driver on this machine",
+                        "install the NVIDIA driver, or use --system NAME / --topology FILE on a machine without GPUs"),
+    "DriverNotLoaded": ("the NVIDIA driver is not loaded",
+                        "check `nvidia-smi`; in a container, run it with the GPUs exposed (--gpus all)"),
+    "NoPermission": ("NVML refused access (no permission)",
+                     "run as a user allowed to open /dev/nvidia*, or check the container's device access"),
+    "LibRmVersionMismatch": ("the NVML library and the kernel driver versions differ",
+                             "reboot after a driver upgrade, or reload the nvidia kernel modules"),
+}
+
+
+def _no_gpu(reason: str) -> NoGpuError:
+    message, hint = NO_GPU_HINTS.get(reason, (f"NVML could not start ({reason})",
+                                              "check that `nvidia-smi` works on this machine"))
+    return NoGpuError(f"no GPU visible: {message}", hint=hint)
+
+
+def sysfs_bdf(nvml_bus_id: str) -> str:
+    """NVML '00000000:18:00.0' -> sysfs '0000:18:00.0' (4-digit domain, lower case)."""
+    text = nvml_bus_id.strip().lower()
+    domain, _, rest = text.partition(":")
+    return f"{domain[-4:].rjust(4, '0')}:{rest}"
+
+
+class _Collector:
+    def __init__(self, session: Session, with_torch: bool) -> None:
+        self.session = session
+        self.nvml = Nvml(session)
+        self.files = Files(session)
+        self.with_torch = with_torch
+        self.unknown: dict[str, str] = {}
+        self.host_numa_nodes: int | None = None
+
+    def value(self, answer: Any, path: str, convert: Any = None) -> Any:
+        if not answer.ok:
+            self.unknown[path] = answer.reason or "unknown"
+            return None
+        return convert(answer.value) if convert else answer.value
+
+    # -- GPUs -----------------------------------------------------------------------------------------
+    def gpu(self, i: int) -> dict[str, Any]:
+        nv, at = self.nvml, f"gpus.{i}"
+        gpu: dict[str, Any] = {"index": i}
+        gpu["name"] = self.value(nv.name(i), f"{at}.name")
+        gpu["uuid"] = self.value(nv.uuid(i), f"{at}.uuid")
+        gpu["pci_bus_id"] = self.value(nv.pci_bus_id(i), f"{at}.pci_bus_id")
+        cc = self.value(nv.compute_capability(i), f"{at}.compute_capability")
+        gpu["compute_capability"] = f"{cc[0]}.{cc[1]}" if cc else None
+        gpu["sm"] = cc[0] * 10 + cc[1] if cc else None
+        if cc is None:
+            self.unknown[f"{at}.sm"] = self.unknown[f"{at}.compute_capability"]
+        arch = nv.architecture(i)
+        gpu["architecture"] = topology.architecture_name(arch.value if arch.ok else None, cc)
+        if gpu["architecture"] is None:
+            self.unknown[f"{at}.architecture"] = arch.reason or "unrecognised"
+        gpu["memory_total_bytes"] = self.value(nv.memory_total(i), f"{at}.memory_total_bytes")
+        mig = self.value(nv.mig_mode(i), f"{at}.mig_mode")
+        gpu["mig_mode"] = ("enabled" if mig[0] == 1 else "disabled") if mig else None
+        gpu["virtualization_mode"] = self.value(nv.virtualization_mode(i), f"{at}.virtualization_mode",
+                                                lambda v: VIRTUALIZATION_MODE.get(v, f"mode-{v}"))
+        gpu["pcie"] = self.pcie(i)
+        gpu["nvlink"], gpu["_links"] = self.nvlinks(i)
+        fabric = nv.fabric_info(i)
+        if fabric.ok and isinstance(fabric.value, dict) and fabric.value.get("state", 0) != 0:
+            gpu["fabric"] = {"state": FABRIC_STATE.get(fabric.value["state"], str(fabric.value["state"])),
+                             "clique_id": fabric.value.get("clique_id"),
+                             "cluster_uuid": fabric.value.get("cluster_uuid")}
+        else:
+            gpu["fabric"] = None
+            if not fabric.ok and fabric.reason not in ("NotSupported", "NotRecorded"):
+                self.unknown[f"{at}.fabric"] = fabric.reason or "unknown"
+        self.sysfs_placement(gpu)
+        return gpu
+
+    def pcie(self, i: int) -> dict[str, Any]:
+        nv, at = self.nvml, f"gpus.{i}.pcie"
+        pcie = {
+            "current_gen": self.value(nv.pcie(i, "CurrPcieLinkGeneration"), f"{at}.current_gen"),
+            "max_gen": self.value(nv.pcie(i, "MaxPcieLinkGeneration"), f"{at}.max_gen"),
+            "gpu_max_gen": self.value(nv.pcie(i, "GpuMaxPcieLinkGeneration"), f"{at}.gpu_max_gen"),
+            "current_width": self.value(nv.pcie(i, "CurrPcieLinkWidth"), f"{at}.current_width"),
+            "max_width": self.value(nv.pcie(i, "MaxPcieLinkWidth"), f"{at}.max_width"),
+        }
+        pcie.update(topology.pcie_findings(pcie))
+        return pcie
+
+    def nvlinks(self, i: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """Active links and what is at their far end; iteration stops at the first link NVML rejects."""
+        nv = self.nvml
+        links: list[dict[str, Any]] = []
+        supported = 0
+        first_failure = None
+        for link in range(MAX_NVLINKS):
+            state = nv.nvlink_state(i, link)
+            if not state.ok:
+                first_failure = state.reason
+                break
+            supported += 1
+            if state.value != 1:
+                continue
+            remote_type = nv.nvlink_remote_type(i, link)
+            kind = NVLINK_REMOTE_TYPE.get(remote_type.value, "unknown") if remote_type.ok else None
+            # The remote bus id matters only for GPU-to-GPU links (and for spotting a VM that hides it);
+            # all links of a GPU run the same NVLink version, so one answer is enough. Fewer calls keep
+            # the probe close to nvidia-smi's own speed.
+            remote_bus = nv.nvlink_remote_bus_id(i, link) if kind != "switch" else None
+            version = nv.nvlink_version(i, link) if not links else None
+            links.append({"link": link,
+                          "version": version.value if version is not None and version.ok else None,
+                          "remote_bus_id": remote_bus.value if remote_bus is not None and remote_bus.ok else None,
+                          "remote_type": kind})
+        info: dict[str, Any] = {"links_supported": supported, "active_links": len(links)}
+        if supported == 0 and first_failure not in ("NotSupported", "InvalidArgument", None):
+            # NotSupported on link 0 is the plain "this GPU has no NVLink" answer; anything else is unknown.
+            info["links_supported"] = info["active_links"] = None
+            self.unknown[f"gpus.{i}.nvlink.active_links"] = first_failure
+        versions = [link["version"] for link in links if link["version"]]
+        info["version"] = max(versions) if versions else None
+        info["version_name"] = NVLINK_VERSION_NAME.get(info["version"]) if info["version"] else None
+        remote = {"gpu": 0, "switch": 0, "unknown": 0}
+        for link in links:
+            kind = link["remote_type"]
+            remote["gpu" if kind == "gpu" else "switch" if kind == "switch" else "unknown"] += 1
+        info["remote"] = remote
+        return info, links
+
+    def sysfs_placement(self, gpu: dict[str, Any]) -> None:
+        """NUMA node, root complex and the bridges above the GPU, from sysfs (as NCCL reads them)."""
+        at = f"gpus.{gpu['index']}"
+        gpu["numa_node"] = gpu["root_complex"] = None
+        gpu["pcie_path"] = []
+        if not gpu["pci_bus_id"]:
+            self.unknown[f"{at}.numa_node"] = self.unknown[f"{at}.root_complex"] = "no PCI bus id"
+            return
+        device = f"/sys/bus/pci/devices/{sysfs_bdf(gpu['pci_bus_id'])}"
+        real = self.files.realpath(device)
+        if real.ok:
+            root, path = topology.split_sysfs_path(real.value)
+            gpu["root_complex"], gpu["pcie_path"] = root, path[:-1]
+            gpu["pcie_bridges"] = [self.bridge(bdf) for bdf in path[:-1]]
+        else:
+            self.unknown[f"{at}.root_complex"] = f"sysfs: {real.reason}"
+        numa = self.files.read_stripped(f"{device}/numa_node")
+        if numa is None:
+            self.unknown[f"{at}.numa_node"] = "sysfs numa_node unreadable"
+        elif numa.lstrip("-").isdigit() and int(numa) >= 0:
+            gpu["numa_node"] = int(numa)
+        elif self.host_numa_nodes == 1:
+            # -1 means "no affinity reported"; with one NUMA node there is only one answer (nvidia-smi agrees).
+            gpu["numa_node"] = 0
+        else:
+            self.unknown[f"{at}.numa_node"] = f"sysfs numa_node is {numa} (no NUMA affinity reported)"
+
+    def bridge(self, bdf: str) -> dict[str, Any]:
+        base = f"/sys/bus/pci/devices/{bdf}"
+        return {"bdf": bdf, "vendor": self.files.read_stripped(f"{base}/vendor"),
+                "device": self.files.read_stripped(f"{base}/device"),
+                "class": self.files.read_stripped(f"{base}/class")}
+
+    # -- pairs ----------------------------------------------------------------------------------------
+    def pair(self, i: int, j: int, gpus: list[dict[str, Any]]) -> dict[str, Any]:
+        at = f"pairs.{i}-{j}"
+        p2p = {}
+        for capability in P2P_CAPS:
+            answer = self.nvml.p2p_status(i, j, capability)
+            if answer.ok:
+                p2p[capability] = P2P_STATUS.get(answer.value, "U")
+            else:
+                p2p[capability] = "unknown"
+                self.unknown[f"{at}.p2p.{capability}"] = answer.reason or "unknown"
+        ancestor = self.nvml.common_ancestor(i, j)
+        pcie_ancestor = TOPOLOGY_LEVEL.get(ancestor.value) if ancestor.ok else None
+        if pcie_ancestor is None:
+            self.unknown[f"{at}.pcie_ancestor"] = ancestor.reason or f"unrecognised level {ancestor.value}"
+        return {"src": i, "dst": j, "p2p": p2p, "pcie_ancestor": pcie_ancestor}
+
+    # -- whole machine ----------------------------------------------------------------------------------
+    def run(self) -> dict[str, Any]:
+        init = self.nvml.init()
+        if not init.ok:
+            raise _no_gpu(init.reason or "unknown")
+        count_answer = self.nvml.device_count()
+        if not count_answer.ok:
+            raise _no_gpu(count_answer.reason or "unknown")
+        count = int(count_answer.value)
+        host, host_unknown = collect_host(self.session, self.files)
+        self.unknown.update(host_unknown)
+        self.host_numa_nodes = host.get("numa_nodes")
+        if count == 0:
+            raise NoGpuError("no GPU visible: the NVIDIA driver is loaded but reports 0 devices",
+                             hint="check CUDA_VISIBLE_DEVICES / NVIDIA_VISIBLE_DEVICES and the container's --gpus option")
+        gpus = [self.gpu(i) for i in range(count)]
+        pairs = [self.pair(i, j, gpus) for i in range(count) for j in range(count) if i != j]
+        links = {gpu["index"]: gpu.pop("_links") for gpu in gpus}
+        nvlink = topology.nvlink_pairs(gpus, links, pairs)
+        software = self.software()
+        snapshot: dict[str, Any] = {
+            "schema_version": SCHEMA_VERSION,
+            "topoctl_version": __version__,
+            "source": {},
+            "host": host,
+            "gpus": gpus,
+            "pairs": pairs,
+            "nvlink": nvlink,
+            "pcie": topology.pcie_tree(gpus, host),
+            "software": software,
+        }
+        if self.with_torch:
+            self.torch_cross_check(snapshot)
+        self.nvml.shutdown()
+        snapshot["summary"] = topology.summarize(snapshot)
+        snapshot["unknown"] = dict(sorted(self.unknown.items()))
+        return snapshot
+
+    def software(self) -> dict[str, Any]:
+        packages, unknown = collect_packages(self.session)
+        self.unknown.update(unknown)
+        cuda = self.nvml.cuda_driver_version()
+        return {
+            "driver": self.value(self.nvml.driver_version(), "software.driver"),
+            "cuda_driver": self.value(cuda, "software.cuda_driver", topology.cuda_version_text),
+            "nvml": self.nvml.nvml_version().get(),
+            "cuda_runtime": cuda_from_torch_local(packages.get("torch")),
+            "nccl": nccl_from_wheel(packages.get("nccl_wheel")),
+            "torch": packages.get("torch"),
+            "sglang": packages.get("sglang"),
+            "sgl_kernel": packages.get("sgl_kernel"),
+            "flashinfer": packages.get("flashinfer"),
+            "vllm": packages.get("vllm"),
+            "nvidia_ml_py": packages.get("nvidia_ml_py"),
+        }
+
+    def torch_cross_check(self, snapshot: dict[str, Any]) -> None:
+        from topoctl.probe.torch_check import collect_torch
+
+        answer = collect_torch(self.session)
+        if not answer.ok:
+            self.unknown["torch"] = answer.reason or "unknown"
+            for pair in snapshot["pairs"]:
+                pair["torch_can_access_peer"] = None
+            return
+        facts = answer.value
+        software = snapshot["software"]
+        software["cuda_runtime"] = facts.get("cuda_runtime") or software["cuda_runtime"]
+        software["nccl"] = facts.get("nccl") or software["nccl"]
+        by_bus = {topology.bus_key(g["pci_bus_id"]): g["index"] for g in snapshot["gpus"] if g["pci_bus_id"]}
+        to_nvml = {}
+        for device in facts.get("devices", []):
+            key = topology.bus_key(device.get("pci_bus_id"))
+            to_nvml[device["torch_index"]] = by_bus.get(key, device["torch_index"])
+        peers = {}
+        for key, value in facts.get("peer", {}).items():
+            src, dst = (int(part) for part in key.split("|"))
+            peers[(to_nvml.get(src, src), to_nvml.get(dst, dst))] = value
+        for pair in snapshot["pairs"]:
+            pair["torch_can_access_peer"] = peers.get((pair["src"], pair["dst"]))
+
+
+def run_probe(session: Session, with_torch: bool = False) -> dict[str, Any]:
+    """Probe through `session` (live or replay). Raises NoGpuError when no GPU is visible."""
+    return _Collector(session, with_torch).run()
+
+
+def probe_live(with_torch: bool = False) -> dict[str, Any]:
+    """A live probe of this machine, with its source filled in."""
+    snapshot = run_probe(Session(), with_torch=with_torch)
+    snapshot["source"] = {"kind": "live", "name": snapshot["host"].get("hostname"), "captured_at": None}
+    return snapshot
+
+
+def probe_capture(capture: dict[str, Any], name: str, kind: str = "capture") -> dict[str, Any]:
+    """Replay a capture document through the same code path as a live probe."""
+    snapshot = run_probe(Session(replay=capture), with_torch=bool(capture.get("torch")))
+    snapshot["source"] = {"kind": kind, "name": name, "captured_at": capture.get("recorded_at"),
+                          "synthetic": bool(capture.get("synthetic"))}
+    return snapshot

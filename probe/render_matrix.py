@@ -1,0 +1,78 @@
+"""An nvidia-smi-like matrix of a Snapshot, for people (`topoctl show`).
+
+Rows and columns are GPUs; each cell is the link (NV18, PIX, SYS, ...) and the P2P read/write verdict
+(`+` both OK, `-` not OK, `?` unknown). To the right: NUMA node and root complex per GPU. Colour only on a
+terminal and never when NO_COLOR is set (https://no-color.org).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+GREEN, RED, YELLOW, BOLD, RESET = "\x1b[32m", "\x1b[31m", "\x1b[33m", "\x1b[1m", "\x1b[0m"
+
+
+def _p2p_mark(pair: dict[str, Any]) -> str:
+    read, write = pair["p2p"].get("read"), pair["p2p"].get("write")
+    if read == "OK" and write == "OK":
+        return "+"
+    if "unknown" in (read, write) and all(v in ("OK", "unknown") for v in (read, write)):
+        return "?"
+    return "-"
+
+
+def _clean(value: Any) -> str:
+    """Snapshot text may come from anywhere: show it printable, on one line."""
+    text = "-" if value is None else str(value)
+    return "".join(ch if ch.isprintable() else "?" for ch in text)
+
+
+def render(snapshot: dict[str, Any], color: bool = False) -> str:
+    gpus = snapshot["gpus"]
+    pairs = {(p["src"], p["dst"]): p for p in snapshot["pairs"]}
+
+    def paint(text: str, code: str) -> str:
+        return f"{code}{text}{RESET}" if color else text
+
+    width = 9
+    header = "".ljust(6) + "".join(f"GPU{g['index']}".ljust(width) for g in gpus) + "NUMA  Root complex"
+    lines = [paint(header, BOLD) if color else header]
+    for gpu in gpus:
+        cells = []
+        for other in gpus:
+            if other["index"] == gpu["index"]:
+                cells.append(" X".ljust(width))
+                continue
+            pair = pairs.get((gpu["index"], other["index"]))
+            if pair is None:
+                cells.append("?".ljust(width))
+                continue
+            mark = _p2p_mark(pair)
+            text = f"{_clean(pair.get('link') or '?')}{mark}".ljust(width)
+            cells.append(paint(text, GREEN if mark == "+" else RED if mark == "-" else YELLOW))
+        lines.append(f"GPU{gpu['index']}".ljust(6) + "".join(cells)
+                     + _clean(gpu.get("numa_node")).ljust(6) + _clean(gpu.get("root_complex")))
+    lines.append("")
+    for gpu in gpus:
+        pcie = gpu.get("pcie") or {}
+        nvlink = gpu.get("nvlink") or {}
+        note = "  DOWN-TRAINED" if pcie.get("downtrained") else ""
+        lines.append(f"GPU{gpu['index']}: {_clean(gpu.get('name'))}, sm {_clean(gpu.get('compute_capability'))}, "
+                     f"PCIe gen {_clean(pcie.get('current_gen'))}/{_clean(pcie.get('max_gen'))} "
+                     f"x{_clean(pcie.get('current_width'))}/{_clean(pcie.get('max_width'))}, "
+                     f"NVLink {_clean(nvlink.get('active_links'))} active, {_clean(gpu.get('pci_bus_id'))}{note}")
+    summary = snapshot.get("summary", {})
+    software = snapshot.get("software", {})
+    lines.append("")
+    lines.append(f"Interconnect: {_clean(summary.get('interconnect'))}; P2P read+write OK on "
+                 f"{summary.get('p2p_pairs_ok')}/{summary.get('p2p_pairs_total')} ordered pairs; "
+                 f"virtualized: {_clean(summary.get('virtualized'))}")
+    lines.append(f"Driver {_clean(software.get('driver'))}, CUDA {_clean(software.get('cuda_driver'))}, "
+                 f"NCCL {_clean(software.get('nccl'))}, torch {_clean(software.get('torch'))}, "
+                 f"SGLang {_clean(software.get('sglang'))}")
+    unknown = snapshot.get("unknown") or {}
+    if unknown:
+        lines.append(f"Unknown: {len(unknown)} field(s) could not be read (see `unknown` in the snapshot)")
+    lines.append("")
+    lines.append("Legend: NV# = # bonded NVLinks; PIX/PXB/PHB/NODE/SYS as nvidia-smi topo -m; "
+                 "+ P2P read+write OK, - not OK, ? unknown")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,70 @@
+"""Software versions, read from installed package metadata without importing the packages.
+
+Importing torch or sglang takes seconds and may need a GPU; reading their metadata takes milliseconds.
+Only `--with-torch` imports torch (see torch_check.py), to cross-check what the CUDA runtime reports.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from topoctl.probe.capture import ProbeFailure, Session
+
+# snapshot key -> distribution names to try, first installed wins
+PACKAGES: dict[str, tuple[str, ...]] = {
+    "torch": ("torch",),
+    "sglang": ("sglang",),
+    "sgl_kernel": ("sgl-kernel", "sgl_kernel"),
+    "flashinfer": ("flashinfer-python", "flashinfer"),
+    "vllm": ("vllm",),
+    "nvidia_ml_py": ("nvidia-ml-py",),
+    "nccl_wheel": ("nvidia-nccl-cu13", "nvidia-nccl-cu12", "nvidia-nccl-cu11"),
+    "cuda_runtime_wheel": ("nvidia-cuda-runtime", "nvidia-cuda-runtime-cu13", "nvidia-cuda-runtime-cu12"),
+}
+
+
+def _installed_versions() -> dict[str, Any]:
+    from importlib import metadata
+
+    found: dict[str, Any] = {}
+    for key, names in PACKAGES.items():
+        found[key] = None
+        for name in names:
+            try:
+                found[key] = {"distribution": name, "version": metadata.version(name)}
+                break
+            except metadata.PackageNotFoundError:
+                continue
+            except Exception as exc:  # broken metadata must not stop the probe
+                raise ProbeFailure(f"metadata error for {name}: {type(exc).__name__}") from None
+    return found
+
+
+def cuda_from_torch_local(version: str | None) -> str | None:
+    """'2.11.0+cu130' -> '13.0'; None when the build says nothing about CUDA."""
+    if not version:
+        return None
+    match = re.search(r"\+cu(\d+)(\d)$", version)
+    return f"{match.group(1)}.{match.group(2)}" if match else None
+
+
+def nccl_from_wheel(version: str | None) -> str | None:
+    """The NCCL wheel's version is NCCL's own ('2.27.5'); drop a post/dev suffix if any."""
+    if not version:
+        return None
+    match = re.match(r"(\d+\.\d+\.\d+)", version)
+    return match.group(1) if match else None
+
+
+def collect_packages(session: Session) -> tuple[dict[str, Any], dict[str, str]]:
+    """Installed package versions (None when absent), and reasons for what could not be read."""
+    answer = session.ask("software", "packages", _installed_versions)
+    unknown: dict[str, str] = {}
+    result: dict[str, Any] = {}
+    raw = answer.value if answer.ok and isinstance(answer.value, dict) else {}
+    if not answer.ok:
+        unknown["software.packages"] = answer.reason or "unknown"
+    for key in PACKAGES:
+        entry = raw.get(key)
+        result[key] = entry.get("version") if isinstance(entry, dict) else None
+    return result, unknown

@@ -1,0 +1,49 @@
+"""Regenerate fixtures/<system>/snapshot.json from each fixture's capture.json (the replayed probe).
+
+Run after a probe change or a new capture: python scripts/build_fixture_snapshots.py
+tests/test_fixtures.py fails when a committed snapshot.json differs from its replay, so the shipped
+reference systems always say what the current probe makes of the recorded answers.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+from topoctl.errors import NoGpuError
+from topoctl.probe.capture import load_capture
+from topoctl.probe.collect import probe_capture
+from topoctl.render import to_json
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures")
+
+
+def snapshot_for(folder: str) -> dict | None:
+    name = os.path.basename(folder.rstrip("/"))
+    try:
+        snapshot = probe_capture(load_capture(folder), name=name, kind="system")
+    except NoGpuError:
+        return None
+    snapshot["topoctl_version"] = "fixture"  # keeps the files stable across releases
+    return snapshot
+
+
+def main() -> int:
+    for name in sorted(os.listdir(ROOT)):
+        folder = os.path.join(ROOT, name)
+        if not os.path.isfile(os.path.join(folder, "capture.json")):
+            continue
+        snapshot = snapshot_for(folder)
+        target = os.path.join(folder, "snapshot.json")
+        if snapshot is None:
+            print(f"{name}: no GPU visible (exit-3 fixture), no snapshot.json")
+            if os.path.exists(target):
+                os.unlink(target)
+            continue
+        with open(target, "w", encoding="utf-8") as handle:
+            handle.write(to_json(snapshot))
+        print(f"{name}: {snapshot['summary']['gpu_count']} GPUs, {snapshot['summary']['interconnect']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Run on a real GPU machine. Captures what topoctl and nvidia-smi say about this machine into DIR,
+# compares them pair by pair, and times `topoctl probe` against `nvidia-smi topo -m`.
+#   scripts/real_hardware_check.sh DIR "description of the machine"
+# DIR then holds a fixture folder's files: capture.json, snapshot.json and the nvidia-smi outputs.
+# Read-only on the GPUs: no clocks, power, MIG, persistence or resets are touched.
+set -u
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+dir=${1:?usage: real_hardware_check.sh DIR DESCRIPTION}
+description=${2:-"real machine"}
+py="${PYTHON:-python3} -X faulthandler"
+mkdir -p "$dir"
+status=0
+nvidia-smi topo -m > "$dir/nvidia-smi-topo-m.txt" 2>&1 || status=1
+for flag in r w n a p; do
+  nvidia-smi topo -p2p "$flag" > "$dir/nvidia-smi-topo-p2p-$flag.txt" 2>&1 || status=1
+done
+nvidia-smi --query-gpu=index,name,pci.bus_id,compute_cap,pcie.link.gen.current,pcie.link.gen.max,pcie.link.width.current,pcie.link.width.max,memory.total,driver_version --format=csv > "$dir/nvidia-smi-query.csv" 2>&1 || status=1
+nvidia-smi nvlink --status > "$dir/nvidia-smi-nvlink-status.txt" 2>&1 || true
+$py -m topoctl probe --record "$dir/capture.json" --description "$description" --format json -o "$dir/snapshot-live.json" || status=1
+$py -m topoctl probe --with-torch --record "$dir/capture-torch.json" --description "$description (with torch cross-check)" --format json -o "$dir/snapshot-torch.json" || status=1
+$py -m topoctl show --topology "$dir/snapshot-live.json" > "$dir/topoctl-show.txt" 2>&1 || true
+$py scripts/compare_with_nvidia_smi.py "$dir" "$dir/snapshot-live.json" | tee "$dir/compare-live.txt" || status=1
+$py scripts/compare_with_nvidia_smi.py "$dir" | tee "$dir/compare-replay.txt" || status=1
+$py benchmarks/probe_bench.py --repeat "${REPEAT:-7}" --json "$dir/probe-bench.json" | tee "$dir/probe-bench.txt" || status=1
+exit $status

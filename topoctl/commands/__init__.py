@@ -1,0 +1,1 @@
+"""One module per subcommand; each exposes `command`, loaded lazily by topoctl/cli.py."""

@@ -1,0 +1,55 @@
+"""`topoctl probe`: what is this machine, exactly?"""
+from __future__ import annotations
+
+import click
+
+from topoctl.io import emit, write_atomic
+from topoctl.render import dump, to_json
+
+
+@click.command("probe")
+@click.option("--format", "fmt", type=click.Choice(["yaml", "json"]), default="yaml", show_default=True,
+              help="Output format of the snapshot.")
+@click.option("-o", "--output", metavar="FILE", help="Write the snapshot to FILE (atomically) instead of stdout.")
+@click.option("--record", metavar="PATH",
+              help="Also save every raw answer (NVML calls, sysfs reads) to PATH, for replay with --from-capture.")
+@click.option("--from-capture", "from_capture", metavar="PATH",
+              help="Replay a capture (file, or a fixture folder holding capture.json) instead of asking the hardware.")
+@click.option("--with-torch", is_flag=True,
+              help="Also import torch to cross-check P2P (torch.cuda.can_device_access_peer), CUDA runtime and NCCL.")
+@click.option("--description", default="", metavar="TEXT", help="A note stored in the --record capture.")
+def command(fmt: str, output: str | None, record: str | None, from_capture: str | None, with_torch: bool,
+            description: str) -> int:
+    """Probe GPUs, every ordered pair's P2P status and link, NVLink/NVSwitch, the PCIe tree, NUMA placement,
+    host and software versions, and print a Snapshot that `show`, `recommend` and `check` read.
+
+    \b
+    Examples:
+      topoctl probe                         # YAML to stdout
+      topoctl probe --format json -o machine.json
+      topoctl probe --record capture.json   # keep the raw answers (to reproduce or file a bug)
+      topoctl probe --from-capture capture.json
+
+    Fields that a driver or VM cannot answer are null, with the reason under `unknown`.
+    Exit code 3 when no GPU is visible (no driver, no NVML, no device).
+    """
+    from topoctl.errors import TopoctlError
+    from topoctl.probe.capture import Session, load_capture
+    from topoctl.probe.collect import probe_capture, run_probe
+
+    if from_capture and record:
+        raise TopoctlError("--record and --from-capture cannot be combined",
+                           hint="--record saves a live probe; --from-capture replays a saved one")
+    if from_capture:
+        capture = load_capture(from_capture)
+        snapshot = probe_capture(capture, name=from_capture)
+    else:
+        session = Session(record=bool(record))
+        try:
+            snapshot = run_probe(session, with_torch=with_torch)
+            snapshot["source"] = {"kind": "live", "name": snapshot["host"].get("hostname"), "captured_at": None}
+        finally:
+            if record:
+                write_atomic(record, to_json(session.capture_document(description)))
+    emit(dump(snapshot, fmt), output)
+    return 0

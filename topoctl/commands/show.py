@@ -1,0 +1,33 @@
+"""`topoctl show`: the link and P2P matrix of a machine, for people."""
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+
+@click.command("show")
+@click.option("--topology", metavar="FILE", help="A snapshot written by `topoctl probe` (JSON or YAML).")
+@click.option("--system", metavar="NAME", help="A built-in reference system (see `topoctl recommend --list-systems`).")
+@click.option("--color/--no-color", default=None, help="Force colour on or off (default: on a terminal, unless NO_COLOR is set).")
+def command(topology: str | None, system: str | None, color: bool | None) -> int:
+    """Print an nvidia-smi-like matrix: link type and P2P verdict per GPU pair, NUMA node and root complex
+    per GPU, PCIe link state, and a summary.
+
+    \b
+    Examples:
+      topoctl show --system rtx-pro-6000-8x-pcie
+      topoctl show --topology machine.yaml
+      topoctl show                       # probes this machine
+    """
+    from topoctl.probe.render_matrix import render
+    from topoctl.snapshot import resolve_target
+
+    snapshot = resolve_target(topology=topology, system=system)
+    if color is None:
+        color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+    elif os.environ.get("NO_COLOR"):
+        color = False
+    click.echo(render(snapshot, color=color), nl=False)
+    return 0
