@@ -1,0 +1,110 @@
+"""Evaluating rules on a snapshot and a request, and checking a launch against the findings.
+
+evaluate() answers "what does the knowledge say about this machine and this request?"; violations()
+answers "which of those findings does this particular launch break?". autoconf calls evaluate once and
+violations once per candidate launch, so violations() is cheap and knows each setting's default: a
+launch that says nothing about custom allreduce runs with it on, and breaks "require it off".
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from . import settings as launch_settings
+from .conditions import make_test
+from .facts import Context
+from .model import SEVERITY_ORDER, Finding, Report, Rule, RuleSet, Violation
+
+FORBID_OPERATORS = ("values", "eq", "has_token", "glob", "lt", "le", "gt", "ge")
+
+
+def evaluate_rule(rule: Rule, snapshot: dict[str, Any], request: dict[str, Any]) -> tuple[bool | None, list[str]]:
+    """One rule's three-valued answer and the facts it could not read (used by rule self-tests)."""
+    context = Context(snapshot, request)
+    answer = rule.condition(context)
+    return answer, _unique(context.unknown_seen)
+
+
+def evaluate(ruleset: RuleSet, snapshot: dict[str, Any], request: dict[str, Any] | None) -> Report:
+    """Findings of every active rule: fired ones, and block rules that could not be decided ("unknown").
+
+    A block rule whose facts are unknown is never dropped: it is reported with status "unknown" (shown as
+    "cannot verify") and violations() treats it as blocking, because an unknown P2P is not a working P2P.
+    """
+    context = Context(snapshot, request or {})
+    findings: list[Finding] = []
+    undecided: list[tuple[str, list[str]]] = []
+    for rule in ruleset.active():
+        context.unknown_seen = []
+        answer = rule.condition(context)
+        if answer is True:
+            findings.append(_finding(rule, "fired", []))
+        elif answer is None:
+            facts = _unique(context.unknown_seen)
+            if rule.severity == "block":
+                findings.append(_finding(rule, "unknown", facts))
+            else:
+                undecided.append((rule.id, facts))
+    findings.sort(key=lambda finding: (SEVERITY_ORDER[finding.severity], finding.status != "fired", finding.rule_id))
+    return Report(findings=findings, disabled=sorted(ruleset.disabled.items()), undecided=undecided)
+
+
+def violations(report: Report, launch: dict[str, Any] | None) -> list[Violation]:
+    """The forbid/require entries of the report's findings that `launch` breaks.
+
+    A setting the launch does not name takes its default: first what a finding says SGLang does by
+    itself in its scope (effect.defaults), then rules/settings.yaml. Findings with status "unknown" are
+    included: undecided block rules block, conservatively. Every severity is returned; callers filter.
+    """
+    launch = launch if isinstance(launch, dict) else {}
+    scoped_defaults: dict[str, Any] = {}
+    for finding in report.findings:
+        scoped_defaults.update(finding.effect.get("defaults") or {})
+
+    def effective(setting: str) -> tuple[bool, Any, Any]:
+        default = launch_settings.normalize(setting, scoped_defaults.get(setting, launch_settings.default_of(setting))) \
+            if launch_settings.is_known_setting(setting) else scoped_defaults.get(setting)
+        if setting in launch:
+            return True, launch_settings.normalize(setting, launch[setting]), default
+        return False, default, default
+
+    found: list[Violation] = []
+    for finding in report.findings:
+        effect = finding.effect
+        for entry in effect.get("forbid") or ():
+            setting = entry["setting"]
+            explicit, value, default = effective(setting)
+            operator = next((name for name in FORBID_OPERATORS if name in entry), None)
+            if operator is None:
+                broken = explicit and _same(value, default) is False
+                detail = f"{setting} must stay at its default ({default!r})"
+            else:
+                broken = value is not None and make_test(operator, entry[operator])(value)
+                detail = f"{setting} must not be {operator} {entry[operator]!r}"
+            if broken:
+                found.append(Violation(finding, setting, value, "forbid", explicit, detail))
+        for setting, required in (effect.get("require") or {}).items():
+            explicit, value, _ = effective(setting)
+            wanted = launch_settings.normalize(setting, required)
+            if not _same(value, wanted):
+                found.append(Violation(finding, setting, value, "require", explicit,
+                                       f"{setting} must be {wanted!r}"))
+    return found
+
+
+def _same(left: Any, right: Any) -> bool:
+    """Equality that does not let True equal 1, and ignores case in strings."""
+    if isinstance(left, bool) or isinstance(right, bool):
+        return type(left) is type(right) and left == right
+    if isinstance(left, str) and isinstance(right, str):
+        return left.casefold() == right.casefold()
+    return left == right
+
+
+def _finding(rule: Rule, status: str, unknown_facts: list[str]) -> Finding:
+    return Finding(rule_id=rule.id, title=rule.title, severity=rule.severity, status=status, message=rule.message,
+                   remediation=rule.remediation, effect=rule.effect, evidence=rule.evidence,
+                   unknown_facts=unknown_facts, source_file=rule.source_file)
+
+
+def _unique(names: list[str]) -> list[str]:
+    return list(dict.fromkeys(names))

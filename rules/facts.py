@@ -1,0 +1,458 @@
+"""The facts namespace: the names rule conditions may match on, and how each is read from a snapshot
+and a request.
+
+Rules never read the snapshot's raw shape; they name facts (`gpu.sm_majors`, `interconnect`,
+`software.sglang`, `pair.p2p.read`, `launch.custom_all_reduce`). That keeps rule files short, lets the
+snapshot evolve, and gives one place where "the probe could not read it" becomes UNKNOWN: a null value,
+a missing key, or a P2P status of "unknown"/"U". Request facts are always known (None there means "not
+asked for"). docs/rules.md lists every name; `topoctl rules facts` prints them.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from . import settings as launch_settings
+
+
+class _Unknown:
+    """The third truth value's input: a fact the probe could not read."""
+
+    _instance = None
+
+    def __new__(cls) -> "_Unknown":
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "UNKNOWN"
+
+    def __bool__(self) -> bool:  # never let UNKNOWN pass as a truth value by accident
+        raise TypeError("UNKNOWN has no truth value; use the three-valued helpers")
+
+
+UNKNOWN = _Unknown()
+_MISSING = object()
+
+# P2P answers that say nothing about whether P2P works.
+UNKNOWN_P2P = {"unknown", "U", None}
+VERSION_FACT_TYPE = "version"
+SOFTWARE_PACKAGES = ("driver", "cuda_driver", "cuda_runtime", "nccl", "torch", "sgl_kernel", "flashinfer",
+                     "vllm", "nvidia_ml_py")
+ARCHITECTURE_BY_MAJOR = {7: "volta", 8: "ampere", 9: "hopper", 10: "blackwell", 12: "blackwell"}
+
+
+def _dig(data: Any, *keys: Any) -> Any:
+    """data[k1][k2]... or UNKNOWN if anything on the way is missing or null."""
+    for key in keys:
+        if isinstance(data, dict):
+            data = data.get(key, _MISSING)
+        elif isinstance(data, list) and isinstance(key, int) and -len(data) <= key < len(data):
+            data = data[key]
+        else:
+            return UNKNOWN
+        if data is _MISSING or data is None:
+            return UNKNOWN
+    return data
+
+
+def _sm_of_gpu(gpu: Any) -> Any:
+    if not isinstance(gpu, dict):
+        return UNKNOWN
+    sm = gpu.get("sm")
+    if isinstance(sm, int) and not isinstance(sm, bool):
+        return sm
+    return _sm_from_capability(gpu.get("compute_capability"))
+
+
+def _sm_from_capability(capability: Any) -> Any:
+    if isinstance(capability, str) and "." in capability:
+        major, _, minor = capability.partition(".")
+        if major.isdigit() and minor.isdigit():
+            return int(major) * 10 + int(minor)
+    return UNKNOWN
+
+
+def _all_known(values: list[Any]) -> Any:
+    return UNKNOWN if any(value is UNKNOWN for value in values) else values
+
+
+class Context:
+    """One evaluation's view of a snapshot and a request; facts are computed on first use and cached."""
+
+    __slots__ = ("snapshot", "request", "launch", "_cache", "_pairs", "pair", "pair_label", "unknown_seen")
+
+    def __init__(self, snapshot: dict[str, Any] | None, request: dict[str, Any] | None) -> None:
+        self.snapshot = snapshot if isinstance(snapshot, dict) else {}
+        self.request = request if isinstance(request, dict) else {}
+        launch = self.request.get("launch")
+        self.launch: dict[str, Any] = launch if isinstance(launch, dict) else {}
+        self._cache: dict[str, Any] = {}
+        self._pairs: list[tuple[str, dict[str, Any]]] | None = None
+        self.pair: dict[str, Any] | None = None
+        self.pair_label = ""
+        self.unknown_seen: list[str] = []
+
+    def fact(self, name: str) -> Any:
+        """The value of a non-pair fact, or UNKNOWN."""
+        value = self._cache.get(name, _MISSING)
+        if value is _MISSING:
+            resolver = FACTS.get(name)
+            if resolver is not None:
+                value = resolver[2](self)
+            elif name.startswith("launch."):
+                value = launch_value(self, name[len("launch."):])[1]
+            else:
+                value = UNKNOWN
+            self._cache[name] = value
+        return value
+
+    def pair_fact(self, name: str) -> Any:
+        """The value of a `pair.*` fact for the pair a quantifier is visiting."""
+        pair = self.pair
+        if pair is None:
+            return UNKNOWN
+        return pair.get(name, UNKNOWN)
+
+    def pairs(self) -> list[tuple[str, dict[str, Any]]]:
+        """(label, pair facts) for every ordered pair in the snapshot, computed once."""
+        if self._pairs is None:
+            raw = self.snapshot.get("pairs")
+            self._pairs = [_pair_facts(entry) for entry in raw if isinstance(entry, dict)] \
+                if isinstance(raw, list) else []
+        return self._pairs
+
+    def pairs_known(self) -> bool:
+        """False when the snapshot has no pair list at all (then pair quantifiers are unknown)."""
+        return isinstance(self.snapshot.get("pairs"), list)
+
+
+def launch_value(context: Context, setting: str) -> tuple[bool, Any]:
+    """(explicitly set?, value) of a launch setting; a setting the launch does not name is (False, None)."""
+    if setting in context.launch:
+        return True, launch_settings.normalize(setting, context.launch[setting])
+    return False, None
+
+
+def _p2p_status(value: Any) -> Any:
+    return value if isinstance(value, str) and value not in UNKNOWN_P2P else UNKNOWN
+
+
+def _pair_facts(entry: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    p2p = entry.get("p2p") if isinstance(entry.get("p2p"), dict) else {}
+    facts: dict[str, Any] = {
+        "pair.src": entry.get("src", UNKNOWN) if entry.get("src") is not None else UNKNOWN,
+        "pair.dst": entry.get("dst", UNKNOWN) if entry.get("dst") is not None else UNKNOWN,
+    }
+    for capability in ("read", "write", "nvlink", "atomics", "pci"):
+        facts[f"pair.p2p.{capability}"] = _p2p_status(p2p.get(capability))
+    read, write = facts["pair.p2p.read"], facts["pair.p2p.write"]
+    if (read is not UNKNOWN and read != "OK") or (write is not UNKNOWN and write != "OK"):
+        facts["pair.p2p_ok"] = False
+    elif read is UNKNOWN or write is UNKNOWN:
+        facts["pair.p2p_ok"] = UNKNOWN
+    else:
+        facts["pair.p2p_ok"] = True
+    link = entry.get("link")
+    facts["pair.link"] = link if isinstance(link, str) else UNKNOWN
+    nvlinks = entry.get("nvlinks")
+    facts["pair.nvlinks"] = nvlinks if isinstance(nvlinks, int) and not isinstance(nvlinks, bool) else UNKNOWN
+    if isinstance(link, str) and link.upper().startswith("NV"):
+        facts["pair.nvlink"] = True
+    elif facts["pair.nvlinks"] is not UNKNOWN:
+        facts["pair.nvlink"] = facts["pair.nvlinks"] > 0
+    elif isinstance(link, str):
+        facts["pair.nvlink"] = False
+    else:
+        facts["pair.nvlink"] = UNKNOWN
+    ancestor = entry.get("pcie_ancestor")
+    facts["pair.pcie_ancestor"] = ancestor if isinstance(ancestor, str) else UNKNOWN
+    peer = entry.get("torch_can_access_peer")
+    facts["pair.torch_can_access_peer"] = peer if isinstance(peer, bool) else UNKNOWN
+    label = f"pairs[{entry.get('src')}->{entry.get('dst')}]"
+    return label, facts
+
+
+# ---------------------------------------------------------------------------------------------- resolvers
+def _gpus(context: Context) -> Any:
+    gpus = context.snapshot.get("gpus")
+    return gpus if isinstance(gpus, list) else UNKNOWN
+
+
+def _gpu_count(context: Context) -> Any:
+    count = _dig(context.snapshot, "summary", "gpu_count")
+    if isinstance(count, int) and not isinstance(count, bool):
+        return count
+    gpus = _gpus(context)
+    return len(gpus) if gpus is not UNKNOWN else UNKNOWN
+
+
+def _gpu_sms(context: Context) -> Any:
+    gpus = _gpus(context)
+    if gpus is not UNKNOWN:
+        return _all_known([_sm_of_gpu(gpu) for gpu in gpus])
+    capabilities = _dig(context.snapshot, "summary", "compute_capabilities")
+    if isinstance(capabilities, list):
+        return _all_known([_sm_from_capability(capability) for capability in capabilities])
+    return UNKNOWN
+
+
+def _from_sms(transform: Callable[[list[int]], Any]) -> Callable[[Context], Any]:
+    def resolve(context: Context) -> Any:
+        sms = context.fact("gpu.sm")
+        return UNKNOWN if sms is UNKNOWN else transform(sms)
+    return resolve
+
+
+def _per_gpu(field: str, summary_field: str | None = None,
+             derive: Callable[[Context], Any] | None = None) -> Callable[[Context], Any]:
+    def resolve(context: Context) -> Any:
+        gpus = _gpus(context)
+        if gpus is not UNKNOWN and all(isinstance(gpu, dict) and gpu.get(field) is not None for gpu in gpus):
+            return [gpu[field] for gpu in gpus]
+        if summary_field:
+            listed = _dig(context.snapshot, "summary", summary_field)
+            if isinstance(listed, list) and None not in listed:
+                return list(listed)
+        return derive(context) if derive else UNKNOWN
+    return resolve
+
+
+def _architectures_from_sm(context: Context) -> Any:
+    sms = context.fact("gpu.sm")
+    if sms is UNKNOWN or any(sm // 10 not in ARCHITECTURE_BY_MAJOR for sm in sms):
+        return UNKNOWN
+    return sorted({ARCHITECTURE_BY_MAJOR[sm // 10] for sm in sms})
+
+
+def _capabilities_from_sm(context: Context) -> Any:
+    sms = context.fact("gpu.sm")
+    return UNKNOWN if sms is UNKNOWN else [f"{sm // 10}.{sm % 10}" for sm in sms]
+
+
+def _memory_min(context: Context) -> Any:
+    gpus = _gpus(context)
+    if gpus is UNKNOWN or not gpus:
+        return UNKNOWN
+    sizes = [gpu.get("memory_total_bytes") if isinstance(gpu, dict) else None for gpu in gpus]
+    return UNKNOWN if any(not isinstance(size, int) for size in sizes) else min(sizes)
+
+
+def _mig_enabled(context: Context) -> Any:
+    gpus = _gpus(context)
+    if gpus is UNKNOWN:
+        return UNKNOWN
+    modes = [gpu.get("mig_mode") if isinstance(gpu, dict) else None for gpu in gpus]
+    if "enabled" in modes:
+        return True
+    return UNKNOWN if None in modes else False
+
+
+def _summary(field: str, kind: type | tuple[type, ...]) -> Callable[[Context], Any]:
+    def resolve(context: Context) -> Any:
+        value = _dig(context.snapshot, "summary", field)
+        return value if isinstance(value, kind) else UNKNOWN
+    return resolve
+
+
+def _nvlink_present(context: Context) -> Any:
+    value = _dig(context.snapshot, "nvlink", "present")
+    if isinstance(value, bool):
+        return value
+    interconnect = context.fact("interconnect")
+    if interconnect is UNKNOWN:
+        return UNKNOWN
+    return interconnect in ("nvswitch", "nvlink", "nvlink-partial", "mixed")
+
+
+def _all_pairs_p2p(context: Context) -> Any:
+    value = _dig(context.snapshot, "summary", "all_pairs_p2p")
+    if isinstance(value, bool):
+        return value
+    if not context.pairs_known() or "summary" in context.snapshot and "all_pairs_p2p" in context.snapshot["summary"]:
+        return UNKNOWN  # the probe said null, or there is nothing to derive it from
+    oks = [facts["pair.p2p_ok"] for _, facts in context.pairs()]
+    if False in oks:
+        return False
+    return UNKNOWN if UNKNOWN in oks else True
+
+
+def _virtualized(context: Context) -> Any:
+    value = _dig(context.snapshot, "summary", "virtualized")
+    if isinstance(value, bool):
+        return value
+    value = _dig(context.snapshot, "host", "virtualized")
+    return value if isinstance(value, bool) else UNKNOWN
+
+
+def _cpu_vendor(context: Context) -> Any:
+    model = _dig(context.snapshot, "host", "cpu_model")
+    if not isinstance(model, str):
+        return UNKNOWN
+    lowered = model.lower()
+    for needle, vendor in (("amd", "amd"), ("intel", "intel"), ("xeon", "intel"), ("neoverse", "arm"),
+                           ("grace", "arm"), ("ampere", "arm")):
+        if needle in lowered:
+            return vendor
+    return "other"
+
+
+def _root_complex_count(context: Context) -> Any:
+    complexes = _dig(context.snapshot, "pcie", "root_complexes")
+    if isinstance(complexes, list):
+        return len(complexes)
+    groups = _dig(context.snapshot, "summary", "root_complex_groups")
+    return len(groups) if isinstance(groups, list) else UNKNOWN
+
+
+def _downtrained(context: Context) -> Any:
+    listed = _dig(context.snapshot, "summary", "downtrained_gpus")
+    return len(listed) if isinstance(listed, list) else UNKNOWN
+
+
+def _software(package: str) -> Callable[[Context], Any]:
+    def resolve(context: Context) -> Any:
+        value = _dig(context.snapshot, "software", package)
+        return str(value) if isinstance(value, (str, int, float)) and not isinstance(value, bool) else UNKNOWN
+    return resolve
+
+
+def _target_sglang(context: Context) -> Any:
+    wanted = context.request.get("sglang_version")
+    if isinstance(wanted, (str, int, float)) and not isinstance(wanted, bool) and str(wanted):
+        return str(wanted)
+    return context.fact("software.sglang_installed")
+
+
+def _model(field: str) -> Callable[[Context], Any]:
+    def resolve(context: Context) -> Any:
+        model = context.request.get("model")
+        return model.get(field) if isinstance(model, dict) else None
+    return resolve
+
+
+def _model_name(context: Context) -> Any:
+    model = context.request.get("model")
+    if isinstance(model, str):
+        return model
+    return model.get("name") if isinstance(model, dict) else None
+
+
+def _speculative(context: Context) -> Any:
+    value = context.request.get("speculative")
+    if value is None:
+        value = context.launch.get("speculative_algorithm")
+    return str(value).lower() if value else None
+
+
+def _parallel_size(field: str, fallback: Callable[[Context], Any]) -> Callable[[Context], Any]:
+    def resolve(context: Context) -> Any:
+        for value in (context.request.get(field), context.launch.get(field)):
+            if isinstance(value, int) and not isinstance(value, bool):
+                return value
+        return fallback(context)
+    return resolve
+
+
+def _sglang_request(context: Context) -> Any:
+    value = context.request.get("sglang_version")
+    return str(value) if value not in (None, "") else None
+
+
+# name -> (type, documentation, resolver). Types: int, bool, str, version, list[int], list[str].
+FACTS: dict[str, tuple[str, str, Callable[[Context], Any]]] = {
+    "gpu.count": ("int", "number of GPUs (summary.gpu_count, else len(gpus))", _gpu_count),
+    "gpu.sm": ("list[int]", "every GPU's SM number, major*10+minor (120 for compute capability 12.0)", _gpu_sms),
+    "gpu.sm_majors": ("list[int]", "distinct SM majors (9 Hopper, 10 B200/GB200, 12 RTX Blackwell)",
+                      _from_sms(lambda sms: sorted({sm // 10 for sm in sms}))),
+    "gpu.sm_min": ("int", "lowest SM number among the GPUs", _from_sms(lambda sms: min(sms) if sms else UNKNOWN)),
+    "gpu.sm_max": ("int", "highest SM number among the GPUs", _from_sms(lambda sms: max(sms) if sms else UNKNOWN)),
+    "gpu.compute_capabilities": ("list[str]", "every GPU's compute capability, \"12.0\"",
+                                 _per_gpu("compute_capability", "compute_capabilities", _capabilities_from_sm)),
+    "gpu.architectures": ("list[str]", "architecture names (hopper, blackwell, ...)",
+                          _per_gpu("architecture", "architectures", _architectures_from_sm)),
+    "gpu.names": ("list[str]", "GPU product names", _per_gpu("name", "gpu_names")),
+    "gpu.memory_min_bytes": ("int", "smallest GPU memory in bytes", _memory_min),
+    "gpu.mig_enabled": ("bool", "MIG enabled on any GPU", _mig_enabled),
+    "interconnect": ("str", "nvswitch | nvlink | nvlink-partial | pcie | mixed | single | none",
+                     _summary("interconnect", str)),
+    "nvlink.present": ("bool", "any NVLink between the GPUs", _nvlink_present),
+    "nvswitch": ("bool", "GPUs reach each other through NVSwitch (null in VMs that hide the switch)",
+                 lambda context: _bool(_dig(context.snapshot, "nvlink", "nvswitch"))),
+    "nvlink.switch_hidden": ("bool", "a VM hides the remote end of NVLinks",
+                             lambda context: _bool(_dig(context.snapshot, "nvlink", "switch_hidden"))),
+    "nvlink.all_pairs": ("bool", "every pair has NVLink", _summary("nvlink_all_pairs", bool)),
+    "all_pairs_p2p": ("bool", "P2P read and write OK for every pair (unknown if any is unknown and none fails)",
+                      _all_pairs_p2p),
+    "p2p_pairs_ok": ("int", "pairs with P2P read and write OK", _summary("p2p_pairs_ok", int)),
+    "p2p_pairs_total": ("int", "ordered pairs", _summary("p2p_pairs_total", int)),
+    "virtualized": ("bool", "running in a VM (summary.virtualized, else host.virtualized)", _virtualized),
+    "hypervisor": ("str", "the hypervisor's name when known", lambda context: _str(_dig(context.snapshot, "host", "hypervisor"))),
+    "numa_nodes_spanned": ("int", "NUMA nodes the GPUs sit on", _summary("numa_nodes_spanned", int)),
+    "host.numa_nodes": ("int", "NUMA nodes of the host", lambda context: _int(_dig(context.snapshot, "host", "numa_nodes"))),
+    "host.cpu_vendor": ("str", "amd | intel | arm | other, from the CPU model", _cpu_vendor),
+    "pcie.virtual": ("bool", "the PCIe tree is a VM's virtual one", lambda context: _bool(_dig(context.snapshot, "pcie", "virtual"))),
+    "pcie.root_complex_count": ("int", "PCIe root complexes holding GPUs", _root_complex_count),
+    "pcie.downtrained_gpu_count": ("int", "GPUs whose PCIe link runs below its maximum", _downtrained),
+    "software.sglang": (VERSION_FACT_TYPE, "the TARGET SGLang version: request.sglang_version, else the installed one",
+                        _target_sglang),
+    "software.sglang_installed": (VERSION_FACT_TYPE, "the SGLang installed where the snapshot was taken",
+                                  _software("sglang")),
+    "request.model.name": ("str", "requested model name (None: none given)", _model_name),
+    "request.model.moe": ("bool", "requested model is a mixture of experts", _model("moe")),
+    "request.model.layers": ("int", "requested model's transformer layers", _model("layers")),
+    "request.speculative": ("str", "speculative algorithm, lower case (request.speculative, else launch.speculative_algorithm)",
+                            _speculative),
+    "request.tp_size": ("int", "tensor parallel size: request, else launch, else gpu.count",
+                        _parallel_size("tp_size", lambda context: context.fact("gpu.count"))),
+    "request.ep_size": ("int", "expert parallel size: request, else launch, else 1", _parallel_size("ep_size", lambda context: 1)),
+    "request.sglang_version": (VERSION_FACT_TYPE, "the SGLang version the user asked for (None: not given)",
+                               _sglang_request),
+}
+for _package in SOFTWARE_PACKAGES:
+    FACTS[f"software.{_package}"] = (VERSION_FACT_TYPE, f"{_package} version from the snapshot", _software(_package))
+
+PAIR_FACTS: dict[str, tuple[str, str]] = {
+    "pair.src": ("int", "source GPU index"),
+    "pair.dst": ("int", "destination GPU index"),
+    "pair.p2p.read": ("str", "P2P read status: OK CNS GNS TNS DR NS (unknown/U: unknown)"),
+    "pair.p2p.write": ("str", "P2P write status"),
+    "pair.p2p.nvlink": ("str", "P2P over NVLink status"),
+    "pair.p2p.atomics": ("str", "P2P atomics status"),
+    "pair.p2p.pci": ("str", "P2P over PCIe status"),
+    "pair.p2p_ok": ("bool", "read and write both OK (what NCCL needs for its P2P transport)"),
+    "pair.link": ("str", "NV<n> | PIX | PXB | PHB | NODE | SYS"),
+    "pair.nvlinks": ("int", "bonded NVLinks between the two"),
+    "pair.nvlink": ("bool", "the pair talks over NVLink"),
+    "pair.pcie_ancestor": ("str", "PCIe common ancestor: PIX | PXB | PHB | NODE | SYS"),
+    "pair.torch_can_access_peer": ("bool", "torch.cuda.can_device_access_peer (only with --with-torch)"),
+}
+
+
+def _bool(value: Any) -> Any:
+    return value if isinstance(value, bool) else UNKNOWN
+
+
+def _str(value: Any) -> Any:
+    return value if isinstance(value, str) else UNKNOWN
+
+
+def _int(value: Any) -> Any:
+    return value if isinstance(value, int) and not isinstance(value, bool) else UNKNOWN
+
+
+def fact_type(name: str) -> str | None:
+    """The declared type of a fact name, or None if the name is not in the namespace."""
+    if name in FACTS:
+        return FACTS[name][0]
+    if name in PAIR_FACTS:
+        return PAIR_FACTS[name][0]
+    if name.startswith("launch."):
+        setting = name[len("launch."):]
+        return launch_settings.setting_type(setting) if launch_settings.is_known_setting(setting) else None
+    return None
+
+
+def is_request_fact(name: str) -> bool:
+    """Request and launch facts are always known: None there means "not asked for"."""
+    return name.startswith("request.") or name.startswith("launch.")
