@@ -194,11 +194,26 @@ class _Collector:
             else:
                 p2p[capability] = "unknown"
                 self.unknown[f"{at}.p2p.{capability}"] = answer.reason or "unknown"
-        ancestor = self.nvml.common_ancestor(i, j)
+        # The common PCIe ancestor is symmetric and costs ~9 ms a call on a VM: ask once per unordered pair.
+        ancestor = self.nvml.common_ancestor(min(i, j), max(i, j))
         pcie_ancestor = TOPOLOGY_LEVEL.get(ancestor.value) if ancestor.ok else None
         if pcie_ancestor is None:
             self.unknown[f"{at}.pcie_ancestor"] = ancestor.reason or f"unrecognised level {ancestor.value}"
         return {"src": i, "dst": j, "p2p": p2p, "pcie_ancestor": pcie_ancestor}
+
+    def parallel(self, work: Any, arguments: list[tuple[Any, ...]]) -> list[Any]:
+        """Run per-GPU or per-pair questions concurrently on a live probe.
+
+        NVML is thread-safe and its calls block in the driver (1-9 ms each inside a VM), so threads cut the
+        probe's wall time several-fold on 8 GPUs. Results keep their input order, so output is unchanged.
+        A replay answers from memory and runs sequentially.
+        """
+        if self.session.replaying or len(arguments) < 2:
+            return [work(*args) for args in arguments]
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=min(16, len(arguments))) as pool:
+            return list(pool.map(lambda args: work(*args), arguments))
 
     # -- whole machine ----------------------------------------------------------------------------------
     def run(self) -> dict[str, Any]:
@@ -215,8 +230,9 @@ class _Collector:
         if count == 0:
             raise NoGpuError("no GPU visible: the NVIDIA driver is loaded but reports 0 devices",
                              hint="check CUDA_VISIBLE_DEVICES / NVIDIA_VISIBLE_DEVICES and the container's --gpus option")
-        gpus = [self.gpu(i) for i in range(count)]
-        pairs = [self.pair(i, j, gpus) for i in range(count) for j in range(count) if i != j]
+        gpus = self.parallel(self.gpu, [(i,) for i in range(count)])
+        ordered = [(i, j) for i in range(count) for j in range(count) if i != j]
+        pairs = self.parallel(lambda i, j: self.pair(i, j, gpus), ordered)
         links = {gpu["index"]: gpu.pop("_links") for gpu in gpus}
         nvlink = topology.nvlink_pairs(gpus, links, pairs)
         software = self.software()

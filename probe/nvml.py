@@ -8,6 +8,7 @@ because that is what users see in nvidia-smi and what they can search for.
 """
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from topoctl.probe.capture import Answer, ProbeFailure, Session
@@ -45,6 +46,7 @@ class Nvml:
         self.session = session
         self._pynvml: Any = None
         self._handles: dict[int, Any] = {}
+        self._lock = threading.Lock()
 
     # -- plumbing -----------------------------------------------------------------------------------
     def _lib(self) -> Any:
@@ -67,9 +69,13 @@ class Nvml:
             raise ProbeFailure(_error_name(exc)) from None
 
     def _handle(self, index: int) -> Any:
-        if index not in self._handles:
-            self._handles[index] = self._call("nvmlDeviceGetHandleByIndex", index)
-        return self._handles[index]
+        handle = self._handles.get(index)
+        if handle is None:
+            with self._lock:  # one lookup per device even when GPUs are probed from several threads
+                handle = self._handles.get(index)
+                if handle is None:
+                    handle = self._handles[index] = self._call("nvmlDeviceGetHandleByIndex", index)
+        return handle
 
     def _ask(self, function: str, *indices: Any, live: Any) -> Answer:
         key = "|".join([function, *(str(i) for i in indices)])
