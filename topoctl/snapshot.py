@@ -97,8 +97,13 @@ def validate_snapshot(data: Any, origin: str) -> None:
             raise TopoctlError(f"{origin}: pairs[{position}] has no p2p mapping", hint=hint)
 
 
-def resolve_target(topology: str | None = None, system: str | None = None) -> dict[str, Any]:
-    """The snapshot a command works on: --topology FILE, --system NAME, or a live probe of this machine."""
+def resolve_target(topology: str | None = None, system: str | None = None,
+                   fallback_system: str | None = None) -> dict[str, Any]:
+    """The snapshot a command works on: --topology FILE, --system NAME, or a live probe of this machine.
+
+    With `fallback_system`, a machine where the probe sees no GPU (exit-3 case) uses that built-in system
+    instead, and says so on stderr: the README's first command runs anywhere, and never silently.
+    """
     if topology and system:
         raise TopoctlError("give either --topology or --system, not both",
                            hint="--topology reads a snapshot file; --system names a built-in reference system")
@@ -106,6 +111,17 @@ def resolve_target(topology: str | None = None, system: str | None = None) -> di
         return load_snapshot(topology)
     if system:
         return system_snapshot(system)
+    from topoctl.errors import NoGpuError
     from topoctl.probe.collect import probe_live  # imported here: only the live path touches hardware
 
-    return probe_live()
+    if fallback_system is None:
+        return probe_live()
+    snapshot_of_fallback = system_snapshot(fallback_system)  # a bad name fails before probing
+    try:
+        return probe_live()
+    except NoGpuError as error:
+        import sys
+
+        print(f"topoctl: {error.message}; using the built-in reference system {fallback_system!r} instead "
+              f"(--fallback-system)", file=sys.stderr)
+        return snapshot_of_fallback
