@@ -1,24 +1,22 @@
 """Wall time of `topoctl probe` against `nvidia-smi topo -m`, measured in the same run on the same machine.
 
-Usage (on a GPU machine):  python benchmarks/probe_bench.py --repeat 7
-Each command runs as a fresh subprocess (what a user pays), interleaved so that both see the same load.
-Prints a table and, with --json FILE, the raw timings.
+Usage (on a GPU machine):  python benchmarks/probe_bench.py --repeat 7 [--json FILE]
+Each command runs as a fresh subprocess (what a user pays), interleaved so that all see the same load.
+Goal: `topoctl probe` within 2x of `nvidia-smi topo -m`, while it reports far more (all five P2P
+capabilities per ordered pair, NVLink, PCIe tree, NUMA, versions). For scale, the five
+`nvidia-smi topo -p2p` calls it would take to get the P2P matrices alone are timed too.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
-import statistics
-import subprocess
 import sys
-import time
+import tempfile
 
-
-def _time(command: list[str]) -> float:
-    start = time.perf_counter()
-    subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
-    return time.perf_counter() - start
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cli_startup_common import median_wall_times, table  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -26,26 +24,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--json", metavar="FILE")
     args = parser.parse_args(argv)
-    commands = {
-        "nvidia-smi topo -m": ["nvidia-smi", "topo", "-m"],
-        "topoctl probe": [sys.executable, "-m", "topoctl", "probe", "--format", "json"],
-        "nvidia-smi topo -p2p r,w,n,a,p (5 calls)": None,
-    }
     if shutil.which("nvidia-smi") is None:
         print("nvidia-smi not found: run this on a GPU machine", file=sys.stderr)
         return 2
-    timings: dict[str, list[float]] = {name: [] for name in commands}
-    for _ in range(args.repeat):
-        timings["nvidia-smi topo -m"].append(_time(commands["nvidia-smi topo -m"]))
-        timings["topoctl probe"].append(_time(commands["topoctl probe"]))
-        timings["nvidia-smi topo -p2p r,w,n,a,p (5 calls)"].append(
-            sum(_time(["nvidia-smi", "topo", "-p2p", flag]) for flag in "rwnap"))
-    base = statistics.median(timings["nvidia-smi topo -m"])
-    print(f"{'command':58s} {'median s':>9s} {'min s':>7s} {'x topo -m':>9s}")
-    for name, values in timings.items():
-        label = name
-        median = statistics.median(values)
-        print(f"{label:58s} {median:9.3f} {min(values):7.3f} {median / base:9.2f}")
+    p2p = " && ".join(f"nvidia-smi topo -p2p {flag}" for flag in "rwnap")
+    commands = {
+        "nvidia-smi topo -m": ["nvidia-smi", "topo", "-m"],
+        "topoctl probe": [sys.executable, "-m", "topoctl", "probe", "--format", "json"],
+        "topoctl probe --format yaml": [sys.executable, "-m", "topoctl", "probe"],
+        "nvidia-smi topo -p2p r,w,n,a,p (5 calls)": ["sh", "-c", p2p],
+    }
+    timings = median_wall_times(commands, args.repeat, cwd=tempfile.mkdtemp())
+    print(table(timings, "nvidia-smi topo -m"))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as handle:
             json.dump({"repeat": args.repeat, "timings_s": timings}, handle, indent=2)
