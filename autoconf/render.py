@@ -1,0 +1,283 @@
+"""Writing a recommendation: launch.env (sourceable by sh), args, json, yaml, and the --explain text.
+
+Every value in launch.env is single-quoted ('\\'' for a quote inside), every key is checked to be a shell
+identifier, and every comment is made single-line, so nothing from a snapshot (hostnames, GPU names,
+versions) can run as a command when the file is sourced. Output is a pure function of the inputs: no
+timestamps, stable order, so the same inputs give byte-identical files.
+"""
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from typing import Any
+
+from topoctl import __version__
+from topoctl.autoconf import settings as table
+from topoctl.autoconf.search import LEVEL_NAMES, Candidate, Result
+from topoctl.errors import TopoctlError
+
+NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f\u0085\u2028\u2029]")
+
+
+def one_line(text: Any, limit: int = 300) -> str:
+    """Text safe for a comment or a one-line value: control characters (newlines first) escaped."""
+    def escape(match: re.Match[str]) -> str:
+        char = match.group(0)
+        return {"\n": "\\n", "\r": "\\r", "\t": " "}.get(char, f"\\x{ord(char):02x}" if ord(char) < 256 else " ")
+
+    text = _CONTROL.sub(escape, str(text))
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def sh_quote(value: str) -> str:
+    """Single-quote for sh: the only special character inside '...' is the quote itself."""
+    return "'" + str(value).replace("\x00", "").replace("'", "'\\''") + "'"
+
+
+def assignment(name: str, value: str) -> str:
+    if not NAME_RE.match(name):
+        raise TopoctlError(f"refusing to write {name!r}: not a shell variable name",
+                           hint="environment settings in rules must be written env:NAME with NAME a shell identifier")
+    return f"{name}={sh_quote(value)}"
+
+
+def comment(text: str) -> str:
+    return "# " + one_line(text)
+
+
+# ---------------------------------------------------------------------------------------------- document
+
+def target_info(snapshot: dict[str, Any]) -> dict[str, Any]:
+    summary = snapshot.get("summary") or {}
+    source = snapshot.get("source") or {}
+    host = snapshot.get("host") or {}
+    names = summary.get("gpu_names") or sorted({str(g.get("name")) for g in snapshot.get("gpus") or []})
+    return {
+        "system": one_line(source.get("name") or host.get("hostname") or "live"),
+        "source": one_line(source.get("kind") or "unknown"),
+        "hostname": one_line(host.get("hostname")) if host.get("hostname") is not None else None,
+        "gpu_count": summary.get("gpu_count", len(snapshot.get("gpus") or [])),
+        "gpu_names": [one_line(name) for name in names],
+        "interconnect": one_line(summary.get("interconnect")) if summary.get("interconnect") else None,
+    }
+
+
+def _setting_reasons(result: Result, setting: str) -> list[str]:
+    return result.reasons.get(setting) or ["topoctl"]
+
+
+def rendered(result: Result) -> table.Rendered:
+    return table.render(result.winner.launch, result.flags, result.decided, result.flags.version)
+
+
+def _candidate_doc(cand: Candidate) -> dict[str, Any]:
+    return {
+        "config": cand.label(),
+        "allreduce_path": cand.path,
+        "speculative": cand.speculative,
+        "level": LEVEL_NAMES[cand.level],
+        "estimated_tok_s": round(cand.estimate, 3) if cand.estimate is not None else None,
+        "modelled_allreduce_ms_per_forward": round(cand.allreduce_us / 1000.0, 3),
+        "evidence": [ev.describe() for ev in cand.estimate_basis] + cand.allreduce_basis,
+    }
+
+
+def blocked_summary(result: Result) -> list[dict[str, Any]]:
+    """Blocked alternatives grouped by allreduce path and speculative on/off, with the rules behind them."""
+    groups: dict[tuple[str, str], dict[str, str]] = {}
+    for cand in result.blocked:
+        key = (cand.path, cand.speculative or "off")
+        bucket = groups.setdefault(key, {})
+        for finding, why in cand.blocked_by:
+            status = "cannot verify" if finding.status == "unknown" else "blocked"
+            bucket[finding.rule_id] = one_line(f"{status}: {finding.message} [{why}]")
+    allowed = {(c.path, c.speculative or "off") for c in result.ranked}
+    out = []
+    for (path, spec), rules in sorted(groups.items()):
+        out.append({"allreduce_path": path, "speculative": spec, "partly": (path, spec) in allowed,
+                    "rules": [{"rule_id": rule_id, "reason": rules[rule_id]} for rule_id in sorted(rules)]})
+    return out
+
+
+def document(result: Result) -> dict[str, Any]:
+    out = rendered(result)
+    winner = result.winner
+    lines = []
+    for name, (value, setting) in sorted(out.env.items()):
+        lines.append({"key": name, "value": value, "setting": setting, "reasons": _setting_reasons(result, setting)})
+    flags = []
+    for setting, tokens in out.args:
+        flags.append({"flag": tokens, "setting": setting, "reasons": _setting_reasons(result, setting)})
+    model = result.model
+    return {
+        "topoctl_version": __version__,
+        "target": target_info(result.snapshot),
+        "sglang": {"target": one_line(result.target_version) if result.target_version else None,
+                   "flags_version": result.flags.version, "exact": bool(result.flags.exact),
+                   "note": one_line(result.flags.note) if not result.flags.exact else None},
+        "model": ({k: model[k] for k in ("name", "layers", "hidden_size", "moe", "allreduces_per_forward",
+                                          "allreduce_bytes_per_token")} if model else None),
+        "tp_size": result.tp_size,
+        "ep_size": result.ep_size,
+        "settings": {k: winner.launch[k] for k in sorted(winner.launch)},
+        "env": {name: value for name, (value, _) in sorted(out.env.items())},
+        "args": out.flat_args(),
+        "env_lines": lines,
+        "flags": flags,
+        "chosen": _candidate_doc(winner),
+        "speculative": result.comparison,
+        "alternatives": [_candidate_doc(c) for c in result.ranked if c is not winner][:8],
+        "offers": [dict(_candidate_doc(c), settings={k: c.launch[k] for k in sorted(c.launch)}) for c in result.offers],
+        "blocked": blocked_summary(result),
+        "warnings": sorted({f"{f.rule_id}: {one_line(f.message)}" for f, _ in winner.warnings}),
+        "findings": [{"rule_id": f.rule_id, "severity": f.severity, "status": f.status, "title": one_line(f.title)}
+                     for f in result.findings],
+        "problems": [{"setting": s, "reason": r} for s, r in out.problems],
+        "notes": [one_line(n) for n in result.notes],
+    }
+
+
+# ----------------------------------------------------------------------------------------------- formats
+
+def render_env(result: Result) -> str:
+    doc = document(result)
+    target = doc["target"]
+    out = rendered(result)
+    lines = [
+        comment(f"launch.env for SGLang, written by topoctl {__version__} (topoctl recommend)."),
+        "# Load it without running anything else:   set -a; . ./launch.env; set +a",
+        "# then start SGLang with the flags:          python -m sglang.launch_server --model-path MODEL $SGLANG_ARGS",
+        comment(f"Target: {target['system']} ({target['gpu_count']}x {', '.join(target['gpu_names'])}, "
+                f"interconnect {target['interconnect']})"),
+        comment(f"SGLang flags written for {result.flags.version}"
+                + (f" ({result.flags.note})" if not result.flags.exact else "")),
+    ]
+    if result.model:
+        model = result.model
+        lines.append(comment(f"Model: {model['name']}: {model['allreduces_per_forward']} allreduces per forward pass, "
+                             f"{model['allreduce_bytes_per_token']} bytes each per token"))
+    chosen = doc["chosen"]
+    lines.append(comment(f"Chosen: {chosen['config']} (evidence: {chosen['level']})"))
+    if result.comparison:
+        lines.append(comment(result.comparison["message"]))
+    for setting, reason in out.problems:
+        lines.append(comment(f"not written: {setting}: {reason}"))
+    lines.append("")
+    lines.append(comment("What this file was made for"))
+    meta = {
+        "TOPOCTL_MODEL": (result.model or {}).get("name") or "",
+        "TOPOCTL_SGLANG_FLAGS_VERSION": result.flags.version,
+        "TOPOCTL_SGLANG_VERSION": result.target_version or result.flags.version,
+        "TOPOCTL_SYSTEM": target["system"],
+        "TOPOCTL_TP_SIZE": str(result.tp_size),
+        "TOPOCTL_VERSION": __version__,
+    }
+    for name in sorted(meta):
+        lines.append(assignment(name, one_line(meta[name])))
+    for name, (value, setting) in sorted(out.env.items()):
+        lines.append("")
+        lines.append(comment(f"{setting}: " + "; ".join(_setting_reasons(result, setting))))
+        lines.append(assignment(name, value))
+    lines.append("")
+    for setting, tokens in out.args:
+        lines.append(comment(f"{' '.join(tokens)}: " + "; ".join(_setting_reasons(result, setting))))
+    lines.append(assignment("SGLANG_ARGS", shlex.join(out.flat_args())))
+    for offer in result.offers:
+        offer_out = table.render(offer.launch, result.flags, result.decided | set(offer.launch), result.flags.version)
+        extra_env = {k: v for k, v in offer_out.env.items() if out.env.get(k) != v}
+        lines.append("")
+        basis = "; ".join(offer.allreduce_basis)
+        lines.append(comment(f"Offered, not chosen: allreduce path {offer.path} "
+                             f"(evidence: {LEVEL_NAMES[offer.allreduce_level]}; {basis}). "
+                             "Not measured on this machine; to try it, add:"))
+        for name, (value, _) in sorted(extra_env.items()):
+            lines.append(comment(assignment(name, value)))
+        if offer_out.flat_args() != out.flat_args():
+            lines.append(comment(assignment("SGLANG_ARGS", shlex.join(offer_out.flat_args()))))
+    return "\n".join(lines) + "\n"
+
+
+def render_args(result: Result) -> str:
+    return shlex.join(rendered(result).flat_args()) + "\n"
+
+
+def render_json(result: Result) -> str:
+    return json.dumps(document(result), indent=2, sort_keys=True) + "\n"
+
+
+def render_yaml(result: Result) -> str:
+    import yaml
+
+    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+    return yaml.dump(document(result), Dumper=dumper, sort_keys=True, default_flow_style=False, allow_unicode=False)
+
+
+def render(result: Result, fmt: str) -> str:
+    return {"env": render_env, "args": render_args, "json": render_json, "yaml": render_yaml}[fmt](result)
+
+
+def explain(result: Result) -> str:
+    doc = document(result)
+    target = doc["target"]
+    lines = [f"topoctl recommend: {target['system']}: {target['gpu_count']}x {', '.join(target['gpu_names'])}, "
+             f"interconnect {target['interconnect']}"]
+    model = result.model
+    if model:
+        lines.append(f"model {model['name']}: {model['layers']} layers, hidden {model['hidden_size']}, "
+                     f"{'MoE' if model['moe'] else 'dense'}: {model['allreduces_per_forward']} allreduces per forward "
+                     f"pass under TP, {model['allreduce_bytes_per_token']} bytes ({model['allreduce_bytes_per_token'] / 1024:g} KiB)"
+                     " per token each")
+    lines.append(f"SGLang: flags written for {result.flags.version}"
+                 + (f" ({result.flags.note})" if not result.flags.exact else "")
+                 + (f"; target {result.target_version}" if result.target_version else "; no installed SGLang known"))
+    chosen = doc["chosen"]
+    lines.append(f"chosen: {chosen['config']}  [evidence: {chosen['level']}"
+                 + (f", {chosen['estimated_tok_s']:g} tok/s expected" if chosen['estimated_tok_s'] is not None else "")
+                 + f", modelled allreduce {chosen['modelled_allreduce_ms_per_forward']:g} ms per forward]")
+    for item in chosen["evidence"]:
+        lines.append(f"  evidence: {one_line(item)}")
+    if result.comparison:
+        comp = result.comparison
+        lines.append(f"speculative: {comp['message']}")
+        for side in ("with", "without"):
+            if comp.get(side):
+                s = comp[side]
+                value = s["throughput_tok_s"] if s["throughput_tok_s"] is not None else s["estimated_tok_s"]
+                lines.append(f"  {side}: {s['config']}: "
+                             + (f"{value:g} tok/s " if value is not None else "")
+                             + f"[{s['level']}] " + "; ".join(one_line(e) for e in s["evidence"]))
+    lines.append("settings:")
+    for item in doc["flags"]:
+        lines.append(f"  {' '.join(item['flag'])}  <- {'; '.join(item['reasons'])}")
+    for item in doc["env_lines"]:
+        lines.append(f"  {item['key']}={item['value']}  <- {'; '.join(item['reasons'])}")
+    for item in doc["problems"]:
+        lines.append(f"  not written: {item['setting']}: {item['reason']}")
+    if doc["warnings"]:
+        lines.append("warnings:")
+        lines.extend(f"  {w}" for w in doc["warnings"])
+    lines.append("findings:")
+    for f in doc["findings"]:
+        status = "cannot verify" if f["status"] == "unknown" else f["status"]
+        lines.append(f"  [{f['severity']}] {f['rule_id']} ({status}): {f['title']}")
+    if doc["blocked"]:
+        lines.append("blocked alternatives:")
+        for group in doc["blocked"]:
+            lines.append(f"  allreduce={group['allreduce_path']}, speculative={group['speculative']}"
+                         + (" (some variants)" if group["partly"] else "") + ":")
+            for rule in group["rules"]:
+                lines.append(f"    {rule['rule_id']}: {rule['reason']}")
+    if doc["alternatives"]:
+        lines.append("other candidates, best first:")
+        for index, alt in enumerate(doc["alternatives"], 1):
+            value = f", {alt['estimated_tok_s']:g} tok/s" if alt["estimated_tok_s"] is not None else ""
+            lines.append(f"  {index}. {alt['config']} [{alt['level']}{value}, "
+                         f"allreduce {alt['modelled_allreduce_ms_per_forward']:g} ms per forward]")
+    for offer in doc["offers"]:
+        lines.append(f"offered: allreduce path {offer['allreduce_path']} [{offer['level']}]: "
+                     + "; ".join(one_line(e) for e in offer["evidence"]))
+    for note in doc["notes"]:
+        lines.append(f"note: {note}")
+    return "\n".join(lines) + "\n"
