@@ -80,8 +80,12 @@ class _Collector:
         if gpu["architecture"] is None:
             self.unknown[f"{at}.architecture"] = arch.reason or "unrecognised"
         gpu["memory_total_bytes"] = self.value(nv.memory_total(i), f"{at}.memory_total_bytes")
-        mig = self.value(nv.mig_mode(i), f"{at}.mig_mode")
-        gpu["mig_mode"] = ("enabled" if mig[0] == 1 else "disabled") if mig else None
+        mig_answer = nv.mig_mode(i)
+        if not mig_answer.ok and mig_answer.reason == "NotSupported":
+            gpu["mig_mode"] = "disabled"  # a GPU without MIG (GeForce, L40S) answers NotSupported: no MIG here
+        else:
+            mig = self.value(mig_answer, f"{at}.mig_mode")
+            gpu["mig_mode"] = ("enabled" if mig[0] == 1 else "disabled") if mig else None
         gpu["virtualization_mode"] = self.value(nv.virtualization_mode(i), f"{at}.virtualization_mode",
                                                 lambda v: VIRTUALIZATION_MODE.get(v, f"mode-{v}"))
         gpu["pcie"] = self.pcie(i)
