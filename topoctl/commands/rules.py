@@ -1,0 +1,219 @@
+"""`topoctl rules`: read, explain, test and extend the knowledge topoctl carries.
+
+The knowledge is data (rules/knowledge/*.yaml plus a site's own folders given with --rules DIR); these
+subcommands are how a user reads it (`list`, `explain`), checks their own additions (`test`, `schema`,
+`facts`) and sees which built-in rules a site switched off and why. Heavy imports (jsonschema) happen
+only where a user's files are validated, so `topoctl rules list` stays fast.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+from typing import Any
+
+import click
+
+from topoctl.errors import TopoctlError
+
+SEVERITY_MARK = {"block": "BLOCK", "warn": "WARN", "prefer": "PREFER", "info": "INFO"}
+
+
+def _rules_option(function: Any) -> Any:
+    return click.option("--rules", "rules_dirs", multiple=True, metavar="DIR",
+                        help="A folder (or file) of site rule files to add (repeatable).")(function)
+
+
+def _disable_option(function: Any) -> Any:
+    return click.option("--disable", "disable_items", multiple=True, metavar="ID=REASON",
+                        help="Switch a rule off by id, with a written reason (repeatable).")(function)
+
+
+def parse_disable(items: tuple[str, ...] | list[str]) -> dict[str, str]:
+    """`ID=REASON` pairs -> {id: reason}; a missing reason is an error (it is shown in every report)."""
+    disabled: dict[str, str] = {}
+    for item in items:
+        rule_id, separator, reason = item.partition("=")
+        if not separator or not rule_id.strip() or not reason.strip():
+            raise TopoctlError(f"--disable {item!r}: write ID=REASON",
+                               hint="the reason is shown in every report, e.g. --disable nccl-ll128-without-nvlink='validated on our fabric'")
+        disabled[rule_id.strip()] = reason.strip()
+    return disabled
+
+
+def _load(rules_dirs: tuple[str, ...], disable_items: tuple[str, ...], builtin: bool = True) -> Any:
+    from topoctl.rules import load_rules
+
+    return load_rules(extra_dirs=list(rules_dirs), disabled=parse_disable(disable_items), builtin=builtin)
+
+
+@click.group("rules")
+def command() -> None:
+    """List, explain and test the knowledge rules, and print their schema.
+
+    \b
+    Examples:
+      topoctl rules list
+      topoctl rules explain torch-symm-mem-sm12x-keyerror
+      topoctl rules test --rules ./site-rules
+      topoctl rules schema > rule.schema.json
+    """
+
+
+@command.command("list")
+@_rules_option
+@_disable_option
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@click.option("--severity", type=click.Choice(["block", "warn", "prefer", "info"]), help="Only rules of this severity.")
+def list_rules(rules_dirs: tuple[str, ...], disable_items: tuple[str, ...], fmt: str, severity: str | None) -> None:
+    """Every rule: id, severity, title and where it comes from (built-in or a site file)."""
+    ruleset = _load(rules_dirs, disable_items)
+    rules = [rule for rule in ruleset.rules if severity is None or rule.severity == severity]
+    if fmt == "json":
+        rows = [{"id": rule.id, "severity": rule.severity, "title": rule.title, "scope": rule.scope,
+                 "builtin": rule.builtin, "source_file": rule.source_file, "tags": rule.tags,
+                 "evidence_levels": sorted({str(item.get("level")) for item in rule.evidence}),
+                 "disabled_reason": ruleset.disabled.get(rule.id)} for rule in rules]
+        click.echo(json.dumps({"rules": rows, "disabled": [{"rule_id": key, "reason": value}
+                                                             for key, value in sorted(ruleset.disabled.items())]},
+                              indent=2))
+        return
+    width = shutil.get_terminal_size((120, 20)).columns
+    id_width = max([len(rule.id) for rule in rules] + [2])
+    title_width = max(20, width - id_width - 8 - 10 - 4)
+    click.echo(f"{'ID':<{id_width}}  {'SEVERITY':<8}  {'ORIGIN':<8}  TITLE")
+    for rule in rules:
+        origin = "built-in" if rule.builtin else "site"
+        title = rule.title if len(rule.title) <= title_width else rule.title[:title_width - 3] + "..."
+        if rule.id in ruleset.disabled:
+            title = f"[disabled: {ruleset.disabled[rule.id]}] {title}"
+        click.echo(f"{rule.id:<{id_width}}  {SEVERITY_MARK[rule.severity]:<8}  {origin:<8}  {title}")
+    click.echo(f"{len(rules)} rules" + (f", {len(ruleset.disabled)} disabled" if ruleset.disabled else ""))
+
+
+@command.command("explain")
+@click.argument("rule_id")
+@_rules_option
+@_disable_option
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def explain(rule_id: str, rules_dirs: tuple[str, ...], disable_items: tuple[str, ...], fmt: str) -> None:
+    """What a rule says, why (its evidence, with numbers and scope), when it applies, and its effect."""
+    ruleset = _load(rules_dirs, disable_items)
+    if rule_id not in ruleset:
+        import difflib
+
+        close = difflib.get_close_matches(rule_id, [rule.id for rule in ruleset.rules], n=3)
+        raise TopoctlError(f"no rule {rule_id!r}",
+                           hint=("did you mean " + ", ".join(close) + "?") if close else "`topoctl rules list` shows the ids")
+    rule = ruleset.get(rule_id)
+    if fmt == "json":
+        click.echo(json.dumps({
+            "id": rule.id, "title": rule.title, "severity": rule.severity, "scope": rule.scope, "tags": rule.tags,
+            "when": rule.when, "effect": rule.effect, "message": rule.message, "remediation": rule.remediation,
+            "evidence": rule.evidence, "tests": [{"name": case.name, "expect": case.expect} for case in rule.tests],
+            "source_file": rule.source_file, "builtin": rule.builtin,
+            "disabled_reason": ruleset.disabled.get(rule.id)}, indent=2, default=str))
+        return
+    click.echo(render_explanation(rule, ruleset.disabled.get(rule.id)))
+
+
+def render_explanation(rule: Any, disabled_reason: str | None = None) -> str:
+    """The human text of `topoctl rules explain`."""
+    import textwrap
+
+    import yaml
+
+    def block(text: str, indent: str = "  ") -> str:
+        return textwrap.fill(text, width=100, initial_indent=indent, subsequent_indent=indent)
+
+    lines = [f"{rule.id}  [{rule.severity}]", f"  {rule.title}", ""]
+    if disabled_reason:
+        lines += [f"  DISABLED here: {disabled_reason}", ""]
+    lines += ["What:", block(rule.message), "", "What to do:", block(rule.remediation), ""]
+    if rule.scope:
+        lines += ["Scope:", block(rule.scope), ""]
+    lines += ["When (condition):"]
+    lines += ["  " + line for line in yaml.safe_dump(rule.when, sort_keys=False, default_flow_style=False).rstrip().splitlines()]
+    lines += ["", "Effect:"]
+    effect = rule.effect
+    for entry in effect.get("forbid") or []:
+        rest = {key: value for key, value in entry.items() if key != "setting"}
+        lines.append(f"  forbid  {entry['setting']}" + (f"  {json.dumps(rest)}" if rest else "  (any value other than its default)"))
+    for kind in ("require", "prefer", "defaults"):
+        for setting, value in (effect.get(kind) or {}).items():
+            label = "SGLang's own default here" if kind == "defaults" else kind
+            lines.append(f"  {label:<8} {setting} = {json.dumps(value)}")
+    if not any(effect.get(kind) for kind in ("forbid", "require", "prefer", "defaults")):
+        lines.append("  (none: evidence and context only)")
+    lines += ["", "Evidence:"]
+    for item in rule.evidence:
+        lines.append(f"  - {item.get('source')}  [{item.get('level')}]" +
+                     (f"  {item['reference']}" if item.get("reference") else ""))
+        lines.append(block(str(item.get("summary", "")), "      "))
+        for number in item.get("numbers") or []:
+            value = f"{number['value']}" + (f"-{number['value_max']}" if "value_max" in number else "")
+            text = f"      {number['metric']}: {value} {number['unit']}"
+            if number.get("config"):
+                text += f" ({number['config']})"
+            baseline = number.get("baseline")
+            if baseline:
+                text += f" vs {baseline['value']}" + (f" ({baseline['config']})" if baseline.get("config") else "")
+            lines.append(text)
+        scope = item.get("scope")
+        if isinstance(scope, dict):
+            lines.append("      scope: " + "; ".join(f"{key}: {value}" for key, value in scope.items()))
+        elif scope:
+            lines.append(f"      scope: {scope}")
+    lines += ["", f"Tests: {len(rule.tests)} cases ({', '.join(sorted({case.expect for case in rule.tests}))})",
+              f"Source: {rule.source_file}"]
+    return "\n".join(lines)
+
+
+@command.command("test")
+@_rules_option
+@click.option("--builtin/--no-builtin", default=True, show_default=True,
+              help="Include the built-in rules (--no-builtin tests only the files given with --rules).")
+@click.option("-v", "--verbose", is_flag=True, help="Print every case, not only the failures.")
+@click.pass_context
+def test(ctx: click.Context, rules_dirs: tuple[str, ...], builtin: bool, verbose: bool) -> None:
+    """Run every rule's own cases (must fire / must stay silent / cannot be decided); exit 1 if one fails."""
+    from topoctl.rules.selftest import run_all
+
+    ruleset = _load(rules_dirs, (), builtin=builtin)
+    results = run_all(ruleset.rules)
+    failed = [result for result in results if not result.passed]
+    for result in results:
+        if not result.passed:
+            click.echo(f"FAIL  {result.describe()}  [{result.rule.source_file}]")
+        elif verbose:
+            click.echo(f"ok    {result.rule.id} :: {result.case.name} ({result.case.expect})")
+    click.echo(f"{len(results) - len(failed)} passed, {len(failed)} failed ({len(ruleset.rules)} rules)")
+    if failed:
+        ctx.exit(1)
+
+
+@command.command("schema")
+def schema() -> None:
+    """Print the JSON Schema of a rule file (rules/schema/rule.schema.json)."""
+    from topoctl.rules import rule_schema
+
+    click.echo(json.dumps(rule_schema(), indent=2))
+
+
+@command.command("facts")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+def facts(fmt: str) -> None:
+    """The facts a rule's `when` may name, their types, and where they come from."""
+    from topoctl.rules.facts import FACTS, PAIR_FACTS
+    from topoctl.rules.settings import setting_table
+
+    rows = [(name, kind, doc) for name, (kind, doc, _) in FACTS.items()]
+    rows += [(name, kind, doc + " (inside every_pair / any_pair)") for name, (kind, doc) in PAIR_FACTS.items()]
+    rows += [(f"launch.{name}", entry["type"], f"launch setting; default {entry['default']!r}: {entry['doc']}")
+             for name, entry in setting_table().items()]
+    rows.append(("launch.env:NAME", "str", "an environment variable of the launch; default unset"))
+    if fmt == "json":
+        click.echo(json.dumps([{"fact": name, "type": kind, "doc": doc} for name, kind, doc in rows], indent=2))
+        return
+    width = max(len(name) for name, _, _ in rows)
+    for name, kind, doc in rows:
+        click.echo(f"{name:<{width}}  {kind:<9}  {doc}")
