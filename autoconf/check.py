@@ -1,0 +1,236 @@
+"""The judgement behind `topoctl check`: a parsed launch against a machine, plus drift from the snapshot the
+launch was made for, reported as text, json, JUnit XML or GitHub annotations."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+from xml.sax.saxutils import escape, quoteattr
+
+from topoctl.autoconf.launch import ParsedLaunch, Problem
+from topoctl.autoconf.render import one_line
+
+
+@dataclass
+class Item:
+    id: str
+    severity: str  # block | warn | info
+    title: str
+    message: str
+    remediation: str = ""
+    where: str = ""
+    status: str = "fired"
+
+
+@dataclass
+class Outcome:
+    origin: str
+    items: list[Item] = field(default_factory=list)
+    flags_version: str = ""
+    note: str = ""
+
+    def count(self, severity: str) -> int:
+        return sum(1 for item in self.items if item.severity == severity)
+
+
+def judge(parsed: ParsedLaunch, snapshot: dict[str, Any], flags: Any, ruleset: Any, model: dict | None = None,
+          expect: dict[str, Any] | None = None) -> Outcome:
+    import topoctl.rules as rules_api
+
+    outcome = Outcome(parsed.origin, flags_version=flags.version, note="" if flags.exact else flags.note)
+    for problem in parsed.problems:
+        outcome.items.append(Item(f"sglang-{problem.code}", problem.severity, problem.code.replace("-", " "),
+                                  problem.message, problem.remediation, problem.where))
+    launch = {k: v for k, v in parsed.settings.items() if k != "model_path"}
+    gpu_count = int((snapshot.get("summary") or {}).get("gpu_count") or len(snapshot.get("gpus") or []))
+    tp = launch.get("tp_size") if isinstance(launch.get("tp_size"), int) else gpu_count
+    ep = launch.get("ep_size") if isinstance(launch.get("ep_size"), int) else 1
+    spec = launch.get("speculative_algorithm")
+    request = {"model": model, "speculative": spec.lower() if isinstance(spec, str) else None, "tp_size": tp,
+               "ep_size": ep, "sglang_version": flags.requested, "launch": launch}
+    report = rules_api.evaluate(ruleset, snapshot, request)
+    seen: set[str] = set()
+    for violation in rules_api.violations(report, launch):
+        finding = violation.finding
+        key = f"{finding.rule_id}:{violation.setting}"
+        if key in seen:
+            continue
+        seen.add(key)
+        if finding.severity not in ("block", "warn"):
+            continue
+        written = parsed.written.get(violation.setting, f"{violation.setting} left at its default")
+        status = "cannot verify" if finding.status == "unknown" else "fired"
+        message = one_line(f"{written}: {finding.message}" + (f" (cannot verify: {', '.join(finding.unknown_facts)} unknown)"
+                                                               if finding.status == "unknown" else ""))
+        outcome.items.append(Item(finding.rule_id, finding.severity, one_line(finding.title), message,
+                                  one_line(finding.remediation), one_line(violation.detail), status))
+    for finding in report.findings:
+        if finding.severity == "warn" and finding.status == "fired" and not finding.effect.get("forbid") \
+                and not finding.effect.get("require") and finding.rule_id not in {i.id for i in outcome.items}:
+            outcome.items.append(Item(finding.rule_id, "warn", one_line(finding.title), one_line(finding.message),
+                                      one_line(finding.remediation)))
+    if gpu_count and isinstance(launch.get("tp_size"), int) and launch["tp_size"] * ep > gpu_count * max(ep, 1) \
+            and launch["tp_size"] > gpu_count:
+        outcome.items.append(Item("topoctl-tp-exceeds-gpus", "block", "tensor parallel size exceeds the GPUs",
+                                  f"--tp-size {launch['tp_size']} but the machine has {gpu_count} GPUs",
+                                  f"use --tp-size {gpu_count} or fewer"))
+    made_for = parsed.metadata.get("TOPOCTL_SGLANG_VERSION")
+    if made_for and flags.requested and made_for != flags.requested:
+        outcome.items.append(Item("topoctl-sglang-version-mismatch", "warn", "launch made for another SGLang version",
+                                  one_line(f"the launch was written for SGLang {made_for}; the target runs {flags.requested}"),
+                                  "re-run `topoctl recommend` for the target's SGLang version"))
+    if expect is not None:
+        outcome.items.extend(drift(expect, snapshot))
+    order = {"block": 0, "warn": 1, "info": 2}
+    outcome.items.sort(key=lambda item: (order.get(item.severity, 3), item.id, item.message))
+    return outcome
+
+
+def _software(snapshot: dict[str, Any], key: str) -> Any:
+    return (snapshot.get("software") or {}).get(key)
+
+
+def drift(expected: dict[str, Any], actual: dict[str, Any]) -> list[Item]:
+    """What changed on the target machine since the snapshot the launch was made for."""
+    items: list[Item] = []
+    es, as_ = expected.get("summary") or {}, actual.get("summary") or {}
+    e_count = es.get("gpu_count", len(expected.get("gpus") or []))
+    a_count = as_.get("gpu_count", len(actual.get("gpus") or []))
+    if e_count != a_count:
+        items.append(Item("drift-gpu-count", "block", "GPU count changed",
+                          f"expected {e_count} GPUs, the machine has {a_count}", "recommend again for this machine"))
+    e_names = sorted(str(g.get("name")) for g in expected.get("gpus") or [])
+    a_names = sorted(str(g.get("name")) for g in actual.get("gpus") or [])
+    if e_names != a_names and e_count == a_count:
+        items.append(Item("drift-gpu-model", "block", "GPU model changed",
+                          one_line(f"expected {', '.join(sorted(set(e_names)))}, found {', '.join(sorted(set(a_names)))}"),
+                          "recommend again for this machine"))
+
+    def p2p_ok(snapshot: dict[str, Any]) -> dict[tuple[int, int], bool]:
+        return {(p.get("src"), p.get("dst")): (p.get("p2p") or {}).get("read") == "OK"
+                and (p.get("p2p") or {}).get("write") == "OK" for p in snapshot.get("pairs") or []}
+
+    before, after = p2p_ok(expected), p2p_ok(actual)
+    lost = sorted(pair for pair, ok in before.items() if ok and after.get(pair) is False)
+    unknown = sorted(pair for pair, ok in before.items() if ok and pair not in after)
+    if lost:
+        shown = ", ".join(f"{a}->{b}" for a, b in lost[:6]) + (" ..." if len(lost) > 6 else "")
+        items.append(Item("drift-p2p-lost", "block", "P2P lost",
+                          f"P2P read/write no longer OK for {len(lost)} pair(s): {shown}",
+                          "check IOMMU/ACS and the driver; recommend again"))
+    elif unknown and len(after) and not lost:
+        items.append(Item("drift-p2p-unknown", "warn", "P2P not verifiable",
+                          f"{len(unknown)} pair(s) that had P2P are missing from the target snapshot", "probe again"))
+    e_gpus = {g.get("index"): g for g in expected.get("gpus") or []}
+    for gpu in actual.get("gpus") or []:
+        before_gpu = e_gpus.get(gpu.get("index"))
+        if not before_gpu:
+            continue
+        bp, ap = before_gpu.get("pcie") or {}, gpu.get("pcie") or {}
+        for field_name, label in (("current_width", "width x"), ("current_gen", "gen ")):
+            b, a = bp.get(field_name), ap.get(field_name)
+            if isinstance(b, int) and isinstance(a, int) and a < b:
+                items.append(Item("drift-link-downtrained", "warn", "PCIe link down-trained",
+                                  f"GPU {gpu.get('index')}: PCIe {label}{a}, was {label}{b}",
+                                  "reseat the card or check the riser; expect slower allreduce"))
+        bn, an = (before_gpu.get("nvlink") or {}).get("active_links"), (gpu.get("nvlink") or {}).get("active_links")
+        if isinstance(bn, int) and isinstance(an, int) and an < bn:
+            items.append(Item("drift-nvlink-down", "block", "NVLink links down",
+                              f"GPU {gpu.get('index')}: {an} active NVLinks, was {bn}", "check the fabric; recommend again"))
+    if es.get("interconnect") != as_.get("interconnect"):
+        items.append(Item("drift-interconnect", "block", "interconnect changed",
+                          one_line(f"expected {es.get('interconnect')}, found {as_.get('interconnect')}"),
+                          "recommend again for this machine"))
+    for key, label in (("driver", "driver"), ("cuda_driver", "CUDA (driver)"), ("nccl", "NCCL"),
+                       ("sglang", "SGLang"), ("torch", "torch")):
+        b, a = _software(expected, key), _software(actual, key)
+        if b != a and b is not None:
+            items.append(Item(f"drift-{key.replace('_', '-')}-version", "warn", f"{label} version changed",
+                              one_line(f"{label} {b} -> {a}"), "re-run `topoctl recommend` and re-test the launch"))
+    return items
+
+
+# ----------------------------------------------------------------------------------------------- formats
+
+def format_text(outcomes: list[Outcome], fail_on: str) -> str:
+    lines = []
+    for outcome in outcomes:
+        head = f"{outcome.origin}: SGLang {outcome.flags_version}" + (f" ({outcome.note})" if outcome.note else "")
+        lines.append(head)
+        for item in outcome.items:
+            lines.append(f"  {item.severity.upper():5} {item.id}: {item.message}")
+            if item.remediation:
+                lines.append(f"        fix: {item.remediation}")
+        verdict = "FAIL" if failing(outcome, fail_on) else "ok"
+        lines.append(f"  {verdict}: {outcome.count('block')} blocking, {outcome.count('warn')} warning(s)")
+    return "\n".join(lines) + "\n"
+
+
+def format_json(outcomes: list[Outcome], fail_on: str) -> str:
+    doc = {"fail_on": fail_on, "ok": not any(failing(o, fail_on) for o in outcomes), "results": [
+        {"origin": o.origin, "sglang_flags_version": o.flags_version, "note": o.note or None,
+         "ok": not failing(o, fail_on), "blocking": o.count("block"), "warnings": o.count("warn"),
+         "findings": [item.__dict__ for item in o.items]} for o in outcomes]}
+    return json.dumps(doc, indent=2, sort_keys=True) + "\n"
+
+
+def format_junit(outcomes: list[Outcome], fail_on: str) -> str:
+    lines = ['<?xml version="1.0" encoding="UTF-8"?>']
+    total = sum(max(len(o.items), 1) for o in outcomes)
+    failures = sum(1 for o in outcomes for i in o.items if _fails(i, fail_on))
+    lines.append(f'<testsuites name="topoctl check" tests="{total}" failures="{failures}">')
+    for o in outcomes:
+        o_fail = sum(1 for i in o.items if _fails(i, fail_on))
+        lines.append(f'  <testsuite name={quoteattr(one_line(o.origin))} tests="{max(len(o.items), 1)}" failures="{o_fail}">')
+        if not o.items:
+            lines.append('    <testcase classname="topoctl.check" name="launch"/>')
+        for item in o.items:
+            name = quoteattr(f"{item.id}")
+            lines.append(f'    <testcase classname={quoteattr("topoctl.check." + one_line(o.origin))} name={name}>')
+            text = escape(one_line(f"{item.message}" + (f" -- fix: {item.remediation}" if item.remediation else "")))
+            if _fails(item, fail_on):
+                lines.append(f'      <failure type="{item.severity}" message={quoteattr(one_line(item.title))}>{text}</failure>')
+            else:
+                lines.append(f"      <system-out>{escape(item.severity)}: {text}</system-out>")
+            lines.append("    </testcase>")
+        lines.append("  </testsuite>")
+    lines.append("</testsuites>")
+    return "\n".join(lines) + "\n"
+
+
+def _gh(text: str) -> str:
+    return one_line(text).replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _gh_prop(text: str) -> str:
+    return _gh(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def format_github(outcomes: list[Outcome], fail_on: str) -> str:
+    lines = []
+    for o in outcomes:
+        for item in o.items:
+            level = "error" if _fails(item, fail_on) else ("warning" if item.severity == "warn" else "notice")
+            file_part = ""
+            where = item.where or ""
+            if ":" in where and where.rsplit(":", 1)[1].isdigit():
+                path, line = where.rsplit(":", 1)
+                file_part = f"file={_gh_prop(path)},line={line},"
+            elif o.origin and o.origin not in ("<command>", "<stdin>"):
+                file_part = f"file={_gh_prop(o.origin)},"
+            message = item.message + (f" -- fix: {item.remediation}" if item.remediation else "")
+            lines.append(f"::{level} {file_part}title={_gh_prop(item.id + ': ' + item.title)}::{_gh(message)}")
+    return "\n".join(lines) + ("\n" if lines else "")
+
+
+def _fails(item: Item, fail_on: str) -> bool:
+    return item.severity == "block" or (fail_on == "warn" and item.severity == "warn")
+
+
+def failing(outcome: Outcome, fail_on: str) -> bool:
+    return any(_fails(item, fail_on) for item in outcome.items)
+
+
+FORMATTERS = {"text": format_text, "json": format_json, "junit": format_junit, "github": format_github}
+
+__all__ = ["Item", "Outcome", "Problem", "judge", "drift", "FORMATTERS", "failing"]

@@ -1,0 +1,89 @@
+"""`topoctl check`: is this launch safe on that machine? Exit 0 clean, 1 blocking (or a warning with
+--fail-on warn), 2 bad input.
+
+Takes launch.env files (parsed, never sourced) or a full launch command after `--`, and judges it against a
+live probe, a snapshot (--topology) or a built-in system (--system), with the same rules and flag data as
+`topoctl recommend`.
+"""
+from __future__ import annotations
+
+import click
+
+from topoctl.errors import EXIT_BLOCKED, TopoctlError
+
+
+class _CheckCommand(click.Command):
+    """Everything after `--` is a launch command, kept apart from the launch.env file arguments."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if "--" in args:
+            cut = args.index("--")
+            ctx.meta["topoctl_launch_command"] = args[cut + 1:]
+            args = args[:cut]
+        return super().parse_args(ctx, args)
+
+
+@click.command("check", cls=_CheckCommand)
+@click.argument("files", nargs=-1, metavar="[LAUNCH_ENV]... [-- COMMAND...]")
+@click.option("--topology", metavar="FILE", help="Snapshot of the target machine (written by `topoctl probe`).")
+@click.option("--system", metavar="NAME", help="A built-in reference system as the target.")
+@click.option("--expect", metavar="SNAPSHOT", help="The snapshot the launch was made for: report drift of the target from it.")
+@click.option("--sglang-version", metavar="X.Y.Z", help="SGLang version to read flags with (default: the target's installed one, else the launch.env's).")
+@click.option("--model", "model_name", metavar="NAME", help="Built-in model profile the launch serves (optional).")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "junit", "github"]), default="text", show_default=True)
+@click.option("--fail-on", type=click.Choice(["block", "warn"]), default="block", show_default=True,
+              help="Exit 1 on blocking findings only, or on warnings too.")
+@click.option("--rules-dir", "rules_dirs", multiple=True, metavar="DIR", help="Extra site rules (repeatable).")
+@click.option("--disable-rule", "disabled", multiple=True, metavar="ID=REASON", help="Switch a rule off (repeatable).")
+@click.option("-o", "--output", metavar="FILE", help="Write the report to FILE atomically instead of stdout.")
+@click.pass_context
+def command(ctx, files, topology, system, expect, sglang_version, model_name, fmt, fail_on, rules_dirs, disabled, output):
+    """Check launch.env files, or a launch command after `--`, against the target machine.
+
+    \b
+    Examples:
+      topoctl check launch.env --topology machine.yaml
+      topoctl check --system rtx-pro-6000-8x-pcie -- python -m sglang.launch_server --model-path M --tp 8
+      topoctl check deploy/*/launch.env --system h200-4x-nvswitch-vm --format junit -o check.xml
+    """
+    from topoctl.autoconf import launch as launch_mod
+    from topoctl.autoconf.check import FORMATTERS, failing, judge
+    from topoctl.commands.recommend import flag_set_for, load_rules_for, target_version
+    from topoctl.io import emit
+    from topoctl.snapshot import load_snapshot, resolve_target
+
+    command_tokens = ctx.meta.get("topoctl_launch_command")
+    if not files and not command_tokens:
+        raise TopoctlError("nothing to check", hint="give launch.env files, or a launch command after `--`")
+    snapshot = resolve_target(topology=topology, system=system)
+    expected = load_snapshot(expect) if expect else None
+    ruleset = load_rules_for(rules_dirs, disabled)
+    model = None
+    if model_name:
+        from topoctl.autoconf.models import profile
+
+        model = profile(model_name)
+    installed = target_version(snapshot, sglang_version)
+
+    def flags_for(metadata: dict[str, str]):
+        return flag_set_for(installed or metadata.get("TOPOCTL_SGLANG_VERSION") or None)
+
+    parsed_all = []
+    for path in files:
+        parsed_all.append(launch_mod.parse_env_file(path, flags_for))
+    if command_tokens:
+        env, args = launch_mod.split_command(list(command_tokens))
+        if not args and not env:
+            raise TopoctlError("the command after `--` has no SGLang flags",
+                               hint="e.g. -- python -m sglang.launch_server --model-path M --tp 8")
+        parsed = launch_mod.ParsedLaunch(origin="<command>")
+        for name, value in sorted(env.items()):
+            launch_mod.apply_env(parsed, name, value, "")
+        launch_mod.parse_args(args, flags_for(parsed.metadata), parsed)
+        parsed_all.append(parsed)
+    outcomes = []
+    for parsed in parsed_all:
+        flags = flags_for(parsed.metadata)
+        outcomes.append(judge(parsed, snapshot, flags, ruleset, model=model, expect=expected))
+    emit(FORMATTERS[fmt](outcomes, fail_on), output)
+    return EXIT_BLOCKED if any(failing(o, fail_on) for o in outcomes) else 0
