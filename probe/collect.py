@@ -7,6 +7,7 @@ summary) are pure functions in topology.py so they are tested on their own.
 """
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from topoctl import __version__
@@ -56,6 +57,14 @@ class _Collector:
         self.with_torch = with_torch
         self.unknown: dict[str, str] = {}
         self.host_numa_nodes: int | None = None
+        self.timings: list[tuple[str, float]] = []
+        self._clock = time.perf_counter()
+
+    def lap(self, phase: str) -> None:
+        """Note how long the phase that just ended took (`topoctl probe --timings`)."""
+        now = time.perf_counter()
+        self.timings.append((phase, now - self._clock))
+        self._clock = now
 
     def value(self, answer: Any, path: str, convert: Any = None) -> Any:
         if not answer.ok:
@@ -228,18 +237,23 @@ class _Collector:
         if not count_answer.ok:
             raise _no_gpu(count_answer.reason or "unknown")
         count = int(count_answer.value)
+        self.lap("nvml init + device count")
         host, host_unknown = collect_host(self.session, self.files)
         self.unknown.update(host_unknown)
         self.host_numa_nodes = host.get("numa_nodes")
+        self.lap("host (/proc, sysfs)")
         if count == 0:
             raise NoGpuError("no GPU visible: the NVIDIA driver is loaded but reports 0 devices",
                              hint="check CUDA_VISIBLE_DEVICES / NVIDIA_VISIBLE_DEVICES and the container's --gpus option")
         gpus = self.parallel(self.gpu, [(i,) for i in range(count)])
+        self.lap(f"{count} GPUs (NVML, NVLink, sysfs)")
         ordered = [(i, j) for i in range(count) for j in range(count) if i != j]
         pairs = self.parallel(lambda i, j: self.pair(i, j, gpus), ordered)
+        self.lap(f"{len(ordered)} ordered pairs (P2P x5, PCIe ancestor)")
         links = {gpu["index"]: gpu.pop("_links") for gpu in gpus}
         nvlink = topology.nvlink_pairs(gpus, links, pairs)
         software = self.software()
+        self.lap("software versions")
         snapshot: dict[str, Any] = {
             "schema_version": SCHEMA_VERSION,
             "topoctl_version": __version__,
@@ -253,7 +267,9 @@ class _Collector:
         }
         if self.with_torch:
             self.torch_cross_check(snapshot)
+            self.lap("torch cross-check")
         self.nvml.shutdown()
+        self.lap("nvml shutdown")
         snapshot["summary"] = topology.summarize(snapshot)
         snapshot["unknown"] = dict(sorted(self.unknown.items()))
         return snapshot
@@ -302,9 +318,18 @@ class _Collector:
             pair["torch_can_access_peer"] = peers.get((pair["src"], pair["dst"]))
 
 
-def run_probe(session: Session, with_torch: bool = False) -> dict[str, Any]:
-    """Probe through `session` (live or replay). Raises NoGpuError when no GPU is visible."""
-    return _Collector(session, with_torch).run()
+def run_probe(session: Session, with_torch: bool = False,
+              timings: list[tuple[str, float]] | None = None) -> dict[str, Any]:
+    """Probe through `session` (live or replay). Raises NoGpuError when no GPU is visible.
+
+    Pass a list as `timings` to receive (phase, seconds) pairs, also when the probe fails part way.
+    """
+    collector = _Collector(session, with_torch)
+    try:
+        return collector.run()
+    finally:
+        if timings is not None:
+            timings.extend(collector.timings)
 
 
 def probe_live(with_torch: bool = False) -> dict[str, Any]:

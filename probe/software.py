@@ -23,20 +23,55 @@ PACKAGES: dict[str, tuple[str, ...]] = {
 }
 
 
+def _normalise(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _scan_site_dirs() -> dict[str, str]:
+    """name -> version from the `NAME-VERSION.dist-info` / `.egg-info` folder names on sys.path.
+
+    One directory listing per path entry instead of one full metadata search per package: on an image with
+    hundreds of packages this is the difference between milliseconds and a tenth of a second.
+    """
+    import os
+    import sys
+
+    found: dict[str, str] = {}
+    for entry in sys.path:
+        try:
+            names = os.listdir(entry or ".")
+        except OSError:
+            continue
+        for folder in names:
+            for suffix in (".dist-info", ".egg-info"):
+                if folder.endswith(suffix):
+                    stem = folder[: -len(suffix)]
+                    name, _, version = stem.partition("-")
+                    if version and _normalise(name) not in found:
+                        found[_normalise(name)] = version.split("-py")[0]
+    return found
+
+
 def _installed_versions() -> dict[str, Any]:
     from importlib import metadata
 
+    scanned = _scan_site_dirs()
     found: dict[str, Any] = {}
     for key, names in PACKAGES.items():
         found[key] = None
         for name in names:
-            try:
-                found[key] = {"distribution": name, "version": metadata.version(name)}
+            version = scanned.get(_normalise(name))
+            if version is None and key in ("torch", "sglang"):
+                # Unusual layouts (zipped eggs, custom finders): ask importlib for the packages rules depend on.
+                try:
+                    version = metadata.version(name)
+                except metadata.PackageNotFoundError:
+                    version = None
+                except Exception as exc:  # broken metadata must not stop the probe
+                    raise ProbeFailure(f"metadata error for {name}: {type(exc).__name__}") from None
+            if version is not None:
+                found[key] = {"distribution": name, "version": version}
                 break
-            except metadata.PackageNotFoundError:
-                continue
-            except Exception as exc:  # broken metadata must not stop the probe
-                raise ProbeFailure(f"metadata error for {name}: {type(exc).__name__}") from None
     return found
 
 

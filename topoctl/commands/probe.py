@@ -18,8 +18,9 @@ from topoctl.render import dump, to_json
 @click.option("--with-torch", is_flag=True,
               help="Also import torch to cross-check P2P (torch.cuda.can_device_access_peer), CUDA runtime and NCCL.")
 @click.option("--description", default="", metavar="TEXT", help="A note stored in the --record capture.")
+@click.option("--timings", is_flag=True, help="Print how long each probe phase took to stderr (slow VMs, slow drivers).")
 def command(fmt: str, output: str | None, record: str | None, from_capture: str | None, with_torch: bool,
-            description: str) -> int:
+            description: str, timings: bool) -> int:
     """Probe GPUs, every ordered pair's P2P status and link, NVLink/NVSwitch, the PCIe tree, NUMA placement,
     host and software versions, and print a Snapshot that `show`, `recommend` and `check` read.
 
@@ -45,11 +46,15 @@ def command(fmt: str, output: str | None, record: str | None, from_capture: str 
         snapshot = probe_capture(capture, name=from_capture)
     else:
         session = Session(record=bool(record))
+        phases: list[tuple[str, float]] = []
         try:
-            snapshot = run_probe(session, with_torch=with_torch)
+            snapshot = run_probe(session, with_torch=with_torch, timings=phases)
             snapshot["source"] = {"kind": "live", "name": snapshot["host"].get("hostname"), "captured_at": None}
         finally:
             if record:
                 write_atomic(record, to_json(session.capture_document(description)))
+            if timings:
+                for phase, seconds in phases:
+                    click.echo(f"topoctl: probe timing: {seconds * 1000:8.1f} ms  {phase}", err=True)
     emit(dump(snapshot, fmt), output)
     return 0
