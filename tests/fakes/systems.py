@@ -85,6 +85,9 @@ def _world(system: str, buses: list[str], sysfs_paths: list[str], numa: list[int
     return {
         "files": files,
         "host": {"platform": {"hostname": hostname, "kernel": kernel, "os": "Linux", "machine": "x86_64"},
+                 # "counts" is the current question, "psutil" the one earlier probes asked
+                 "counts": {"cpu_cores_logical": logical, "cpu_cores_physical": logical // 2,
+                            "memory_bytes": memory_bytes},
                  "psutil": {"cpu_cores_logical": logical, "cpu_cores_physical": logical // 2,
                             "memory_bytes": memory_bytes}},
         "software": {"packages": packages},
