@@ -1,0 +1,88 @@
+"""Bad rule files end in one line naming the file, the rule and the field; the CLI exits 2, no traceback."""
+from __future__ import annotations
+
+import pytest
+
+from rules_helpers import rule_text, write_rules
+from topoctl.cli import main
+from topoctl.errors import TopoctlError
+from topoctl.rules import load_rules
+
+BAD_FILES = {
+    "yaml syntax error": (rule_text().replace("severity: block", "severity: [block"), "not valid YAML"),
+    "unknown field": (rule_text().replace("    severity: block", "    severity: block\n    colour: red"), "unknown field 'colour'"),
+    "bad version specifier": (rule_text(specifier=">>0.5"), "invalid PEP 440 version specifier"),
+    "python object tag": (rule_text().replace("title: A site rule for tests", "title: !!python/object/apply:os.system [\"true\"]"),
+                          "not valid YAML"),
+    "unknown fact": (rule_text().replace("gpu.sm_majors", "gpu.sm_major"), "unknown fact 'gpu.sm_major'"),
+    "operator on the wrong type": (rule_text().replace("version: \"<0.6\"", "gt: 5"), "gt needs a numeric fact"),
+    "unknown setting": (rule_text().replace("setting: torch_symm_mem", "setting: torch_sym_mem"), "unknown setting 'torch_sym_mem'"),
+    "bad severity": (rule_text(severity="fatal"), "severity"),
+    "no must-fire case": (rule_text(expect_on_sm120="silent"), "at least one case that must fire"),
+    "evidence level outside the schema": (rule_text().replace("level: measured", "level: rumour"), "rumour"),
+    "pair fact outside a quantifier": (rule_text().replace("gpu.sm_majors, any_in: [12]", "pair.link, eq: SYS"), "pair fact"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_FILES))
+def test_bad_rule_file_is_one_line_naming_file_rule_and_field(tmp_path, name):
+    text, needle = BAD_FILES[name]
+    path = write_rules(tmp_path, text)
+    with pytest.raises(TopoctlError) as caught:
+        load_rules(extra_dirs=[str(tmp_path)])
+    message = caught.value.message
+    assert needle in message
+    assert str(path) in message and "site-sm120-symm-mem" in message
+    assert "\n" not in message
+
+
+def test_field_is_named(tmp_path):
+    write_rules(tmp_path, rule_text(specifier=">>0.5"))
+    with pytest.raises(TopoctlError) as caught:
+        load_rules(extra_dirs=[str(tmp_path)])
+    assert "field 'when.all[1].version'" in caught.value.message
+
+
+def test_python_tag_is_never_constructed(tmp_path, monkeypatch):
+    import os
+
+    called = []
+    monkeypatch.setattr(os, "system", lambda *args: called.append(args))
+    write_rules(tmp_path, BAD_FILES["python object tag"][0])
+    with pytest.raises(TopoctlError):
+        load_rules(extra_dirs=[str(tmp_path)])
+    assert called == []
+
+
+def test_duplicate_id_within_site_files(tmp_path):
+    write_rules(tmp_path, rule_text(), name="a.yaml")
+    write_rules(tmp_path, rule_text(), name="b.yaml")
+    with pytest.raises(TopoctlError, match=r"b\.yaml: rule 'site-sm120-symm-mem': field 'id': duplicate id \(already defined in .*a\.yaml\)"):
+        load_rules(extra_dirs=[str(tmp_path)])
+
+
+def test_duplicate_of_a_builtin_id(tmp_path):
+    write_rules(tmp_path, rule_text(rule_id="torch-symm-mem-sm12x-keyerror"))
+    with pytest.raises(TopoctlError, match="duplicate id"):
+        load_rules(extra_dirs=[str(tmp_path)])
+
+
+def test_disable_entry_needs_reason(tmp_path):
+    write_rules(tmp_path, "disable:\n  - id: nccl-ll128-without-nvlink\n    reason: ''\n")
+    with pytest.raises(TopoctlError, match=r"site\.yaml: field 'disable\[0\]\.reason'"):
+        load_rules(extra_dirs=[str(tmp_path)])
+
+
+def test_missing_rules_folder():
+    with pytest.raises(TopoctlError, match="no such folder"):
+        load_rules(extra_dirs=["/nonexistent/rules"])
+
+
+@pytest.mark.parametrize("name", ["yaml syntax error", "unknown field", "bad version specifier", "python object tag"])
+def test_cli_exits_2_without_traceback(tmp_path, capsys, name):
+    write_rules(tmp_path, BAD_FILES[name][0])
+    assert main(["rules", "list", "--rules", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert err.startswith("topoctl: error: ") and "site-sm120-symm-mem" in err
+    assert len([line for line in err.splitlines() if line.startswith("topoctl: error")]) == 1
