@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from typing import Any
-from xml.sax.saxutils import escape, quoteattr
 
 from topoctl.autoconf.launch import ParsedLaunch, Problem
 from topoctl.autoconf.render import one_line
@@ -151,6 +150,15 @@ def drift(expected: dict[str, Any], actual: dict[str, Any]) -> list[Item]:
 
 
 # ----------------------------------------------------------------------------------------------- formats
+
+def escape(text: str) -> str:
+    """XML text escape (xml.sax.saxutils would pull in urllib on every start)."""
+    return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def quoteattr(text: str) -> str:
+    return '"' + escape(text).replace('"', "&quot;") + '"'
+
 
 def format_text(outcomes: list[Outcome], fail_on: str) -> str:
     lines = []
