@@ -4,7 +4,13 @@ Usage (on a GPU machine):  python benchmarks/probe_bench.py --repeat 7 [--json F
 Each command runs as a fresh subprocess (what a user pays), interleaved so that all see the same load.
 Goal: `topoctl probe` within 2x of `nvidia-smi topo -m`, while it reports far more (all five P2P
 capabilities per ordered pair, NVLink, PCIe tree, NUMA, versions). For scale, the five
-`nvidia-smi topo -p2p` calls it would take to get the P2P matrices alone are timed too.
+`nvidia-smi topo -p2p` calls it would take to get the P2P matrices alone are timed too, and so are the
+floor any Python tool pays on that machine (interpreter start, importing the NVML binding).
+
+Bytecode: pip compiles .pyc files at install time. Where an image ships packages without them and sets
+PYTHONDONTWRITEBYTECODE, every Python start recompiles the 7,000-line NVML binding (~50 ms); set
+PYTHONPYCACHEPREFIX=/tmp/pyc and run `python -m compileall -q <site-packages>/pynvml.py` first to measure
+what a normal install pays. Say which one you measured.
 """
 from __future__ import annotations
 
@@ -30,6 +36,8 @@ def main(argv: list[str] | None = None) -> int:
     p2p = " && ".join(f"nvidia-smi topo -p2p {flag}" for flag in "rwnap")
     commands = {
         "nvidia-smi topo -m": ["nvidia-smi", "topo", "-m"],
+        "python -c pass (interpreter start, the floor)": [sys.executable, "-c", "pass"],
+        "python -c 'import pynvml' (NVML binding import)": [sys.executable, "-c", "import pynvml"],
         "topoctl probe": [sys.executable, "-m", "topoctl", "probe", "--format", "json"],
         "topoctl probe --format yaml": [sys.executable, "-m", "topoctl", "probe"],
         "nvidia-smi topo -p2p r,w,n,a,p (5 calls)": ["sh", "-c", p2p],
