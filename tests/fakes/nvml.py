@@ -128,6 +128,8 @@ class FakeNvml:
         if function in self.missing:
             raise self.error("FunctionNotFound")
         devices = {arg.index for arg in args if isinstance(arg, Handle)}
+        if function == "nvmlDeviceGetHandleByIndex" and args:
+            devices.add(args[0])
         for fault in self.spec.get("faults", ()):
             if fault.get("function", "*") not in ("*", function):
                 continue
@@ -179,9 +181,13 @@ def make_fake_pynvml(spec: dict[str, Any]) -> types.ModuleType:
     def _shutdown() -> None:
         state.initialized = False
 
+    def text(value: str) -> Any:
+        # nvidia-ml-py before 11.515 answered bytes; the door must take both
+        return value.encode() if spec.get("bytes_strings") else value
+
     @api("nvmlSystemGetDriverVersion")
     def _driver() -> str:
-        return spec.get("driver", "575.57.08")
+        return text(spec.get("driver", "575.57.08"))
 
     @api("nvmlSystemGetCudaDriverVersion")
     def _cuda() -> int:
@@ -203,17 +209,16 @@ def make_fake_pynvml(spec: dict[str, Any]) -> types.ModuleType:
 
     @api("nvmlDeviceGetName")
     def _name(handle: Handle) -> str:
-        return state.gpu(handle)["name"]
+        return text(state.gpu(handle)["name"])
 
     @api("nvmlDeviceGetUUID")
     def _uuid(handle: Handle) -> str:
-        return state.gpu(handle)["uuid"]
+        return text(state.gpu(handle)["uuid"])
 
     @api("nvmlDeviceGetPciInfo")
     def _pci(handle: Handle) -> _Struct:
         bus = state.gpu(handle)["bus_id"]
-        # nvidia-ml-py answers bytes from some structs and str from others; the door takes both.
-        return _Struct(busId=bus.encode() if spec.get("bytes_strings") else bus)
+        return _Struct(busId=text(bus))
 
     @api("nvmlDeviceGetCudaComputeCapability")
     def _cc(handle: Handle) -> tuple[int, int]:

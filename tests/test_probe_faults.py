@@ -1,0 +1,265 @@
+"""Faults injected through the fake NVML binding, on the live code path (the real door, a live Session)."""
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+from fakes.nvml import make_fake_pynvml
+from fakes.session import SpecSession, installed
+from fakes.systems import SYSTEMS
+
+from topoctl.cli import main
+from topoctl.errors import NoGpuError
+from topoctl.probe.capture import Session
+from topoctl.probe.collect import probe_capture, run_probe
+from topoctl.probe.render_matrix import render
+
+
+def system(name: str, **changes) -> dict:
+    spec = copy.deepcopy(SYSTEMS[name]())
+    spec["nvml"].update(changes)
+    return spec
+
+
+def probe(spec: dict, record: bool = False, with_torch: bool | None = None):
+    """Live probe of `spec`: fake pynvml installed, sysfs/host/software from the spec. Returns (snapshot, fake, session)."""
+    module = make_fake_pynvml(spec["nvml"])
+    session = SpecSession(spec["world"], record=record)
+    with installed(module):
+        snapshot = run_probe(session, with_torch=spec["with_torch"] if with_torch is None else with_torch)
+    return snapshot, module._fake, session
+
+
+def no_gpu(spec: dict) -> NoGpuError:
+    with pytest.raises(NoGpuError) as caught:
+        probe(spec)
+    return caught.value
+
+
+# -- nothing to probe: exit 3 with a reason and a hint ------------------------------------------------------
+def test_binding_missing_exits_3(capsys):
+    with installed(None):  # `import pynvml` raises ImportError
+        assert main(["probe"]) == 3
+    err = capsys.readouterr().err
+    assert err.startswith("topoctl: error: no GPU visible: the NVML Python binding (nvidia-ml-py) is not installed")
+    assert "hint: pip install nvidia-ml-py" in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 2
+
+
+@pytest.mark.parametrize("error, words", [("LibraryNotFound", "libnvidia-ml.so"),
+                                          ("DriverNotLoaded", "driver is not loaded"),
+                                          ("NoPermission", "no permission"),
+                                          ("LibRmVersionMismatch", "versions differ"),
+                                          ("Unknown", "NVML could not start (Unknown)")])
+def test_nvml_init_failures_exit_3(error, words, capsys):
+    module = make_fake_pynvml({"init_error": error, "gpus": []})
+    with installed(module):
+        assert main(["probe", "--format", "json"]) == 3
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 2 and words in lines[0] and lines[1].startswith("  hint: ")
+    assert [call[0] for call in module._fake.calls] == ["nvmlInit"]
+
+
+def test_zero_devices_exits_3_with_a_hint(capsys):
+    module = make_fake_pynvml({"gpus": []})
+    with installed(module):
+        assert main(["probe"]) == 3
+    err = capsys.readouterr().err
+    assert "reports 0 devices" in err and "CUDA_VISIBLE_DEVICES" in err and "Traceback" not in err
+
+
+def test_device_count_failure_exits_3():
+    error = no_gpu(system("l40s-4x-pcie-2numa", faults=[{"function": "nvmlDeviceGetCount", "error": "NoPermission"}]))
+    assert error.exit_code == 3 and "no permission" in error.message
+
+
+# -- one field unknown, the probe goes on --------------------------------------------------------------------
+def test_the_fault_free_probe_has_nothing_unknown():
+    snapshot, fake, _ = probe(system("rtx-pro-6000-8x-pcie"))
+    assert snapshot["unknown"] == {}
+    assert snapshot["summary"]["all_pairs_p2p"] is True
+    assert ("nvmlShutdown", ()) in fake.calls  # the live probe closes NVML
+
+
+def test_not_supported_on_one_call_leaves_one_field_unknown():
+    base, _, _ = probe(system("l40s-4x-pcie-2numa"))
+    spec = system("l40s-4x-pcie-2numa",
+                  faults=[{"function": "nvmlDeviceGetMaxPcieLinkGeneration", "device": 1, "error": "NotSupported"}])
+    snapshot, _, _ = probe(spec)
+    assert snapshot["unknown"] == {"gpus.1.pcie.max_gen": "NotSupported"}
+    assert snapshot["gpus"][1]["pcie"]["max_gen"] is None
+    assert snapshot["gpus"][1]["pcie"]["gen_below_max"] is None and snapshot["gpus"][1]["pcie"]["slot_limited"] is None
+    assert snapshot["gpus"][0]["pcie"]["max_gen"] == 4
+    # nothing else changed
+    base["gpus"][1]["pcie"] = snapshot["gpus"][1]["pcie"]
+    base["unknown"] = snapshot["unknown"]
+    assert base == snapshot
+
+
+@pytest.mark.parametrize("generation", ["r470"])
+def test_old_driver_missing_functions(generation):
+    snapshot, fake, _ = probe(system("h100-8x-nvswitch", driver_generation=generation))
+    for gpu in snapshot["gpus"]:
+        at = f"gpus.{gpu['index']}"
+        assert gpu["fabric"] is None and snapshot["unknown"][f"{at}.fabric"] == "FunctionNotFound"
+        assert gpu["pcie"]["gpu_max_gen"] is None
+        assert snapshot["unknown"][f"{at}.pcie.gpu_max_gen"] == "FunctionNotFound"
+        assert gpu["architecture"] == "hopper"  # from the compute capability when NVML lacks the call
+        assert f"{at}.architecture" not in snapshot["unknown"]
+    assert snapshot["summary"]["interconnect"] == "nvswitch"  # the probe went on
+    assert len(snapshot["unknown"]) == 16
+
+
+def test_architecture_unknown_when_both_sources_fail():
+    spec = system("l40s-4x-pcie-2numa", driver_generation="r470",
+                  faults=[{"function": "nvmlDeviceGetCudaComputeCapability", "device": 0, "error": "Unknown"}])
+    snapshot, _, _ = probe(spec)
+    gpu = snapshot["gpus"][0]
+    assert gpu["architecture"] is None and gpu["compute_capability"] is None and gpu["sm"] is None
+    assert snapshot["unknown"]["gpus.0.architecture"] == "FunctionNotFound"
+    assert snapshot["unknown"]["gpus.0.compute_capability"] == "Unknown"
+    assert snapshot["gpus"][1]["architecture"] == "ada"
+
+
+def test_an_older_binding_without_the_fabric_struct():
+    spec = system("h100-8x-nvswitch", absent=["c_nvmlGpuFabricInfoV_t"])
+    snapshot, _, _ = probe(spec)
+    assert all(snapshot["unknown"][f"gpus.{i}.fabric"] == "FunctionNotFound" for i in range(8))
+
+
+def test_a_binding_without_a_function_attribute():
+    spec = system("l40s-4x-pcie-2numa", absent=["nvmlDeviceGetGpuMaxPcieLinkGeneration"])
+    snapshot, _, _ = probe(spec)
+    assert snapshot["unknown"]["gpus.0.pcie.gpu_max_gen"] == "FunctionNotFound"
+
+
+def test_bytes_answers_from_an_old_binding_are_decoded():
+    plain, _, _ = probe(system("rtx-4090-2x-pcie-no-p2p"))
+    as_bytes, _, _ = probe(system("rtx-4090-2x-pcie-no-p2p", bytes_strings=True))
+    assert as_bytes == plain
+    assert as_bytes["gpus"][0]["name"] == "NVIDIA GeForce RTX 4090"
+
+
+def test_nvlink_state_failure_other_than_not_supported_is_unknown():
+    spec = system("h100-8x-nvswitch", faults=[{"function": "nvmlDeviceGetNvLinkState", "device": 5,
+                                               "error": "NoPermission"}])
+    snapshot, _, _ = probe(spec)
+    assert snapshot["gpus"][5]["nvlink"]["active_links"] is None
+    assert snapshot["unknown"]["gpus.5.nvlink.active_links"] == "NoPermission"
+    assert snapshot["summary"]["interconnect"] is None  # not "nvswitch": one GPU's links are unknown
+
+
+def test_p2p_unknown_on_one_pair_is_not_a_working_p2p():
+    spec = system("rtx-pro-6000-8x-pcie", with_torch=False)
+    spec["nvml"]["faults"] = [{"function": "nvmlDeviceGetP2PStatus", "device": 6, "error": "Unknown"}]
+    snapshot, _, _ = probe(spec, with_torch=False)
+    pairs = {(p["src"], p["dst"]): p for p in snapshot["pairs"]}
+    assert pairs[(3, 6)]["p2p"] == dict.fromkeys(("read", "write", "nvlink", "atomics", "pci"), "unknown")
+    assert snapshot["unknown"]["pairs.3-6.p2p.read"] == "Unknown"
+    assert snapshot["summary"]["all_pairs_p2p"] is None  # never True while a pair is unknown
+    assert snapshot["summary"]["p2p_pairs_ok"] == 56 - 14
+    assert "?" in render(snapshot)
+
+
+def test_p2p_unknown_and_a_refusal_make_false():
+    spec = system("rtx-pro-6000-8x-pcie")
+    spec["nvml"]["p2p"]["read"][0][1] = 1  # CNS
+    spec["nvml"]["faults"] = [{"function": "nvmlDeviceGetP2PStatus", "device": 7, "error": "Unknown"}]
+    snapshot, _, _ = probe(spec, with_torch=False)
+    assert snapshot["summary"]["all_pairs_p2p"] is False
+
+
+def test_one_gpu_lost():
+    spec = system("rtx-pro-6000-8x-pcie", lost_gpus=[2])
+    snapshot, _, _ = probe(spec, with_torch=False)
+    lost = snapshot["gpus"][2]
+    for field in ("name", "uuid", "pci_bus_id", "compute_capability", "memory_total_bytes", "mig_mode",
+                  "virtualization_mode"):
+        assert lost[field] is None
+        assert snapshot["unknown"][f"gpus.2.{field}"] == "GpuIsLost"
+    assert lost["numa_node"] is None and lost["root_complex"] is None
+    assert lost["nvlink"]["active_links"] is None
+    for pair in snapshot["pairs"]:
+        if 2 in (pair["src"], pair["dst"]):
+            assert set(pair["p2p"].values()) == {"unknown"}
+            assert pair["pcie_ancestor"] is None and pair["link"] is None
+        else:
+            assert pair["p2p"]["read"] == "OK"
+    assert not any(key.startswith("gpus.0.") or key.startswith("gpus.7.") for key in snapshot["unknown"])
+    summary = snapshot["summary"]
+    assert summary["all_pairs_p2p"] is None and summary["p2p_pairs_ok"] == 42
+    assert summary["interconnect"] is None and summary["gpu_count"] == 8
+    text = render(snapshot)
+    assert "GPU2: -" in text and "?" in text
+
+
+def test_lost_gpu_with_torch_cross_check_maps_by_bus_id():
+    spec = system("rtx-pro-6000-8x-pcie", lost_gpus=[2])
+    snapshot, _, _ = probe(spec, with_torch=True)
+    # torch still sees all eight; pairs between healthy GPUs keep their torch answer
+    assert all(p["torch_can_access_peer"] is True for p in snapshot["pairs"] if 2 not in (p["src"], p["dst"]))
+
+
+def test_torch_missing_makes_the_cross_check_unknown():
+    spec = system("l40s-4x-pcie-2numa")
+    snapshot, _, _ = probe(spec, with_torch=True)
+    assert snapshot["unknown"]["torch"].startswith("torch not installed")
+    assert all(p["torch_can_access_peer"] is None for p in snapshot["pairs"])
+
+
+# -- record, replay, compare ----------------------------------------------------------------------------------
+SCENARIOS = {
+    "clean": ("l40s-4x-pcie-2numa", {}),
+    "lost-gpu": ("rtx-pro-6000-8x-pcie", {"lost_gpus": [2]}),
+    "r470": ("h100-8x-nvswitch", {"driver_generation": "r470"}),
+    "not-supported": ("rtx-4090-2x-pcie-no-p2p",
+                      {"faults": [{"function": "nvmlDeviceGetCurrPcieLinkWidth", "device": 0, "error": "NotSupported"}]}),
+}
+
+
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+def test_record_replay_round_trip(scenario):
+    name, changes = SCENARIOS[scenario]
+    live, _, session = probe(system(name, **changes), record=True)
+    capture = json.loads(json.dumps(session.capture_document("round trip")))
+    with installed(None):  # a replay must never need the binding
+        replayed = probe_capture(capture, name="x")
+    replayed.pop("source")
+    live.pop("source")
+    assert json.loads(json.dumps(replayed)) == json.loads(json.dumps(live))
+
+
+def test_record_replay_round_trip_through_the_cli(tmp_path, capsys):
+    """`topoctl probe --record` on a live Session (this machine's sysfs, fake NVML), then --from-capture."""
+    module = make_fake_pynvml(SYSTEMS["l40s-4x-pcie-2numa"]()["nvml"])
+    capture, live_out, replay_out = tmp_path / "cap.json", tmp_path / "live.json", tmp_path / "replay.json"
+    with installed(module):
+        assert main(["probe", "--record", str(capture), "--format", "json", "-o", str(live_out)]) == 0
+    with installed(None):
+        assert main(["probe", "--from-capture", str(capture), "--format", "json", "-o", str(replay_out)]) == 0
+    live, replayed = json.loads(live_out.read_text()), json.loads(replay_out.read_text())
+    assert live.pop("source")["kind"] == "live" and replayed.pop("source")["kind"] == "capture"
+    assert live == replayed
+    assert live["summary"]["downtrained_gpus"] == [2]
+    recorded = json.loads(capture.read_text())
+    assert recorded["capture_version"] == 1 and "nvmlDeviceGetP2PStatus|0|1|0" in recorded["nvml"]
+
+
+def test_record_is_written_even_when_no_gpu(tmp_path):
+    capture = tmp_path / "cap.json"
+    with installed(make_fake_pynvml({"init_error": "DriverNotLoaded", "gpus": []})):
+        assert main(["probe", "--record", str(capture)]) == 3
+    recorded = json.loads(capture.read_text())
+    assert recorded["nvml"]["nvmlInit"] == {"err": "DriverNotLoaded"}
+    assert main(["probe", "--from-capture", str(capture)]) == 3
+
+
+def test_live_session_on_this_machine_with_the_fake():
+    """A plain Session(): NVML from the fake, sysfs/host/software from this machine (fields may be unknown)."""
+    with installed(make_fake_pynvml(SYSTEMS["rtx-4090-2x-pcie-no-p2p"]()["nvml"])):
+        snapshot = run_probe(Session())
+    assert snapshot["summary"]["gpu_count"] == 2 and snapshot["summary"]["all_pairs_p2p"] is False
+    assert {p["p2p"]["read"] for p in snapshot["pairs"]} == {"GNS"}
