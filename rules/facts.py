@@ -269,7 +269,8 @@ def _all_pairs_p2p(context: Context) -> Any:
     value = _dig(context.snapshot, "summary", "all_pairs_p2p")
     if isinstance(value, bool):
         return value
-    if not context.pairs_known() or "summary" in context.snapshot and "all_pairs_p2p" in context.snapshot["summary"]:
+    summary = context.snapshot.get("summary")
+    if not context.pairs_known() or (isinstance(summary, dict) and "all_pairs_p2p" in summary):
         return UNKNOWN  # the probe said null, or there is nothing to derive it from
     oks = [facts["pair.p2p_ok"] for _, facts in context.pairs()]
     if False in oks:

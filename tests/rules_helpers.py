@@ -77,6 +77,8 @@ def knock_out(snapshot: dict[str, Any], paths: list[str]) -> dict[str, Any]:
 
 
 def _null(node: Any, parts: list[str]) -> None:
+    if not isinstance(node, (dict, list)):
+        return
     head, rest = parts[0], parts[1:]
     children = node if head == "*" and isinstance(node, list) else None
     if children is not None:
