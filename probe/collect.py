@@ -43,10 +43,14 @@ def _no_gpu(reason: str) -> NoGpuError:
 
 
 def sysfs_bdf(nvml_bus_id: str) -> str:
-    """NVML '00000000:18:00.0' -> sysfs '0000:18:00.0' (4-digit domain, lower case)."""
+    """NVML '00000000:18:00.0' -> sysfs '0000:18:00.0' (domain at least 4 digits, lower case, as Linux
+    prints it: a VMD domain such as 0x10000 stays '10000', not cut to '0000')."""
     text = nvml_bus_id.strip().lower()
     domain, _, rest = text.partition(":")
-    return f"{domain[-4:].rjust(4, '0')}:{rest}"
+    try:
+        return f"{int(domain, 16):04x}:{rest}"
+    except ValueError:
+        return f"{domain[-4:].rjust(4, '0')}:{rest}"
 
 
 class _Collector:
