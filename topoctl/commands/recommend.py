@@ -65,6 +65,9 @@ def load_rules_for(rules_dirs: tuple[str, ...], disabled: tuple[str, ...]):
 @click.option("--topology", metavar="FILE", help="Snapshot written by `topoctl probe` (JSON or YAML).")
 @click.option("--system", metavar="NAME", help="A built-in reference system (see --list-systems).")
 @click.option("--list-systems", is_flag=True, help="List the built-in reference systems and exit.")
+@click.option("--fallback-system", metavar="NAME",
+              help="When neither --topology nor --system is given and this machine shows no GPU, use this built-in "
+                   "system instead of failing with exit 3 (announced on stderr).")
 @click.option("--model", "model_name", metavar="NAME", help="Built-in model profile (kimi-k2.5, deepseek-v3, llama-3.1-70b, qwen3-235b-a22b).")
 @click.option("--model-config", metavar="PATH", help="A Hugging Face config.json to read the model from.")
 @click.option("--sglang-version", metavar="X.Y.Z", help="SGLang version to write flags for (default: the one installed on the target).")
@@ -78,7 +81,7 @@ def load_rules_for(rules_dirs: tuple[str, ...], disabled: tuple[str, ...]):
 @click.option("--rules-dir", "rules_dirs", multiple=True, metavar="DIR", help="Extra site rules (repeatable).")
 @click.option("--disable-rule", "disabled", multiple=True, metavar="ID[=REASON]", help="Switch a rule off (repeatable).")
 @click.option("-o", "--output", metavar="FILE", help="Write to FILE atomically instead of stdout.")
-def command(topology, system, list_systems, model_name, model_config, sglang_version, speculative, draft_model,
+def command(topology, system, list_systems, fallback_system, model_name, model_config, sglang_version, speculative, draft_model,
             force_speculative, tp_size, ep_size, fmt, explain, rules_dirs, disabled, output):
     """Recommend the fastest SGLang launch known to work on the target machine.
 
@@ -109,7 +112,7 @@ def command(topology, system, list_systems, model_name, model_config, sglang_ver
         model = models.profile(model_name)
     from topoctl.snapshot import resolve_target
 
-    snapshot = resolve_target(topology=topology, system=system)
+    snapshot = resolve_target(topology=topology, system=system, fallback_system=fallback_system)
     version = target_version(snapshot, sglang_version)
     flags = flag_set_for(version)
     ruleset = load_rules_for(rules_dirs, disabled)
