@@ -343,9 +343,28 @@ def probe_live(with_torch: bool = False) -> dict[str, Any]:
     return snapshot
 
 
+MAX_REPLAY_GPUS = 1024  # far above any one host; a larger count in a capture is corruption
+
+
 def probe_capture(capture: dict[str, Any], name: str, kind: str = "capture") -> dict[str, Any]:
-    """Replay a capture document through the same code path as a live probe."""
-    snapshot = run_probe(Session(replay=capture), with_torch=bool(capture.get("torch")))
+    """Replay a capture document through the same code path as a live probe.
+
+    A capture is a file users edit, truncate and attach to bug reports: an answer of the wrong type (a device
+    count that is not a small integer, a bus id that is a number) is a bad input (exit 2), not a traceback.
+    """
+    from topoctl.errors import TopoctlError
+
+    count = capture.get("nvml", {}).get("nvmlDeviceGetCount")
+    if isinstance(count, dict) and "ok" in count and (
+            type(count["ok"]) is not int or not 0 <= count["ok"] <= MAX_REPLAY_GPUS):
+        raise TopoctlError(f"{name}: not a valid capture (device count {count['ok']!r})",
+                           hint="re-record it with `topoctl probe --record FILE`")
+    try:
+        snapshot = run_probe(Session(replay=capture), with_torch=bool(capture.get("torch")))
+    except (TypeError, ValueError, AttributeError, KeyError, IndexError) as exc:
+        raise TopoctlError(f"{name}: not a valid capture (an answer has the wrong shape: "
+                           f"{type(exc).__name__}: {str(exc)[:120]})",
+                           hint="re-record it with `topoctl probe --record FILE`") from None
     snapshot["source"] = {"kind": kind, "name": name, "captured_at": capture.get("recorded_at"),
                           "synthetic": bool(capture.get("synthetic"))}
     return snapshot
