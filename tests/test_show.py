@@ -72,12 +72,14 @@ def test_no_colour_when_not_a_terminal():
     assert ESC not in result.output
 
 
-@pytest.mark.xfail(strict=True, reason="show.py calls click.echo without color=..., and click strips ANSI codes "
-                   "when stdout is not a terminal, so --color has no effect in a pipe; fix: "
-                   "click.echo(..., color=color)")
 def test_colour_when_asked():
     result = CliRunner().invoke(cli, ["show", "--system", "l40s-4x-pcie-2numa", "--color"], env={"NO_COLOR": ""})
     assert "\x1b[32m" in result.output and "\x1b[31m" in result.output and "\x1b[0m" in result.output
+
+
+def test_explicit_colour_flag_wins_over_no_color():
+    result = CliRunner().invoke(cli, ["show", "--system", "l40s-4x-pcie-2numa", "--color"], env={"NO_COLOR": "1"})
+    assert "\x1b[32m" in result.output
 
 
 def test_no_colour_with_no_color_flag_or_env():

@@ -38,6 +38,14 @@ class LazyGroup(click.Group):
         module = importlib.import_module(entry[0])
         return module.command
 
+    def invoke(self, ctx: click.Context) -> Any:
+        # Expected failures become a message and an exit code here, so click's own runner (CliRunner, and
+        # anyone embedding `cli`) sees the same exit codes as the console script.
+        try:
+            return super().invoke(ctx)
+        except TopoctlError as error:
+            ctx.exit(_report(error))
+
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         # Listing help must not import every subcommand: use the short texts above.
         rows = [(name, SUBCOMMANDS[name][1]) for name in self.list_commands(ctx)]

@@ -25,9 +25,7 @@ def command(topology: str | None, system: str | None, color: bool | None) -> int
     from topoctl.snapshot import resolve_target
 
     snapshot = resolve_target(topology=topology, system=system)
-    if color is None:
+    if color is None:  # an explicit --color/--no-color wins over NO_COLOR (https://no-color.org)
         color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
-    elif os.environ.get("NO_COLOR"):
-        color = False
-    click.echo(render(snapshot, color=color), nl=False)
+    click.echo(render(snapshot, color=color), nl=False, color=color)
     return 0
