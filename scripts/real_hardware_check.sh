@@ -20,6 +20,14 @@ nvidia-smi nvlink --status > "$dir/nvidia-smi-nvlink-status.txt" 2>&1 || true
 $py -m topoctl probe --record "$dir/capture.json" --description "$description" --format json -o "$dir/snapshot-live.json" || status=1
 $py -m topoctl probe --with-torch --record "$dir/capture-torch.json" --description "$description (with torch cross-check)" --format json -o "$dir/snapshot-torch.json" || status=1
 $py -m topoctl show --topology "$dir/snapshot-live.json" > "$dir/topoctl-show.txt" 2>&1 || true
+# The user's flow on this machine: probe, show, recommend, check what was recommended, check a drift.
+$py -m topoctl probe -o "$dir/machine.yaml" || status=1
+$py -m topoctl show > "$dir/topoctl-show-live.txt" 2>&1 || status=1
+$py -m topoctl recommend --model llama-3.1-70b --speculative eagle3 --draft-model /models/eagle3-draft \
+    --explain -o "$dir/launch.env" 2> "$dir/recommend-explain.txt" || status=1
+$py -m topoctl check "$dir/launch.env" --expect "$dir/machine.yaml" > "$dir/check-launch-env.txt" 2>&1 || status=1
+$py -m topoctl check --format json -- python -m sglang.launch_server --model-path M --tp "$(nvidia-smi -L | wc -l)" --enable-torch-symm-mem \
+    > "$dir/check-torch-symm-mem.json" 2>&1; echo "exit $?" >> "$dir/check-torch-symm-mem.json"
 $py scripts/compare_with_nvidia_smi.py "$dir" "$dir/snapshot-live.json" | tee "$dir/compare-live.txt" || status=1
 $py scripts/compare_with_nvidia_smi.py "$dir" | tee "$dir/compare-replay.txt" || status=1
 $py benchmarks/probe_bench.py --repeat "${REPEAT:-7}" --json "$dir/probe-bench.json" | tee "$dir/probe-bench.txt" || status=1
