@@ -14,7 +14,7 @@ from typing import Any
 
 from topoctl import __version__
 from topoctl.autoconf import settings as table
-from topoctl.autoconf.search import LEVEL_NAMES, Candidate, Result
+from topoctl.autoconf.search import LEVEL_NAMES, Candidate, Result, estimate_formula
 from topoctl.errors import TopoctlError
 
 NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -79,6 +79,7 @@ def _candidate_doc(cand: Candidate) -> dict[str, Any]:
         "speculative": cand.speculative,
         "level": LEVEL_NAMES[cand.level],
         "estimated_tok_s": round(cand.estimate, 3) if cand.estimate is not None else None,
+        "estimate_formula": estimate_formula(cand),
         "modelled_allreduce_ms_per_forward": round(cand.allreduce_us / 1000.0, 3),
         "evidence": [ev.describe() for ev in cand.estimate_basis] + cand.allreduce_basis,
     }
@@ -136,6 +137,7 @@ def document(result: Result) -> dict[str, Any]:
                      for f in result.findings],
         "problems": [{"setting": s, "reason": r} for s, r in out.problems],
         "notes": [one_line(n) for n in result.notes],
+        "disabled": [{"rule_id": one_line(rule_id), "reason": one_line(reason)} for rule_id, reason in result.disabled],
     }
 
 
@@ -160,6 +162,10 @@ def render_env(result: Result) -> str:
                              f"{model['allreduce_bytes_per_token']} bytes each per token"))
     chosen = doc["chosen"]
     lines.append(comment(f"Chosen: {chosen['config']} (evidence: {chosen['level']})"))
+    if chosen["estimate_formula"]:
+        lines.append(comment(f"Expected: {chosen['estimate_formula']}"))
+    for item in doc["disabled"]:
+        lines.append(comment(f"Rule {item['rule_id']} disabled: {item['reason']}"))
     if result.comparison:
         lines.append(comment(result.comparison["message"]))
     for setting, reason in out.problems:
@@ -234,8 +240,12 @@ def explain(result: Result) -> str:
                  + (f"; target {result.target_version}" if result.target_version else "; no installed SGLang known"))
     chosen = doc["chosen"]
     lines.append(f"chosen: {chosen['config']}  [evidence: {chosen['level']}"
-                 + (f", {chosen['estimated_tok_s']:g} tok/s expected" if chosen['estimated_tok_s'] is not None else "")
+                 + (f", {round(chosen['estimated_tok_s'], 1):g} tok/s expected" if chosen['estimated_tok_s'] is not None else "")
                  + f", modelled allreduce {chosen['modelled_allreduce_ms_per_forward']:g} ms per forward]")
+    if chosen["estimate_formula"]:
+        lines.append(f"  estimate: {one_line(chosen['estimate_formula'])}")
+    for item in doc["disabled"]:
+        lines.append(f"disabled: rule {item['rule_id']}: {item['reason']}")
     for item in chosen["evidence"]:
         lines.append(f"  evidence: {one_line(item)}")
     if result.comparison:
@@ -272,7 +282,7 @@ def explain(result: Result) -> str:
     if doc["alternatives"]:
         lines.append("other candidates, best first:")
         for index, alt in enumerate(doc["alternatives"], 1):
-            value = f", {alt['estimated_tok_s']:g} tok/s" if alt["estimated_tok_s"] is not None else ""
+            value = f", {round(alt['estimated_tok_s'], 1):g} tok/s" if alt["estimated_tok_s"] is not None else ""
             lines.append(f"  {index}. {alt['config']} [{alt['level']}{value}, "
                          f"allreduce {alt['modelled_allreduce_ms_per_forward']:g} ms per forward]")
     for offer in doc["offers"]:

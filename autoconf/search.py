@@ -16,6 +16,7 @@ counts as blocking: "cannot verify"), and their evidence decides the order:
 from __future__ import annotations
 
 import itertools
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -82,9 +83,12 @@ class Evidence:
     value: float
     unit: str
     source: str
-    path: str | None  # allreduce path the item speaks of (None: SGLang's default choice)
-    config: dict[str, Any]  # other settings it was measured under (logical names, normalised)
+    path: str | None  # allreduce path the item names (`allreduce=`); None: it does not say
+    config: dict[str, Any]  # logical settings it was measured under (and `model`), normalised
     raw: dict[str, Any]
+    baseline: dict[str, Any] | None = None  # for relative numbers: the settings the change is measured against
+    baseline_path: str | None = None
+    config_text: str = ""
 
     @property
     def rank(self) -> int:
@@ -93,11 +97,12 @@ class Evidence:
     @property
     def kind(self) -> str:
         unit = self.unit.lower()
+        metric = self.metric.lower()
         if unit in ("%", "percent", "x", "ratio"):
             return "relative"
-        if unit in ("us", "µs", "usec", "ms") or "latency" in self.metric.lower():
-            return "latency"
-        if "tok" in unit or "throughput" in self.metric.lower():
+        if unit in ("us", "µs", "usec", "ms") and "latency" in metric:
+            return "latency"  # per call; "allreduce time per verify pass" is context, not a per-call latency
+        if "tok" in unit or "throughput" in metric:
             return "throughput"
         return "other"
 
@@ -108,7 +113,20 @@ class Evidence:
         unit = self.unit.lower()
         return self.value if unit in ("x", "ratio") else 1.0 + self.value / 100.0
 
+    def change_text(self) -> str:
+        """What a relative number changes, e.g. `cuda_graph_max_bs=128 instead of 512`."""
+        parts = [f"{key}={_value_text(new)} instead of {_value_text(old)}" for key, (new, old) in sorted(_changed(self).items())]
+        return ", ".join(parts) or self.config_text
+
+    def relative_text(self) -> str:
+        if self.unit.strip().lower() in ("x", "ratio"):
+            return f"x{_fmt(self.value)}"
+        return f"{'+' if self.value > 0 else ''}{_fmt(self.value)}%"
+
     def describe(self) -> str:
+        if self.kind == "relative":
+            return (f"{self.relative_text()} {self.metric} with {self.change_text()} "
+                    f"({self.level}: {self.source}; rule {self.rule_id})")
         return f"{_fmt(self.value)} {self.unit} {self.metric} ({self.level}: {self.source}; rule {self.rule_id})"
 
 
@@ -116,7 +134,39 @@ def _fmt(value: float) -> str:
     return f"{value:g}" if abs(value) < 1e6 else f"{value:.3g}"
 
 
-PATH_WORDS = (  # phrases an evidence config written in words uses for an allreduce path (checked in order)
+def _value_text(value: Any) -> str:
+    if value is None:
+        return "default"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def estimate_formula(cand: "Candidate") -> str | None:
+    """How a candidate's tok/s estimate was reached, e.g. `89.5 tok/s measured (rule a) x 1.09 (+9% with
+    cuda_graph_max_bs=128 instead of 512, measured, rule b) = 97.6 tok/s`; None without throughput evidence."""
+    if cand.estimate is None or not cand.estimate_basis:
+        return None
+    base = cand.estimate_basis[0]
+    text = f"{_fmt(base.value)} {base.unit} {base.level} (rule {base.rule_id})"
+    for rel in cand.estimate_basis[1:]:
+        text += (f" x {rel.factor():.4g} ({rel.relative_text()} with {rel.change_text()}, {rel.level}, "
+                 f"rule {rel.rule_id})")
+    if len(cand.estimate_basis) > 1:
+        text += f" = {cand.estimate:.1f} {base.unit}"
+    return text
+
+
+# Keys an evidence config may name besides the logical settings of data/settings.yaml (and env:NAME):
+# `allreduce` is the allreduce path (a name from settings.yaml's allreduce_paths), `model` the model the
+# number was measured with (compared with the requested model's name); the DESCRIPTIVE keys say what was
+# measured and never decide whether the number applies to a candidate.
+MODEL_KEY = "model"
+INTERCONNECT_KEY = "interconnect"  # compared with the target's summary.interconnect (pcie, nvswitch, ...)
+DESCRIPTIVE_KEYS = ("message_kib", "message_mib", "max_message_mib", "allreduces_per_pass")
+_KV_TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_:.\-]*=\S*\Z")
+
+PATH_WORDS = (  # site rules only: phrases a config written in words uses for an allreduce path (in order)
     ("pcie_ipc", ("pcie ipc", "pcie_ipc", "pcie-ipc", "sglang_enable_pcie_ipc_allreduce")),
     ("torch_symm_mem", ("torch symm", "torch_symm_mem", "enable-torch-symm-mem", "torch symmetric")),
     ("flashinfer_fusion", ("allreduce fusion", "flashinfer_allreduce_fusion", "flashinfer-allreduce-fusion")),
@@ -130,8 +180,43 @@ NO_SPEC_WORDS = ("no speculative", "without speculative", "no spec", "non-specul
 SPEC_WORDS = ("eagle-3", "eagle3", "eagle 3")
 
 
+def is_key_value(text: str) -> bool:
+    """Whether an evidence config is written in the key=value form (every token `key=value`)."""
+    tokens = str(text).split()
+    return bool(tokens) and all(_KV_TOKEN.match(token) for token in tokens)
+
+
+def parse_config_kv(text: str) -> tuple[dict[str, Any], list[str]]:
+    """(config, unknown keys) of a key=value evidence config: `allreduce=nccl speculative_algorithm=none
+    cuda_graph_max_bs=128 model=kimi-k2.5`. Values go through the settings table (`none`/`null` -> None,
+    booleans, integers); `NCCL_X=v` means `env:NCCL_X=v`."""
+    known = table.specs()
+    out: dict[str, Any] = {}
+    unknown: list[str] = []
+    for token in str(text).split():
+        key, _, value = token.partition("=")
+        if value.lower() in ("none", "null"):
+            parsed: Any = None
+        elif key in known:
+            parsed = table.parse_value(key, value)
+        else:
+            parsed = value
+        if key in PATH_KEYS or key in (MODEL_KEY, INTERCONNECT_KEY) or key in DESCRIPTIVE_KEYS or key in known:
+            out[key] = parsed
+        elif key in SPEC_KEYS:
+            out["speculative_algorithm"] = parsed
+        elif key.startswith("env:"):
+            out[key] = parsed
+        elif key.isupper() and key.replace("_", "").isalnum():
+            out[table.env_names().get(key, f"env:{key}")] = parsed
+        else:
+            unknown.append(key)
+    return out, unknown
+
+
 def parse_config_text(text: str) -> dict[str, Any]:
-    """Logical settings from an evidence config written as text.
+    """Logical settings from an evidence config written in words: the fallback for site rules written before
+    the key=value form (built-in rules use key=value; a test holds them to it).
 
     Understood, in this order: `setting=value` pairs (logical names, env:NAME=value, or NCCL_X=value),
     SGLang flags with their values (--cuda-graph-max-bs 128, --disable-custom-all-reduce), then words
@@ -179,49 +264,71 @@ def parse_config_text(text: str) -> dict[str, Any]:
     return out
 
 
+PATH_ALIASES = {"custom_allreduce": "custom", "custom_all_reduce": "custom", "ca": "custom",
+                "pcie_ipc_allreduce": "pcie_ipc", "flashinfer_allreduce_fusion": "flashinfer_fusion",
+                "symm_mem": "nccl_symm_mem", "torch_symm": "torch_symm_mem"}
+
+
 def normalise_config(config: Any) -> tuple[str | None, dict[str, Any]]:
-    """(allreduce path, other logical settings) of an evidence config (a mapping, or text)."""
+    """(allreduce path, other settings) of an evidence config: key=value text, a mapping, or (site rules
+    only) words. The path is what `allreduce=` names, or, for configs in words, what the words name; the
+    settings keep every logical setting named (custom_all_reduce included), `model`, and descriptive keys."""
+    return _normalise(config)[:2]
+
+
+def _normalise(config: Any) -> tuple[str | None, dict[str, Any], list[str]]:
     paths = table.table()["allreduce_paths"]
+    unknown: list[str] = []
+    words = False
+    if isinstance(config, str):
+        if is_key_value(config):
+            config, unknown = parse_config_kv(config)
+        else:
+            config, words = parse_config_text(config), True
+    if not isinstance(config, dict):
+        return None, {}, unknown
     rest: dict[str, Any] = {}
     path = None
-    if isinstance(config, str):
-        config = parse_config_text(config)
-    if not isinstance(config, dict):
-        return None, rest
     for key, value in config.items():
         if key in PATH_KEYS:
             name = _norm(value)
-            aliases = {"custom_allreduce": "custom", "custom_all_reduce": "custom", "ca": "custom",
-                       "pcie_ipc_allreduce": "pcie_ipc", "flashinfer_allreduce_fusion": "flashinfer_fusion",
-                       "symm_mem": "nccl_symm_mem", "torch_symm": "torch_symm_mem"}
-            path = aliases.get(name, name) if isinstance(name, str) else None
+            path = PATH_ALIASES.get(name, name) if isinstance(name, str) else None
+            if path not in paths:
+                unknown.append(f"{key}={value}")
+                path = None
         elif key in SPEC_KEYS:
             rest["speculative_algorithm"] = _norm(value) if not isinstance(value, bool) else ("eagle3" if value else None)
         else:
             rest[key] = value
-    if path is None:
+    if words and path is None:  # words such as "--enable-torch-symm-mem" name a path through its settings
         for name in OPT_IN_PATH_SETTINGS:
             if _norm(rest.get(name)) is True:
                 path = next((p for p, s in paths.items() if s.get(name) is True), None)
         if path is None and "custom_all_reduce" in rest:
             path = "custom" if _norm(rest["custom_all_reduce"]) is True else "nccl"
-    for name in OPT_IN_PATH_SETTINGS + ("custom_all_reduce",):
-        rest.pop(name, None)
-    return path if path in paths else None, rest
+    if words:
+        for name in OPT_IN_PATH_SETTINGS + ("custom_all_reduce",):
+            rest.pop(name, None)
+    return path, rest, unknown
 
 
 def _points(item: dict[str, Any]) -> list[dict[str, Any]]:
-    """The numbers of one evidence item: `numbers: [{metric, value, unit, config, baseline}]` (each
-    baseline is a point of its own), or the flat form {metric, value, unit, config}."""
+    """The numbers of one evidence item: `numbers: [{metric, value, unit, config, baseline}]` (the baseline of
+    an absolute number is a point of its own; the baseline of a relative one is what the change is measured
+    against), or the flat form {metric, value, unit, config}."""
     points = []
     numbers = item.get("numbers")
     if isinstance(numbers, list):
         for number in numbers:
             if not isinstance(number, dict):
                 continue
-            points.append({k: number.get(k) for k in ("metric", "value", "unit", "config")})
+            point = {k: number.get(k) for k in ("metric", "value", "unit", "config")}
             baseline = number.get("baseline")
-            if isinstance(baseline, dict) and str(number.get("unit") or "").strip() not in ("%", "x", "ratio"):
+            relative = str(number.get("unit") or "").strip().lower() in ("%", "percent", "x", "ratio")
+            if relative and isinstance(baseline, dict):
+                point["baseline"] = baseline.get("config")
+            points.append(point)
+            if isinstance(baseline, dict) and not relative:
                 points.append({"metric": number.get("metric"), "value": baseline.get("value"),
                                "unit": number.get("unit"), "config": baseline.get("config")})
     elif "value" in item:
@@ -229,7 +336,10 @@ def _points(item: dict[str, Any]) -> list[dict[str, Any]]:
     return points
 
 
-def collect_evidence(findings: list[Any]) -> list[Evidence]:
+def collect_evidence(findings: list[Any], notes: list[str] | None = None) -> list[Evidence]:
+    """Every number of the fired findings' evidence that can rank a candidate. A number whose config names a
+    key that is neither a setting nor `allreduce`/`model`/a descriptive key is left out (said in `notes`):
+    a misspelt setting must not make a number apply everywhere."""
     out: list[Evidence] = []
     seen = set()
     for finding in findings:
@@ -245,14 +355,23 @@ def collect_evidence(findings: list[Any]) -> list[Evidence]:
                     continue
                 if not point.get("config"):
                     continue  # a number without its configuration cannot rank a candidate
-                path, config = normalise_config(point["config"])
+                path, config, unknown = _normalise(point["config"])
+                baseline_path, baseline, unknown_base = (None, None, [])
+                if point.get("baseline"):
+                    baseline_path, baseline, unknown_base = _normalise(point["baseline"])
+                if unknown or unknown_base:
+                    if notes is not None:
+                        notes.append(f"rule {finding.rule_id}: evidence config names unknown "
+                                     f"{', '.join(sorted(set(unknown + unknown_base)))}: not used for ranking")
+                    continue
                 key = (finding.rule_id, point.get("metric"), value, repr(point["config"]))
                 if key in seen:
                     continue
                 seen.add(key)
                 out.append(Evidence(finding.rule_id, str(item.get("level") or "modelled"),
                                     str(point.get("metric") or ""), value, str(point.get("unit") or ""),
-                                    str(item.get("source") or ""), path, config, item))
+                                    str(item.get("source") or ""), path, config, item, baseline, baseline_path,
+                                    str(point["config"])))
     return out
 
 
@@ -321,6 +440,7 @@ class Result:
     offers: list[Candidate]
     notes: list[str]
     evidence: list[Evidence]
+    disabled: list[tuple[str, str]] = field(default_factory=list)  # (rule id, the written reason), every report shows them
 
 
 def _interconnect(snapshot: dict[str, Any]) -> str:
@@ -334,58 +454,95 @@ def default_path(snapshot: dict[str, Any], tp_size: int) -> str:
     return table_paths.get(f"{link}@{tp_size}") or table_paths.get(link) or "nccl"
 
 
-def _applies(ev: Evidence, cand: Candidate, dims: set[str], default_paths: set[str], model: str | None) -> bool:
-    """Whether evidence measured under ev.config speaks of this candidate (missing keys = defaults)."""
-    if ev.path is None:
-        if cand.path not in default_paths:
-            return False
-    elif ev.path != cand.path:
+def _model_matches(wanted: Any, model: str | None) -> bool:
+    """An evidence `model=` against the requested model: same name, ignoring case and an org prefix."""
+    if wanted is None:
+        return True
+    if not model:
+        return False
+    return str(wanted).strip().lower().rsplit("/", 1)[-1] == str(model).strip().lower().rsplit("/", 1)[-1]
+
+
+def _agrees(setting: str, value: Any, launch: dict[str, Any]) -> bool:
+    return same(launch.get(setting, table.default(setting)), value)
+
+
+def _here(ev: Evidence, interconnect: str | None) -> bool:
+    wanted = ev.config.get(INTERCONNECT_KEY)
+    return wanted is None or interconnect is None or _norm(wanted) == _norm(interconnect)
+
+
+def _applies(ev: Evidence, cand: Candidate, model: str | None, interconnect: str | None = None) -> bool:
+    """Whether a number measured under ev.config speaks of this candidate: every setting the evidence names
+    agrees with the candidate (a setting the candidate leaves out takes SGLang's default); settings the
+    evidence does not name do not disqualify it."""
+    if ev.path is not None and ev.path != cand.path:
         return False
     for key, value in ev.config.items():
-        if key == "model":
-            if model and value and _norm(value) != _norm(model):
+        if key in DESCRIPTIVE_KEYS:
+            continue
+        if key == INTERCONNECT_KEY:
+            if not _here(ev, interconnect):
                 return False
             continue
-        if key in cand.launch or key in dims:
-            if not same(cand.launch.get(key, table.default(key)), value):
+        if key == MODEL_KEY:
+            if not _model_matches(value, model):
                 return False
-    for key in dims:
-        if key not in ev.config and not same(cand.launch.get(key, table.default(key)), table.default(key)):
+            continue
+        if not _agrees(key, value, cand.launch):
             return False
     return True
 
 
-def _throughput(cand: Candidate, evidence: list[Evidence], dims: set[str], default_paths: set[str],
-                model: str | None, depth: int = 0) -> tuple[float, int, list[Evidence]] | None:
-    """Expected tok/s from throughput evidence, adjusted by relative evidence; (value, level, basis)."""
-    exact = [ev for ev in evidence if ev.kind == "throughput" and _applies(ev, cand, dims, default_paths, model)]
-    if exact:
-        best = max(exact, key=lambda ev: (len(ev.config), ev.rank, -abs(ev.value)))
-        return best.value, best.rank, [best]
-    if depth > 4:
+def _changed(rel: Evidence) -> dict[str, Any]:
+    """The settings a relative number changes: those its config gives another value than its baseline
+    (a setting the baseline does not name is at SGLang's default there)."""
+    base = rel.baseline or {}
+    out = {}
+    for key, value in rel.config.items():
+        if key in DESCRIPTIVE_KEYS or key in (MODEL_KEY, INTERCONNECT_KEY):
+            continue
+        before = base[key] if key in base else table.default(key)
+        if not same(value, before):
+            out[key] = (value, before)
+    if rel.path is not None and rel.baseline_path is not None and rel.path != rel.baseline_path:
+        out["allreduce"] = (rel.path, rel.baseline_path)
+    return out
+
+
+def _throughput(cand: Candidate, evidence: list[Evidence], model: str | None,
+                interconnect: str | None = None) -> tuple[float, int, list[Evidence]] | None:
+    """Expected tok/s of a candidate: the absolute number that applies to it (the most specific, then the best
+    level, then the lower value), times each relative number that applies to it and changes a setting the
+    absolute number was not measured with; (value, level, basis: the absolute number first)."""
+    exact = [ev for ev in evidence if ev.kind == "throughput" and _applies(ev, cand, model, interconnect)]
+    if not exact:
         return None
-    for ev in evidence:
-        if ev.kind != "relative" or not ev.config:
+    base = max(exact, key=lambda ev: (len(ev.config) + (ev.path is not None), ev.rank, -abs(ev.value)))
+    value, level, basis = base.value, base.rank, [base]
+    taken: set[str] = set()
+    for rel in sorted((ev for ev in evidence if ev.kind == "relative"), key=lambda ev: (ev.rule_id, ev.config_text)):
+        if not _applies(rel, cand, model, interconnect):
             continue
-        changed = {k: v for k, v in ev.config.items() if k != "model"}
-        if not changed or not all(same(cand.launch.get(k, table.default(k)), v) for k, v in changed.items()):
+        changed = _changed(rel)
+        if not changed or taken & set(changed):
             continue
-        if all(same(v, table.default(k)) for k, v in changed.items()):
+        # The absolute number must stand for the relative number's baseline: it names none of the changed
+        # settings, or names them at the baseline's value (a number measured with the change already has it).
+        if "allreduce" in changed and base.path is not None:
             continue
-        base_launch = dict(cand.launch)
-        for key in changed:
-            base_launch[key] = table.default(key)
-        base = Candidate(cand.path, base_launch)
-        found = _throughput(base, evidence, dims, default_paths, model, depth + 1)
-        if found:
-            value, level, basis = found
-            return value * ev.factor(), min(level, ev.rank), basis + [ev]
-    return None
+        if any(key in base.config and not same(base.config[key], before) for key, (_, before) in changed.items()):
+            continue
+        value *= rel.factor()
+        level = min(level, rel.rank)
+        basis.append(rel)
+        taken.update(changed)
+    return value, level, basis
 
 
-def _latency(path: str, evidence: list[Evidence], snapshot: dict[str, Any], tp_size: int) -> tuple[float, int, str]:
-    """Per-call allreduce latency (us) of a path: best evidence, else the cost table, else the default path's."""
-    items = [ev for ev in evidence if ev.kind == "latency" and ev.path == path]
+def _known_latency(path: str, evidence: list[Evidence], snapshot: dict[str, Any]) -> tuple[float, int, str] | None:
+    link = _interconnect(snapshot)
+    items = [ev for ev in evidence if ev.kind == "latency" and ev.path == path and _here(ev, link)]
     if items:
         best = max(items, key=lambda ev: (ev.rank, -ev.value))
         return best.latency_us(), best.rank, best.describe()
@@ -393,10 +550,24 @@ def _latency(path: str, evidence: list[Evidence], snapshot: dict[str, Any], tp_s
     per_link = (costs.get("latency_us") or {}).get(_interconnect(snapshot)) or {}
     if path in per_link:
         return float(per_link[path]), 1, f"{per_link[path]} us per call (modelled: {costs.get('source')})"
-    base = default_path(snapshot, tp_size)
-    if base != path:
-        value, _, _ = _latency(base, evidence, snapshot, tp_size)
-        return value, 1, f"no data for this path: assumed no faster than {base} (modelled)"
+    return None
+
+
+def _latency(path: str, evidence: list[Evidence], snapshot: dict[str, Any], tp_size: int) -> tuple[float, int, str]:
+    """Per-call allreduce latency (us) of a path: best evidence, else the cost table; a path with neither is
+    assumed no faster than the slowest path that has data here (no gain is assumed for what nobody measured)."""
+    known = _known_latency(path, evidence, snapshot)
+    if known:
+        return known
+    others = []
+    for other in table.table()["allreduce_paths"]:
+        if other != path:
+            found = _known_latency(other, evidence, snapshot)
+            if found:
+                others.append((found[0], other))
+    if others:
+        value, other = max(others)
+        return value, 1, f"no data for this path: assumed no faster than {other} (modelled)"
     return 100.0, 1, "no data: 100 us per call assumed (modelled)"
 
 
@@ -487,8 +658,6 @@ def search(snapshot: dict[str, Any], model: dict[str, Any] | None, flags: Any, t
         if setting in SPEC_GROUP:
             spec_values[setting] = value
 
-    default_paths = {"nccl", "custom"}
-    dims = set(options) | {"speculative_algorithm"}
     model_name = model.get("name") if model else None
     allreduces = (model or {}).get("allreduces_per_forward") or 2 * 61
 
@@ -528,9 +697,9 @@ def search(snapshot: dict[str, Any], model: dict[str, Any] | None, flags: Any, t
                                       if setting not in ("tp_size",) and not same(value, table.default(setting)))
                 (blocked if cand.blocked_by else candidates).append(cand)
 
-    evidence = collect_evidence([findings_by_id[key] for key in sorted(findings_by_id)])
+    evidence = collect_evidence([findings_by_id[key] for key in sorted(findings_by_id)], notes)
     for cand in candidates + blocked:
-        found = _throughput(cand, evidence, dims, default_paths, model_name)
+        found = _throughput(cand, evidence, model_name, _interconnect(snapshot))
         if found:
             cand.estimate, cand.estimate_level, cand.estimate_basis = found
         latency, level, basis = _latency(cand.path, evidence, snapshot, tp)
@@ -582,7 +751,8 @@ def search(snapshot: dict[str, Any], model: dict[str, Any] | None, flags: Any, t
             offers.append(best)
     return Result(snapshot, model, flags, target_version, tp, ep, speculative, force_speculative, winner,
                   candidates, blocked, findings, {k: sorted(set(v)) for k, v in reasons.items()}, decided,
-                  comparison, offers, notes, evidence)
+                  comparison, offers, notes, evidence,
+                  sorted((str(k), str(v)) for k, v in (getattr(ruleset, "disabled", None) or {}).items()))
 
 
 def _side(cand: Candidate | None) -> dict[str, Any] | None:

@@ -5,7 +5,7 @@ import pytest
 
 from topoctl.autoconf import models, settings as table
 from topoctl.autoconf.launch import parse_args, split_command
-from topoctl.autoconf.search import normalise_config
+from topoctl.autoconf.search import is_key_value, normalise_config
 from topoctl.rules.flags import known_versions, load_flag_set
 
 
@@ -49,9 +49,102 @@ def test_parse_args_prefix_and_aliases():
     assert parsed.problems == []
 
 
-def test_evidence_config_text():
+def test_evidence_config_key_value():
+    from topoctl.autoconf.search import is_key_value, parse_config_kv
+
+    text = "speculative_algorithm=eagle3 custom_all_reduce=false allreduce=nccl cuda_graph_max_bs=512 NCCL_ALGO=Ring"
+    assert is_key_value(text)
+    assert normalise_config(text) == ("nccl", {"speculative_algorithm": "eagle3", "custom_all_reduce": False,
+                                               "cuda_graph_max_bs": 512, "env:NCCL_ALGO": "Ring"})
+    assert normalise_config("speculative_algorithm=none model=kimi-k2.5 message_kib=42") == (
+        None, {"speculative_algorithm": None, "model": "kimi-k2.5", "message_kib": "42"})
+    assert parse_config_kv("cuda_graph_maxbs=128")[1] == ["cuda_graph_maxbs"]
+    assert not is_key_value("EAGLE-3, NCCL allreduce")
+
+
+def test_evidence_config_text_fallback_for_site_rules():
     assert normalise_config("EAGLE-3, NCCL allreduce") == ("nccl", {"speculative_algorithm": "eagle3"})
     assert normalise_config("no speculative decoding, NCCL allreduce")[1] == {"speculative_algorithm": None}
     assert normalise_config("12 KiB, FlashInfer PCIe IPC allreduce")[0] == "pcie_ipc"
     assert normalise_config("--cuda-graph-max-bs 128") == (None, {"cuda_graph_max_bs": 128})
-    assert normalise_config({"custom_all_reduce": False, "speculative": "EAGLE3"}) == ("nccl", {"speculative_algorithm": "eagle3"})
+    assert normalise_config({"custom_all_reduce": False, "speculative": "EAGLE3"}) == (
+        None, {"custom_all_reduce": False, "speculative_algorithm": "eagle3"})
+
+
+def _builtin_numbers():
+    from topoctl.rules import load_rules
+
+    for rule in load_rules().rules:
+        for item in rule.evidence:
+            for number in item.get("numbers") or []:
+                yield rule.id, number
+
+
+def test_builtin_evidence_configs_are_key_value_with_known_keys():
+    from topoctl.autoconf.search import _normalise
+
+    seen = 0
+    for rule_id, number in _builtin_numbers():
+        for text in (number.get("config"), (number.get("baseline") or {}).get("config")):
+            if text is None:
+                continue
+            seen += 1
+            assert is_key_value(text), (rule_id, text)
+            _, _, unknown = _normalise(text)
+            assert unknown == [], (rule_id, text)
+    assert seen >= 10
+
+
+def _finding(rule_id, numbers, level="measured"):
+    from types import SimpleNamespace
+
+    return SimpleNamespace(rule_id=rule_id, status="fired",
+                           evidence=[{"source": "field-report", "level": level, "numbers": numbers}])
+
+
+def test_evidence_matching_and_relative_numbers():
+    from topoctl.autoconf.search import Candidate, _throughput, collect_evidence
+
+    base = _finding("base", [{"metric": "decode throughput", "value": 54.1, "unit": "tok/s",
+                              "config": "speculative_algorithm=eagle3 allreduce=nccl model=kimi-k2.5",
+                              "baseline": {"value": 89.5, "config": "speculative_algorithm=none allreduce=nccl model=kimi-k2.5"}}])
+    rel = _finding("rel", [{"metric": "decode throughput change", "value": 9, "unit": "%",
+                            "config": "cuda_graph_max_bs=128 speculative_algorithm=none allreduce=nccl",
+                            "baseline": {"value": 0, "config": "cuda_graph_max_bs=512 speculative_algorithm=none allreduce=nccl"}}])
+    evidence = collect_evidence([base, rel])
+    nccl = {"tp_size": 8, "custom_all_reduce": False}
+    # settings the evidence does not name do not disqualify it
+    plain = _throughput(Candidate("nccl", dict(nccl)), evidence, "kimi-k2.5")
+    assert plain[0] == 89.5 and [ev.rule_id for ev in plain[2]] == ["base"]
+    graphs = _throughput(Candidate("nccl", dict(nccl, cuda_graph_max_bs=128)), evidence, "kimi-k2.5")
+    assert graphs[0] == pytest.approx(97.555) and [ev.rule_id for ev in graphs[2]] == ["base", "rel"]
+    # the relative number speaks of no speculative decoding: EAGLE-3 keeps its own measurement
+    eagle = _throughput(Candidate("nccl", dict(nccl, cuda_graph_max_bs=128, speculative_algorithm="eagle3")),
+                        evidence, "kimi-k2.5")
+    assert eagle[0] == 54.1
+    # a setting the evidence names must agree: another path, another batch size, another model
+    assert _throughput(Candidate("custom", {"tp_size": 8}), evidence, "kimi-k2.5") is None
+    assert _throughput(Candidate("nccl", dict(nccl, cuda_graph_max_bs=64)), evidence, "kimi-k2.5")[0] == 89.5
+    assert _throughput(Candidate("nccl", dict(nccl)), evidence, "deepseek-v3") is None
+    assert _throughput(Candidate("nccl", dict(nccl)), evidence, "moonshotai/Kimi-K2.5")[0] == 89.5
+
+
+def test_absolute_number_with_the_change_is_not_multiplied_again():
+    from topoctl.autoconf.search import Candidate, _throughput, collect_evidence
+
+    measured = _finding("m", [{"metric": "decode throughput", "value": 96, "unit": "tok/s",
+                               "config": "cuda_graph_max_bs=128 allreduce=nccl"},
+                              {"metric": "decode throughput", "value": 89.5, "unit": "tok/s", "config": "allreduce=nccl"}])
+    rel = _finding("rel", [{"metric": "decode throughput change", "value": 9, "unit": "%",
+                            "config": "cuda_graph_max_bs=128", "baseline": {"value": 0, "config": "cuda_graph_max_bs=512"}}])
+    evidence = collect_evidence([measured, rel])
+    assert _throughput(Candidate("nccl", {"custom_all_reduce": False, "cuda_graph_max_bs": 128}), evidence, None)[0] == 96
+
+
+def test_unknown_key_leaves_the_number_out_with_a_note():
+    from topoctl.autoconf.search import collect_evidence
+
+    notes = []
+    evidence = collect_evidence([_finding("typo", [{"metric": "decode throughput", "value": 1, "unit": "tok/s",
+                                                    "config": "cuda_graph_maxbs=128"}])], notes)
+    assert evidence == [] and "cuda_graph_maxbs" in notes[0]
