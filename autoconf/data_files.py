@@ -1,8 +1,12 @@
-"""Reading this package's YAML data (models, settings, cost model) once per process."""
+"""Reading this package's YAML data (models, settings, cost model) once per process.
+
+Parsed files are kept in topoctl's knowledge cache (topoctl/cache.py), so a warm start does not import
+PyYAML; an edited data file is read again.
+"""
 from __future__ import annotations
 
 import functools
-from importlib import resources
+import os
 from typing import Any
 
 
@@ -13,8 +17,16 @@ def _load_yaml(text: str) -> Any:
     return yaml.load(text, Loader=loader)  # noqa: S506 - a safe loader
 
 
+def _read(path: str) -> Any:
+    with open(path, encoding="utf-8") as handle:
+        return _load_yaml(handle.read())
+
+
 @functools.lru_cache(maxsize=None)
 def load(name: str) -> Any:
     """Parsed content of autoconf/data/<name>."""
-    text = resources.files("topoctl.autoconf").joinpath("data", name).read_text(encoding="utf-8")
-    return _load_yaml(text)
+    from topoctl import cache
+
+    path = os.path.join(cache.package_dir("topoctl.autoconf"), "data", name)
+    stem = os.path.splitext(name)[0]
+    return cache.cached(f"autoconf-{stem}", [path, __file__], lambda: _read(path))

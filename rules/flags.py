@@ -16,19 +16,17 @@ Only json loading happens here (no SGLang, torch or network), so this is cheap t
 """
 from __future__ import annotations
 
-import difflib
 import functools
 import json
+import os
 import re
 from dataclasses import dataclass, field
-from importlib import resources
 from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
 from topoctl.errors import TopoctlError
 
-_DATA_PACKAGE = "topoctl.rules"
 _DATA_DIR = "data"
 _NAME_RE = re.compile(r"^sglang-(?P<version>[0-9][0-9A-Za-z.+-]*)\.json$")
 # argparse adds these to every parser (add_help=True); they take part in prefix matching.
@@ -36,22 +34,22 @@ _HELP_OPTIONS = ("-h", "--help")
 _NEGATIVE_NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")
 
 
-def _data_dir():
-    return resources.files(_DATA_PACKAGE).joinpath(_DATA_DIR)
+def _data_dir() -> str:
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), _DATA_DIR)
 
 
 @functools.lru_cache(maxsize=1)
-def _index() -> dict[str, Any]:
-    """{version string: resource} for every data file shipped."""
+def _index() -> dict[str, str]:
+    """{version string: path} for every data file shipped (a listing only: no file is read here)."""
     out = {}
     try:
-        entries = list(_data_dir().iterdir())
-    except (FileNotFoundError, NotADirectoryError):
-        entries = []
-    for entry in entries:
-        m = _NAME_RE.match(entry.name)
+        names = os.listdir(_data_dir())
+    except OSError:
+        names = []
+    for name in names:
+        m = _NAME_RE.match(name)
         if m:
-            out[m.group("version")] = entry
+            out[m.group("version")] = os.path.join(_data_dir(), name)
     return out
 
 
@@ -102,15 +100,21 @@ class FlagSet:
     flags: dict[str, dict[str, Any]]
     env: list[dict[str, Any]] = field(default_factory=list)
     source: dict[str, Any] = field(default_factory=dict)
-    _options: dict[str, str] = field(default_factory=dict, repr=False)  # every option string -> primary
+    _option_index: dict[str, str] | None = field(default=None, repr=False, compare=False)
 
-    def __post_init__(self) -> None:
-        if not self._options:
+    @property
+    def _options(self) -> dict[str, str]:
+        """Every option string -> its primary flag; built on first use (most runs look up a few flags)."""
+        index = self._option_index
+        if index is None:
+            index = {}
             for primary, info in self.flags.items():
                 for opt in info.get("options") or [primary]:
-                    self._options[opt] = primary
+                    index[opt] = primary
             for opt in _HELP_OPTIONS:
-                self._options.setdefault(opt, "--help")
+                index.setdefault(opt, "--help")
+            self._option_index = index
+        return index
 
     # ---- lookups -------------------------------------------------------------------------------------
 
@@ -209,6 +213,8 @@ class FlagSet:
 
     def suggest(self, flag: str, n: int = 3) -> list[str]:
         """Close option strings for a "did you mean" hint (longest-common-prefix matches first)."""
+        import difflib
+
         name = self._name(flag)
         pool = [o for o in self._options if o.startswith("--")]
         out: list[str] = []
@@ -244,7 +250,8 @@ class FlagSet:
 
 @functools.lru_cache(maxsize=None)
 def _load_doc(version: str) -> dict[str, Any]:
-    return json.loads(_index()[version].read_text(encoding="utf-8"))
+    with open(_index()[version], "rb") as handle:
+        return json.loads(handle.read())
 
 
 def load_flag_set(version: str) -> FlagSet:

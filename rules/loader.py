@@ -13,7 +13,6 @@ import json
 import os
 import re
 from functools import lru_cache
-from importlib import resources
 from typing import Any, Iterable
 
 from topoctl.errors import TopoctlError
@@ -82,18 +81,52 @@ def load_rules(extra_dirs: list[str] | None = None, disabled: dict[str, str] | N
 
 @lru_cache(maxsize=1)
 def builtin_rules() -> tuple[Rule, ...]:
-    """The shipped knowledge, parsed and compiled once per process."""
+    """The shipped knowledge, parsed and compiled once per process.
+
+    The checked rules are kept in topoctl's knowledge cache (topoctl/cache.py) as plain data, so a warm
+    start neither imports PyYAML nor re-checks them; only the conditions are compiled again.
+    """
+    from topoctl import cache
+
+    here = cache.package_dir(__package__)
+    files = builtin_rule_files()
+    sources = files + [os.path.join(here, name) for name in ("settings.yaml", "loader.py", "model.py")]
+    plain = cache.cached("rules", sources, lambda: [_rule_to_plain(rule) for rule in _parse_builtin(files)])
+    return tuple(_rule_from_plain(entry) for entry in plain)
+
+
+def _parse_builtin(files: list[str]) -> list[Rule]:
     rules: list[Rule] = []
-    for path in builtin_rule_files():
+    for path in files:
         file_rules, _ = parse_rule_file(path, builtin=True, validate_schema=False)
         rules.extend(file_rules)
     _reject_duplicates(rules)
-    return tuple(rules)
+    return rules
+
+
+_PLAIN_FIELDS = ("id", "title", "severity", "message", "remediation", "effect", "evidence", "when", "source_file",
+                 "scope", "tags", "builtin")
+
+
+def _rule_to_plain(rule: Rule) -> dict[str, Any]:
+    """A checked rule as plain data (its compiled condition is rebuilt from `when`)."""
+    plain = {name: getattr(rule, name) for name in _PLAIN_FIELDS}
+    plain["tests"] = [{"name": case.name, "expect": case.expect, "snapshot": case.snapshot, "request": case.request}
+                      for case in rule.tests]
+    return plain
+
+
+def _rule_from_plain(plain: dict[str, Any]) -> Rule:
+    """The Rule of a plain entry written by _rule_to_plain (already checked when it was written)."""
+    fields = {name: plain[name] for name in _PLAIN_FIELDS}
+    tests = [TestCase(**case) for case in plain["tests"]]
+    return Rule(condition=compile_condition(plain["when"], "when"), tests=tests, **fields)
 
 
 def builtin_rule_files() -> list[str]:
-    folder = resources.files(__package__).joinpath("knowledge")
-    return sorted(str(entry) for entry in folder.iterdir() if entry.name.endswith(RULE_FILE_SUFFIXES))
+    from topoctl import cache
+
+    return cache.data_files(os.path.join(cache.package_dir(__package__), "knowledge"), RULE_FILE_SUFFIXES)
 
 
 def rule_files(directory: str) -> list[str]:
@@ -109,6 +142,8 @@ def rule_files(directory: str) -> list[str]:
 @lru_cache(maxsize=1)
 def rule_schema() -> dict[str, Any]:
     """The published JSON Schema of a rule file."""
+    from importlib import resources
+
     text = resources.files(__package__).joinpath("schema", "rule.schema.json").read_text(encoding="utf-8")
     return json.loads(text)
 

@@ -5,9 +5,9 @@ launch which never mentions `custom_all_reduce` runs with it on, and so users ca
 """
 from __future__ import annotations
 
+import os
 import re
 from functools import lru_cache
-from importlib import resources
 from typing import Any
 
 ENV_PREFIX = "env:"
@@ -16,10 +16,19 @@ ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 @lru_cache(maxsize=1)
 def setting_table() -> dict[str, dict[str, Any]]:
-    """name -> {type, default, doc} for the non-env settings (read once from settings.yaml)."""
+    """name -> {type, default, doc} for the non-env settings (read once from settings.yaml, or from the
+    knowledge cache, topoctl/cache.py)."""
+    from topoctl import cache
+
+    path = os.path.join(cache.package_dir(__package__), "settings.yaml")
+    return dict(cache.cached("rule-settings", [path, __file__], lambda: _read_table(path)))
+
+
+def _read_table(path: str) -> dict[str, dict[str, Any]]:
     import yaml
 
-    text = resources.files(__package__).joinpath("settings.yaml").read_text(encoding="utf-8")
+    with open(path, encoding="utf-8") as handle:
+        text = handle.read()
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     return dict(yaml.load(text, Loader=loader)["settings"])  # noqa: S506 - a safe loader
 

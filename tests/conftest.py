@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 
 import pytest
 
@@ -11,6 +12,8 @@ ROOT = os.path.dirname(TESTS)
 FIXTURES = os.path.join(ROOT, "fixtures")
 if TESTS not in sys.path:
     sys.path.insert(0, TESTS)
+# The knowledge cache (topoctl/cache.py) goes to a folder of this test run, never the user's ~/.cache.
+os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="topoctl-test-cache-")
 
 
 def fixture_dirs() -> list[str]:

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import os
-import tempfile
 
 from topoctl.errors import TopoctlError
 
@@ -13,6 +12,8 @@ def write_atomic(path: str, text: str) -> None:
     if not os.path.isdir(directory):
         raise TopoctlError(f"cannot write {path}: folder {directory} does not exist",
                            hint="create the folder first or pick another -o path")
+    import tempfile  # here, not at import: printing to stdout needs none of it
+
     fd, tmp = tempfile.mkstemp(prefix=".topoctl-", dir=directory)
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-from importlib import resources
 from typing import Any
 
 from topoctl.errors import TopoctlError
@@ -19,19 +18,28 @@ SYSTEMS_PACKAGE = "topoctl.systems"
 
 def list_systems() -> list[str]:
     """Names of the built-in reference systems (folders of topoctl.systems with a snapshot.json)."""
-    root = resources.files(SYSTEMS_PACKAGE)
-    names = [entry.name for entry in root.iterdir()
-             if entry.is_dir() and entry.joinpath("snapshot.json").is_file()]
-    return sorted(names)
+    root = _systems_dir()
+    try:
+        entries = os.listdir(root)
+    except OSError:
+        return []
+    return sorted(name for name in entries if os.path.isfile(os.path.join(root, name, "snapshot.json")))
+
+
+def _systems_dir() -> str:
+    from topoctl.cache import package_dir  # a plain folder lookup: no importlib.resources on the start-up path
+
+    return package_dir(SYSTEMS_PACKAGE)
 
 
 def system_snapshot(name: str) -> dict[str, Any]:
     """The snapshot of built-in system `name`, or a TopoctlError listing the names there are."""
-    entry = resources.files(SYSTEMS_PACKAGE).joinpath(name, "snapshot.json")
-    if "/" in name or name.startswith(".") or not entry.is_file():
+    entry = os.path.join(_systems_dir(), name, "snapshot.json")
+    if "/" in name or os.sep in name or name.startswith(".") or not os.path.isfile(entry):
         known = ", ".join(list_systems()) or "(none installed)"
         raise TopoctlError(f"unknown system {name!r}", hint=f"built-in systems: {known}")
-    data = json.loads(entry.read_text(encoding="utf-8"))
+    with open(entry, "rb") as handle:
+        data = json.loads(handle.read())
     validate_snapshot(data, origin=f"system {name}")
     return data
 

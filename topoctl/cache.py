@@ -1,0 +1,141 @@
+"""The knowledge cache: topoctl's built-in data, parsed and checked once, kept as JSON in the user's cache dir.
+
+Every `topoctl recommend` and `topoctl check` needs the built-in rules, the launch settings and the model
+profiles. Reading them from YAML costs more than the rest of the command (PyYAML's import, parsing, checking
+every rule), so the first run stores the checked result as plain JSON and later runs read that instead:
+
+    $XDG_CACHE_HOME/topoctl/  (else ~/.cache/topoctl/), created with mode 0700
+        rules-0.1.0-1a2b3c4d.json        one file per section, topoctl version and fingerprint
+
+What makes a cached section trustworthy:
+
+- The fingerprint lists, for every file the section is made from (the shipped YAML/JSON data and the code
+  that turns it into plain data), its path, size and mtime_ns, plus the topoctl version and this module's
+  format number. Editing a data file in an editable install, installing elsewhere or upgrading gives a new
+  fingerprint, so a stale section is never served. The full fingerprint is stored inside the file and
+  compared on every read; the short hash in the file name only keeps different installs apart.
+- Files are written to a temporary name in the same folder and renamed into place (atomic on POSIX), so
+  concurrent CI jobs never read half a file. A file that cannot be read or parsed, or whose fingerprint
+  does not match, is ignored and rewritten.
+- The content is JSON of plain data (no pickle, nothing is executed on load). A section is only stored when
+  JSON gives back exactly what was built (so int keys, tuples or dates in some data file cannot make a
+  warm run differ from a cold one); otherwise it is simply not cached.
+- Only built-in knowledge is cached. Site rules (--rules-dir) are always read and validated.
+
+When the folder cannot be created or written, or TOPOCTL_NO_CACHE=1 is set, everything still works: the data
+is built in memory for this run, as without a cache. Loading a cached section imports only json.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any, Callable, Iterable
+
+from topoctl import __version__
+
+FORMAT = 1  # bump when the layout of a cached section changes without a data file changing
+ENV_DISABLE = "TOPOCTL_NO_CACHE"
+
+
+def cache_dir() -> str | None:
+    """The folder for topoctl's cache, or None when caching is switched off (TOPOCTL_NO_CACHE=1)."""
+    if os.environ.get(ENV_DISABLE, "").strip() not in ("", "0"):
+        return None
+    base = os.environ.get("XDG_CACHE_HOME") or ""
+    if not os.path.isabs(base):  # the XDG spec: a relative value is invalid and ignored
+        base = os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "topoctl")
+
+
+def package_dir(package: str) -> str:
+    """The folder an installed topoctl package lives in (its data files are next to its modules)."""
+    module = sys.modules.get(package)
+    if module is None:
+        import importlib
+
+        module = importlib.import_module(package)
+    return os.path.dirname(os.path.abspath(module.__file__))  # type: ignore[arg-type]
+
+
+def data_files(folder: str, suffixes: tuple[str, ...]) -> list[str]:
+    """The files of `folder` ending in one of `suffixes`, sorted (an absent folder has none)."""
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return []
+    return sorted(os.path.join(folder, name) for name in names if name.endswith(suffixes))
+
+
+def fingerprint(sources: Iterable[str]) -> list[Any]:
+    """What a section is made from: [format, version, python, [path, size, mtime_ns] per source file]."""
+    parts: list[Any] = [FORMAT, __version__, "%d.%d" % sys.version_info[:2]]
+    for path in sources:
+        try:
+            info = os.stat(path)
+            parts.append([path, info.st_size, info.st_mtime_ns])
+        except OSError:
+            parts.append([path, None, None])
+    return parts
+
+
+def cached(section: str, sources: Iterable[str], build: Callable[[], Any]) -> Any:
+    """The plain data of `section`: from the cache when its fingerprint matches, else `build()` (and stored).
+
+    `sources` are every file `build` reads (and the code that shapes its result); `build` returns plain
+    JSON-compatible data or raises (a TopoctlError for a bad data file passes through, nothing is stored).
+    """
+    folder = cache_dir()
+    if folder is None:
+        return build()
+    stamp = fingerprint(sources)
+    text = json.dumps(stamp, separators=(",", ":"))
+    import zlib
+
+    path = os.path.join(folder, f"{section}-{__version__}-{zlib.crc32(text.encode()):08x}.json")
+    found = _read(path, stamp)
+    if found is not None:
+        return found[0]
+    data = build()
+    _write(folder, path, stamp, data)
+    return data
+
+
+def _read(path: str, stamp: list[Any]) -> tuple[Any] | None:
+    """(data,) from a cache file whose fingerprint equals `stamp`; None for absent, unreadable or stale."""
+    try:
+        with open(path, "rb") as handle:
+            document = json.loads(handle.read())
+    except (OSError, ValueError):  # ValueError: not JSON, or not UTF-8
+        return None
+    if not isinstance(document, dict) or document.get("fingerprint") != stamp or "data" not in document:
+        return None
+    return (document["data"],)
+
+
+def _write(folder: str, path: str, stamp: list[Any], data: Any) -> None:
+    """Store `data` atomically; give up silently when the folder is not writable or the data is not plain."""
+    try:
+        text = json.dumps({"fingerprint": stamp, "data": data}, separators=(",", ":"), ensure_ascii=False)
+        if json.loads(text)["data"] != data:
+            return  # JSON would change it (int keys, tuples): a warm run must see what a cold run sees
+    except (TypeError, ValueError):
+        return
+    import tempfile
+
+    temporary = None
+    try:
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=folder)
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            out.write(text)
+        os.replace(temporary, path)
+        temporary = None
+    except OSError:
+        pass
+    finally:
+        if temporary is not None:
+            try:
+                os.unlink(temporary)
+            except OSError:
+                pass
