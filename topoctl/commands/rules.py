@@ -8,7 +8,6 @@ only where a user's files are validated, so `topoctl rules list` stays fast.
 from __future__ import annotations
 
 import json
-import shutil
 from typing import Any
 
 import click
@@ -77,6 +76,8 @@ def list_rules(rules_dirs: tuple[str, ...], disable_items: tuple[str, ...], fmt:
                                                              for key, value in sorted(ruleset.disabled.items())]},
                               indent=2))
         return
+    import shutil  # here: recommend and check import this module for parse_disable only
+
     width = shutil.get_terminal_size((120, 20)).columns
     id_width = max([len(rule.id) for rule in rules] + [2])
     title_width = max(20, width - id_width - 8 - 10 - 4)
