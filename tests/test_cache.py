@@ -1,0 +1,163 @@
+"""The knowledge cache (topoctl/cache.py): a warm start gives exactly what a cold parse gives, and never a
+stale, half-written or corrupt file's content."""
+from __future__ import annotations
+
+import glob
+import json
+import os
+import stat
+
+import pytest
+
+from topoctl import cache
+from topoctl.autoconf import data_files
+from topoctl.rules import flags, loader
+from topoctl.rules import settings as rule_settings
+
+
+def _clear() -> None:
+    loader.builtin_rules.cache_clear()
+    rule_settings.setting_table.cache_clear()
+    data_files.load.cache_clear()
+    flags._index.cache_clear()
+    flags._load_doc.cache_clear()
+
+
+@pytest.fixture
+def cache_home(tmp_path, monkeypatch):
+    home = tmp_path / "xdg"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(home))
+    monkeypatch.delenv("TOPOCTL_NO_CACHE", raising=False)
+    _clear()
+    yield home / "topoctl"
+    _clear()
+
+
+def _plain_rules() -> list[dict]:
+    return [loader._rule_to_plain(rule) for rule in loader.builtin_rules()]
+
+
+def _snapshot_of_knowledge() -> dict:
+    """Everything the cache serves, as plain data, read fresh (per-process memos cleared)."""
+    _clear()
+    return {"rules": _plain_rules(), "settings": rule_settings.setting_table(),
+            "models": data_files.load("models.yaml"), "costs": data_files.load("costs.yaml"),
+            "autoconf_settings": data_files.load("settings.yaml")}
+
+
+def _cold_parse() -> dict:
+    """The same knowledge straight from the YAML files, without the cache."""
+    files = loader.builtin_rule_files()
+    here = os.path.dirname(data_files.__file__)
+    return {"rules": [loader._rule_to_plain(rule) for rule in loader._parse_builtin(files)],
+            "settings": rule_settings._read_table(os.path.join(os.path.dirname(rule_settings.__file__), "settings.yaml")),
+            "models": data_files._read(os.path.join(here, "data", "models.yaml")),
+            "costs": data_files._read(os.path.join(here, "data", "costs.yaml")),
+            "autoconf_settings": data_files._read(os.path.join(here, "data", "settings.yaml"))}
+
+
+def test_warm_cache_gives_what_a_cold_parse_gives(cache_home):
+    cold = _cold_parse()
+    first = _snapshot_of_knowledge()  # writes the cache
+    assert sorted(os.path.basename(p).split("-0")[0] for p in glob.glob(str(cache_home / "*.json"))) == [
+        "autoconf-costs", "autoconf-models", "autoconf-settings", "rule-settings", "rules"]
+    warm = _snapshot_of_knowledge()  # reads it
+    assert first == cold
+    assert warm == cold
+    # Rules rebuilt from the cache behave like freshly parsed ones (same compiled conditions' answers).
+    from topoctl.rules import evaluate
+    from topoctl.snapshot import system_snapshot
+
+    snapshot = system_snapshot("rtx-pro-6000-8x-pcie")
+    request = {"model": None, "speculative": None, "tp_size": 8, "ep_size": 1, "sglang_version": "0.5.12",
+               "launch": {"torch_symm_mem": True, "custom_all_reduce": True}}
+    from topoctl.rules.model import RuleSet
+
+    fresh = RuleSet(loader._parse_builtin(loader.builtin_rule_files()))
+    assert evaluate(RuleSet(list(loader.builtin_rules())), snapshot, request).to_dict() == \
+        evaluate(fresh, snapshot, request).to_dict()
+
+
+def test_flag_data_is_the_shipped_file(cache_home):
+    for version in flags.known_versions():
+        with open(flags._index()[version], encoding="utf-8") as handle:
+            shipped = json.load(handle)
+        flag_set = flags.load_flag_set(version)
+        assert flag_set.flags == shipped["flags"]
+        assert flag_set.has("--tp-size") and flag_set.resolve("--tp-size").kind == "exact"
+        assert flag_set.all_options() == sorted({o for f, info in shipped["flags"].items() for o in info.get("options") or [f]} | {"-h", "--help"})
+
+
+def test_edited_data_file_invalidates_the_cache(cache_home, tmp_path, monkeypatch):
+    # A copy of the models file stands in for an edited data file of an editable install.
+    original = os.path.join(os.path.dirname(data_files.__file__), "data", "models.yaml")
+    folder = tmp_path / "pkg" / "data"
+    folder.mkdir(parents=True)
+    copy = folder / "models.yaml"
+    copy.write_text(open(original, encoding="utf-8").read(), encoding="utf-8")
+    monkeypatch.setattr(cache, "package_dir", lambda package: str(tmp_path / "pkg"))
+    before = data_files.load("models.yaml")
+    data_files.load.cache_clear()
+    assert data_files.load("models.yaml") == before  # served from the cache
+    text = copy.read_text(encoding="utf-8").replace("models:\n", "models:\n  edited-model: {layers: 3, hidden_size: 64}\n", 1)
+    copy.write_text(text, encoding="utf-8")
+    os.utime(copy, ns=(os.stat(copy).st_atime_ns, os.stat(copy).st_mtime_ns + 1_000_000_000))
+    data_files.load.cache_clear()
+    assert "edited-model" in data_files.load("models.yaml")["models"]
+    assert "edited-model" not in before["models"]
+
+
+def test_corrupt_cache_file_is_ignored_and_rewritten(cache_home):
+    expected = _snapshot_of_knowledge()
+    files = sorted(glob.glob(str(cache_home / "*.json")))
+    assert files
+    for number, path in enumerate(files):
+        with open(path, "wb") as handle:
+            handle.write([b"", b"{not json", b"\xff\xfe", b'{"fingerprint": 1, "data": 2}', b"[1, 2]"][number % 5])
+    assert _snapshot_of_knowledge() == expected
+    for path in files:  # rewritten whole
+        with open(path, encoding="utf-8") as handle:
+            assert "fingerprint" in json.load(handle)
+    assert _snapshot_of_knowledge() == expected
+
+
+def test_cache_folder_is_private_and_files_are_whole(cache_home):
+    _snapshot_of_knowledge()
+    assert stat.S_IMODE(os.stat(cache_home).st_mode) == 0o700
+    assert not [name for name in os.listdir(cache_home) if name.startswith(".tmp-")]
+
+
+def test_unwritable_cache_folder_still_works(tmp_path, monkeypatch):
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the cache folder would be")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))
+    monkeypatch.delenv("TOPOCTL_NO_CACHE", raising=False)
+    _clear()
+    try:
+        assert _snapshot_of_knowledge() == _cold_parse()
+    finally:
+        _clear()
+
+
+def test_no_cache_switch(cache_home, monkeypatch):
+    monkeypatch.setenv("TOPOCTL_NO_CACHE", "1")
+    assert cache.cache_dir() is None
+    assert _snapshot_of_knowledge() == _cold_parse()
+    assert not cache_home.exists()
+
+
+def test_data_that_json_would_change_is_not_cached(cache_home):
+    built = cache.cached("odd", [], lambda: {1: ("a", "b")})
+    assert built == {1: ("a", "b")}
+    assert not glob.glob(str(cache_home / "odd-*"))
+    assert cache.cached("plain", [], lambda: {"a": [1, 2.5, None, True]}) == {"a": [1, 2.5, None, True]}
+    assert cache.cached("plain", [], lambda: pytest.fail("should come from the cache")) == {"a": [1, 2.5, None, True]}
+
+
+def test_a_bad_builtin_file_is_an_error_and_nothing_is_stored(cache_home, tmp_path, monkeypatch):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("rules: [ {id: x\n")
+    monkeypatch.setattr(loader, "builtin_rule_files", lambda: [str(bad)])
+    with pytest.raises(loader.RuleFileError):
+        loader.builtin_rules()
+    assert not glob.glob(str(cache_home / "rules-*"))

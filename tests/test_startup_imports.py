@@ -1,0 +1,69 @@
+"""What `topoctl recommend --system X` and `topoctl check` import at start-up (issue: start-up time).
+
+Each command runs twice in a fresh interpreter with its own cache folder: the first run fills the knowledge
+cache, the second must not import PyYAML; neither may ever import torch, NVML or jsonschema.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+SYSTEM = "h200-4x-nvswitch-vm"
+NEVER = ("torch", "pynvml", "jsonschema", "topoctl.probe.nvml")
+RUN = ("import sys, json\n"
+       "from topoctl.cli import main\n"
+       "code = main(sys.argv[1:])\n"
+       "print(json.dumps({'code': code, 'modules': sorted(sys.modules)}), file=sys.stderr)\n")
+
+
+def _run(argv: list[str], env: dict[str, str]) -> tuple[int, set[str]]:
+    proc = subprocess.run([sys.executable, "-c", RUN, *argv], capture_output=True, text=True, env=env, timeout=120)
+    report = json.loads(proc.stderr.strip().splitlines()[-1])
+    return report["code"], set(report["modules"])
+
+
+@pytest.fixture
+def env(tmp_path):
+    values = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache"))
+    values.pop("TOPOCTL_NO_CACHE", None)
+    return values
+
+
+@pytest.fixture
+def launch_env(tmp_path, env):
+    path = tmp_path / "launch.env"
+    code, _ = _run(["recommend", "--system", SYSTEM, "--model", "kimi-k2.5", "-o", str(path)], env)
+    assert code == 0
+    return str(path)
+
+
+def _commands(launch_env: str) -> list[list[str]]:
+    return [["recommend", "--system", SYSTEM, "--model", "kimi-k2.5"],
+            ["check", launch_env, "--system", SYSTEM],
+            ["check", "--system", SYSTEM, "--", "python", "-m", "sglang.launch_server", "--model-path", "M", "--tp", "4"]]
+
+
+def test_warm_start_imports_no_yaml_torch_nvml_or_jsonschema(env, launch_env):
+    for argv in _commands(launch_env):
+        code, modules = _run(argv, env)  # warm: the launch_env fixture filled the cache
+        assert code == 0, argv
+        assert not [name for name in (*NEVER, "yaml") if name in modules], argv
+
+
+def test_cold_start_imports_no_torch_nvml_or_jsonschema(tmp_path, launch_env):
+    for number, argv in enumerate(_commands(launch_env)):
+        cold = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / f"cold-{number}"))
+        code, modules = _run(argv, cold)
+        assert code == 0, argv
+        assert not [name for name in NEVER if name in modules], argv
+
+
+def test_without_cache_imports_no_torch_nvml_or_jsonschema(env, launch_env):
+    env = dict(env, TOPOCTL_NO_CACHE="1")
+    code, modules = _run(_commands(launch_env)[0], env)
+    assert code == 0
+    assert not [name for name in NEVER if name in modules]
