@@ -27,6 +27,7 @@ class Outcome:
     items: list[Item] = field(default_factory=list)
     flags_version: str = ""
     note: str = ""
+    disabled: list[tuple[str, str]] = field(default_factory=list)  # (rule id, written reason): in every format
 
     def count(self, severity: str) -> int:
         return sum(1 for item in self.items if item.severity == severity)
@@ -36,7 +37,8 @@ def judge(parsed: ParsedLaunch, snapshot: dict[str, Any], flags: Any, ruleset: A
           expect: dict[str, Any] | None = None) -> Outcome:
     import topoctl.rules as rules_api
 
-    outcome = Outcome(parsed.origin, flags_version=flags.version, note="" if flags.exact else flags.note)
+    outcome = Outcome(parsed.origin, flags_version=flags.version, note="" if flags.exact else flags.note,
+                      disabled=sorted((one_line(k), one_line(v)) for k, v in (getattr(ruleset, "disabled", None) or {}).items()))
     for problem in parsed.problems:
         outcome.items.append(Item(f"sglang-{problem.code}", problem.severity, problem.code.replace("-", " "),
                                   problem.message, problem.remediation, problem.where))
@@ -165,6 +167,8 @@ def format_text(outcomes: list[Outcome], fail_on: str) -> str:
     for outcome in outcomes:
         head = f"{outcome.origin}: SGLang {outcome.flags_version}" + (f" ({outcome.note})" if outcome.note else "")
         lines.append(head)
+        for rule_id, reason in outcome.disabled:
+            lines.append(f"  OFF   {rule_id}: disabled: {reason}")
         for item in outcome.items:
             lines.append(f"  {item.severity.upper():5} {item.id}: {item.message}")
             if item.remediation:
@@ -178,20 +182,27 @@ def format_json(outcomes: list[Outcome], fail_on: str) -> str:
     doc = {"fail_on": fail_on, "ok": not any(failing(o, fail_on) for o in outcomes), "results": [
         {"origin": o.origin, "sglang_flags_version": o.flags_version, "note": o.note or None,
          "ok": not failing(o, fail_on), "blocking": o.count("block"), "warnings": o.count("warn"),
-         "findings": [item.__dict__ for item in o.items]} for o in outcomes]}
+         "findings": [item.__dict__ for item in o.items],
+         "disabled": [{"rule_id": rule_id, "reason": reason} for rule_id, reason in o.disabled]} for o in outcomes]}
     return json.dumps(doc, indent=2, sort_keys=True) + "\n"
 
 
 def format_junit(outcomes: list[Outcome], fail_on: str) -> str:
     lines = ['<?xml version="1.0" encoding="UTF-8"?>']
-    total = sum(max(len(o.items), 1) for o in outcomes)
+    total = sum(max(len(o.items), 1) + len(o.disabled) for o in outcomes)
     failures = sum(1 for o in outcomes for i in o.items if _fails(i, fail_on))
-    lines.append(f'<testsuites name="topoctl check" tests="{total}" failures="{failures}">')
+    skipped = sum(len(o.disabled) for o in outcomes)
+    lines.append(f'<testsuites name="topoctl check" tests="{total}" failures="{failures}" skipped="{skipped}">')
     for o in outcomes:
         o_fail = sum(1 for i in o.items if _fails(i, fail_on))
-        lines.append(f'  <testsuite name={quoteattr(one_line(o.origin))} tests="{max(len(o.items), 1)}" failures="{o_fail}">')
+        lines.append(f'  <testsuite name={quoteattr(one_line(o.origin))} tests="{max(len(o.items), 1) + len(o.disabled)}" '
+                     f'failures="{o_fail}" skipped="{len(o.disabled)}">')
         if not o.items:
             lines.append('    <testcase classname="topoctl.check" name="launch"/>')
+        for rule_id, reason in o.disabled:  # a switched-off rule shows as a skipped test with its reason
+            lines.append(f'    <testcase classname={quoteattr("topoctl.check." + one_line(o.origin))} name={quoteattr(rule_id)}>')
+            lines.append(f'      <skipped message={quoteattr(one_line("disabled: " + reason))}/>')
+            lines.append("    </testcase>")
         for item in o.items:
             name = quoteattr(f"{item.id}")
             lines.append(f'    <testcase classname={quoteattr("topoctl.check." + one_line(o.origin))} name={name}>')
@@ -217,6 +228,9 @@ def _gh_prop(text: str) -> str:
 def format_github(outcomes: list[Outcome], fail_on: str) -> str:
     lines = []
     for o in outcomes:
+        origin_part = f"file={_gh_prop(o.origin)}," if o.origin and o.origin not in ("<command>", "<stdin>") else ""
+        for rule_id, reason in o.disabled:
+            lines.append(f"::notice {origin_part}title={_gh_prop(rule_id + ': disabled')}::{_gh('disabled: ' + reason)}")
         for item in o.items:
             level = "error" if _fails(item, fail_on) else ("warning" if item.severity == "warn" else "notice")
             file_part = ""

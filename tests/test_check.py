@@ -12,6 +12,7 @@ from click.testing import CliRunner
 
 from topoctl.cli import cli, main
 from test_autoconf_snapshots import make_snapshot
+from topoctl.snapshot import list_systems
 from test_recommend import target
 
 CMD = ["--", "python", "-m", "sglang.launch_server", "--model-path", "M"]
@@ -33,41 +34,150 @@ def run(argv, capsys):
     ("rtx-4090-2x-pcie-no-p2p", "0.5.12", ["--tp", "2"], "custom-allreduce"),
 ])
 def test_blocked_flags_fail(name, version, extra, rule_hint, tmp_path, capsys):
-    code, out, _ = run(["check", *target(name, tmp_path), "--sglang-version", version, *CMD, *extra], capsys)
+    code, out, _ = run(["check", *target(name), "--sglang-version", version, *CMD, *extra], capsys)
     assert code == 1, out
     assert rule_hint in out
 
 
-def test_nccl_tree_env_blocked(tmp_path, capsys):
-    code, out, _ = run(["check", *target("rtx-pro-6000-8x-pcie", tmp_path), "--", "NCCL_ALGO=Tree", "python", "-m",
+def test_nccl_tree_env_blocked(capsys):
+    code, out, _ = run(["check", *target("rtx-pro-6000-8x-pcie"), "--", "NCCL_ALGO=Tree", "python", "-m",
                         "sglang.launch_server", "--tp", "8"], capsys)
-    if "nccl-tree" not in out and "NCCL_ALGO" not in out:
-        pytest.skip("the NCCL Tree rule is not in the knowledge base yet")
-    assert code == 1
+    assert code == 1 and "nccl-tree-cuda-graph-sm120-pcie" in out
 
 
-def test_same_flags_pass_where_not_blocked(tmp_path, capsys):
-    code, out, _ = run(["check", *target("h200-4x-nvswitch-vm", tmp_path), "--sglang-version", "0.5.12", *CMD,
+def test_same_flags_pass_where_not_blocked(capsys):
+    code, out, _ = run(["check", *target("h200-4x-nvswitch-vm"), "--sglang-version", "0.5.12", *CMD,
                         "--tp", "4", "--enable-flashinfer-allreduce-fusion"], capsys)
     assert code == 0, out
 
 
-def _systems(tmp_path):
-    from test_env_quoting import _systems as systems
-
-    return systems(tmp_path)
+VERSIONS = [None, "0.5.5", "0.5.12", "0.5.18", "0.5.23"]
 
 
-def test_recommended_launch_env_of_every_system_passes(tmp_path, capsys):
-    for index, argv in enumerate(_systems(tmp_path)):
+@pytest.mark.parametrize("name", list_systems())
+@pytest.mark.parametrize("version", VERSIONS)
+def test_recommended_launch_env_of_every_system_passes(name, version, tmp_path, capsys):
+    """What recommend writes for a built-in system, check passes on that system (plain, and EAGLE-3 asked)."""
+    pinned = ["--sglang-version", version] if version else []
+    for index, extra in enumerate(([], ["--speculative", "eagle3", "--draft-model", "/models/eagle 3"],
+                                   ["--speculative", "eagle3", "--draft-model", "/d", "--force-speculative"])):
         env_file = tmp_path / f"launch-{index}.env"
-        assert main(["recommend", *argv, "--model", "kimi-k2.5", "-o", str(env_file)]) == 0
-        code, out, _ = run(["check", str(env_file), *argv], capsys)
-        assert code == 0, (argv, out)
+        code, _, err = run(["recommend", *target(name), "--model", "kimi-k2.5", *pinned, *extra, "-o", str(env_file)],
+                           capsys)
+        if code == 1 and "no launch passes" in err:
+            continue  # EAGLE-3 forced where a rule blocks it: nothing is written, nothing to check
+        assert code == 0, err
+        code, out, _ = run(["check", str(env_file), *target(name), "--model", "kimi-k2.5", *pinned], capsys)
+        assert code == 0, (name, version, extra, out)
+
+
+def _blocked_launches():
+    """(system, version, command tokens, the rule ids that block it) for every alternative recommend drops."""
+    from topoctl.autoconf import models, settings as table
+    from topoctl.autoconf.search import search
+    from topoctl.commands.recommend import flag_set_for
+    from topoctl.rules import load_rules
+    from topoctl.snapshot import system_snapshot
+
+    ruleset = load_rules()
+    out = []
+    for name in list_systems():
+        snapshot = system_snapshot(name)
+        for version in ("0.5.12", "0.5.23"):
+            flags = flag_set_for(version)
+            result = search(snapshot, models.profile("kimi-k2.5"), flags, version, speculative="eagle3",
+                            draft_model="/d", ruleset=ruleset)
+            seen = set()
+            for cand in result.blocked:
+                rendered = table.render(cand.launch, flags, set(cand.launch), version)
+                if rendered.problems:
+                    continue
+                tokens = [f"{key}={value}" for key, (value, _) in sorted(rendered.env.items())]
+                tokens += ["python", "-m", "sglang.launch_server", "--model-path", "M", *rendered.flat_args()]
+                rules = sorted({finding.rule_id for finding, _ in cand.blocked_by})
+                key = (name, version, tuple(tokens))
+                if key not in seen:
+                    seen.add(key)
+                    out.append(pytest.param(name, version, tokens, rules, id=f"{name}-{version}-{cand.label()}"))
+    return out
+
+
+@pytest.mark.parametrize("name,version,tokens,rules", _blocked_launches())
+def test_every_blocked_alternative_fails_on_its_system(name, version, tokens, rules, capsys):
+    """Each launch recommend drops as blocked on a system, check fails there, naming the rules behind it."""
+    code, out, _ = run(["check", *target(name), "--sglang-version", version, "--model", "kimi-k2.5",
+                        "--format", "json", "--", *tokens], capsys)
+    assert code == 1, (tokens, out)
+    blocking = {f["id"] for r in json.loads(out)["results"] for f in r["findings"] if f["severity"] == "block"}
+    assert set(rules) <= blocking, (tokens, rules, blocking)
+
+
+def test_blocked_flags_found_on_the_reference_systems():
+    ids = {p.id for p in _blocked_launches()}
+    assert any(i.startswith("rtx-pro-6000-8x-pcie-0.5.12-allreduce=torch_symm_mem") for i in ids)
+    assert any(i.startswith("rtx-pro-6000-8x-pcie-0.5.23-allreduce=flashinfer_fusion") for i in ids)
+    assert any(i.startswith("rtx-4090-2x-pcie-no-p2p-0.5.12-allreduce=custom") for i in ids)
+
+
+def test_disabled_rule_reason_in_every_format(tmp_path, capsys):
+    reason = "LL128 validated on our fabric (ticket 1234)"
+    argv = [*target("rtx-pro-6000-8x-pcie"), "--disable", f"nccl-ll128-without-nvlink={reason}", "--", "NCCL_PROTO=LL128",
+            "python", "-m", "sglang.launch_server", "--tp", "8"]
+    code, out, _ = run(["check", "--format", "text", *argv], capsys)
+    assert code == 0 and f"nccl-ll128-without-nvlink: disabled: {reason}" in out
+    code, out, _ = run(["check", "--format", "json", *argv], capsys)
+    assert json.loads(out)["results"][0]["disabled"] == [{"rule_id": "nccl-ll128-without-nvlink", "reason": reason}]
+    code, out, _ = run(["check", "--format", "junit", *argv], capsys)
+    skipped = ET.fromstring(out).findall(".//testcase/skipped")
+    assert [s.get("message") for s in skipped] == [f"disabled: {reason}"]
+    code, out, _ = run(["check", "--format", "github", *argv], capsys)
+    assert out.startswith("::notice ") and reason in out
+    # without the disable, the same launch warns
+    code, out, _ = run(["check", *target("rtx-pro-6000-8x-pcie"), "--fail-on", "warn", "--", "NCCL_PROTO=LL128",
+                        "python", "-m", "sglang.launch_server", "--tp", "8"], capsys)
+    assert code == 1 and "nccl-ll128-without-nvlink" in out
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["--disable", "nccl-ll128-without-nvlink"], "ID=REASON"),
+    (["--disable-rule", "x=y"], "No such option"),
+    (["--rules-dir", "site"], "No such option"),
+])
+def test_rules_options_usage_errors(argv, needle, capsys):
+    code, _, err = run(["check", *target("h200-4x-nvswitch-vm"), *argv, *CMD, "--tp", "4"], capsys)
+    assert code == 2 and needle in err
+
+
+def test_site_rules(tmp_path, capsys):
+    from test_recommend import SITE_RULE
+
+    (tmp_path / "fleet.yaml").write_text(SITE_RULE)
+    cmd = [*CMD, "--tp", "4", "--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", "/d",
+           "--speculative-num-steps", "3", "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "4"]
+    assert run(["check", *target("h200-4x-nvswitch-vm"), *cmd], capsys)[0] == 0
+    code, out, _ = run(["check", *target("h200-4x-nvswitch-vm"), "--rules", str(tmp_path / "fleet.yaml"), *cmd], capsys)
+    assert code == 1 and "site-no-eagle3-on-h200" in out
+
+
+def test_fallback_system_when_no_gpu(monkeypatch, capsys):
+    import topoctl.probe.collect as collect
+    from topoctl.errors import NoGpuError
+
+    def no_gpu():
+        raise NoGpuError("no NVIDIA driver")
+
+    monkeypatch.setattr(collect, "probe_live", no_gpu)
+    code, out, err = run(["check", "--fallback-system", "rtx-pro-6000-8x-pcie", "--sglang-version", "0.5.12", *CMD,
+                          "--tp", "8", "--enable-torch-symm-mem"], capsys)
+    assert code == 1 and "torch-symm-mem-sm12x-keyerror" in out
+    assert "rtx-pro-6000-8x-pcie" in err and "--fallback-system" in err
+    code, _, err = run(["check", "--fallback-system", "no-such-box", *CMD, "--tp", "8"], capsys)
+    assert code == 2 and "unknown system" in err
+    assert run(["check", *CMD, "--tp", "8"], capsys)[0] == 3
 
 
 def test_several_files_and_formats(tmp_path, capsys):
-    argv = target("rtx-pro-6000-8x-pcie", tmp_path)
+    argv = target("rtx-pro-6000-8x-pcie")
     good = tmp_path / "launch.env"
     assert main(["recommend", *argv, "--sglang-version", "0.5.12", "-o", str(good)]) == 0
     bad = tmp_path / "launch.bad.env"
@@ -86,7 +196,7 @@ def test_several_files_and_formats(tmp_path, capsys):
 
 
 def test_fail_on_warn(tmp_path, capsys):
-    argv = target("rtx-pro-6000-8x-pcie", tmp_path)
+    argv = target("rtx-pro-6000-8x-pcie")
     cmd = ["check", *argv, "--sglang-version", "0.5.18", *CMD, "--tp", "8", "--cuda-graph-max-bs", "128"]
     code, out, _ = run(cmd, capsys)
     assert code == 0 and "deprecated" in out
@@ -105,14 +215,14 @@ def test_fail_on_warn(tmp_path, capsys):
 def test_unparseable_launch_env_exits_2(text, line, tmp_path, capsys):
     path = tmp_path / "launch.env"
     path.write_text(text)
-    code, _, err = run(["check", str(path), *target("h200-4x-nvswitch-vm", tmp_path)], capsys)
+    code, _, err = run(["check", str(path), *target("h200-4x-nvswitch-vm")], capsys)
     assert code == 2 and f"launch.env:{line}:" in err
     assert not (tmp_path / "pwned").exists()
 
 
 def test_bad_input(tmp_path, capsys):
-    assert run(["check", *target("h200-4x-nvswitch-vm", tmp_path)], capsys)[0] == 2
-    assert run(["check", str(tmp_path / "missing.env"), *target("h200-4x-nvswitch-vm", tmp_path)], capsys)[0] == 2
+    assert run(["check", *target("h200-4x-nvswitch-vm")], capsys)[0] == 2
+    assert run(["check", str(tmp_path / "missing.env"), *target("h200-4x-nvswitch-vm")], capsys)[0] == 2
     assert run(["check", "x.env", "--format", "xml", "--system", "h200-4x-nvswitch-vm"], capsys)[0] == 2
 
 
@@ -136,7 +246,7 @@ def test_drift(tmp_path, capsys):
 
 
 def test_cli_runner_and_subprocess(tmp_path):
-    argv = target("h200-4x-nvswitch-vm", tmp_path)
+    argv = target("h200-4x-nvswitch-vm")
     result = CliRunner().invoke(cli, ["check", *argv, *CMD, "--tp", "4"])
     assert result.exit_code == 0, result.output
     proc = subprocess.run([sys.executable, "-m", "topoctl", "check", *argv, "--format", "github", *CMD, "--tp", "4",
@@ -145,7 +255,7 @@ def test_cli_runner_and_subprocess(tmp_path):
 
 
 def test_no_torch_or_nvml_on_recommend_and_check(tmp_path):
-    argv = target("h200-4x-nvswitch-vm", tmp_path)
+    argv = target("h200-4x-nvswitch-vm")
     code = ("import sys; from topoctl.cli import main; "
             f"main(['recommend', *{argv!r}, '--model', 'kimi-k2.5']); "
             f"main(['check', *{argv!r}, '--', 'python', '-m', 'sglang.launch_server', '--tp', '4']); "

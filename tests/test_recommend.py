@@ -12,22 +12,12 @@ from click.testing import CliRunner
 
 from topoctl.cli import cli, main
 from topoctl.snapshot import list_systems
-from test_autoconf_snapshots import make_snapshot
-
-SYNTHETIC = {  # used until the built-in system lands in fixtures/
-    "rtx-pro-6000-8x-pcie": dict(count=8),
-    "rtx-4090-2x-pcie-no-p2p": dict(count=2, p2p="NS", gpu_name="NVIDIA GeForce RTX 4090", capability="8.9", link="PHB"),
-    "h200-4x-nvswitch-vm": dict(count=4, gpu_name="NVIDIA H200", capability="9.0", interconnect="nvswitch", sglang=None),
-}
 
 
-def target(name: str, tmp_path) -> list[str]:
-    """--system NAME when the built-in system exists, else --topology of an equivalent minimal snapshot."""
-    if name in list_systems():
-        return ["--system", name]
-    path = tmp_path / f"{name}.json"
-    path.write_text(json.dumps(make_snapshot(name, **SYNTHETIC[name])))
-    return ["--topology", str(path)]
+def target(name: str) -> list[str]:
+    """--system NAME of a built-in reference system (fixtures/NAME)."""
+    assert name in list_systems(), name
+    return ["--system", name]
 
 
 def run(argv, capsys):
@@ -43,42 +33,81 @@ def recommend_json(argv, capsys) -> dict:
 
 
 EAGLE = ["--model", "kimi-k2.5", "--speculative", "eagle3", "--draft-model", "/models/eagle3"]
+SPEC_FLAGS = ("--speculative-algorithm", "--speculative-draft-model-path", "--speculative-num-steps",
+              "--speculative-eagle-topk", "--speculative-num-draft-tokens")
 
 
-def test_rtx_pro_6000_sglang_0_5_12(tmp_path, capsys):
-    doc = recommend_json(target("rtx-pro-6000-8x-pcie", tmp_path) + EAGLE + ["--sglang-version", "0.5.12"], capsys)
-    args = doc["args"]
-    assert doc["settings"]["custom_all_reduce"] is False and "--disable-custom-all-reduce" in args
-    assert not any("flashinfer" in a for a in args) and "--enable-torch-symm-mem" not in args
-    assert "Tree" not in doc["env"].get("NCCL_ALGO", "")
-    assert doc["settings"].get("flashinfer_allreduce_fusion") in (None, False)
-    assert doc["settings"].get("torch_symm_mem") in (None, False)
+def _assert_issue_4_answer(doc: dict, graph_flag: str) -> None:
+    """The expected answer on 8x RTX PRO 6000 over PCIe, Kimi-K2.5 with EAGLE-3 asked."""
+    args, settings = doc["args"], doc["settings"]
+    # no FlashInfer fusion, no torch symmetric memory
+    assert not any("flashinfer" in a for a in args)
+    assert settings.get("flashinfer_allreduce_fusion") in (None, False)
+    assert "--enable-torch-symm-mem" not in args and settings.get("torch_symm_mem") in (None, False)
+    # custom allreduce explicitly off
+    assert settings["custom_all_reduce"] is False and "--disable-custom-all-reduce" in args
+    # no NCCL Tree (nor any NCCL algorithm forced)
+    assert "NCCL_ALGO" not in doc["env"]
+    # CUDA graph max batch size 128, in the version's own flag name
+    assert settings["cuda_graph_max_bs"] == 128
+    assert args[args.index(graph_flag) + 1] == "128"
+    other = {"--cuda-graph-max-bs", "--cuda-graph-max-bs-decode"} - {graph_flag}
+    assert not other & set(args)
+    # EAGLE-3 measured slower: both numbers, the launch without it
     spec = doc["speculative"]
     assert spec["verdict"] == "slower" and spec["emitted"] == "without"
     assert spec["with"]["throughput_tok_s"] == pytest.approx(54.1)
     assert spec["without"]["throughput_tok_s"] == pytest.approx(89.5)
-    assert spec["with"]["level"] == "measured"
-    assert "--speculative-algorithm" not in args
-    if doc["settings"].get("cuda_graph_max_bs") is not None:  # needs the cuda-graph rule (see docs)
-        assert doc["settings"]["cuda_graph_max_bs"] == 128
-        assert args[args.index("--cuda-graph-max-bs") + 1] == "128"
+    assert spec["with"]["level"] == spec["without"]["level"] == "measured"
+    assert "54.1 tok/s with it vs 89.5 tok/s without" in spec["message"]
+    assert not set(SPEC_FLAGS) & set(args)
+    # the +9% of CUDA graph max batch size 128 multiplies the 89.5 tok/s measurement
+    chosen = doc["chosen"]
+    assert chosen["level"] == "measured"
+    assert chosen["estimated_tok_s"] == pytest.approx(89.5 * 1.09)
+    assert "89.5 tok/s measured" in chosen["estimate_formula"] and "x 1.09" in chosen["estimate_formula"]
+    assert "cuda_graph_max_bs=128 instead of 512" in chosen["estimate_formula"]
+    assert "= 97.6 tok/s" in chosen["estimate_formula"]
 
 
-def test_rtx_pro_6000_sglang_0_5_23_offers_pcie_ipc(tmp_path, capsys):
-    doc = recommend_json(target("rtx-pro-6000-8x-pcie", tmp_path) + EAGLE + ["--sglang-version", "0.5.23"], capsys)
+def test_rtx_pro_6000_sglang_0_5_12(capsys):
+    doc = recommend_json(target("rtx-pro-6000-8x-pcie") + EAGLE + ["--sglang-version", "0.5.12"], capsys)
+    _assert_issue_4_answer(doc, "--cuda-graph-max-bs")
+    assert doc["offers"] == []  # no PCIe IPC allreduce before 0.5.23
+
+
+def test_rtx_pro_6000_sglang_0_5_23_offers_pcie_ipc(capsys):
+    doc = recommend_json(target("rtx-pro-6000-8x-pcie") + EAGLE + ["--sglang-version", "0.5.23"], capsys)
     assert doc["sglang"]["flags_version"] == "0.5.23"
-    assert "--cuda-graph-max-bs" not in doc["args"]
+    _assert_issue_4_answer(doc, "--cuda-graph-max-bs-decode")
+    # offered with its evidence level, not chosen: nothing measured it on this machine
+    assert doc["settings"].get("pcie_ipc_allreduce") in (None, False)
+    assert "SGLANG_ENABLE_PCIE_IPC_ALLREDUCE" not in doc["env"]
     offers = {o["allreduce_path"]: o for o in doc["offers"]}
-    chosen_ipc = doc["settings"].get("pcie_ipc_allreduce") is True
-    assert chosen_ipc or "pcie_ipc" in offers
-    if "pcie_ipc" in offers:
-        assert offers["pcie_ipc"]["level"] == "upstream-reported"
-    code, out, _ = run(["recommend", *target("rtx-pro-6000-8x-pcie", tmp_path), *EAGLE, "--sglang-version", "0.5.23"], capsys)
-    assert "SGLANG_ENABLE_PCIE_IPC_ALLREDUCE='1'" in out and "upstream-reported" in out
+    assert offers["pcie_ipc"]["level"] == "upstream-reported"
+    assert any("pcie-ipc-allreduce-sm120" in e for e in offers["pcie_ipc"]["evidence"])
+    code, out, _ = run(["recommend", *target("rtx-pro-6000-8x-pcie"), *EAGLE, "--sglang-version", "0.5.23"], capsys)
+    assert code == 0
+    offer_lines = [line for line in out.splitlines() if "Offered, not chosen: allreduce path pcie_ipc" in line]
+    assert offer_lines and "evidence: upstream-reported" in offer_lines[0]
+    assert "# SGLANG_ENABLE_PCIE_IPC_ALLREDUCE='1'" in out
+    assert "\nSGLANG_ENABLE_PCIE_IPC_ALLREDUCE=" not in out  # only as a commented offer
 
 
-def test_force_speculative_keeps_eagle3(tmp_path, capsys):
-    doc = recommend_json(target("rtx-pro-6000-8x-pcie", tmp_path) + EAGLE + ["--sglang-version", "0.5.12",
+def test_rtx_pro_6000_explain_says_how_the_estimate_was_made(capsys):
+    code, out, err = run(["recommend", *target("rtx-pro-6000-8x-pcie"), *EAGLE, "--sglang-version", "0.5.12",
+                          "--explain"], capsys)
+    assert code == 0
+    assert "chosen: allreduce=nccl, speculative=off, cuda_graph_max_bs=128" in err
+    assert "97.6 tok/s expected" in err
+    assert ("estimate: 89.5 tok/s measured (rule custom-allreduce-forced-pcie) x 1.09 (+9% with cuda_graph_max_bs=128 "
+            "instead of 512, measured, rule cuda-graph-max-bs-128-sm120-kimi) = 97.6 tok/s") in err
+    assert "--cuda-graph-max-bs 128  <- cuda-graph-max-bs-128-sm120-kimi" in err
+    assert "# Expected: 89.5 tok/s measured" in out and "= 97.6 tok/s" in out
+
+
+def test_force_speculative_keeps_eagle3(capsys):
+    doc = recommend_json(target("rtx-pro-6000-8x-pcie") + EAGLE + ["--sglang-version", "0.5.12",
                                                                             "--force-speculative"], capsys)
     args = doc["args"]
     assert args[args.index("--speculative-algorithm") + 1] == "EAGLE3"
@@ -87,34 +116,38 @@ def test_force_speculative_keeps_eagle3(tmp_path, capsys):
     assert args[args.index("--speculative-draft-model-path") + 1] == "/models/eagle3"
 
 
-def test_h200_custom_allreduce_on_and_eagle3_allowed(tmp_path, capsys):
-    doc = recommend_json(target("h200-4x-nvswitch-vm", tmp_path) + EAGLE, capsys)
+def test_h200_custom_allreduce_on_and_eagle3_allowed(capsys):
+    doc = recommend_json(target("h200-4x-nvswitch-vm") + EAGLE, capsys)
     assert doc["settings"]["custom_all_reduce"] is True
     assert "--disable-custom-all-reduce" not in doc["args"]
     assert doc["settings"]["speculative_algorithm"] == "eagle3"
-    assert doc["speculative"]["verdict"] == "kept"
-    present = [f for f in ("--speculative-num-steps", "--speculative-eagle-topk", "--speculative-num-draft-tokens")
-               if f in doc["args"]]
-    assert len(present) in (0, 3)
+    assert doc["speculative"]["verdict"] == "kept" and doc["speculative"]["emitted"] == "with"
+    args = doc["args"]
+    assert all(flag in args for flag in SPEC_FLAGS)
+    assert args[args.index("--speculative-algorithm") + 1] == "EAGLE3"
+    assert "cuda_graph_max_bs" not in doc["settings"]  # the RTX PRO 6000 finding does not reach H200
 
 
-def test_rtx_4090_no_p2p(tmp_path, capsys):
-    doc = recommend_json(target("rtx-4090-2x-pcie-no-p2p", tmp_path) + ["--model", "llama-3.1-70b"], capsys)
+def test_rtx_4090_no_p2p(capsys):
+    doc = recommend_json(target("rtx-4090-2x-pcie-no-p2p") + ["--model", "llama-3.1-70b"], capsys)
     assert doc["settings"]["custom_all_reduce"] is False and "--disable-custom-all-reduce" in doc["args"]
-    assert doc["env"].get("NCCL_P2P_DISABLE") == "1"
+    assert doc["env"]["NCCL_P2P_DISABLE"] == "1"
+    # nothing measured another allreduce path here: no unmeasured path is chosen on modelled grounds
+    assert doc["chosen"]["allreduce_path"] == "nccl"
+    assert "--enable-symm-mem" not in doc["args"] and "--enable-torch-symm-mem" not in doc["args"]
 
 
-def test_flag_names_follow_version(tmp_path, capsys):
+def test_flag_names_follow_version(capsys):
     seen = {}
     for version in ("0.5.5", "0.5.12", "0.5.18", "0.5.23"):
-        doc = recommend_json(target("h200-4x-nvswitch-vm", tmp_path) + ["--sglang-version", version, "--tp-size", "4"],
+        doc = recommend_json(target("h200-4x-nvswitch-vm") + ["--sglang-version", version, "--tp-size", "4"],
                              capsys)
         seen[version] = doc["args"]
     assert seen["0.5.12"][0] in ("--tp-size", "--tensor-parallel-size")
 
 
-def test_unknown_version_uses_nearest_older(tmp_path, capsys):
-    code, out, err = run(["recommend", *target("h200-4x-nvswitch-vm", tmp_path), "--sglang-version", "0.5.20",
+def test_unknown_version_uses_nearest_older(capsys):
+    code, out, err = run(["recommend", *target("h200-4x-nvswitch-vm"), "--sglang-version", "0.5.20",
                           "--explain"], capsys)
     assert code == 0
     assert "0.5.18" in out and "nearest older" in out  # comment in the env file
@@ -123,7 +156,7 @@ def test_unknown_version_uses_nearest_older(tmp_path, capsys):
 
 @pytest.mark.parametrize("fmt", ["env", "args", "json", "yaml"])
 def test_formats_are_byte_identical_across_runs(fmt, tmp_path, capsys):
-    argv = ["recommend", *target("rtx-pro-6000-8x-pcie", tmp_path), *EAGLE, "--format", fmt]
+    argv = ["recommend", *target("rtx-pro-6000-8x-pcie"), *EAGLE, "--format", fmt]
     first = run(argv, capsys)
     second = run(argv, capsys)
     assert first[0] == 0 and first[1] == second[1] and first[1]
@@ -137,7 +170,7 @@ def test_formats_are_byte_identical_across_runs(fmt, tmp_path, capsys):
 
 def test_output_file_atomic_and_explain(tmp_path, capsys):
     out_file = tmp_path / "launch.env"
-    code, out, err = run(["recommend", *target("rtx-pro-6000-8x-pcie", tmp_path), *EAGLE, "--explain",
+    code, out, err = run(["recommend", *target("rtx-pro-6000-8x-pcie"), *EAGLE, "--explain",
                           "-o", str(out_file)], capsys)
     assert code == 0 and out == ""
     assert "SGLANG_ARGS=" in out_file.read_text()
@@ -159,7 +192,7 @@ def test_list_systems(capsys):
     (["--format", "toml"], "toml"),
 ])
 def test_bad_input_exits_2(argv, needle, tmp_path, capsys):
-    base = [] if "--system" in argv else target("h200-4x-nvswitch-vm", tmp_path)
+    base = [] if "--system" in argv else target("h200-4x-nvswitch-vm")
     code, _, err = run(["recommend", *base, *argv], capsys)
     assert code == 2 and needle in err
 
@@ -167,23 +200,78 @@ def test_bad_input_exits_2(argv, needle, tmp_path, capsys):
 def test_model_config(tmp_path, capsys):
     good = tmp_path / "config.json"
     good.write_text(json.dumps({"num_hidden_layers": 61, "hidden_size": 7168, "n_routed_experts": 256}))
-    doc = recommend_json(target("h200-4x-nvswitch-vm", tmp_path) + ["--model-config", str(good)], capsys)
+    doc = recommend_json(target("h200-4x-nvswitch-vm") + ["--model-config", str(good)], capsys)
     assert doc["model"]["allreduces_per_forward"] == 122 and doc["model"]["allreduce_bytes_per_token"] == 14336
     assert doc["model"]["moe"] is True
     for text in ("{not json", json.dumps({"hidden_size": 1}), "[]"):
         bad = tmp_path / "bad.json"
         bad.write_text(text)
-        code, _, err = run(["recommend", *target("h200-4x-nvswitch-vm", tmp_path), "--model-config", str(bad)], capsys)
+        code, _, err = run(["recommend", *target("h200-4x-nvswitch-vm"), "--model-config", str(bad)], capsys)
         assert code == 2 and err.count("\n") <= 2 and "topoctl: error:" in err
 
 
 def test_cli_runner(tmp_path):
-    result = CliRunner().invoke(cli, ["recommend", *target("h200-4x-nvswitch-vm", tmp_path), "--format", "args"])
+    result = CliRunner().invoke(cli, ["recommend", *target("h200-4x-nvswitch-vm"), "--format", "args"])
     assert result.exit_code == 0 and result.output.startswith("--tp-size")
 
 
 def test_subprocess_python_m_topoctl(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "topoctl", "recommend", *target("h200-4x-nvswitch-vm", tmp_path),
+    proc = subprocess.run([sys.executable, "-m", "topoctl", "recommend", *target("h200-4x-nvswitch-vm"),
                            "--model", "deepseek-v3", "--format", "json"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["model"]["name"] == "deepseek-v3"
+
+
+SITE_RULE = """schema_version: 1
+rules:
+  - id: site-no-eagle3-on-h200
+    title: our H200 fleet does not run EAGLE-3 yet
+    severity: block
+    scope: our H200 machines
+    when: {fact: gpu.sm, any_in: [90]}
+    effect:
+      forbid:
+        - {setting: speculative_algorithm, values: [eagle3]}
+    message: EAGLE-3 is not validated on our H200 fleet.
+    remediation: Serve without speculative decoding.
+    evidence:
+      - {source: "measured:site", reference: fleet runbook, level: measured, summary: not validated yet, scope: our H200 fleet}
+    tests:
+      - {name: h200, expect: fire, snapshot: {gpus: [{index: 0, sm: 90}]}}
+      - {name: l40s, expect: silent, snapshot: {gpus: [{index: 0, sm: 89}]}}
+"""
+
+
+def test_site_rules_and_disable_with_reason(tmp_path, capsys):
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "fleet.yaml").write_text(SITE_RULE)
+    doc = recommend_json(target("h200-4x-nvswitch-vm") + EAGLE + ["--rules", str(site)], capsys)
+    assert doc["speculative"]["verdict"] == "blocked" and "site-no-eagle3-on-h200" in doc["speculative"]["message"]
+    reason = "validated on our fabric (ticket 1234)"
+    argv = target("rtx-pro-6000-8x-pcie") + EAGLE + ["--disable", f"cuda-graph-max-bs-128-sm120-kimi={reason}"]
+    doc = recommend_json(argv, capsys)
+    assert doc["disabled"] == [{"rule_id": "cuda-graph-max-bs-128-sm120-kimi", "reason": reason}]
+    assert "cuda_graph_max_bs" not in doc["settings"]
+    code, out, _ = run(["recommend", *argv], capsys)
+    assert code == 0 and f"# Rule cuda-graph-max-bs-128-sm120-kimi disabled: {reason}" in out
+    code, out, _ = run(["recommend", *argv, "--format", "yaml"], capsys)
+    import yaml
+
+    assert yaml.safe_load(out)["disabled"][0]["reason"] == reason
+    code, _, err = run(["recommend", *argv, "--explain"], capsys)
+    assert f"disabled: rule cuda-graph-max-bs-128-sm120-kimi: {reason}" in err
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["--disable", "cuda-graph-max-bs-128-sm120-kimi"], "ID=REASON"),
+    (["--disable", "cuda-graph-max-bs-128-sm120-kimi="], "ID=REASON"),
+    (["--disable", "no-such-rule=because"], "no rule has this id"),
+    (["--disable-rule", "x=y"], "No such option"),
+    (["--rules-dir", "site"], "No such option"),
+])
+def test_rules_options_usage_errors(argv, needle, capsys):
+    code, _, err = run(["recommend", *target("h200-4x-nvswitch-vm"), *argv], capsys)
+    assert code == 2 and needle in err
+    if "ID=REASON" in needle:
+        assert "hint:" in err and "reason is shown in every report" in err

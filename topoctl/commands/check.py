@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import click
 
+from topoctl.commands.recommend import rules_options
 from topoctl.errors import EXIT_BLOCKED, TopoctlError
 
 
@@ -27,17 +28,19 @@ class _CheckCommand(click.Command):
 @click.argument("files", nargs=-1, metavar="[LAUNCH_ENV]... [-- COMMAND...]")
 @click.option("--topology", metavar="FILE", help="Snapshot of the target machine (written by `topoctl probe`).")
 @click.option("--system", metavar="NAME", help="A built-in reference system as the target.")
+@click.option("--fallback-system", metavar="NAME",
+              help="When neither --topology nor --system is given and this machine shows no GPU, check against this "
+                   "built-in system instead of failing with exit 3 (announced on stderr).")
 @click.option("--expect", metavar="SNAPSHOT", help="The snapshot the launch was made for: report drift of the target from it.")
 @click.option("--sglang-version", metavar="X.Y.Z", help="SGLang version to read flags with (default: the target's installed one, else the launch.env's).")
 @click.option("--model", "model_name", metavar="NAME", help="Built-in model profile the launch serves (optional).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "junit", "github"]), default="text", show_default=True)
 @click.option("--fail-on", type=click.Choice(["block", "warn"]), default="block", show_default=True,
               help="Exit 1 on blocking findings only, or on warnings too.")
-@click.option("--rules-dir", "rules_dirs", multiple=True, metavar="DIR", help="Extra site rules (repeatable).")
-@click.option("--disable-rule", "disabled", multiple=True, metavar="ID=REASON", help="Switch a rule off (repeatable).")
+@rules_options
 @click.option("-o", "--output", metavar="FILE", help="Write the report to FILE atomically instead of stdout.")
 @click.pass_context
-def command(ctx, files, topology, system, expect, sglang_version, model_name, fmt, fail_on, rules_dirs, disabled, output):
+def command(ctx, files, topology, system, fallback_system, expect, sglang_version, model_name, fmt, fail_on, rules_dirs, disabled, output):
     """Check launch.env files, or a launch command after `--`, against the target machine.
 
     \b
@@ -55,7 +58,7 @@ def command(ctx, files, topology, system, expect, sglang_version, model_name, fm
     command_tokens = ctx.meta.get("topoctl_launch_command")
     if not files and not command_tokens:
         raise TopoctlError("nothing to check", hint="give launch.env files, or a launch command after `--`")
-    snapshot = resolve_target(topology=topology, system=system)
+    snapshot = resolve_target(topology=topology, system=system, fallback_system=fallback_system)
     expected = load_snapshot(expect) if expect else None
     ruleset = load_rules_for(rules_dirs, disabled)
     model = None

@@ -52,13 +52,21 @@ def flag_set_for(version: str | None):
 
 
 def load_rules_for(rules_dirs: tuple[str, ...], disabled: tuple[str, ...]):
+    """Built-in rules plus `--rules DIR` folders, less `--disable ID=REASON` (the same options and checks as
+    `topoctl rules`: a missing reason is a usage error, exit 2, because every report shows it)."""
+    from topoctl.commands.rules import parse_disable
     from topoctl.rules import load_rules
 
-    off = {}
-    for item in disabled:
-        rule_id, _, reason = item.partition("=")
-        off[rule_id] = reason or "disabled on the command line"
-    return load_rules(extra_dirs=list(rules_dirs), disabled=off)
+    return load_rules(extra_dirs=list(rules_dirs), disabled=parse_disable(disabled))
+
+
+def rules_options(function):
+    """`--rules DIR` and `--disable ID=REASON`, spelt as in `topoctl rules`."""
+    function = click.option("--disable", "disabled", multiple=True, metavar="ID=REASON",
+                            help="Switch a built-in rule off by id, with a written reason shown in every report "
+                                 "(repeatable).")(function)
+    return click.option("--rules", "rules_dirs", multiple=True, metavar="DIR",
+                        help="A folder (or file) of site rule files to add (repeatable).")(function)
 
 
 @click.command("recommend")
@@ -78,8 +86,7 @@ def load_rules_for(rules_dirs: tuple[str, ...], disabled: tuple[str, ...]):
 @click.option("--ep-size", type=click.IntRange(min=1), help="Expert parallel size (default 1).")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="env", show_default=True, help="Output format.")
 @click.option("--explain", is_flag=True, help="Print the reasoning and the blocked alternatives to stderr.")
-@click.option("--rules-dir", "rules_dirs", multiple=True, metavar="DIR", help="Extra site rules (repeatable).")
-@click.option("--disable-rule", "disabled", multiple=True, metavar="ID[=REASON]", help="Switch a rule off (repeatable).")
+@rules_options
 @click.option("-o", "--output", metavar="FILE", help="Write to FILE atomically instead of stdout.")
 def command(topology, system, list_systems, fallback_system, model_name, model_config, sglang_version, speculative, draft_model,
             force_speculative, tp_size, ep_size, fmt, explain, rules_dirs, disabled, output):
