@@ -14,7 +14,13 @@ def write_atomic(path: str, text: str) -> None:
                            hint="create the folder first or pick another -o path")
     import tempfile  # here, not at import: printing to stdout needs none of it
 
-    fd, tmp = tempfile.mkstemp(prefix=".topoctl-", dir=directory)
+    if os.path.isdir(path):
+        raise TopoctlError(f"cannot write {path}: it is a folder", hint="give a file name, e.g. -o launch.env")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".topoctl-", dir=directory)
+    except OSError as exc:
+        raise TopoctlError(f"cannot write {path}: {exc.strerror or exc}",
+                           hint="check that the folder exists and is writable") from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
             handle.write(text)
