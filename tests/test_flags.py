@@ -174,18 +174,60 @@ def _pair(version: str):
 
 
 def _argparse_reading(parser: argparse.ArgumentParser, token: str):
+    """What argparse makes of one token, as (kind, option, explicit value), on any Python from 3.9 to 3.13.
+
+    `_parse_optional` is private and its shape changed: up to 3.12.6 it returns None or a 3-tuple
+    (action, option_string, explicit_arg); 3.13 returns a 4-tuple (action, option_string, sep, explicit_arg);
+    3.12.7+ returns a list of such 4-tuples. An ambiguous prefix calls parser.error() up to 3.12 and raises
+    ArgumentError from 3.13 on. All of these are folded into one reading here.
+    """
     try:
         got = parser._parse_optional(token)
-    except _Ambiguous:
+    except _Ambiguous as exc:
+        assert "ambiguous option" in str(exc), exc
         return ("ambiguous", None, None)
-    if isinstance(got, list):  # Python >= 3.12.7 returns a list of tuples
-        got = got[0] if len(got) == 1 else got
+    except argparse.ArgumentError as exc:
+        assert "ambiguous option" in str(exc), exc
+        return ("ambiguous", None, None)
+    return _normalise_reading(got)
+
+
+def _normalise_reading(got):
+    if isinstance(got, list):
+        if len(got) != 1:
+            return ("ambiguous", None, None)
+        got = got[0]
     if got is None:
         return ("positional", None, None)
-    action, option, value = got
+    if len(got) == 4:
+        action, option, _sep, value = got
+    else:
+        action, option, value = got
     if action is None:
         return ("unknown", None, None)
     return ("match", option, value)
+
+
+@pytest.mark.parametrize("shape, expected", [
+    (None, ("positional", None, None)),
+    (("A", "--tp-size", None), ("match", "--tp-size", None)),  # <= 3.12.6
+    (("A", "--tp-size", "=", "4"), ("match", "--tp-size", "4")),  # 3.13
+    ([("A", "--tp-size", "=", "4")], ("match", "--tp-size", "4")),  # 3.12.7+
+    ([(None, "--zz", None, None)], ("unknown", None, None)),
+    ((None, "--zz", None), ("unknown", None, None)),
+    ([("A", "--a", None, None), ("B", "--ab", None, None)], ("ambiguous", None, None)),
+])
+def test_argparse_readings_of_every_python_shape_are_normalised(shape, expected):
+    assert _normalise_reading(shape) == expected
+
+
+def test_argparse_reading_on_this_python():
+    fs, parser = _pair("0.5.23")
+    assert _argparse_reading(parser, "--tp-size")[:2] == ("match", "--tp-size")
+    assert _argparse_reading(parser, "--tp-size=4") == ("match", "--tp-size", "4")
+    assert _argparse_reading(parser, "--cuda-graph-max-bs")[0] == "ambiguous"
+    assert _argparse_reading(parser, "--no-such-flag-at-all") == ("unknown", None, None)
+    assert _argparse_reading(parser, "model")[0] == "positional"
 
 
 def _tokens():
