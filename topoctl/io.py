@@ -1,45 +1,128 @@
-"""Writing files so that a reader never sees half of one (temp file in the same folder, then rename)."""
+"""Writing files so that a reader never sees half of one (temp file in the same folder, then rename).
+
+`-o PATH` behaves like the shell's `>` where that matters to people, and atomically where it can:
+
+- a regular file (or a new name) is replaced atomically: temp file next to it, then rename;
+- a symlink is written through: the file it points to is replaced atomically, the link stays a link;
+- a FIFO, a character device, a socket, /dev/stdout, /proc/self/fd/N are written into directly (there is
+  nothing to rename over: `-o /dev/stdout` and `-o >(gzip > x.gz)` work);
+- a read-only file is refused (exit 2) unless this user may write it anyway (root may); a folder too.
+"""
 from __future__ import annotations
 
 import os
+import stat
 
 from topoctl.errors import TopoctlError
 
 
-def write_atomic(path: str, text: str) -> None:
-    """Write `text` to `path` atomically; the old file, if any, stays intact on failure."""
-    directory = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(directory):
-        raise TopoctlError(f"cannot write {path}: folder {directory} does not exist",
-                           hint="create the folder first or pick another -o path")
-    import tempfile  # here, not at import: printing to stdout needs none of it
-
-    if os.path.isdir(path):
-        raise TopoctlError(f"cannot write {path}: it is a folder", hint="give a file name, e.g. -o launch.env")
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=".topoctl-", dir=directory)
-    except OSError as exc:
-        raise TopoctlError(f"cannot write {path}: {exc.strerror or exc}",
-                           hint="check that the folder exists and is writable") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        if os.path.exists(path):
-            os.chmod(tmp, os.stat(path).st_mode & 0o777)
-        else:
-            umask = os.umask(0)
-            os.umask(umask)
-            os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, path)
-    except OSError as exc:
+def _link_chain(path: str) -> list[str]:
+    """`path` and every name its symlinks lead through (absolute), stopping at 40 hops like the kernel."""
+    hops = [os.path.abspath(path)]
+    current = hops[0]
+    for _ in range(40):
         try:
-            os.unlink(tmp)
+            if not os.path.islink(current):
+                break
+            target = os.readlink(current)
         except OSError:
-            pass
-        raise TopoctlError(f"cannot write {path}: {exc.strerror or exc}",
-                           hint="check the path and its permissions") from None
+            break
+        current = os.path.abspath(os.path.join(os.path.dirname(current), target))
+        hops.append(current)
+    return hops
+
+
+def _is_stream_name(hops: list[str]) -> bool:
+    """/dev/stdout, /dev/fd/1, /proc/self/fd/1 ...: names of an open file, never renamed over."""
+    return any(hop.startswith(("/dev/", "/proc/")) for hop in hops)
+
+
+class Destination:
+    """Where `-o PATH` will write, decided before anything is written (see the module docstring)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        hops = _link_chain(path)
+        self.target = os.path.realpath(path)
+        self.direct = False
+        try:
+            info = os.stat(path)
+        except FileNotFoundError:
+            info = None
+        except OSError as exc:  # a symlink loop, a name too long, a component that is not a folder
+            raise TopoctlError(f"cannot write {path}: {exc.strerror or exc}",
+                               hint="check the path and its permissions") from None
+        if info is not None and stat.S_ISDIR(info.st_mode):
+            raise TopoctlError(f"cannot write {path}: it is a folder", hint="give a file name, e.g. -o launch.env")
+        if info is not None and (not stat.S_ISREG(info.st_mode) or _is_stream_name(hops)):
+            self.direct = True  # a FIFO, a device, a socket, or the name of an already open file
+            return
+        directory = os.path.dirname(self.target)
+        if not os.path.isdir(directory):
+            raise TopoctlError(f"cannot write {path}: folder {directory} does not exist",
+                               hint="create the folder first or pick another -o path")
+        if info is not None and not os.access(self.target, os.W_OK):
+            raise TopoctlError(f"cannot write {path}: it is read-only",
+                               hint="make it writable (chmod u+w) or pick another -o path")
+
+    def write(self, text: str) -> None:
+        if self.direct:
+            self._write_direct(text)
+        else:
+            self._write_atomic(text)
+
+    def _write_direct(self, text: str) -> None:
+        try:
+            with open(self.path, "w", encoding="utf-8", newline="") as handle:
+                handle.write(text)
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            raise TopoctlError(f"cannot write {self.path}: {exc.strerror or exc}",
+                               hint="check the path and its permissions") from None
+
+    def _write_atomic(self, text: str) -> None:
+        import tempfile  # here, not at import: printing to stdout needs none of it
+
+        path, target = self.path, self.target
+        directory = os.path.dirname(target)
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=".topoctl-", dir=directory)
+        except OSError as exc:
+            raise TopoctlError(f"cannot write {path}: {exc.strerror or exc}",
+                               hint="check that the folder exists and is writable") from None
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+                handle.write(text)
+                handle.flush()
+                os.fsync(handle.fileno())
+            if os.path.exists(target):
+                os.chmod(tmp, os.stat(target).st_mode & 0o777)
+            else:
+                umask = os.umask(0)
+                os.umask(umask)
+                os.chmod(tmp, 0o666 & ~umask)
+            os.replace(tmp, target)
+        except OSError as exc:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise TopoctlError(f"cannot write {path}: {exc.strerror or exc}",
+                               hint="check the path and its permissions") from None
+
+
+def check_destination(path: str) -> None:
+    """Fail now (exit 2) if `path` could not be written later: for work that is slow or cannot be repeated."""
+    Destination(path)
+
+
+def write_atomic(path: str, text: str) -> None:
+    """Write `text` to `path` atomically; the old file, if any, stays intact on failure.
+
+    A symlink is written through to its target; a FIFO or device is written into directly (see above).
+    """
+    Destination(path).write(text)
 
 
 def emit(text: str, output: str | None) -> None:
