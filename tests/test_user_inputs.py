@@ -67,9 +67,9 @@ def write(path, text, mode="w"):
 
 
 @pytest.mark.parametrize("argv, contains", [
-    (["prob"], "No such command 'prob'"),
-    (["recomend"], "No such command 'recomend'"),
-    (["rules", "lst"], "Did you mean 'list'"),
+    (["prob"], "no such command 'prob'"),
+    (["recomend"], "no such command 'recomend'"),
+    (["rules", "lst"], "did you mean list?"),
     (["recommend", "--modle", "kimi-k2.5"], "Did you mean"),
     (["check", "--topolgy", "x.yaml", "launch.env"], "Did you mean"),
     (["show", "--sytem", "h100-8x-nvswitch"], "Did you mean"),
@@ -473,6 +473,7 @@ def test_check_writes_the_report_and_still_exits_1(capsys, tmp_path):
     "SGLANG_ARGS=\"--tp-size 4\"\n",
     "SGLANG_ARGS='--tp 4'\n",
     "SGLANG_ARGS='--tp-size=4'\n",
+    "\ufeffSGLANG_ARGS='--tp-size 4'\n",  # a UTF-8 byte-order mark from an editor is not part of line 1
 ])
 def test_check_accepts_what_sh_accepts(capsys, tmp_path, content):
     path = write(tmp_path / "launch.env", content, "w")
@@ -495,7 +496,6 @@ def test_check_accepts_what_sh_accepts(capsys, tmp_path, content):
     ("just some text\n", ":1:"),
     ("export\n", ":1:"),
     ("export SGLANG_ARGS\n", ":1:"),
-    ("\ufeffSGLANG_ARGS='--tp-size 4'\n", ":1:"),
 ])
 def test_check_rejects_what_a_shell_would_run_or_choke_on(capsys, tmp_path, content, contains):
     content = content.replace("PWNED", str(tmp_path / "pwned"))

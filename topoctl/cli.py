@@ -8,13 +8,14 @@ a one-line message, a hint and an exit code (see topoctl/errors.py).
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from typing import Any
 
 import click
 
 from topoctl import __version__
-from topoctl.errors import EXIT_USAGE, TopoctlError
+from topoctl.errors import EXIT_INTERNAL, EXIT_PIPE, EXIT_USAGE, TopoctlError
 
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "probe": ("topoctl.commands.probe", "What is this machine? GPUs, every pair's P2P and link, PCIe tree, versions."),
@@ -25,8 +26,41 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+_HYPHEN = "\ue000"  # stands in for "-" while help text is wrapped, so names never break at a hyphen
+
+
+class HelpFormatter(click.HelpFormatter):
+    """click's formatter, except that `--list-systems` or `rtx-pro-6000-8x-pcie` never break at a hyphen."""
+
+    def _unbroken(self, write: Any, *args: Any, **kwargs: Any) -> None:
+        start = len(self.buffer)
+        write(*args, **kwargs)
+        self.buffer[start:] = [text.replace(_HYPHEN, "-") for text in self.buffer[start:]]
+
+    def write_text(self, text: str) -> None:
+        self._unbroken(super().write_text, text.replace("-", _HYPHEN))
+
+    def write_dl(self, rows: Any, *args: Any, **kwargs: Any) -> None:
+        rows = [(term.replace("-", _HYPHEN), text.replace("-", _HYPHEN)) for term, text in rows]
+        self._unbroken(super().write_dl, rows, *args, **kwargs)
+
+
+class Context(click.Context):
+    formatter_class = HelpFormatter
+
+
+def _adopt(command: click.Command) -> click.Command:
+    """Give a subcommand (and a sub-group's commands) topoctl's help formatting."""
+    command.context_class = Context
+    for sub in getattr(command, "commands", {}).values():
+        _adopt(sub)
+    return command
+
+
 class LazyGroup(click.Group):
     """A group that imports a subcommand's module only when that subcommand is used."""
+
+    context_class = Context
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(SUBCOMMANDS)
@@ -36,7 +70,7 @@ class LazyGroup(click.Group):
         if entry is None:
             return None
         module = importlib.import_module(entry[0])
-        return module.command
+        return _adopt(module.command)
 
     def invoke(self, ctx: click.Context) -> Any:
         # Expected failures become a message and an exit code here, so click's own runner (CliRunner, and
@@ -45,6 +79,17 @@ class LazyGroup(click.Group):
             return super().invoke(ctx)
         except TopoctlError as error:
             ctx.exit(_report(error))
+        except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
+            raise
+        except BrokenPipeError:
+            # The reader went away (`| head -1`): stop quietly. click would say exit 1, which CI reads as
+            # "blocking finding"; 141 is what a shell reports for a process ended by SIGPIPE.
+            _pacify_output()
+            ctx.exit(EXIT_PIPE)
+        except Exception as error:  # a bug: one line and an exit code, not a traceback
+            if _debug():
+                raise
+            ctx.exit(_report_internal(error))
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         # Listing help must not import every subcommand: use the short texts above.
@@ -53,7 +98,7 @@ class LazyGroup(click.Group):
             formatter.write_dl(rows)
 
 
-@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, "--version", prog_name="topoctl")
 def cli() -> None:
     """Probe a multi-GPU machine, recommend the fastest SGLang launch known to work on it, and block
@@ -66,20 +111,103 @@ def cli() -> None:
       topoctl recommend --model kimi-k2.5 > launch.env
       topoctl check launch.env --topology machine.yaml   # in CI: exit 1 on a blocking finding
 
-    Without a GPU, use a built-in reference system: --system rtx-pro-6000-8x-pcie
-    (topoctl recommend --list-systems shows them).
+    \b
+    Without a GPU, use a built-in reference system:
+      topoctl recommend --system rtx-pro-6000-8x-pcie
+      topoctl recommend --list-systems           # the built-in systems
     """
 
 
+_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def one_line(text: Any) -> str:
+    """`text` safe for a terminal, on one line: control characters written as \\n, \\r, \\t, \\xNN (\\uNNNN)."""
+    out = []
+    for char in str(text):
+        if char.isprintable():
+            out.append(char)
+        elif char in _ESCAPES:
+            out.append(_ESCAPES[char])
+        elif ord(char) < 0x100:
+            out.append(f"\\x{ord(char):02x}")
+        elif ord(char) < 0x10000:
+            out.append(f"\\u{ord(char):04x}")
+        else:
+            out.append(f"\\U{ord(char):08x}")
+    return "".join(out)
+
+
 def _report(error: TopoctlError) -> int:
-    click.echo(f"topoctl: error: {error.message}", err=True)
+    click.echo(f"topoctl: error: {one_line(error.message)}", err=True)
     if error.hint:
-        click.echo(f"  hint: {error.hint}", err=True)
+        click.echo(f"  hint: {one_line(error.hint)}", err=True)
     return error.exit_code
 
 
+def _debug() -> bool:
+    return os.environ.get("TOPOCTL_DEBUG", "") not in ("", "0")
+
+
+def _report_internal(error: BaseException) -> int:
+    click.echo(f"topoctl: internal error: {one_line(type(error).__name__)}: {one_line(error)}", err=True)
+    click.echo("  hint: this is a bug in topoctl; rerun with TOPOCTL_DEBUG=1 to see the traceback, and report it "
+               "with that output", err=True)
+    return EXIT_INTERNAL
+
+
+class _QuietFlush:
+    """A stream whose flush ignores a closed pipe (Python flushes stdout once more at exit)."""
+
+    def __init__(self, wrapped: Any) -> None:
+        self.wrapped = wrapped
+
+    def flush(self) -> None:
+        try:
+            self.wrapped.flush()
+        except OSError:
+            pass
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.wrapped, name)
+
+
+def _pacify_output() -> None:
+    """After a closed pipe, let Python's exit-time flush of stdout fail silently."""
+    sys.stdout = _QuietFlush(sys.stdout)  # type: ignore[assignment]
+
+
+def _click_error(error: click.ClickException, args: list[str]) -> TopoctlError:
+    """click's own usage errors (typo in a command, bad choice, missing value) in topoctl's error format."""
+    ctx = getattr(error, "ctx", None)
+    if ctx is not None:
+        path = ctx.command_path
+    else:  # click's parser gives no context for some errors (an option without its value)
+        named = [arg for arg in args if arg in SUBCOMMANDS][:1]
+        path = " ".join(["topoctl", *named])
+    name = getattr(error, "command_name", None)
+    if name is None and isinstance(error, click.UsageError) and error.message.startswith("No such command "):
+        name = error.message[len("No such command "):].rstrip(".").strip("'\"")
+    if name is not None:
+        import difflib
+
+        group = ctx.command if ctx is not None else cli
+        known = group.list_commands(ctx) if ctx is not None and isinstance(group, click.Group) else sorted(SUBCOMMANDS)
+        close = difflib.get_close_matches(name, known, n=1)
+        hint = f"did you mean {close[0]}?" if close else f"see {path} --help"
+        return TopoctlError(f"no such command {name!r}", hint=hint)
+    code = EXIT_USAGE if error.exit_code in (1, 2) else error.exit_code
+    return TopoctlError(error.format_message(), hint=f"see {path} --help", exit_code=code)
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Run the CLI with `argv` (default: sys.argv[1:]) and return the exit code instead of exiting."""
+    """Run the CLI with `argv` (default: sys.argv[1:]) and return the exit code instead of exiting.
+
+    Called without `argv` (the console script, `python -m topoctl`), a closed output pipe ends the process
+    the way it ends other Unix tools (SIGPIPE; 141 in the shell), never as exit 1 ("blocking finding").
+    """
+    if argv is None:
+        _default_sigpipe()
     args = list(sys.argv[1:] if argv is None else argv)
     try:
         result: Any = cli.main(args=args, prog_name="topoctl", standalone_mode=False)
@@ -89,13 +217,24 @@ def main(argv: list[str] | None = None) -> int:
         click.echo("topoctl: aborted", err=True)
         return 130
     except click.ClickException as error:
-        error.show()
-        return EXIT_USAGE if error.exit_code in (1, 2) else error.exit_code
+        return _report(_click_error(error, args))
     except click.exceptions.Exit as stop:
         return stop.exit_code
     except BrokenPipeError:
-        return 0
+        _pacify_output()
+        return EXIT_PIPE
     except KeyboardInterrupt:
         click.echo("topoctl: interrupted", err=True)
         return 130
+    except Exception as error:  # a bug: one line and exit 70 (EX_SOFTWARE), not a traceback
+        if _debug():
+            raise
+        return _report_internal(error)
     return result if isinstance(result, int) else 0
+
+
+def _default_sigpipe() -> None:
+    import signal
+
+    if hasattr(signal, "SIGPIPE"):
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)

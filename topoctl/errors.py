@@ -9,6 +9,8 @@ EXIT_OK = 0
 EXIT_BLOCKED = 1
 EXIT_USAGE = 2
 EXIT_NO_GPU = 3
+EXIT_INTERNAL = 70  # EX_SOFTWARE (sysexits.h): a bug in topoctl; the message says how to report it
+EXIT_PIPE = 141  # 128 + SIGPIPE: the reader of stdout went away (`| head -1`), as a shell reports it
 
 
 class TopoctlError(Exception):
