@@ -83,25 +83,44 @@ class Session:
 
 
 def load_capture(path: str) -> dict[str, Any]:
-    """Read a capture file (JSON) written by `topoctl probe --record`, or a fixture folder holding capture.json."""
+    """Read a capture file (JSON) written by `topoctl probe --record`, or a fixture folder holding capture.json.
+
+    Errors name the JSON parser's position, never a line or a value of the file.
+    """
     import os
 
+    hint = "record one with `topoctl probe --record FILE`"
     if os.path.isdir(path):
         path = os.path.join(path, "capture.json")
     try:
-        with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
+        with open(path, "rb") as handle:
+            raw = handle.read()
     except FileNotFoundError:
-        raise TopoctlError(f"no such capture: {path}", hint="record one with `topoctl probe --record FILE`") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise TopoctlError(f"cannot read capture {path}: {exc}", hint="check the path and its permissions") from None
+        raise TopoctlError(f"no such capture: {path}", hint=hint) from None
+    except OSError as exc:
+        raise TopoctlError(f"cannot read capture {path}: {exc.strerror or type(exc).__name__}",
+                           hint="check the path and its permissions") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise TopoctlError(f"{path} is not UTF-8 text", hint="pass the file written by `topoctl probe --record`") from None
+    if not text.strip():
+        raise TopoctlError(f"{path}: not a valid capture (the file is empty)", hint=hint)
+    try:
+        data = json.loads(text)
     except ValueError as exc:
-        raise TopoctlError(f"{path}: not a valid capture (JSON error: {exc})",
-                           hint="record one with `topoctl probe --record FILE`") from None
-    if not isinstance(data, dict) or data.get("capture_version") != CAPTURE_VERSION:
-        found = data.get("capture_version") if isinstance(data, dict) else type(data).__name__
-        raise TopoctlError(f"{path}: not a topoctl capture (capture_version {found!r}, expected {CAPTURE_VERSION})",
-                           hint="record one with `topoctl probe --record FILE`")
+        where = f" at line {exc.lineno}, column {exc.colno}" if hasattr(exc, "lineno") else ""
+        raise TopoctlError(f"{path}: not a valid capture (JSON error: {getattr(exc, 'msg', 'malformed')}{where})",
+                           hint=hint) from None
+    if not isinstance(data, dict):
+        kind = {list: "a JSON list", str: "a JSON string", bool: "a JSON boolean", type(None): "JSON null"}.get(
+            type(data), "a JSON number")
+        raise TopoctlError(f"{path}: not a topoctl capture ({kind})", hint=hint)
+    version = data.get("capture_version")
+    if version != CAPTURE_VERSION or isinstance(version, bool):
+        found = "missing" if version is None else (str(version) if isinstance(version, int) else "not a number")
+        raise TopoctlError(f"{path}: not a topoctl capture (capture_version {found}, expected {CAPTURE_VERSION})",
+                           hint=hint)
     for section in SECTIONS:
         if not isinstance(data.get(section, {}), dict):
             raise TopoctlError(f"{path}: section {section!r} must be a mapping", hint="re-record the capture")
