@@ -733,3 +733,83 @@ def test_show_on_a_terminal_honours_no_color(tmp_path):
     assert with_colour.returncode == 0 and without.returncode == 0
     assert b"\x1b[" in with_colour.stdout
     assert b"\x1b[" not in without.stdout
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Empty option values never fall back to a live probe; a bad --fallback-system always fails
+
+
+def _no_live_probe(monkeypatch):
+    import topoctl.probe.collect
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("probed this machine")
+
+    monkeypatch.setattr(topoctl.probe.collect, "probe_live", refuse)
+    monkeypatch.setattr(topoctl.probe.collect, "run_probe", refuse)
+
+
+@pytest.mark.parametrize("command", [["show"], ["recommend"], ["check", "x.env"]])
+@pytest.mark.parametrize("option", ["--topology", "--system", "--fallback-system"])
+def test_empty_target_option_is_bad_usage_not_a_live_probe(capsys, monkeypatch, command, option):
+    if option == "--fallback-system" and command == ["show"]:
+        pytest.skip("show has no --fallback-system")
+    _no_live_probe(monkeypatch)
+    code, out, err = run(capsys, [*command, option, ""])
+    assert_one_line_error(err, code, 2, contains=f"{option} is empty")
+    assert out == ""
+
+
+@pytest.mark.parametrize("command", [["recommend"], ["check", "x.env"]])
+@pytest.mark.parametrize("target", [["--system", "h100-8x-nvswitch"], ["--topology", RTX4090]])
+def test_unknown_fallback_system_fails_even_with_a_target(capsys, monkeypatch, command, target):
+    _no_live_probe(monkeypatch)
+    code, out, err = run(capsys, [*command, *target, "--fallback-system", "nope"])
+    assert_one_line_error(err, code, 2, contains="unknown system 'nope'")
+    assert out == ""
+
+
+# ----------------------------------------------------------------------------------------------------------
+# probe: where the results go is checked before probing; exit 3 is never hidden by a failed --record
+
+
+@pytest.mark.parametrize("option", ["--record", "-o"])
+def test_probe_destination_in_a_missing_folder_fails_before_probing(capsys, monkeypatch, tmp_path, option):
+    _no_live_probe(monkeypatch)
+    code, out, err = run(capsys, ["probe", option, str(tmp_path / "nofolder" / "cap.json")])
+    assert_one_line_error(err, code, 2, contains="does not exist")
+    assert out == ""
+
+
+def test_probe_destination_that_is_a_folder_fails_before_probing(capsys, monkeypatch, tmp_path):
+    _no_live_probe(monkeypatch)
+    code, _, err = run(capsys, ["probe", "--record", str(tmp_path)])
+    assert_one_line_error(err, code, 2, contains="is a folder")
+
+
+def test_probe_without_gpu_keeps_exit_3_when_the_record_cannot_be_written(capsys, monkeypatch, tmp_path):
+    from fakes.nvml import make_fake_pynvml
+    from fakes.session import installed
+
+    import topoctl.commands.probe
+
+    monkeypatch.setattr(topoctl.commands.probe, "check_destination", lambda path: None)  # the folder goes later
+    with installed(make_fake_pynvml({"init_error": "DriverNotLoaded", "gpus": []})):
+        code, out, err = run(capsys, ["probe", "--record", str(tmp_path / "gone" / "cap.json")])
+    assert code == 3, err
+    assert out == "" and "Traceback" not in err
+    lines = err.splitlines()
+    assert lines[0].startswith("topoctl: warning: the record was not saved")
+    assert lines[1].startswith("topoctl: error: no GPU visible")
+
+
+def test_probe_without_gpu_writes_the_record_and_exits_3(capsys, tmp_path):
+    from fakes.nvml import make_fake_pynvml
+    from fakes.session import installed
+
+    capture = tmp_path / "cap.json"
+    with installed(make_fake_pynvml({"init_error": "DriverNotLoaded", "gpus": []})):
+        code, _, err = run(capsys, ["probe", "--record", str(capture), "-o", str(tmp_path / "machine.yaml")])
+    assert_one_line_error(err, code, 3, contains="no GPU visible")
+    assert json.loads(capture.read_text())["nvml"]["nvmlInit"] == {"err": "DriverNotLoaded"}
+    assert not os.path.exists(tmp_path / "machine.yaml")

@@ -416,19 +416,26 @@ def resolve_target(topology: str | None = None, system: str | None = None,
     With `fallback_system`, a machine where the probe sees no GPU (exit-3 case) uses that built-in system
     instead, and says so on stderr: the README's first command runs anywhere, and never silently.
     """
-    if topology and system:
+    for option, value, what in (("--topology", topology, "a snapshot file written by `topoctl probe -o FILE`"),
+                                ("--system", system, "a built-in system: topoctl recommend --list-systems"),
+                                ("--fallback-system", fallback_system,
+                                 "a built-in system: topoctl recommend --list-systems")):
+        if value is not None and not value.strip():
+            raise TopoctlError(f"{option} is empty", hint=f"give {what}, or leave {option} out")
+    # A bad --fallback-system fails even when it would not be used: a CI line with a typo must not pass.
+    snapshot_of_fallback = system_snapshot(fallback_system) if fallback_system is not None else None
+    if topology is not None and system is not None:
         raise TopoctlError("give either --topology or --system, not both",
                            hint="--topology reads a snapshot file; --system names a built-in reference system")
-    if topology:
+    if topology is not None:
         return load_snapshot(topology)
-    if system:
+    if system is not None:
         return system_snapshot(system)
     from topoctl.errors import NoGpuError
     from topoctl.probe.collect import probe_live  # imported here: only the live path touches hardware
 
-    if fallback_system is None:
+    if snapshot_of_fallback is None:
         return probe_live()
-    snapshot_of_fallback = system_snapshot(fallback_system)  # a bad name fails before probing
     try:
         return probe_live()
     except NoGpuError as error:

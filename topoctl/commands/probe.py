@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import click
 
-from topoctl.io import emit, write_atomic
+from topoctl.io import check_destination, emit, write_atomic
 from topoctl.render import dump, to_json
 
 
@@ -41,6 +41,13 @@ def command(fmt: str, output: str | None, record: str | None, from_capture: str 
     if from_capture and record:
         raise TopoctlError("--record and --from-capture cannot be combined",
                            hint="--record saves a live probe; --from-capture replays a saved one")
+    # Where the results go is checked before probing: a typo in a folder name must not cost a probe, nor
+    # hide its outcome (exit 3 on a machine without a GPU).
+    for option, path in (("--record", record), ("-o", output)):
+        if path == "":
+            raise TopoctlError(f"{option} is empty", hint=f"give a file name, or leave {option} out")
+        if path and path != "-":
+            check_destination(path)
     if from_capture:
         capture = load_capture(from_capture)
         snapshot = probe_capture(capture, name=from_capture)
@@ -50,11 +57,18 @@ def command(fmt: str, output: str | None, record: str | None, from_capture: str 
         try:
             snapshot = run_probe(session, with_torch=with_torch, timings=phases)
             snapshot["source"] = {"kind": "live", "name": snapshot["host"].get("hostname"), "captured_at": None}
+        except Exception:
+            if record:  # the raw answers of a failed probe are what a bug report needs: keep them if we can
+                try:
+                    write_atomic(record, to_json(session.capture_document(description)))
+                except TopoctlError as failed:
+                    click.echo(f"topoctl: warning: the record was not saved: {failed.message}", err=True)
+            raise
         finally:
-            if record:
-                write_atomic(record, to_json(session.capture_document(description)))
             if timings:
                 for phase, seconds in phases:
                     click.echo(f"topoctl: probe timing: {seconds * 1000:8.1f} ms  {phase}", err=True)
+        if record:
+            write_atomic(record, to_json(session.capture_document(description)))
     emit(dump(snapshot, fmt), output)
     return 0
