@@ -38,7 +38,7 @@ def judge(parsed: ParsedLaunch, snapshot: dict[str, Any], flags: Any, ruleset: A
     import topoctl.rules as rules_api
 
     outcome = Outcome(parsed.origin, flags_version=flags.version, note="" if flags.exact else flags.note,
-                      disabled=sorted((one_line(k), one_line(v)) for k, v in (getattr(ruleset, "disabled", None) or {}).items()))
+                      disabled=sorted((str(k), str(v)) for k, v in (getattr(ruleset, "disabled", None) or {}).items()))
     for problem in parsed.problems:
         outcome.items.append(Item(f"sglang-{problem.code}", problem.severity, problem.code.replace("-", " "),
                                   problem.message, problem.remediation, problem.where))
@@ -76,6 +76,13 @@ def judge(parsed: ParsedLaunch, snapshot: dict[str, Any], flags: Any, ruleset: A
                                   f"--tp-size {launch['tp_size']} but the machine has {gpu_count} GPUs",
                                   f"use --tp-size {gpu_count} or fewer"))
     made_for = parsed.metadata.get("TOPOCTL_SGLANG_VERSION")
+    if made_for:
+        from topoctl.rules.flags import normalise_version
+
+        try:
+            made_for = normalise_version(made_for)
+        except Exception:  # noqa: BLE001 - compared as written
+            pass
     if made_for and flags.requested and made_for != flags.requested:
         outcome.items.append(Item("topoctl-sglang-version-mismatch", "warn", "launch made for another SGLang version",
                                   one_line(f"the launch was written for SGLang {made_for}; the target runs {flags.requested}"),
@@ -168,7 +175,7 @@ def format_text(outcomes: list[Outcome], fail_on: str) -> str:
         head = f"{outcome.origin}: SGLang {outcome.flags_version}" + (f" ({outcome.note})" if outcome.note else "")
         lines.append(head)
         for rule_id, reason in outcome.disabled:
-            lines.append(f"  OFF   {rule_id}: disabled: {reason}")
+            lines.append(f"  OFF   {one_line(rule_id)}: disabled: {one_line(reason)}")
         for item in outcome.items:
             lines.append(f"  {item.severity.upper():5} {item.id}: {item.message}")
             if item.remediation:
@@ -200,7 +207,7 @@ def format_junit(outcomes: list[Outcome], fail_on: str) -> str:
         if not o.items:
             lines.append('    <testcase classname="topoctl.check" name="launch"/>')
         for rule_id, reason in o.disabled:  # a switched-off rule shows as a skipped test with its reason
-            lines.append(f'    <testcase classname={quoteattr("topoctl.check." + one_line(o.origin))} name={quoteattr(rule_id)}>')
+            lines.append(f'    <testcase classname={quoteattr("topoctl.check." + one_line(o.origin))} name={quoteattr(one_line(rule_id))}>')
             lines.append(f'      <skipped message={quoteattr(one_line("disabled: " + reason))}/>')
             lines.append("    </testcase>")
         for item in o.items:

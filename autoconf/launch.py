@@ -23,6 +23,8 @@ ARGS_KEY = "SGLANG_ARGS"
 def parse_env_text(text: str, origin: str) -> list[tuple[int, str, str]]:
     """(line number, NAME, value) for each assignment; TopoctlError (exit 2) on anything else."""
     out: list[tuple[int, str, str]] = []
+    if text.startswith("\ufeff"):  # a UTF-8 byte-order mark some editors write: not part of the first line
+        text = text[1:]
     position, line, length = 0, 1, len(text)
 
     def fail(at_line: int, why: str) -> None:
@@ -148,6 +150,7 @@ class ParsedLaunch:
     problems: list[Problem] = field(default_factory=list)
     args: list[str] = field(default_factory=list)
     origin: str = ""
+    lines: dict[str, str] = field(default_factory=dict)  # NAME -> "file:line" of the assignment that counts
 
 
 def apply_env(parsed: ParsedLaunch, name: str, value: str, where: str) -> None:
@@ -162,21 +165,88 @@ def apply_env(parsed: ParsedLaunch, name: str, value: str, where: str) -> None:
     parsed.written[setting] = f"{name}={value} ({where})" if where else f"{name}={value}"
 
 
+# Parallel sizes (--tp-size, --ep-size, --dp-size, --pp-size, --attn-dp-size...): argparse takes any int,
+# but a size below 1 is nonsense and SGLang fails later, after loading.
+_SIZE_DEST = re.compile(r"(^|_)(tp|ep|dp|pp|tensor_parallel|expert_parallel|data_parallel|pipeline_parallel)_size$")
+# --speculative-algorithm without argparse choices (0.5.12+): the names SGLang ships, read from its help text
+# ("Builtins: EAGLE, EAGLE3, ..."); these when the help does not list them (0.5.5's choices).
+_SPEC_BUILTINS = ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM")
+_CONVERTERS = {"int": int, "float": float}
+
+
+def _takes_values(info: dict[str, Any]) -> Any:
+    """argparse's nargs for the flag: None (one value), an int, "?", "*", "+"; 0 for a switch."""
+    if not info.get("takes_value"):
+        return 0
+    nargs = info.get("nargs")
+    return nargs if nargs is not None else None
+
+
+def _shipped_algorithms(info: dict[str, Any]) -> tuple[str, ...]:
+    match = re.search(r"Builtins:\s*([A-Z0-9_,\s]+)", str(info.get("help") or ""))
+    if match:
+        names = tuple(name.strip() for name in match.group(1).split(",") if name.strip())
+        if names:
+            return names
+    return _SPEC_BUILTINS
+
+
+def _check_value(flags: Any, name: str, info: dict[str, Any], text: str, where: str) -> Problem | None:
+    """What argparse (type conversion, choices) and SGLang (sizes, speculative names) make of one value."""
+    kind = info.get("type")
+    converted: Any = text
+    convert = _CONVERTERS.get(kind) if not info.get("type_parser") else None
+    if convert is not None:
+        try:
+            converted = convert(text)
+        except ValueError:
+            return Problem("invalid-value", "block",
+                           f"{name} {text}: invalid {kind} value {text!r} for SGLang {flags.version}; the server will not start",
+                           f"give {name} an {kind}" if kind == "int" else f"give {name} a {kind}", where)
+    choices = info.get("choices")
+    if choices and not info.get("choices_unresolved"):
+        if converted not in choices and str(converted) not in {str(c) for c in choices}:
+            shown = ", ".join(str(c) for c in choices)
+            return Problem("invalid-choice", "block",
+                           f"{name} {text}: invalid choice for SGLang {flags.version} (choose from {shown}); "
+                           "the server will not start", f"use one of {shown}", where)
+    if kind == "int" and isinstance(converted, int) and converted < 1 and _SIZE_DEST.search(str(info.get("dest") or "")):
+        return Problem("invalid-value", "block", f"{name} {text}: a parallel size must be 1 or more",
+                       f"give {name} a positive size", where)
+    if str(info.get("dest")) == "speculative_algorithm" and not choices:
+        shipped = _shipped_algorithms(info)
+        if text.upper() not in shipped:  # SGLang upper-cases the name when it looks it up
+            return Problem("unknown-speculative-algorithm", "warn",
+                           f"{name} {text}: not a speculative algorithm SGLang {flags.version} ships "
+                           f"({', '.join(shipped)}); only a plug-in registered under that name would make it start",
+                           f"use one of {', '.join(shipped)}", where)
+    return None
+
+
+def _is_option(flags: Any, token: str) -> bool:
+    """argparse's 'O' (an option token) versus 'A' (an argument: a value or a stray positional)."""
+    return token != "--" and flags.resolve(token).kind != "positional"
+
+
 def parse_args(tokens: list[str], flags: Any, parsed: ParsedLaunch | None = None, where: str = "") -> ParsedLaunch:
-    """Map SGLang flags back to logical settings for the version of `flags`."""
+    """Read SGLang's arguments as its argparse parser would (flag data: type, choices, nargs, action) and map
+    them back to logical settings for the version of `flags`. What argparse would refuse blocks."""
     parsed = parsed or ParsedLaunch()
     reverse = table.reverse_map()
     position = 0
     given_spec: set[str] = set()
+    seen: dict[str, str] = {}  # primary flag -> how it was first written
+    stray: list[str] = []
     while position < len(tokens):
         token = tokens[position]
         position += 1
-        if not token.startswith("--") or token == "--":
-            if token.startswith("-") and token not in ("-", "--"):
-                parsed.problems.append(Problem("unknown-flag", "block", f"{token}: SGLang does not accept short options here",
-                                               "use the long flag names", where))
-            continue
+        if token == "--":  # argparse: everything after `--` is positional, and SGLang takes no positionals
+            stray.extend(tokens[position:])
+            break
         resolution = flags.resolve(token)
+        if resolution.kind == "positional":
+            stray.append(token)
+            continue
         name = token.split("=", 1)[0]
         if resolution.kind == "ambiguous":
             choices = ", ".join(resolution.candidates)
@@ -193,27 +263,53 @@ def parse_args(tokens: list[str], flags: Any, parsed: ParsedLaunch | None = None
             continue
         canonical = resolution.option or resolution.flag
         info = flags.get(canonical) or {}
-        value = resolution.value
-        if info.get("takes_value") and value is None:
-            nargs = info.get("nargs")
-            if nargs in ("+", "*"):
-                values = []
-                while position < len(tokens) and not tokens[position].startswith("--"):
-                    values.append(tokens[position])
-                    position += 1
-                value = " ".join(values)
-            elif position < len(tokens) and not (tokens[position].startswith("--") and len(tokens[position]) > 2):
-                value = tokens[position]
+        nargs = _takes_values(info)
+        explicit = resolution.value
+        values: list[str] = []
+        if nargs == 0:
+            if explicit is not None:
+                parsed.problems.append(Problem(
+                    "unexpected-value", "block",
+                    f"{token}: {resolution.option} takes no value (argparse: ignored explicit argument {explicit!r}); "
+                    "the server will not start", f"write {resolution.option} alone", where))
+                continue
+        elif explicit is not None:
+            values = [explicit]
+        else:
+            wanted_min = 1 if nargs in (None, "+") else (0 if nargs in ("?", "*") else int(nargs))
+            wanted_max = 1 if nargs in (None, "?") else (10 ** 9 if nargs in ("*", "+") else int(nargs))
+            while position < len(tokens) and len(values) < wanted_max and not _is_option(flags, tokens[position]) \
+                    and tokens[position] != "--":
+                values.append(tokens[position])
                 position += 1
-            else:
-                parsed.problems.append(Problem("missing-value", "block", f"{name}: expects a value",
+            if len(values) < wanted_min:
+                expected = "one argument" if nargs is None else ("at least one argument" if nargs == "+"
+                                                                 else f"{nargs} arguments")
+                parsed.problems.append(Problem("missing-value", "block",
+                                               f"{name}: expects a value (argparse: expected {expected})",
                                                "give it one", where))
                 continue
-        if flags.is_deprecated(canonical):
-            instead = flags.replacement(canonical)
+        bad = next((p for p in (_check_value(flags, name, info, v, where) for v in values) if p), None)
+        if bad is not None:
+            parsed.problems.append(bad)
+            if bad.severity == "block":
+                continue
+        primary = resolution.flag or canonical
+        written_now = name + ("" if not values else " " + " ".join(values))
+        if primary in seen:
             parsed.problems.append(Problem(
-                "deprecated-flag", "warn", f"{name}: deprecated in SGLang {flags.version}",
+                "repeated-flag", "warn",
+                f"{primary} given more than once ({seen[primary]}, then {written_now}); argparse keeps the last",
+                "give each flag once", where))
+        seen[primary] = written_now
+        if info.get("deprecated"):
+            instead = flags.replacement(canonical)
+            fails = bool((info.get("deprecation") or {}).get("fails_launch"))
+            parsed.problems.append(Problem(
+                "deprecated-flag", "block" if fails else "warn",
+                f"{name}: deprecated in SGLang {flags.version}" + ("; the server will not start" if fails else ""),
                 f"use {instead}" if instead else "use its current name", where))
+        value = " ".join(values) if values else None
         entry = reverse.get(canonical) or _alias_entry(info, reverse)
         if entry is None:
             continue
@@ -227,6 +323,12 @@ def parse_args(tokens: list[str], flags: Any, parsed: ParsedLaunch | None = None
         parsed.written[setting] = f"{name}" + (f" {value}" if value is not None else "") + (f" ({where})" if where else "")
         if setting in table.table()["speculative_group"]:
             given_spec.add(setting)
+    if stray:
+        parsed.problems.append(Problem(
+            "unrecognized-arguments", "block",
+            f"unrecognized arguments: {' '.join(stray)} (SGLang takes no positional arguments); the server will not start",
+            "remove them, or give them to the flag they belong to (a switch such as --disable-custom-all-reduce "
+            "takes no value)", where))
     group = table.table()["speculative_group"]
     if given_spec and len(given_spec) < len(group):
         missing = [s for s in group if s not in given_spec]
@@ -260,47 +362,89 @@ def _did_you_mean(flags: Any, name: str) -> str:
     return "; did you mean " + " or ".join(suggestions[:3]) + "?"
 
 
+_PYTHON_RE = re.compile(r"python(\d+(\.\d+)?)?\Z")
+_PYTHON_OPTIONS_WITH_VALUE = ("-X", "-W")
+LAUNCHERS = "python -m sglang.launch_server ARGS, sglang serve ARGS, or the SGLang flags alone"
+
+
+def _not_sglang(tokens: list[str]) -> TopoctlError:
+    shown = " ".join(tokens[:3]) + (" ..." if len(tokens) > 3 else "")
+    return TopoctlError(f"not an SGLang launch (python -m sglang.launch_server / sglang serve ...): {shown}",
+                        hint="after `--` give [NAME=VALUE...] python -m sglang.launch_server ARGS, "
+                             "[NAME=VALUE...] sglang serve ARGS, or the SGLang flags alone (--tp-size 8 ...)")
+
+
 def split_command(tokens: list[str]) -> tuple[dict[str, str], list[str]]:
-    """Split `[env] [NAME=VALUE...] python -m sglang.launch_server ARGS` into (env, SGLang args)."""
+    """Split a launch command into (env, SGLang args); TopoctlError (exit 2) for a command that is not SGLang.
+
+    Accepted: `[env] [NAME=VALUE...] LAUNCHER ARGS` where LAUNCHER is `python -m sglang.launch_server`
+    (python, python3, python3.11 or a path to one, interpreter switches such as -u before -m) or
+    `sglang serve` (the console script, or a path to it); or the SGLang flags alone (first token an option).
+    """
     env: dict[str, str] = {}
     position = 0
-    if tokens and tokens[0] == "env":
+    if tokens and tokens[0].rsplit("/", 1)[-1] == "env":
         position = 1
     while position < len(tokens) and "=" in tokens[position] and NAME_RE.match(tokens[position].split("=", 1)[0]):
         name, _, value = tokens[position].partition("=")
         env[name] = value
         position += 1
     rest = tokens[position:]
-    for index, token in enumerate(rest):
-        if token == "-m" and index + 1 < len(rest):
-            return env, rest[index + 2:]
-    if rest and rest[0].startswith("-"):
+    if not rest:
+        return env, []
+    if rest[0].startswith("-"):
         return env, rest
-    if len(rest) >= 2 and rest[0].rsplit("/", 1)[-1] == "sglang" and rest[1] in ("serve", "launch_server"):
-        return env, rest[2:]
-    for index, token in enumerate(rest):
-        if token.startswith("--"):
-            return env, rest[index:]
-    return env, []
+    program = rest[0].rsplit("/", 1)[-1]
+    if program == "sglang":
+        if len(rest) >= 2 and rest[1] == "serve":
+            return env, rest[2:]
+        raise _not_sglang(rest)
+    if _PYTHON_RE.match(program):
+        index = 1
+        while index < len(rest) and rest[index].startswith("-") and rest[index] != "-m" \
+                and not rest[index].startswith("-m"):
+            index += 2 if rest[index] in _PYTHON_OPTIONS_WITH_VALUE else 1
+        if index < len(rest):
+            module = rest[index + 1] if rest[index] == "-m" else rest[index][2:] if rest[index].startswith("-m") else None
+            step = 2 if rest[index] == "-m" else 1
+            if module == "sglang.launch_server":
+                return env, rest[index + step:]
+    raise _not_sglang(rest)
 
 
 def parse_env_file(path: str, flags_for: Any) -> ParsedLaunch:
-    """A launch.env read into a ParsedLaunch; `flags_for(metadata)` gives the FlagSet to read flags with."""
+    """A launch.env read into a ParsedLaunch, as `set -a; . ./launch.env` would leave it (the last assignment
+    of a name counts); `flags_for(metadata, lines)` gives the FlagSet to read flags with."""
     origin, assignments = read_env_file(path)
+    if not assignments:
+        raise TopoctlError(f"{origin}: nothing to check (no NAME=VALUE assignment)",
+                           hint="write one with `topoctl recommend -o launch.env`; it needs SGLANG_ARGS='...'")
     parsed = ParsedLaunch(origin=origin)
-    args_line = None
+    last: dict[str, tuple[int, str]] = {}
     for number, name, value in assignments:
+        if name in last:
+            parsed.problems.append(Problem(
+                "duplicate-assignment", "warn",
+                f"{name} is assigned on line {last[name][0]} and again on line {number}; the shell keeps the last "
+                f"(line {number}), which is what is checked", f"remove the assignment on line {last[name][0]}",
+                f"{origin}:{number}"))
+        last[name] = (number, value)
+    for name, (number, value) in sorted(last.items(), key=lambda item: item[1][0]):
+        parsed.lines[name] = f"{origin}:{number}"
         if name == ARGS_KEY:
-            args_line = (number, value)
             continue
         apply_env(parsed, name, value, f"{origin}:{number}")
-    flags = flags_for(parsed.metadata)
-    if args_line is not None:
-        number, value = args_line
-        try:
-            tokens = shlex.split(value)
-        except ValueError as exc:
-            raise TopoctlError(f"{origin}:{number}: {ARGS_KEY} is not a valid argument list: {exc}",
-                               hint="quote the flags the way a shell would") from None
-        parse_args(tokens, flags, parsed, where=f"{origin}:{number}")
+    flags = flags_for(parsed.metadata, parsed.lines)
+    if ARGS_KEY not in last:
+        parsed.problems.append(Problem(
+            "args-missing", "warn", f"{origin} has no {ARGS_KEY}: only environment settings checked",
+            f"add {ARGS_KEY}='--tp-size ...' with the SGLang flags to check them too", f"{origin}:1"))
+        return parsed
+    number, value = last[ARGS_KEY]
+    try:
+        tokens = shlex.split(value)
+    except ValueError as exc:
+        raise TopoctlError(f"{origin}:{number}: {ARGS_KEY} is not a valid argument list: {exc}",
+                           hint="quote the flags the way a shell would") from None
+    parse_args(tokens, flags, parsed, where=f"{origin}:{number}")
     return parsed

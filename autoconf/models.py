@@ -21,11 +21,24 @@ def builtin_models() -> dict[str, dict[str, Any]]:
 
 
 def profile(name: str) -> dict[str, Any]:
+    """A built-in profile by its exact id; a near miss (other case, a prefix, a typo) gets "did you mean"."""
     models = builtin_models()
     if name not in models:
-        raise TopoctlError(f"unknown model {name!r}",
+        import difflib
+
+        lowered = {key.lower(): key for key in models}
+        close = [lowered[name.strip().lower()]] if name.strip().lower() in lowered else []
+        close += [key for key in sorted(models) if key.startswith(name.strip().lower()) and key not in close]
+        close += [lowered[key] for key in difflib.get_close_matches(name.strip().lower(), list(lowered), n=3, cutoff=0.6)
+                  if lowered[key] not in close]
+        mean = f"; did you mean {' or '.join(close[:3])}?" if close else ""
+        raise TopoctlError(f"unknown model {name!r}{mean}",
                            hint=f"built-in models: {', '.join(sorted(models))}; or pass --model-config config.json")
     return _complete(name, models[name], source="built-in")
+
+
+# What a real transformer config holds; outside these the file is not a model config (or is corrupt).
+PLAUSIBLE = {"num_hidden_layers": (1, 1000), "hidden_size": (1, 1_000_000)}
 
 
 def from_hf_config(path: str) -> dict[str, Any]:
@@ -46,11 +59,18 @@ def from_hf_config(path: str) -> dict[str, Any]:
         raise TopoctlError(f"{path}: a config.json must be a JSON object", hint="pass a Hugging Face config.json")
     # Multimodal configs (Kimi-K2.5, Llama 4) keep the language model under text_config.
     text = data.get("text_config") if isinstance(data.get("text_config"), dict) else data
-    missing = [key for key in ("num_hidden_layers", "hidden_size") if not isinstance(text.get(key), int)
-               or isinstance(text.get(key), bool) or text.get(key) <= 0]
+    missing = [key for key in PLAUSIBLE if key not in text]
     if missing:
-        raise TopoctlError(f"{path}: missing or invalid {', '.join(missing)}",
+        raise TopoctlError(f"{path}: missing {', '.join(missing)}",
                            hint="a Hugging Face config.json has integer num_hidden_layers and hidden_size")
+    for key, (low, high) in PLAUSIBLE.items():
+        value = text[key]
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise TopoctlError(f"{path}: {key} must be an integer, not {json.dumps(value)[:40]}",
+                               hint=f"a Hugging Face config.json has an integer {key} ({low}..{high})")
+        if not low <= value <= high:
+            raise TopoctlError(f"{path}: {key} = {value} is not plausible (expected {low}..{high})",
+                               hint="pass the config.json of the model itself")
     experts = None
     for key in MOE_KEYS:
         value = text.get(key)

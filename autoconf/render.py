@@ -137,7 +137,8 @@ def document(result: Result) -> dict[str, Any]:
                      for f in result.findings],
         "problems": [{"setting": s, "reason": r} for s, r in out.problems],
         "notes": [one_line(n) for n in result.notes],
-        "disabled": [{"rule_id": one_line(rule_id), "reason": one_line(reason)} for rule_id, reason in result.disabled],
+        # as written: json and yaml escape it themselves; the env header and --explain make it one line
+        "disabled": [{"rule_id": rule_id, "reason": reason} for rule_id, reason in result.disabled],
     }
 
 
@@ -150,7 +151,8 @@ def render_env(result: Result) -> str:
     lines = [
         comment(f"launch.env for SGLang, written by topoctl {__version__} (topoctl recommend)."),
         "# Load it without running anything else:   set -a; . ./launch.env; set +a",
-        "# then start SGLang with the flags:          python -m sglang.launch_server --model-path MODEL $SGLANG_ARGS",
+        "# then start SGLang with the flags:          "
+        'eval "set -- $SGLANG_ARGS"; python -m sglang.launch_server --model-path MODEL "$@"',
         comment(f"Target: {target['system']} ({target['gpu_count']}x {', '.join(target['gpu_names'])}, "
                 f"interconnect {target['interconnect']})"),
         comment(f"SGLang flags written for {result.flags.version}"
@@ -245,7 +247,7 @@ def explain(result: Result) -> str:
     if chosen["estimate_formula"]:
         lines.append(f"  estimate: {one_line(chosen['estimate_formula'])}")
     for item in doc["disabled"]:
-        lines.append(f"disabled: rule {item['rule_id']}: {item['reason']}")
+        lines.append(f"disabled: rule {one_line(item['rule_id'])}: {one_line(item['reason'])}")
     for item in chosen["evidence"]:
         lines.append(f"  evidence: {one_line(item)}")
     if result.comparison:

@@ -588,6 +588,33 @@ def _violations(rules_api: Any, report: Any, launch: dict[str, Any]) -> tuple[li
     return blocks, warns
 
 
+def target_gpu_count(snapshot: dict[str, Any]) -> int:
+    """GPUs of the target; a snapshot without any is bad input (exit 2): nothing can be launched on it."""
+    summary = snapshot.get("summary") or {}
+    try:
+        count = int(summary.get("gpu_count") or len(snapshot.get("gpus") or []))
+    except (TypeError, ValueError):
+        count = len(snapshot.get("gpus") or [])
+    if count < 1:
+        raise TopoctlError("the target snapshot has no GPU: there is nothing to launch SGLang on",
+                           hint="use a snapshot of the machine that will run SGLang (`topoctl probe` there), or --system NAME")
+    return count
+
+
+def check_parallel_sizes(tp: int, ep: int, gpu_count: int) -> None:
+    """SGLang's own start-up checks on the sizes, made before anything is written (exit 2, with a hint)."""
+    if tp > gpu_count:
+        raise TopoctlError(f"--tp-size {tp} is more than the {gpu_count} GPUs of the target",
+                           hint=f"use --tp-size {gpu_count} or fewer (a single-node launch spans at most every GPU)")
+    if ep > tp:
+        raise TopoctlError(f"--ep-size {ep} is larger than the tensor parallel size {tp}",
+                           hint=f"expert parallelism runs inside the TP group: use --ep-size {tp} or a divisor of it")
+    if tp % ep:
+        divisors = [d for d in range(1, tp + 1) if tp % d == 0]
+        raise TopoctlError(f"--ep-size {ep} does not divide the tensor parallel size {tp}",
+                           hint=f"use one of {', '.join(map(str, divisors))}")
+
+
 def search(snapshot: dict[str, Any], model: dict[str, Any] | None, flags: Any, target_version: str | None,
            speculative: str | None = None, draft_model: str | None = None, force_speculative: bool = False,
            tp_size: int | None = None, ep_size: int | None = None, ruleset: Any = None) -> Result:
@@ -595,12 +622,10 @@ def search(snapshot: dict[str, Any], model: dict[str, Any] | None, flags: Any, t
 
     if ruleset is None:
         ruleset = rules_api.load_rules()
-    gpu_count = int((snapshot.get("summary") or {}).get("gpu_count") or len(snapshot.get("gpus") or []))
-    if gpu_count < 1:
-        raise TopoctlError("the target machine has no GPU", hint="probe the machine that will run SGLang",
-                           exit_code=3)
+    gpu_count = target_gpu_count(snapshot)
     tp = tp_size or gpu_count
     ep = ep_size or 1
+    check_parallel_sizes(tp, ep, gpu_count)
     version = flags.version
     notes: list[str] = []
     if not flags.exact:

@@ -59,13 +59,23 @@ def known_versions() -> list[str]:
 
 
 def _parse_version(text: str) -> Version:
+    """The public part of a version (`v0.5.12`, ` 0.5.12 `, `0.5.12+cu129` -> 0.5.12): a local label such as
+    +cu129 is a build tag of the same release, with the same flags."""
     try:
-        return Version(str(text).strip().lstrip("v"))
+        if not str(text).strip():
+            raise InvalidVersion(text)
+        return Version(Version(str(text).strip()).public)
     except InvalidVersion:
         raise TopoctlError(
-            f"'{text}' is not an SGLang version",
-            hint="give a release version such as " + ", ".join(known_versions()[-2:] or ["0.5.23"]),
+            f"{str(text)!r} is not an SGLang version",
+            hint="give a release version such as " + ", ".join(known_versions()[-2:] or ["0.5.23"])
+            + " (a leading v and a build tag such as +cu129 are accepted)",
         ) from None
+
+
+def normalise_version(text: str) -> str:
+    """`v0.5.12`, ` 0.5.12 `, `0.5.12+cu129` -> "0.5.12"; TopoctlError (exit 2) for anything that is not one."""
+    return str(_parse_version(text))
 
 
 @dataclass(frozen=True)
@@ -100,6 +110,7 @@ class FlagSet:
     flags: dict[str, dict[str, Any]]
     env: list[dict[str, Any]] = field(default_factory=list)
     source: dict[str, Any] = field(default_factory=dict)
+    newer_than_all: bool = False  # the version asked for is newer than every data file (the newest was used)
     _option_index: dict[str, str] | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -268,7 +279,8 @@ def load_flag_set(version: str) -> FlagSet:
         note = f"flag data for SGLang {chosen}"
     elif older:
         chosen, is_exact = older[-1], False
-        note = f"no flag data for {version}; using {chosen}, the nearest older"
+        note = (f"no flag data for {version}; using {chosen}, the nearest older"
+                + (" (the newest known version)" if chosen == versions[-1] else ""))
     else:
         raise TopoctlError(
             f"no SGLang flag data for {version} or any older version",
@@ -281,6 +293,7 @@ def load_flag_set(version: str) -> FlagSet:
         requested=str(version),
         exact=is_exact,
         note=note,
+        newer_than_all=not is_exact and chosen == versions[-1],
         allow_abbrev=bool(doc.get("allow_abbrev", True)),
         flags=doc["flags"],
         env=list(doc.get("env", [])),

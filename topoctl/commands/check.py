@@ -34,7 +34,9 @@ class _CheckCommand(click.Command):
 @click.option("--expect", metavar="SNAPSHOT", help="The snapshot the launch was made for: report drift of the target from it.")
 @click.option("--sglang-version", metavar="X.Y.Z", help="SGLang version to read flags with (default: the target's installed one, else the launch.env's).")
 @click.option("--model", "model_name", metavar="NAME", help="Built-in model profile the launch serves (optional).")
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "junit", "github"]), default="text", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "junit", "github"]), default="text", show_default=True,
+              help="text: for people; json: one result per launch with its findings; junit: JUnit XML, one test case "
+                   "per finding; github: ::error/::warning annotations for GitHub Actions.")
 @click.option("--fail-on", type=click.Choice(["block", "warn"]), default="block", show_default=True,
               help="Exit 1 on blocking findings only, or on warnings too.")
 @rules_options
@@ -48,17 +50,38 @@ def command(ctx, files, topology, system, fallback_system, expect, sglang_versio
       topoctl check launch.env --topology machine.yaml
       topoctl check --system rtx-pro-6000-8x-pcie -- python -m sglang.launch_server --model-path M --tp 8
       topoctl check deploy/*/launch.env --system h200-4x-nvswitch-vm --format junit -o check.xml
+
+    \b
+    The command after `--`: [NAME=VALUE...] python -m sglang.launch_server ARGS,
+    [NAME=VALUE...] sglang serve ARGS, or the SGLang flags alone.
+
+    \b
+    Exit codes:
+      0  clean (warnings alone too, unless --fail-on warn)
+      1  a blocking finding (or a warning with --fail-on warn)
+      2  bad usage or unreadable input (one line on stderr, with a hint)
     """
     from topoctl.autoconf import launch as launch_mod
     from topoctl.autoconf.check import FORMATTERS, failing, judge
-    from topoctl.commands.recommend import flag_set_for, load_rules_for, target_version
+    from topoctl.autoconf.search import target_gpu_count
+    from topoctl.commands.recommend import flag_set_for, load_rules_for, require_value, target_version
     from topoctl.io import emit
     from topoctl.snapshot import load_snapshot, resolve_target
 
     command_tokens = ctx.meta.get("topoctl_launch_command")
     if not files and not command_tokens:
         raise TopoctlError("nothing to check", hint="give launch.env files, or a launch command after `--`")
+    require_value("--model", model_name, "name a built-in profile (kimi-k2.5, deepseek-v3, ...) or leave it out")
+    if sglang_version is not None:
+        target_version({}, sglang_version)  # a bad version fails before the target is probed
+    command_env, command_args = ({}, [])
+    if command_tokens:
+        command_env, command_args = launch_mod.split_command(list(command_tokens))
+        if not command_args and not command_env:
+            raise TopoctlError("the command after `--` has no SGLang flags",
+                               hint="e.g. -- python -m sglang.launch_server --model-path M --tp 8")
     snapshot = resolve_target(topology=topology, system=system, fallback_system=fallback_system)
+    target_gpu_count(snapshot)
     expected = load_snapshot(expect) if expect else None
     ruleset = load_rules_for(rules_dirs, disabled)
     model = None
@@ -68,25 +91,31 @@ def command(ctx, files, topology, system, fallback_system, expect, sglang_versio
         model = profile(model_name)
     installed = target_version(snapshot, sglang_version)
 
-    def flags_for(metadata: dict[str, str]):
-        return flag_set_for(installed or metadata.get("TOPOCTL_SGLANG_VERSION") or None)
+    def flags_for(metadata: dict[str, str], lines: dict[str, str] | None = None):
+        if installed:
+            return flag_set_for(installed)
+        made_for = metadata.get("TOPOCTL_SGLANG_VERSION")
+        if not made_for:
+            return flag_set_for(None)
+        try:
+            return flag_set_for(target_version({}, made_for))
+        except TopoctlError as error:
+            where = (lines or {}).get("TOPOCTL_SGLANG_VERSION")
+            raise TopoctlError((f"{where}: " if where else "") + f"TOPOCTL_SGLANG_VERSION: {error.message}",
+                               hint=error.hint) from None
 
     parsed_all = []
     for path in files:
         parsed_all.append(launch_mod.parse_env_file(path, flags_for))
     if command_tokens:
-        env, args = launch_mod.split_command(list(command_tokens))
-        if not args and not env:
-            raise TopoctlError("the command after `--` has no SGLang flags",
-                               hint="e.g. -- python -m sglang.launch_server --model-path M --tp 8")
         parsed = launch_mod.ParsedLaunch(origin="<command>")
-        for name, value in sorted(env.items()):
+        for name, value in sorted(command_env.items()):
             launch_mod.apply_env(parsed, name, value, "")
-        launch_mod.parse_args(args, flags_for(parsed.metadata), parsed)
+        launch_mod.parse_args(command_args, flags_for(parsed.metadata), parsed)
         parsed_all.append(parsed)
     outcomes = []
     for parsed in parsed_all:
-        flags = flags_for(parsed.metadata)
+        flags = flags_for(parsed.metadata, parsed.lines)
         outcomes.append(judge(parsed, snapshot, flags, ruleset, model=model, expect=expected))
     emit(FORMATTERS[fmt](outcomes, fail_on), output)
     return EXIT_BLOCKED if any(failing(o, fail_on) for o in outcomes) else 0

@@ -29,10 +29,22 @@ def _list_systems() -> str:
 
 
 def target_version(snapshot: dict, requested: str | None) -> str | None:
-    if requested:
-        return requested
+    """The SGLang version to write flags for, normalised (`v0.5.12`, `0.5.12+cu129` -> 0.5.12): --sglang-version,
+    else the one installed on the target, else None (the newest with flag data)."""
+    from topoctl.rules.flags import normalise_version
+
+    if requested is not None:
+        if not requested.strip():
+            raise TopoctlError("--sglang-version is empty", hint="give a version such as 0.5.23, or leave the option out")
+        return normalise_version(requested)
     installed = (snapshot.get("software") or {}).get("sglang")
-    return str(installed) if installed else None
+    if installed is None or not str(installed).strip():
+        return None
+    try:
+        return normalise_version(str(installed))
+    except TopoctlError as error:
+        raise TopoctlError(f"the target's installed SGLang: {error.message}",
+                           hint="pass --sglang-version X.Y.Z, or probe the machine again") from None
 
 
 def flag_set_for(version: str | None):
@@ -51,13 +63,25 @@ def flag_set_for(version: str | None):
                            hint="pass --sglang-version X.Y.Z") from None
 
 
+def note_newest(flags) -> None:
+    """A version newer than every flag data file: said on stderr too, not only in the output's header."""
+    if getattr(flags, "newer_than_all", False):
+        click.echo(f"topoctl: note: no SGLang flag data for {flags.requested}; flags are from {flags.version}, "
+                   "the newest known version", err=True)
+
+
+def require_value(option: str, value: str | None, hint: str) -> None:
+    if value is not None and not value.strip():
+        raise TopoctlError(f"{option} is empty", hint=hint)
+
+
 def load_rules_for(rules_dirs: tuple[str, ...], disabled: tuple[str, ...]):
     """Built-in rules plus `--rules DIR` folders, less `--disable ID=REASON` (the same options and checks as
     `topoctl rules`: a missing reason is a usage error, exit 2, because every report shows it)."""
-    from topoctl.commands.rules import parse_disable
+    from topoctl.commands.rules import parse_disable, unique_rule_paths
     from topoctl.rules import load_rules
 
-    return load_rules(extra_dirs=list(rules_dirs), disabled=parse_disable(disabled))
+    return load_rules(extra_dirs=unique_rule_paths(rules_dirs), disabled=parse_disable(disabled))
 
 
 def rules_options(function):
@@ -76,15 +100,25 @@ def rules_options(function):
 @click.option("--fallback-system", metavar="NAME",
               help="When neither --topology nor --system is given and this machine shows no GPU, use this built-in "
                    "system instead of failing with exit 3 (announced on stderr).")
-@click.option("--model", "model_name", metavar="NAME", help="Built-in model profile (kimi-k2.5, deepseek-v3, llama-3.1-70b, qwen3-235b-a22b).")
-@click.option("--model-config", metavar="PATH", help="A Hugging Face config.json to read the model from.")
-@click.option("--sglang-version", metavar="X.Y.Z", help="SGLang version to write flags for (default: the one installed on the target).")
-@click.option("--speculative", type=click.Choice(["eagle3"], case_sensitive=False), help="Ask for speculative decoding.")
-@click.option("--draft-model", metavar="PATH", help="Draft model for EAGLE-3 (--speculative-draft-model-path).")
+@click.option("--model", "model_name", metavar="NAME",
+              help="Built-in model profile (kimi-k2.5, deepseek-v3, llama-3.1-70b, qwen3-235b-a22b).")
+@click.option("--model-config", metavar="PATH",
+              help="A Hugging Face config.json to read the model from: num_hidden_layers and hidden_size (under "
+                   "text_config for multimodal models); n_routed_experts, num_experts or num_local_experts mean MoE.")
+@click.option("--sglang-version", metavar="X.Y.Z",
+              help="SGLang version to write flags for (default: the one installed on the target). A leading v and a "
+                   "build tag (0.5.12+cu129) are dropped.")
+@click.option("--speculative", type=click.Choice(["eagle3"], case_sensitive=False),
+              help="Ask for speculative decoding (EAGLE-3); needs --draft-model.")
+@click.option("--draft-model", metavar="PATH",
+              help="Draft model for EAGLE-3 (--speculative-draft-model-path); needs --speculative eagle3.")
 @click.option("--force-speculative", is_flag=True, help="Keep speculative decoding even where evidence says it is slower.")
-@click.option("--tp-size", type=click.IntRange(min=1), help="Tensor parallel size (default: every GPU).")
-@click.option("--ep-size", type=click.IntRange(min=1), help="Expert parallel size (default 1).")
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="env", show_default=True, help="Output format.")
+@click.option("--tp-size", type=click.IntRange(min=1), help="Tensor parallel size (default: every GPU; at most the GPU count).")
+@click.option("--ep-size", type=click.IntRange(min=1),
+              help="Expert parallel size (default 1; at most --tp-size and a divisor of it).")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="env", show_default=True,
+              help="env: launch.env to source; args: the SGLang flags on one line; json / yaml: everything, with "
+                   "the evidence.")
 @click.option("--explain", is_flag=True, help="Print the reasoning and the blocked alternatives to stderr.")
 @rules_options
 @click.option("-o", "--output", metavar="FILE", help="Write to FILE atomically instead of stdout.")
@@ -98,16 +132,25 @@ def command(topology, system, list_systems, fallback_system, model_name, model_c
       topoctl recommend --topology machine.yaml --model-config config.json --format args
       topoctl recommend --system h200-4x-nvswitch-vm --model deepseek-v3 \\
           --speculative eagle3 --draft-model /models/eagle3 --explain -o launch.env
+
+    \b
+    Exit codes: 0 written; 1 no launch passes the rules; 2 bad usage or input.
     """
     from topoctl.io import emit
 
     if list_systems:
         emit(_list_systems(), output)
         return 0
+    require_value("--model", model_name, "name a built-in profile (kimi-k2.5, deepseek-v3, ...) or leave it out")
+    require_value("--model-config", model_config, "give the path of the model's config.json, or leave it out")
+    require_value("--draft-model", draft_model, "give the path of the EAGLE-3 draft model")
     if model_name and model_config:
         raise TopoctlError("give either --model or --model-config, not both")
     if speculative and not draft_model:
         raise TopoctlError("--speculative eagle3 needs --draft-model PATH", hint="the EAGLE-3 draft model to verify with")
+    if draft_model and not speculative:
+        raise TopoctlError("--draft-model needs --speculative eagle3",
+                           hint="add --speculative eagle3, or leave --draft-model out")
     if force_speculative and not speculative:
         raise TopoctlError("--force-speculative needs --speculative eagle3")
     from topoctl.autoconf import models
@@ -117,6 +160,7 @@ def command(topology, system, list_systems, fallback_system, model_name, model_c
         model = models.from_hf_config(model_config)
     elif model_name:
         model = models.profile(model_name)
+    version = target_version({}, sglang_version) if sglang_version is not None else None
     from topoctl.snapshot import resolve_target
 
     snapshot = resolve_target(topology=topology, system=system, fallback_system=fallback_system)
@@ -129,6 +173,7 @@ def command(topology, system, list_systems, fallback_system, model_name, model_c
     result = search(snapshot, model, flags, version, speculative=speculative.lower() if speculative else None,
                     draft_model=draft_model, force_speculative=force_speculative, tp_size=tp_size,
                     ep_size=ep_size, ruleset=ruleset)
+    note_newest(flags)
     if explain:
         click.echo(explain_text(result), err=True, nl=False)
     emit(render(result, fmt), output)

@@ -39,10 +39,31 @@ def parse_disable(items: tuple[str, ...] | list[str]) -> dict[str, str]:
     return disabled
 
 
+def unique_rule_paths(paths: tuple[str, ...] | list[str]) -> list[str]:
+    """--rules paths with each rule file once: the same folder or file given twice (or under another spelling,
+    a symlink, or a file inside a folder also given) is read once, so it never reports duplicate ids
+    against itself."""
+    import os
+
+    from topoctl.rules.loader import rule_files
+
+    seen: set[str] = set()
+    out: list[str] = []
+    for path in paths:
+        files = rule_files(path)  # a missing path fails here as it would in the loader
+        fresh = [name for name in files if os.path.realpath(name) not in seen]
+        seen.update(os.path.realpath(name) for name in files)
+        if len(fresh) == len(files):
+            out.append(path)
+        else:
+            out.extend(fresh)
+    return out
+
+
 def _load(rules_dirs: tuple[str, ...], disable_items: tuple[str, ...], builtin: bool = True) -> Any:
     from topoctl.rules import load_rules
 
-    return load_rules(extra_dirs=list(rules_dirs), disabled=parse_disable(disable_items), builtin=builtin)
+    return load_rules(extra_dirs=unique_rule_paths(rules_dirs), disabled=parse_disable(disable_items), builtin=builtin)
 
 
 @click.group("rules")
@@ -64,7 +85,14 @@ def command() -> None:
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 @click.option("--severity", type=click.Choice(["block", "warn", "prefer", "info"]), help="Only rules of this severity.")
 def list_rules(rules_dirs: tuple[str, ...], disable_items: tuple[str, ...], fmt: str, severity: str | None) -> None:
-    """Every rule: id, severity, title and where it comes from (built-in or a site file)."""
+    """Every rule: id, severity, title and where it comes from (built-in or a site file).
+
+    \b
+    Examples:
+      topoctl rules list
+      topoctl rules list --severity block --format json
+      topoctl rules list --rules ./site-rules --disable ID='reason'
+    """
     ruleset = _load(rules_dirs, disable_items)
     rules = [rule for rule in ruleset.rules if severity is None or rule.severity == severity]
     if fmt == "json":
@@ -97,7 +125,13 @@ def list_rules(rules_dirs: tuple[str, ...], disable_items: tuple[str, ...], fmt:
 @_disable_option
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def explain(rule_id: str, rules_dirs: tuple[str, ...], disable_items: tuple[str, ...], fmt: str) -> None:
-    """What a rule says, why (its evidence, with numbers and scope), when it applies, and its effect."""
+    """What a rule says, why (its evidence, with numbers and scope), when it applies, and its effect.
+
+    \b
+    Examples:
+      topoctl rules explain torch-symm-mem-sm12x-keyerror
+      topoctl rules explain custom-allreduce-pcie-gate --format json
+    """
     ruleset = _load(rules_dirs, disable_items)
     if rule_id not in ruleset:
         import difflib
@@ -176,10 +210,20 @@ def render_explanation(rule: Any, disabled_reason: str | None = None) -> str:
 @click.option("-v", "--verbose", is_flag=True, help="Print every case, not only the failures.")
 @click.pass_context
 def test(ctx: click.Context, rules_dirs: tuple[str, ...], builtin: bool, verbose: bool) -> None:
-    """Run every rule's own cases (must fire / must stay silent / cannot be decided); exit 1 if one fails."""
+    """Run every rule's own cases (must fire / must stay silent / cannot be decided); exit 1 if one fails.
+
+    \b
+    Examples:
+      topoctl rules test
+      topoctl rules test --rules ./site-rules -v
+      topoctl rules test --no-builtin --rules ./site-rules
+    """
     from topoctl.rules.selftest import run_all
 
     ruleset = _load(rules_dirs, (), builtin=builtin)
+    if not ruleset.rules:
+        raise TopoctlError("no rules to test" + (": the --rules paths hold no rule" if rules_dirs else ""),
+                           hint="give --rules DIR with *.yaml rule files, or drop --no-builtin to test the built-in rules")
     results = run_all(ruleset.rules)
     failed = [result for result in results if not result.passed]
     for result in results:
@@ -194,7 +238,12 @@ def test(ctx: click.Context, rules_dirs: tuple[str, ...], builtin: bool, verbose
 
 @command.command("schema")
 def schema() -> None:
-    """Print the JSON Schema of a rule file (rules/schema/rule.schema.json)."""
+    """Print the JSON Schema of a rule file (rules/schema/rule.schema.json).
+
+    \b
+    Examples:
+      topoctl rules schema > rule.schema.json
+    """
     from topoctl.rules import rule_schema
 
     click.echo(json.dumps(rule_schema(), indent=2))
@@ -203,7 +252,13 @@ def schema() -> None:
 @command.command("facts")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 def facts(fmt: str) -> None:
-    """The facts a rule's `when` may name, their types, and where they come from."""
+    """The facts a rule's `when` may name, their types, and where they come from.
+
+    \b
+    Examples:
+      topoctl rules facts
+      topoctl rules facts --format json
+    """
     from topoctl.rules.facts import FACTS, PAIR_FACTS
     from topoctl.rules.settings import setting_table
 
