@@ -61,6 +61,14 @@ def test_click_usage_errors_in_topoctl_format(capsys, argv, contains, command):
     assert lines[1] == f"  hint: see {command} --help", err
 
 
+@pytest.mark.parametrize("argv", [[], ["rules"]])
+def test_a_group_without_a_command_shows_its_help(capsys, argv):
+    code, out, err = run(capsys, argv)
+    assert code == 2
+    assert "Usage: topoctl" in out + err and "Commands:" in out + err
+    assert "topoctl: error: Usage" not in err and "\\n" not in err
+
+
 # -- hostile text in messages stays on one line ------------------------------------------------------------
 
 

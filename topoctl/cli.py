@@ -217,6 +217,9 @@ def main(argv: list[str] | None = None) -> int:
         click.echo("topoctl: aborted", err=True)
         return 130
     except click.ClickException as error:
+        if type(error).__name__ == "NoArgsIsHelpError":  # `topoctl` or `topoctl rules` alone: the help
+            error.show()
+            return EXIT_USAGE
         return _report(_click_error(error, args))
     except click.exceptions.Exit as stop:
         return stop.exit_code
