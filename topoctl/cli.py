@@ -15,7 +15,7 @@ from typing import Any
 import click
 
 from topoctl import __version__
-from topoctl.errors import EXIT_INTERNAL, EXIT_PIPE, EXIT_USAGE, TopoctlError
+from topoctl.errors import EXIT_INTERNAL, EXIT_PIPE, EXIT_USAGE, TopoctlError, one_line
 
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "probe": ("topoctl.commands.probe", "What is this machine? GPUs, every pair's P2P and link, PCIe tree, versions."),
@@ -116,26 +116,6 @@ def cli() -> None:
       topoctl recommend --system rtx-pro-6000-8x-pcie
       topoctl recommend --list-systems           # the built-in systems
     """
-
-
-_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
-
-
-def one_line(text: Any) -> str:
-    """`text` safe for a terminal, on one line: control characters written as \\n, \\r, \\t, \\xNN (\\uNNNN)."""
-    out = []
-    for char in str(text):
-        if char.isprintable():
-            out.append(char)
-        elif char in _ESCAPES:
-            out.append(_ESCAPES[char])
-        elif ord(char) < 0x100:
-            out.append(f"\\x{ord(char):02x}")
-        elif ord(char) < 0x10000:
-            out.append(f"\\u{ord(char):04x}")
-        else:
-            out.append(f"\\U{ord(char):08x}")
-    return "".join(out)
 
 
 def _report(error: TopoctlError) -> int:

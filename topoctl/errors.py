@@ -5,6 +5,8 @@ traceback. Exit codes are part of the interface CI scripts rely on (see docs/arc
 """
 from __future__ import annotations
 
+from typing import Any
+
 EXIT_OK = 0
 EXIT_BLOCKED = 1
 EXIT_USAGE = 2
@@ -30,3 +32,23 @@ class NoGpuError(TopoctlError):
     """The probe could not see any GPU (no driver, no NVML, no device)."""
 
     exit_code = EXIT_NO_GPU
+
+
+_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def one_line(text: Any) -> str:
+    """`text` safe for a terminal, on one line: control characters written as \\n, \\r, \\t, \\xNN (\\uNNNN)."""
+    out = []
+    for char in str(text):
+        if char.isprintable():
+            out.append(char)
+        elif char in _ESCAPES:
+            out.append(_ESCAPES[char])
+        elif ord(char) < 0x100:
+            out.append(f"\\x{ord(char):02x}")
+        elif ord(char) < 0x10000:
+            out.append(f"\\u{ord(char):04x}")
+        else:
+            out.append(f"\\U{ord(char):08x}")
+    return "".join(out)

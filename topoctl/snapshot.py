@@ -441,6 +441,8 @@ def resolve_target(topology: str | None = None, system: str | None = None,
     except NoGpuError as error:
         import sys
 
-        print(f"topoctl: {error.message}; using the built-in reference system {fallback_system!r} instead "
+        from topoctl.errors import one_line
+
+        print(f"topoctl: {one_line(error.message)}; using the built-in reference system {fallback_system!r} instead "
               f"(--fallback-system)", file=sys.stderr)
         return snapshot_of_fallback

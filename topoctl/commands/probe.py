@@ -62,7 +62,9 @@ def command(fmt: str, output: str | None, record: str | None, from_capture: str 
                 try:
                     write_atomic(record, to_json(session.capture_document(description)))
                 except TopoctlError as failed:
-                    click.echo(f"topoctl: warning: the record was not saved: {failed.message}", err=True)
+                    from topoctl.errors import one_line
+
+                    click.echo(f"topoctl: warning: the record was not saved: {one_line(failed.message)}", err=True)
             raise
         finally:
             if timings:
