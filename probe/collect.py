@@ -201,7 +201,7 @@ class _Collector:
                 "class": self.files.read_stripped(f"{base}/class")}
 
     # -- pairs ----------------------------------------------------------------------------------------
-    def pair(self, i: int, j: int, gpus: list[dict[str, Any]]) -> dict[str, Any]:
+    def pair(self, i: int, j: int) -> dict[str, Any]:
         at = f"pairs.{i}-{j}"
         p2p = {}
         for capability in P2P_CAPS:
@@ -218,19 +218,20 @@ class _Collector:
             self.unknown[f"{at}.pcie_ancestor"] = ancestor.reason or f"unrecognised level {ancestor.value}"
         return {"src": i, "dst": j, "p2p": p2p, "pcie_ancestor": pcie_ancestor}
 
-    def parallel(self, work: Any, arguments: list[tuple[Any, ...]]) -> list[Any]:
-        """Run per-GPU or per-pair questions concurrently on a live probe.
+    def parallel(self, tasks: list[tuple[Any, tuple[Any, ...]]]) -> list[Any]:
+        """Run per-GPU and per-pair questions concurrently on a live probe.
 
         NVML is thread-safe and its calls block in the driver (1-9 ms each inside a VM), so threads cut the
-        probe's wall time several-fold on 8 GPUs. Results keep their input order, so output is unchanged.
-        A replay answers from memory and runs sequentially.
+        probe's wall time on several GPUs; GPU and pair questions share one pool since neither needs the
+        other's answers. Results keep their input order, so output is unchanged. A replay answers from
+        memory and runs sequentially.
         """
-        if self.session.replaying or len(arguments) < 2:
-            return [work(*args) for args in arguments]
+        if self.session.replaying or len(tasks) < 2:
+            return [work(*args) for work, args in tasks]
         from concurrent.futures import ThreadPoolExecutor
 
-        with ThreadPoolExecutor(max_workers=min(16, len(arguments))) as pool:
-            return list(pool.map(lambda args: work(*args), arguments))
+        with ThreadPoolExecutor(max_workers=min(32, len(tasks))) as pool:
+            return list(pool.map(lambda task: task[0](*task[1]), tasks))
 
     # -- whole machine ----------------------------------------------------------------------------------
     def run(self) -> dict[str, Any]:
@@ -249,11 +250,10 @@ class _Collector:
         if count == 0:
             raise NoGpuError("no GPU visible: the NVIDIA driver is loaded but reports 0 devices",
                              hint="check CUDA_VISIBLE_DEVICES / NVIDIA_VISIBLE_DEVICES and the container's --gpus option")
-        gpus = self.parallel(self.gpu, [(i,) for i in range(count)])
-        self.lap(f"{count} GPUs (NVML, NVLink, sysfs)")
         ordered = [(i, j) for i in range(count) for j in range(count) if i != j]
-        pairs = self.parallel(lambda i, j: self.pair(i, j, gpus), ordered)
-        self.lap(f"{len(ordered)} ordered pairs (P2P x5, PCIe ancestor)")
+        answers = self.parallel([(self.gpu, (i,)) for i in range(count)] + [(self.pair, pair) for pair in ordered])
+        gpus, pairs = answers[:count], answers[count:]
+        self.lap(f"{count} GPUs (NVML, NVLink, sysfs) and {len(ordered)} ordered pairs (P2P x5, PCIe ancestor)")
         links = {gpu["index"]: gpu.pop("_links") for gpu in gpus}
         nvlink = topology.nvlink_pairs(gpus, links, pairs)
         software = self.software()
