@@ -254,6 +254,14 @@ def parse_args(tokens: list[str], flags: Any, parsed: ParsedLaunch | None = None
                 "ambiguous-flag", "block",
                 f"{name}: ambiguous option for SGLang {flags.version} (could match {choices}); the server will not start",
                 f"write the full flag name{_did_you_mean(flags, name)}", where))
+            # argparse stops here; to report the rest sensibly, let the ambiguous flag take the values its
+            # candidates would all take (`--cuda-graph-max-bs 128` is one mistake, not two).
+            arities = {_takes_values(flags.get(candidate) or {}) for candidate in resolution.candidates}
+            if "=" not in token and arities and 0 not in arities:
+                while position < len(tokens) and not _is_option(flags, tokens[position]) and tokens[position] != "--":
+                    position += 1
+                    if arities <= {None, "?"}:
+                        break
             continue
         if not resolution.ok or resolution.flag == "--help":
             parsed.problems.append(Problem(

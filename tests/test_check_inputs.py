@@ -193,3 +193,12 @@ def test_check_help_states_exit_codes_and_formats(capsys):
     assert code == 0
     for text in ("0  clean", "1  a blocking finding", "2  bad usage", "JUnit XML", "annotations", "sglang serve"):
         assert text in out, text
+
+
+def test_an_ambiguous_flag_with_its_value_is_one_finding_not_two(capsys):
+    code, out, _ = run(capsys, ["check", *H200, "--sglang-version", "0.5.23", "--format", "json", "--",
+                                "python", "-m", "sglang.launch_server", "--model-path", "M", "--tp", "4",
+                                "--cuda-graph-max-bs", "128"])
+    assert code == 1
+    blocking = [key for key in findings(out) if key[1] == "block"]
+    assert blocking == [("sglang-ambiguous-flag", "block")]
