@@ -234,7 +234,6 @@ def parse_args(tokens: list[str], flags: Any, parsed: ParsedLaunch | None = None
     parsed = parsed or ParsedLaunch()
     reverse = table.reverse_map()
     position = 0
-    given_spec: set[str] = set()
     seen: dict[str, str] = {}  # primary flag -> how it was first written
     stray: list[str] = []
     while position < len(tokens):
@@ -329,22 +328,12 @@ def parse_args(tokens: list[str], flags: Any, parsed: ParsedLaunch | None = None
         else:
             parsed.settings[setting] = table.parse_value(setting, value if value is not None else "")
         parsed.written[setting] = f"{name}" + (f" {value}" if value is not None else "") + (f" ({where})" if where else "")
-        if setting in table.table()["speculative_group"]:
-            given_spec.add(setting)
     if stray:
         parsed.problems.append(Problem(
             "unrecognized-arguments", "block",
             f"unrecognized arguments: {' '.join(stray)} (SGLang takes no positional arguments); the server will not start",
             "remove them, or give them to the flag they belong to (a switch such as --disable-custom-all-reduce "
             "takes no value)", where))
-    group = table.table()["speculative_group"]
-    if given_spec and len(given_spec) < len(group):
-        missing = [s for s in group if s not in given_spec]
-        parsed.problems.append(Problem(
-            "speculative-partial", "block",
-            "speculative parameters given partly: " + ", ".join(sorted(given_spec)) + " without " + ", ".join(missing),
-            "give --speculative-num-steps, --speculative-eagle-topk and --speculative-num-draft-tokens together, or none",
-            where))
     parsed.args.extend(tokens)
     return parsed
 

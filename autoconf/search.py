@@ -28,7 +28,7 @@ LEVELS = {"measured": 3, "upstream-reported": 2, "modelled": 1}
 LEVEL_NAMES = {rank: name for name, rank in LEVELS.items()}
 PATH_KEYS = ("allreduce", "allreduce_path", "path")
 SPEC_KEYS = ("speculative", "speculative_algorithm")
-SPEC_GROUP = ("speculative_num_steps", "speculative_eagle_topk", "speculative_num_draft_tokens")
+SPEC_GROUP = tuple(table.table()["speculative_group"])  # the three EAGLE sizes, from data/settings.yaml
 OPT_IN_PATH_SETTINGS = ("pcie_ipc_allreduce", "torch_symm_mem", "nccl_symm_mem", "flashinfer_allreduce_fusion")
 
 
