@@ -33,9 +33,12 @@ class Outcome:
         return sum(1 for item in self.items if item.severity == severity)
 
 
-def judge(parsed: ParsedLaunch, snapshot: dict[str, Any], flags: Any, ruleset: Any, model: dict | None = None,
-          expect: dict[str, Any] | None = None) -> Outcome:
+def judge(parsed: ParsedLaunch, snapshot: dict[str, Any], flags: Any, ruleset: Any, gpu_count: int,
+          model: dict | None = None, expect: dict[str, Any] | None = None) -> Outcome:
+    """`gpu_count`: the target's GPUs, as `search.target_gpu_count(snapshot)` gives them (at least 1)."""
     import topoctl.rules as rules_api
+    from topoctl.autoconf.search import check_parallel_sizes
+    from topoctl.errors import TopoctlError
 
     outcome = Outcome(parsed.origin, flags_version=flags.version, note="" if flags.exact else flags.note,
                       disabled=sorted((str(k), str(v)) for k, v in (getattr(ruleset, "disabled", None) or {}).items()))
@@ -43,7 +46,6 @@ def judge(parsed: ParsedLaunch, snapshot: dict[str, Any], flags: Any, ruleset: A
         outcome.items.append(Item(f"sglang-{problem.code}", problem.severity, problem.code.replace("-", " "),
                                   problem.message, problem.remediation, problem.where))
     launch = {k: v for k, v in parsed.settings.items() if k != "model_path"}
-    gpu_count = int((snapshot.get("summary") or {}).get("gpu_count") or len(snapshot.get("gpus") or []))
     tp = launch.get("tp_size") if isinstance(launch.get("tp_size"), int) else gpu_count
     ep = launch.get("ep_size") if isinstance(launch.get("ep_size"), int) else 1
     spec = launch.get("speculative_algorithm")
@@ -70,11 +72,15 @@ def judge(parsed: ParsedLaunch, snapshot: dict[str, Any], flags: Any, ruleset: A
                 and not finding.effect.get("require") and finding.rule_id not in {i.id for i in outcome.items}:
             outcome.items.append(Item(finding.rule_id, "warn", one_line(finding.title), one_line(finding.message),
                                       one_line(finding.remediation)))
-    if gpu_count and isinstance(launch.get("tp_size"), int) and launch["tp_size"] * ep > gpu_count * max(ep, 1) \
-            and launch["tp_size"] > gpu_count:
-        outcome.items.append(Item("topoctl-tp-exceeds-gpus", "block", "tensor parallel size exceeds the GPUs",
-                                  f"--tp-size {launch['tp_size']} but the machine has {gpu_count} GPUs",
-                                  f"use --tp-size {gpu_count} or fewer"))
+    if tp >= 1 and ep >= 1:  # a size below 1 is already a blocking flag problem
+        try:  # the same limits recommend holds --tp-size and --ep-size to: what it refuses, check blocks
+            check_parallel_sizes(tp, ep, gpu_count)
+        except TopoctlError as error:
+            tp_wrong = error.message.startswith("--tp-size")
+            outcome.items.append(Item(
+                "topoctl-tp-exceeds-gpus" if tp_wrong else "topoctl-ep-size-invalid", "block",
+                "tensor parallel size exceeds the GPUs" if tp_wrong else "expert parallel size does not fit the TP size",
+                one_line(error.message), one_line(error.hint or ""), parsed.lines.get("SGLANG_ARGS", "")))
     made_for = parsed.metadata.get("TOPOCTL_SGLANG_VERSION")
     if made_for:
         from topoctl.rules.flags import normalise_version
@@ -114,21 +120,32 @@ def drift(expected: dict[str, Any], actual: dict[str, Any]) -> list[Item]:
                           one_line(f"expected {', '.join(sorted(set(e_names)))}, found {', '.join(sorted(set(a_names)))}"),
                           "recommend again for this machine"))
 
-    def p2p_ok(snapshot: dict[str, Any]) -> dict[tuple[int, int], bool]:
-        return {(p.get("src"), p.get("dst")): (p.get("p2p") or {}).get("read") == "OK"
-                and (p.get("p2p") or {}).get("write") == "OK" for p in snapshot.get("pairs") or []}
+    def p2p_ok(snapshot: dict[str, Any]) -> dict[tuple[int, int], bool | None]:
+        from topoctl.p2p import pair_p2p_ok  # True, False, or None when "unknown"/NVML's U: not verified
+
+        return {(p.get("src"), p.get("dst")): pair_p2p_ok(p.get("p2p")) for p in snapshot.get("pairs") or []
+                if isinstance(p, dict)}
+
+    def pairs_text(pairs: list[tuple[int, int]]) -> str:
+        return ", ".join(f"{a}->{b}" for a, b in pairs[:6]) + (" ..." if len(pairs) > 6 else "")
 
     before, after = p2p_ok(expected), p2p_ok(actual)
     lost = sorted(pair for pair, ok in before.items() if ok and after.get(pair) is False)
-    unknown = sorted(pair for pair, ok in before.items() if ok and pair not in after)
+    unverified = sorted(pair for pair, ok in before.items() if ok and pair in after and after[pair] is None)
+    missing = sorted(pair for pair, ok in before.items() if ok and pair not in after)
     if lost:
-        shown = ", ".join(f"{a}->{b}" for a, b in lost[:6]) + (" ..." if len(lost) > 6 else "")
         items.append(Item("drift-p2p-lost", "block", "P2P lost",
-                          f"P2P read/write no longer OK for {len(lost)} pair(s): {shown}",
+                          f"P2P read/write no longer OK for {len(lost)} pair(s): {pairs_text(lost)}",
                           "check IOMMU/ACS and the driver; recommend again"))
-    elif unknown and len(after) and not lost:
-        items.append(Item("drift-p2p-unknown", "warn", "P2P not verifiable",
-                          f"{len(unknown)} pair(s) that had P2P are missing from the target snapshot", "probe again"))
+    if unverified or (missing and after and not lost):
+        what = []
+        if unverified:
+            what.append(f"{len(unverified)} pair(s) that had P2P now have an unknown read/write status: "
+                        f"{pairs_text(unverified)}")
+        if missing:
+            what.append(f"{len(missing)} pair(s) that had P2P are missing from the target snapshot")
+        items.append(Item("drift-p2p-unknown", "warn", "P2P not verifiable", "; ".join(what),
+                          "probe again (topoctl probe); if NVML keeps answering U, check the driver and IOMMU/ACS"))
     e_gpus = {g.get("index"): g for g in expected.get("gpus") or []}
     for gpu in actual.get("gpus") or []:
         before_gpu = e_gpus.get(gpu.get("index"))

@@ -62,3 +62,39 @@ def test_partial_speculative_rule_blocks_in_the_rules_listing(capsys):
     assert code in (0, None)
     rows = {row["id"]: row for row in json.loads(out)["rules"]}
     assert rows["speculative-params-all-or-none"]["severity"] == "block"
+
+
+# ---------------------------------------------------------------------------------------- parallel sizes
+
+@pytest.mark.parametrize("args, rule_id, text", [
+    ("--tp-size 8 --ep-size 3", "topoctl-ep-size-invalid", "--ep-size 3 does not divide the tensor parallel size 8"),
+    ("--ep-size 3", "topoctl-ep-size-invalid", "--ep-size 3 does not divide the tensor parallel size 8"),
+    ("--tp-size 4 --ep-size 8", "topoctl-ep-size-invalid", "--ep-size 8 is larger than the tensor parallel size 4"),
+    ("--tp-size 16", "topoctl-tp-exceeds-gpus", "--tp-size 16 is more than the 8 GPUs"),
+])
+def test_check_blocks_the_parallel_sizes_recommend_refuses(capsys, tmp_path, args, rule_id, text):
+    env = tmp_path / "launch.env"
+    env.write_text(f"SGLANG_ARGS='{args}'\n")
+    for argv in (["check", str(env), *H100], ["check", *H100, "--", *args.split()]):
+        code, items, err = findings(capsys, argv)
+        assert code == 1, err
+        sizes = [i for i in items if i["id"].startswith("topoctl-")]
+        assert [(i["id"], i["severity"]) for i in sizes] == [(rule_id, "block")], items
+        assert text in sizes[0]["message"]
+    code, items, _ = findings(capsys, ["check", str(env), *H100])
+    assert [i["where"] for i in items if i["id"] == rule_id] == [f"{env}:1"]
+
+
+@pytest.mark.parametrize("tp", [1, 2, 3, 4, 6, 8, 9])
+@pytest.mark.parametrize("ep", [1, 2, 3, 4, 8])
+def test_check_and_recommend_agree_on_every_parallel_size(capsys, tp, ep):
+    """recommend refuses a size pair (exit 2) exactly when check blocks it; otherwise check passes its launch."""
+    code, out, err = run(capsys, ["recommend", *H100, "--tp-size", str(tp), "--ep-size", str(ep), "--format", "args"])
+    assert code in (0, 2), err
+    tokens = out.split() if code == 0 else ["--tp-size", str(tp), "--ep-size", str(ep)]
+    check_code, items, check_err = findings(capsys, ["check", *H100, "--", *tokens])
+    sizes = [i["id"] for i in items if i["id"] in ("topoctl-tp-exceeds-gpus", "topoctl-ep-size-invalid")]
+    if code == 0:
+        assert check_code == 0 and not sizes, (out, items, check_err)
+    else:
+        assert check_code == 1 and len(sizes) == 1, (err, items)

@@ -81,7 +81,7 @@ def command(ctx, files, topology, system, fallback_system, expect, sglang_versio
             raise TopoctlError("the command after `--` has no SGLang flags",
                                hint="e.g. -- python -m sglang.launch_server --model-path M --tp 8")
     snapshot = resolve_target(topology=topology, system=system, fallback_system=fallback_system)
-    target_gpu_count(snapshot)
+    gpu_count = target_gpu_count(snapshot)
     expected = load_snapshot(expect) if expect else None
     ruleset = load_rules_for(rules_dirs, disabled)
     model = None
@@ -116,6 +116,6 @@ def command(ctx, files, topology, system, fallback_system, expect, sglang_versio
     outcomes = []
     for parsed in parsed_all:
         flags = flags_for(parsed.metadata, parsed.lines)
-        outcomes.append(judge(parsed, snapshot, flags, ruleset, model=model, expect=expected))
+        outcomes.append(judge(parsed, snapshot, flags, ruleset, gpu_count, model=model, expect=expected))
     emit(FORMATTERS[fmt](outcomes, fail_on), output)
     return EXIT_BLOCKED if any(failing(o, fail_on) for o in outcomes) else 0
