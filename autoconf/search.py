@@ -18,11 +18,14 @@ from __future__ import annotations
 import itertools
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from topoctl.autoconf import settings as table
 from topoctl.autoconf.data_files import load
 from topoctl.errors import TopoctlError
+
+if TYPE_CHECKING:
+    from topoctl.rules.model import Report, Violation
 
 LEVELS = {"measured": 3, "upstream-reported": 2, "modelled": 1}
 LEVEL_NAMES = {rank: name for name, rank in LEVELS.items()}
@@ -34,25 +37,12 @@ OPT_IN_PATH_SETTINGS = ("pcie_ipc_allreduce", "torch_symm_mem", "nccl_symm_mem",
 
 # ---------------------------------------------------------------------------------------------- effects
 
-def effect_items(effect: Any, kind: str) -> list[tuple[str, Any]]:
-    """(setting, values) for forbid (values: list or None = any non-default), (setting, value) otherwise."""
-    if not isinstance(effect, dict):
-        return []
-    raw = effect.get(kind)
-    out: list[tuple[str, Any]] = []
-    if isinstance(raw, dict):
-        for setting, value in raw.items():
-            if isinstance(value, dict):
-                value = value.get("values", value.get("value"))
-            out.append((str(setting), value))
-    elif isinstance(raw, list):
-        for item in raw:
-            if isinstance(item, str):
-                out.append((item, None))
-            elif isinstance(item, dict) and "setting" in item:
-                value = item.get("values", item.get("value"))
-                out.append((str(item["setting"]), value))
-    return out
+def effect_items(effect: dict[str, Any], kind: str) -> list[tuple[str, Any]]:
+    """(setting, values) of a finding's forbid list (values: the `values` operand, or None), (setting, value)
+    of its require/prefer mapping. The loader has normalised the effect (forbid entries are mappings)."""
+    if kind == "forbid":
+        return [(entry["setting"], entry.get("values")) for entry in effect.get("forbid") or ()]
+    return list((effect.get(kind) or {}).items())
 
 
 def _norm(value: Any) -> Any:
@@ -447,13 +437,6 @@ def _interconnect(snapshot: dict[str, Any]) -> str:
     return str((snapshot.get("summary") or {}).get("interconnect") or "none")
 
 
-def default_path(snapshot: dict[str, Any], tp_size: int) -> str:
-    costs = load("costs.yaml")
-    link = _interconnect(snapshot)
-    table_paths = costs.get("default_path") or {}
-    return table_paths.get(f"{link}@{tp_size}") or table_paths.get(link) or "nccl"
-
-
 def _model_matches(wanted: Any, model: str | None) -> bool:
     """An evidence `model=` against the requested model: same name, ignoring case and an org prefix."""
     if wanted is None:
@@ -553,7 +536,7 @@ def _known_latency(path: str, evidence: list[Evidence], snapshot: dict[str, Any]
     return None
 
 
-def _latency(path: str, evidence: list[Evidence], snapshot: dict[str, Any], tp_size: int) -> tuple[float, int, str]:
+def _latency(path: str, evidence: list[Evidence], snapshot: dict[str, Any]) -> tuple[float, int, str]:
     """Per-call allreduce latency (us) of a path: best evidence, else the cost table; a path with neither is
     assumed no faster than the slowest path that has data here (no gain is assumed for what nobody measured)."""
     known = _known_latency(path, evidence, snapshot)
@@ -579,12 +562,15 @@ def _request(model: dict[str, Any] | None, speculative: str | None, tp: int, ep:
             "sglang_version": version, "launch": launch}
 
 
-def _violations(rules_api: Any, report: Any, launch: dict[str, Any]) -> tuple[list, list]:
+def _violations(report: Report, launch: dict[str, Any]) -> tuple[list, list]:
+    """(blocking, warning) (finding, why) pairs of the violations a candidate launch commits."""
+    from topoctl.rules import violations
+
     blocks, warns = [], []
-    for violation in rules_api.violations(report, launch):
-        finding = getattr(violation, "finding", violation)
-        why = getattr(violation, "detail", "") or f"{getattr(violation, 'kind', 'forbid')} {getattr(violation, 'setting', '')}"
-        (blocks if finding.severity == "block" else warns).append((finding, why))
+    found: list[Violation] = violations(report, launch)
+    for violation in found:
+        why = violation.detail or f"{violation.kind} {violation.setting}"
+        (blocks if violation.finding.severity == "block" else warns).append((violation.finding, why))
     return blocks, warns
 
 
@@ -714,7 +700,7 @@ def search(snapshot: dict[str, Any], model: dict[str, Any] | None, flags: Any, t
                 reports_of[id(cand)] = report
                 for finding in report.findings:
                     findings_by_id.setdefault(finding.rule_id, finding)
-                cand.blocked_by, cand.warnings = _violations(rules_api, report, launch)
+                cand.blocked_by, cand.warnings = _violations(report, launch)
                 cand.honours_request = (spec == speculative)
                 cand.prefers = sum(1 for setting, value, _ in prefer_pairs
                                    if same(launch.get(setting, table.default(setting)), value))
@@ -727,7 +713,7 @@ def search(snapshot: dict[str, Any], model: dict[str, Any] | None, flags: Any, t
         found = _throughput(cand, evidence, model_name, _interconnect(snapshot))
         if found:
             cand.estimate, cand.estimate_level, cand.estimate_basis = found
-        latency, level, basis = _latency(cand.path, evidence, snapshot, tp)
+        latency, level, basis = _latency(cand.path, evidence, snapshot)
         cand.allreduce_us = allreduces * latency
         cand.allreduce_level = level
         cand.allreduce_basis = [basis]

@@ -25,10 +25,6 @@ def specs() -> dict[str, dict[str, Any]]:
     return table()["settings"]
 
 
-def setting_order() -> list[str]:
-    return list(specs())
-
-
 def default(setting: str) -> Any:
     spec = specs().get(setting, {})
     return spec.get("default")

@@ -23,6 +23,8 @@ Test = Callable[[Any], bool]
 COMBINATORS = ("all", "any", "not", "every_pair", "any_pair")
 OPERATORS = ("eq", "ne", "in", "not_in", "lt", "le", "gt", "ge", "version", "any_in", "all_in", "contains",
              "glob", "has_token", "known", "set")
+# What an effect's forbid entry may test a launch value with (`values` is an alias of `in`).
+FORBID_OPERATORS = ("values", "eq", "has_token", "glob", "lt", "le", "gt", "ge")
 SCALAR_TYPES = ("int", "bool", "str", VERSION_FACT_TYPE)
 
 
@@ -341,17 +343,3 @@ def _launch_matcher(setting: str, op: str, operand: Any) -> Compiled:
         return explicit and test(value)
     return run_launch
 
-
-def referenced_facts(node: Any) -> list[str]:
-    """Every fact name a condition mentions (for explain and docs)."""
-    found: list[str] = []
-    if isinstance(node, list):
-        for child in node:
-            found.extend(referenced_facts(child))
-    elif isinstance(node, dict):
-        if "fact" in node:
-            found.append(str(node["fact"]))
-        else:
-            for child in node.values():
-                found.extend(referenced_facts(child))
-    return found

@@ -10,11 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 from . import settings as launch_settings
-from .conditions import make_test
+from .conditions import FORBID_OPERATORS, make_test
 from .facts import Context
 from .model import SEVERITY_ORDER, Finding, Report, Rule, RuleSet, Violation
-
-FORBID_OPERATORS = ("values", "eq", "has_token", "glob", "lt", "le", "gt", "ge")
 
 
 def evaluate_rule(rule: Rule, snapshot: dict[str, Any], request: dict[str, Any]) -> tuple[bool | None, list[str]]:

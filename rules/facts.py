@@ -452,8 +452,3 @@ def fact_type(name: str) -> str | None:
         setting = name[len("launch."):]
         return launch_settings.setting_type(setting) if launch_settings.is_known_setting(setting) else None
     return None
-
-
-def is_request_fact(name: str) -> bool:
-    """Request and launch facts are always known: None there means "not asked for"."""
-    return name.startswith("request.") or name.startswith("launch.")

@@ -18,7 +18,7 @@ from typing import Any, Iterable
 from topoctl.errors import TopoctlError
 
 from . import settings as launch_settings
-from .conditions import ConditionError, check_operand, compile_condition
+from .conditions import FORBID_OPERATORS, ConditionError, check_operand, compile_condition
 from .model import SEVERITIES, Rule, RuleSet, TestCase
 
 RULE_FIELDS = ("id", "title", "severity", "scope", "tags", "when", "effect", "message", "remediation", "evidence",
@@ -26,7 +26,6 @@ RULE_FIELDS = ("id", "title", "severity", "scope", "tags", "when", "effect", "me
 REQUIRED_FIELDS = ("id", "title", "severity", "when", "effect", "message", "remediation", "evidence", "tests")
 FILE_FIELDS = ("schema_version", "rules", "disable")
 EFFECT_FIELDS = ("forbid", "require", "prefer", "defaults")
-FORBID_OPERATORS = ("values", "eq", "has_token", "glob", "lt", "le", "gt", "ge")
 EXPECTATIONS = ("fire", "unknown", "silent")
 RULE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{2,99}$")
 RULE_FILE_SUFFIXES = (".yaml", ".yml")
