@@ -12,6 +12,7 @@ from typing import Any
 
 from topoctl import __version__
 from topoctl.errors import NoGpuError
+from topoctl.p2p import P2P_NOT_READ, P2P_NVML_UNKNOWN
 from topoctl.probe import topology
 from topoctl.probe.capture import Session
 from topoctl.probe.files import Files
@@ -19,8 +20,7 @@ from topoctl.probe.host import collect_host
 from topoctl.probe.nvml import (ARCHITECTURE, FABRIC_STATE, MAX_NVLINKS, NVLINK_REMOTE_TYPE, NVLINK_VERSION_NAME,
                                 P2P_CAPS, P2P_STATUS, TOPOLOGY_LEVEL, VIRTUALIZATION_MODE, Nvml)
 from topoctl.probe.software import collect_packages, cuda_from_torch_local, nccl_from_wheel
-
-SCHEMA_VERSION = 1
+from topoctl.snapshot import MAX_GPUS, SCHEMA_VERSION
 
 NO_GPU_HINTS = {
     "BindingMissing": ("the NVML Python binding (nvidia-ml-py) is not installed",
@@ -207,9 +207,9 @@ class _Collector:
         for capability in P2P_CAPS:
             answer = self.nvml.p2p_status(i, j, capability)
             if answer.ok:
-                p2p[capability] = P2P_STATUS.get(answer.value, "U")
+                p2p[capability] = P2P_STATUS.get(answer.value, P2P_NVML_UNKNOWN)  # a code NVML added later: U
             else:
-                p2p[capability] = "unknown"
+                p2p[capability] = P2P_NOT_READ
                 self.unknown[f"{at}.p2p.{capability}"] = answer.reason or "unknown"
         # The common PCIe ancestor is symmetric and costs ~9 ms a call on a VM: ask once per unordered pair.
         ancestor = self.nvml.common_ancestor(min(i, j), max(i, j))
@@ -336,14 +336,13 @@ def run_probe(session: Session, with_torch: bool = False,
             timings.extend(collector.timings)
 
 
-def probe_live(with_torch: bool = False) -> dict[str, Any]:
-    """A live probe of this machine, with its source filled in."""
-    snapshot = run_probe(Session(), with_torch=with_torch)
+def probe_live(with_torch: bool = False, session: Session | None = None,
+               timings: list[tuple[str, float]] | None = None) -> dict[str, Any]:
+    """A live probe of this machine, with its source filled in: the one place a live snapshot is made
+    (`topoctl probe` passes its recording session and timings list; show/recommend/check pass nothing)."""
+    snapshot = run_probe(session if session is not None else Session(), with_torch=with_torch, timings=timings)
     snapshot["source"] = {"kind": "live", "name": snapshot["host"].get("hostname"), "captured_at": None}
     return snapshot
-
-
-MAX_REPLAY_GPUS = 1024  # far above any one host; a larger count in a capture is corruption
 
 
 def probe_capture(capture: dict[str, Any], name: str, kind: str = "capture") -> dict[str, Any]:
@@ -356,7 +355,7 @@ def probe_capture(capture: dict[str, Any], name: str, kind: str = "capture") -> 
 
     count = capture.get("nvml", {}).get("nvmlDeviceGetCount")
     if isinstance(count, dict) and "ok" in count and (
-            type(count["ok"]) is not int or not 0 <= count["ok"] <= MAX_REPLAY_GPUS):
+            type(count["ok"]) is not int or not 0 <= count["ok"] <= MAX_GPUS):
         raise TopoctlError(f"{name}: not a valid capture (device count {count['ok']!r})",
                            hint="re-record it with `topoctl probe --record FILE`")
     try:

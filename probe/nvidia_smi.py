@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import re
 
+from topoctl.p2p import P2P_CODES
+
 DEVICE = re.compile(r"^(GPU|NIC)\d+$")
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
-P2P_CODES = {"OK", "CNS", "GNS", "TNS", "DR", "NS", "U"}
 P2P_FLAGS = {"r": "read", "w": "write", "n": "nvlink", "a": "atomics", "p": "pci"}
 
 

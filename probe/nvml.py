@@ -11,11 +11,13 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from topoctl.p2p import P2P_CAPABILITY_INDEX, P2P_STATUS_BY_CODE
 from topoctl.probe.capture import Answer, ProbeFailure, Session
 
-# NVML constants, as nvidia-ml-py 13.x defines them (checked against the binding in tests/test_nvml_constants.py).
-P2P_CAPS = {"read": 0, "write": 1, "nvlink": 2, "atomics": 3, "pci": 4}
-P2P_STATUS = {0: "OK", 1: "CNS", 2: "GNS", 3: "TNS", 4: "DR", 5: "NS", 6: "U"}
+# NVML constants, as nvidia-ml-py 13.x defines them (checked against the binding in
+# tests/test_probe_nvml_constants.py). The P2P ones live in topoctl/p2p.py, which every layer shares.
+P2P_CAPS = P2P_CAPABILITY_INDEX
+P2P_STATUS = P2P_STATUS_BY_CODE
 TOPOLOGY_LEVEL = {0: "PIX", 10: "PIX", 20: "PXB", 30: "PHB", 40: "NODE", 50: "SYS"}
 ARCHITECTURE = {2: "kepler", 3: "maxwell", 4: "pascal", 5: "volta", 6: "turing", 7: "ampere", 8: "ada",
                 9: "hopper", 10: "blackwell", 13: "rubin"}

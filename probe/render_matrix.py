@@ -8,16 +8,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from topoctl.p2p import pair_p2p_ok
+
 GREEN, RED, YELLOW, BOLD, RESET = "\x1b[32m", "\x1b[31m", "\x1b[33m", "\x1b[1m", "\x1b[0m"
 
 
 def _p2p_mark(pair: dict[str, Any]) -> str:
-    read, write = pair["p2p"].get("read"), pair["p2p"].get("write")
-    if read == "OK" and write == "OK":
-        return "+"
-    if "unknown" in (read, write) and all(v in ("OK", "unknown") for v in (read, write)):
-        return "?"
-    return "-"
+    """`+` read and write OK, `-` one of them names why P2P does not work, `?` unknown ("unknown" or NVML's U)."""
+    return {True: "+", False: "-", None: "?"}[pair_p2p_ok(pair.get("p2p"))]
 
 
 def _clean(value: Any) -> str:

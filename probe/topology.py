@@ -8,12 +8,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from topoctl.gpu_arch import architecture_for_cc
+from topoctl.p2p import pair_p2p_ok
 from topoctl.probe.nvml import ARCHITECTURE
 
-# compute capability major -> architecture, for when nvmlDeviceGetArchitecture is missing (older drivers)
-ARCH_BY_CC = {(3,): "kepler", (5,): "maxwell", (6,): "pascal", (7, 0): "volta", (7, 2): "volta", (7, 5): "turing",
-              (8, 0): "ampere", (8, 6): "ampere", (8, 7): "ampere", (8, 9): "ada", (9,): "hopper",
-              (10,): "blackwell", (11,): "blackwell", (12,): "blackwell"}
 HIDDEN_BUS = re.compile(r"^[fF:.]+$")
 BDF = re.compile(r"^[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
 
@@ -21,8 +19,8 @@ BDF = re.compile(r"^[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
 def architecture_name(nvml_arch: int | None, cc: list[int] | None) -> str | None:
     if nvml_arch is not None and nvml_arch in ARCHITECTURE:
         return ARCHITECTURE[nvml_arch]
-    if cc:
-        return ARCH_BY_CC.get((cc[0], cc[1])) or ARCH_BY_CC.get((cc[0],))
+    if cc:  # nvmlDeviceGetArchitecture missing (older drivers): from the compute capability (topoctl/gpu_arch.py)
+        return architecture_for_cc(cc[0], cc[1])
     return None
 
 
@@ -149,14 +147,7 @@ def _tri_all(values: list[bool | None]) -> bool | None:
 def summarize(snapshot: dict[str, Any]) -> dict[str, Any]:
     gpus, pairs = snapshot["gpus"], snapshot["pairs"]
 
-    def p2p_ok(pair: dict[str, Any]) -> bool | None:
-        """NCCL's P2P transport needs both READ and WRITE OK; an unknown is not a working P2P."""
-        statuses = (pair["p2p"]["read"], pair["p2p"]["write"])
-        if any(status not in ("OK", "unknown") for status in statuses):
-            return False
-        return None if "unknown" in statuses else True
-
-    p2p = [p2p_ok(pair) for pair in pairs]
+    p2p = [pair_p2p_ok(pair["p2p"]) for pair in pairs]  # NCCL's P2P transport needs read and write OK
     numa = {gpu.get("numa_node") for gpu in gpus}
     return {
         "gpu_count": len(gpus),

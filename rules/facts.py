@@ -11,6 +11,9 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from topoctl.gpu_arch import architecture_for_sm
+from topoctl.p2p import UNKNOWN_P2P_STATUSES, pair_p2p_ok
+
 from . import settings as launch_settings
 
 
@@ -35,11 +38,10 @@ UNKNOWN = _Unknown()
 _MISSING = object()
 
 # P2P answers that say nothing about whether P2P works.
-UNKNOWN_P2P = {"unknown", "U", None}
+UNKNOWN_P2P = {*UNKNOWN_P2P_STATUSES, None}
 VERSION_FACT_TYPE = "version"
 SOFTWARE_PACKAGES = ("driver", "cuda_driver", "cuda_runtime", "nccl", "torch", "sgl_kernel", "flashinfer",
                      "vllm", "nvidia_ml_py")
-ARCHITECTURE_BY_MAJOR = {7: "volta", 8: "ampere", 9: "hopper", 10: "blackwell", 12: "blackwell"}
 
 
 def _dig(data: Any, *keys: Any) -> Any:
@@ -146,13 +148,8 @@ def _pair_facts(entry: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     }
     for capability in ("read", "write", "nvlink", "atomics", "pci"):
         facts[f"pair.p2p.{capability}"] = _p2p_status(p2p.get(capability))
-    read, write = facts["pair.p2p.read"], facts["pair.p2p.write"]
-    if (read is not UNKNOWN and read != "OK") or (write is not UNKNOWN and write != "OK"):
-        facts["pair.p2p_ok"] = False
-    elif read is UNKNOWN or write is UNKNOWN:
-        facts["pair.p2p_ok"] = UNKNOWN
-    else:
-        facts["pair.p2p_ok"] = True
+    p2p_ok = pair_p2p_ok(p2p)  # topoctl/p2p.py: read and write OK; "unknown" and NVML's U are unknown
+    facts["pair.p2p_ok"] = UNKNOWN if p2p_ok is None else p2p_ok
     link = entry.get("link")
     facts["pair.link"] = link if isinstance(link, str) else UNKNOWN
     nvlinks = entry.get("nvlinks")
@@ -220,9 +217,10 @@ def _per_gpu(field: str, summary_field: str | None = None,
 
 def _architectures_from_sm(context: Context) -> Any:
     sms = context.fact("gpu.sm")
-    if sms is UNKNOWN or any(sm // 10 not in ARCHITECTURE_BY_MAJOR for sm in sms):
+    names = UNKNOWN if sms is UNKNOWN else [architecture_for_sm(sm) for sm in sms]  # topoctl/gpu_arch.py
+    if names is UNKNOWN or None in names:
         return UNKNOWN
-    return sorted({ARCHITECTURE_BY_MAJOR[sm // 10] for sm in sms})
+    return sorted(set(names))
 
 
 def _capabilities_from_sm(context: Context) -> Any:

@@ -12,8 +12,10 @@ import re
 from typing import Any
 
 from topoctl.errors import TopoctlError
+from topoctl.p2p import P2P_CAPABILITIES, P2P_STATUSES, pair_p2p_ok
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 1  # the probe writes it (probe/collect.py imports it from here); loading accepts only it
+MAX_GPUS = 1024  # far above any one host: a snapshot or capture listing more GPUs is corruption
 SYSTEMS_PACKAGE = "topoctl.systems"
 
 
@@ -119,10 +121,7 @@ def _decode(raw: bytes, origin: str) -> str:
 
 
 # ------------------------------------------------------------------------------------------ validation
-P2P_STATUSES = frozenset({"OK", "CNS", "GNS", "TNS", "DR", "NS", "U", "unknown"})
-P2P_CAPABILITIES = ("read", "write", "nvlink", "atomics", "pci")
 INTERCONNECTS = frozenset({"nvswitch", "nvlink", "nvlink-partial", "pcie", "mixed", "single", "none"})
-MAX_GPUS = 1024
 _CAPABILITY = re.compile(r"\d{1,3}\.\d{1,3}\Z")
 
 
@@ -235,13 +234,6 @@ def _check_gpu(gpu: Any, field: str) -> None:
             for key in ("gpu", "switch", "unknown"):
                 _int(remote, key, f"{field}.nvlink.remote")
     _mapping(gpu, "fabric", field)
-
-
-def _pair_ok(p2p: dict) -> bool | None:
-    statuses = (p2p["read"], p2p["write"])
-    if any(status not in ("OK", "unknown") for status in statuses):
-        return False
-    return None if "unknown" in statuses else True
 
 
 def _check(data: Any) -> None:
@@ -386,7 +378,7 @@ def reconcile_summary(data: dict[str, Any]) -> None:
     pairs, summary = data["pairs"], data["summary"]
     if not pairs:
         return
-    oks = [_pair_ok(pair["p2p"]) for pair in pairs]
+    oks = [pair_p2p_ok(pair["p2p"]) for pair in pairs]
     summary["all_pairs_p2p"] = False if False in oks else None if None in oks else True
     summary["p2p_pairs_ok"] = sum(1 for ok in oks if ok)
     summary["p2p_pairs_total"] = len(pairs)

@@ -36,7 +36,7 @@ def command(fmt: str, output: str | None, record: str | None, from_capture: str 
     """
     from topoctl.errors import TopoctlError
     from topoctl.probe.capture import Session, load_capture
-    from topoctl.probe.collect import probe_capture, run_probe
+    from topoctl.probe.collect import probe_capture, probe_live
 
     if from_capture and record:
         raise TopoctlError("--record and --from-capture cannot be combined",
@@ -55,8 +55,7 @@ def command(fmt: str, output: str | None, record: str | None, from_capture: str 
         session = Session(record=bool(record))
         phases: list[tuple[str, float]] = []
         try:
-            snapshot = run_probe(session, with_torch=with_torch, timings=phases)
-            snapshot["source"] = {"kind": "live", "name": snapshot["host"].get("hostname"), "captured_at": None}
+            snapshot = probe_live(with_torch=with_torch, session=session, timings=phases)
         except Exception:
             if record:  # the raw answers of a failed probe are what a bug report needs: keep them if we can
                 try:

@@ -1,0 +1,47 @@
+"""What a P2P status means, for every layer: the probe, the snapshot loader, `show`, the rules and `check`.
+
+NVML answers nvmlDeviceGetP2PStatus with one of seven codes per capability; nvidia-smi prints the same codes
+(`nvidia-smi topo -p2p r|w|n|a|p`). A snapshot stores them as these short strings, or "unknown" when the
+probe could not ask. NVML's own `U` ("unknown") says no more about a pair than "unknown" does, so both mean
+the same thing everywhere in topoctl: P2P that nobody verified, which is not a working P2P.
+
+Plain data and one function, no imports: every layer may import it, including the start-up path of
+`show`, `recommend` and `check`.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+# NVML capability index per capability name (nvmlP2PCapsIndex_t; checked against nvidia-ml-py in
+# tests/test_probe_nvml_constants.py). The order is the order of a snapshot's pair["p2p"] keys.
+P2P_CAPABILITY_INDEX = {"read": 0, "write": 1, "nvlink": 2, "atomics": 3, "pci": 4}
+P2P_CAPABILITIES = tuple(P2P_CAPABILITY_INDEX)
+
+# NVML status code -> the text nvidia-smi prints (nvmlGpuP2PStatus_t).
+P2P_STATUS_BY_CODE = {0: "OK", 1: "CNS", 2: "GNS", 3: "TNS", 4: "DR", 5: "NS", 6: "U"}
+P2P_OK = "OK"
+P2P_NVML_UNKNOWN = "U"  # NVML's NVML_P2P_STATUS_UNKNOWN; also what the probe writes for a code it does not know
+P2P_NOT_READ = "unknown"  # the probe could not ask (reason under snapshot["unknown"])
+P2P_CODES = frozenset(P2P_STATUS_BY_CODE.values())  # what NVML and nvidia-smi can say
+P2P_STATUSES = P2P_CODES | {P2P_NOT_READ}  # what a snapshot may hold
+UNKNOWN_P2P_STATUSES = frozenset({P2P_NOT_READ, P2P_NVML_UNKNOWN})  # statuses that say nothing either way
+
+
+def p2p_status_known(status: Any) -> bool:
+    """True for a status that says whether P2P works (OK, or one of the reasons it does not)."""
+    return isinstance(status, str) and status not in UNKNOWN_P2P_STATUSES
+
+
+def pair_p2p_ok(p2p: Any) -> bool | None:
+    """Whether NCCL can use its P2P transport for this pair: read and write both OK.
+
+    False as soon as read or write names a reason P2P does not work (CNS, GNS, TNS, DR, NS); None when
+    neither fails but one is unknown ("unknown", NVML's "U", missing, or not a string): an unknown is not a
+    working P2P, and not a failing one either.
+    """
+    statuses = (p2p.get("read"), p2p.get("write")) if isinstance(p2p, dict) else (None, None)
+    if any(p2p_status_known(status) and status != P2P_OK for status in statuses):
+        return False
+    if not all(p2p_status_known(status) for status in statuses):
+        return None
+    return True
