@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from topoctl.autoconf.launch import ParsedLaunch, Problem
-from topoctl.autoconf.render import one_line
+from topoctl.errors import one_line
 
 
 @dataclass
@@ -62,7 +62,7 @@ def judge(parsed: ParsedLaunch, snapshot: dict[str, Any], flags: Any, ruleset: A
         if finding.severity not in ("block", "warn"):
             continue
         written = parsed.written.get(violation.setting, f"{violation.setting} left at its default")
-        status = "cannot verify" if finding.status == "unknown" else "fired"
+        status = finding.status_text
         message = one_line(f"{written}: {finding.message}" + (f" (cannot verify: {', '.join(finding.unknown_facts)} unknown)"
                                                                if finding.status == "unknown" else ""))
         outcome.items.append(Item(finding.rule_id, finding.severity, one_line(finding.title), message,

@@ -16,19 +16,15 @@ from topoctl import __version__
 from topoctl.autoconf import settings as table
 from topoctl.autoconf.search import LEVEL_NAMES, Candidate, Result, estimate_formula
 from topoctl.errors import TopoctlError
+from topoctl.errors import one_line as _one_line
 
 NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f\u0085\u2028\u2029]")
+LINE_LIMIT = 300  # longest comment or --explain text taken from a snapshot or a rule; longer is cut with "..."
 
 
-def one_line(text: Any, limit: int = 300) -> str:
-    """Text safe for a comment or a one-line value: control characters (newlines first) escaped."""
-    def escape(match: re.Match[str]) -> str:
-        char = match.group(0)
-        return {"\n": "\\n", "\r": "\\r", "\t": " "}.get(char, f"\\x{ord(char):02x}" if ord(char) < 256 else " ")
-
-    text = _CONTROL.sub(escape, str(text))
-    return text if len(text) <= limit else text[:limit - 3] + "..."
+def one_line(text: Any) -> str:
+    """Text safe for a comment or a one-line value: topoctl's one escaper (\\n, \\t, \\xNN), cut at LINE_LIMIT."""
+    return _one_line(text, limit=LINE_LIMIT)
 
 
 def sh_quote(value: str) -> str:
@@ -92,7 +88,7 @@ def blocked_summary(result: Result) -> list[dict[str, Any]]:
         key = (cand.path, cand.speculative or "off")
         bucket = groups.setdefault(key, {})
         for finding, why in cand.blocked_by:
-            status = "cannot verify" if finding.status == "unknown" else "blocked"
+            status = finding.status_text if finding.status == "unknown" else "blocked"
             bucket[finding.rule_id] = one_line(f"{status}: {finding.message} [{why}]")
     allowed = {(c.path, c.speculative or "off") for c in result.ranked}
     out = []
@@ -133,8 +129,8 @@ def document(result: Result) -> dict[str, Any]:
         "offers": [dict(_candidate_doc(c), settings={k: c.launch[k] for k in sorted(c.launch)}) for c in result.offers],
         "blocked": blocked_summary(result),
         "warnings": sorted({f"{f.rule_id}: {one_line(f.message)}" for f, _ in winner.warnings}),
-        "findings": [{"rule_id": f.rule_id, "severity": f.severity, "status": f.status, "title": one_line(f.title)}
-                     for f in result.findings],
+        "findings": [{"rule_id": f.rule_id, "severity": f.severity, "status": f.status, "status_text": f.status_text,
+                      "title": one_line(f.title)} for f in result.findings],
         "problems": [{"setting": s, "reason": r} for s, r in out.problems],
         "notes": [one_line(n) for n in result.notes],
         # as written: json and yaml escape it themselves; the env header and --explain make it one line
@@ -272,8 +268,7 @@ def explain(result: Result) -> str:
         lines.extend(f"  {w}" for w in doc["warnings"])
     lines.append("findings:")
     for f in doc["findings"]:
-        status = "cannot verify" if f["status"] == "unknown" else f["status"]
-        lines.append(f"  [{f['severity']}] {f['rule_id']} ({status}): {f['title']}")
+        lines.append(f"  [{f['severity']}] {f['rule_id']} ({f['status_text']}): {f['title']}")
     if doc["blocked"]:
         lines.append("blocked alternatives:")
         for group in doc["blocked"]:

@@ -37,8 +37,12 @@ class NoGpuError(TopoctlError):
 _ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
-def one_line(text: Any) -> str:
-    """`text` safe for a terminal, on one line: control characters written as \\n, \\r, \\t, \\xNN (\\uNNNN)."""
+def one_line(text: Any, limit: int | None = None) -> str:
+    """`text` safe for a terminal, on one line: control characters written as \\n, \\r, \\t, \\xNN (\\uNNNN).
+
+    The one escaper of topoctl's text output (errors, check reports, launch.env comments, --explain). With
+    `limit`, a longer result is cut to `limit` characters ending in "...".
+    """
     out = []
     for char in str(text):
         if char.isprintable():
@@ -51,4 +55,7 @@ def one_line(text: Any) -> str:
             out.append(f"\\u{ord(char):04x}")
         else:
             out.append(f"\\U{ord(char):08x}")
-    return "".join(out)
+    line = "".join(out)
+    if limit is not None and len(line) > limit:
+        return line[:max(limit - 3, 0)] + "..."
+    return line

@@ -1,0 +1,58 @@
+"""One escaper for every line topoctl prints (errors, check reports, launch.env comments, --explain), and one
+label for an undecided block rule ("cannot verify"), taken from Finding.status_text everywhere."""
+from __future__ import annotations
+
+import json
+
+import yaml
+
+from topoctl.cli import main
+from topoctl.errors import one_line
+from test_autoconf_snapshots import make_snapshot
+
+
+def run(argv, capsys):
+    code = main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_one_line_limit_cuts_long_text_only():
+    assert one_line("a\tb") == "a\\tb"
+    assert one_line("x" * 20, limit=10) == "x" * 7 + "..."
+    assert one_line("x" * 10, limit=10) == "x" * 10
+    assert one_line("é\u2028" * 3) == "é\\u2028" * 3  # printable text is kept, line separators escaped
+
+
+def test_check_escapes_a_tab_as_the_docs_say(capsys):
+    argv = ["check", "--system", "h200-4x-nvswitch-vm", "--disable", "custom-allreduce-pcie-gate=ok\tmeasured\x01here",
+            "--", "python", "-m", "sglang.launch_server", "--model-path", "M", "--tp-size", "4"]
+    code, out, _ = run(argv, capsys)
+    assert code == 0, out
+    assert "ok\\tmeasured\\x01here" in out and "\t" not in out
+
+
+def test_launch_env_comment_escapes_a_tab(capsys, tmp_path):
+    argv = ["recommend", "--system", "h200-4x-nvswitch-vm", "--disable", "custom-allreduce-pcie-gate=ok\there"]
+    code, out, err = run(argv, capsys)
+    assert code == 0, err
+    assert "# Rule custom-allreduce-pcie-gate disabled: ok\\there" in out
+
+
+def _unverifiable(tmp_path):
+    """A machine whose P2P status could not be read: P2P-scoped block rules cannot be decided."""
+    path = tmp_path / "box.yaml"
+    path.write_text(yaml.safe_dump(make_snapshot(p2p="unknown")))
+    return ["--topology", str(path)]
+
+
+def test_recommend_findings_carry_status_text(capsys, tmp_path):
+    code, out, err = run(["recommend", *_unverifiable(tmp_path), "--format", "json", "--explain"], capsys)
+    assert code == 0, err
+    findings = json.loads(out)["findings"]
+    unknown = [f for f in findings if f["status"] == "unknown"]
+    assert unknown, findings
+    assert all(f["status_text"] == "cannot verify" for f in unknown)
+    assert all(f["status_text"] == f["status"] for f in findings if f["status"] != "unknown")
+    for finding in unknown:
+        assert f"{finding['rule_id']} (cannot verify)" in err
