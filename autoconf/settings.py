@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from topoctl.autoconf.data_files import load
+from topoctl.rules import settings as launch_settings
 
 FALSE_WORDS = {"0", "false", "no", "off", "none", ""}
 
@@ -21,13 +22,19 @@ def table() -> dict[str, Any]:
     return load("settings.yaml")
 
 
+@functools.lru_cache(maxsize=None)
 def specs() -> dict[str, dict[str, Any]]:
-    return table()["settings"]
+    """setting -> how it is written (data/settings.yaml), plus `kind` and `default` from the one table of
+    what each setting is, rules/settings.yaml (so a setting's type and default are never written twice)."""
+    out = {}
+    for name, spec in table()["settings"].items():
+        out[name] = dict(spec, kind=launch_settings.setting_type(name), default=launch_settings.default_of(name))
+    return out
 
 
 def default(setting: str) -> Any:
-    spec = specs().get(setting, {})
-    return spec.get("default")
+    """What SGLang does when a launch leaves the setting out (rules/settings.yaml); None for an unknown name."""
+    return launch_settings.default_of(setting) if launch_settings.is_known_setting(setting) else None
 
 
 def _entries(spec: dict[str, Any], role: str) -> list[dict[str, Any]]:
