@@ -151,6 +151,7 @@ class ParsedLaunch:
     args: list[str] = field(default_factory=list)
     origin: str = ""
     lines: dict[str, str] = field(default_factory=dict)  # NAME -> "file:line" of the assignment that counts
+    flags: Any = None  # the SGLang FlagSet the flags were read with (parse_args sets it), for judging them
 
 
 def apply_env(parsed: ParsedLaunch, name: str, value: str, where: str) -> None:
@@ -232,6 +233,7 @@ def parse_args(tokens: list[str], flags: Any, parsed: ParsedLaunch | None = None
     """Read SGLang's arguments as its argparse parser would (flag data: type, choices, nargs, action) and map
     them back to logical settings for the version of `flags`. What argparse would refuse blocks."""
     parsed = parsed or ParsedLaunch()
+    parsed.flags = flags
     reverse = table.reverse_map()
     position = 0
     seen: dict[str, str] = {}  # primary flag -> how it was first written
@@ -431,7 +433,7 @@ def parse_env_file(path: str, flags_for: Any) -> ParsedLaunch:
         if name == ARGS_KEY:
             continue
         apply_env(parsed, name, value, f"{origin}:{number}")
-    flags = flags_for(parsed.metadata, parsed.lines)
+    flags = parsed.flags = flags_for(parsed.metadata, parsed.lines)  # read once: check judges with it too
     if ARGS_KEY not in last:
         parsed.problems.append(Problem(
             "args-missing", "warn", f"{origin} has no {ARGS_KEY}: only environment settings checked",

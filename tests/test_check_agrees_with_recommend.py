@@ -98,3 +98,105 @@ def test_check_and_recommend_agree_on_every_parallel_size(capsys, tp, ep):
         assert check_code == 0 and not sizes, (out, items, check_err)
     else:
         assert check_code == 1 and len(sizes) == 1, (err, items)
+
+
+# ------------------------------------------------------------------------------------------ shared options
+
+def _command(path):
+    from topoctl.cli import cli
+
+    command = cli
+    for name in path:
+        command = command.get_command(None, name) if hasattr(command, "get_command") else command.commands[name]
+    return command
+
+
+def _option(command, long_name):
+    import click
+
+    found = [p for p in command.params if isinstance(p, click.Option) and long_name in p.opts + p.secondary_opts]
+    assert len(found) == 1, (command.name, long_name)
+    return found[0]
+
+
+TARGET_COMMANDS = [["show"], ["recommend"], ["check"]]
+RULES_COMMANDS = [["recommend"], ["check"], ["rules", "list"], ["rules", "explain"]]
+
+
+@pytest.mark.parametrize("long_name", ["--topology", "--system", "--fallback-system"])
+def test_target_options_are_the_same_option_in_show_recommend_and_check(long_name):
+    options = [_option(_command(path), long_name) for path in TARGET_COMMANDS]
+    assert len({(o.name, o.metavar, o.help, o.multiple) for o in options}) == 1
+
+
+@pytest.mark.parametrize("long_name", ["--rules", "--disable"])
+def test_rules_options_are_the_same_option_wherever_rules_are_loaded(long_name):
+    paths = RULES_COMMANDS + ([["rules", "test"]] if long_name == "--rules" else [])
+    options = [_option(_command(path), long_name) for path in paths]
+    assert len({(o.name, o.metavar, o.help, o.multiple) for o in options}) == 1
+
+
+def test_rules_test_takes_rules_but_not_disable():
+    names = {opt for p in _command(["rules", "test"]).params for opt in getattr(p, "opts", [])}
+    assert "--rules" in names and "--disable" not in names
+
+
+def test_show_falls_back_to_a_built_in_system_where_no_gpu_is_seen(capsys, monkeypatch):
+    import topoctl.probe.collect as collect
+    from topoctl.errors import NoGpuError
+
+    def no_gpu():
+        raise NoGpuError("no NVIDIA driver")
+
+    monkeypatch.setattr(collect, "probe_live", no_gpu)
+    code, out, err = run(capsys, ["show", "--no-color", "--fallback-system", "rtx-pro-6000-8x-pcie"])
+    assert code in (0, None), err
+    assert "RTX PRO 6000" in out and "GPU7" in out
+    assert "rtx-pro-6000-8x-pcie" in err and "--fallback-system" in err
+    code, out, err = run(capsys, ["show", "--no-color", "--system", "h100-8x-nvswitch",
+                                  "--fallback-system", "rtx-pro-6000-8x-pcie"])
+    assert code in (0, None) and "H100" in out and err == ""
+    assert run(capsys, ["show"])[0] == 3
+
+
+@pytest.mark.parametrize("argv, tail", [(["rules", "list"], []), (["rules", "explain", "nccl-ll128-without-nvlink"], []),
+                                        (["recommend", *H100], []), (["check", *H100], ["--", "--tp-size", "8"])])
+def test_disable_needs_a_reason_everywhere(capsys, argv, tail):
+    code, out, err = run(capsys, [*argv, "--disable", "nccl-ll128-without-nvlink", *tail])
+    assert code == 2 and out == "" and "write ID=REASON" in err
+
+
+# ------------------------------------------------------------------------- flag data and version, once each
+
+def _count_calls(monkeypatch, module, name):
+    calls = []
+    original = getattr(module, name)
+
+    def counting(*args, **kwargs):
+        calls.append(args)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, counting)
+    return calls
+
+
+def test_check_reads_the_flag_data_once_per_launch(capsys, monkeypatch, tmp_path):
+    import topoctl.rules.flags as flags_module
+
+    first, second = tmp_path / "a.env", tmp_path / "b.env"
+    first.write_text("SGLANG_ARGS='--tp-size 8'\n")
+    second.write_text("NCCL_DEBUG='INFO'\n")  # no SGLANG_ARGS: its environment is still judged
+    loads = _count_calls(monkeypatch, flags_module, "load_flag_set")
+    code, out, err = run(capsys, ["check", str(first), str(second), *H100, "--", "--tp-size", "8"])
+    assert code == 0, out + err
+    assert len(loads) == 3  # two files and one command
+
+
+@pytest.mark.parametrize("command, tail", [(["recommend", *H100], []), (["check", *H100], ["--", "--tp-size", "8"])])
+def test_sglang_version_is_normalised_once(capsys, monkeypatch, command, tail):
+    import topoctl.rules.flags as flags_module
+
+    calls = _count_calls(monkeypatch, flags_module, "normalise_version")
+    code, out, err = run(capsys, [*command, "--sglang-version", "v0.5.12+cu129", *tail])
+    assert code == 0, out + err
+    assert [args for args in calls if args and args[0] == "v0.5.12+cu129"] == [("v0.5.12+cu129",)]

@@ -752,15 +752,13 @@ def _no_live_probe(monkeypatch):
 @pytest.mark.parametrize("command", [["show"], ["recommend"], ["check", "x.env"]])
 @pytest.mark.parametrize("option", ["--topology", "--system", "--fallback-system"])
 def test_empty_target_option_is_bad_usage_not_a_live_probe(capsys, monkeypatch, command, option):
-    if option == "--fallback-system" and command == ["show"]:
-        pytest.skip("show has no --fallback-system")
     _no_live_probe(monkeypatch)
     code, out, err = run(capsys, [*command, option, ""])
     assert_one_line_error(err, code, 2, contains=f"{option} is empty")
     assert out == ""
 
 
-@pytest.mark.parametrize("command", [["recommend"], ["check", "x.env"]])
+@pytest.mark.parametrize("command", [["show"], ["recommend"], ["check", "x.env"]])
 @pytest.mark.parametrize("target", [["--system", "h100-8x-nvswitch"], ["--topology", RTX4090]])
 def test_unknown_fallback_system_fails_even_with_a_target(capsys, monkeypatch, command, target):
     _no_live_probe(monkeypatch)

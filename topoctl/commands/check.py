@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import click
 
-from topoctl.commands.recommend import rules_options
+from topoctl.commands._options import rules_options, target_options
 from topoctl.errors import EXIT_BLOCKED, TopoctlError
 
 
@@ -26,11 +26,7 @@ class _CheckCommand(click.Command):
 
 @click.command("check", cls=_CheckCommand)
 @click.argument("files", nargs=-1, metavar="[LAUNCH_ENV]... [-- COMMAND...]")
-@click.option("--topology", metavar="FILE", help="Snapshot of the target machine (written by `topoctl probe`).")
-@click.option("--system", metavar="NAME", help="A built-in reference system as the target.")
-@click.option("--fallback-system", metavar="NAME",
-              help="When neither --topology nor --system is given and this machine shows no GPU, check against this "
-                   "built-in system instead of failing with exit 3 (announced on stderr).")
+@target_options
 @click.option("--expect", metavar="SNAPSHOT", help="The snapshot the launch was made for: report drift of the target from it.")
 @click.option("--sglang-version", metavar="X.Y.Z", help="SGLang version to read flags with (default: the target's installed one, else the launch.env's).")
 @click.option("--model", "model_name", metavar="NAME", help="Built-in model profile the launch serves (optional).")
@@ -64,7 +60,8 @@ def command(ctx, files, topology, system, fallback_system, expect, sglang_versio
     from topoctl.autoconf import launch as launch_mod
     from topoctl.autoconf.check import FORMATTERS, failing, judge
     from topoctl.autoconf.search import target_gpu_count
-    from topoctl.commands.recommend import flag_set_for, load_rules_for, require_value, target_version
+    from topoctl.commands._options import (flag_set_for, load_rules_for, require_value, requested_version,
+                                           target_version)
     from topoctl.io import emit
     from topoctl.snapshot import load_snapshot, resolve_target
 
@@ -72,8 +69,7 @@ def command(ctx, files, topology, system, fallback_system, expect, sglang_versio
     if not files and not command_tokens:
         raise TopoctlError("nothing to check", hint="give launch.env files, or a launch command after `--`")
     require_value("--model", model_name, "name a built-in profile (kimi-k2.5, deepseek-v3, ...) or leave it out")
-    if sglang_version is not None:
-        target_version({}, sglang_version)  # a bad version fails before the target is probed
+    requested = requested_version(sglang_version)  # a bad version fails before the target is probed
     command_env, command_args = ({}, [])
     if command_tokens:
         command_env, command_args = launch_mod.split_command(list(command_tokens))
@@ -89,16 +85,17 @@ def command(ctx, files, topology, system, fallback_system, expect, sglang_versio
         from topoctl.autoconf.models import profile
 
         model = profile(model_name)
-    installed = target_version(snapshot, sglang_version)
+    installed = target_version(snapshot, requested)
 
     def flags_for(metadata: dict[str, str], lines: dict[str, str] | None = None):
+        """The flag set a launch is read with: the target's SGLang, else the version the launch was made for."""
         if installed:
             return flag_set_for(installed)
         made_for = metadata.get("TOPOCTL_SGLANG_VERSION")
         if not made_for:
             return flag_set_for(None)
         try:
-            return flag_set_for(target_version({}, made_for))
+            return flag_set_for(requested_version(made_for))
         except TopoctlError as error:
             where = (lines or {}).get("TOPOCTL_SGLANG_VERSION")
             raise TopoctlError((f"{where}: " if where else "") + f"TOPOCTL_SGLANG_VERSION: {error.message}",
@@ -113,9 +110,7 @@ def command(ctx, files, topology, system, fallback_system, expect, sglang_versio
             launch_mod.apply_env(parsed, name, value, "")
         launch_mod.parse_args(command_args, flags_for(parsed.metadata), parsed)
         parsed_all.append(parsed)
-    outcomes = []
-    for parsed in parsed_all:
-        flags = flags_for(parsed.metadata, parsed.lines)
-        outcomes.append(judge(parsed, snapshot, flags, ruleset, gpu_count, model=model, expect=expected))
+    outcomes = [judge(parsed, snapshot, parsed.flags, ruleset, gpu_count, model=model, expect=expected)
+                for parsed in parsed_all]
     emit(FORMATTERS[fmt](outcomes, fail_on), output)
     return EXIT_BLOCKED if any(failing(o, fail_on) for o in outcomes) else 0

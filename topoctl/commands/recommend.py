@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import click
 
+from topoctl.commands._options import (  # noqa: F401 - flag_set_for: also imported from here
+    flag_set_for, load_rules_for, require_value, requested_version, rules_options, target_options, target_version)
 from topoctl.errors import TopoctlError
 
 FORMATS = ("env", "args", "json", "yaml")
@@ -28,41 +30,6 @@ def _list_systems() -> str:
     return "\n".join(lines) + ("\n" if lines else "")
 
 
-def target_version(snapshot: dict, requested: str | None) -> str | None:
-    """The SGLang version to write flags for, normalised (`v0.5.12`, `0.5.12+cu129` -> 0.5.12): --sglang-version,
-    else the one installed on the target, else None (the newest with flag data)."""
-    from topoctl.rules.flags import normalise_version
-
-    if requested is not None:
-        if not requested.strip():
-            raise TopoctlError("--sglang-version is empty", hint="give a version such as 0.5.23, or leave the option out")
-        return normalise_version(requested)
-    installed = (snapshot.get("software") or {}).get("sglang")
-    if installed is None or not str(installed).strip():
-        return None
-    try:
-        return normalise_version(str(installed))
-    except TopoctlError as error:
-        raise TopoctlError(f"the target's installed SGLang: {error.message}",
-                           hint="pass --sglang-version X.Y.Z, or probe the machine again") from None
-
-
-def flag_set_for(version: str | None):
-    from topoctl.rules.flags import known_versions, load_flag_set
-
-    if version is None:
-        from packaging.version import Version
-
-        version = max(known_versions(), key=Version)
-    try:
-        return load_flag_set(version)
-    except TopoctlError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - an odd version string from a snapshot
-        raise TopoctlError(f"cannot read SGLang version {version!r}: {exc}",
-                           hint="pass --sglang-version X.Y.Z") from None
-
-
 def note_newest(flags) -> None:
     """A version newer than every flag data file: said on stderr too, not only in the output's header."""
     if getattr(flags, "newer_than_all", False):
@@ -70,36 +37,9 @@ def note_newest(flags) -> None:
                    "the newest known version", err=True)
 
 
-def require_value(option: str, value: str | None, hint: str) -> None:
-    if value is not None and not value.strip():
-        raise TopoctlError(f"{option} is empty", hint=hint)
-
-
-def load_rules_for(rules_dirs: tuple[str, ...], disabled: tuple[str, ...]):
-    """Built-in rules plus `--rules DIR` folders, less `--disable ID=REASON` (the same options and checks as
-    `topoctl rules`: a missing reason is a usage error, exit 2, because every report shows it)."""
-    from topoctl.commands.rules import parse_disable, unique_rule_paths
-    from topoctl.rules import load_rules
-
-    return load_rules(extra_dirs=unique_rule_paths(rules_dirs), disabled=parse_disable(disabled))
-
-
-def rules_options(function):
-    """`--rules DIR` and `--disable ID=REASON`, spelt as in `topoctl rules`."""
-    function = click.option("--disable", "disabled", multiple=True, metavar="ID=REASON",
-                            help="Switch a built-in rule off by id, with a written reason shown in every report "
-                                 "(repeatable).")(function)
-    return click.option("--rules", "rules_dirs", multiple=True, metavar="DIR",
-                        help="A folder (or file) of site rule files to add (repeatable).")(function)
-
-
 @click.command("recommend")
-@click.option("--topology", metavar="FILE", help="Snapshot written by `topoctl probe` (JSON or YAML).")
-@click.option("--system", metavar="NAME", help="A built-in reference system (see --list-systems).")
+@target_options
 @click.option("--list-systems", is_flag=True, help="List the built-in reference systems and exit.")
-@click.option("--fallback-system", metavar="NAME",
-              help="When neither --topology nor --system is given and this machine shows no GPU, use this built-in "
-                   "system instead of failing with exit 3 (announced on stderr).")
 @click.option("--model", "model_name", metavar="NAME",
               help="Built-in model profile (kimi-k2.5, deepseek-v3, llama-3.1-70b, qwen3-235b-a22b).")
 @click.option("--model-config", metavar="PATH",
@@ -160,11 +100,11 @@ def command(topology, system, list_systems, fallback_system, model_name, model_c
         model = models.from_hf_config(model_config)
     elif model_name:
         model = models.profile(model_name)
-    version = target_version({}, sglang_version) if sglang_version is not None else None
+    requested = requested_version(sglang_version)  # a bad version fails before the target is probed
     from topoctl.snapshot import resolve_target
 
     snapshot = resolve_target(topology=topology, system=system, fallback_system=fallback_system)
-    version = target_version(snapshot, sglang_version)
+    version = target_version(snapshot, requested)
     flags = flag_set_for(version)
     ruleset = load_rules_for(rules_dirs, disabled)
     from topoctl.autoconf.render import explain as explain_text, render

@@ -12,58 +12,10 @@ from typing import Any
 
 import click
 
+from topoctl.commands._options import load_rules_for, rules_options
 from topoctl.errors import TopoctlError
 
 SEVERITY_MARK = {"block": "BLOCK", "warn": "WARN", "prefer": "PREFER", "info": "INFO"}
-
-
-def _rules_option(function: Any) -> Any:
-    return click.option("--rules", "rules_dirs", multiple=True, metavar="DIR",
-                        help="A folder (or file) of site rule files to add (repeatable).")(function)
-
-
-def _disable_option(function: Any) -> Any:
-    return click.option("--disable", "disable_items", multiple=True, metavar="ID=REASON",
-                        help="Switch a rule off by id, with a written reason (repeatable).")(function)
-
-
-def parse_disable(items: tuple[str, ...] | list[str]) -> dict[str, str]:
-    """`ID=REASON` pairs -> {id: reason}; a missing reason is an error (it is shown in every report)."""
-    disabled: dict[str, str] = {}
-    for item in items:
-        rule_id, separator, reason = item.partition("=")
-        if not separator or not rule_id.strip() or not reason.strip():
-            raise TopoctlError(f"--disable {item!r}: write ID=REASON",
-                               hint="the reason is shown in every report, e.g. --disable nccl-ll128-without-nvlink='validated on our fabric'")
-        disabled[rule_id.strip()] = reason.strip()
-    return disabled
-
-
-def unique_rule_paths(paths: tuple[str, ...] | list[str]) -> list[str]:
-    """--rules paths with each rule file once: the same folder or file given twice (or under another spelling,
-    a symlink, or a file inside a folder also given) is read once, so it never reports duplicate ids
-    against itself."""
-    import os
-
-    from topoctl.rules.loader import rule_files
-
-    seen: set[str] = set()
-    out: list[str] = []
-    for path in paths:
-        files = rule_files(path)  # a missing path fails here as it would in the loader
-        fresh = [name for name in files if os.path.realpath(name) not in seen]
-        seen.update(os.path.realpath(name) for name in files)
-        if len(fresh) == len(files):
-            out.append(path)
-        else:
-            out.extend(fresh)
-    return out
-
-
-def _load(rules_dirs: tuple[str, ...], disable_items: tuple[str, ...], builtin: bool = True) -> Any:
-    from topoctl.rules import load_rules
-
-    return load_rules(extra_dirs=unique_rule_paths(rules_dirs), disabled=parse_disable(disable_items), builtin=builtin)
 
 
 @click.group("rules")
@@ -80,11 +32,10 @@ def command() -> None:
 
 
 @command.command("list")
-@_rules_option
-@_disable_option
+@rules_options
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 @click.option("--severity", type=click.Choice(["block", "warn", "prefer", "info"]), help="Only rules of this severity.")
-def list_rules(rules_dirs: tuple[str, ...], disable_items: tuple[str, ...], fmt: str, severity: str | None) -> None:
+def list_rules(rules_dirs: tuple[str, ...], disabled: tuple[str, ...], fmt: str, severity: str | None) -> None:
     """Every rule: id, severity, title and where it comes from (built-in or a site file).
 
     \b
@@ -93,7 +44,7 @@ def list_rules(rules_dirs: tuple[str, ...], disable_items: tuple[str, ...], fmt:
       topoctl rules list --severity block --format json
       topoctl rules list --rules ./site-rules --disable ID='reason'
     """
-    ruleset = _load(rules_dirs, disable_items)
+    ruleset = load_rules_for(rules_dirs, disabled)
     rules = [rule for rule in ruleset.rules if severity is None or rule.severity == severity]
     if fmt == "json":
         rows = [{"id": rule.id, "severity": rule.severity, "title": rule.title, "scope": rule.scope,
@@ -104,7 +55,7 @@ def list_rules(rules_dirs: tuple[str, ...], disable_items: tuple[str, ...], fmt:
                                                              for key, value in sorted(ruleset.disabled.items())]},
                               indent=2))
         return
-    import shutil  # here: recommend and check import this module for parse_disable only
+    import shutil  # here, where it is used: `topoctl rules list --format json` does without it
 
     width = shutil.get_terminal_size((120, 20)).columns
     id_width = max([len(rule.id) for rule in rules] + [2])
@@ -121,10 +72,9 @@ def list_rules(rules_dirs: tuple[str, ...], disable_items: tuple[str, ...], fmt:
 
 @command.command("explain")
 @click.argument("rule_id")
-@_rules_option
-@_disable_option
+@rules_options
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-def explain(rule_id: str, rules_dirs: tuple[str, ...], disable_items: tuple[str, ...], fmt: str) -> None:
+def explain(rule_id: str, rules_dirs: tuple[str, ...], disabled: tuple[str, ...], fmt: str) -> None:
     """What a rule says, why (its evidence, with numbers and scope), when it applies, and its effect.
 
     \b
@@ -132,7 +82,7 @@ def explain(rule_id: str, rules_dirs: tuple[str, ...], disable_items: tuple[str,
       topoctl rules explain torch-symm-mem-sm12x-keyerror
       topoctl rules explain custom-allreduce-pcie-gate --format json
     """
-    ruleset = _load(rules_dirs, disable_items)
+    ruleset = load_rules_for(rules_dirs, disabled)
     if rule_id not in ruleset:
         import difflib
 
@@ -204,7 +154,7 @@ def render_explanation(rule: Any, disabled_reason: str | None = None) -> str:
 
 
 @command.command("test")
-@_rules_option
+@rules_options(disable=False)
 @click.option("--builtin/--no-builtin", default=True, show_default=True,
               help="Include the built-in rules (--no-builtin tests only the files given with --rules).")
 @click.option("-v", "--verbose", is_flag=True, help="Print every case, not only the failures.")
@@ -220,7 +170,7 @@ def test(ctx: click.Context, rules_dirs: tuple[str, ...], builtin: bool, verbose
     """
     from topoctl.rules.selftest import run_all
 
-    ruleset = _load(rules_dirs, (), builtin=builtin)
+    ruleset = load_rules_for(rules_dirs, builtin=builtin)
     if not ruleset.rules:
         raise TopoctlError("no rules to test" + (": the --rules paths hold no rule" if rules_dirs else ""),
                            hint="give --rules DIR with *.yaml rule files, or drop --no-builtin to test the built-in rules")

@@ -6,12 +6,13 @@ import sys
 
 import click
 
+from topoctl.commands._options import target_options
+
 
 @click.command("show")
-@click.option("--topology", metavar="FILE", help="A snapshot written by `topoctl probe` (JSON or YAML).")
-@click.option("--system", metavar="NAME", help="A built-in reference system (see `topoctl recommend --list-systems`).")
+@target_options
 @click.option("--color/--no-color", default=None, help="Force colour on or off (default: on a terminal, unless NO_COLOR is set).")
-def command(topology: str | None, system: str | None, color: bool | None) -> int:
+def command(topology: str | None, system: str | None, fallback_system: str | None, color: bool | None) -> int:
     """Print an nvidia-smi-like matrix: link type and P2P verdict per GPU pair, NUMA node and root complex
     per GPU, PCIe link state, and a summary.
 
@@ -20,11 +21,12 @@ def command(topology: str | None, system: str | None, color: bool | None) -> int
       topoctl show --system rtx-pro-6000-8x-pcie
       topoctl show --topology machine.yaml
       topoctl show                       # probes this machine
+      topoctl show --fallback-system rtx-pro-6000-8x-pcie   # ...or shows that system where no GPU is seen
     """
     from topoctl.probe.render_matrix import render
     from topoctl.snapshot import resolve_target
 
-    snapshot = resolve_target(topology=topology, system=system)
+    snapshot = resolve_target(topology=topology, system=system, fallback_system=fallback_system)
     if color is None:  # an explicit --color/--no-color wins over NO_COLOR (https://no-color.org)
         color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
     click.echo(render(snapshot, color=color), nl=False, color=color)
