@@ -5,34 +5,57 @@ import platform
 import socket
 from typing import Any
 
-from topoctl.probe.capture import ProbeFailure, Session
+from topoctl.probe.capture import Answer, ProbeFailure, Session
 from topoctl.probe.files import Files
 
 HYPERVISOR_VENDORS = ("qemu", "kvm", "vmware", "xen", "microsoft corporation", "amazon ec2", "google",
                       "firecracker", "innotek", "parallels", "openstack", "bochs", "cloud hypervisor")
 
 
+def parse_cpuinfo(text: str) -> dict[str, Any]:
+    """The facts topoctl needs from /proc/cpuinfo text, in one pass: the first model name, whether the first
+    flags line says `hypervisor` (None: no flags line), and the physical cores (distinct physical id/core id
+    pairs; None when the file names no core ids, as in many VMs and on Arm)."""
+    model: str | None = None
+    flags: str | None = None
+    cores: set[tuple[str, str]] = set()
+    physical_id = core_id = ""
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        key = key.strip()
+        if key == "model name" and model is None:
+            model = value.strip()
+        elif key == "flags" and flags is None:
+            flags = value
+        elif key == "physical id":
+            physical_id = value.strip()
+        elif key == "core id":
+            core_id = value.strip()
+        elif not key and core_id:
+            cores.add((physical_id, core_id))
+            core_id = ""
+    if core_id:
+        cores.add((physical_id, core_id))
+    return {"model": model,
+            "hypervisor_flag": None if flags is None or not flags.strip() else "hypervisor" in flags.split(),
+            "cores_physical": len(cores) or None}
+
+
+def _cpu_facts() -> dict[str, Any]:
+    """/proc/cpuinfo read once and parsed: only the parsed facts are recorded (the file is ~1 KB a CPU)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as handle:
+            return parse_cpuinfo(handle.read())
+    except OSError as exc:
+        raise ProbeFailure(type(exc).__name__) from None
+
+
 def _count_facts() -> dict[str, Any]:
-    """Cores and memory. /proc answers in microseconds on Linux; psutil (slower to import) elsewhere."""
+    """Logical CPUs and memory. /proc answers in microseconds on Linux; psutil (slower to import) elsewhere,
+    which also counts physical cores (on Linux they come from the "cpu" question, /proc/cpuinfo)."""
     import os
 
     try:
-        logical = os.cpu_count()
-        cores: set[tuple[str, str]] = set()
-        physical_id = core_id = ""
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as handle:
-            for line in handle:
-                key, _, value = line.partition(":")
-                key = key.strip()
-                if key == "physical id":
-                    physical_id = value.strip()
-                elif key == "core id":
-                    core_id = value.strip()
-                elif not key and core_id:
-                    cores.add((physical_id, core_id))
-                    core_id = ""
-        if core_id:
-            cores.add((physical_id, core_id))
         memory = None
         with open("/proc/meminfo", encoding="utf-8") as handle:
             for line in handle:
@@ -41,7 +64,7 @@ def _count_facts() -> dict[str, Any]:
                     break
         if memory is None:
             raise OSError("no MemTotal")
-        return {"cpu_cores_logical": logical, "cpu_cores_physical": len(cores) or logical, "memory_bytes": memory}
+        return {"cpu_cores_logical": os.cpu_count(), "memory_bytes": memory}
     except OSError:
         pass
     try:
@@ -85,24 +108,31 @@ def collect_host(session: Session, files: Files) -> tuple[dict[str, Any], dict[s
     counts = session.ask("host", "counts", _count_facts)
     if not counts.ok and counts.reason == "NotRecorded":
         counts = session.ask("host", "psutil", _count_facts)  # captures from topoctl 0.1.0 previews
+    cpu = session.ask("host", "cpu", _cpu_facts)
+    if not cpu.ok and cpu.reason == "NotRecorded":
+        # Captures made before the "cpu" question hold the whole file, and their "counts" hold the physical
+        # cores: replay them as the probe of that time read them.
+        text = files.read("/proc/cpuinfo")
+        cpu = Answer(True, value={**parse_cpuinfo(text.value), "cores_physical": None}) \
+            if text.ok and isinstance(text.value, str) else text
+    cpu_facts = cpu.value if cpu.ok and isinstance(cpu.value, dict) else {}
     for key in ("cpu_cores_logical", "cpu_cores_physical", "memory_bytes"):
         host[key] = counts.value.get(key) if counts.ok else None
-        if not counts.ok:
-            unknown[f"host.{key}"] = counts.reason or "unknown"
+    cores = cpu_facts.get("cores_physical")
+    if isinstance(cores, int) and not isinstance(cores, bool) and cores > 0:
+        host["cpu_cores_physical"] = cores
+    elif host["cpu_cores_physical"] is None:
+        host["cpu_cores_physical"] = host["cpu_cores_logical"]  # no core ids (VMs, Arm): one thread a core
+    for key in ("cpu_cores_logical", "cpu_cores_physical", "memory_bytes"):
+        if host[key] is None:
+            unknown[f"host.{key}"] = (counts.reason if not counts.ok else None) or "unknown"
 
-    cpuinfo = files.read("/proc/cpuinfo")
-    cpu_model, cpu_flags = None, ""
-    if cpuinfo.ok:
-        for line in cpuinfo.value.splitlines():
-            key, _, value = line.partition(":")
-            key = key.strip()
-            if key == "model name" and cpu_model is None:
-                cpu_model = value.strip()
-            elif key == "flags" and not cpu_flags:
-                cpu_flags = value
-    else:
-        unknown["host.cpu_model"] = cpuinfo.reason or "unknown"
-    host["cpu_model"] = cpu_model
+    model = cpu_facts.get("model")
+    host["cpu_model"] = model if isinstance(model, str) else None
+    if not cpu.ok:
+        unknown["host.cpu_model"] = cpu.reason or "unknown"
+    hypervisor_flag = cpu_facts.get("hypervisor_flag")
+    hypervisor_flag = hypervisor_flag if isinstance(hypervisor_flag, bool) else None
 
     online = files.read_stripped("/sys/devices/system/node/online")
     try:
@@ -119,11 +149,10 @@ def collect_host(session: Session, files: Files) -> tuple[dict[str, Any], dict[s
         if text and any(name in text.lower() for name in HYPERVISOR_VENDORS):
             hypervisor = text
             break
-    flag_says_vm = " hypervisor" in f" {cpu_flags} " or "hypervisor" in cpu_flags.split()
     host["hypervisor"] = hypervisor
-    if hypervisor or flag_says_vm:
+    if hypervisor or hypervisor_flag:
         host["virtualized"] = True
-    elif cpuinfo.ok and cpu_flags:
+    elif hypervisor_flag is False:
         host["virtualized"] = False
     else:
         host["virtualized"] = None

@@ -4,7 +4,7 @@ NVML questions go through the real door (probe/nvml.py), so with the fake bindin
 `sys.modules["pynvml"]` the whole live code path runs. Everything else answers from `world`:
 
     {"files": {"read:/proc/cpuinfo": "...", "realpath:/sys/bus/pci/devices/0000:03:00.0": "/sys/devices/..."},
-     "host": {"platform": {...}, "psutil": {...}},
+     "host": {"platform": {...}, "cpu": {...}, "counts": {...}, "psutil": {...}},
      "software": {"packages": {...}},
      "torch": {"facts": {...}} | {}}
 

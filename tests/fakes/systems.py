@@ -28,11 +28,13 @@ def _uuid_for(system: str, index: int) -> str:
 
 
 def _cpuinfo(model: str, logical: int, sockets: int) -> str:
+    """/proc/cpuinfo of a bare-metal host with two threads per core (so logical // 2 physical cores)."""
     per_socket = logical // sockets
     blocks = []
     for cpu in range(logical):
         blocks.append(f"processor\t: {cpu}\nvendor_id\t: {'AuthenticAMD' if 'AMD' in model else 'GenuineIntel'}\n"
                       f"model name\t: {model}\nphysical id\t: {cpu // per_socket}\nsiblings\t: {per_socket}\n"
+                      f"core id\t\t: {(cpu % per_socket) % (per_socket // 2)}\ncpu cores\t: {per_socket // 2}\n"
                       f"flags\t\t: {CPU_FLAGS}\n")
     return "\n".join(blocks) + "\n"
 
@@ -67,6 +69,7 @@ def _world(system: str, buses: list[str], sysfs_paths: list[str], numa: list[int
            cpu: str, logical: int, sockets: int, memory_bytes: int, vendor: str, product: str,
            packages: dict[str, Any], hostname: str, kernel: str) -> dict[str, Any]:
     files: dict[str, Any] = {
+        # what the file says; the probe asks the "cpu" question below, older probes read the file itself
         "read:/proc/cpuinfo": _cpuinfo(cpu, logical, sockets),
         "read:/sys/devices/system/node/online": "0\n" if sockets == 1 else f"0-{sockets - 1}\n",
         "read:/sys/class/dmi/id/sys_vendor": vendor + "\n",
@@ -85,9 +88,10 @@ def _world(system: str, buses: list[str], sysfs_paths: list[str], numa: list[int
     return {
         "files": files,
         "host": {"platform": {"hostname": hostname, "kernel": kernel, "os": "Linux", "machine": "x86_64"},
-                 # "counts" is the current question, "psutil" the one earlier probes asked
-                 "counts": {"cpu_cores_logical": logical, "cpu_cores_physical": logical // 2,
-                            "memory_bytes": memory_bytes},
+                 # "cpu" and "counts" are the current questions (/proc/cpuinfo parsed, /proc/meminfo and
+                 # os.cpu_count()), "psutil" the one earlier probes asked
+                 "cpu": {"model": cpu, "hypervisor_flag": False, "cores_physical": logical // 2},
+                 "counts": {"cpu_cores_logical": logical, "memory_bytes": memory_bytes},
                  "psutil": {"cpu_cores_logical": logical, "cpu_cores_physical": logical // 2,
                             "memory_bytes": memory_bytes}},
         "software": {"packages": packages},
