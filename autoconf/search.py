@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Any
 from topoctl.autoconf import settings as table
 from topoctl.autoconf.data_files import load
 from topoctl.errors import TopoctlError
+from topoctl.rules.engine import launch_defaults
+from topoctl.rules.settings import equal
 
 if TYPE_CHECKING:
     from topoctl.rules.model import Report, Violation
@@ -52,15 +54,6 @@ def _norm(value: Any) -> Any:
             return None
         return lowered
     return value
-
-
-def same(a: Any, b: Any) -> bool:
-    a, b = _norm(a), _norm(b)
-    if isinstance(a, bool) or isinstance(b, bool):
-        return a is b or (a in (None, False) and b in (None, False))
-    if a is None or b is None:
-        return a is b
-    return str(a) == str(b)
 
 
 # --------------------------------------------------------------------------------------------- evidence
@@ -381,6 +374,7 @@ class Candidate:
     allreduce_basis: list[str] = field(default_factory=list)
     prefers: int = 0
     departures: int = 0
+    defaults: dict[str, Any] = field(default_factory=dict)  # what the rules say SGLang does by itself here
     honours_request: bool = True
 
     @property
@@ -446,8 +440,10 @@ def _model_matches(wanted: Any, model: str | None) -> bool:
     return str(wanted).strip().lower().rsplit("/", 1)[-1] == str(model).strip().lower().rsplit("/", 1)[-1]
 
 
-def _agrees(setting: str, value: Any, launch: dict[str, Any]) -> bool:
-    return same(launch.get(setting, table.default(setting)), value)
+def _agrees(setting: str, value: Any, launch: dict[str, Any], scoped: dict[str, Any] | None = None) -> bool:
+    """Whether a launch runs with `value` for `setting` (a setting it leaves out, or `none`, is at its default:
+    `scoped`, what the rules say SGLang does by itself here, else rules/settings.yaml)."""
+    return equal(setting, launch.get(setting), value, scoped)
 
 
 def _here(ev: Evidence, interconnect: str | None) -> bool:
@@ -472,7 +468,7 @@ def _applies(ev: Evidence, cand: Candidate, model: str | None, interconnect: str
             if not _model_matches(value, model):
                 return False
             continue
-        if not _agrees(key, value, cand.launch):
+        if not _agrees(key, value, cand.launch, cand.defaults):
             return False
     return True
 
@@ -486,7 +482,7 @@ def _changed(rel: Evidence) -> dict[str, Any]:
         if key in DESCRIPTIVE_KEYS or key in (MODEL_KEY, INTERCONNECT_KEY):
             continue
         before = base[key] if key in base else table.default(key)
-        if not same(value, before):
+        if not equal(key, value, before):
             out[key] = (value, before)
     if rel.path is not None and rel.baseline_path is not None and rel.path != rel.baseline_path:
         out["allreduce"] = (rel.path, rel.baseline_path)
@@ -514,7 +510,7 @@ def _throughput(cand: Candidate, evidence: list[Evidence], model: str | None,
         # settings, or names them at the baseline's value (a number measured with the change already has it).
         if "allreduce" in changed and base.path is not None:
             continue
-        if any(key in base.config and not same(base.config[key], before) for key, (_, before) in changed.items()):
+        if any(key in base.config and not equal(key, base.config[key], before) for key, (_, before) in changed.items()):
             continue
         value *= rel.factor()
         level = min(level, rel.rank)
@@ -658,7 +654,7 @@ def search(snapshot: dict[str, Any], model: dict[str, Any] | None, flags: Any, t
             continue
         choices = [table.default(setting)]
         for value in values:
-            if not any(same(value, seen) for seen in choices):
+            if not any(equal(setting, value, seen) for seen in choices):
                 choices.append(value)
         options[setting] = choices
     for setting, value in required.items():
@@ -702,10 +698,11 @@ def search(snapshot: dict[str, Any], model: dict[str, Any] | None, flags: Any, t
                     findings_by_id.setdefault(finding.rule_id, finding)
                 cand.blocked_by, cand.warnings = _violations(report, launch)
                 cand.honours_request = (spec == speculative)
+                cand.defaults = launch_defaults(report)
                 cand.prefers = sum(1 for setting, value, _ in prefer_pairs
-                                   if same(launch.get(setting, table.default(setting)), value))
+                                   if _agrees(setting, value, launch, cand.defaults))
                 cand.departures = sum(1 for setting, value in launch.items()
-                                      if setting not in ("tp_size",) and not same(value, table.default(setting)))
+                                      if setting not in ("tp_size",) and not _agrees(setting, value, {}, cand.defaults))
                 (blocked if cand.blocked_by else candidates).append(cand)
 
     evidence = collect_evidence([findings_by_id[key] for key in sorted(findings_by_id)], notes)

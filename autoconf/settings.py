@@ -115,7 +115,7 @@ def render(launch: dict[str, Any], flags: Any, decided: set[str] | frozenset[str
             continue
         value = launch[setting]
         spec = table_specs[setting]
-        is_default = value == spec.get("default")
+        is_default = launch_settings.equal(setting, value, None)
         if value is None or (is_default and setting not in decided):
             continue
         if not version_allows(setting, version):

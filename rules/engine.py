@@ -54,13 +54,11 @@ def violations(report: Report, launch: dict[str, Any] | None) -> list[Violation]
     included: undecided block rules block, conservatively. Every severity is returned; callers filter.
     """
     launch = launch if isinstance(launch, dict) else {}
-    scoped_defaults: dict[str, Any] = {}
-    for finding in report.findings:
-        scoped_defaults.update(finding.effect.get("defaults") or {})
+    scoped = launch_defaults(report)
 
     def effective(setting: str) -> tuple[bool, Any, Any]:
-        default = launch_settings.normalize(setting, scoped_defaults.get(setting, launch_settings.default_of(setting))) \
-            if launch_settings.is_known_setting(setting) else scoped_defaults.get(setting)
+        default = launch_settings.normalize(setting, scoped.get(setting, launch_settings.default_of(setting))) \
+            if launch_settings.is_known_setting(setting) else scoped.get(setting)
         if setting in launch:
             return True, launch_settings.normalize(setting, launch[setting]), default
         return False, default, default
@@ -73,7 +71,7 @@ def violations(report: Report, launch: dict[str, Any] | None) -> list[Violation]
             explicit, value, default = effective(setting)
             operator = next((name for name in FORBID_OPERATORS if name in entry), None)
             if operator is None:
-                broken = explicit and _same(value, default) is False
+                broken = explicit and not launch_settings.equal(setting, value, default, scoped)
                 detail = f"{setting} must stay at its default ({default!r})"
             else:
                 broken = value is not None and make_test(operator, entry[operator])(value)
@@ -83,19 +81,19 @@ def violations(report: Report, launch: dict[str, Any] | None) -> list[Violation]
         for setting, required in (effect.get("require") or {}).items():
             explicit, value, _ = effective(setting)
             wanted = launch_settings.normalize(setting, required)
-            if not _same(value, wanted):
+            if not launch_settings.equal(setting, value, wanted, scoped):
                 found.append(Violation(finding, setting, value, "require", explicit,
                                        f"{setting} must be {wanted!r}"))
     return found
 
 
-def _same(left: Any, right: Any) -> bool:
-    """Equality that does not let True equal 1, and ignores case in strings."""
-    if isinstance(left, bool) or isinstance(right, bool):
-        return type(left) is type(right) and left == right
-    if isinstance(left, str) and isinstance(right, str):
-        return left.casefold() == right.casefold()
-    return left == right
+def launch_defaults(report: Report) -> dict[str, Any]:
+    """What the report's findings say SGLang does by itself in their scope (effect.defaults): the defaults a
+    launch that leaves a setting out runs with, before rules/settings.yaml."""
+    scoped: dict[str, Any] = {}
+    for finding in report.findings:
+        scoped.update(finding.effect.get("defaults") or {})
+    return scoped
 
 
 def _finding(rule: Rule, status: str, unknown_facts: list[str]) -> Finding:

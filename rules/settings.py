@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import re
 from functools import lru_cache
-from typing import Any
+from typing import Any, Mapping
 
 ENV_PREFIX = "env:"
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -65,3 +65,41 @@ def normalize(name: str, value: Any) -> Any:
             return "1" if value else "0"
         return str(value)
     return value
+
+
+UNSET_WORDS = ("none", "null")  # a value written `none`/`null` means "not set": the setting's default
+
+
+def comparable(name: str, value: Any, scoped: Mapping[str, Any] | None = None) -> Any:
+    """`value` as launch settings compare: unset (None, `none`, `null`) is the setting's default (what a rule's
+    effect.defaults says SGLang does in its scope, `scoped`, else settings.yaml); env values are strings;
+    strings ignore case and surrounding space; an int setting written as digits is that int."""
+    value = _unset_to_none(normalize(name, value))
+    if value is None:
+        known = is_known_setting(name)
+        if scoped and name in scoped:
+            value = _unset_to_none(normalize(name, scoped[name]))
+        elif known:
+            value = _unset_to_none(normalize(name, default_of(name)))
+    if isinstance(value, str):
+        text = value.strip().casefold()
+        if not is_env_setting(name) and name in setting_table() and setting_table()[name]["type"] == "int":
+            try:
+                return int(text)
+            except ValueError:
+                return text
+        return text
+    return value
+
+
+def equal(name: str, left: Any, right: Any, scoped: Mapping[str, Any] | None = None) -> bool:
+    """Whether two values of a launch setting mean the same launch: the one comparison behind violations()
+    and recommend's ranking, so the two never disagree about defaults. True never equals 1."""
+    left, right = comparable(name, left, scoped), comparable(name, right, scoped)
+    if isinstance(left, bool) or isinstance(right, bool):
+        return type(left) is type(right) and left == right
+    return left == right
+
+
+def _unset_to_none(value: Any) -> Any:
+    return None if isinstance(value, str) and value.strip().casefold() in UNSET_WORDS else value
