@@ -48,3 +48,115 @@ def test_every_reference_system_in_the_readme_exists_and_every_shipped_one_is_li
 def test_readme_has_no_unfilled_placeholders():
     readme = _read("README.md")
     assert not re.search(r"\b(REAL_[A-Z_]+|SYNTH_SHOW|RECOMMEND_RTX|CHECK_EXAMPLE|MEASUREMENTS|TODO)\b", readme)
+
+
+# ------------------------------------------------------------------------------------------------ synopses
+
+_OPTION = re.compile(r"(?<![\w-])(--?[A-Za-z][\w-]*)")
+
+
+def _synopses(block: str) -> dict[tuple[str, ...], set[str]]:
+    """{(command words): option names} from a synopsis block; continuation lines belong to the line above,
+    and several lines for one command (`topoctl recommend --list-systems`) are merged."""
+    found: dict[tuple[str, ...], set[str]] = {}
+    key: tuple[str, ...] | None = None
+    for line in block.splitlines():
+        if not line.strip():
+            continue
+        if line.startswith("topoctl "):
+            words = []
+            for word in line.split()[1:]:
+                if not re.fullmatch(r"[a-z]+", word):
+                    break
+                words.append(word)
+            key = tuple(words)
+            found.setdefault(key, set())
+        assert key is not None, f"synopsis line before any `topoctl ...` line: {line!r}"
+        found[key].update(_OPTION.findall(line))
+    return found
+
+
+def _first_block(section: str) -> str:
+    return section.split("```", 1)[1].split("```", 1)[0].lstrip("\n")
+
+
+def _readme_synopses() -> dict[tuple[str, ...], set[str]]:
+    readme = _read("README.md")
+    found: dict[tuple[str, ...], set[str]] = {}
+    for name in re.findall(r"^### `topoctl ([a-z]+)`$", readme, flags=re.M):
+        section = readme.split(f"### `topoctl {name}`", 1)[1].split("\n### ", 1)[0].split("\n## ", 1)[0]
+        block = _first_block(section)
+        assert block.startswith(f"topoctl {name}"), f"the README's section on {name} opens with no synopsis"
+        found.update(_synopses(block))
+    return found
+
+
+def _doc_synopses() -> dict[tuple[str, ...], set[str]]:
+    doc = _read("docs", "recommend-and-check.md")
+    found: dict[tuple[str, ...], set[str]] = {}
+    for name in ("recommend", "check"):
+        section = doc.split(f"\n## {name}\n", 1)[1]
+        found.update(_synopses(_first_block(section)))
+    return found
+
+
+def _click_commands() -> dict[tuple[str, ...], object]:
+    import click
+
+    from topoctl.cli import cli
+
+    out: dict[tuple[str, ...], object] = {}
+    ctx = click.Context(cli)
+    for name in cli.list_commands(ctx):
+        command = cli.get_command(ctx, name)
+        if isinstance(command, click.Group):
+            for sub in command.list_commands(ctx):
+                out[(name, sub)] = command.get_command(ctx, sub)
+        else:
+            out[(name,)] = command
+    return out
+
+
+def _assert_synopsis_matches(key: tuple[str, ...], command: object, written: set[str], where: str) -> None:
+    import click
+
+    options = [param for param in command.params if isinstance(param, click.Option)]
+    names = {name for option in options for name in option.opts + option.secondary_opts}
+    shown = "topoctl " + " ".join(key)
+    for option in options:
+        for group in (option.opts, option.secondary_opts):  # --color and --no-color are two switches
+            if group:
+                assert set(group) & written, f"{where}: the synopsis of `{shown}` lacks {'/'.join(group)}"
+    unknown = written - names
+    assert not unknown, f"{where}: the synopsis of `{shown}` names {sorted(unknown)}, which it does not take"
+
+
+def test_every_command_has_a_readme_synopsis_with_exactly_its_options():
+    """Every option of every command and `rules` subcommand is in its README synopsis (by one of its names,
+    as `-o` for --output; both sides of a --x/--no-x switch), and the synopsis names no option it lacks."""
+    commands = _click_commands()
+    synopses = _readme_synopses()
+    assert set(synopses) == set(commands), (sorted(synopses), sorted(commands))
+    for key, command in commands.items():
+        _assert_synopsis_matches(key, command, synopses[key], "README.md")
+
+
+def test_recommend_and_check_synopses_in_the_docs_match_their_options():
+    commands = _click_commands()
+    docs = _doc_synopses()
+    assert set(docs) == {("recommend",), ("check",)}
+    readme = _readme_synopses()
+    for key, written in docs.items():
+        _assert_synopsis_matches(key, commands[key], written, "docs/recommend-and-check.md")
+        assert written == readme[key], key
+
+
+def test_exit_code_table_says_when_recommend_exits_1():
+    readme = _read("README.md")
+    table = readme.split("## Exit codes", 1)[1].split("\n## ", 1)[0]
+    row = next(line for line in table.splitlines() if line.startswith("| 1 |"))
+    assert "`check`" in row and "`rules test`" in row
+    assert "`recommend`" in row and "no launch that passes the rules" in row
+    from topoctl.commands.recommend import command
+
+    assert "1 no launch passes the rules" in command.help
