@@ -7,6 +7,7 @@ summary) are pure functions in topology.py so they are tested on their own.
 """
 from __future__ import annotations
 
+import threading
 import time
 from typing import Any
 
@@ -61,6 +62,8 @@ class _Collector:
         self.with_torch = with_torch
         self.unknown: dict[str, str] = {}
         self.host_numa_nodes: int | None = None
+        self._bridges: dict[str, dict[str, Any]] = {}  # bus address -> what sysfs says of that bridge
+        self._bridges_lock = threading.Lock()
         self.timings: list[tuple[str, float]] = []
         self._clock = time.perf_counter()
 
@@ -172,6 +175,7 @@ class _Collector:
         at = f"gpus.{gpu['index']}"
         gpu["numa_node"] = gpu["root_complex"] = None
         gpu["pcie_path"] = []
+        gpu["pcie_bridges"] = []
         if not gpu["pci_bus_id"]:
             self.unknown[f"{at}.numa_node"] = self.unknown[f"{at}.root_complex"] = "no PCI bus id"
             return
@@ -195,10 +199,17 @@ class _Collector:
             self.unknown[f"{at}.numa_node"] = f"sysfs numa_node is {numa} (no NUMA affinity reported)"
 
     def bridge(self, bdf: str) -> dict[str, Any]:
-        base = f"/sys/bus/pci/devices/{bdf}"
-        return {"bdf": bdf, "vendor": self.files.read_stripped(f"{base}/vendor"),
-                "device": self.files.read_stripped(f"{base}/device"),
-                "class": self.files.read_stripped(f"{base}/class")}
+        """One PCIe bridge between the root complex and a GPU (a root port, a PCIe switch port): its vendor,
+        device and class ids from sysfs. GPUs behind one switch share its bridges, so each bridge is read once
+        per probe (GPUs are probed from several threads: the lock keeps it once); every GPU gets its own copy."""
+        with self._bridges_lock:
+            known = self._bridges.get(bdf)
+            if known is None:
+                base = f"/sys/bus/pci/devices/{bdf}"
+                known = self._bridges[bdf] = {"bdf": bdf, "vendor": self.files.read_stripped(f"{base}/vendor"),
+                                              "device": self.files.read_stripped(f"{base}/device"),
+                                              "class": self.files.read_stripped(f"{base}/class")}
+        return dict(known)
 
     # -- pairs ----------------------------------------------------------------------------------------
     def pair(self, i: int, j: int) -> dict[str, Any]:

@@ -160,7 +160,8 @@ def summarize(snapshot: dict[str, Any]) -> dict[str, Any]:
         "p2p_pairs_total": len(pairs),
         "nvlink_all_pairs": (all(pair["nvlinks"] > 0 for pair in pairs) if pairs else None),
         "numa_nodes_spanned": None if None in numa else len(numa),
-        "root_complex_groups": [group["gpus"] for group in snapshot["pcie"]["root_complexes"]],
+        # copies: one list in two places would print as a YAML anchor and alias (&id001 / *id001)
+        "root_complex_groups": [list(group["gpus"]) for group in snapshot["pcie"]["root_complexes"]],
         "downtrained_gpus": [gpu["index"] for gpu in gpus if gpu["pcie"].get("downtrained")],
         "virtualized": snapshot["pcie"]["virtual"],
         "mig_enabled": any(gpu.get("mig_mode") == "enabled" for gpu in gpus),

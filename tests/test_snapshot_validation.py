@@ -252,6 +252,8 @@ def mutated(draw):
             parent[path[-1]]
         except (KeyError, IndexError, TypeError):
             continue
+        if not isinstance(parent, (dict, list)):
+            continue  # an earlier mutation made a list a string: "abc"[0] reads, but cannot be assigned to
         action = draw(st.sampled_from(["replace", "replace", "delete", "duplicate"]))
         if action == "delete":
             del parent[path[-1]]
