@@ -65,7 +65,10 @@ def _setting_reasons(result: Result, setting: str) -> list[str]:
 
 
 def rendered(result: Result) -> table.Rendered:
-    return table.render(result.winner.launch, result.flags, result.decided, result.flags.version)
+    """The chosen launch written for the target's SGLang version (built once per result)."""
+    if "rendered" not in result.memo:
+        result.memo["rendered"] = table.render(result.winner.launch, result.flags, result.decided, result.flags.version)
+    return result.memo["rendered"]
 
 
 def _candidate_doc(cand: Candidate) -> dict[str, Any]:
@@ -99,6 +102,14 @@ def blocked_summary(result: Result) -> list[dict[str, Any]]:
 
 
 def document(result: Result) -> dict[str, Any]:
+    """Everything a recommendation says, as plain data: json/yaml print it, launch.env and --explain read it.
+    Built once per result."""
+    if "document" not in result.memo:
+        result.memo["document"] = _document(result)
+    return result.memo["document"]
+
+
+def _document(result: Result) -> dict[str, Any]:
     out = rendered(result)
     winner = result.winner
     lines = []
@@ -237,9 +248,10 @@ def explain(result: Result) -> str:
                  + (f" ({result.flags.note})" if not result.flags.exact else "")
                  + (f"; target {result.target_version}" if result.target_version else "; no installed SGLang known"))
     chosen = doc["chosen"]
+    per = "per forward" if model else "per call (no model given)"
     lines.append(f"chosen: {chosen['config']}  [evidence: {chosen['level']}"
                  + (f", {round(chosen['estimated_tok_s'], 1):g} tok/s expected" if chosen['estimated_tok_s'] is not None else "")
-                 + f", modelled allreduce {chosen['modelled_allreduce_ms_per_forward']:g} ms per forward]")
+                 + f", modelled allreduce {chosen['modelled_allreduce_ms_per_forward']:g} ms {per}]")
     if chosen["estimate_formula"]:
         lines.append(f"  estimate: {one_line(chosen['estimate_formula'])}")
     for item in doc["disabled"]:
@@ -281,7 +293,7 @@ def explain(result: Result) -> str:
         for index, alt in enumerate(doc["alternatives"], 1):
             value = f", {round(alt['estimated_tok_s'], 1):g} tok/s" if alt["estimated_tok_s"] is not None else ""
             lines.append(f"  {index}. {alt['config']} [{alt['level']}{value}, "
-                         f"allreduce {alt['modelled_allreduce_ms_per_forward']:g} ms per forward]")
+                         f"allreduce {alt['modelled_allreduce_ms_per_forward']:g} ms {per}]")
     for offer in doc["offers"]:
         lines.append(f"offered: allreduce path {offer['allreduce_path']} [{offer['level']}]: "
                      + "; ".join(one_line(e) for e in offer["evidence"]))

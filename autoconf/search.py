@@ -34,6 +34,7 @@ LEVEL_NAMES = {rank: name for name, rank in LEVELS.items()}
 PATH_KEYS = ("allreduce", "allreduce_path", "path")
 SPEC_KEYS = ("speculative", "speculative_algorithm")
 SPEC_GROUP = tuple(table.table()["speculative_group"])  # the three EAGLE sizes, from data/settings.yaml
+NO_MODEL_NOTE = "no model given: ranked by per-call allreduce latency"
 OPT_IN_PATH_SETTINGS = ("pcie_ipc_allreduce", "torch_symm_mem", "nccl_symm_mem", "flashinfer_allreduce_fusion")
 
 
@@ -425,6 +426,9 @@ class Result:
     notes: list[str]
     evidence: list[Evidence]
     disabled: list[tuple[str, str]] = field(default_factory=list)  # (rule id, the written reason), every report shows them
+    # What render.py builds from this result (the launch written for the version, the document), built once
+    # and shared by every format and --explain.
+    memo: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
 def _interconnect(snapshot: dict[str, Any]) -> str:
@@ -532,22 +536,24 @@ def _known_latency(path: str, evidence: list[Evidence], snapshot: dict[str, Any]
     return None
 
 
-def _latency(path: str, evidence: list[Evidence], snapshot: dict[str, Any]) -> tuple[float, int, str]:
-    """Per-call allreduce latency (us) of a path: best evidence, else the cost table; a path with neither is
-    assumed no faster than the slowest path that has data here (no gain is assumed for what nobody measured)."""
-    known = _known_latency(path, evidence, snapshot)
-    if known:
-        return known
-    others = []
-    for other in table.table()["allreduce_paths"]:
-        if other != path:
-            found = _known_latency(other, evidence, snapshot)
-            if found:
-                others.append((found[0], other))
-    if others:
-        value, other = max(others)
-        return value, 1, f"no data for this path: assumed no faster than {other} (modelled)"
-    return 100.0, 1, "no data: 100 us per call assumed (modelled)"
+def _latencies(evidence: list[Evidence], snapshot: dict[str, Any]) -> dict[str, tuple[float, int, str]]:
+    """Per-call allreduce latency (us), level and basis of every path: best evidence, else the cost table; a
+    path with neither is assumed no faster than the slowest path that has data here (no gain is assumed for
+    what nobody measured). Computed once per search: it depends on the path, not on the candidate."""
+    paths = list(table.table()["allreduce_paths"])
+    known = {path: _known_latency(path, evidence, snapshot) for path in paths}
+    out: dict[str, tuple[float, int, str]] = {}
+    for path in paths:
+        if known[path]:
+            out[path] = known[path]
+            continue
+        others = [(found[0], other) for other, found in known.items() if other != path and found]
+        if others:
+            value, other = max(others)
+            out[path] = (value, 1, f"no data for this path: assumed no faster than {other} (modelled)")
+        else:
+            out[path] = (100.0, 1, "no data: 100 us per call assumed (modelled)")
+    return out
 
 
 # ------------------------------------------------------------------------------------------------ search
@@ -619,8 +625,9 @@ def search(snapshot: dict[str, Any], model: dict[str, Any] | None, flags: Any, t
     base_launch = {"tp_size": tp}
     if ep != 1:
         base_launch["ep_size"] = ep
+    facts_cache: dict[str, Any] = {}  # facts of the snapshot alone, read once for every candidate's evaluation
     reports = {spec: rules_api.evaluate(ruleset, snapshot, _request(model, spec, tp, ep, target_version or version,
-                                                                    dict(base_launch)))
+                                                                    dict(base_launch)), facts_cache)
                for spec in spec_options}
     findings_by_id: dict[str, Any] = {}
     for report in reports.values():
@@ -666,7 +673,11 @@ def search(snapshot: dict[str, Any], model: dict[str, Any] | None, flags: Any, t
             spec_values[setting] = value
 
     model_name = model.get("name") if model else None
-    allreduces = (model or {}).get("allreduces_per_forward") or 2 * 61
+    # Allreduces of one forward pass come from the model; without one, paths are ranked by per-call latency.
+    allreduces = (model or {}).get("allreduces_per_forward")
+    if not allreduces:
+        allreduces = 1
+        notes.append(NO_MODEL_NOTE)
 
     candidates: list[Candidate] = []
     blocked: list[Candidate] = []
@@ -692,7 +703,8 @@ def search(snapshot: dict[str, Any], model: dict[str, Any] | None, flags: Any, t
                 cand = Candidate(path, launch)
                 # Each candidate is judged on its own: rules may speak of launch settings.
                 report = rules_api.evaluate(ruleset, snapshot,
-                                            _request(model, spec, tp, ep, target_version or version, dict(launch)))
+                                            _request(model, spec, tp, ep, target_version or version, dict(launch)),
+                                            facts_cache)
                 reports_of[id(cand)] = report
                 for finding in report.findings:
                     findings_by_id.setdefault(finding.rule_id, finding)
@@ -706,11 +718,12 @@ def search(snapshot: dict[str, Any], model: dict[str, Any] | None, flags: Any, t
                 (blocked if cand.blocked_by else candidates).append(cand)
 
     evidence = collect_evidence([findings_by_id[key] for key in sorted(findings_by_id)], notes)
+    latencies = _latencies(evidence, snapshot)
     for cand in candidates + blocked:
         found = _throughput(cand, evidence, model_name, _interconnect(snapshot))
         if found:
             cand.estimate, cand.estimate_level, cand.estimate_basis = found
-        latency, level, basis = _latency(cand.path, evidence, snapshot)
+        latency, level, basis = latencies[cand.path]
         cand.allreduce_us = allreduces * latency
         cand.allreduce_level = level
         cand.allreduce_basis = [basis]

@@ -14,6 +14,8 @@ from .conditions import FORBID_OPERATORS, make_test
 from .facts import Context
 from .model import SEVERITY_ORDER, Finding, Report, Rule, RuleSet, Violation
 
+_SNAPSHOT_KEY = "snapshot\0"  # the snapshot a facts_cache belongs to
+
 
 def evaluate_rule(rule: Rule, snapshot: dict[str, Any], request: dict[str, Any]) -> tuple[bool | None, list[str]]:
     """One rule's three-valued answer and the facts it could not read (used by rule self-tests)."""
@@ -22,13 +24,24 @@ def evaluate_rule(rule: Rule, snapshot: dict[str, Any], request: dict[str, Any])
     return answer, _unique(context.unknown_seen)
 
 
-def evaluate(ruleset: RuleSet, snapshot: dict[str, Any], request: dict[str, Any] | None) -> Report:
+def evaluate(ruleset: RuleSet, snapshot: dict[str, Any], request: dict[str, Any] | None,
+             facts_cache: dict[str, Any] | None = None) -> Report:
     """Findings of every active rule: fired ones, and block rules that could not be decided ("unknown").
 
     A block rule whose facts are unknown is never dropped: it is reported with status "unknown" (shown as
     "cannot verify") and violations() treats it as blocking, because an unknown P2P is not a working P2P.
+
+    `facts_cache`: an empty dict the caller keeps to evaluate many requests (candidate launches) on one
+    snapshot; the facts that depend on the snapshot alone (pair facts included) are then read once. It is
+    tied to the first snapshot it sees and starts afresh when given another one. Results are the same.
     """
-    context = Context(snapshot, request or {})
+    shared = None
+    if facts_cache is not None:
+        if facts_cache.get(_SNAPSHOT_KEY) is not snapshot:
+            facts_cache.clear()
+            facts_cache[_SNAPSHOT_KEY] = snapshot
+        shared = facts_cache
+    context = Context(snapshot, request or {}, shared)
     findings: list[Finding] = []
     undecided: list[tuple[str, list[str]]] = []
     for rule in ruleset.active():

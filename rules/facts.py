@@ -80,11 +80,17 @@ def _all_known(values: list[Any]) -> Any:
 
 
 class Context:
-    """One evaluation's view of a snapshot and a request; facts are computed on first use and cached."""
+    """One evaluation's view of a snapshot and a request; facts are computed on first use and cached.
 
-    __slots__ = ("snapshot", "request", "launch", "_cache", "_pairs", "pair", "pair_label", "unknown_seen")
+    `shared`: a dict the caller keeps across evaluations of the same snapshot (engine.evaluate's
+    facts_cache); facts that depend on the snapshot alone, and the pair facts, are computed once into it.
+    """
 
-    def __init__(self, snapshot: dict[str, Any] | None, request: dict[str, Any] | None) -> None:
+    __slots__ = ("snapshot", "request", "launch", "_cache", "_pairs", "_shared", "pair", "pair_label", "unknown_seen")
+
+    def __init__(self, snapshot: dict[str, Any] | None, request: dict[str, Any] | None,
+                 shared: dict[str, Any] | None = None) -> None:
+        self._shared = shared
         self.snapshot = snapshot if isinstance(snapshot, dict) else {}
         self.request = request if isinstance(request, dict) else {}
         launch = self.request.get("launch")
@@ -99,13 +105,19 @@ class Context:
         """The value of a non-pair fact, or UNKNOWN."""
         value = self._cache.get(name, _MISSING)
         if value is _MISSING:
-            resolver = FACTS.get(name)
-            if resolver is not None:
-                value = resolver[2](self)
-            elif name.startswith("launch."):
-                value = launch_value(self, name[len("launch."):])[1]
-            else:
-                value = UNKNOWN
+            shared = self._shared if name in SNAPSHOT_FACTS else None
+            if shared is not None:
+                value = shared.get(name, _MISSING)
+            if value is _MISSING:
+                resolver = FACTS.get(name)
+                if resolver is not None:
+                    value = resolver[2](self)
+                elif name.startswith("launch."):
+                    value = launch_value(self, name[len("launch."):])[1]
+                else:
+                    value = UNKNOWN
+                if shared is not None:
+                    shared[name] = value
             self._cache[name] = value
         return value
 
@@ -119,9 +131,12 @@ class Context:
     def pairs(self) -> list[tuple[str, dict[str, Any]]]:
         """(label, pair facts) for every ordered pair in the snapshot, computed once."""
         if self._pairs is None:
-            raw = self.snapshot.get("pairs")
-            self._pairs = [_pair_facts(entry) for entry in raw if isinstance(entry, dict)] \
-                if isinstance(raw, list) else []
+            shared = self._shared if self._shared is not None else {}
+            if _PAIRS_KEY not in shared:
+                raw = self.snapshot.get("pairs")
+                shared[_PAIRS_KEY] = [_pair_facts(entry) for entry in raw if isinstance(entry, dict)] \
+                    if isinstance(raw, list) else []
+            self._pairs = shared[_PAIRS_KEY]
         return self._pairs
 
     def pairs_known(self) -> bool:
@@ -410,6 +425,11 @@ FACTS: dict[str, tuple[str, str, Callable[[Context], Any]]] = {
 }
 for _package in SOFTWARE_PACKAGES:
     FACTS[f"software.{_package}"] = (VERSION_FACT_TYPE, f"{_package} version from the snapshot", _software(_package))
+
+# Facts read from the snapshot alone (not from the request: software.sglang is the requested target version
+# when one is given), so one evaluation's value holds for every request on the same snapshot.
+SNAPSHOT_FACTS = frozenset(name for name in FACTS if not name.startswith("request.") and name != "software.sglang")
+_PAIRS_KEY = "pairs\0"  # the pair facts' entry in a shared cache (no fact name holds a NUL)
 
 PAIR_FACTS: dict[str, tuple[str, str]] = {
     "pair.src": ("int", "source GPU index"),

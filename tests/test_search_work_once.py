@@ -1,0 +1,69 @@
+"""recommend does each piece of work once: snapshot facts across candidate evaluations, each path's latency,
+the document behind every format and --explain; and without a model it ranks by per-call latency, naming no model."""
+from __future__ import annotations
+
+import json
+
+from topoctl.cli import main
+from topoctl.rules import evaluate, load_rules
+from topoctl.rules import facts as facts_module
+from topoctl.snapshot import system_snapshot
+
+EAGLE = ["--model", "kimi-k2.5", "--speculative", "eagle3", "--draft-model", "/models/eagle3"]
+
+
+def run(argv, capsys):
+    code = main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _requests():
+    for path in ({"custom_all_reduce": True}, {"custom_all_reduce": False}, {"torch_symm_mem": True}):
+        for spec in (None, "eagle3"):
+            launch = dict(path, tp_size=8)
+            if spec:
+                launch["speculative_algorithm"] = spec
+            yield {"model": {"name": "kimi-k2.5", "moe": True, "layers": 61}, "speculative": spec, "tp_size": 8,
+                   "ep_size": 1, "sglang_version": "0.5.12", "launch": launch}
+
+
+def test_facts_cache_gives_the_same_reports_and_builds_pair_facts_once(monkeypatch):
+    ruleset = load_rules()
+    snapshot = system_snapshot("rtx-pro-6000-8x-pcie")
+    plain = [evaluate(ruleset, snapshot, request).to_dict() for request in _requests()]
+    built = []
+    original = facts_module._pair_facts
+    monkeypatch.setattr(facts_module, "_pair_facts", lambda entry: built.append(1) or original(entry))
+    cache: dict = {}
+    shared = [evaluate(ruleset, snapshot, request, facts_cache=cache).to_dict() for request in _requests()]
+    assert shared == plain
+    assert len(built) == len(snapshot["pairs"])  # once per pair, not once per pair per evaluation
+    other = system_snapshot("rtx-4090-2x-pcie-no-p2p")  # another snapshot: the cache starts afresh
+    assert evaluate(ruleset, other, {"tp_size": 2}, facts_cache=cache).to_dict() == \
+        evaluate(ruleset, other, {"tp_size": 2}).to_dict()
+
+
+def test_path_latency_and_document_are_built_once(monkeypatch, capsys):
+    from topoctl.autoconf import render, search
+
+    calls = {"latency": 0, "document": 0}
+    known, document = search._known_latency, render._document
+    monkeypatch.setattr(search, "_known_latency", lambda *a: calls.__setitem__("latency", calls["latency"] + 1) or known(*a))
+    monkeypatch.setattr(render, "_document", lambda r: calls.__setitem__("document", calls["document"] + 1) or document(r))
+    code, _, err = run(["recommend", "--system", "rtx-pro-6000-8x-pcie", *EAGLE, "--explain"], capsys)
+    assert code == 0, err
+    paths = len(search.table.table()["allreduce_paths"])
+    assert calls == {"latency": paths, "document": 1}
+
+
+def test_without_a_model_paths_rank_by_per_call_latency(capsys):
+    code, out, err = run(["recommend", "--system", "h200-4x-nvswitch-vm", "--format", "json", "--explain"], capsys)
+    assert code == 0, err
+    doc = json.loads(out)
+    assert "no model given: ranked by per-call allreduce latency" in doc["notes"]
+    assert "note: no model given: ranked by per-call allreduce latency" in err
+    assert "ms per call (no model given)" in err and "per forward]" not in err
+    chosen = doc["chosen"]
+    # one allreduce's latency (tens of microseconds on NVSwitch), not some model's 122 of them
+    assert chosen["allreduce_path"] == "custom" and 0 < chosen["modelled_allreduce_ms_per_forward"] < 0.1
