@@ -19,6 +19,20 @@ from topoctl.probe.host import collect_host, parse_cpuinfo
 REAL = ["h200-2x-nvswitch-vm", "h200-4x-nvswitch-vm"]
 
 
+def _recorded_with_whole_cpuinfo(name: str) -> bool:
+    with open(os.path.join(FIXTURES, name, "capture.json"), encoding="utf-8") as handle:
+        return "read:/proc/cpuinfo" in json.load(handle).get("files", {})
+
+
+# Real captures recorded before the probe kept only the parsed CPU facts; they must keep replaying.
+OLD_REAL = [name for name in REAL if _recorded_with_whole_cpuinfo(name)]
+NEW_REAL = [name for name in REAL if not _recorded_with_whole_cpuinfo(name)]
+
+
+def test_both_capture_generations_are_covered_by_real_fixtures():
+    assert OLD_REAL and NEW_REAL
+
+
 def capture(name: str) -> dict:
     with open(os.path.join(FIXTURES, name, "capture.json"), encoding="utf-8") as handle:
         return json.load(handle)
@@ -77,7 +91,7 @@ def test_live_probe_reads_cpuinfo_once_and_records_only_the_facts(monkeypatch):
     assert isinstance(host["cpu_cores_physical"], int) and host["cpu_cores_physical"] >= 1
 
 
-@pytest.mark.parametrize("name", REAL)
+@pytest.mark.parametrize("name", OLD_REAL)
 def test_real_capture_recorded_the_new_way_gives_the_same_snapshot(name):
     """The real H200 captures hold the whole file (recorded before the "cpu" question); the same machine
     answering the "cpu" question gives the same snapshot, in a much smaller capture."""
@@ -92,7 +106,7 @@ def test_real_capture_recorded_the_new_way_gives_the_same_snapshot(name):
     assert len(json.dumps(new)) < len(json.dumps(old)) - 40_000
 
 
-@pytest.mark.parametrize("name", REAL)
+@pytest.mark.parametrize("name", OLD_REAL)
 def test_old_capture_without_the_file_leaves_the_cpu_unknown(name):
     old = capture(name)
     old["files"].pop("read:/proc/cpuinfo")
@@ -112,8 +126,17 @@ def test_a_bad_cpu_answer_is_ignored_not_trusted():
     assert snapshot["unknown"]["host.virtualized"] == "no CPU flags or DMI data"
 
 
+@pytest.mark.parametrize("name", NEW_REAL)
+def test_a_new_real_capture_holds_only_the_parsed_cpu_facts(name):
+    document = capture(name)
+    assert "read:/proc/cpuinfo" not in document["files"]
+    assert set(document["host"]["cpu"]["ok"]) == {"model", "hypervisor_flag", "cores_physical"}
+    snapshot = probe_capture(document, name=name)
+    assert snapshot["host"]["cpu_model"] and snapshot["host"]["virtualized"] is True
+
+
 def test_no_cpuinfo_and_no_counts_leaves_the_counts_unknown():
-    document = capture("h200-2x-nvswitch-vm")
+    document = capture(OLD_REAL[0])
     document["files"].pop("read:/proc/cpuinfo")
     document["host"] = {"platform": document["host"]["platform"], "cpu": {"err": "FileNotFoundError"},
                         "counts": {"err": "psutil missing"}}
