@@ -39,8 +39,10 @@ def main() -> int:
                 python, "-m", "topoctl", "check", "--system", options.system, "--", "python", "-m",
                 "sglang.launch_server", "--model-path", "M", "--tp", "4"],
         }
-        median_wall_times(commands, 1)  # warm the page cache
-        timings = median_wall_times(commands, options.repeat)
+        # Run from a scratch folder: in the source tree, `python -m topoctl` would find the unmapped source
+        # folder instead of the installed package.
+        median_wall_times(commands, 1, cwd=folder)  # warm the page cache and the knowledge cache
+        timings = median_wall_times(commands, options.repeat, cwd=folder)
     print(table(timings, "python -c pass"))
     base = statistics.median(timings["python -c pass"])
     worst = max(statistics.median(v) for k, v in timings.items() if k != "python -c pass") / base
