@@ -91,8 +91,10 @@ def judge(parsed: ParsedLaunch, snapshot: dict[str, Any], flags: Any, ruleset: A
             pass
     if made_for and flags.requested and made_for != flags.requested:
         outcome.items.append(Item("topoctl-sglang-version-mismatch", "warn", "launch made for another SGLang version",
-                                  one_line(f"the launch was written for SGLang {made_for}; the target runs {flags.requested}"),
-                                  "re-run `topoctl recommend` for the target's SGLang version"))
+                                  one_line(f"the launch was written for SGLang {made_for}; the target runs {flags.requested}, "
+                                           f"so its flags are judged as {flags.requested} reads them"),
+                                  "re-run `topoctl recommend` for the target's SGLang version, or pass --sglang-version "
+                                  "if the target will run another one"))
     if expect is not None:
         outcome.items.extend(drift(expect, snapshot))
     order = {"block": 0, "warn": 1, "info": 2}

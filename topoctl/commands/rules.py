@@ -42,7 +42,7 @@ def list_rules(rules_dirs: tuple[str, ...], disabled: tuple[str, ...], fmt: str,
     Examples:
       topoctl rules list
       topoctl rules list --severity block --format json
-      topoctl rules list --rules ./site-rules --disable ID='reason'
+      topoctl rules list --rules ./site-rules --disable nccl-ll128-without-nvlink='our NCCL build tested it'
     """
     ruleset = load_rules_for(rules_dirs, disabled)
     rules = [rule for rule in ruleset.rules if severity is None or rule.severity == severity]
