@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -49,6 +50,9 @@ class Session:
         self._replay = replay or {}
         self.recorded: dict[str, dict[str, Any]] = {section: {} for section in SECTIONS}
         self.meta: dict[str, Any] = {k: v for k, v in self._replay.items() if k not in SECTIONS}
+        # Set to a dict to learn where a live probe spends its time (`topoctl probe --timings`):
+        # question kind (section and function) -> [count, seconds], summed over threads.
+        self.call_times: dict[str, list[float]] | None = None
 
     def ask(self, section: str, key: str, live: Callable[[], Any]) -> Answer:
         if self.replaying:
@@ -56,6 +60,7 @@ class Session:
             if not isinstance(outcome, dict):
                 return Answer(False, reason="NotRecorded")
         else:
+            started = time.perf_counter() if self.call_times is not None else 0.0
             try:
                 outcome = {"ok": live()}
             except ProbeFailure as failure:
@@ -64,6 +69,11 @@ class Session:
                 outcome = {"err": f"{type(exc).__name__}: {str(exc)[:200]}"}
             if self.recording:
                 self.recorded[section][key] = outcome
+            if self.call_times is not None:
+                kind = f"{section} {key.split('|')[0].split(':')[0]}"
+                entry = self.call_times.setdefault(kind, [0, 0.0])  # list updates are safe enough for a report
+                entry[0] += 1
+                entry[1] += time.perf_counter() - started
         if "err" in outcome:
             return Answer(False, reason=str(outcome["err"]))
         return Answer(True, value=outcome.get("ok"))

@@ -263,3 +263,24 @@ def test_live_session_on_this_machine_with_the_fake():
         snapshot = run_probe(Session())
     assert snapshot["summary"]["gpu_count"] == 2 and snapshot["summary"]["all_pairs_p2p"] is False
     assert {p["p2p"]["read"] for p in snapshot["pairs"]} == {"GNS"}
+
+
+def test_timings_name_the_phases_and_the_costliest_questions(tmp_path, capsys):
+    """`probe --timings` tells a user on a slow VM where the time goes: phases, then question kinds by cost."""
+    module = make_fake_pynvml(SYSTEMS["h100-8x-nvswitch"]()["nvml"])
+    with installed(module):
+        assert main(["probe", "--timings", "--format", "json", "-o", str(tmp_path / "s.json")]) == 0
+    err = capsys.readouterr().err
+    phases = [line for line in err.splitlines() if line.startswith("topoctl: probe timing:")]
+    calls = [line for line in err.splitlines() if line.startswith("topoctl: probe calls:")]
+    assert any("ordered pairs" in line for line in phases) and any("nvml shutdown" in line for line in phases)
+    assert 1 <= len(calls) <= 8
+    assert any("nvml nvmlDeviceGetP2PStatus" in line and " 280 x " in line for line in calls), calls
+
+
+def test_without_timings_nothing_is_measured_or_printed(tmp_path, capsys):
+    module = make_fake_pynvml(SYSTEMS["h100-8x-nvswitch"]()["nvml"])
+    with installed(module):
+        assert main(["probe", "--format", "json", "-o", str(tmp_path / "s.json")]) == 0
+    assert "probe calls" not in capsys.readouterr().err
+    assert Session().call_times is None

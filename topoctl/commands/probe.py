@@ -53,6 +53,8 @@ def command(fmt: str, output: str | None, record: str | None, from_capture: str 
         snapshot = probe_capture(capture, name=from_capture)
     else:
         session = Session(record=bool(record))
+        if timings:
+            session.call_times = {}
         phases: list[tuple[str, float]] = []
         try:
             snapshot = probe_live(with_torch=with_torch, session=session, timings=phases)
@@ -69,6 +71,10 @@ def command(fmt: str, output: str | None, record: str | None, from_capture: str 
             if timings:
                 for phase, seconds in phases:
                     click.echo(f"topoctl: probe timing: {seconds * 1000:8.1f} ms  {phase}", err=True)
+                slowest = sorted((session.call_times or {}).items(), key=lambda item: -item[1][1])[:8]
+                for kind, (count, seconds) in slowest:
+                    click.echo(f"topoctl: probe calls:  {seconds * 1000:8.1f} ms  {int(count):4d} x {kind} "
+                               "(summed over threads)", err=True)
         if record:
             write_atomic(record, to_json(session.capture_document(description)))
     emit(dump(snapshot, fmt), output)
