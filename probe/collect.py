@@ -222,12 +222,25 @@ class _Collector:
             else:
                 p2p[capability] = P2P_NOT_READ
                 self.unknown[f"{at}.p2p.{capability}"] = answer.reason or "unknown"
-        # The common PCIe ancestor is symmetric and costs ~9 ms a call on a VM: ask once per unordered pair.
-        ancestor = self.nvml.common_ancestor(min(i, j), max(i, j))
-        pcie_ancestor = TOPOLOGY_LEVEL.get(ancestor.value) if ancestor.ok else None
-        if pcie_ancestor is None:
-            self.unknown[f"{at}.pcie_ancestor"] = ancestor.reason or f"unrecognised level {ancestor.value}"
-        return {"src": i, "dst": j, "p2p": p2p, "pcie_ancestor": pcie_ancestor}
+        pair: dict[str, Any] = {"src": i, "dst": j, "p2p": p2p, "pcie_ancestor": None}
+        if i < j:
+            # The common PCIe ancestor is symmetric and costs 10-20 ms a call on a VM: asked once per unordered
+            # pair, here, and copied to the reverse pair by mirror_ancestors().
+            ancestor = self.nvml.common_ancestor(i, j)
+            pair["pcie_ancestor"] = TOPOLOGY_LEVEL.get(ancestor.value) if ancestor.ok else None
+            if pair["pcie_ancestor"] is None:
+                self.unknown[f"{at}.pcie_ancestor"] = ancestor.reason or f"unrecognised level {ancestor.value}"
+        return pair
+
+    def mirror_ancestors(self, pairs: list[dict[str, Any]]) -> None:
+        """Give each pair j->i (j > i) the PCIe ancestor asked for i->j."""
+        by_key = {(pair["src"], pair["dst"]): pair for pair in pairs}
+        for (i, j), pair in by_key.items():
+            if i > j:
+                pair["pcie_ancestor"] = by_key[(j, i)]["pcie_ancestor"]
+                reason = self.unknown.get(f"pairs.{j}-{i}.pcie_ancestor")
+                if reason is not None:
+                    self.unknown[f"pairs.{i}-{j}.pcie_ancestor"] = reason
 
     def parallel(self, tasks: list[tuple[Any, tuple[Any, ...]]]) -> list[Any]:
         """Run per-GPU and per-pair questions concurrently on a live probe.
@@ -264,6 +277,7 @@ class _Collector:
         ordered = [(i, j) for i in range(count) for j in range(count) if i != j]
         answers = self.parallel([(self.gpu, (i,)) for i in range(count)] + [(self.pair, pair) for pair in ordered])
         gpus, pairs = answers[:count], answers[count:]
+        self.mirror_ancestors(pairs)
         self.lap(f"{count} GPUs (NVML, NVLink, sysfs) and {len(ordered)} ordered pairs (P2P x5, PCIe ancestor)")
         links = {gpu["index"]: gpu.pop("_links") for gpu in gpus}
         nvlink = topology.nvlink_pairs(gpus, links, pairs)

@@ -284,3 +284,25 @@ def test_without_timings_nothing_is_measured_or_printed(tmp_path, capsys):
         assert main(["probe", "--format", "json", "-o", str(tmp_path / "s.json")]) == 0
     assert "probe calls" not in capsys.readouterr().err
     assert Session().call_times is None
+
+
+def test_common_ancestor_is_asked_once_per_unordered_pair_and_mirrored():
+    spec = system("l40s-4x-pcie-2numa")
+    module = make_fake_pynvml(spec["nvml"])
+    session = SpecSession(spec["world"])
+    session.call_times = {}
+    with installed(module):
+        snapshot = run_probe(session)
+    assert session.call_times["nvml nvmlDeviceGetTopologyCommonAncestor"][0] == 4 * 3 // 2
+    links = {(pair["src"], pair["dst"]): pair["pcie_ancestor"] for pair in snapshot["pairs"]}
+    assert all(links[(i, j)] == links[(j, i)] for (i, j) in links)
+    assert links[(0, 1)] == "NODE" and links[(0, 2)] == "SYS"
+
+
+def test_an_unreadable_ancestor_is_unknown_in_both_directions():
+    spec = system("l40s-4x-pcie-2numa",
+                  faults=[{"function": "nvmlDeviceGetTopologyCommonAncestor", "device": None, "error": "NotSupported"}])
+    snapshot, _, _ = probe(spec)
+    assert snapshot["unknown"]["pairs.0-1.pcie_ancestor"] == "NotSupported"
+    assert snapshot["unknown"]["pairs.1-0.pcie_ancestor"] == "NotSupported"
+    assert all(pair["pcie_ancestor"] is None for pair in snapshot["pairs"])
