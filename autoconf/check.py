@@ -46,7 +46,11 @@ def judge(parsed: ParsedLaunch, snapshot: dict[str, Any], flags: Any, ruleset: A
         outcome.items.append(Item(f"sglang-{problem.code}", problem.severity, problem.code.replace("-", " "),
                                   problem.message, problem.remediation, problem.where))
     launch = {k: v for k, v in parsed.settings.items() if k != "model_path"}
-    tp = launch.get("tp_size") if isinstance(launch.get("tp_size"), int) else gpu_count
+    # A launch that does not set --tp-size runs with SGLang's default (1 in every version's flag data), not on
+    # every GPU: judge what SGLang will do, and say so when it leaves GPUs idle.
+    tp_default = (flags.get("--tp-size") or {}).get("default")
+    tp_default = tp_default if isinstance(tp_default, int) and not isinstance(tp_default, bool) else 1
+    tp = launch.get("tp_size") if isinstance(launch.get("tp_size"), int) else tp_default
     ep = launch.get("ep_size") if isinstance(launch.get("ep_size"), int) else 1
     spec = launch.get("speculative_algorithm")
     request = {"model": model, "speculative": spec.lower() if isinstance(spec, str) else None, "tp_size": tp,
@@ -72,6 +76,13 @@ def judge(parsed: ParsedLaunch, snapshot: dict[str, Any], flags: Any, ruleset: A
                 and not finding.effect.get("require") and finding.rule_id not in {i.id for i in outcome.items}:
             outcome.items.append(Item(finding.rule_id, "warn", one_line(finding.title), one_line(finding.message),
                                       one_line(finding.remediation)))
+    if not isinstance(launch.get("tp_size"), int) and gpu_count > tp:
+        outcome.items.append(Item(
+            "topoctl-tp-size-not-given", "warn", "tensor parallel size not given",
+            one_line(f"--tp-size is not given: SGLang {flags.version} runs with tensor parallel size {tp}, "
+                     f"using {tp} of the target's {gpu_count} GPUs"),
+            f"add --tp-size {gpu_count} to use every GPU (topoctl recommend writes it)",
+            parsed.lines.get("SGLANG_ARGS", "")))
     if tp >= 1 and ep >= 1:  # a size below 1 is already a blocking flag problem
         try:  # the same limits recommend holds --tp-size and --ep-size to: what it refuses, check blocks
             check_parallel_sizes(tp, ep, gpu_count)

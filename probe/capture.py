@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -53,6 +54,16 @@ class Session:
         # Set to a dict to learn where a live probe spends its time (`topoctl probe --timings`):
         # question kind (section and function) -> [count, seconds], summed over threads.
         self.call_times: dict[str, list[float]] | None = None
+        self._times_lock = threading.Lock()
+
+    def note_time(self, kind: str, seconds: float) -> None:
+        """Add one timed call of `kind` (`topoctl probe --timings`); safe from the probe's worker threads."""
+        if self.call_times is None:
+            return
+        with self._times_lock:
+            entry = self.call_times.setdefault(kind, [0, 0.0])
+            entry[0] += 1
+            entry[1] += seconds
 
     def ask(self, section: str, key: str, live: Callable[[], Any]) -> Answer:
         if self.replaying:
@@ -60,7 +71,10 @@ class Session:
             if not isinstance(outcome, dict):
                 return Answer(False, reason="NotRecorded")
         else:
-            started = time.perf_counter() if self.call_times is not None else 0.0
+            # NVML calls are timed where they are made (probe/nvml.py), so a handle lookup or a lock wait
+            # inside `live` is not charged to the question that happened to trigger it.
+            timed = self.call_times is not None and section != "nvml"
+            started = time.perf_counter() if timed else 0.0
             try:
                 outcome = {"ok": live()}
             except ProbeFailure as failure:
@@ -69,11 +83,8 @@ class Session:
                 outcome = {"err": f"{type(exc).__name__}: {str(exc)[:200]}"}
             if self.recording:
                 self.recorded[section][key] = outcome
-            if self.call_times is not None:
-                kind = f"{section} {key.split('|')[0].split(':')[0]}"
-                entry = self.call_times.setdefault(kind, [0, 0.0])  # list updates are safe enough for a report
-                entry[0] += 1
-                entry[1] += time.perf_counter() - started
+            if timed:
+                self.note_time(f"{section} {key.split('|')[0].split(':')[0]}", time.perf_counter() - started)
         if "err" in outcome:
             return Answer(False, reason=str(outcome["err"]))
         return Answer(True, value=outcome.get("ok"))

@@ -9,6 +9,7 @@ because that is what users see in nvidia-smi and what they can search for.
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 from topoctl.p2p import P2P_CAPABILITY_INDEX, P2P_STATUS_BY_CODE
@@ -65,10 +66,15 @@ class Nvml:
         fn = getattr(lib, function, None)
         if fn is None:
             raise ProbeFailure("FunctionNotFound")
+        timed = self.session.call_times is not None
+        started = time.perf_counter() if timed else 0.0
         try:
             return fn(*args)
         except lib.NVMLError as exc:
             raise ProbeFailure(_error_name(exc)) from None
+        finally:
+            if timed:
+                self.session.note_time(f"nvml {function}", time.perf_counter() - started)
 
     def _handle(self, index: int) -> Any:
         handle = self._handles.get(index)

@@ -68,7 +68,9 @@ def test_partial_speculative_rule_blocks_in_the_rules_listing(capsys):
 
 @pytest.mark.parametrize("args, rule_id, text", [
     ("--tp-size 8 --ep-size 3", "topoctl-ep-size-invalid", "--ep-size 3 does not divide the tensor parallel size 8"),
-    ("--ep-size 3", "topoctl-ep-size-invalid", "--ep-size 3 does not divide the tensor parallel size 8"),
+    # without --tp-size SGLang runs TP 1 (its flag default), not TP 8
+    ("--ep-size 3", "topoctl-ep-size-invalid", "--ep-size 3 is larger than the tensor parallel size 1"),
+    ("--ep-size 8", "topoctl-ep-size-invalid", "--ep-size 8 is larger than the tensor parallel size 1"),
     ("--tp-size 4 --ep-size 8", "topoctl-ep-size-invalid", "--ep-size 8 is larger than the tensor parallel size 4"),
     ("--tp-size 16", "topoctl-tp-exceeds-gpus", "--tp-size 16 is more than the 8 GPUs"),
 ])
@@ -78,7 +80,7 @@ def test_check_blocks_the_parallel_sizes_recommend_refuses(capsys, tmp_path, arg
     for argv in (["check", str(env), *H100], ["check", *H100, "--", *args.split()]):
         code, items, err = findings(capsys, argv)
         assert code == 1, err
-        sizes = [i for i in items if i["id"].startswith("topoctl-")]
+        sizes = [i for i in items if i["id"].startswith("topoctl-") and i["severity"] == "block"]
         assert [(i["id"], i["severity"]) for i in sizes] == [(rule_id, "block")], items
         assert text in sizes[0]["message"]
     code, items, _ = findings(capsys, ["check", str(env), *H100])
@@ -200,3 +202,13 @@ def test_sglang_version_is_normalised_once(capsys, monkeypatch, command, tail):
     code, out, err = run(capsys, [*command, "--sglang-version", "v0.5.12+cu129", *tail])
     assert code == 0, out + err
     assert [args for args in calls if args and args[0] == "v0.5.12+cu129"] == [("v0.5.12+cu129",)]
+
+
+def test_a_launch_without_tp_size_is_judged_at_sglangs_default_and_warned(capsys):
+    code, items, err = findings(capsys, ["check", *H100, "--", "--model-path", "M"])
+    assert code == 0, err
+    warned = [i for i in items if i["id"] == "topoctl-tp-size-not-given"]
+    assert len(warned) == 1 and warned[0]["severity"] == "warn"
+    assert "tensor parallel size 1" in warned[0]["message"] and "8 GPUs" in warned[0]["message"]
+    code, items, _ = findings(capsys, ["check", *H100, "--", "--model-path", "M", "--tp-size", "8"])
+    assert code == 0 and not [i for i in items if i["id"] == "topoctl-tp-size-not-given"]

@@ -306,3 +306,26 @@ def test_an_unreadable_ancestor_is_unknown_in_both_directions():
     assert snapshot["unknown"]["pairs.0-1.pcie_ancestor"] == "NotSupported"
     assert snapshot["unknown"]["pairs.1-0.pcie_ancestor"] == "NotSupported"
     assert all(pair["pcie_ancestor"] is None for pair in snapshot["pairs"])
+
+
+def test_timings_charge_a_slow_call_to_itself_not_to_what_waited_for_it():
+    """A slow handle lookup shows as nvmlDeviceGetHandleByIndex; questions that waited for it are not charged."""
+    import time as clock
+
+    spec = system("h100-8x-nvswitch")
+    module = make_fake_pynvml(spec["nvml"])
+    real_lookup = module.nvmlDeviceGetHandleByIndex
+
+    def slow_lookup(index):
+        clock.sleep(0.05)
+        return real_lookup(index)
+
+    module.nvmlDeviceGetHandleByIndex = slow_lookup
+    session = SpecSession(spec["world"])
+    session.call_times = {}
+    with installed(module):
+        run_probe(session)
+    count, seconds = session.call_times["nvml nvmlDeviceGetHandleByIndex"]
+    assert count == 8 and seconds >= 8 * 0.05
+    p2p_count, p2p_seconds = session.call_times["nvml nvmlDeviceGetP2PStatus"]
+    assert p2p_count == 280 and p2p_seconds < 0.2  # the fake answers at once; waiting for handles is not P2P time
