@@ -212,35 +212,35 @@ class _Collector:
         return dict(known)
 
     # -- pairs ----------------------------------------------------------------------------------------
-    def p2p_status(self, i: int, j: int, capability: str) -> tuple[str, str | None]:
-        """One P2P capability of the ordered pair i->j: (status, reason it is unknown or None)."""
-        answer = self.nvml.p2p_status(i, j, capability)
-        if answer.ok:
-            return P2P_STATUS.get(answer.value, P2P_NVML_UNKNOWN), None  # a code NVML added later: U
-        return P2P_NOT_READ, answer.reason or "unknown"
+    def pair(self, i: int, j: int) -> dict[str, Any]:
+        at = f"pairs.{i}-{j}"
+        p2p = {}
+        for capability in P2P_CAPS:
+            answer = self.nvml.p2p_status(i, j, capability)
+            if answer.ok:
+                p2p[capability] = P2P_STATUS.get(answer.value, P2P_NVML_UNKNOWN)  # a code NVML added later: U
+            else:
+                p2p[capability] = P2P_NOT_READ
+                self.unknown[f"{at}.p2p.{capability}"] = answer.reason or "unknown"
+        pair: dict[str, Any] = {"src": i, "dst": j, "p2p": p2p, "pcie_ancestor": None}
+        if i < j:
+            # The common PCIe ancestor is symmetric and costs 10-20 ms a call on a VM: asked once per unordered
+            # pair, here, and copied to the reverse pair by mirror_ancestors().
+            ancestor = self.nvml.common_ancestor(i, j)
+            pair["pcie_ancestor"] = TOPOLOGY_LEVEL.get(ancestor.value) if ancestor.ok else None
+            if pair["pcie_ancestor"] is None:
+                self.unknown[f"{at}.pcie_ancestor"] = ancestor.reason or f"unrecognised level {ancestor.value}"
+        return pair
 
-    def ancestor(self, i: int, j: int) -> tuple[str | None, str | None]:
-        """The common PCIe ancestor of i and j as nvidia-smi names it: (level, reason it is unknown or None)."""
-        answer = self.nvml.common_ancestor(i, j)
-        level = TOPOLOGY_LEVEL.get(answer.value) if answer.ok else None
-        return level, (None if level else answer.reason or f"unrecognised level {answer.value}")
-
-    def assemble_pairs(self, ordered: list[tuple[int, int]], statuses: dict[tuple[int, int, str], tuple[str, str | None]],
-                       ancestors: dict[tuple[int, int], tuple[str | None, str | None]]) -> list[dict[str, Any]]:
-        """Every ordered pair from its separately asked answers; the (symmetric) ancestor serves both directions."""
-        pairs = []
-        for i, j in ordered:
-            at = f"pairs.{i}-{j}"
-            p2p = {}
-            for capability in P2P_CAPS:
-                p2p[capability], reason = statuses[(i, j, capability)]
+    def mirror_ancestors(self, pairs: list[dict[str, Any]]) -> None:
+        """Give each pair j->i (j > i) the PCIe ancestor asked for i->j."""
+        by_key = {(pair["src"], pair["dst"]): pair for pair in pairs}
+        for (i, j), pair in by_key.items():
+            if i > j:
+                pair["pcie_ancestor"] = by_key[(j, i)]["pcie_ancestor"]
+                reason = self.unknown.get(f"pairs.{j}-{i}.pcie_ancestor")
                 if reason is not None:
-                    self.unknown[f"{at}.p2p.{capability}"] = reason
-            level, reason = ancestors[(min(i, j), max(i, j))]
-            if reason is not None:
-                self.unknown[f"{at}.pcie_ancestor"] = reason
-            pairs.append({"src": i, "dst": j, "p2p": p2p, "pcie_ancestor": level})
-        return pairs
+                    self.unknown[f"pairs.{i}-{j}.pcie_ancestor"] = reason
 
     def parallel(self, tasks: list[tuple[Any, tuple[Any, ...]]]) -> list[Any]:
         """Run per-GPU and per-pair questions concurrently on a live probe.
@@ -275,18 +275,9 @@ class _Collector:
             raise NoGpuError("no GPU visible: the NVIDIA driver is loaded but reports 0 devices",
                              hint="check CUDA_VISIBLE_DEVICES / NVIDIA_VISIBLE_DEVICES and the container's --gpus option")
         ordered = [(i, j) for i in range(count) for j in range(count) if i != j]
-        # Every NVML question is its own task: inside a VM a P2P status costs ~3 ms and a PCIe ancestor ~18 ms,
-        # and asked one after another per pair they set the probe's wall time. The ancestor is symmetric:
-        # asked once per unordered pair.
-        status_keys = [(i, j, capability) for i, j in ordered for capability in P2P_CAPS]
-        ancestor_keys = [(i, j) for i, j in ordered if i < j]
-        answers = self.parallel([(self.gpu, (i,)) for i in range(count)]
-                                + [(self.p2p_status, key) for key in status_keys]
-                                + [(self.ancestor, key) for key in ancestor_keys])
-        gpus = answers[:count]
-        statuses = dict(zip(status_keys, answers[count:count + len(status_keys)]))
-        ancestors = dict(zip(ancestor_keys, answers[count + len(status_keys):]))
-        pairs = self.assemble_pairs(ordered, statuses, ancestors)
+        answers = self.parallel([(self.gpu, (i,)) for i in range(count)] + [(self.pair, pair) for pair in ordered])
+        gpus, pairs = answers[:count], answers[count:]
+        self.mirror_ancestors(pairs)
         self.lap(f"{count} GPUs (NVML, NVLink, sysfs) and {len(ordered)} ordered pairs (P2P x5, PCIe ancestor)")
         links = {gpu["index"]: gpu.pop("_links") for gpu in gpus}
         nvlink = topology.nvlink_pairs(gpus, links, pairs)

@@ -50,7 +50,6 @@ class Nvml:
         self._pynvml: Any = None
         self._handles: dict[int, Any] = {}
         self._lock = threading.Lock()
-        self._device_locks: dict[int, threading.Lock] = {}
 
     # -- plumbing -----------------------------------------------------------------------------------
     def _lib(self) -> Any:
@@ -80,9 +79,7 @@ class Nvml:
     def _handle(self, index: int) -> Any:
         handle = self._handles.get(index)
         if handle is None:
-            with self._lock:  # a lock per device: one lookup each, and devices are looked up concurrently
-                device_lock = self._device_locks.setdefault(index, threading.Lock())
-            with device_lock:
+            with self._lock:  # one lookup per device even when GPUs are probed from several threads
                 handle = self._handles.get(index)
                 if handle is None:
                     handle = self._handles[index] = self._call("nvmlDeviceGetHandleByIndex", index)
