@@ -9,7 +9,7 @@ import re
 from typing import Any
 
 from topoctl.gpu_arch import architecture_for_cc
-from topoctl.p2p import pair_p2p_ok
+from topoctl.p2p import all_pairs_p2p, pair_p2p_ok
 from topoctl.probe.nvml import ARCHITECTURE
 
 HIDDEN_BUS = re.compile(r"^[fF:.]+$")
@@ -136,14 +136,6 @@ def _interconnect(gpus: list[dict[str, Any]], pairs: list[dict[str, Any]], nvlin
     return "nvlink-partial"
 
 
-def _tri_all(values: list[bool | None]) -> bool | None:
-    if any(value is False for value in values):
-        return False
-    if any(value is None for value in values):
-        return None
-    return True
-
-
 def summarize(snapshot: dict[str, Any]) -> dict[str, Any]:
     gpus, pairs = snapshot["gpus"], snapshot["pairs"]
 
@@ -155,7 +147,7 @@ def summarize(snapshot: dict[str, Any]) -> dict[str, Any]:
         "compute_capabilities": sorted({gpu["compute_capability"] for gpu in gpus if gpu.get("compute_capability")}),
         "architectures": sorted({gpu["architecture"] for gpu in gpus if gpu.get("architecture")}),
         "interconnect": _interconnect(gpus, pairs, snapshot["nvlink"]),
-        "all_pairs_p2p": _tri_all(p2p) if pairs else None,
+        "all_pairs_p2p": all_pairs_p2p(p2p),
         "p2p_pairs_ok": sum(1 for value in p2p if value),
         "p2p_pairs_total": len(pairs),
         "nvlink_all_pairs": (all(pair["nvlinks"] > 0 for pair in pairs) if pairs else None),

@@ -152,3 +152,12 @@ def test_drift_names_the_pairs():
     items = {item.id: item for item in drift(h200_2x(), lost)}
     assert items["drift-p2p-lost"].severity == "block" and "0->1" in items["drift-p2p-lost"].message
     assert items["drift-p2p-unknown"].severity == "warn" and "1->0" in items["drift-p2p-unknown"].message
+
+
+@pytest.mark.parametrize("verdicts, expected", [
+    ([], None), ([True], True), ([True, None], None), ([None, False], False), ([True, True], True),
+])
+def test_all_pairs_p2p_is_a_three_valued_and(verdicts, expected):
+    from topoctl.p2p import all_pairs_p2p
+
+    assert all_pairs_p2p(verdicts) is expected

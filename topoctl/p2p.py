@@ -45,3 +45,15 @@ def pair_p2p_ok(p2p: Any) -> bool | None:
     if not all(p2p_status_known(status) for status in statuses):
         return None
     return True
+
+
+def all_pairs_p2p(verdicts: "list[bool | None]") -> bool | None:
+    """Three-valued AND of per-pair verdicts: False if any pair fails, None if any is unknown, else True.
+
+    An empty list is None: with no pairs there is nothing that says P2P works.
+    """
+    if not verdicts:
+        return None
+    if False in verdicts:
+        return False
+    return None if None in verdicts else True

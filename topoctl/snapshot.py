@@ -12,7 +12,7 @@ import re
 from typing import Any
 
 from topoctl.errors import TopoctlError
-from topoctl.p2p import P2P_CAPABILITIES, P2P_STATUSES, pair_p2p_ok
+from topoctl.p2p import P2P_CAPABILITIES, P2P_STATUSES, all_pairs_p2p, pair_p2p_ok
 
 SCHEMA_VERSION = 1  # the probe writes it (probe/collect.py imports it from here); loading accepts only it
 MAX_GPUS = 1024  # far above any one host: a snapshot or capture listing more GPUs is corruption
@@ -379,7 +379,7 @@ def reconcile_summary(data: dict[str, Any]) -> None:
     if not pairs:
         return
     oks = [pair_p2p_ok(pair["p2p"]) for pair in pairs]
-    summary["all_pairs_p2p"] = False if False in oks else None if None in oks else True
+    summary["all_pairs_p2p"] = all_pairs_p2p(oks)
     summary["p2p_pairs_ok"] = sum(1 for ok in oks if ok)
     summary["p2p_pairs_total"] = len(pairs)
     nvlinks = [pair.get("nvlinks") for pair in pairs]
