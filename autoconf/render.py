@@ -14,7 +14,8 @@ from typing import Any
 
 from topoctl import __version__
 from topoctl.autoconf import settings as table
-from topoctl.autoconf.search import LEVEL_NAMES, Candidate, Result, estimate_formula
+from topoctl.autoconf.evidence import LEVEL_NAMES
+from topoctl.autoconf.search import Candidate, Result, estimate_formula
 from topoctl.errors import TopoctlError
 from topoctl.errors import one_line as _one_line
 

@@ -5,7 +5,7 @@ import pytest
 
 from topoctl.autoconf import models, settings as table
 from topoctl.autoconf.launch import parse_args, split_command
-from topoctl.autoconf.search import is_key_value, normalise_config
+from topoctl.autoconf.evidence import is_key_value, normalise_config
 from topoctl.rules.flags import known_versions, load_flag_set
 
 
@@ -50,7 +50,7 @@ def test_parse_args_prefix_and_aliases():
 
 
 def test_evidence_config_key_value():
-    from topoctl.autoconf.search import is_key_value, parse_config_kv
+    from topoctl.autoconf.evidence import is_key_value, parse_config_kv
 
     text = "speculative_algorithm=eagle3 custom_all_reduce=false allreduce=nccl cuda_graph_max_bs=512 NCCL_ALGO=Ring"
     assert is_key_value(text)
@@ -81,7 +81,7 @@ def _builtin_numbers():
 
 
 def test_builtin_evidence_configs_are_key_value_with_known_keys():
-    from topoctl.autoconf.search import _normalise
+    from topoctl.autoconf.evidence import _normalise
 
     seen = 0
     for rule_id, number in _builtin_numbers():
@@ -103,7 +103,8 @@ def _finding(rule_id, numbers, level="measured"):
 
 
 def test_evidence_matching_and_relative_numbers():
-    from topoctl.autoconf.search import Candidate, _throughput, collect_evidence
+    from topoctl.autoconf.evidence import collect_evidence
+    from topoctl.autoconf.search import Candidate, _throughput
 
     base = _finding("base", [{"metric": "decode throughput", "value": 54.1, "unit": "tok/s",
                               "config": "speculative_algorithm=eagle3 allreduce=nccl model=kimi-k2.5",
@@ -130,7 +131,8 @@ def test_evidence_matching_and_relative_numbers():
 
 
 def test_absolute_number_with_the_change_is_not_multiplied_again():
-    from topoctl.autoconf.search import Candidate, _throughput, collect_evidence
+    from topoctl.autoconf.evidence import collect_evidence
+    from topoctl.autoconf.search import Candidate, _throughput
 
     measured = _finding("m", [{"metric": "decode throughput", "value": 96, "unit": "tok/s",
                                "config": "cuda_graph_max_bs=128 allreduce=nccl"},
@@ -142,7 +144,7 @@ def test_absolute_number_with_the_change_is_not_multiplied_again():
 
 
 def test_unknown_key_leaves_the_number_out_with_a_note():
-    from topoctl.autoconf.search import collect_evidence
+    from topoctl.autoconf.evidence import collect_evidence
 
     notes = []
     evidence = collect_evidence([_finding("typo", [{"metric": "decode throughput", "value": 1, "unit": "tok/s",
