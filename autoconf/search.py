@@ -24,8 +24,18 @@ from typing import TYPE_CHECKING, Any
 
 from topoctl.autoconf import settings as table
 from topoctl.autoconf.data_files import load
-from topoctl.autoconf.evidence import (DESCRIPTIVE_KEYS, INTERCONNECT_KEY, LEVEL_NAMES, LEVELS, MODEL_KEY, Evidence,
-                                       _changed, _fmt, _here, collect_evidence)
+from topoctl.autoconf.evidence import (
+    DESCRIPTIVE_KEYS,
+    INTERCONNECT_KEY,
+    LEVEL_NAMES,
+    LEVELS,
+    MODEL_KEY,
+    Evidence,
+    _changed,
+    _fmt,
+    _here,
+    collect_evidence,
+)
 from topoctl.errors import TopoctlError
 from topoctl.rules.engine import launch_defaults
 from topoctl.rules.settings import equal

@@ -18,8 +18,17 @@ from topoctl.probe import topology
 from topoctl.probe.capture import Session
 from topoctl.probe.files import Files
 from topoctl.probe.host import collect_host
-from topoctl.probe.nvml import (ARCHITECTURE, FABRIC_STATE, MAX_NVLINKS, NVLINK_REMOTE_TYPE, NVLINK_VERSION_NAME,
-                                P2P_CAPS, P2P_STATUS, TOPOLOGY_LEVEL, VIRTUALIZATION_MODE, Nvml)
+from topoctl.probe.nvml import (
+    FABRIC_STATE,
+    MAX_NVLINKS,
+    NVLINK_REMOTE_TYPE,
+    NVLINK_VERSION_NAME,
+    P2P_CAPS,
+    P2P_STATUS,
+    TOPOLOGY_LEVEL,
+    VIRTUALIZATION_MODE,
+    Nvml,
+)
 from topoctl.probe.software import collect_packages, cuda_from_torch_local, nccl_from_wheel
 from topoctl.snapshot import MAX_GPUS, SCHEMA_VERSION
 

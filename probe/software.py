@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from topoctl.probe.capture import ProbeFailure, Session
+from topoctl.probe.capture import Session
 
 # snapshot key -> distribution names to try, first installed wins
 PACKAGES: dict[str, tuple[str, ...]] = {

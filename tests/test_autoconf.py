@@ -3,9 +3,10 @@ from __future__ import annotations
 
 import pytest
 
-from topoctl.autoconf import models, settings as table
-from topoctl.autoconf.launch import parse_args, split_command
+from topoctl.autoconf import models
+from topoctl.autoconf import settings as table
 from topoctl.autoconf.evidence import is_key_value, normalise_config
+from topoctl.autoconf.launch import parse_args, split_command
 from topoctl.rules.flags import known_versions, load_flag_set
 
 

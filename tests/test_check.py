@@ -9,11 +9,11 @@ import xml.etree.ElementTree as ET
 
 import pytest
 from click.testing import CliRunner
+from test_autoconf_snapshots import make_snapshot
+from test_recommend import target
 
 from topoctl.cli import cli, main
-from test_autoconf_snapshots import make_snapshot
 from topoctl.snapshot import list_systems
-from test_recommend import target
 
 CMD = ["--", "python", "-m", "sglang.launch_server", "--model-path", "M"]
 
@@ -73,7 +73,8 @@ def test_recommended_launch_env_of_every_system_passes(name, version, tmp_path, 
 
 def _blocked_launches():
     """(system, version, command tokens, the rule ids that block it) for every alternative recommend drops."""
-    from topoctl.autoconf import models, settings as table
+    from topoctl.autoconf import models
+    from topoctl.autoconf import settings as table
     from topoctl.autoconf.search import search
     from topoctl.commands.recommend import flag_set_for
     from topoctl.rules import load_rules

@@ -88,8 +88,8 @@ def test_hostile_option_value_is_escaped_in_the_error(capsys):
 
 
 def test_hostile_message_and_hint_are_escaped(capsys, monkeypatch):
-    from topoctl.errors import TopoctlError
     import topoctl.snapshot
+    from topoctl.errors import TopoctlError
 
     def hostile(*args, **kwargs):
         raise TopoctlError("bad\nNEXT LINE\x1b[2J", hint="try\r\tthis\x07")

@@ -6,12 +6,12 @@ import os
 import subprocess
 
 import pytest
+from test_autoconf_snapshots import hostile, make_snapshot
 
 from topoctl.autoconf.launch import parse_env_text
 from topoctl.autoconf.render import assignment, comment, sh_quote
 from topoctl.cli import main
 from topoctl.snapshot import list_systems
-from test_autoconf_snapshots import hostile, make_snapshot
 
 SHELLS = [["bash", "-c"], ["sh", "-c"]]
 

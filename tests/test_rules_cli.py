@@ -4,8 +4,8 @@ from __future__ import annotations
 import json
 
 from click.testing import CliRunner
-
 from rules_helpers import rule_text, write_rules
+
 from topoctl.cli import cli, main
 from topoctl.rules import load_rules
 from topoctl.rules.loader import rule_schema

@@ -3,8 +3,16 @@ violations with defaults, disabling with reasons, site rules; and scenarios on r
 from __future__ import annotations
 
 import pytest
+from rules_helpers import (
+    h200_8x_nvswitch,
+    knock_out,
+    make_snapshot,
+    rtx_4090_2x_no_p2p,
+    rtx_pro_6000_8x_pcie,
+    rule_text,
+    write_rules,
+)
 
-from rules_helpers import h200_8x_nvswitch, knock_out, make_snapshot, rtx_4090_2x_no_p2p, rtx_pro_6000_8x_pcie, rule_text, write_rules
 from topoctl.errors import TopoctlError
 from topoctl.rules import evaluate, load_rules, violations
 from topoctl.rules.conditions import compile_condition, nccl_list_enables

@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 import pytest
-
 from rules_helpers import rule_text, write_rules
+
 from topoctl.cli import main
 from topoctl.errors import TopoctlError
 from topoctl.rules import load_rules

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from rules_helpers import h200_8x_nvswitch, knock_out, make_snapshot, rtx_4090_2x_no_p2p, rtx_pro_6000_8x_pcie
+
 from topoctl.rules import evaluate, evaluate_rule, load_rules, violations
 
 RULES = load_rules()

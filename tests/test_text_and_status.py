@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 
 import yaml
+from test_autoconf_snapshots import make_snapshot
 
 from topoctl.cli import main
 from topoctl.errors import one_line
-from test_autoconf_snapshots import make_snapshot
 
 
 def run(argv, capsys):

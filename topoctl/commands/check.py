@@ -60,8 +60,7 @@ def command(ctx, files, topology, system, fallback_system, expect, sglang_versio
     from topoctl.autoconf import launch as launch_mod
     from topoctl.autoconf.check import FORMATTERS, failing, judge
     from topoctl.autoconf.search import target_gpu_count
-    from topoctl.commands._options import (flag_set_for, load_rules_for, require_value, requested_version,
-                                           target_version)
+    from topoctl.commands._options import flag_set_for, load_rules_for, requested_version, require_value, target_version
     from topoctl.io import emit
     from topoctl.snapshot import load_snapshot, resolve_target
 

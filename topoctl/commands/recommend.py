@@ -10,7 +10,14 @@ from __future__ import annotations
 import click
 
 from topoctl.commands._options import (  # noqa: F401 - flag_set_for: also imported from here
-    flag_set_for, load_rules_for, require_value, requested_version, rules_options, target_options, target_version)
+    flag_set_for,
+    load_rules_for,
+    requested_version,
+    require_value,
+    rules_options,
+    target_options,
+    target_version,
+)
 from topoctl.errors import TopoctlError
 
 FORMATS = ("env", "args", "json", "yaml")
@@ -107,7 +114,8 @@ def command(topology, system, list_systems, fallback_system, model_name, model_c
     version = target_version(snapshot, requested)
     flags = flag_set_for(version)
     ruleset = load_rules_for(rules_dirs, disabled)
-    from topoctl.autoconf.render import explain as explain_text, render
+    from topoctl.autoconf.render import explain as explain_text
+    from topoctl.autoconf.render import render
     from topoctl.autoconf.search import search
 
     result = search(snapshot, model, flags, version, speculative=speculative.lower() if speculative else None,
