@@ -6,8 +6,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from topoctl.autoconf.launch import ParsedLaunch, Problem
 from topoctl.errors import one_line
+from topoctl.sglang.launch import ParsedLaunch, Problem
 
 
 @dataclass
@@ -94,7 +94,7 @@ def judge(parsed: ParsedLaunch, snapshot: dict[str, Any], flags: Any, ruleset: A
                 one_line(error.message), one_line(error.hint or ""), parsed.lines.get("SGLANG_ARGS", "")))
     made_for = parsed.metadata.get("TOPOCTL_SGLANG_VERSION")
     if made_for:
-        from topoctl.rules.flags import normalise_version
+        from topoctl.sglang.flags import normalise_version
 
         try:
             made_for = normalise_version(made_for)

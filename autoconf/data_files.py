@@ -17,7 +17,8 @@ def _load_yaml(text: str) -> Any:
     return yaml.load(text, Loader=loader)  # noqa: S506 - a safe loader
 
 
-def _read(path: str) -> Any:
+def read_yaml(path: str) -> Any:
+    """One YAML data file, parsed with the C loader where PyYAML has it."""
     with open(path, encoding="utf-8") as handle:
         return _load_yaml(handle.read())
 
@@ -29,4 +30,4 @@ def load(name: str) -> Any:
 
     path = os.path.join(cache.package_dir("topoctl.autoconf"), "data", name)
     stem = os.path.splitext(name)[0]
-    return cache.cached(f"autoconf-{stem}", [path, __file__], lambda: _read(path))
+    return cache.cached(f"autoconf-{stem}", [path, __file__], lambda: read_yaml(path))

@@ -17,8 +17,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from topoctl.autoconf import settings as table
 from topoctl.rules.settings import equal
+from topoctl.sglang import spelling as table
 
 LEVELS = {"measured": 3, "upstream-reported": 2, "modelled": 1}
 LEVEL_NAMES = {rank: name for name, rank in LEVELS.items()}
@@ -124,7 +124,7 @@ def _here(ev: Evidence, interconnect: str | None) -> bool:
     return wanted is None or interconnect is None or _norm(wanted) == _norm(interconnect)
 
 
-# Keys an evidence config may name besides the logical settings of data/settings.yaml (and env:NAME):
+# Keys an evidence config may name besides the logical settings of sglang/data/spelling.yaml (and env:NAME):
 # `allreduce` is the allreduce path (a name from settings.yaml's allreduce_paths), `model` the model the
 # number was measured with (compared with the requested model's name); the DESCRIPTIVE keys say what was
 # measured and never decide whether the number applies to a candidate.

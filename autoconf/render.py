@@ -13,11 +13,11 @@ import shlex
 from typing import Any
 
 from topoctl import __version__
-from topoctl.autoconf import settings as table
 from topoctl.autoconf.evidence import LEVEL_NAMES
 from topoctl.autoconf.search import Candidate, Result, estimate_formula
 from topoctl.errors import TopoctlError
 from topoctl.errors import one_line as _one_line
+from topoctl.sglang import spelling as table
 
 NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 LINE_LIMIT = 300  # longest comment or --explain text taken from a snapshot or a rule; longer is cut with "..."

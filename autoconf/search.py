@@ -1,7 +1,7 @@
 """The search behind `topoctl recommend`: enumerate candidate launches, drop the blocked ones, rank the
 rest by evidence, and say why.
 
-Nothing here names a system. The candidate space is the allreduce paths of data/settings.yaml, EAGLE-3
+Nothing here names a system. The candidate space is the allreduce paths of sglang/data/spelling.yaml, EAGLE-3
 on or off (when asked for), and every value a rule's effect mentions (prefer/require) for the other
 settings. The rules decide what is blocked (forbid/require effects; a block rule whose facts are unknown
 counts as blocking: "cannot verify"), and their evidence decides the order:
@@ -22,7 +22,6 @@ import itertools
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from topoctl.autoconf import settings as table
 from topoctl.autoconf.data_files import load
 from topoctl.autoconf.evidence import (
     DESCRIPTIVE_KEYS,
@@ -39,11 +38,12 @@ from topoctl.autoconf.evidence import (
 from topoctl.errors import TopoctlError
 from topoctl.rules.engine import launch_defaults
 from topoctl.rules.settings import equal
+from topoctl.sglang import spelling as table
 
 if TYPE_CHECKING:
     from topoctl.rules.model import Report, Violation
 
-SPEC_GROUP = tuple(table.table()["speculative_group"])  # the three EAGLE sizes, from data/settings.yaml
+SPEC_GROUP = tuple(table.table()["speculative_group"])  # the three EAGLE sizes, from sglang/data/spelling.yaml
 NO_MODEL_NOTE = "no model given: ranked by per-call allreduce latency"
 
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Extract SGLang's real server CLI flag set from its release wheels into rules/data/sglang-<version>.json.
+"""Extract SGLang's real server CLI flag set from its release wheels into topoctl/sglang/data/sglang-<version>.json.
 
     python scripts/extract_sglang_flags.py 0.5.5 0.5.12 0.5.18 0.5.23
     python scripts/extract_sglang_flags.py --wheel path/to/sglang-0.5.23-...whl   # offline, a wheel at hand
@@ -46,7 +46,7 @@ from typing import Any
 SERVER_ARGS = "sglang/srt/server_args.py"
 HELP_MAX = 160
 REPO_ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_OUT = REPO_ROOT / "rules" / "data"
+DEFAULT_OUT = REPO_ROOT / "topoctl" / "sglang" / "data"
 
 # Environment variables topoctl reasons about. Each one is looked for in every .py file of the wheel.
 KNOWN_ENV = [

@@ -4,10 +4,10 @@ from __future__ import annotations
 import pytest
 
 from topoctl.autoconf import models
-from topoctl.autoconf import settings as table
 from topoctl.autoconf.evidence import is_key_value, normalise_config
-from topoctl.autoconf.launch import parse_args, split_command
-from topoctl.rules.flags import known_versions, load_flag_set
+from topoctl.sglang import spelling as table
+from topoctl.sglang.flags import known_versions, load_flag_set
+from topoctl.sglang.launch import parse_args, split_command
 
 
 def test_every_flag_in_settings_yaml_exists_in_some_version():

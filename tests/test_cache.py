@@ -11,8 +11,9 @@ import pytest
 
 from topoctl import cache
 from topoctl.autoconf import data_files
-from topoctl.rules import flags, loader
+from topoctl.rules import loader
 from topoctl.rules import settings as rule_settings
+from topoctl.sglang import flags, spelling
 
 
 def _clear() -> None:
@@ -21,6 +22,7 @@ def _clear() -> None:
     data_files.load.cache_clear()
     flags._index.cache_clear()
     flags._load_doc.cache_clear()
+    spelling.table.cache_clear()
 
 
 @pytest.fixture
@@ -42,7 +44,7 @@ def _snapshot_of_knowledge() -> dict:
     _clear()
     return {"rules": _plain_rules(), "settings": rule_settings.setting_table(),
             "models": data_files.load("models.yaml"), "costs": data_files.load("costs.yaml"),
-            "autoconf_settings": data_files.load("settings.yaml")}
+            "sglang_spelling": spelling.table()}
 
 
 def _cold_parse() -> dict:
@@ -51,16 +53,16 @@ def _cold_parse() -> dict:
     here = os.path.dirname(data_files.__file__)
     return {"rules": [loader._rule_to_plain(rule) for rule in loader._parse_builtin(files)],
             "settings": rule_settings._read_table(os.path.join(os.path.dirname(rule_settings.__file__), "settings.yaml")),
-            "models": data_files._read(os.path.join(here, "data", "models.yaml")),
-            "costs": data_files._read(os.path.join(here, "data", "costs.yaml")),
-            "autoconf_settings": data_files._read(os.path.join(here, "data", "settings.yaml"))}
+            "models": data_files.read_yaml(os.path.join(here, "data", "models.yaml")),
+            "costs": data_files.read_yaml(os.path.join(here, "data", "costs.yaml")),
+            "sglang_spelling": data_files.read_yaml(os.path.join(os.path.dirname(spelling.__file__), "data", "spelling.yaml"))}
 
 
 def test_warm_cache_gives_what_a_cold_parse_gives(cache_home):
     cold = _cold_parse()
     first = _snapshot_of_knowledge()  # writes the cache
     assert sorted(os.path.basename(p).split("-0")[0] for p in glob.glob(str(cache_home / "*.json"))) == [
-        "autoconf-costs", "autoconf-models", "autoconf-settings", "rule-settings", "rules"]
+        "autoconf-costs", "autoconf-models", "rule-settings", "rules", "sglang-spelling"]
     warm = _snapshot_of_knowledge()  # reads it
     assert first == cold
     assert warm == cold

@@ -74,10 +74,10 @@ def test_recommended_launch_env_of_every_system_passes(name, version, tmp_path, 
 def _blocked_launches():
     """(system, version, command tokens, the rule ids that block it) for every alternative recommend drops."""
     from topoctl.autoconf import models
-    from topoctl.autoconf import settings as table
     from topoctl.autoconf.search import search
     from topoctl.commands.recommend import flag_set_for
     from topoctl.rules import load_rules
+    from topoctl.sglang import spelling as table
     from topoctl.snapshot import system_snapshot
 
     ruleset = load_rules()

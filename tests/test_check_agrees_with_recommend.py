@@ -52,7 +52,7 @@ def test_all_three_speculative_parameters_or_none_pass(capsys):
 
 def test_the_speculative_group_is_written_once_in_the_settings_table():
     from topoctl.autoconf import search
-    from topoctl.autoconf import settings as table
+    from topoctl.sglang import spelling as table
 
     assert search.SPEC_GROUP == tuple(table.table()["speculative_group"])
 
@@ -183,7 +183,7 @@ def _count_calls(monkeypatch, module, name):
 
 
 def test_check_reads_the_flag_data_once_per_launch(capsys, monkeypatch, tmp_path):
-    import topoctl.rules.flags as flags_module
+    import topoctl.sglang.flags as flags_module
 
     first, second = tmp_path / "a.env", tmp_path / "b.env"
     first.write_text("SGLANG_ARGS='--tp-size 8'\n")
@@ -196,7 +196,7 @@ def test_check_reads_the_flag_data_once_per_launch(capsys, monkeypatch, tmp_path
 
 @pytest.mark.parametrize("command, tail", [(["recommend", *H100], []), (["check", *H100], ["--", "--tp-size", "8"])])
 def test_sglang_version_is_normalised_once(capsys, monkeypatch, command, tail):
-    import topoctl.rules.flags as flags_module
+    import topoctl.sglang.flags as flags_module
 
     calls = _count_calls(monkeypatch, flags_module, "normalise_version")
     code, out, err = run(capsys, [*command, "--sglang-version", "v0.5.12+cu129", *tail])

@@ -1,14 +1,13 @@
 """The launch settings are described once: what each one is (type, default) in rules/settings.yaml, how it is
-written for SGLang (flags, env, values) in autoconf/data/settings.yaml. The two tables name the same settings."""
+written for SGLang (flags, env, values) in topoctl/sglang/data/spelling.yaml. The two tables name the same settings."""
 from __future__ import annotations
 
-from topoctl.autoconf import data_files
-from topoctl.autoconf import settings as written
 from topoctl.rules import settings as launch_settings
+from topoctl.sglang import spelling as written
 
 
 def test_every_written_setting_is_a_rules_setting_and_every_rules_setting_is_written():
-    how = data_files.load("settings.yaml")["settings"]
+    how = written.table()["settings"]
     for name in how:
         assert launch_settings.is_known_setting(name), f"{name} is written by autoconf but unknown to the rules"
     for name in launch_settings.setting_table():
@@ -16,7 +15,7 @@ def test_every_written_setting_is_a_rules_setting_and_every_rules_setting_is_wri
 
 
 def test_types_and_defaults_live_only_in_the_rules_table():
-    how = data_files.load("settings.yaml")["settings"]
+    how = written.table()["settings"]
     for name, spec in how.items():
         assert "kind" not in spec and "default" not in spec and "type" not in spec, name
         assert spec.get("flags") or spec.get("enable") or spec.get("disable") or spec.get("env"), name

@@ -103,7 +103,7 @@ def requested_version(requested: str | None) -> str | None:
     Called before the target is resolved, so a bad version fails before a probe."""
     if requested is None:
         return None
-    from topoctl.rules.flags import normalise_version
+    from topoctl.sglang.flags import normalise_version
 
     if not requested.strip():
         raise TopoctlError("--sglang-version is empty", hint="give a version such as 0.5.23, or leave the option out")
@@ -115,7 +115,7 @@ def target_version(snapshot: dict, requested: str | None) -> str | None:
     on the target, normalised, else None (the newest with flag data)."""
     if requested is not None:
         return requested
-    from topoctl.rules.flags import normalise_version
+    from topoctl.sglang.flags import normalise_version
 
     installed = (snapshot.get("software") or {}).get("sglang")
     if installed is None or not str(installed).strip():
@@ -129,7 +129,7 @@ def target_version(snapshot: dict, requested: str | None) -> str | None:
 
 def flag_set_for(version: str | None) -> Any:
     """SGLang's flags for `version` (normalised), or for the newest version with flag data when None."""
-    from topoctl.rules.flags import known_versions, load_flag_set
+    from topoctl.sglang.flags import known_versions, load_flag_set
 
     if version is None:
         from packaging.version import Version

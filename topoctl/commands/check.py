@@ -57,11 +57,11 @@ def command(ctx, files, topology, system, fallback_system, expect, sglang_versio
       1  a blocking finding (or a warning with --fail-on warn)
       2  bad usage or unreadable input (one line on stderr, with a hint)
     """
-    from topoctl.autoconf import launch as launch_mod
     from topoctl.autoconf.check import FORMATTERS, failing, judge
     from topoctl.autoconf.search import target_gpu_count
     from topoctl.commands._options import flag_set_for, load_rules_for, requested_version, require_value, target_version
     from topoctl.io import emit
+    from topoctl.sglang import launch as launch_mod
     from topoctl.snapshot import load_snapshot, resolve_target
 
     command_tokens = ctx.meta.get("topoctl_launch_command")

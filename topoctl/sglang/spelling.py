@@ -1,6 +1,6 @@
 """Logical settings <-> SGLang flags and environment variables, for one SGLang version.
 
-The mapping is data (data/settings.yaml): each logical setting lists candidate flag names in order of
+The mapping is data (data/spelling.yaml): each logical setting lists candidate flag names in order of
 preference; the first name the target version's flag data accepts, non-deprecated names first, is
 the one written. `check` uses the same table backwards, resolving abbreviated flags the way argparse
 does (FlagSet.resolve) so that a launch is understood as SGLang will understand it.
@@ -8,10 +8,11 @@ does (FlagSet.resolve) so that a launch is understood as SGLang will understand 
 from __future__ import annotations
 
 import functools
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from topoctl.autoconf.data_files import load
+from topoctl.autoconf.data_files import read_yaml
 from topoctl.rules import settings as launch_settings
 
 FALSE_WORDS = {"0", "false", "no", "off", "none", ""}
@@ -19,12 +20,16 @@ FALSE_WORDS = {"0", "false", "no", "off", "none", ""}
 
 @functools.lru_cache(maxsize=None)
 def table() -> dict[str, Any]:
-    return load("settings.yaml")
+    """The parsed spelling table, served from the knowledge cache when it is unchanged."""
+    from topoctl import cache
+
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "spelling.yaml")
+    return cache.cached("sglang-spelling", [path, __file__], lambda: read_yaml(path))
 
 
 @functools.lru_cache(maxsize=None)
 def specs() -> dict[str, dict[str, Any]]:
-    """setting -> how it is written (data/settings.yaml), plus `kind` and `default` from the one table of
+    """setting -> how it is written (data/spelling.yaml), plus `kind` and `default` from the one table of
     what each setting is, rules/settings.yaml (so a setting's type and default are never written twice)."""
     out = {}
     for name, spec in table()["settings"].items():
@@ -59,7 +64,7 @@ def env_names() -> dict[str, str]:
 
 
 def version_allows(setting: str, version: str | None) -> bool:
-    """Whether the setting exists in this SGLang version (settings.yaml `sglang:` specifier)."""
+    """Whether the setting exists in this SGLang version (spelling.yaml `sglang:` specifier)."""
     spec = specs().get(setting, {})
     wanted = spec.get("sglang")
     if not wanted or not version:

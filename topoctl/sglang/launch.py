@@ -12,8 +12,8 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
-from topoctl.autoconf import settings as table
 from topoctl.errors import TopoctlError
+from topoctl.sglang import spelling as table
 
 NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 BARE_FORBIDDEN = set("$`;|&<>()\\\"'*?[]{}!~")

@@ -1,4 +1,4 @@
-"""SGLang's real server flag sets, per release, read from rules/data/sglang-<version>.json.
+"""SGLang's real server flag sets, per release, read from topoctl/sglang/data/sglang-<version>.json.
 
 The data files are extracted from SGLang's release wheels by scripts/extract_sglang_flags.py; nothing here is
 typed by hand. Rules and renderers ask a FlagSet whether a flag exists in the SGLang version a launch targets,
@@ -271,7 +271,7 @@ def load_flag_set(version: str) -> FlagSet:
     versions = known_versions()
     if not versions:
         raise TopoctlError("no SGLang flag data is installed",
-                           hint="reinstall topoctl; rules/data/sglang-*.json ship with it")
+                           hint="reinstall topoctl; topoctl/sglang/data/sglang-*.json ship with it")
     exact = [v for v in versions if Version(v) == want]
     older = [v for v in versions if Version(v) <= want]
     if exact:
