@@ -43,9 +43,10 @@ PLAUSIBLE = {"num_hidden_layers": (1, 1000), "hidden_size": (1, 1_000_000)}
 
 def from_hf_config(path: str) -> dict[str, Any]:
     """A profile from a Hugging Face config.json; one-line TopoctlError for anything unreadable."""
+    from topoctl import limits
+
     try:
-        with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
+        data = limits.loads_json(limits.read_file(path, limits.MAX_MODEL_CONFIG_BYTES).decode("utf-8"), path)
     except FileNotFoundError:
         raise TopoctlError(f"no such file: {path}", hint="pass the model's config.json") from None
     except IsADirectoryError:

@@ -9,7 +9,6 @@ old captures readable as the probe learns new questions.
 from __future__ import annotations
 
 import datetime as _dt
-import json
 import threading
 import time
 from dataclasses import dataclass
@@ -113,9 +112,10 @@ def load_capture(path: str) -> dict[str, Any]:
     hint = "record one with `topoctl probe --record FILE`"
     if os.path.isdir(path):
         path = os.path.join(path, "capture.json")
+    from topoctl import limits
+
     try:
-        with open(path, "rb") as handle:
-            raw = handle.read()
+        raw = limits.read_file(path, limits.MAX_SNAPSHOT_BYTES)
     except FileNotFoundError:
         raise TopoctlError(f"no such capture: {path}", hint=hint) from None
     except OSError as exc:
@@ -128,7 +128,7 @@ def load_capture(path: str) -> dict[str, Any]:
     if not text.strip():
         raise TopoctlError(f"{path}: not a valid capture (the file is empty)", hint=hint)
     try:
-        data = json.loads(text)
+        data = limits.loads_json(text, path)
     except ValueError as exc:
         where = f" at line {exc.lineno}, column {exc.colno}" if hasattr(exc, "lineno") else ""
         raise TopoctlError(f"{path}: not a valid capture (JSON error: {getattr(exc, 'msg', 'malformed')}{where})",

@@ -392,6 +392,10 @@ def probe_capture(capture: dict[str, Any], name: str, kind: str = "capture") -> 
             type(count["ok"]) is not int or not 0 <= count["ok"] <= MAX_GPUS):
         raise TopoctlError(f"{name}: not a valid capture (device count {count['ok']!r})",
                            hint="re-record it with `topoctl probe --record FILE`")
+    if isinstance(count, dict) and "ok" in count:
+        from topoctl.limits import check_capture_gpus
+
+        check_capture_gpus(count["ok"], len(capture.get("nvml", {})), name)  # before any per-GPU work
     try:
         snapshot = run_probe(Session(replay=capture), with_torch=bool(capture.get("torch")))
     except (TypeError, ValueError, AttributeError, KeyError, IndexError) as exc:

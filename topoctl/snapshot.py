@@ -57,18 +57,20 @@ def parse_snapshot_text(text: str, origin: str) -> dict[str, Any]:
     stripped = text.lstrip()
     if not stripped:
         raise TopoctlError(f"{origin} is empty", hint=hint)
+    from topoctl import limits
+
     if stripped.startswith("{"):
         try:
-            data = json.loads(text)
+            data = limits.loads_json(text, origin)
         except ValueError as exc:
             where = f" at line {exc.lineno}, column {exc.colno}" if hasattr(exc, "lineno") else ""
             problem = getattr(exc, "msg", None) or "malformed"
             raise TopoctlError(f"{origin}: not valid JSON: {problem}{where}", hint=hint) from None
     else:
-        import yaml
-
         try:
-            data = yaml.safe_load(text)
+            data = limits.load_yaml(text, origin)  # safe_load semantics, within the limits (topoctl/limits.py)
+        except limits.LimitError:
+            raise
         except Exception as exc:  # yaml.YAMLError and friends
             raise TopoctlError(f"{origin}: not valid YAML: {_yaml_problem(exc)}", hint=hint) from None
     if data is None:
@@ -97,13 +99,17 @@ def load_snapshot(path: str) -> dict[str, Any]:
     if path == "-":
         import sys
 
-        return parse_snapshot_text(_decode(sys.stdin.buffer.read(), "<stdin>"), origin="<stdin>")
+        from topoctl.limits import MAX_SNAPSHOT_BYTES, read_bounded
+
+        return parse_snapshot_text(_decode(read_bounded(sys.stdin.buffer, MAX_SNAPSHOT_BYTES, "<stdin>"), "<stdin>"),
+                                   origin="<stdin>")
     if os.path.isdir(path):
         raise TopoctlError(f"{path} is a folder, not a snapshot file",
                            hint="pass the file written by `topoctl probe -o FILE`")
     try:
-        with open(path, "rb") as handle:
-            raw = handle.read()
+        from topoctl.limits import MAX_SNAPSHOT_BYTES, read_file
+
+        raw = read_file(path, MAX_SNAPSHOT_BYTES)
     except FileNotFoundError:
         raise TopoctlError(f"no such file: {path}", hint="write one with `topoctl probe -o FILE`") from None
     except OSError as exc:

@@ -71,6 +71,9 @@ def command(ctx, files, topology, system, fallback_system, expect, sglang_versio
     requested = requested_version(sglang_version)  # a bad version fails before the target is probed
     command_env, command_args = ({}, [])
     if command_tokens:
+        from topoctl.limits import check_tokens
+
+        check_tokens(list(command_tokens), "the command after --")
         command_env, command_args = launch_mod.split_command(list(command_tokens))
         if not command_args and not command_env:
             raise TopoctlError("the command after `--` has no SGLang flags",
