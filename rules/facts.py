@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from topoctl.gpu_arch import architecture_for_sm
+from topoctl.gpus import architecture_for_sm
 from topoctl.p2p import UNKNOWN_P2P_STATUSES, pair_p2p_ok
 
 from . import settings as launch_settings
@@ -232,7 +232,7 @@ def _per_gpu(field: str, summary_field: str | None = None,
 
 def _architectures_from_sm(context: Context) -> Any:
     sms = context.fact("gpu.sm")
-    names = UNKNOWN if sms is UNKNOWN else [architecture_for_sm(sm) for sm in sms]  # topoctl/gpu_arch.py
+    names = UNKNOWN if sms is UNKNOWN else [architecture_for_sm(sm) for sm in sms]  # topoctl/data/gpus.yaml
     if names is UNKNOWN or None in names:
         return UNKNOWN
     return sorted(set(names))
