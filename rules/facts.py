@@ -156,7 +156,7 @@ def _p2p_status(value: Any) -> Any:
 
 
 def _pair_facts(entry: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    p2p = entry.get("p2p") if isinstance(entry.get("p2p"), dict) else {}
+    p2p: dict[str, Any] = entry["p2p"] if isinstance(entry.get("p2p"), dict) else {}
     facts: dict[str, Any] = {
         "pair.src": entry.get("src", UNKNOWN) if entry.get("src") is not None else UNKNOWN,
         "pair.dst": entry.get("dst", UNKNOWN) if entry.get("dst") is not None else UNKNOWN,
@@ -248,7 +248,8 @@ def _memory_min(context: Context) -> Any:
     if gpus is UNKNOWN or not gpus:
         return UNKNOWN
     sizes = [gpu.get("memory_total_bytes") if isinstance(gpu, dict) else None for gpu in gpus]
-    return UNKNOWN if any(not isinstance(size, int) for size in sizes) else min(sizes)
+    known = [size for size in sizes if isinstance(size, int)]
+    return UNKNOWN if len(known) != len(sizes) else min(known)
 
 
 def _mig_enabled(context: Context) -> Any:
@@ -405,7 +406,8 @@ FACTS: dict[str, tuple[str, str, Callable[[Context], Any]]] = {
     "numa_nodes_spanned": ("int", "NUMA nodes the GPUs sit on", _summary("numa_nodes_spanned", int)),
     "host.numa_nodes": ("int", "NUMA nodes of the host", lambda context: _int(_dig(context.snapshot, "host", "numa_nodes"))),
     "host.cpu_vendor": ("str", "amd | intel | arm | other, from the CPU model", _cpu_vendor),
-    "pcie.virtual": ("bool", "the PCIe tree is a VM's virtual one", lambda context: _bool(_dig(context.snapshot, "pcie", "virtual"))),
+    "pcie.virtual": ("bool", "the PCIe tree is a VM's virtual one",
+                     lambda context: _bool(_dig(context.snapshot, "pcie", "virtual"))),
     "pcie.root_complex_count": ("int", "PCIe root complexes holding GPUs", _root_complex_count),
     "pcie.downtrained_gpu_count": ("int", "GPUs whose PCIe link runs below its maximum", _downtrained),
     "software.sglang": (VERSION_FACT_TYPE, "the TARGET SGLang version: request.sglang_version, else the installed one",
@@ -419,7 +421,8 @@ FACTS: dict[str, tuple[str, str, Callable[[Context], Any]]] = {
                             _speculative),
     "request.tp_size": ("int", "tensor parallel size: request, else launch, else gpu.count",
                         _parallel_size("tp_size", lambda context: context.fact("gpu.count"))),
-    "request.ep_size": ("int", "expert parallel size: request, else launch, else 1", _parallel_size("ep_size", lambda context: 1)),
+    "request.ep_size": ("int", "expert parallel size: request, else launch, else 1",
+                        _parallel_size("ep_size", lambda context: 1)),
     "request.sglang_version": (VERSION_FACT_TYPE, "the SGLang version the user asked for (None: not given)",
                                _sglang_request),
 }
