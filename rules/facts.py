@@ -339,6 +339,22 @@ def _target_sglang(context: Context) -> Any:
     return context.fact("software.sglang_installed")
 
 
+def _target_flashinfer(context: Context) -> Any:
+    """The FlashInfer the target SGLang runs with: the snapshot's when the target is the SGLang installed there
+    (or no other target is asked for), else the version the target release pins (topoctl/sglang/releases)."""
+    from topoctl.sglang.releases import flashinfer_pin
+
+    installed = context.fact("software.sglang_installed")
+    target = context.fact("software.sglang")
+    reported = context.fact("software.flashinfer")
+    if reported is not UNKNOWN and (target is UNKNOWN or target == installed):
+        return reported
+    if target is UNKNOWN:
+        return UNKNOWN
+    pin = flashinfer_pin(str(target))
+    return pin if pin is not None else UNKNOWN
+
+
 def _model(field: str) -> Callable[[Context], Any]:
     def resolve(context: Context) -> Any:
         model = context.request.get("model")
@@ -414,6 +430,9 @@ FACTS: dict[str, tuple[str, str, Callable[[Context], Any]]] = {
                         _target_sglang),
     "software.sglang_installed": (VERSION_FACT_TYPE, "the SGLang installed where the snapshot was taken",
                                   _software("sglang")),
+    "software.flashinfer_target": (VERSION_FACT_TYPE, "the FlashInfer the target SGLang runs with: the snapshot's "
+                                   "when the target is the installed SGLang, else the one the target release pins",
+                                   _target_flashinfer),
     "request.model.name": ("str", "requested model name (None: none given)", _model_name),
     "request.model.moe": ("bool", "requested model is a mixture of experts", _model("moe")),
     "request.model.layers": ("int", "requested model's transformer layers", _model("layers")),
@@ -431,7 +450,8 @@ for _package in SOFTWARE_PACKAGES:
 
 # Facts read from the snapshot alone (not from the request: software.sglang is the requested target version
 # when one is given), so one evaluation's value holds for every request on the same snapshot.
-SNAPSHOT_FACTS = frozenset(name for name in FACTS if not name.startswith("request.") and name != "software.sglang")
+SNAPSHOT_FACTS = frozenset(name for name in FACTS if not name.startswith("request.")
+                           and name not in ("software.sglang", "software.flashinfer_target"))
 _PAIRS_KEY = "pairs\0"  # the pair facts' entry in a shared cache (no fact name holds a NUL)
 
 PAIR_FACTS: dict[str, tuple[str, str]] = {
