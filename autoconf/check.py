@@ -50,10 +50,11 @@ def judge(parsed: ParsedLaunch, snapshot: dict[str, Any], flags: Any, ruleset: A
     # every GPU: judge what SGLang will do, and say so when it leaves GPUs idle.
     tp_default = (flags.get("--tp-size") or {}).get("default")
     tp_default = tp_default if isinstance(tp_default, int) and not isinstance(tp_default, bool) else 1
-    tp = launch.get("tp_size") if isinstance(launch.get("tp_size"), int) else tp_default
-    ep = launch.get("ep_size") if isinstance(launch.get("ep_size"), int) else 1
+    tp: int = launch["tp_size"] if isinstance(launch.get("tp_size"), int) else tp_default
+    ep: int = launch["ep_size"] if isinstance(launch.get("ep_size"), int) else 1
     spec = launch.get("speculative_algorithm")
-    dp = launch.get("dp_size") if isinstance(launch.get("dp_size"), int) and launch["dp_size"] >= 1 else 1
+    dp_value = launch.get("dp_size")
+    dp = dp_value if isinstance(dp_value, int) and not isinstance(dp_value, bool) and dp_value >= 1 else 1
     group, group_items = launch_group(parsed, snapshot, tp if tp >= 1 else 1, dp, gpu_count)
     outcome.items.extend(group_items)
     request = {"model": model, "speculative": spec.lower() if isinstance(spec, str) else None, "tp_size": tp,
@@ -194,7 +195,7 @@ def drift(expected: dict[str, Any], actual: dict[str, Any]) -> list[Item]:
     def p2p_ok(snapshot: dict[str, Any]) -> dict[tuple[int, int], bool | None]:
         from topoctl.p2p import pair_p2p_ok  # True, False, or None when "unknown"/NVML's U: not verified
 
-        return {(p.get("src"), p.get("dst")): pair_p2p_ok(p.get("p2p")) for p in snapshot.get("pairs") or []
+        return {(p["src"], p["dst"]): pair_p2p_ok(p.get("p2p")) for p in snapshot.get("pairs") or []
                 if isinstance(p, dict)}
 
     def pairs_text(pairs: list[tuple[int, int]]) -> str:
@@ -295,7 +296,8 @@ def format_junit(outcomes: list[Outcome], fail_on: str) -> str:
         if not o.items:
             lines.append('    <testcase classname="topoctl.check" name="launch"/>')
         for rule_id, reason in o.disabled:  # a switched-off rule shows as a skipped test with its reason
-            lines.append(f'    <testcase classname={quoteattr("topoctl.check." + one_line(o.origin))} name={quoteattr(one_line(rule_id))}>')
+            classname = quoteattr("topoctl.check." + one_line(o.origin))
+            lines.append(f'    <testcase classname={classname} name={quoteattr(one_line(rule_id))}>')
             lines.append(f'      <skipped message={quoteattr(one_line("disabled: " + reason))}/>')
             lines.append("    </testcase>")
         for item in o.items:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from topoctl.cuda_devices import pci_order
-from topoctl.gpu_arch import architecture_for_sm
+from topoctl.gpus import architecture_for_sm
 from topoctl.p2p import UNKNOWN_P2P_STATUSES, pair_p2p_ok
 
 from . import settings as launch_settings
@@ -221,7 +221,7 @@ def _p2p_status(value: Any) -> Any:
 
 
 def _pair_facts(entry: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    p2p = entry.get("p2p") if isinstance(entry.get("p2p"), dict) else {}
+    p2p: dict[str, Any] = entry["p2p"] if isinstance(entry.get("p2p"), dict) else {}
     facts: dict[str, Any] = {
         "pair.src": entry.get("src", UNKNOWN) if entry.get("src") is not None else UNKNOWN,
         "pair.dst": entry.get("dst", UNKNOWN) if entry.get("dst") is not None else UNKNOWN,
@@ -297,7 +297,7 @@ def _per_gpu(field: str, summary_field: str | None = None,
 
 def _architectures_from_sm(context: Context) -> Any:
     sms = context.fact("gpu.sm")
-    names = UNKNOWN if sms is UNKNOWN else [architecture_for_sm(sm) for sm in sms]  # topoctl/gpu_arch.py
+    names = UNKNOWN if sms is UNKNOWN else [architecture_for_sm(sm) for sm in sms]  # topoctl/data/gpus.yaml
     if names is UNKNOWN or None in names:
         return UNKNOWN
     return sorted(set(names))
@@ -313,7 +313,8 @@ def _memory_min(context: Context) -> Any:
     if gpus is UNKNOWN or not gpus:
         return UNKNOWN
     sizes = [gpu.get("memory_total_bytes") if isinstance(gpu, dict) else None for gpu in gpus]
-    return UNKNOWN if any(not isinstance(size, int) for size in sizes) else min(sizes)
+    known = [size for size in sizes if isinstance(size, int)]
+    return UNKNOWN if len(known) != len(sizes) else min(known)
 
 
 def _mig_enabled(context: Context) -> Any:
@@ -440,6 +441,22 @@ def _target_sglang(context: Context) -> Any:
     return context.fact("software.sglang_installed")
 
 
+def _target_flashinfer(context: Context) -> Any:
+    """The FlashInfer the target SGLang runs with: the snapshot's when the target is the SGLang installed there
+    (or no other target is asked for), else the version the target release pins (topoctl/sglang/releases)."""
+    from topoctl.sglang.releases import flashinfer_pin
+
+    installed = context.fact("software.sglang_installed")
+    target = context.fact("software.sglang")
+    reported = context.fact("software.flashinfer")
+    if reported is not UNKNOWN and (target is UNKNOWN or target == installed):
+        return reported
+    if target is UNKNOWN:
+        return UNKNOWN
+    pin = flashinfer_pin(str(target))
+    return pin if pin is not None else UNKNOWN
+
+
 def _model(field: str) -> Callable[[Context], Any]:
     def resolve(context: Context) -> Any:
         model = context.request.get("model")
@@ -515,13 +532,17 @@ FACTS: dict[str, tuple[str, str, Callable[[Context], Any]]] = {
     "numa_nodes_spanned": ("int", "NUMA nodes the GPUs sit on", _summary("numa_nodes_spanned", int)),
     "host.numa_nodes": ("int", "NUMA nodes of the host", lambda context: _int(_dig(context.snapshot, "host", "numa_nodes"))),
     "host.cpu_vendor": ("str", "amd | intel | arm | other, from the CPU model", _cpu_vendor),
-    "pcie.virtual": ("bool", "the PCIe tree is a VM's virtual one", lambda context: _bool(_dig(context.snapshot, "pcie", "virtual"))),
+    "pcie.virtual": ("bool", "the PCIe tree is a VM's virtual one",
+                     lambda context: _bool(_dig(context.snapshot, "pcie", "virtual"))),
     "pcie.root_complex_count": ("int", "PCIe root complexes holding GPUs", _root_complex_count),
     "pcie.downtrained_gpu_count": ("int", "GPUs whose PCIe link runs below its maximum", _downtrained),
     "software.sglang": (VERSION_FACT_TYPE, "the TARGET SGLang version: request.sglang_version, else the installed one",
                         _target_sglang),
     "software.sglang_installed": (VERSION_FACT_TYPE, "the SGLang installed where the snapshot was taken",
                                   _software("sglang")),
+    "software.flashinfer_target": (VERSION_FACT_TYPE, "the FlashInfer the target SGLang runs with: the snapshot's "
+                                   "when the target is the installed SGLang, else the one the target release pins",
+                                   _target_flashinfer),
     "request.model.name": ("str", "requested model name (None: none given)", _model_name),
     "request.model.moe": ("bool", "requested model is a mixture of experts", _model("moe")),
     "request.model.layers": ("int", "requested model's transformer layers", _model("layers")),
@@ -529,7 +550,8 @@ FACTS: dict[str, tuple[str, str, Callable[[Context], Any]]] = {
                             _speculative),
     "request.tp_size": ("int", "tensor parallel size: request, else launch, else gpu.count",
                         _parallel_size("tp_size", lambda context: context.fact("gpu.count"))),
-    "request.ep_size": ("int", "expert parallel size: request, else launch, else 1", _parallel_size("ep_size", lambda context: 1)),
+    "request.ep_size": ("int", "expert parallel size: request, else launch, else 1",
+                        _parallel_size("ep_size", lambda context: 1)),
     "request.sglang_version": (VERSION_FACT_TYPE, "the SGLang version the user asked for (None: not given)",
                                _sglang_request),
 }
@@ -539,7 +561,7 @@ for _package in SOFTWARE_PACKAGES:
 # Facts read from the snapshot alone (not from the request: software.sglang is the requested target version
 # when one is given), so one evaluation's value holds for every request on the same snapshot.
 SNAPSHOT_FACTS = frozenset(name for name in FACTS if not name.startswith(("request.", "group."))
-                           and name != "software.sglang")
+                           and name not in ("software.sglang", "software.flashinfer_target"))
 # Facts of the launch's GPU group: shared across evaluations only while the group is the whole machine.
 GROUP_FACTS = frozenset({"all_pairs_p2p", "p2p_pairs_ok", "p2p_pairs_total", "nvlink.all_pairs"})
 _PAIRS_KEY = "pairs\0"  # the pair facts' entry in a shared cache (no fact name holds a NUL)
