@@ -9,6 +9,7 @@ old captures readable as the probe learns new questions.
 from __future__ import annotations
 
 import datetime as _dt
+import json
 import threading
 import time
 from dataclasses import dataclass
