@@ -82,7 +82,8 @@ class Session:
             except Exception as exc:  # a probe question must never take the CLI down
                 outcome = {"err": f"{type(exc).__name__}: {str(exc)[:200]}"}
             if self.recording:
-                self.recorded[section][key] = outcome
+                with self._times_lock:  # a record may be written while a timed-out probe's threads still run
+                    self.recorded[section][key] = outcome
             if timed:
                 self.note_time(f"{section} {key.split('|')[0].split(':')[0]}", time.perf_counter() - started)
         if "err" in outcome:
@@ -98,8 +99,9 @@ class Session:
             "synthetic": False,
             "description": description,
         }
-        for section in SECTIONS:
-            document[section] = dict(sorted(self.recorded[section].items()))
+        with self._times_lock:
+            for section in SECTIONS:
+                document[section] = dict(sorted(self.recorded[section].items()))
         return document
 
 
