@@ -407,7 +407,8 @@ def split_command(tokens: list[str]) -> tuple[dict[str, str], list[str]]:
                 and not rest[index].startswith("-m"):
             index += 2 if rest[index] in _PYTHON_OPTIONS_WITH_VALUE else 1
         if index < len(rest):
-            module = rest[index + 1] if rest[index] == "-m" else rest[index][2:] if rest[index].startswith("-m") else None
+            module = (rest[index + 1] if index + 1 < len(rest) else None) if rest[index] == "-m" \
+                else rest[index][2:] if rest[index].startswith("-m") else None
             step = 2 if rest[index] == "-m" else 1
             if module == "sglang.launch_server":
                 return env, rest[index + step:]
