@@ -14,6 +14,7 @@ from topoctl.autoconf.evidence import (
     _fmt,
     _here,
 )
+from topoctl.autoconf.models import same_model
 from topoctl.autoconf.space import Candidate, agrees
 from topoctl.autoconf.target import interconnect
 from topoctl.rules.settings import equal
@@ -37,16 +38,16 @@ def estimate_formula(cand: Candidate) -> str | None:
     return text
 
 
-def model_matches(wanted: Any, model: str | None) -> bool:
-    """An evidence `model=` against the requested model: same name, ignoring case and an org prefix."""
+def model_matches(wanted: Any, model: dict[str, Any] | None) -> bool:
+    """An evidence `model=` against the requested model: `wanted` names the built-in profile that was measured,
+    and the requested model matches when its properties are that profile's (architecture, layers, widths,
+    heads, experts, vocabulary, quantization), whatever the requested model is called."""
     if wanted is None:
         return True
-    if not model:
-        return False
-    return str(wanted).strip().lower().rsplit("/", 1)[-1] == str(model).strip().lower().rsplit("/", 1)[-1]
+    return same_model(str(wanted), model)
 
 
-def applies(ev: Evidence, cand: Candidate, model: str | None, link: str | None = None) -> bool:
+def applies(ev: Evidence, cand: Candidate, model: dict[str, Any] | None, link: str | None = None) -> bool:
     """Whether a number measured under ev.config speaks of this candidate: every setting the evidence names
     agrees with the candidate (a setting the candidate leaves out takes SGLang's default); settings the
     evidence does not name do not disqualify it."""
@@ -68,7 +69,7 @@ def applies(ev: Evidence, cand: Candidate, model: str | None, link: str | None =
     return True
 
 
-def throughput(cand: Candidate, evidence: list[Evidence], model: str | None,
+def throughput(cand: Candidate, evidence: list[Evidence], model: dict[str, Any] | None,
                link: str | None = None) -> tuple[float, int, list[Evidence]] | None:
     """Expected tok/s of a candidate: the absolute number that applies to it (the most specific, then the best
     level, then the lower value), times each relative number that applies to it and changes a setting the
@@ -146,10 +147,9 @@ def estimate_all(cands: list[Candidate], evidence: list[Evidence], snapshot: dic
                  model: dict[str, Any] | None, allreduces: int) -> None:
     """Each candidate's tok/s from evidence (when any reaches it) and its modelled allreduce time."""
     latencies = path_latencies(evidence, snapshot)
-    model_name = model.get("name") if model else None
     link = interconnect(snapshot)
     for cand in cands:
-        found = throughput(cand, evidence, model_name, link)
+        found = throughput(cand, evidence, model, link)
         if found:
             cand.estimate, cand.estimate_level, cand.estimate_basis = found
         latency, level, basis = latencies[cand.path]
