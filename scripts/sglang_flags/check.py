@@ -49,6 +49,12 @@ PROBES: list[list[str]] = [
     ["--disable-cuda-graph"],
     ["--speculative-algorithm", "EAGLE3"],
     ["--enable-p2p-check"],
+    ["--enable-fused-qk-norm-rope"],
+    ["--disable-hicache-numa-detect"],
+    ["--enforce-disable-flashinfer-allreduce-fusion"],
+    ["--enable-aiter-allreduce-fusion"],
+    ["--disable-piecewise-cuda-graph"],
+    ["--enable-torch-symm"],
     ["--no-such-flag-at-all"],
 ]
 
@@ -116,7 +122,11 @@ def compare(real: dict[str, Any], data: dict[str, Any]) -> dict[str, Any]:
             (not_comparable if _has_stub(act["choices"]) else unresolved).append(
                 f"{key} choices: real {json.dumps(act['choices'])}, data keeps {rec['choices_unresolved']!r}")
         else:
-            check("choices", act["choices"], rec.get("choices"))
+            # argparse only tests membership, and SGLang builds some choices from a set (--sampling-backend),
+            # whose order changes from one process to the next: compare them as sorted lists
+            def srt(v: Any) -> Any:
+                return None if v is None else sorted(v, key=lambda x: json.dumps(x, sort_keys=True))
+            check("choices", srt(act["choices"]), srt(rec.get("choices")))
         # store_true / store_false carry const True / False by definition: the action says it
         if act["action"] not in ("store_true", "store_false") and (act["const"] is not None or "const" in rec):
             check("const", act["const"], rec.get("const"))
@@ -177,7 +187,8 @@ def render_md(results: list[dict[str, Any]]) -> str:
         "For each release, SGLang's parser is built from the wheel's own `sglang/srt/server_args.py` (its",
         "`prepare_server_args`, with torch, the kernels and every other non-standard import stubbed) and every",
         "option of it is compared with `topoctl/sglang/data/sglang-<version>.json`: option strings and their",
-        "order, action, nargs, takes-a-value, default, choices, const, required, hidden.",
+        "order, action, nargs, takes-a-value, default, choices (as a set: argparse tests membership), const,",
+        "required, hidden.",
         "",
         "*unresolved*: the data keeps the source text of a default or choices computed at run time, where the",
         "real parser has a value. *not comparable*: the real value itself comes from a stubbed import.",
@@ -189,17 +200,22 @@ def render_md(results: list[dict[str, Any]]) -> str:
         lines.append(f"| {r['version']} | {r['flags_real']} / {r['flags_data']} | {r['compared_fields']} | "
                      f"{len(r['disagreements'])} | {len(r['unresolved_in_data'])} | {len(r['not_comparable'])} |")
     lines += ["", "## Command lines parsed by the real parser", "",
-              "Each after `--model-path model`; *ok* or argparse's error.", ""]
-    header = "| argv | " + " | ".join(r["version"] for r in results) + " |"
-    lines += [header, "|---" * (len(results) + 1) + "|"]
+              "Each after `--model-path model`: *ok*, or argparse's error (*ambiguous option*, *unrecognized "
+              "arguments*), by runs of consecutive releases.", "",
+              "| argv | outcome |", "|---|---|"]
     for i, argv in enumerate(PROBES):
-        cells = []
+        runs: list[list[str]] = []  # [outcome, first, last]
         for r in results:
             p = r["probes"][i]
             err = p["error"] or ""
-            cells.append("ok" if p["ok"] else ("ambiguous" if "ambiguous option" in err else
-                                               "unrecognized" if "unrecognized arguments" in err else "error"))
-        lines.append(f"| `{' '.join(argv)}` | " + " | ".join(cells) + " |")
+            out = "ok" if p["ok"] else ("ambiguous option" if "ambiguous option" in err else
+                                        "unrecognized arguments" if "unrecognized arguments" in err else err)
+            if runs and runs[-1][0] == out:
+                runs[-1][2] = r["version"]
+            else:
+                runs.append([out, r["version"], r["version"]])
+        text = "; ".join(f"{o}: {a}" + (f" to {b}" if b != a else "") for o, a, b in runs)
+        lines.append(f"| `{' '.join(argv)}` | {text} |")
     problems = [r for r in results if r["disagreements"] or r["unresolved_in_data"] or r["not_comparable"]]
     if problems:
         lines += ["", "## Details", ""]

@@ -6,7 +6,16 @@ from typing import Any
 
 from .common import NO_VALUE_ACTIONS, Unresolved, _text
 from .evaluate import Evaluator
-from .records import _action_default_nargs, _boolean_optional_options, _choices, _default, _dest_for, _finish, _type_name
+from .records import (
+    _action_default_nargs,
+    _boolean_optional_options,
+    _choices,
+    _default,
+    _dest_for,
+    _finish,
+    _type_name,
+    action_init_defaults,
+)
 from .wheel import Module
 
 
@@ -53,11 +62,16 @@ def classic_flag(call: ast.Call, ev: Evaluator, module: Module, condition: str |
         rec["type"] = "bool"
     _choices(rec, kw.get("choices"), ev)
     _default(rec, kw.get("default"), ev, action)
+    own = action_init_defaults(module, action) if action not in ("store", "append", "extend") else None
+    if own is not None and "default" not in kw and "default" in own:
+        rec["default"] = own["default"]  # a custom action's own default (DeprecatedStoreTrueAction: False)
     if "const" in kw:
         try:
             rec["const"] = ev.eval(kw["const"])
         except Unresolved:
             pass
+    elif own is not None and own.get("const") is not None:
+        rec["const"] = own["const"]
     if "required" in kw:
         try:
             if ev.eval(kw["required"]):

@@ -13,6 +13,8 @@ class Evaluator:
         self.module = module
         self.field_defaults = field_defaults or {}
         self.locals: dict[str, ast.AST] = {}  # simple `name = expr` assignments of the function being read
+        self.mutated: set[str] = set()  # local names the function changes (.add/.append/...) after assigning
+        self.class_scopes: list[tuple[Module, dict[str, ast.AST]]] = []  # class bodies being evaluated
 
     def eval(self, node: ast.AST, module: Module | None = None, depth: int = 0) -> Any:
         module = module or self.module
@@ -21,7 +23,16 @@ class Evaluator:
         if isinstance(node, ast.Constant):
             return node.value
         if isinstance(node, (ast.List, ast.Tuple)):
-            return [self.eval(e, module, depth + 1) for e in node.elts]
+            out: list[Any] = []
+            for e in node.elts:
+                if isinstance(e, ast.Starred):  # [*QUANTIZATION_CHOICES, "unquant"]
+                    inner = self.eval(e.value, module, depth + 1)
+                    if not isinstance(inner, list):
+                        raise Unresolved(_text(node))
+                    out.extend(inner)
+                else:
+                    out.append(self.eval(e, module, depth + 1))
+            return out
         if isinstance(node, ast.Set):
             return sorted((self.eval(e, module, depth + 1) for e in node.elts), key=repr)
         if isinstance(node, ast.Dict):
@@ -34,7 +45,7 @@ class Evaluator:
             if isinstance(left, list) and isinstance(right, list):
                 return left + right
             if isinstance(left, (str, int, float)) and type(left) is type(right):
-                return left + right
+                return left + right  # type: ignore[operator]  # same type, checked just above
             raise Unresolved(_text(node))
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
             left, right = self.eval(node.left, module, depth + 1), self.eval(node.right, module, depth + 1)
@@ -44,6 +55,11 @@ class Evaluator:
         if isinstance(node, ast.Name):
             if node.id in ("True", "False", "None"):
                 return {"True": True, "False": False, "None": None}[node.id]
+            for scope_module, scope in reversed(self.class_scopes):  # names of a class body, inside it
+                if scope_module is module and node.id in scope:
+                    return self.eval(scope[node.id], module, depth + 1)
+            if node.id in self.locals and module is self.module:  # a local of the function being read
+                return self.eval(self.locals[node.id], module, depth + 1)
             found = module.lookup(node.id)
             if found and found[1] == "assign":
                 return self.eval(found[0].assigns[found[2]], found[0], depth + 1)
@@ -57,13 +73,22 @@ class Evaluator:
         if isinstance(node, ast.Name) and node.id in self.locals:
             return self.eval(self.locals[node.id], module, depth + 1)
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id != "ServerArgs":
-            found = module.class_def(node.value.id)
-            if found:
-                for item in found[1].body:
+            cls_found = module.class_def(node.value.id)
+            if cls_found:
+                for item in cls_found[1].body:
                     tgt = item.targets[0] if isinstance(item, ast.Assign) and len(item.targets) == 1 else (
                         item.target if isinstance(item, ast.AnnAssign) and item.value is not None else None)
                     if isinstance(tgt, ast.Name) and tgt.id == node.attr:
-                        return self.eval(item.value, found[0], depth + 1)
+                        body_scope: dict[str, ast.AST] = {}
+                        for other in cls_found[1].body:
+                            if isinstance(other, ast.Assign) and len(other.targets) == 1 \
+                                    and isinstance(other.targets[0], ast.Name):
+                                body_scope[other.targets[0].id] = other.value
+                        self.class_scopes.append((cls_found[0], body_scope))
+                        try:
+                            return self.eval(item.value, cls_found[0], depth + 1)  # type: ignore[attr-defined]
+                        finally:
+                            self.class_scopes.pop()
         if isinstance(node, ast.Attribute):
             if _text(node) == "argparse.SUPPRESS":
                 return SUPPRESS

@@ -98,7 +98,7 @@ def extract(wheel: Wheel) -> dict[str, Any]:
             walk(child, conds)
 
     def walk_stmt(stmt: ast.AST, conditions: list[str]) -> None:
-        wrapper = ast.Module(body=[stmt], type_ignores=[])
+        wrapper = ast.Module(body=[stmt], type_ignores=[])  # type: ignore[list-item]  # stmt is an ast.stmt
         walk(wrapper, conditions)
 
     walk(module.tree, [])

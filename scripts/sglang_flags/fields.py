@@ -7,7 +7,7 @@ from typing import Any
 
 from .common import BUILTIN_TYPES, Unresolved, _jsonable, _text
 from .evaluate import Evaluator
-from .records import _action_default_nargs, _boolean_optional_options, _choices, _finish, _type_name
+from .records import _action_default_nargs, _boolean_optional_options, _choices, _finish, _type_name, action_init_defaults
 from .wheel import Module
 
 ANNOTATED = {"A", "Annotated", "typing.Annotated"}
@@ -22,7 +22,7 @@ def _unwrap_optional(node: ast.AST) -> ast.AST:
     if isinstance(node, ast.Subscript) and _text(node.value) in ("Optional", "typing.Optional"):
         return node.slice
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
-        parts = [node.left, node.right]
+        parts: list[ast.AST] = [node.left, node.right]
         non_none = [p for p in parts if not (isinstance(p, ast.Constant) and p.value is None)]
         if len(non_none) == 1:
             return non_none[0]
@@ -46,6 +46,14 @@ def _field_default_value(node: ast.AST | None, ev: Evaluator, module: Module) ->
             fac = _text(kw["default_factory"])
             if fac in ("list", "dict", "set", "tuple"):
                 return True, {"list": [], "dict": {}, "set": [], "tuple": []}[fac], None
+            factory = kw["default_factory"]
+            if isinstance(factory, ast.Lambda) and not factory.args.args:  # lambda: list(CONSTANT)
+                try:
+                    val = ev.eval(factory.body, module)
+                    if _jsonable(val):
+                        return True, val, None
+                except Unresolved:
+                    pass
             return True, None, fac + "()"
         else:
             return False, None, None
@@ -124,8 +132,12 @@ def declarative_flag(fmod: Module, name: str, node: ast.AnnAssign, ev: Evaluator
                 rec["default"] = default
         elif action == "store_true":
             rec["default"] = False
+        elif own_defaults and "default" in own_defaults:
+            rec["default"] = own_defaults["default"]  # the custom action's own default
         else:
             rec["default"] = None
+
+    own_defaults: dict[str, Any] | None = None
 
     if "action" in arg_kw:
         action = _text(arg_kw["action"]).split(".")[-1]
@@ -141,6 +153,9 @@ def declarative_flag(fmod: Module, name: str, node: ast.AnnAssign, ev: Evaluator
             n = _action_default_nargs(fmod, action)
             if n not in ("unknown", None):
                 rec["nargs"] = n
+            own_defaults = action_init_defaults(fmod, action)
+            if own_defaults and own_defaults.get("const") is not None:
+                rec["const"] = own_defaults["const"]
         akw = arg_kw.get("action_kwargs")
         if isinstance(akw, ast.Dict):
             for k, v in zip(akw.keys, akw.values):
@@ -240,7 +255,7 @@ def _dataclass_sources(module: Module, class_name: str) -> list[tuple[Module, as
         return [found]
     for node in ast.walk(module.tree):
         if isinstance(node, ast.Call) and _text(node.func).split(".")[-1] == "collect_input_fields" and node.args:
-            arg = node.args[0]
+            arg: ast.AST = node.args[0]
             if isinstance(arg, ast.Name) and arg.id in module.assigns:
                 arg = module.assigns[arg.id]
             if isinstance(arg, (ast.List, ast.Tuple)):

@@ -78,8 +78,8 @@ class _StubMeta(type):
     def __enter__(cls) -> Any:
         return cls
 
-    def __exit__(cls, *exc: Any) -> bool:
-        return False
+    def __exit__(cls, *exc: Any) -> None:
+        return None  # exceptions propagate
 
     def __lt__(cls, other: Any) -> bool:
         return False
@@ -177,7 +177,7 @@ class StubFinder(importlib.abc.MetaPathFinder):
 class _Stop(Exception):
     def __init__(self, parser: argparse.ArgumentParser, args: list[str] | None) -> None:
         self.parser = parser
-        self.args = args
+        self.argv = args
 
 
 def capture_parser(src_dir: str, argv: list[str]) -> tuple[argparse.ArgumentParser, list[str], StubFinder]:
@@ -205,7 +205,7 @@ def capture_parser(src_dir: str, argv: list[str]) -> tuple[argparse.ArgumentPars
             try:
                 server_args.prepare_server_args(list(argv))
             except _Stop as stopped:
-                return stopped.parser, (stopped.args if stopped.args is not None else list(argv)), finder
+                return stopped.parser, (stopped.argv if stopped.argv is not None else list(argv)), finder
         raise RuntimeError("prepare_server_args returned without calling parse_args")
     finally:
         argparse.ArgumentParser.parse_args, argparse.ArgumentParser.parse_known_args = original  # type: ignore[method-assign]

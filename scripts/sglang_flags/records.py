@@ -40,30 +40,39 @@ def _action_class(wheel_module: Module, name: str) -> tuple[Module, ast.ClassDef
     return wheel_module.class_def(name)
 
 
-def _action_default_nargs(module: Module, action_name: str) -> Any:
-    """nargs an argparse.Action subclass uses when the caller gives none (from its __init__ signature)."""
+def action_init_defaults(module: Module, action_name: str) -> dict[str, Any] | None:
+    """nargs, const and default an argparse.Action subclass of the wheel uses when the caller gives none: the
+    constants of its __init__ signature, overridden by constants it passes to super().__init__ itself.
+    None when the class is not in the wheel."""
     found = _action_class(module, action_name)
     if not found:
-        return "unknown"
+        return None
     _, cls = found
+    out: dict[str, Any] = {}
     for item in cls.body:
         if isinstance(item, ast.FunctionDef) and item.name == "__init__":
             args = item.args
             pos = args.args
             defaults = [None] * (len(pos) - len(args.defaults)) + list(args.defaults)
-            for a, d in zip(pos, defaults):
-                if a.arg == "nargs" and d is not None and isinstance(d, ast.Constant):
-                    return d.value
-            for a, d in zip(args.kwonlyargs, args.kw_defaults):
-                if a.arg == "nargs" and d is not None and isinstance(d, ast.Constant):
-                    return d.value
-            # nargs forced in the super().__init__ call
+            pairs = list(zip(pos, defaults)) + list(zip(args.kwonlyargs, args.kw_defaults))
+            for a, d in pairs:
+                if a.arg in ("nargs", "const", "default") and isinstance(d, ast.Constant):
+                    out[a.arg] = d.value
             for sub in ast.walk(item):
                 if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and sub.func.attr == "__init__":
                     for kw in sub.keywords:
-                        if kw.arg == "nargs" and isinstance(kw.value, ast.Constant):
-                            return kw.value.value
-    return None  # argparse.Action default: one value
+                        if kw.arg in ("nargs", "const", "default") and isinstance(kw.value, ast.Constant):
+                            out[kw.arg] = kw.value.value
+    return out
+
+
+def _action_default_nargs(module: Module, action_name: str) -> Any:
+    """nargs an argparse.Action subclass uses when the caller gives none ("unknown" when not in the wheel;
+    None is argparse.Action's own default: one value)."""
+    found = action_init_defaults(module, action_name)
+    if found is None:
+        return "unknown"
+    return found.get("nargs")
 
 
 def _dest_for(options: list[str]) -> str:
@@ -74,6 +83,8 @@ def _dest_for(options: list[str]) -> str:
 def _finish(rec: dict[str, Any]) -> dict[str, Any]:
     """Derive takes_value / deprecation and trim help."""
     action = rec.get("action", "store")
+    if action == "BooleanOptionalAction":
+        rec["nargs"] = 0  # argparse.BooleanOptionalAction.__init__ sets nargs=0
     nargs = rec.get("nargs")
     if action in NO_VALUE_ACTIONS:
         takes_value = False
