@@ -28,7 +28,8 @@ class _CheckCommand(click.Command):
 @click.argument("files", nargs=-1, metavar="[LAUNCH_ENV]... [-- COMMAND...]")
 @target_options
 @click.option("--expect", metavar="SNAPSHOT", help="The snapshot the launch was made for: report drift of the target from it.")
-@click.option("--sglang-version", metavar="X.Y.Z", help="SGLang version to read flags with (default: the target's installed one, else the launch.env's).")
+@click.option("--sglang-version", metavar="X.Y.Z",
+              help="SGLang version to read flags with (default: the target's installed one, else the launch.env's).")
 @click.option("--model", "model_name", metavar="NAME", help="Built-in model profile the launch serves (optional).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "junit", "github"]), default="text", show_default=True,
               help="text: for people; json: one result per launch with its findings; junit: JUnit XML, one test case "
@@ -38,7 +39,8 @@ class _CheckCommand(click.Command):
 @rules_options
 @click.option("-o", "--output", metavar="FILE", help="Write the report to FILE atomically instead of stdout.")
 @click.pass_context
-def command(ctx, files, topology, system, fallback_system, expect, sglang_version, model_name, fmt, fail_on, rules_dirs, disabled, output):
+def command(ctx, files, topology, system, fallback_system, expect, sglang_version, model_name, fmt, fail_on, rules_dirs,
+            disabled, output):
     """Check launch.env files, or a launch command after `--`, against the target machine.
 
     \b
