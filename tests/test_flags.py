@@ -290,3 +290,26 @@ def test_resolve_never_crashes(token):
         r = load_flag_set(v).resolve(token)
         assert r.kind in ("exact", "prefix", "ambiguous", "unknown", "positional")
         assert (r.flag is not None) == r.ok
+
+
+@settings(max_examples=200, deadline=None)
+@given(minor=st.integers(5, 30), micro=st.integers(0, 40),
+       post=st.one_of(st.none(), st.integers(0, 5)),
+       pre=st.one_of(st.none(), st.tuples(st.sampled_from(["a", "b", "rc"]), st.integers(0, 3))),
+       dev=st.one_of(st.none(), st.integers(0, 9)),
+       local=st.one_of(st.none(), st.from_regex(r"[a-z0-9]{1,6}", fullmatch=True)))
+def test_match_version_is_total_and_never_looks_past_the_release(minor, micro, post, pre, dev, local):
+    text = f"0.{minor}.{micro}" + (f"{pre[0]}{pre[1]}" if pre else "") + (f".post{post}" if post is not None else "") \
+        + (f".dev{dev}" if dev is not None else "")
+    want = Version(text)
+    if want < Version("0.5.5"):
+        return
+    chosen, how = match_version(text)
+    assert chosen in known_versions() and how in ("exact", "release", "older", "newest")
+    assert match_version(text + (f"+{local}" if local else "")) == (chosen, how)  # a local label changes nothing
+    release = Version(want.base_version + (f".post{want.post}" if want.post is not None else ""))
+    if how == "exact":
+        assert Version(chosen) == want
+    else:
+        assert not Version(chosen).is_prerelease and Version(chosen) <= release
+        assert (how == "newest") == (chosen == newest_version() and Version(chosen) < release)

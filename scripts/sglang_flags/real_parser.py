@@ -26,7 +26,8 @@ import types
 from typing import Any
 
 # Third-party packages imported for real: SGLang builds its option declarations on them (msgspec.Struct
-# field classes from 0.5.13 on), so a stub would change the parser. Install them next to this script.
+# field classes from 0.5.13 on), so a stub would change the parser. A wheel that imports one needs it installed
+# (pip install msgspec): without it the import fails, loudly, rather than being stubbed.
 REAL_PACKAGES = {"msgspec"}
 
 
@@ -146,7 +147,8 @@ class _Forgiving(importlib.abc.Loader):
         try:
             self.real.exec_module(module)
         except Exception as exc:  # noqa: BLE001 - recorded, and the module becomes part stub
-            if module.__name__ in self.keep:
+            missing = getattr(exc, "name", None) if isinstance(exc, ImportError) else None
+            if module.__name__ in self.keep or (missing or "").split(".")[0] in REAL_PACKAGES:
                 raise
             self.failed[module.__name__] = f"{type(exc).__name__}: {exc}"[:200]
             module.__class__ = _StubModule
@@ -183,12 +185,6 @@ class _Stop(Exception):
 def capture_parser(src_dir: str, argv: list[str]) -> tuple[argparse.ArgumentParser, list[str], StubFinder]:
     """(the parser SGLang's prepare_server_args builds, the argv it hands to argparse, the finder: what it
     stubbed and which SGLang modules failed part-way)."""
-    for name in sorted(REAL_PACKAGES):
-        try:
-            __import__(name)
-        except ImportError:
-            raise SystemExit(f"real_parser.py needs {name} installed (pip install {name}): SGLang builds its "
-                             "parser on it") from None
     finder = StubFinder(src_dir, {"sglang.srt.server_args"})
     sys.meta_path.insert(0, finder)
     original = argparse.ArgumentParser.parse_args, argparse.ArgumentParser.parse_known_args
