@@ -199,9 +199,13 @@ class _VersionChooser:
         dynamo = None
         if launch.launcher == "dynamo.sglang":
             dynamo, _ = self._dynamo(launch, where)
+        tagged = image_sglang_version(launch.image)
         if self.installed:
             flags, source = flag_set_for(self.installed), self.installed_source
-        elif image_sglang_version(launch.image):
+            if tagged and requested_version(tagged) != self.installed and source != "--sglang-version":
+                self._note(f"{where}: the image tag {launch.image} names SGLang {requested_version(tagged)}; judged "
+                           f"as {self.installed}, {source} (pass --sglang-version to judge it as the image's)")
+        elif tagged:
             version = requested_version(image_sglang_version(launch.image))
             flags, source = flag_set_for(version), f"the image tag {launch.image}"
             self._note(f"{where}: SGLang {version} from the image tag {launch.image}")
@@ -220,7 +224,7 @@ class _VersionChooser:
             launch_mod.apply_env(parsed, name, value, launch.env_where.get(name, ""))
         prepared = prepare(launch, flags, dynamo)
         parsed.problems.extend(prepared.problems)
-        args, wheres, from_config = _drop_unresolved(prepared, launch, parsed)
+        args, wheres, from_config = _drop_unresolved(prepared, launch, parsed, flags)
         launch_mod.parse_args(args, flags, parsed, where=launch.where, where_of=wheres, from_config=from_config)
         if launch.where:
             parsed.lines["SGLANG_ARGS"] = launch.where
@@ -231,7 +235,7 @@ class _VersionChooser:
 _WHOLE_EXPANSION = ("$@", "$*", '"$@"')
 
 
-def _drop_unresolved(prepared, launch, parsed):
+def _drop_unresolved(prepared, launch, parsed, flags):
     """Words that are a whole shell/Kubernetes expansion topoctl cannot resolve ($EXTRA_ARGS, "$@") are left
     out (a warning names them): what they hold is not known here."""
     import re
@@ -243,8 +247,12 @@ def _drop_unresolved(prepared, launch, parsed):
     dropped = []
     for index, word in enumerate(prepared.args):
         if word in _WHOLE_EXPANSION or whole.fullmatch(word):
-            dropped.append(word)
-            continue
+            previous = flags.resolve(args[-1]) if args else None
+            takes_value = previous is not None and previous.ok and previous.value is None and \
+                bool((flags.get(previous.option or "") or {}).get("takes_value"))
+            if not takes_value:  # a value of the flag before it stays (its value is unknown, not checked)
+                dropped.append(word)
+                continue
         if index in prepared.from_config:
             config.add(len(args))
         args.append(word)
