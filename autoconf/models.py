@@ -58,7 +58,7 @@ def from_hf_config(path: str) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise TopoctlError(f"{path}: a config.json must be a JSON object", hint="pass a Hugging Face config.json")
     # Multimodal configs (Kimi-K2.5, Llama 4) keep the language model under text_config.
-    text = data.get("text_config") if isinstance(data.get("text_config"), dict) else data
+    text: dict[str, Any] = data["text_config"] if isinstance(data.get("text_config"), dict) else data
     missing = [key for key in PLAUSIBLE if key not in text]
     if missing:
         raise TopoctlError(f"{path}: missing {', '.join(missing)}",

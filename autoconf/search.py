@@ -86,7 +86,7 @@ class Candidate:
 
     def key(self) -> tuple:
         has_throughput = self.estimate is not None
-        score = self.estimate if has_throughput else -self.allreduce_us
+        score = self.estimate if self.estimate is not None else -self.allreduce_us
         return (-len(self.warnings), self.level, has_throughput, round(score, 6), self.honours_request,
                 self.prefers, -self.departures)
 
@@ -236,8 +236,9 @@ def _latencies(evidence: list[Evidence], snapshot: dict[str, Any]) -> dict[str, 
     known = {path: _known_latency(path, evidence, snapshot) for path in paths}
     out: dict[str, tuple[float, int, str]] = {}
     for path in paths:
-        if known[path]:
-            out[path] = known[path]
+        found_here = known[path]
+        if found_here:
+            out[path] = found_here
             continue
         others = [(found[0], other) for other, found in known.items() if other != path and found]
         if others:
@@ -260,7 +261,8 @@ def _violations(report: Report, launch: dict[str, Any]) -> tuple[list, list]:
     """(blocking, warning) (finding, why) pairs of the violations a candidate launch commits."""
     from topoctl.rules import violations
 
-    blocks, warns = [], []
+    blocks: list[tuple[Any, str]] = []
+    warns: list[tuple[Any, str]] = []
     found: list[Violation] = violations(report, launch)
     for violation in found:
         why = violation.detail or f"{violation.kind} {violation.setting}"

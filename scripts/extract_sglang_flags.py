@@ -216,7 +216,7 @@ class Evaluator:
             try:
                 return base[node.slice.value]
             except (KeyError, IndexError, TypeError):
-                raise Unresolved(_text(node))
+                raise Unresolved(_text(node)) from None
         if isinstance(node, ast.Name) and node.id in self.locals:
             return self.eval(self.locals[node.id], module, depth + 1)
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id != "ServerArgs":

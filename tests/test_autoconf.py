@@ -109,10 +109,12 @@ def test_evidence_matching_and_relative_numbers():
 
     base = _finding("base", [{"metric": "decode throughput", "value": 54.1, "unit": "tok/s",
                               "config": "speculative_algorithm=eagle3 allreduce=nccl model=kimi-k2.5",
-                              "baseline": {"value": 89.5, "config": "speculative_algorithm=none allreduce=nccl model=kimi-k2.5"}}])
+                              "baseline": {"value": 89.5,
+                                           "config": "speculative_algorithm=none allreduce=nccl model=kimi-k2.5"}}])
     rel = _finding("rel", [{"metric": "decode throughput change", "value": 9, "unit": "%",
                             "config": "cuda_graph_max_bs=128 speculative_algorithm=none allreduce=nccl",
-                            "baseline": {"value": 0, "config": "cuda_graph_max_bs=512 speculative_algorithm=none allreduce=nccl"}}])
+                            "baseline": {"value": 0,
+                                         "config": "cuda_graph_max_bs=512 speculative_algorithm=none allreduce=nccl"}}])
     evidence = collect_evidence([base, rel])
     nccl = {"tp_size": 8, "custom_all_reduce": False}
     # settings the evidence does not name do not disqualify it

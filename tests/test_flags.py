@@ -158,7 +158,7 @@ class _Parser(argparse.ArgumentParser):
 
 def _real_parser(fs: FlagSet) -> argparse.ArgumentParser:
     parser = _Parser(prog="sglang serve", allow_abbrev=fs.allow_abbrev)
-    for i, (primary, info) in enumerate(sorted(fs.flags.items())):
+    for i, (_primary, info) in enumerate(sorted(fs.flags.items())):
         parser.add_argument(*info["options"], dest=f"f{i}", action="store_true")
     return parser
 

@@ -55,7 +55,8 @@ def parse_disable(items: tuple[str, ...] | list[str]) -> dict[str, str]:
         rule_id, separator, reason = item.partition("=")
         if not separator or not rule_id.strip() or not reason.strip():
             raise TopoctlError(f"--disable {item!r}: write ID=REASON",
-                               hint="the reason is shown in every report, e.g. --disable nccl-ll128-without-nvlink='validated on our fabric'")
+                               hint="the reason is shown in every report, "
+                                    "e.g. --disable nccl-ll128-without-nvlink='validated on our fabric'")
         disabled[rule_id.strip()] = reason.strip()
     return disabled
 

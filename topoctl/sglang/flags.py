@@ -195,6 +195,7 @@ class FlagSet:
             return Resolution(token, "exact", opts[token], token)
         if len(token) == 1:
             return Resolution(token, "positional")
+        value: str | None
         if "=" in token:
             name, value = token.split("=", 1)
             if name in opts:

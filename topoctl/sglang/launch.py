@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import shlex
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
 from topoctl.errors import TopoctlError
 from topoctl.sglang import spelling as table
@@ -27,7 +27,7 @@ def parse_env_text(text: str, origin: str) -> list[tuple[int, str, str]]:
         text = text[1:]
     position, line, length = 0, 1, len(text)
 
-    def fail(at_line: int, why: str) -> None:
+    def fail(at_line: int, why: str) -> NoReturn:
         raise TopoctlError(f"{origin}:{at_line}: {why}",
                            hint="launch.env lines are NAME='value' (sh quoting, no expansions or commands)")
 
@@ -203,7 +203,7 @@ def _check_value(flags: Any, name: str, info: dict[str, Any], text: str, where: 
         return None
     kind = info.get("type")
     converted: Any = text
-    convert = _CONVERTERS.get(kind) if not info.get("type_parser") else None
+    convert = _CONVERTERS.get(kind) if isinstance(kind, str) and not info.get("type_parser") else None
     if convert is not None:
         try:
             converted = convert(text)
