@@ -29,6 +29,7 @@ MAX_SNAPSHOT_BYTES = 16 * MIB  # snapshots (--topology, --expect) and captures (
 MAX_RULE_FILE_BYTES = 1 * MIB  # one site rule file (--rules DIR)
 MAX_LAUNCH_ENV_BYTES = 1 * MIB  # one launch.env
 MAX_MODEL_CONFIG_BYTES = 4 * MIB  # one config.json (--model-config, --model-path)
+MAX_LAUNCH_FILE_BYTES = 4 * MIB  # one manifest, compose file or script `check` reads a launch from
 
 # Shape of parsed documents (JSON and YAML alike).
 MAX_DEPTH = 64  # nested lists/mappings; a snapshot is 5 deep, a rule file about 8
@@ -277,6 +278,19 @@ def load_yaml(text: str, origin: str, max_nodes: int = MAX_NODES, max_depth: int
         loader.dispose()
     check_tree(data, origin, max_depth=max_depth, max_nodes=max_nodes)
     return data
+
+
+def compose_yaml_all(text: str, origin: str, max_nodes: int = MAX_RULE_FILE_NODES) -> list[Any]:
+    """`yaml.compose_all(text, Loader=SafeLoader)` within the limits (for readers that need the nodes' lines:
+    manifests, compose files). The limits count over all the documents of the file."""
+    loader = yaml_loader(origin, max_nodes=max_nodes, text=text)
+    try:
+        nodes = []
+        while loader.check_node():
+            nodes.append(loader.get_node())
+        return nodes
+    finally:
+        loader.dispose()
 
 
 # ---------------------------------------------------------------------------------------------- launches
