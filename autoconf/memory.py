@@ -108,7 +108,7 @@ def static_fraction(gpu_bytes: int, tp: int, version: str | None, mla: bool, spe
     else:
         cite = "SGLang 0.5.12 server_args.py:1541-1587"
         # piecewise CUDA graphs are on by default in 0.5.12 (disable_piecewise_cuda_graph: False, line 737)
-        reserved += 1.5 * 1024 if mla else piecewise_token_count(min(chunked, 2048) if mla else chunked) * 8
+        reserved += 1.5 * 1024 if mla else piecewise_token_count(chunked) * 8
     if gpu_mib > 60 * 1024:
         reserved = max(reserved, 10 * 1024)
     if speculative:
@@ -123,12 +123,16 @@ def static_fraction(gpu_bytes: int, tp: int, version: str | None, mla: bool, spe
 
 def weights_per_gpu(model: dict[str, Any], tp: int) -> dict[str, float]:
     """Bytes of each part on one GPU under TP (EP changes which experts a GPU holds, not how many bytes)."""
-    parts = model["parts_bytes"]
+    return per_gpu(model["parts_bytes"], model, tp)
+
+
+def per_gpu(parts: dict[str, float], model: dict[str, Any], tp: int) -> dict[str, float]:
+    """Bytes of each of `parts` (a model's whole or active parts) on one GPU of a TP group."""
     out = {}
     for part, total in parts.items():
         out[part] = total if part in REPLICATED_PARTS else total / tp
     replicated = model.get("replicated_attention_bytes") or 0.0
-    if replicated:
+    if replicated and parts["attention"] >= replicated:
         out["attention"] = (parts["attention"] - replicated) / tp + replicated
     if model["attention"] != "mla" and model["kv_heads"] < tp:
         # K and V projections of a head are copied onto the GPUs that share it
@@ -153,7 +157,7 @@ def draft_bytes(model: dict[str, Any], draft: dict[str, Any] | None, tp: int) ->
         return draft["weight_bytes"] / tp, f"draft model {draft['source']}"
     hidden = model["hidden_size"]
     heads, kv, hd = model["heads"], model["kv_heads"], model["head_dim"]
-    inter = 3 * hidden * 4 * hidden if not model.get("moe") else 3 * hidden * 4 * hidden
+    inter = 3 * hidden * 4 * hidden  # MLP width modelled as 4 x hidden
     layer = 2 * hidden * heads * hd + 2 * hidden * kv * hd + inter
     params = layer + 3 * hidden * hidden + model["vocab_size"] * hidden
     return params * 2 / tp, "modelled EAGLE-3 draft: one decoder layer + fc + lm_head, bf16"

@@ -21,6 +21,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 import yaml
+from model_helpers import fitting_model
 
 from topoctl.cli import main
 
@@ -154,7 +155,7 @@ def test_readme_ci_command_runs_clean_against_a_snapshot(capsys, tmp_path, monke
     os.makedirs("machines")
     assert _run(capsys, ["probe", "--from-capture", os.path.join(FIXTURES, "h200-4x-nvswitch-vm"),
                          "-o", "machines/prod.yaml"])[0] == 0
-    for name, extra in (("a", ["--model", "kimi-k2.5"]),
+    for name, extra in (("a", ["--model", "qwen3-235b-a22b"]),
                         ("b", ["--speculative", "eagle3", "--draft-model", "/models/my draft"])):
         os.makedirs(f"deploy/{name}")
         assert _run(capsys, ["recommend", "--topology", "machines/prod.yaml", *extra,
@@ -301,7 +302,7 @@ def test_launch_env_round_trip_in_sh_and_bash_and_check_passes_it(capsys, tmp_pa
     monkeypatch.chdir(tmp_path)
     argv = ["recommend", "--system", system, "--sglang-version", version, "-o", "launch.env"]
     if model == "kimi":
-        argv += ["--model", "kimi-k2.5", "--speculative", "eagle3", "--draft-model", "/models/my draft"]
+        argv += ["--model", fitting_model(system), "--speculative", "eagle3", "--draft-model", "/models/my draft"]
     code, out, err = _run(capsys, argv)
     assert code == 0, err
     text = open("launch.env", encoding="utf-8").read()

@@ -116,7 +116,7 @@ def test_force_speculative_keeps_eagle3(capsys):
 
 
 def test_h200_custom_allreduce_on_and_eagle3_allowed(capsys):
-    doc = recommend_json(target("h200-4x-nvswitch-vm") + EAGLE, capsys)
+    doc = recommend_json(target("h200-4x-nvswitch-vm") + ["--model", "qwen3-235b-a22b"] + EAGLE[2:], capsys)
     assert doc["settings"]["custom_all_reduce"] is True
     assert "--disable-custom-all-reduce" not in doc["args"]
     assert doc["settings"]["speculative_algorithm"] == "eagle3"
@@ -128,7 +128,8 @@ def test_h200_custom_allreduce_on_and_eagle3_allowed(capsys):
 
 
 def test_rtx_4090_no_p2p(capsys):
-    doc = recommend_json(target("rtx-4090-2x-pcie-no-p2p") + ["--model", "llama-3.1-70b"], capsys)
+    doc = recommend_json(target("rtx-4090-2x-pcie-no-p2p") + ["--model", "llama-3.1-8b", "--tp-size", "2",
+                                                              "--context-length", "2048"], capsys)
     assert doc["settings"]["custom_all_reduce"] is False and "--disable-custom-all-reduce" in doc["args"]
     assert doc["env"]["NCCL_P2P_DISABLE"] == "1"
     # nothing measured another allreduce path here: no unmeasured path is chosen on modelled grounds
@@ -216,9 +217,9 @@ def test_cli_runner(tmp_path):
 
 def test_subprocess_python_m_topoctl(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "topoctl", "recommend", *target("h200-4x-nvswitch-vm"),
-                           "--model", "deepseek-v3", "--format", "json"], capture_output=True, text=True, timeout=120)
+                           "--model", "qwen3-235b-a22b", "--format", "json"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout)["model"]["name"] == "deepseek-v3"
+    assert json.loads(proc.stdout)["model"]["name"] == "qwen3-235b-a22b"
 
 
 SITE_RULE = """schema_version: 1
@@ -245,7 +246,8 @@ def test_site_rules_and_disable_with_reason(tmp_path, capsys):
     site = tmp_path / "site"
     site.mkdir()
     (site / "fleet.yaml").write_text(SITE_RULE)
-    doc = recommend_json(target("h200-4x-nvswitch-vm") + EAGLE + ["--rules", str(site)], capsys)
+    doc = recommend_json(target("h200-4x-nvswitch-vm") + ["--model", "qwen3-235b-a22b"] + EAGLE[2:]
+                         + ["--rules", str(site)], capsys)
     assert doc["speculative"]["verdict"] == "blocked" and "site-no-eagle3-on-h200" in doc["speculative"]["message"]
     reason = "validated on our fabric (ticket 1234)"
     argv = target("rtx-pro-6000-8x-pcie") + EAGLE + ["--disable", f"cuda-graph-max-bs-128-sm120-kimi={reason}"]
