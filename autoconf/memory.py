@@ -101,7 +101,7 @@ def static_fraction(gpu_bytes: int, tp: int, version: str | None, mla: bool, spe
     chunked, graph_default = graph_and_prefill_defaults(gpu_mib, tp)
     graph_bs = cuda_graph_max_bs or graph_default
     parsed = _version(version)
-    older = parsed is not None and parsed < Version("0.5.12")
+    older = parsed is not None and parsed < Version("0.5.6")
     reserved = 512 + max(chunked, 2048) * 1.5 + graph_bs * 2 + tp / 8 * 1024
     if older:
         cite = "SGLang 0.5.5 server_args.py:785-823"
@@ -113,9 +113,11 @@ def static_fraction(gpu_bytes: int, tp: int, version: str | None, mla: bool, spe
         reserved = max(reserved, 10 * 1024)
     if speculative:
         reserved += (2 if older else 4) * 1024  # "eagle draft models and cuda graphs"
-    if parsed is not None and parsed > Version("0.5.12"):
-        cite += (f" (the rule read in 0.5.12; {version} restructured it (0.5.18 server_args.py:4802-5120) and "
-                 "its own rule is not modelled)")
+    if parsed is not None and parsed >= Version("0.5.13"):
+        cite += (f" (the rule read in 0.5.12; {version} was not read for it, and 0.5.18 restructured it: "
+                 "server_args.py:4802-5120)")
+    elif parsed is not None and Version("0.5.6") <= parsed < Version("0.5.12"):
+        cite += f" (the rule read in 0.5.12; {version} was not read for it)"
     return round((gpu_mib - reserved) / gpu_mib, 3), graph_bs, cite
 
 
