@@ -132,6 +132,10 @@ def judge_candidate(judge: _Judge, path: str, spec: str | None, launch: dict[str
     cand = Candidate(path, launch)
     report = judge.report(spec, launch)
     cand.blocked_by, cand.warnings = _violations(report, launch)
+    # a warning that fires for this launch without naming a setting (check reports it too) counts against it
+    cand.warnings += [(finding, finding.message) for finding in report.findings
+                      if finding.severity == "warn" and finding.status == "fired" and not finding.effect.get("forbid")
+                      and not finding.effect.get("require")]
     cand.honours_request = (spec == speculative)
     cand.defaults = launch_defaults(report)
     cand.prefers = sum(1 for setting, value, _ in space.prefer_pairs
