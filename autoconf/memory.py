@@ -38,6 +38,7 @@ class Fit:
     kv_tokens: int
     context_length: int | None
     why: str = ""
+    max_running_requests: int | None = None
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -58,6 +59,9 @@ class Fit:
             "kv_cache_tokens": self.kv_tokens,
             "context_length": self.context_length,
             "full_context_requests": (self.kv_tokens // self.context_length) if self.context_length else None,
+            "max_running_requests": self.max_running_requests,
+            "kv_tokens_per_running_request": (self.kv_tokens // self.max_running_requests
+                                              if self.max_running_requests else None),
             "notes": list(self.notes),
         }
 
@@ -167,7 +171,7 @@ def draft_bytes(model: dict[str, Any], draft: dict[str, Any] | None, tp: int) ->
 
 def fit(model: dict[str, Any], gpu_bytes: int, tp: int, version: str | None, speculative: bool,
         cuda_graph_max_bs: int | None = None, context_length: int | None = None,
-        draft: dict[str, Any] | None = None) -> Fit:
+        draft: dict[str, Any] | None = None, max_running_requests: int | None = None) -> Fit:
     """The memory fit of one candidate launch."""
     fraction, graph_bs, source = static_fraction(gpu_bytes, tp, version, model["attention"] == "mla",
                                                  speculative, cuda_graph_max_bs)
@@ -182,7 +186,7 @@ def fit(model: dict[str, Any], gpu_bytes: int, tp: int, version: str | None, spe
     kv = gpu_bytes * fraction - sum(weights.values()) - extra
     tokens = int(kv // per_token) if kv > 0 else 0
     result = Fit(True, gpu_bytes, fraction, source, graph_bs, weights, extra, per_token, kv, tokens,
-                 context_length, notes=notes)
+                 context_length, notes=notes, max_running_requests=max_running_requests)
     if kv <= 0:
         result.fits = False
         result.why = (f"needs {sum(weights.values()) / 1e9:.1f} GB of weights per GPU"

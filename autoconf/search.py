@@ -217,7 +217,8 @@ def _fit(cand: Candidate, model: dict[str, Any], gpu: dict[str, Any], version: s
 
     if gpu.get("memory_bytes"):
         cand.fit = memory_fit(model, gpu["memory_bytes"], cand.tp, version, bool(cand.speculative),
-                              cand.launch.get("cuda_graph_max_bs"), req.context_length, req.draft)
+                              cand.launch.get("cuda_graph_max_bs"), req.context_length, req.draft,
+                              req.max_running_requests)
 
 
 def _predict(cand: Candidate, model: dict[str, Any], gpu: dict[str, Any], lat: Any, req: Request) -> None:
