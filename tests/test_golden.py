@@ -34,6 +34,7 @@ def test_every_system_has_cases():
     systems = {case.system for case in CASES}
     assert set(list_systems()) <= systems
     assert "no-gpu" in systems  # the exit-3 replay is guarded too
+    assert "_rules" in systems  # and what `rules explain` says of every built-in rule
 
 
 @pytest.mark.parametrize("case", CASES, ids=[f"{c.system}/{c.name}" for c in CASES])

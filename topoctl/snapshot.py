@@ -11,6 +11,7 @@ import os
 import re
 from typing import TYPE_CHECKING, Any
 
+from topoctl import vocab
 from topoctl.errors import TopoctlError
 from topoctl.p2p import P2P_CAPABILITIES, P2P_STATUSES, all_pairs_p2p, pair_p2p_ok
 
@@ -124,7 +125,7 @@ def _decode(raw: bytes, origin: str) -> str:
 
 
 # ------------------------------------------------------------------------------------------ validation
-INTERCONNECTS = frozenset({"nvswitch", "nvlink", "nvlink-partial", "pcie", "mixed", "single", "none"})
+INTERCONNECTS = frozenset(vocab.INTERCONNECTS)
 _CAPABILITY = re.compile(r"\d{1,3}\.\d{1,3}\Z")
 
 
