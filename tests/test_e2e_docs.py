@@ -23,6 +23,8 @@ import pytest
 import yaml
 
 from topoctl.cli import main
+from topoctl.sglang.flags import known_versions
+from topoctl.snapshot import list_systems
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXTURES = os.path.join(ROOT, "fixtures")
@@ -30,7 +32,7 @@ README = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
 RULES_DOC = open(os.path.join(ROOT, "docs", "rules.md"), encoding="utf-8").read()
 RC_DOC = open(os.path.join(ROOT, "docs", "recommend-and-check.md"), encoding="utf-8").read()
 H200_2X_LIVE = os.path.join(ROOT, "docs", "real-hardware", "h200-2x-nvswitch-vm", "machine.yaml")
-SGLANG_VERSIONS = ["0.5.5", "0.5.12", "0.5.18", "0.5.23"]
+SGLANG_VERSIONS = known_versions()
 
 
 def _blocks(text: str) -> list[str]:
@@ -286,8 +288,7 @@ CHECK_SAME_SYSTEM_FAILS = {("rtx-pro-6000-8x-pcie", "kimi", "0.5.18"), ("rtx-pro
 
 
 def _cases():
-    systems = ["h100-8x-nvswitch", "h200-2x-nvswitch-vm", "h200-4x-nvswitch-vm", "l40s-4x-pcie-2numa",
-               "rtx-4090-2x-pcie-no-p2p", "rtx-pro-6000-8x-pcie"]
+    systems = list_systems()
     return [(s, m, v) for s in systems for m in ("none", "kimi") for v in SGLANG_VERSIONS]
 
 

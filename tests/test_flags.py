@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from topoctl.errors import TopoctlError
 from topoctl.sglang.flags import FlagSet, known_versions, load_flag_set
 
-VERSIONS = ["0.5.5", "0.5.12", "0.5.18", "0.5.23"]
+VERSIONS = known_versions()
 
 
 def test_known_versions_cover_the_supported_releases():
