@@ -39,8 +39,8 @@ def capture_systems() -> list[str]:
 
 def cases() -> list[Case]:
     """Every reference system's cases, then `rules list` and `rules explain` of every built-in rule (_rules)."""
+    from topoctl.catalogue import list_systems
     from topoctl.sglang.flags import known_versions
-    from topoctl.snapshot import list_systems
 
     out: list[Case] = []
     for name in capture_systems():

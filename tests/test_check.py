@@ -12,10 +12,10 @@ from click.testing import CliRunner
 from test_autoconf_snapshots import make_snapshot
 from test_recommend import target
 
+from topoctl.catalogue import list_systems
 from topoctl.cli import cli as cli_group
 from topoctl.cli import main
 from topoctl.sglang.flags import known_versions
-from topoctl.snapshot import list_systems
 
 CMD = ["--", "python", "-m", "sglang.launch_server", "--model-path", "M"]
 
@@ -70,10 +70,10 @@ def _blocked_launches():
     """(system, version, command tokens, the rule ids that block it) for every alternative recommend drops."""
     from topoctl.autoconf import models
     from topoctl.autoconf.search import search
+    from topoctl.catalogue import system_snapshot
     from topoctl.commands.recommend import flag_set_for
     from topoctl.rules import load_rules
     from topoctl.sglang import spelling as table
-    from topoctl.snapshot import system_snapshot
 
     ruleset = load_rules()
     out = []

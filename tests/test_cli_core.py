@@ -83,13 +83,13 @@ def test_hostile_option_value_is_escaped_in_the_error(cli):
 
 
 def test_hostile_message_and_hint_are_escaped(cli, monkeypatch):
-    import topoctl.snapshot
+    import topoctl.target
     from topoctl.errors import TopoctlError
 
     def hostile(*args, **kwargs):
         raise TopoctlError("bad\nNEXT LINE\x1b[2J", hint="try\r\tthis\x07")
 
-    monkeypatch.setattr(topoctl.snapshot, "resolve_target", hostile)
+    monkeypatch.setattr(topoctl.target, "resolve_target", hostile)
     code, out, err = cli(["show", *H200])
     assert code == 2
     assert err.splitlines() == ["topoctl: error: bad\\nNEXT LINE\\x1b[2J", "  hint: try\\r\\tthis\\x07"]

@@ -22,9 +22,9 @@ import xml.etree.ElementTree as ET
 import pytest
 import yaml
 
+from topoctl.catalogue import list_systems
 from topoctl.cli import main
 from topoctl.sglang.flags import known_versions
-from topoctl.snapshot import list_systems
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXTURES = os.path.join(ROOT, "fixtures")

@@ -29,7 +29,7 @@ def _run(cli, case: Case, folder: str) -> str:
 
 
 def test_every_system_has_cases():
-    from topoctl.snapshot import list_systems
+    from topoctl.catalogue import list_systems
 
     systems = {case.system for case in CASES}
     assert set(list_systems()) <= systems

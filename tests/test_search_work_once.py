@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
+from topoctl.catalogue import system_snapshot
 from topoctl.rules import evaluate, load_rules
 from topoctl.rules import facts as facts_module
-from topoctl.snapshot import system_snapshot
 
 EAGLE = ["--model", "kimi-k2.5", "--speculative", "eagle3", "--draft-model", "/models/eagle3"]
 

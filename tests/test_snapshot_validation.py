@@ -11,8 +11,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from topoctl.catalogue import list_systems, system_snapshot
 from topoctl.errors import TopoctlError
-from topoctl.snapshot import list_systems, system_snapshot, validate_snapshot
+from topoctl.snapshot import validate_snapshot
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXTURES = os.path.join(ROOT, "fixtures")
@@ -96,7 +97,7 @@ MUTATIONS = {
     "all-pairs-p2p-string": (_set(["summary", "all_pairs_p2p"], "false"), "summary.all_pairs_p2p"),
     "downtrained-out-of-range": (_set(["summary", "downtrained_gpus"], [9]), "summary.downtrained_gpus[0]"),
     "software-int": (_set(["software", "sglang"], 0.5), "software.sglang"),
-    "host-string": (_set(["host"], "node-1"), "snapshot.host"),
+    "host-string": (_set(["host"], "node-1"), "host must be a mapping"),
     "host-cores-string": (_set(["host", "cpu_cores_logical"], "128"), "host.cpu_cores_logical"),
     "root-complexes-string": (_set(["pcie", "root_complexes"], "pci0000:00"), "pcie.root_complexes"),
 }

@@ -16,7 +16,7 @@ import sys
 
 import pytest
 
-from topoctl.snapshot import list_systems
+from topoctl.catalogue import list_systems
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXTURES = os.path.join(ROOT, "fixtures")

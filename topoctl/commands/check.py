@@ -64,7 +64,8 @@ def command(ctx, files, topology, system, fallback_system, expect, sglang_versio
     from topoctl.commands._options import flag_set_for, load_rules_for, requested_version, require_value, target_version
     from topoctl.io import emit
     from topoctl.sglang import launch as launch_mod
-    from topoctl.snapshot import load_snapshot, resolve_target
+    from topoctl.snapshot import load_snapshot
+    from topoctl.target import resolve_target
 
     command_tokens = ctx.meta.get("topoctl_launch_command")
     if not files and not command_tokens:
