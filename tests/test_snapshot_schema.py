@@ -95,7 +95,7 @@ def test_unknown_fields_are_allowed_so_newer_probes_stay_readable():
 LEAF_VALUES = st.one_of(st.none(), st.booleans(), st.integers(min_value=-3, max_value=2000),
                         st.floats(allow_nan=False, allow_infinity=False, width=32), st.text(max_size=6),
                         st.sampled_from(["OK", "NS", "U", "unknown", "9.0", "pcie", "nvswitch"]),
-                        st.just([]), st.just({}), st.just([0, 1]))
+                        st.builds(list), st.builds(dict), st.builds(lambda: [0, 1]))  # fresh objects
 
 
 def _paths(value, prefix=()):
