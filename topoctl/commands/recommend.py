@@ -37,13 +37,6 @@ def _list_systems() -> str:
     return "\n".join(lines) + ("\n" if lines else "")
 
 
-def note_newest(flags) -> None:
-    """A version newer than every flag data file: said on stderr too, not only in the output's header."""
-    if getattr(flags, "newer_than_all", False):
-        click.echo(f"topoctl: note: no SGLang flag data for {flags.requested}; flags are from {flags.version}, "
-                   "the newest known version", err=True)
-
-
 @click.command("recommend")
 @target_options
 @click.option("--list-systems", is_flag=True, help="List the built-in reference systems and exit.")
@@ -137,7 +130,6 @@ def command(topology, system, list_systems, fallback_system, list_models, model_
     result = search(snapshot, model, flags, version, speculative=speculative.lower() if speculative else None,
                     draft_model=draft_model, force_speculative=force_speculative, tp_size=tp_size,
                     ep_size=ep_size, ruleset=ruleset)
-    note_newest(flags)
     if explain:
         click.echo(explain_text(result), err=True, nl=False)
     emit(render(result, fmt), output)
