@@ -81,6 +81,9 @@ def from_hf_config(path: str) -> dict[str, Any]:
     entry = {"layers": text["num_hidden_layers"], "hidden_size": text["hidden_size"],
              "moe": experts is not None, "experts": experts, "dtype_bytes": 2,
              "description": f"from {os.path.basename(path)}"}
+    architectures = data.get("architectures")
+    if isinstance(architectures, list) and architectures and isinstance(architectures[0], str):
+        entry["architecture"] = architectures[0]  # what SGLang's per-model gates read (hf_config.architectures[0])
     return _complete(str(name), entry, source=path)
 
 
@@ -94,6 +97,7 @@ def _complete(name: str, entry: dict[str, Any], source: str) -> dict[str, Any]:
         "hidden_size": hidden,
         "moe": bool(entry.get("moe")),
         "experts": entry.get("experts"),
+        "architecture": entry.get("architecture"),
         "dtype_bytes": width,
         "allreduces_per_forward": 2 * layers,
         "allreduce_bytes_per_token": hidden * width,

@@ -435,6 +435,8 @@ FACTS: dict[str, tuple[str, str, Callable[[Context], Any]]] = {
                                    _target_flashinfer),
     "request.model.name": ("str", "requested model name (None: none given)", _model_name),
     "request.model.moe": ("bool", "requested model is a mixture of experts", _model("moe")),
+    "request.model.architecture": ("str", "the model's architecture class as its config.json names it first "
+                                   "(DeepseekV3ForCausalLM; None: not known)", _model("architecture")),
     "request.model.layers": ("int", "requested model's transformer layers", _model("layers")),
     "request.speculative": ("str", "speculative algorithm, lower case (request.speculative, else launch.speculative_algorithm)",
                             _speculative),
