@@ -53,8 +53,13 @@ def judge(parsed: ParsedLaunch, snapshot: dict[str, Any], flags: Any, ruleset: A
     tp: int = launch["tp_size"] if isinstance(launch.get("tp_size"), int) else tp_default
     ep: int = launch["ep_size"] if isinstance(launch.get("ep_size"), int) else 1
     spec = launch.get("speculative_algorithm")
+    dp_value = launch.get("dp_size")
+    dp = dp_value if isinstance(dp_value, int) and not isinstance(dp_value, bool) and dp_value >= 1 else 1
+    group, group_items = launch_group(parsed, snapshot, tp if tp >= 1 else 1, dp, gpu_count)
+    outcome.items.extend(group_items)
     request = {"model": model, "speculative": spec.lower() if isinstance(spec, str) else None, "tp_size": tp,
-               "ep_size": ep, "sglang_version": flags.requested, "launch": launch}
+               "ep_size": ep, "dp_size": dp, "gpus": list(group) if group is not None else None,
+               "sglang_version": flags.requested, "launch": launch}
     report = rules_api.evaluate(ruleset, snapshot, request)
     seen: set[str] = set()
     for violation in rules_api.violations(report, launch):
@@ -114,6 +119,60 @@ def judge(parsed: ParsedLaunch, snapshot: dict[str, Any], flags: Any, ruleset: A
     order = {"block": 0, "warn": 1, "info": 2}
     outcome.items.sort(key=lambda item: (order.get(item.severity, 3), item.id, item.message))
     return outcome
+
+
+def launch_group(parsed: ParsedLaunch, snapshot: dict[str, Any], tp: int, dp: int,
+                 gpu_count: int) -> tuple[tuple[int, ...] | None, list[Item]]:
+    """The GPUs the launch runs on (snapshot indices), and what check says about them.
+
+    CUDA_VISIBLE_DEVICES (launch.env, or the environment before the command) names the visible GPUs, read as
+    CUDA reads it (topoctl/cuda_devices.py); SGLang's TP x DP ranks take the first tp x dp of them. Without
+    it, the first tp x dp GPUs in PCI bus order. When the value cannot be mapped onto the snapshot, every GPU
+    (conservatively, with a warning). None: every GPU, by the engine's own default."""
+    from topoctl.cuda_devices import DEVICE_ORDER, VISIBLE_DEVICES, parse_visible_devices, pci_order
+
+    needed = tp * dp
+    where = parsed.lines.get(VISIBLE_DEVICES, "")
+    value = parsed.env.get(VISIBLE_DEVICES)
+    items: list[Item] = []
+    machine = pci_order(snapshot)
+    if value is None:
+        if needed >= len(machine):
+            return None, items
+        group = tuple(machine[:needed])
+        items.append(Item("topoctl-gpu-group", "info", "GPUs the launch runs on",
+                          one_line(f"judged on GPUs {_ids(group)} of {len(machine)}: the first {needed} "
+                                   f"({VISIBLE_DEVICES} is not set); pairs with the other GPUs do not count"),
+                          f"set {VISIBLE_DEVICES} (with {DEVICE_ORDER}=PCI_BUS_ID) to choose the GPUs; "
+                          "`topoctl recommend --tp-size N` picks the best group"))
+        return group, items
+    visible = parse_visible_devices(value, snapshot, parsed.env.get(DEVICE_ORDER))
+    if visible.gpus is None:
+        items.append(Item("topoctl-gpu-group-unknown", "warn", "GPUs of the launch unknown",
+                          one_line(f"{visible.reason}; judged on every GPU of the target"),
+                          f"write {VISIBLE_DEVICES} as integer ids with {DEVICE_ORDER}=PCI_BUS_ID, or as GPU UUIDs",
+                          where))
+        return tuple(machine), items  # unknown: judged on every pair, conservatively
+    for note in visible.notes:
+        items.append(Item("topoctl-gpu-group", "info", "GPUs the launch runs on", one_line(note), "", where))
+    if needed > len(visible.gpus):
+        if tp > gpu_count:  # more than the machine has: the parallel-size check says so
+            return visible.gpus, items
+        items.append(Item("topoctl-tp-exceeds-visible-gpus", "block", "tensor parallel size exceeds the visible GPUs",
+                          one_line(f"tp {tp} x dp {dp} needs {needed} GPUs; {VISIBLE_DEVICES}={value} leaves "
+                                   f"{len(visible.gpus)} visible: the server will not start"),
+                          f"make {needed} GPUs visible, or lower --tp-size", where))
+        return visible.gpus, items
+    group = visible.gpus[:needed]
+    items.append(Item("topoctl-gpu-group", "info", "GPUs the launch runs on",
+                      one_line(f"judged on GPUs {_ids(group)} of {len(machine)} ({VISIBLE_DEVICES}={value}"
+                               + (f", the first {needed} of them" if needed < len(visible.gpus) else "") + ")"),
+                      "", where))
+    return group, items
+
+
+def _ids(group: tuple[int, ...]) -> str:
+    return ",".join(str(index) for index in group)
 
 
 def _software(snapshot: dict[str, Any], key: str) -> Any:
