@@ -103,3 +103,33 @@ def test_specifier_bounds_walks_the_whole_condition():
                             {"fact": "request.sglang_version", "version": "==0.5.7.*"}]}}
     assert sorted(specifier_bounds(when)) == [("sglang", "<", "0.5.8"), ("sglang", "==", "0.5.7"),
                                               ("sglang", ">=", "0.5.5")]
+
+
+def test_docs_table_lists_every_builtin_rule_with_its_severity():
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "rules.md").read_text(encoding="utf-8")
+    for rule in RULESET.rules:
+        assert f"| `{rule.id}` | {rule.severity} |" in text, rule.id
+
+
+def test_grep_releases_reads_every_release_in_order_and_prints_the_changes(tmp_path, capsys):
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location(
+        "grep_releases", Path(__file__).resolve().parent.parent / "scripts" / "grep_releases.py")
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    # synthetic releases: the pattern appears in 0.5.6, moves in 0.5.10 (same text), goes away in 0.5.11
+    for version, body in (("0.5.5", "x = 1\n"), ("0.5.6", "table[key]\n"), ("0.5.10", "\ntable[key]\n"),
+                          ("0.5.11", "table.get(key)\n"), ("0.5.11rc0", "table[key]\n"), ("notes", "")):
+        folder = tmp_path / version / "pkg"
+        folder.mkdir(parents=True)
+        (folder / "a.py").write_text(body)
+    assert tool.main([str(tmp_path), r"table\[key\]", "--changes"]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "0.5.5: (absent)", "0.5.6: pkg/a.py:1: table[key]", "0.5.11: (absent)"]
+    assert tool.main([str(tmp_path), "table[key]", "--fixed", "--first", "0.5.10"]) == 0
+    assert capsys.readouterr().out.splitlines() == ["0.5.10: pkg/a.py:2: table[key]", "0.5.11: (absent)"]
+    assert tool.main([str(tmp_path / "missing"), "x"]) == 2
