@@ -135,7 +135,8 @@ def test_evidence_matching_and_relative_numbers():
     assert _throughput(Candidate("custom", {"tp_size": 8}), evidence, models.profile("kimi-k2.5")) is None
     assert _throughput(Candidate("nccl", dict(nccl, cuda_graph_max_bs=64)), evidence, models.profile("kimi-k2.5"))[0] == 89.5
     assert _throughput(Candidate("nccl", dict(nccl)), evidence, models.profile("deepseek-v3")) is None
-    assert _throughput(Candidate("nccl", dict(nccl)), evidence, _renamed("kimi-k2.5", "moonshotai/Kimi-K2.5-local-copy"))[0] == 89.5
+    renamed = _renamed("kimi-k2.5", "moonshotai/Kimi-K2.5-local-copy")
+    assert _throughput(Candidate("nccl", dict(nccl)), evidence, renamed)[0] == 89.5
 
 
 def test_absolute_number_with_the_change_is_not_multiplied_again():
