@@ -513,7 +513,7 @@ def test_check_unreadable_launch_env(cli, tmp_path, kind):
     ("--tp-size 99", "topoctl-tp-exceeds-gpus"),
     ("--tp-size 4 --tp-size 8", "topoctl-tp-exceeds-gpus"),
     ("--cuda-graph-max-bs 128", "ambiguous"),
-    ("--speculative-num-steps 3", "speculative-params-all-or-none"),
+    ("--speculative-algorithm EAGLE3 --speculative-eagle-topk 1", "speculative-params-all-or-none"),
     ("--tp-size", "expects a value"),
     ("-h", "BLOCK"),
 ])
