@@ -78,4 +78,7 @@ def cases() -> list[Case]:
 
 
 def render(argv: tuple[str, ...], code: int, out: str, err: str) -> str:
-    return f"$ topoctl {' '.join(argv)}\nexit {code}\n--- stdout\n{out}--- stderr\n{err}"
+    """The case's text, with this checkout's location written as <checkout> (rule sources name their file),
+    so the golden files hold in any clone."""
+    text = f"$ topoctl {' '.join(argv)}\nexit {code}\n--- stdout\n{out}--- stderr\n{err}"
+    return text.replace(ROOT + os.sep, "<checkout>/")
