@@ -72,6 +72,9 @@ def judge(parsed: ParsedLaunch, snapshot: dict[str, Any], flags: Any, ruleset: A
         if finding.severity not in ("block", "warn"):
             continue
         written = parsed.written.get(violation.setting, f"{violation.setting} left at its default")
+        if violation.setting in report.implied:  # SGLang sets it by itself for this launch (effect.implies)
+            value, because = report.implied[violation.setting]
+            written = f"{violation.setting}={value} set by SGLang itself ({because})"
         status = finding.status_text
         message = one_line(f"{written}: {finding.message}" + (f" (cannot verify: {', '.join(finding.unknown_facts)} unknown)"
                                                                if finding.status == "unknown" else ""))
