@@ -97,7 +97,8 @@ def command(topology, system, list_systems, fallback_system, list_models, model_
           --speculative eagle3 --draft-model /models/eagle3 --explain -o launch.env
 
     \b
-    Exit codes: 0 written; 1 no launch passes the rules; 2 bad usage or input.
+    Exit codes: 0 written; 1 no launch passes the rules, or the model does not fit
+    (the hint says what would); 2 bad usage or input.
     """
     from topoctl.io import emit
 
