@@ -171,15 +171,13 @@ def _container(tokens: list[str], launch: Launch, program: str) -> list[str]:
         if not token.startswith("-") or token == "-":
             break
         name, has_value, inline = token.partition("=")
+        if not token.startswith("--") and len(token) > 2 and token[1] in "ev":  # -eNAME=VALUE, -v/x:/y together
+            name, has_value, inline = token[:2], "=", token[2:]
         if not has_value and name in _CONTAINER_VALUE_OPTIONS:
             if position + 1 >= len(tokens):
                 raise NotALaunch(f"{program} run: {name} expects a value", hint="complete the command")
             value = tokens[position + 1]
             position += 2
-        elif not has_value and not name.startswith("--") and len(name) > 2 and name[1:2] in "ev":
-            value = name[2:]  # -eNAME=VALUE, -v/x:/y written together
-            name = name[:2]
-            position += 1
         else:
             value = inline
             position += 1
