@@ -386,3 +386,14 @@ def test_broken_yaml_is_exit_2_with_its_line(capsys, tmp_path):
     path.write_text("apiVersion: v1\nkind: Pod\nspec: [\n")
     code, out, err = run(capsys, ["check", str(path), *H200])
     assert code == 2 and f"{path}:" in err and "not valid YAML" in err and "Traceback" not in err
+
+
+def test_a_helm_template_in_a_folder_is_reported_not_fatal(capsys, tmp_path):
+    (tmp_path / "templates").mkdir()
+    template = tmp_path / "templates" / "deployment.yaml"
+    template.write_text("{{- if .Values.enabled }}\napiVersion: apps/v1\nkind: Deployment\n{{- end }}\n")
+    shutil.copy(os.path.join(DEPLOY, "compose", "compose.yaml"), tmp_path)
+    code, out, err = run(capsys, ["check", str(tmp_path), *H200])
+    assert code == 0, err
+    assert f"{template}:" in out and "not read:" in out and "not valid YAML" in out
+    assert run(capsys, ["check", str(template), *H200])[0] == 2  # named on the command line: bad input

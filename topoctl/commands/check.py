@@ -97,7 +97,8 @@ def command(ctx, files, topology, system, fallback_system, expect, sglang_versio
             raise TopoctlError("the command after `--` has no SGLang flags",
                                hint="e.g. -- python -m sglang.launch_server --model-path M --tp 8")
     snapshot = resolve_target(topology=topology, system=system, fallback_system=fallback_system)
-    read_files = [(path, *sources_mod.read_file(path)) for path in sources_mod.expand_paths(list(files))]
+    read_files = [(path, *sources_mod.read_file(path, found_in_folder=in_folder))
+                  for path, in_folder in sources_mod.expand_paths(list(files))]
     gpu_count = target_gpu_count(snapshot)
     expected = load_snapshot(expect) if expect else None
     ruleset = load_rules_for(rules_dirs, disabled)

@@ -339,8 +339,18 @@ def _is_script(path: str, text: str) -> bool:
     return first.startswith("#!") and re.search(r"\b(ba|da|z)?sh\b", first) is not None
 
 
-def read_file(path: str) -> tuple[str, list[Found]]:
-    """(kind, what the file holds) for one file; kind is launch.env, kubernetes, compose, script or unknown."""
+def read_file(path: str, found_in_folder: bool = False) -> tuple[str, list[Found]]:
+    """(kind, what the file holds) for one file; kind is launch.env, kubernetes, compose, script or unknown.
+
+    A file named on the command line that cannot be read is bad input (TopoctlError, exit 2). One found by
+    walking a folder is reported as holding no launch, with the reason: folders hold other YAML too (Helm
+    templates with `{{ }}`, CI files), and a check of a folder must not fail on them."""
+    if found_in_folder:
+        try:
+            return read_file(path)
+        except TopoctlError as error:
+            return "unreadable", [Found(path, _error_line(error.message, path), kind="unreadable",
+                                        none_reason=f"not read: {error.message}")]
     base_dir = os.path.dirname(path) or "."
     if path.endswith(".env"):
         return "launch.env", [Found(path, 1, kind="launch.env")]
@@ -390,22 +400,28 @@ def _flat_mapping(text: str) -> bool:
     return isinstance(data, dict) and bool(data) and all(not isinstance(v, dict) for v in data.values())
 
 
+def _error_line(message: str, path: str) -> int:
+    match = re.match(re.escape(path) + r":(\d+):", message)
+    return int(match.group(1)) if match else 1
+
+
 def _wanted_in_folder(name: str) -> bool:
     if name.endswith(".env"):
         return "launch" in name
     return name.endswith(_YAML_SUFFIXES + _SCRIPT_SUFFIXES)
 
 
-def expand_paths(paths: list[str]) -> list[str]:
-    """Files as given, and the launch-like files under each folder (sorted, hidden and tool folders skipped)."""
-    out: list[str] = []
+def expand_paths(paths: list[str]) -> list[tuple[str, bool]]:
+    """(file, found in a folder) for the files as given and the launch-like files under each folder (sorted,
+    hidden and tool folders skipped)."""
+    out: list[tuple[str, bool]] = []
     for path in paths:
         if os.path.isdir(path):
             for root, dirs, files in os.walk(path):
                 dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and not d.startswith("."))
-                out.extend(os.path.join(root, name) for name in sorted(files) if _wanted_in_folder(name))
+                out.extend((os.path.join(root, name), True) for name in sorted(files) if _wanted_in_folder(name))
         elif path == "-" or os.path.exists(path):
-            out.append(path)
+            out.append((path, False))
         else:
             raise TopoctlError(f"no such file or folder: {path}",
                                hint="give launch.env files, Kubernetes manifests, compose files, shell scripts or folders")
