@@ -397,3 +397,11 @@ def test_a_helm_template_in_a_folder_is_reported_not_fatal(capsys, tmp_path):
     assert code == 0, err
     assert f"{template}:" in out and "not read:" in out and "not valid YAML" in out
     assert run(capsys, ["check", str(template), *H200])[0] == 2  # named on the command line: bad input
+
+
+def test_a_launch_env_on_stdin_is_still_read(capsys, monkeypatch):
+    import io
+
+    monkeypatch.setattr("sys.stdin", io.StringIO("SGLANG_ARGS='--tp-size 8'\n"))
+    code, out, _ = run(capsys, ["check", "-", *H200])
+    assert code == 1 and out.startswith("<stdin>: SGLang") and "topoctl-tp-exceeds-gpus" in out

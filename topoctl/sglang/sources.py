@@ -352,7 +352,7 @@ def read_file(path: str, found_in_folder: bool = False) -> tuple[str, list[Found
             return "unreadable", [Found(path, _error_line(error.message, path), kind="unreadable",
                                         none_reason=f"not read: {error.message}")]
     base_dir = os.path.dirname(path) or "."
-    if path.endswith(".env"):
+    if path.endswith(".env") or path == "-":  # `-`: a launch.env on stdin
         return "launch.env", [Found(path, 1, kind="launch.env")]
     text = _read_text(path)
     if path.endswith(_YAML_SUFFIXES):
