@@ -181,3 +181,10 @@ def test_config_mappings_are_json_from_0_5_14(tmp_path):
 
 def test_gpu_sets_count_what_is_visible():
     assert GpuSet(count=2).visible() == 2 and GpuSet(ids=["0", "1", "2"]).visible() == 3 and GpuSet().visible() is None
+
+
+def test_a_script_reads_on_past_commands_that_are_not_server_launches():
+    text = "docker run -d --name cache redis:7\nsglang version\npython3 -m sglang.launch_server --tp-size 2\n"
+    assert [launch.where for launch in read_script(text, origin="s.sh")] == ["s.sh:3"]
+    with pytest.raises(Unsupported):
+        read_script("docker run -d redis:7\nvllm serve m\n", origin="v.sh")

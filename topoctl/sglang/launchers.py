@@ -396,6 +396,7 @@ def read_script(text: str, *, origin: str, base_dir: str = ".", inherit: Launch 
     exported_where: dict[str, str] = dict(inherit.env_where) if inherit else {}
     auto_export = False
     launches: list[Launch] = []
+    other: Unsupported | None = None
     for number, line in _logical_lines(text):
         line_no = number + line_offset
         where = f"{origin}:{line_no}" if report_line else origin
@@ -448,7 +449,14 @@ def read_script(text: str, *, origin: str, base_dir: str = ".", inherit: Launch 
             if inherit is not None:
                 launch.gpus, launch.image = inherit.gpus, inherit.image
             launch.unresolved = unresolved
-            launches.append(read_command(words, where=where, base_dir=base_dir, launch=launch, depth=depth))
+            try:
+                launches.append(read_command(words, where=where, base_dir=base_dir, launch=launch, depth=depth))
+            except Unsupported as error:  # another server: said when the script starts no SGLang at all
+                other = other or error
+            except NotALaunch:  # `docker run -d redis`, `sglang version`: not a server launch, read on
+                continue
+    if not launches and other is not None:
+        raise other
     return launches
 
 
