@@ -405,3 +405,59 @@ def test_a_launch_env_on_stdin_is_still_read(capsys, monkeypatch):
     monkeypatch.setattr("sys.stdin", io.StringIO("SGLANG_ARGS='--tp-size 8'\n"))
     code, out, _ = run(capsys, ["check", "-", *H200])
     assert code == 1 and out.startswith("<stdin>: SGLang") and "topoctl-tp-exceeds-gpus" in out
+
+
+# The shape of ai-dynamo 1.6.1's own template (dynamo/profiler/templates/dgd/sglang/agg.yaml in its wheel),
+# shortened; the model, sizes and GPU counts are this test's.
+DGD = """apiVersion: nvidia.com/v1beta1
+kind: DynamoGraphDeployment
+metadata:
+  name: sglang-agg
+spec:
+  components:
+  - name: Frontend
+    podTemplate:
+      spec:
+        containers:
+        - args: [-m, dynamo.frontend]
+          command: [python3]
+          image: nvcr.io/nvidia/ai-dynamo/sglang-runtime:1.6.1
+          name: main
+    type: frontend
+  - name: decode
+    podTemplate:
+      spec:
+        containers:
+        - args:
+          - --model-path
+          - Qwen/Qwen3-0.6B
+          - --page-size
+          - "16"
+          - --tp
+          - "TP"
+          - --trust-remote-code
+          command:
+          - python3
+          - -m
+          - dynamo.sglang
+          image: nvcr.io/nvidia/ai-dynamo/sglang-runtime:1.6.1
+          name: main
+          resources:
+            limits:
+              nvidia.com/gpu: "2"
+    type: worker
+"""
+
+
+def test_a_dynamo_graph_deployment_checks_its_workers(capsys, tmp_path):
+    path = tmp_path / "dgd.yaml"
+    for tp, expected in (("2", 0), ("4", 1)):
+        path.write_text(DGD.replace('"TP"', f'"{tp}"'))
+        code, out, err = run(capsys, ["check", str(path), *H200, "--format", "json"])
+        assert code == expected, out
+        doc = json.loads(out)
+        assert [r["origin"] for r in doc["results"]] == [
+            f"{path}:{line_of(path, '- python3')} (DynamoGraphDeployment sglang-agg / component decode / container main)"]
+        assert "Dynamo's frontend (python -m dynamo.frontend)" in doc["no_launch"][0]["reason"]
+        assert "SGLang 0.5.21, the version ai-dynamo 1.6.1 pins" in err
+    assert "sglang-tp-exceeds-given-gpus" in {f["id"] for f in doc["results"][0]["findings"]}

@@ -306,6 +306,10 @@ def read_command(tokens: list[str], *, where: str = "", base_dir: str = ".", lau
             if module == "dynamo.sglang":
                 launch.launcher, launch.args = "dynamo.sglang", rest[index + step:]
                 return launch
+            if module == "dynamo.frontend":
+                raise NotALaunch("Dynamo's frontend (python -m dynamo.frontend): it routes requests and starts no "
+                                 "engine; the workers (python -m dynamo.sglang) are checked",
+                                 hint="check the files that hold the workers")
             for prefix, server in _OTHER_SERVERS_MODULES.items():
                 if module and (module == prefix or module.startswith(prefix + ".")):
                     raise Unsupported(server, _shown(rest))

@@ -1,8 +1,9 @@
 """Finding launches where deployments keep them: Kubernetes manifests, Docker Compose files, shell scripts,
 launch.env files, and folders of them. Nothing is run or sourced; every launch keeps its file and line.
 
-* Kubernetes (multi-document YAML): Pod, Deployment, StatefulSet, ReplicaSet, DaemonSet, Job, CronJob and
-  LeaderWorkerSet (leader and worker templates). Per container: `command` + `args` (Kubernetes' `$(NAME)`
+* Kubernetes (multi-document YAML): Pod, Deployment, StatefulSet, ReplicaSet, DaemonSet, Job, CronJob,
+  LeaderWorkerSet (leader and worker templates) and Dynamo's DynamoGraphDeployment (nvidia.com/v1beta1,
+  `spec.components[].podTemplate.spec`, the form of ai-dynamo's dynamo/profiler/templates/dgd/sglang/*.yaml). Per container: `command` + `args` (Kubernetes' `$(NAME)`
   expanded from the container's `env`), `env` (`value`; `valueFrom` is not visible here), the image, and
   `resources.limits["nvidia.com/gpu"]` (else requests) as the GPU count the container is given.
 * Docker Compose: `services.NAME` with `entrypoint` + `command` (a string is split as compose does, shell
@@ -235,6 +236,14 @@ def _kubernetes(path: str, doc: _Node, base_dir: str) -> list[Found]:
             if isinstance(item.value, dict):
                 out.extend(_kubernetes(path, item, base_dir))
         return out
+    if kind == "DynamoGraphDeployment":  # nvidia.com/v1beta1: spec.components[].podTemplate.spec
+        components = doc.get("spec").get("components") if doc.get("spec") is not None else None
+        for component in (components.children if components is not None and isinstance(components.children, list)
+                          else []):
+            spec = component.at("podTemplate", "spec")
+            if spec is not None:
+                out.extend(_pod_spec(path, spec, f"{kind} {name} / component {component.value.get('name')}", base_dir))
+        return out
     paths: list[tuple[str, ...]] | None = _POD_PATHS.get(kind)
     if paths is None:
         return []
@@ -243,22 +252,29 @@ def _kubernetes(path: str, doc: _Node, base_dir: str) -> list[Found]:
         if spec is None:
             continue
         role = "" if len(paths) == 1 else (" leader" if "leaderTemplate" in keys else " worker")
-        containers = spec.get("containers")
-        for container in (containers.children if containers is not None else []) or []:
-            label = f"{kind} {name}{role} / container {container.value.get('name')}"
-            command, args = container.get("command"), container.get("args")
-            env, env_where = _k8s_env(container, path)
-            gpus = _k8s_gpus(container, path)
-            image = container.value.get("image")
-            words = _words(command) + _words(args)
-            line = (command or args or container).line
-            if not words:
-                out.append(Found(path, container.line, label, kind="kubernetes",
-                                 none_reason=f"{label}: no command or args (it runs its image's default command, "
-                                             "not visible here)"))
-                continue
-            out.append(_from_words(path, label, "kubernetes", words, env, env_where, gpus,
-                                   str(image) if image else None, base_dir, line, kubernetes=True))
+        out.extend(_pod_spec(path, spec, f"{kind} {name}{role}", base_dir))
+    return out
+
+
+def _pod_spec(path: str, spec: _Node, owner: str, base_dir: str) -> list[Found]:
+    out = []
+    containers = spec.get("containers")
+    for container in (containers.children if containers is not None and isinstance(containers.children, list)
+                      else []):
+        label = f"{owner} / container {container.value.get('name')}"
+        command, args = container.get("command"), container.get("args")
+        env, env_where = _k8s_env(container, path)
+        gpus = _k8s_gpus(container, path)
+        image = container.value.get("image")
+        words = _words(command) + _words(args)
+        line = (command or args or container).line
+        if not words:
+            out.append(Found(path, container.line, label, kind="kubernetes",
+                             none_reason=f"{label}: no command or args (it runs its image's default command, "
+                                         "not visible here)"))
+            continue
+        out.append(_from_words(path, label, "kubernetes", words, env, env_where, gpus,
+                               str(image) if image else None, base_dir, line, kubernetes=True))
     return out
 
 
