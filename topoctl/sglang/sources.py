@@ -3,7 +3,8 @@ launch.env files, and folders of them. Nothing is run or sourced; every launch k
 
 * Kubernetes (multi-document YAML): Pod, Deployment, StatefulSet, ReplicaSet, DaemonSet, Job, CronJob,
   LeaderWorkerSet (leader and worker templates) and Dynamo's DynamoGraphDeployment (nvidia.com/v1beta1,
-  `spec.components[].podTemplate.spec`, the form of ai-dynamo's dynamo/profiler/templates/dgd/sglang/*.yaml). Per container: `command` + `args` (Kubernetes' `$(NAME)`
+  `spec.components[].podTemplate.spec`, the form of ai-dynamo's dynamo/profiler/templates/dgd/sglang/*.yaml).
+  Per container: `command` + `args` (Kubernetes' `$(NAME)`
   expanded from the container's `env`), `env` (`value`; `valueFrom` is not visible here), the image, and
   `resources.limits["nvidia.com/gpu"]` (else requests) as the GPU count the container is given.
 * Docker Compose: `services.NAME` with `entrypoint` + `command` (a string is split as compose does, shell
@@ -237,7 +238,7 @@ def _kubernetes(path: str, doc: _Node, base_dir: str) -> list[Found]:
                 out.extend(_kubernetes(path, item, base_dir))
         return out
     if kind == "DynamoGraphDeployment":  # nvidia.com/v1beta1: spec.components[].podTemplate.spec
-        components = doc.get("spec").get("components") if doc.get("spec") is not None else None
+        components = doc.at("spec", "components")
         for component in (components.children if components is not None and isinstance(components.children, list)
                           else []):
             spec = component.at("podTemplate", "spec")
