@@ -461,3 +461,16 @@ def test_a_dynamo_graph_deployment_checks_its_workers(capsys, tmp_path):
         assert "Dynamo's frontend (python -m dynamo.frontend)" in doc["no_launch"][0]["reason"]
         assert "SGLang 0.5.21, the version ai-dynamo 1.6.1 pins" in err
     assert "sglang-tp-exceeds-given-gpus" in {f["id"] for f in doc["results"][0]["findings"]}
+
+
+def test_sglang_serve_for_the_diffusion_server_is_not_judged_by_llm_flags(capsys, tmp_path):
+    command = ["sglang", "serve", "--model-type", "diffusion", "--model-path", "black-forest-labs/FLUX.1-dev",
+               "--num-gpus", "1"]
+    code, out, err = run(capsys, ["check", *H200, "--sglang-version", "0.5.12", "--", *command])
+    assert code == 2 and "SGLang's diffusion server, whose flags topoctl does not read" in err
+    script = tmp_path / "run.sh"
+    script.write_text("#!/bin/sh\n" + " ".join(command) + "\n")
+    code, out, _ = run(capsys, ["check", str(script), *H200, "--sglang-version", "0.5.12"])
+    assert code == 0 and "no launch checked" in out
+    assert run(capsys, ["check", *H200, "--sglang-version", "0.5.12", "--", "sglang", "serve", "--model-type", "llm",
+                        "--model-path", "M", "--tp-size", "4"])[0] == 0

@@ -121,7 +121,10 @@ def command(ctx, files, topology, system, fallback_system, expect, sglang_versio
             else:
                 entries.append((_label(found), found.none_reason))
     if command_launch is not None:
-        entries.append(chooser.parse(command_launch, "<command>"))
+        entry = chooser.parse(command_launch, "<command>")
+        if isinstance(entry, tuple):
+            raise TopoctlError(entry[1], hint="topoctl checks SGLang's language-model server launches")
+        entries.append(entry)
     outcomes = [Outcome(entry[0], skipped=entry[1]) if isinstance(entry, tuple)
                 else judge(entry, snapshot, entry.flags, ruleset, gpu_count, model=model, expect=expected)
                 for entry in entries]
@@ -224,6 +227,8 @@ class _VersionChooser:
         for name, value in sorted(launch.env.items()):
             launch_mod.apply_env(parsed, name, value, launch.env_where.get(name, ""))
         prepared = prepare(launch, flags, dynamo)
+        if prepared.not_checked:
+            return (origin, prepared.not_checked)
         parsed.problems.extend(prepared.problems)
         args, wheres, from_config = _drop_unresolved(prepared, launch, parsed, flags)
         launch_mod.parse_args(args, flags, parsed, where=launch.where, where_of=wheres, from_config=from_config)
