@@ -474,3 +474,23 @@ def test_sglang_serve_for_the_diffusion_server_is_not_judged_by_llm_flags(capsys
     assert code == 0 and "no launch checked" in out
     assert run(capsys, ["check", *H200, "--sglang-version", "0.5.12", "--", "sglang", "serve", "--model-type", "llm",
                         "--model-path", "M", "--tp-size", "4"])[0] == 0
+
+
+def test_compose_interpolates_from_the_project_env_file_with_defaults(capsys, tmp_path):
+    path = tmp_path / "compose.yaml"
+    path.write_text("services:\n  s:\n    image: lmsysorg/sglang:v0.5.21-cu129\n"
+                    "    command: python3 -m sglang.launch_server --model-path ${MODEL:-Qwen/Qwen3-8B} --tp-size ${TP:-4}\n")
+    code, out, _ = run(capsys, ["check", str(path), *H200, "--format", "json"])
+    assert code == 0 and results(out)[0]["warnings"] == 0, out  # the defaults
+    (tmp_path / ".env").write_text("TP=8\n")
+    code, out, _ = run(capsys, ["check", str(path), *H200, "--format", "json"])
+    assert code == 1 and "topoctl-tp-exceeds-gpus" in {f["id"] for f in results(out)[0]["findings"]}
+
+
+def test_an_unresolved_tp_size_is_not_called_missing(capsys, tmp_path):
+    path = tmp_path / "compose.yaml"
+    path.write_text("services:\n  s:\n    image: lmsysorg/sglang:v0.5.21-cu129\n"
+                    "    command: python3 -m sglang.launch_server --model-path M --tp-size ${TP}\n")
+    code, out, _ = run(capsys, ["check", str(path), *H200, "--format", "json"])
+    ids = {f["id"] for f in results(out)[0]["findings"] if f["severity"] != "info"}
+    assert code == 0 and ids == {"sglang-unresolved-expansion"}, ids

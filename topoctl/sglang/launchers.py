@@ -326,17 +326,19 @@ _STARTS_LAUNCH = re.compile(r"(^|[\s/;&|(])(python[0-9.]*\s+(-\S+\s+)*-m\s*(sgla
                             r"python[0-9.]*\s+(-\S+\s+)*-m\s*(vllm|tensorrt_llm)\.)")
 
 
-def expand(text: str, variables: dict[str, str], unresolved: list[str], kubernetes: bool = False) -> str:
-    """$NAME, ${NAME}, ${NAME:-default} from `variables` (and $(NAME) for Kubernetes); what is not known stays
-    as written and is listed in `unresolved`."""
+def expand(text: str, variables: dict[str, str], unresolved: list[str], kubernetes: bool = False,
+           compose: bool = False) -> str:
+    """Variables in `text` the way its reader expands them: a shell's $NAME, ${NAME}, ${NAME:-default}; Kubernetes'
+    $(NAME) only (a $NAME in a manifest reaches the program as written); compose's shell-like forms with $$ for
+    a literal $. What is not known stays as written and is listed in `unresolved`."""
+    if compose:
+        parts = text.split("$$")
+        return "$".join(expand(part, variables, unresolved) for part in parts)
 
     def replace(match: re.Match[str]) -> str:
-        if match.group(4) is not None:
-            if not kubernetes:
-                return match.group(0)
-            name = match.group(4)
-        else:
-            name = match.group(1) or match.group(3)
+        if kubernetes != (match.group(4) is not None):
+            return match.group(0)
+        name = match.group(4) if kubernetes else (match.group(1) or match.group(3))
         if name in variables:
             return variables[name]
         if match.group(2) is not None:

@@ -149,10 +149,13 @@ def _words(node: _Node | None) -> list[tuple[str, int, _Node]]:
 
 def _from_words(path: str, label: str, kind: str, words: list[tuple[str, int, _Node]], env: dict[str, str],
                 env_where: dict[str, str], gpus: GpuSet | None, image: str | None, base_dir: str,
-                line: int, kubernetes: bool) -> Found:
+                line: int, kubernetes: bool, interpolate: dict[str, str] | None = None) -> Found:
     found = Found(path, line, label, kind=kind)
     unresolved: list[str] = []
-    tokens = [expand(word, env, unresolved, kubernetes=True) if kubernetes else word for word, _, _ in words]
+    if kubernetes:
+        tokens = [expand(word, env, unresolved, kubernetes=True) for word, _, _ in words]
+    else:  # compose: interpolated from the project's .env, not from the container's environment
+        tokens = [expand(word, interpolate or {}, unresolved, compose=True) for word, _, _ in words]
     wheres = [f"{path}:{word_line}" for _, word_line, _ in words]
     where = f"{path}:{line}"
     launch = Launch(launcher="", where=where, base_dir=base_dir, env=dict(env), env_where=dict(env_where), gpus=gpus,
@@ -298,6 +301,8 @@ def _compose_words(node: _Node | None) -> list[tuple[str, int, _Node]]:
 def _compose(path: str, doc: _Node, base_dir: str) -> list[Found]:
     services = doc.get("services")
     out = []
+    dot_env = os.path.join(base_dir, ".env")  # compose interpolates ${VAR} from the project folder's .env
+    project_env = {key: value for _, key, value in read_docker_env_file(dot_env)} if os.path.isfile(dot_env) else {}
     for name, service in (services.children.items() if services is not None and isinstance(services.children, dict)
                           else []):
         label = f"service {name}"
@@ -343,7 +348,7 @@ def _compose(path: str, doc: _Node, base_dir: str) -> list[Found]:
                              none_reason=f"{label}: no command (it runs its image's default command, not visible here)"))
             continue
         out.append(_from_words(path, label, "compose", words, env, env_where, gpus, str(image) if image else None,
-                               base_dir, line, kubernetes=False))
+                               base_dir, line, kubernetes=False, interpolate=project_env))
     return out
 
 
