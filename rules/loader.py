@@ -91,8 +91,24 @@ def builtin_rules() -> tuple[Rule, ...]:
     here = cache.package_dir(__package__)
     files = builtin_rule_files()
     sources = files + [os.path.join(here, name) for name in ("settings.yaml", "loader.py", "model.py")]
-    plain = cache.cached("rules", sources, lambda: [_rule_to_plain(rule) for rule in _parse_builtin(files)])
+    plain = cache.cached("rules", sources, lambda: [_rule_to_plain(rule) for rule in _parse_builtin(files)],
+                         check=lambda entries: _holds_every_rule(entries, files))
     return tuple(_rule_from_plain(entry) for entry in plain)
+
+
+_ID_LINE = re.compile(r"^\s*-\s*id:\s*['\"]?([A-Za-z0-9][A-Za-z0-9._-]*)", re.M)
+
+
+def _holds_every_rule(entries: Any, files: list[str]) -> bool:
+    """Whether cached rules are exactly the rules the shipped files define (ids read from the text: no YAML
+    parser on the warm path), each with the fields a Rule needs."""
+    wanted: list[str] = []
+    for path in files:
+        with open(path, encoding="utf-8") as handle:
+            wanted += _ID_LINE.findall(handle.read())
+    if not isinstance(entries, list) or sorted(entry["id"] for entry in entries) != sorted(wanted):
+        return False
+    return all(set(_PLAIN_FIELDS) <= set(entry) and "tests" in entry for entry in entries)
 
 
 def _parse_builtin(files: list[str]) -> list[Rule]:
