@@ -213,3 +213,25 @@ def test_a_bad_builtin_file_is_an_error_and_nothing_is_stored(cache_home, tmp_pa
     with pytest.raises(loader.RuleFileError):
         loader.builtin_rules()
     assert not glob.glob(str(cache_home / "rules-*"))
+
+
+def test_site_rules_are_checked_once_per_content(cache_home, tmp_path, monkeypatch):
+    """A site rule file is schema-checked the first time its content is seen, then read from the cache; an
+    edit (new content) is checked again, and a broken edit is reported, never served from the old entry."""
+    from rules_helpers import rule_text, write_rules
+
+    from topoctl.errors import TopoctlError
+    from topoctl.rules import load_rules
+
+    folder = tmp_path / "site"
+    write_rules(folder, rule_text())
+    first = [rule.id for rule in load_rules(extra_dirs=[str(folder)]).rules]
+    calls = []
+    real = loader.validate_against_schema
+    monkeypatch.setattr(loader, "validate_against_schema", lambda *a: calls.append(a) or real(*a))
+    assert [rule.id for rule in load_rules(extra_dirs=[str(folder)]).rules] == first and calls == []
+    write_rules(folder, rule_text(rule_id="site-renamed"))
+    assert "site-renamed" in [rule.id for rule in load_rules(extra_dirs=[str(folder)]).rules] and len(calls) == 1
+    write_rules(folder, rule_text(specifier=">>0.5"))
+    with pytest.raises(TopoctlError, match="invalid PEP 440"):
+        load_rules(extra_dirs=[str(folder)])
