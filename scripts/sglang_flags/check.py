@@ -55,6 +55,12 @@ PROBES: list[list[str]] = [
     ["--enable-aiter-allreduce-fusion"],
     ["--disable-piecewise-cuda-graph"],
     ["--enable-torch-symm"],
+    ["--cuda-graph-max-bs=8"],
+    ["--tp=2", "--enable-p2p-check"],
+    ["--speculative-algo", "EAGLE3"],
+    ["--enable-dp"],
+    ["--disable-custom"],
+    ["--cuda-graph"],
     ["--no-such-flag-at-all"],
 ]
 
