@@ -11,7 +11,8 @@ bandwidth; all of them ask this module, so a new GPU generation is one entry in 
     >>> gpus.architecture_for_cc(8, 9)
     'ada'
 
-The file is parsed once per process, on first use (the C YAML loader when PyYAML has it).
+The file is parsed once per process, on first use (the C YAML loader when PyYAML has it), and kept in the
+knowledge cache (topoctl/cache.py), so a warm start does not import PyYAML for it.
 """
 from __future__ import annotations
 
@@ -116,7 +117,9 @@ def _parse(doc: Any) -> tuple[tuple[Architecture, ...], tuple[GpuModel, ...]]:
 
 @functools.lru_cache(maxsize=None)
 def _data() -> tuple[tuple[Architecture, ...], tuple[GpuModel, ...]]:
-    return _parse(_load_yaml(DATA_FILE))
+    from topoctl import cache  # the parsed file is kept in the knowledge cache: no YAML parser on warm runs
+
+    return _parse(cache.cached("gpus", [DATA_FILE, __file__], lambda: _load_yaml(DATA_FILE)))
 
 
 def architectures() -> tuple[Architecture, ...]:
