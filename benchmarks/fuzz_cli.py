@@ -130,7 +130,7 @@ def make_case(kind: str, rng: random.Random, folder: str) -> list[str]:
         valid = json.loads(read("fixtures", rng.choice(["l40s-4x-pcie-2numa", SYSTEM, "rtx-pro-6000-8x-pcie"]),
                                 "snapshot.json"))
         open(path, "wb").write(document_case(rng, valid))
-        return rng.choice([["show", "--topology", path], ["recommend", "--topology", path, "--model", "kimi-k2.5"],
+        return rng.choice([["show", "--topology", path], ["recommend", "--topology", path, "--model", "llama-3.1-70b"],
                            ["check", "--topology", path, "--", "--tp-size", "4", "--enable-torch-symm-mem"]])
     if kind == "capture":
         if rng.random() < 0.15:

@@ -27,8 +27,8 @@ def commands() -> list[list[str]]:
     for name in SYSTEMS:
         out.append(["show", "--system", name])
         for fmt in ("env", "args", "json", "yaml"):
-            out.append(["recommend", "--system", name, "--model", "kimi-k2.5", "--format", fmt, "--explain"])
-        out.append(["recommend", "--system", name, "--model", "kimi-k2.5", "--speculative", "eagle3",
+            out.append(["recommend", "--system", name, "--model", "llama-3.1-70b", "--format", fmt, "--explain"])
+        out.append(["recommend", "--system", name, "--model", "llama-3.1-70b", "--speculative", "eagle3",
                     "--draft-model", "/m/d", "--format", "json"])
         for fmt in ("text", "json", "junit", "github"):
             out.append(["check", LAUNCH_ENV, "--system", name, "--format", fmt])
@@ -80,5 +80,7 @@ def test_every_command_and_format_is_byte_identical_across_hash_seeds(tmp_path):
         assert a == b == c, argv
     for argv, (code, _, _, size) in zip(listed, cold):
         no_gpu = any(part.endswith("no-gpu") for part in argv)
-        assert code == (3 if no_gpu else code) and code in (0, 1, 3), argv  # 3: the capture of a machine without GPUs
-        assert size > 0 or no_gpu or "github" in argv, argv  # each wrote something (github: only findings)
+        # 2: a deterministic refusal too (kimi-k2.5 does not fit on 8x H100); 3: the capture of a machine without GPUs
+        assert code == (3 if no_gpu else code) and code in (0, 1, 2, 3), argv
+        assert size > 0 or code != 0 or "github" in argv, argv  # an answer wrote something (github: only findings)
+    assert sum(1 for code, *_ in cold if code in (0, 1)) > 0.75 * len(cold)  # mostly answers, not refusals

@@ -19,7 +19,7 @@ import pytest
 from topoctl.io import STALE_AFTER_S, remove_stale_temp_files, write_atomic
 
 SYSTEM = "h200-4x-nvswitch-vm"
-RECOMMEND = ["recommend", "--system", SYSTEM, "--model", "kimi-k2.5"]
+RECOMMEND = ["recommend", "--system", SYSTEM, "--model", "llama-3.1-70b"]
 FULL = "/dev/full"
 needs_dev_full = pytest.mark.skipif(not os.path.exists(FULL), reason="no /dev/full on this OS")
 
@@ -117,8 +117,8 @@ def unicode_snapshot(tmp_path_factory):
 @pytest.mark.parametrize("command", ["show", "recommend-env", "recommend-explain", "check-text", "probe-yaml"])
 def test_any_output_encoding_gives_the_same_bytes_as_dash_o(env, command, unicode_snapshot, tmp_path):
     args = {"show": ["show", "--topology", unicode_snapshot],
-            "recommend-env": ["recommend", "--topology", unicode_snapshot, "--model", "kimi-k2.5"],
-            "recommend-explain": ["recommend", "--topology", unicode_snapshot, "--model", "kimi-k2.5", "--explain"],
+            "recommend-env": ["recommend", "--topology", unicode_snapshot, "--model", "llama-3.1-70b"],
+            "recommend-explain": ["recommend", "--topology", unicode_snapshot, "--model", "llama-3.1-70b", "--explain"],
             "check-text": ["check", "--topology", unicode_snapshot, "--", "--tp-size", "4"],
             "probe-yaml": ["probe", "--from-capture", os.path.join(os.path.dirname(__file__), "..", "fixtures",
                                                                     SYSTEM)]}[command]

@@ -72,6 +72,20 @@ def read_bounded(handle: IO[bytes], limit: int, origin: str) -> bytes:
     return data
 
 
+def read_stdin(limit: int, origin: str = "<stdin>") -> bytes:
+    """At most `limit` bytes of stdin (its binary buffer; a text-only stand-in, as tests use, is encoded)."""
+    import sys
+
+    buffer = getattr(sys.stdin, "buffer", None)
+    if buffer is not None:
+        return read_bounded(buffer, limit, origin)
+    text = sys.stdin.read(limit + 1)
+    data = text.encode("utf-8", "surrogateescape")
+    if len(text) > limit or len(data) > limit:
+        raise LimitError(f"{origin} is larger than {_size(limit)}, the most topoctl reads for this kind of file")
+    return data
+
+
 def read_file(path: str, limit: int) -> bytes:
     """The bytes of `path` (at most `limit`); OSError is left to the caller, which knows what the file is for."""
     with open(path, "rb") as handle:

@@ -19,7 +19,7 @@ _Decorated = Callable[..., Any]
 
 def target_options(function: _Decorated) -> _Decorated:
     """`--topology FILE`, `--system NAME` and `--fallback-system NAME`: the machine a command works on
-    (topoctl.snapshot.resolve_target); without --topology and --system, this machine is probed."""
+    (topoctl.target.resolve_target); without --topology and --system, this machine is probed."""
     function = click.option(
         "--fallback-system", metavar="NAME",
         help="When neither --topology nor --system is given and this machine shows no GPU, use this built-in "
@@ -130,12 +130,10 @@ def target_version(snapshot: dict, requested: str | None) -> str | None:
 
 def flag_set_for(version: str | None) -> Any:
     """SGLang's flags for `version` (normalised), or for the newest version with flag data when None."""
-    from topoctl.sglang.flags import known_versions, load_flag_set
+    from topoctl.sglang.flags import load_flag_set, newest_version
 
     if version is None:
-        from packaging.version import Version
-
-        version = max(known_versions(), key=Version)
+        version = newest_version() or ""  # the newest release (an empty data folder: load_flag_set says so)
     try:
         flags = load_flag_set(version)
     except TopoctlError:

@@ -112,11 +112,10 @@ def parse_env_text(text: str, origin: str) -> list[tuple[int, str, str]]:
 
 def read_env_file(path: str) -> tuple[str, list[tuple[int, str, str]]]:
     if path == "-":
-        import sys
 
-        from topoctl.limits import MAX_LAUNCH_ENV_BYTES, decode, read_bounded
+        from topoctl.limits import MAX_LAUNCH_ENV_BYTES, decode, read_stdin
 
-        raw = read_bounded(sys.stdin.buffer, MAX_LAUNCH_ENV_BYTES, "<stdin>")
+        raw = read_stdin(MAX_LAUNCH_ENV_BYTES)
         return "<stdin>", parse_env_text(decode(raw, "<stdin>", hint="launch.env is UTF-8 text"), "<stdin>")
     from topoctl import limits
 
@@ -215,7 +214,9 @@ def _check_value(flags: Any, name: str, info: dict[str, Any], text: str, where: 
                            f"{name} {text}: invalid {kind} value {text!r} for SGLang {flags.version}; the server will not start",
                            f"give {name} an {kind}" if kind == "int" else f"give {name} a {kind}", where)
     choices = info.get("choices")
-    if choices and not info.get("choices_unresolved"):
+    # choices_note: SGLang extends the set at run time (0.5.19+ --sampling-backend adds "token_oracle" under
+    # an env variable), so a value outside the wheel's base set is not shown to fail
+    if choices and not info.get("choices_unresolved") and not info.get("choices_note"):
         if converted not in choices and str(converted) not in {str(c) for c in choices}:
             shown = ", ".join(str(c) for c in choices)
             return Problem("invalid-choice", "block",
