@@ -2,8 +2,8 @@
 
 Usage:  python benchmarks/bench_interconnect.py SNAPSHOT [--out results.json] [--iters 200]
 
-SNAPSHOT is what `topoctl bench -o SNAPSHOT` wrote. For every NCCL allreduce row it measured (eager and CUDA
-graph), every local copy and every healthy P2P pair, this script measures the same thing with none of
+SNAPSHOT is what `topoctl bench -o SNAPSHOT` wrote. For every NCCL and torch symmetric-memory allreduce row it
+measured (eager and CUDA graph), every local copy and every healthy P2P pair, this script measures the same thing with none of
 topoctl's code: a plain torch.distributed loop between two CUDA events (or one CUDA graph of the same loop,
 replayed between events), a plain `copy_` between events for bandwidth, and prints bench / independent per
 figure. Goals (issue 11): bandwidth within 10%, allreduce latency within 15%. Needs GPUs and torch.
@@ -45,9 +45,24 @@ def _allreduce_rank(rank, world, port, rows, iters, out_path):
                             device_id=torch.device("cuda", rank))
     results = []
     for row in rows:
-        buffer = torch.randn(row["bytes"] // 2, dtype=torch.float32, device="cuda").to(torch.bfloat16) * 1e-3
-        def call(buffer=buffer):
-            dist.all_reduce(buffer)
+        count = row["bytes"] // 2
+        if row["path"] == "nccl":
+            buffer = torch.randn(count, dtype=torch.float32, device="cuda").to(torch.bfloat16) * 1e-3
+
+            def call(buffer=buffer):
+                dist.all_reduce(buffer)
+        else:  # torch symmetric memory, called directly
+            import torch.distributed._symmetric_memory as symm_mem
+
+            group = dist.group.WORLD.group_name
+            buffer = symm_mem.empty(count, dtype=torch.bfloat16, device="cuda")
+            symm_mem.rendezvous(buffer, group)
+            buffer.normal_(0, 1e-3)
+            op = (torch.ops.symm_mem.one_shot_all_reduce if row.get("variant") == "one_shot"
+                  else torch.ops.symm_mem.two_shot_all_reduce_)
+
+            def call(buffer=buffer, op=op, group=group):
+                op(buffer, "sum", group)
 
         for _ in range(20):
             call()
@@ -70,7 +85,7 @@ def _allreduce_rank(rank, world, port, rows, iters, out_path):
             samples = [_events_ms(torch, call, inner) * 1000 / inner for _ in range(max(5, iters // inner))]
         tensor = torch.tensor(samples, dtype=torch.float64, device="cuda")
         dist.all_reduce(tensor, op=dist.ReduceOp.MAX)
-        results.append({"bytes": row["bytes"], "cuda_graph": row["cuda_graph"], "median_us": _median(tensor.tolist())})
+        results.append({"median_us": _median(tensor.tolist())})
     if rank == 0:
         with open(out_path, "w", encoding="utf-8") as handle:
             json.dump(results, handle)
@@ -112,7 +127,7 @@ def main() -> int:
         snapshot = yaml.safe_load(text)
     m = snapshot["measurements"]
     figures = []
-    rows = [row for row in m["allreduce"] if row.get("status") == "ok" and row.get("path") == "nccl"]
+    rows = [row for row in m["allreduce"] if row.get("status") == "ok" and row.get("path") in ("nccl", "torch_symm_mem")]
     world = m["allreduce"][0]["world_size"] if m["allreduce"] else 1
     if rows:
         with socket.socket() as sock:
@@ -124,7 +139,8 @@ def main() -> int:
             with open(out_path, encoding="utf-8") as handle:
                 independent = json.load(handle)
         for row, mine in zip(rows, independent):
-            figures.append({"figure": f"allreduce nccl {row['bytes']} B{' graph' if row['cuda_graph'] else ''} (us)",
+            name = row["path"] + (f"/{row['variant']}" if row.get("variant") else "")
+            figures.append({"figure": f"allreduce {name} {row['bytes']} B{' graph' if row['cuda_graph'] else ''} (us)",
                             "bench": row["latency_us"]["median"], "independent": round(mine["median_us"], 3),
                             "goal": 0.15})
     for row in m.get("local_copy") or []:
@@ -143,12 +159,12 @@ def main() -> int:
         figures.append({"figure": f"P2P {row['src']}->{row['dst']} one way (GB/s)",
                         "bench": row["bandwidth_gbps"]["one_way"],
                         "independent": round(_copy_gbps(torch, src, dst, row["bytes"]), 1), "goal": 0.10})
-    print(f"{'figure':48} {'bench':>10} {'independent':>12} {'ratio':>7}  goal")
+    print(f"{'figure':58} {'bench':>10} {'independent':>12} {'ratio':>7}  goal")
     for figure in figures:
         ratio = figure["bench"] / figure["independent"] if figure["independent"] else float("nan")
         figure["ratio"] = round(ratio, 3)
         figure["within_goal"] = abs(ratio - 1) <= figure["goal"]
-        print(f"{figure['figure']:48} {figure['bench']:>10} {figure['independent']:>12} {ratio:>7.3f}  "
+        print(f"{figure['figure']:58} {figure['bench']:>10} {figure['independent']:>12} {ratio:>7.3f}  "
               f"+-{figure['goal']:.0%} {'ok' if figure['within_goal'] else 'MISSED'}")
     if options.out:
         with open(options.out, "w", encoding="utf-8") as handle:

@@ -16,7 +16,8 @@ read from the same places the kernel and the driver use:
 - The IOMMU: `/sys/class/iommu` (one entry per IOMMU unit the kernel drives), each GPU's
   `/sys/bus/pci/devices/BDF/iommu_group` and that group's `type` (DMA, DMA-FQ: translated; identity:
   pass-through; as the kernel's sysfs-kernel-iommu_groups ABI names them) and the kernel command line
-  (`intel_iommu=`, `amd_iommu=`, `iommu=`, `iommu.passthrough=`).
+  (`intel_iommu=`, `amd_iommu=`, `iommu=`, `iommu.passthrough=`; only those switches are recorded, under the
+  capture's `host` section as `iommu_cmdline`, never the whole command line).
 - BAR1 (the window peers and the host map GPU memory through) against GPU memory: NVML
   nvmlDeviceGetBAR1MemoryInfo.
 - PCIe replay and error counters where NVML gives them: nvmlDeviceGetPcieReplayCounter and the
@@ -221,7 +222,7 @@ def _collect(session: Session, nvml: Any, files: Any, snapshot: dict[str, Any], 
                 acs_of[bdf] = parse_acs(answer.value) if answer.ok else {
                     "readable": False, "present": None, "redirect": None, "reason": f"config space: {answer.reason}"}
             bridge["acs"] = copy.deepcopy(acs_of[bdf])  # each GPU its own copy: no YAML anchors
-    _iommu(files, snapshot, unknown)
+    _iommu(session, files, snapshot, unknown)
     gpus = {gpu["index"]: gpu for gpu in snapshot["gpus"]}
     reasons: dict[str, str] = {}
     for pair in snapshot["pairs"]:
@@ -270,11 +271,20 @@ def _gpu_counters(nvml: Any, gpu: dict[str, Any], at: str, unknown: dict[str, st
         unknown.update({f"{at}.pcie_counters.{name}": reason for name, reason in missing.items()})
 
 
-def _iommu(files: Any, snapshot: dict[str, Any], unknown: dict[str, str]) -> None:
+def _read_cmdline() -> str:
+    try:
+        with open("/proc/cmdline", encoding="utf-8", errors="replace") as handle:
+            return handle.read(64 * 1024)
+    except OSError as exc:
+        raise ProbeFailure(type(exc).__name__) from None
+
+
+def _iommu(session: Session, files: Any, snapshot: dict[str, Any], unknown: dict[str, str]) -> None:
     units = files.listdir("/sys/class/iommu")
     present: bool | None = bool(units.value) if units.ok else (False if units.reason == "FileNotFoundError" else None)
     groups_answer = files.listdir("/sys/kernel/iommu_groups")
-    cmdline = cmdline_iommu(files.read_stripped("/proc/cmdline"))
+    cmdline_answer = session.ask("host", "iommu_cmdline", lambda: cmdline_iommu(_read_cmdline()))
+    cmdline = cmdline_answer.value if cmdline_answer.ok and isinstance(cmdline_answer.value, dict) else {}
     group_types: list[str | None] = []
     for gpu in snapshot["gpus"]:
         at = f"gpus.{gpu['index']}"

@@ -78,8 +78,12 @@ def empty_measurements(plan: Plan, versions: dict[str, Any], gpus: list[int]) ->
 
 
 def expected_items(plan: Plan) -> int:
+    """Rows the run will report (for the progress bar): pairs, local copies, allreduce rows, coalescing."""
     sizes = len(plan.all_sizes())
-    return len(plan.p2p_pairs) + 4 * sizes + 1
+    gpu = plan.backend == "nccl"
+    timed_paths = 1 + (2 if gpu and "torch_symm_mem" in plan.paths else 0)
+    unavailable = (0 if gpu else 2) + (1 if "custom" in plan.paths else 0)
+    return len(plan.p2p_pairs) + (plan.world_size if gpu else 0) + 2 * sizes * timed_paths + unavailable + 1
 
 
 class Runner:

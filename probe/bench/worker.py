@@ -20,6 +20,10 @@ from topoctl.probe.bench.stats import spread
 MULTICAST_OFF = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
 
 
+EMPTY_GRAPH = "the captured CUDA graph is empty: the call launched no GPU work here (NCCL at world size 1 moves no data)"
+WORLD_ONE_NOTE = "world size 1: NCCL moves no data; this is the cost of the call alone"
+
+
 class Unavailable(Exception):
     """A path or feature this machine cannot run; the message is the reason recorded."""
 
@@ -104,12 +108,20 @@ class CudaDevice(Device):
         cuda.current_stream().wait_stream(side)
         self.sync()
         graph = cuda.CUDAGraph()
+        import warnings
+
         try:
-            with cuda.graph(graph):
-                for _ in range(count):
-                    fn()
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                with cuda.graph(graph):
+                    for _ in range(count):
+                        fn()
         except Exception as exc:
             raise Unavailable(f"CUDA graph capture failed: {type(exc).__name__}: {str(exc)[:160]}") from None
+        if any("graph is empty" in str(warning.message).lower() for warning in caught):
+            # PyTorch warns when a capture recorded no GPU work (seen with NCCL at world size 1 on torch 2.11):
+            # replaying it would time an empty graph, not the operation.
+            raise Unavailable(EMPTY_GRAPH)
         return graph.replay
 
 
@@ -391,7 +403,10 @@ def _allreduce_row(plan: Plan, device: Device, path: Path, nbytes: int, graph: b
     except torch.cuda.OutOfMemoryError:
         return {**row, "latency_us": None, "repetitions": 0, "status": "failed",
                 "reason": "out of memory on the GPU (is another process using it?)"}
-    return {**row, "latency_us": spread(times, 1e6), "repetitions": count, "status": "ok", "reason": None}
+    out = {**row, "latency_us": spread(times, 1e6), "repetitions": count, "status": "ok", "reason": None}
+    if plan.world_size == 1 and isinstance(path, DistPath):
+        out["note"] = WORLD_ONE_NOTE
+    return out
 
 
 def _coalescing(rank: int, plan: Plan, device: Device, queue: Any) -> None:
