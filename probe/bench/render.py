@@ -97,7 +97,7 @@ def _allreduce_table(rows: list[Any]) -> list[str]:
                 keys.append(key)
         lines.append("  allreduce latency, median us (world size "
                      f"{_clean(ok[0].get('world_size'))}):")
-        lines.append("    " + "path".ljust(24) + "".join(size_text(size).rjust(8) for size in sizes))
+        lines.append("    " + "path".ljust(30) + "".join(size_text(size).rjust(8) for size in sizes))
         for label, graph in keys:
             cells = []
             for size in sizes:
@@ -105,7 +105,7 @@ def _allreduce_table(rows: list[Any]) -> list[str]:
                               and row.get("path", "?") + (f"/{row['variant']}" if row.get("variant") else "") == label),
                              None)
                 cells.append(_us(((match or {}).get("latency_us") or {}).get("median")).rjust(8))
-            lines.append("    " + _clean(f"{label}{' graph' if graph else ''}").ljust(24) + "".join(cells))
+            lines.append("    " + _clean(f"{label}{' graph' if graph else ''}").ljust(30) + "".join(cells))
     seen: set[tuple[str, str]] = set()
     for row in rows:
         if not isinstance(row, dict) or row.get("status") == "ok":
