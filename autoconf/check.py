@@ -28,6 +28,7 @@ class Outcome:
     flags_version: str = ""
     note: str = ""
     disabled: list[tuple[str, str]] = field(default_factory=list)  # (rule id, written reason): in every format
+    skipped: str = ""  # a file (or container) with no SGLang launch in it: why; reported, never "ok"
 
     def count(self, severity: str) -> int:
         return sum(1 for item in self.items if item.severity == severity)
@@ -50,11 +51,16 @@ def judge(parsed: ParsedLaunch, snapshot: dict[str, Any], flags: Any, ruleset: A
     # every GPU: judge what SGLang will do, and say so when it leaves GPUs idle.
     tp_default = (flags.get("--tp-size") or {}).get("default")
     tp_default = tp_default if isinstance(tp_default, int) and not isinstance(tp_default, bool) else 1
-    tp = launch.get("tp_size") if isinstance(launch.get("tp_size"), int) else tp_default
-    ep = launch.get("ep_size") if isinstance(launch.get("ep_size"), int) else 1
+    tp: int = launch["tp_size"] if isinstance(launch.get("tp_size"), int) else tp_default
+    ep: int = launch["ep_size"] if isinstance(launch.get("ep_size"), int) else 1
     spec = launch.get("speculative_algorithm")
+    dp_value = launch.get("dp_size")
+    dp = dp_value if isinstance(dp_value, int) and not isinstance(dp_value, bool) and dp_value >= 1 else 1
+    group, group_items = launch_group(parsed, snapshot, tp if tp >= 1 else 1, dp, gpu_count)
+    outcome.items.extend(group_items)
     request = {"model": model, "speculative": spec.lower() if isinstance(spec, str) else None, "tp_size": tp,
-               "ep_size": ep, "sglang_version": flags.requested, "launch": launch}
+               "ep_size": ep, "dp_size": dp, "gpus": list(group) if group is not None else None,
+               "sglang_version": flags.requested, "launch": launch}
     report = rules_api.evaluate(ruleset, snapshot, request)
     seen: set[str] = set()
     for violation in rules_api.violations(report, launch):
@@ -113,6 +119,60 @@ def judge(parsed: ParsedLaunch, snapshot: dict[str, Any], flags: Any, ruleset: A
     return outcome
 
 
+def launch_group(parsed: ParsedLaunch, snapshot: dict[str, Any], tp: int, dp: int,
+                 gpu_count: int) -> tuple[tuple[int, ...] | None, list[Item]]:
+    """The GPUs the launch runs on (snapshot indices), and what check says about them.
+
+    CUDA_VISIBLE_DEVICES (launch.env, or the environment before the command) names the visible GPUs, read as
+    CUDA reads it (topoctl/cuda_devices.py); SGLang's TP x DP ranks take the first tp x dp of them. Without
+    it, the first tp x dp GPUs in PCI bus order. When the value cannot be mapped onto the snapshot, every GPU
+    (conservatively, with a warning). None: every GPU, by the engine's own default."""
+    from topoctl.cuda_devices import DEVICE_ORDER, VISIBLE_DEVICES, parse_visible_devices, pci_order
+
+    needed = tp * dp
+    where = parsed.lines.get(VISIBLE_DEVICES, "")
+    value = parsed.env.get(VISIBLE_DEVICES)
+    items: list[Item] = []
+    machine = pci_order(snapshot)
+    if value is None:
+        if needed >= len(machine):
+            return None, items
+        group = tuple(machine[:needed])
+        items.append(Item("topoctl-gpu-group", "info", "GPUs the launch runs on",
+                          one_line(f"judged on GPUs {_ids(group)} of {len(machine)}: the first {needed} "
+                                   f"({VISIBLE_DEVICES} is not set); pairs with the other GPUs do not count"),
+                          f"set {VISIBLE_DEVICES} (with {DEVICE_ORDER}=PCI_BUS_ID) to choose the GPUs; "
+                          "`topoctl recommend --tp-size N` picks the best group"))
+        return group, items
+    visible = parse_visible_devices(value, snapshot, parsed.env.get(DEVICE_ORDER))
+    if visible.gpus is None:
+        items.append(Item("topoctl-gpu-group-unknown", "warn", "GPUs of the launch unknown",
+                          one_line(f"{visible.reason}; judged on every GPU of the target"),
+                          f"write {VISIBLE_DEVICES} as integer ids with {DEVICE_ORDER}=PCI_BUS_ID, or as GPU UUIDs",
+                          where))
+        return tuple(machine), items  # unknown: judged on every pair, conservatively
+    for note in visible.notes:
+        items.append(Item("topoctl-gpu-group", "info", "GPUs the launch runs on", one_line(note), "", where))
+    if needed > len(visible.gpus):
+        if tp > gpu_count:  # more than the machine has: the parallel-size check says so
+            return visible.gpus, items
+        items.append(Item("topoctl-tp-exceeds-visible-gpus", "block", "tensor parallel size exceeds the visible GPUs",
+                          one_line(f"tp {tp} x dp {dp} needs {needed} GPUs; {VISIBLE_DEVICES}={value} leaves "
+                                   f"{len(visible.gpus)} visible: the server will not start"),
+                          f"make {needed} GPUs visible, or lower --tp-size", where))
+        return visible.gpus, items
+    group = visible.gpus[:needed]
+    items.append(Item("topoctl-gpu-group", "info", "GPUs the launch runs on",
+                      one_line(f"judged on GPUs {_ids(group)} of {len(machine)} ({VISIBLE_DEVICES}={value}"
+                               + (f", the first {needed} of them" if needed < len(visible.gpus) else "") + ")"),
+                      "", where))
+    return group, items
+
+
+def _ids(group: tuple[int, ...]) -> str:
+    return ",".join(str(index) for index in group)
+
+
 def _software(snapshot: dict[str, Any], key: str) -> Any:
     return (snapshot.get("software") or {}).get(key)
 
@@ -136,7 +196,7 @@ def drift(expected: dict[str, Any], actual: dict[str, Any]) -> list[Item]:
     def p2p_ok(snapshot: dict[str, Any]) -> dict[tuple[int, int], bool | None]:
         from topoctl.p2p import pair_p2p_ok  # True, False, or None when "unknown"/NVML's U: not verified
 
-        return {(p.get("src"), p.get("dst")): pair_p2p_ok(p.get("p2p")) for p in snapshot.get("pairs") or []
+        return {(p["src"], p["dst"]): pair_p2p_ok(p.get("p2p")) for p in snapshot.get("pairs") or []
                 if isinstance(p, dict)}
 
     def pairs_text(pairs: list[tuple[int, int]]) -> str:
@@ -202,6 +262,10 @@ def quoteattr(text: str) -> str:
 def format_text(outcomes: list[Outcome], fail_on: str) -> str:
     lines = []
     for outcome in outcomes:
+        if outcome.skipped:
+            lines.append(f"{outcome.origin}: no launch checked")
+            lines.append(f"  NONE  {one_line(outcome.skipped)}")
+            continue
         head = f"{outcome.origin}: SGLang {outcome.flags_version}" + (f" ({outcome.note})" if outcome.note else "")
         lines.append(head)
         for rule_id, reason in outcome.disabled:
@@ -220,7 +284,9 @@ def format_json(outcomes: list[Outcome], fail_on: str) -> str:
         {"origin": o.origin, "sglang_flags_version": o.flags_version, "note": o.note or None,
          "ok": not failing(o, fail_on), "blocking": o.count("block"), "warnings": o.count("warn"),
          "findings": [item.__dict__ for item in o.items],
-         "disabled": [{"rule_id": rule_id, "reason": reason} for rule_id, reason in o.disabled]} for o in outcomes]}
+         "disabled": [{"rule_id": rule_id, "reason": reason} for rule_id, reason in o.disabled]} for o in outcomes
+        if not o.skipped],
+        "no_launch": [{"origin": o.origin, "reason": o.skipped} for o in outcomes if o.skipped]}
     return json.dumps(doc, indent=2, sort_keys=True) + "\n"
 
 
@@ -228,16 +294,24 @@ def format_junit(outcomes: list[Outcome], fail_on: str) -> str:
     lines = ['<?xml version="1.0" encoding="UTF-8"?>']
     total = sum(max(len(o.items), 1) + len(o.disabled) for o in outcomes)
     failures = sum(1 for o in outcomes for i in o.items if _fails(i, fail_on))
-    skipped = sum(len(o.disabled) for o in outcomes)
+    skipped = sum(len(o.disabled) + (1 if o.skipped else 0) for o in outcomes)
     lines.append(f'<testsuites name="topoctl check" tests="{total}" failures="{failures}" skipped="{skipped}">')
     for o in outcomes:
+        if o.skipped:
+            lines.append(f'  <testsuite name={quoteattr(one_line(o.origin))} tests="1" failures="0" skipped="1">')
+            lines.append(f'    <testcase classname="topoctl.check" name={quoteattr(one_line(o.origin))}>')
+            lines.append(f'      <skipped message={quoteattr(one_line("no launch: " + o.skipped))}/>')
+            lines.append("    </testcase>")
+            lines.append("  </testsuite>")
+            continue
         o_fail = sum(1 for i in o.items if _fails(i, fail_on))
         lines.append(f'  <testsuite name={quoteattr(one_line(o.origin))} tests="{max(len(o.items), 1) + len(o.disabled)}" '
                      f'failures="{o_fail}" skipped="{len(o.disabled)}">')
         if not o.items:
             lines.append('    <testcase classname="topoctl.check" name="launch"/>')
         for rule_id, reason in o.disabled:  # a switched-off rule shows as a skipped test with its reason
-            lines.append(f'    <testcase classname={quoteattr("topoctl.check." + one_line(o.origin))} name={quoteattr(one_line(rule_id))}>')
+            classname = quoteattr("topoctl.check." + one_line(o.origin))
+            lines.append(f'    <testcase classname={classname} name={quoteattr(one_line(rule_id))}>')
             lines.append(f'      <skipped message={quoteattr(one_line("disabled: " + reason))}/>')
             lines.append("    </testcase>")
         for item in o.items:
@@ -262,10 +336,23 @@ def _gh_prop(text: str) -> str:
     return _gh(text).replace(":", "%3A").replace(",", "%2C")
 
 
+def _origin_file_line(origin: str) -> tuple[str, str]:
+    """`path:line (label)` or `path` -> (path, line or "")."""
+    import re
+
+    match = re.match(r"^(.*?):(\d+)(?: \(.*\))?$", origin)
+    return (match.group(1), match.group(2)) if match else (origin, "")
+
+
 def format_github(outcomes: list[Outcome], fail_on: str) -> str:
     lines = []
     for o in outcomes:
-        origin_part = f"file={_gh_prop(o.origin)}," if o.origin and o.origin not in ("<command>", "<stdin>") else ""
+        path, line_no = _origin_file_line(o.origin)
+        origin_part = (f"file={_gh_prop(path)}," + (f"line={line_no}," if line_no else "")
+                       if o.origin and o.origin not in ("<command>", "<stdin>") else "")
+        if o.skipped:
+            lines.append(f"::notice {origin_part}title={_gh_prop('no launch')}::{_gh(o.skipped)}")
+            continue
         for rule_id, reason in o.disabled:
             lines.append(f"::notice {origin_part}title={_gh_prop(rule_id + ': disabled')}::{_gh('disabled: ' + reason)}")
         for item in o.items:
@@ -276,7 +363,7 @@ def format_github(outcomes: list[Outcome], fail_on: str) -> str:
                 path, line = where.rsplit(":", 1)
                 file_part = f"file={_gh_prop(path)},line={line},"
             elif o.origin and o.origin not in ("<command>", "<stdin>"):
-                file_part = f"file={_gh_prop(o.origin)},"
+                file_part = origin_part
             message = item.message + (f" -- fix: {item.remediation}" if item.remediation else "")
             lines.append(f"::{level} {file_part}title={_gh_prop(item.id + ': ' + item.title)}::{_gh(message)}")
     return "\n".join(lines) + ("\n" if lines else "")

@@ -317,13 +317,13 @@ def collect_evidence(findings: list[Any], notes: list[str] | None = None) -> lis
                 continue
             for point in _points(item):
                 try:
-                    value = float(point.get("value"))
-                except (TypeError, ValueError):
+                    value = float(point["value"])
+                except (KeyError, TypeError, ValueError):
                     continue
                 if not point.get("config"):
                     continue  # a number without its configuration cannot rank a candidate
                 path, config, unknown = _normalise(point["config"])
-                baseline_path, baseline, unknown_base = (None, None, [])
+                baseline_path, baseline, unknown_base = None, None, list[str]()
                 if point.get("baseline"):
                     baseline_path, baseline, unknown_base = _normalise(point["baseline"])
                 if unknown or unknown_base:

@@ -243,7 +243,8 @@ def explain(result: Result) -> str:
     if model:
         lines.append(f"model {model['name']}: {model['layers']} layers, hidden {model['hidden_size']}, "
                      f"{'MoE' if model['moe'] else 'dense'}: {model['allreduces_per_forward']} allreduces per forward "
-                     f"pass under TP, {model['allreduce_bytes_per_token']} bytes ({model['allreduce_bytes_per_token'] / 1024:g} KiB)"
+                     f"pass under TP, {model['allreduce_bytes_per_token']} bytes "
+                     f"({model['allreduce_bytes_per_token'] / 1024:g} KiB)"
                      " per token each")
     lines.append(f"SGLang: flags written for {result.flags.version}"
                  + (f" ({result.flags.note})" if not result.flags.exact else "")

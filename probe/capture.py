@@ -130,7 +130,7 @@ def load_capture(path: str) -> dict[str, Any]:
     try:
         data = json.loads(text)
     except ValueError as exc:
-        where = f" at line {exc.lineno}, column {exc.colno}" if hasattr(exc, "lineno") else ""
+        where = f" at line {exc.lineno}, column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else ""
         raise TopoctlError(f"{path}: not a valid capture (JSON error: {getattr(exc, 'msg', 'malformed')}{where})",
                            hint=hint) from None
     if not isinstance(data, dict):

@@ -173,9 +173,9 @@ class _Collector:
         info["version"] = max(versions) if versions else None
         info["version_name"] = NVLINK_VERSION_NAME.get(info["version"]) if info["version"] else None
         remote = {"gpu": 0, "switch": 0, "unknown": 0}
-        for link in links:
-            kind = link["remote_type"]
-            remote["gpu" if kind == "gpu" else "switch" if kind == "switch" else "unknown"] += 1
+        for entry in links:
+            far = entry["remote_type"]
+            remote["gpu" if far == "gpu" else "switch" if far == "switch" else "unknown"] += 1
         info["remote"] = remote
         return info, links
 

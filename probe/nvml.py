@@ -20,13 +20,11 @@ from topoctl.probe.capture import Answer, ProbeFailure, Session
 P2P_CAPS = P2P_CAPABILITY_INDEX
 P2P_STATUS = P2P_STATUS_BY_CODE
 TOPOLOGY_LEVEL = {0: "PIX", 10: "PIX", 20: "PXB", 30: "PHB", 40: "NODE", 50: "SYS"}
-ARCHITECTURE = {2: "kepler", 3: "maxwell", 4: "pascal", 5: "volta", 6: "turing", 7: "ampere", 8: "ada",
-                9: "hopper", 10: "blackwell", 13: "rubin"}
 NVLINK_VERSION_NAME = {1: "1.0", 2: "2.0", 3: "2.2", 4: "3.0", 5: "3.1", 6: "4.0", 7: "5.0", 8: "6.0"}
 NVLINK_REMOTE_TYPE = {0: "gpu", 1: "ibmnpu", 2: "switch", 255: "unknown"}
 VIRTUALIZATION_MODE = {0: "none", 1: "passthrough", 2: "vgpu", 3: "host_vgpu", 4: "host_vsga"}
 FABRIC_STATE = {0: "not_supported", 1: "not_started", 2: "in_progress", 3: "completed"}
-MAX_NVLINKS = 18  # links 0..17 on Hopper and Blackwell; iteration stops at the first link NVML rejects
+MAX_NVLINKS = 36  # NVML_NVLINK_MAX_LINKS (nvidia-ml-py 13.x); iteration stops at the first link NVML rejects
 
 
 def _text(value: Any) -> str:

@@ -8,18 +8,19 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from topoctl.gpu_arch import architecture_for_cc
+from topoctl.gpus import architecture_for_cc, architecture_for_nvml_id
 from topoctl.p2p import all_pairs_p2p, pair_p2p_ok
-from topoctl.probe.nvml import ARCHITECTURE
 
 HIDDEN_BUS = re.compile(r"^[fF:.]+$")
 BDF = re.compile(r"^[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
 
 
 def architecture_name(nvml_arch: int | None, cc: list[int] | None) -> str | None:
-    if nvml_arch is not None and nvml_arch in ARCHITECTURE:
-        return ARCHITECTURE[nvml_arch]
-    if cc:  # nvmlDeviceGetArchitecture missing (older drivers): from the compute capability (topoctl/gpu_arch.py)
+    """From NVML's architecture id, else (older drivers) from the compute capability; both in gpus.yaml."""
+    named = architecture_for_nvml_id(nvml_arch) if nvml_arch is not None else None
+    if named is not None:
+        return named
+    if cc:
         return architecture_for_cc(cc[0], cc[1])
     return None
 

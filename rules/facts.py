@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from topoctl.gpu_arch import architecture_for_sm
+from topoctl.cuda_devices import pci_order
+from topoctl.gpus import architecture_for_sm
 from topoctl.p2p import UNKNOWN_P2P_STATUSES, pair_p2p_ok
 
 from . import settings as launch_settings
@@ -86,7 +87,8 @@ class Context:
     facts_cache); facts that depend on the snapshot alone, and the pair facts, are computed once into it.
     """
 
-    __slots__ = ("snapshot", "request", "launch", "_cache", "_pairs", "_shared", "pair", "pair_label", "unknown_seen")
+    __slots__ = ("snapshot", "request", "launch", "_cache", "_pairs", "_shared", "pair", "pair_label", "unknown_seen",
+                 "_group")
 
     def __init__(self, snapshot: dict[str, Any] | None, request: dict[str, Any] | None,
                  shared: dict[str, Any] | None = None) -> None:
@@ -97,6 +99,7 @@ class Context:
         self.launch: dict[str, Any] = launch if isinstance(launch, dict) else {}
         self._cache: dict[str, Any] = {}
         self._pairs: list[tuple[str, dict[str, Any]]] | None = None
+        self._group: Any = _MISSING
         self.pair: dict[str, Any] | None = None
         self.pair_label = ""
         self.unknown_seen: list[str] = []
@@ -105,7 +108,8 @@ class Context:
         """The value of a non-pair fact, or UNKNOWN."""
         value = self._cache.get(name, _MISSING)
         if value is _MISSING:
-            shared = self._shared if name in SNAPSHOT_FACTS else None
+            shared = self._shared if name in SNAPSHOT_FACTS and (name not in GROUP_FACTS or self.group() is None) \
+                else None
             if shared is not None:
                 value = shared.get(name, _MISSING)
             if value is _MISSING:
@@ -129,19 +133,80 @@ class Context:
         return pair.get(name, UNKNOWN)
 
     def pairs(self) -> list[tuple[str, dict[str, Any]]]:
-        """(label, pair facts) for every ordered pair in the snapshot, computed once."""
+        """(label, pair facts) for every ordered pair of the launch's GPU group (group()), computed once.
+
+        The group is the default scope of every pair quantifier: a rule about "any pair" judges the pairs
+        the launch runs on, not the GPUs it leaves alone."""
         if self._pairs is None:
             shared = self._shared if self._shared is not None else {}
             if _PAIRS_KEY not in shared:
                 raw = self.snapshot.get("pairs")
                 shared[_PAIRS_KEY] = [_pair_facts(entry) for entry in raw if isinstance(entry, dict)] \
                     if isinstance(raw, list) else []
-            self._pairs = shared[_PAIRS_KEY]
+            group = self.group()
+            if group is None:
+                self._pairs = shared[_PAIRS_KEY]
+            else:
+                key = f"{_PAIRS_KEY}{group}"
+                if key not in shared:
+                    members = set(group)
+                    shared[key] = [(label, facts) for label, facts in shared[_PAIRS_KEY]
+                                   if _int_value(facts["pair.src"]) in members
+                                   and _int_value(facts["pair.dst"]) in members]
+                self._pairs = shared[key]
         return self._pairs
+
+    def group(self) -> tuple[int, ...] | None:
+        """The launch's GPU group as snapshot GPU indices (PCI bus order), or None for every GPU.
+
+        request["gpus"] when given (recommend's placement; check's CUDA_VISIBLE_DEVICES), else the first
+        tp_size x dp_size GPUs (CUDA devices 0.. in PCI bus order, where a launch without
+        CUDA_VISIBLE_DEVICES runs), else every GPU."""
+        if self._group is _MISSING:
+            self._group = _launch_group(self)
+        return self._group
 
     def pairs_known(self) -> bool:
         """False when the snapshot has no pair list at all (then pair quantifiers are unknown)."""
         return isinstance(self.snapshot.get("pairs"), list)
+
+
+def _machine_gpus(context: Context) -> list[int]:
+    """Snapshot GPU indices in PCI bus order; without a GPU list, the indices the pair list names."""
+    order = pci_order(context.snapshot)
+    if order:
+        return order
+    raw = context.snapshot.get("pairs")
+    named: set[int] = set()
+    for entry in raw if isinstance(raw, list) else []:
+        for end in ("src", "dst"):
+            index = _int_value(entry.get(end)) if isinstance(entry, dict) else None
+            if index is not None:
+                named.add(index)
+    return sorted(named)
+
+
+def _int_value(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _launch_group(context: Context) -> tuple[int, ...] | None:
+    machine = _machine_gpus(context)
+    wanted = context.request.get("gpus")
+    if isinstance(wanted, (list, tuple)) and all(_int_value(index) is not None for index in wanted):
+        members = set(wanted)
+        group = tuple(index for index in machine if index in members)
+        return None if set(machine) <= members else group
+    tp = _int_value(context.request.get("tp_size")) or _int_value(context.launch.get("tp_size"))
+    dp = _int_value(context.request.get("dp_size")) or _int_value(context.launch.get("dp_size")) or 1
+    if tp is None or tp < 1 or dp < 1 or tp * dp >= len(machine):
+        return None
+    return tuple(machine[:tp * dp])
+
+
+def _group_facts(context: Context) -> list[dict[str, Any]] | None:
+    """The pair facts of the launch's group when it is narrower than the machine, else None."""
+    return None if context.group() is None else [facts for _, facts in context.pairs()]
 
 
 def launch_value(context: Context, setting: str) -> tuple[bool, Any]:
@@ -156,7 +221,7 @@ def _p2p_status(value: Any) -> Any:
 
 
 def _pair_facts(entry: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    p2p = entry.get("p2p") if isinstance(entry.get("p2p"), dict) else {}
+    p2p: dict[str, Any] = entry["p2p"] if isinstance(entry.get("p2p"), dict) else {}
     facts: dict[str, Any] = {
         "pair.src": entry.get("src", UNKNOWN) if entry.get("src") is not None else UNKNOWN,
         "pair.dst": entry.get("dst", UNKNOWN) if entry.get("dst") is not None else UNKNOWN,
@@ -232,7 +297,7 @@ def _per_gpu(field: str, summary_field: str | None = None,
 
 def _architectures_from_sm(context: Context) -> Any:
     sms = context.fact("gpu.sm")
-    names = UNKNOWN if sms is UNKNOWN else [architecture_for_sm(sm) for sm in sms]  # topoctl/gpu_arch.py
+    names = UNKNOWN if sms is UNKNOWN else [architecture_for_sm(sm) for sm in sms]  # topoctl/data/gpus.yaml
     if names is UNKNOWN or None in names:
         return UNKNOWN
     return sorted(set(names))
@@ -248,7 +313,8 @@ def _memory_min(context: Context) -> Any:
     if gpus is UNKNOWN or not gpus:
         return UNKNOWN
     sizes = [gpu.get("memory_total_bytes") if isinstance(gpu, dict) else None for gpu in gpus]
-    return UNKNOWN if any(not isinstance(size, int) for size in sizes) else min(sizes)
+    known = [size for size in sizes if isinstance(size, int)]
+    return UNKNOWN if len(known) != len(sizes) else min(known)
 
 
 def _mig_enabled(context: Context) -> Any:
@@ -279,6 +345,12 @@ def _nvlink_present(context: Context) -> Any:
 
 
 def _all_pairs_p2p(context: Context) -> Any:
+    group = _group_facts(context)
+    if group is not None:
+        oks = [facts["pair.p2p_ok"] for facts in group]
+        if False in oks:
+            return False
+        return UNKNOWN if UNKNOWN in oks or not oks else True
     value = _dig(context.snapshot, "summary", "all_pairs_p2p")
     if isinstance(value, bool):
         return value
@@ -289,6 +361,37 @@ def _all_pairs_p2p(context: Context) -> Any:
     if False in oks:
         return False
     return UNKNOWN if UNKNOWN in oks else True
+
+
+def _group_or_summary(field: str, from_group: Callable[[list[dict[str, Any]]], Any],
+                      kind: type) -> Callable[[Context], Any]:
+    """A pair summary: of the launch's group when it is narrower than the machine, else the probe's summary."""
+    def resolve(context: Context) -> Any:
+        group = _group_facts(context)
+        if group is not None:
+            return from_group(group)
+        value = _dig(context.snapshot, "summary", field)
+        if kind is bool:
+            return value if isinstance(value, bool) else UNKNOWN
+        return value if isinstance(value, kind) and not isinstance(value, bool) else UNKNOWN
+    return resolve
+
+
+def _group_nvlink_all(group: list[dict[str, Any]]) -> Any:
+    links = [facts["pair.nvlink"] for facts in group]
+    if False in links:
+        return False
+    return UNKNOWN if UNKNOWN in links or not links else True
+
+
+def _group_gpus(context: Context) -> Any:
+    group = context.group()
+    return list(group) if group is not None else _machine_gpus(context) or UNKNOWN
+
+
+def _group_size(context: Context) -> Any:
+    group = context.group()
+    return len(group) if group is not None else context.fact("gpu.count")
 
 
 def _virtualized(context: Context) -> Any:
@@ -336,6 +439,22 @@ def _target_sglang(context: Context) -> Any:
     if isinstance(wanted, (str, int, float)) and not isinstance(wanted, bool) and str(wanted):
         return str(wanted)
     return context.fact("software.sglang_installed")
+
+
+def _target_flashinfer(context: Context) -> Any:
+    """The FlashInfer the target SGLang runs with: the snapshot's when the target is the SGLang installed there
+    (or no other target is asked for), else the version the target release pins (topoctl/sglang/releases)."""
+    from topoctl.sglang.releases import flashinfer_pin
+
+    installed = context.fact("software.sglang_installed")
+    target = context.fact("software.sglang")
+    reported = context.fact("software.flashinfer")
+    if reported is not UNKNOWN and (target is UNKNOWN or target == installed):
+        return reported
+    if target is UNKNOWN:
+        return UNKNOWN
+    pin = flashinfer_pin(str(target))
+    return pin if pin is not None else UNKNOWN
 
 
 def _model(field: str) -> Callable[[Context], Any]:
@@ -395,31 +514,50 @@ FACTS: dict[str, tuple[str, str, Callable[[Context], Any]]] = {
                  lambda context: _bool(_dig(context.snapshot, "nvlink", "nvswitch"))),
     "nvlink.switch_hidden": ("bool", "a VM hides the remote end of NVLinks",
                              lambda context: _bool(_dig(context.snapshot, "nvlink", "switch_hidden"))),
-    "nvlink.all_pairs": ("bool", "every pair has NVLink", _summary("nvlink_all_pairs", bool)),
-    "all_pairs_p2p": ("bool", "P2P read and write OK for every pair (unknown if any is unknown and none fails)",
-                      _all_pairs_p2p),
-    "p2p_pairs_ok": ("int", "pairs with P2P read and write OK", _summary("p2p_pairs_ok", int)),
-    "p2p_pairs_total": ("int", "ordered pairs", _summary("p2p_pairs_total", int)),
+    "nvlink.all_pairs": ("bool", "every pair of the launch's GPU group has NVLink",
+                         _group_or_summary("nvlink_all_pairs", _group_nvlink_all, bool)),
+    "all_pairs_p2p": ("bool", "P2P read and write OK for every pair of the launch's GPU group (unknown if any is "
+                              "unknown and none fails)", _all_pairs_p2p),
+    "p2p_pairs_ok": ("int", "pairs of the launch's GPU group with P2P read and write OK",
+                     _group_or_summary("p2p_pairs_ok", lambda group: sum(1 for facts in group
+                                                                         if facts["pair.p2p_ok"] is True), int)),
+    "p2p_pairs_total": ("int", "ordered pairs of the launch's GPU group",
+                        _group_or_summary("p2p_pairs_total", len, int)),
+    "group.gpus": ("list[int]", "the launch's GPU group, snapshot GPU indices in PCI bus order: request.gpus "
+                                "(recommend's placement, check's CUDA_VISIBLE_DEVICES), else the first "
+                                "tp_size x dp_size GPUs, else every GPU", _group_gpus),
+    "group.size": ("int", "GPUs in the launch's group", _group_size),
     "virtualized": ("bool", "running in a VM (summary.virtualized, else host.virtualized)", _virtualized),
     "hypervisor": ("str", "the hypervisor's name when known", lambda context: _str(_dig(context.snapshot, "host", "hypervisor"))),
     "numa_nodes_spanned": ("int", "NUMA nodes the GPUs sit on", _summary("numa_nodes_spanned", int)),
     "host.numa_nodes": ("int", "NUMA nodes of the host", lambda context: _int(_dig(context.snapshot, "host", "numa_nodes"))),
     "host.cpu_vendor": ("str", "amd | intel | arm | other, from the CPU model", _cpu_vendor),
-    "pcie.virtual": ("bool", "the PCIe tree is a VM's virtual one", lambda context: _bool(_dig(context.snapshot, "pcie", "virtual"))),
+    "pcie.virtual": ("bool", "the PCIe tree is a VM's virtual one",
+                     lambda context: _bool(_dig(context.snapshot, "pcie", "virtual"))),
     "pcie.root_complex_count": ("int", "PCIe root complexes holding GPUs", _root_complex_count),
     "pcie.downtrained_gpu_count": ("int", "GPUs whose PCIe link runs below its maximum", _downtrained),
     "software.sglang": (VERSION_FACT_TYPE, "the TARGET SGLang version: request.sglang_version, else the installed one",
                         _target_sglang),
     "software.sglang_installed": (VERSION_FACT_TYPE, "the SGLang installed where the snapshot was taken",
                                   _software("sglang")),
+    "software.flashinfer_target": (VERSION_FACT_TYPE, "the FlashInfer the target SGLang runs with: the snapshot's "
+                                   "when the target is the installed SGLang, else the one the target release pins",
+                                   _target_flashinfer),
     "request.model.name": ("str", "requested model name (None: none given)", _model_name),
     "request.model.moe": ("bool", "requested model is a mixture of experts", _model("moe")),
     "request.model.layers": ("int", "requested model's transformer layers", _model("layers")),
+    "request.model.architecture": ("str", "requested model's architecture (config.json architectures[0])",
+                                   _model("architecture")),
+    "request.model.model_type": ("str", "requested model's model_type (of text_config for multimodal models)",
+                                 _model("model_type")),
+    "request.model.experts": ("int", "requested model's routed experts (None: dense)", _model("experts")),
+    "request.model.attention": ("str", "requested model's attention: mla | gqa | mha", _model("attention")),
     "request.speculative": ("str", "speculative algorithm, lower case (request.speculative, else launch.speculative_algorithm)",
                             _speculative),
     "request.tp_size": ("int", "tensor parallel size: request, else launch, else gpu.count",
                         _parallel_size("tp_size", lambda context: context.fact("gpu.count"))),
-    "request.ep_size": ("int", "expert parallel size: request, else launch, else 1", _parallel_size("ep_size", lambda context: 1)),
+    "request.ep_size": ("int", "expert parallel size: request, else launch, else 1",
+                        _parallel_size("ep_size", lambda context: 1)),
     "request.sglang_version": (VERSION_FACT_TYPE, "the SGLang version the user asked for (None: not given)",
                                _sglang_request),
 }
@@ -428,7 +566,10 @@ for _package in SOFTWARE_PACKAGES:
 
 # Facts read from the snapshot alone (not from the request: software.sglang is the requested target version
 # when one is given), so one evaluation's value holds for every request on the same snapshot.
-SNAPSHOT_FACTS = frozenset(name for name in FACTS if not name.startswith("request.") and name != "software.sglang")
+SNAPSHOT_FACTS = frozenset(name for name in FACTS if not name.startswith(("request.", "group."))
+                           and name not in ("software.sglang", "software.flashinfer_target"))
+# Facts of the launch's GPU group: shared across evaluations only while the group is the whole machine.
+GROUP_FACTS = frozenset({"all_pairs_p2p", "p2p_pairs_ok", "p2p_pairs_total", "nvlink.all_pairs"})
 _PAIRS_KEY = "pairs\0"  # the pair facts' entry in a shared cache (no fact name holds a NUL)
 
 PAIR_FACTS: dict[str, tuple[str, str]] = {

@@ -143,7 +143,7 @@ def rule_schema() -> dict[str, Any]:
     """The published JSON Schema of a rule file."""
     from importlib import resources
 
-    text = resources.files(__package__).joinpath("schema", "rule.schema.json").read_text(encoding="utf-8")
+    text = resources.files(__package__).joinpath("schema").joinpath("rule.schema.json").read_text(encoding="utf-8")
     return json.loads(text)
 
 
@@ -191,7 +191,7 @@ def _parse_yaml(path: str, text: str) -> Any:
 def _rule_id_near(text: str, line: int) -> str | None:
     """The id of the rule a YAML error sits in: the last `id:` at or above the error's line."""
     found = None
-    for number, content in enumerate(text.splitlines()[:line], start=1):
+    for content in text.splitlines()[:line]:
         match = re.match(r"^\s*-?\s*id:\s*['\"]?([A-Za-z0-9][A-Za-z0-9._-]*)", content)
         if match:
             found = match.group(1)

@@ -33,6 +33,11 @@ def test_defaults_not_written_unless_decided():
     assert table.render({"pcie_ipc_allreduce": True}, load_flag_set("0.5.12"), set(), "0.5.12").problems
 
 
+def _renamed(builtin, name):
+    """The built-in profile's config.json values under another name: the same model by its properties."""
+    return models.from_config(dict(models.builtin_models()[builtin]["config"]), name, source="test: renamed copy")
+
+
 def test_models():
     kimi = models.profile("kimi-k2.5")
     assert kimi["allreduces_per_forward"] == 122 and kimi["allreduce_bytes_per_token"] == 14336 and kimi["moe"]
@@ -109,26 +114,28 @@ def test_evidence_matching_and_relative_numbers():
 
     base = _finding("base", [{"metric": "decode throughput", "value": 54.1, "unit": "tok/s",
                               "config": "speculative_algorithm=eagle3 allreduce=nccl model=kimi-k2.5",
-                              "baseline": {"value": 89.5, "config": "speculative_algorithm=none allreduce=nccl model=kimi-k2.5"}}])
+                              "baseline": {"value": 89.5,
+                                           "config": "speculative_algorithm=none allreduce=nccl model=kimi-k2.5"}}])
     rel = _finding("rel", [{"metric": "decode throughput change", "value": 9, "unit": "%",
                             "config": "cuda_graph_max_bs=128 speculative_algorithm=none allreduce=nccl",
-                            "baseline": {"value": 0, "config": "cuda_graph_max_bs=512 speculative_algorithm=none allreduce=nccl"}}])
+                            "baseline": {"value": 0,
+                                         "config": "cuda_graph_max_bs=512 speculative_algorithm=none allreduce=nccl"}}])
     evidence = collect_evidence([base, rel])
     nccl = {"tp_size": 8, "custom_all_reduce": False}
     # settings the evidence does not name do not disqualify it
-    plain = _throughput(Candidate("nccl", dict(nccl)), evidence, "kimi-k2.5")
+    plain = _throughput(Candidate("nccl", dict(nccl)), evidence, models.profile("kimi-k2.5"))
     assert plain[0] == 89.5 and [ev.rule_id for ev in plain[2]] == ["base"]
-    graphs = _throughput(Candidate("nccl", dict(nccl, cuda_graph_max_bs=128)), evidence, "kimi-k2.5")
+    graphs = _throughput(Candidate("nccl", dict(nccl, cuda_graph_max_bs=128)), evidence, models.profile("kimi-k2.5"))
     assert graphs[0] == pytest.approx(97.555) and [ev.rule_id for ev in graphs[2]] == ["base", "rel"]
     # the relative number speaks of no speculative decoding: EAGLE-3 keeps its own measurement
     eagle = _throughput(Candidate("nccl", dict(nccl, cuda_graph_max_bs=128, speculative_algorithm="eagle3")),
-                        evidence, "kimi-k2.5")
+                        evidence, models.profile("kimi-k2.5"))
     assert eagle[0] == 54.1
     # a setting the evidence names must agree: another path, another batch size, another model
-    assert _throughput(Candidate("custom", {"tp_size": 8}), evidence, "kimi-k2.5") is None
-    assert _throughput(Candidate("nccl", dict(nccl, cuda_graph_max_bs=64)), evidence, "kimi-k2.5")[0] == 89.5
-    assert _throughput(Candidate("nccl", dict(nccl)), evidence, "deepseek-v3") is None
-    assert _throughput(Candidate("nccl", dict(nccl)), evidence, "moonshotai/Kimi-K2.5")[0] == 89.5
+    assert _throughput(Candidate("custom", {"tp_size": 8}), evidence, models.profile("kimi-k2.5")) is None
+    assert _throughput(Candidate("nccl", dict(nccl, cuda_graph_max_bs=64)), evidence, models.profile("kimi-k2.5"))[0] == 89.5
+    assert _throughput(Candidate("nccl", dict(nccl)), evidence, models.profile("deepseek-v3")) is None
+    assert _throughput(Candidate("nccl", dict(nccl)), evidence, _renamed("kimi-k2.5", "moonshotai/Kimi-K2.5-local-copy"))[0] == 89.5
 
 
 def test_absolute_number_with_the_change_is_not_multiplied_again():

@@ -87,7 +87,8 @@ def test_flag_data_is_the_shipped_file(cache_home):
         flag_set = flags.load_flag_set(version)
         assert flag_set.flags == shipped["flags"]
         assert flag_set.has("--tp-size") and flag_set.resolve("--tp-size").kind == "exact"
-        assert flag_set.all_options() == sorted({o for f, info in shipped["flags"].items() for o in info.get("options") or [f]} | {"-h", "--help"})
+        options = {o for f, info in shipped["flags"].items() for o in info.get("options") or [f]}
+        assert flag_set.all_options() == sorted(options | {"-h", "--help"})
 
 
 def test_edited_data_file_invalidates_the_cache(cache_home, tmp_path, monkeypatch):

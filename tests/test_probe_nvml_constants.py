@@ -61,13 +61,20 @@ def test_topology_levels(real):
 
 
 def test_architectures(real):
-    for code, name in nvml.ARCHITECTURE.items():
+    from topoctl.gpus import nvml_architecture_ids
+
+    architecture = nvml_architecture_ids()  # topoctl/data/gpus.yaml
+    for code, name in architecture.items():
         assert getattr(real, f"NVML_DEVICE_ARCH_{name.upper()}") == code, name
     named = {value for key, value in vars(real).items()
              if key.startswith("NVML_DEVICE_ARCH_") and key[17:].lower() in {"kepler", "maxwell", "pascal", "volta",
                                                                              "turing", "ampere", "ada", "hopper",
                                                                              "blackwell", "rubin"}}
-    assert named == set(nvml.ARCHITECTURE)
+    assert named == set(architecture)
+
+
+def test_max_nvlinks_is_the_bindings(real):
+    assert nvml.MAX_NVLINKS == real.NVML_NVLINK_MAX_LINKS
 
 
 def test_nvlink_versions(real):

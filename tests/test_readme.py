@@ -32,6 +32,14 @@ def test_ci_runs_the_readme_test_command_verbatim():
     assert _quick_start_commands()[1] in ci.splitlines()
 
 
+def test_ci_runs_ruff_and_mypy_before_the_tests():
+    lines = _read(".ci", "run").splitlines()
+    tests = lines.index(_quick_start_commands()[1])
+    ruff = lines.index(".venv/bin/ruff check .")
+    mypy = lines.index(".venv/bin/mypy")
+    assert ruff < tests and mypy < tests
+
+
 def test_ci_fails_when_a_step_fails():
     ci = _read(".ci", "run")
     assert "set -euo pipefail" in ci

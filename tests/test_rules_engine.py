@@ -171,12 +171,14 @@ def test_forbid_without_values_means_leave_it_unset():
 
 def test_forbid_by_nccl_token():
     report = evaluate(RULES, rtx_pro_6000_8x_pcie(), {"tp_size": 8})
-    tree = lambda launch: [item for item in violations(report, launch) if item.finding.rule_id == "nccl-tree-cuda-graph-sm120-pcie"]
+    def tree(launch):
+        return [item for item in violations(report, launch) if item.finding.rule_id == "nccl-tree-cuda-graph-sm120-pcie"]
+
     assert tree({"env:NCCL_ALGO": "Ring,Tree"}) and not tree({"env:NCCL_ALGO": "Ring"}) and not tree({})
 
 
 def test_a_rule_can_say_what_sglang_turns_on_by_itself():
-    report = evaluate(RULES, rtx_pro_6000_8x_pcie(sglang="0.5.5"), {"model": {"name": "gpt-oss-120b"}, "tp_size": 8})
+    report = evaluate(RULES, rtx_pro_6000_8x_pcie(sglang="0.5.5"), {"model": {"name": "gpt-oss-120b", "architecture": "GptOssForCausalLM"}, "tp_size": 8})
     by_rule = {(item.finding.rule_id, item.setting) for item in violations(report, {})}
     assert ("flashinfer-allreduce-fusion-auto-on-sglang-0.5.5-sm12x", "flashinfer_allreduce_fusion") in by_rule
     assert ("flashinfer-allreduce-fusion-sm12x", "flashinfer_allreduce_fusion") in by_rule
@@ -219,9 +221,11 @@ FIXTURE_BLOCKS = {
     # system name -> (request, blocks that must be there, blocks that must not)
     "rtx-pro-6000-8x-pcie": ({"sglang_version": "0.5.12"}, {"torch-symm-mem-sm12x-keyerror", "flashinfer-allreduce-fusion-sm12x",
                                                             "ep-flashinfer-a2a-sm120"}, {"custom-allreduce-without-p2p"}),
-    "h200-4x-nvswitch-vm": ({"sglang_version": "0.5.12"}, set(), {"torch-symm-mem-sm12x-keyerror", "nccl-nvls-needs-nvswitch-sm90",
+    "h200-4x-nvswitch-vm": ({"sglang_version": "0.5.12"}, set(), {"torch-symm-mem-sm12x-keyerror",
+                                                                  "nccl-nvls-needs-nvswitch-sm90",
                                                                   "custom-allreduce-without-p2p"}),
-    "h200-2x-nvswitch-vm": ({"sglang_version": "0.5.12"}, set(), {"torch-symm-mem-sm12x-keyerror", "flashinfer-allreduce-fusion-sm12x"}),
+    "h200-2x-nvswitch-vm": ({"sglang_version": "0.5.12"}, set(), {"torch-symm-mem-sm12x-keyerror",
+                                                                  "flashinfer-allreduce-fusion-sm12x"}),
     "h100-8x-nvswitch": ({}, set(), {"torch-symm-mem-sm12x-keyerror", "nccl-nvls-needs-nvswitch-sm90"}),
     "rtx-4090-2x-pcie-no-p2p": ({}, {"custom-allreduce-without-p2p"}, {"torch-symm-mem-sm12x-keyerror"}),
     "l40s-4x-pcie-2numa": ({}, {"nccl-nvls-needs-nvswitch-sm90"}, {"flashinfer-allreduce-fusion-sm12x"}),
@@ -255,7 +259,8 @@ def test_disable_by_id_with_reason_shows_in_report():
     report = evaluate(ruleset, rtx_pro_6000_8x_pcie(), {"tp_size": 8})
     assert finding(report, "nccl-ll128-without-nvlink") is None
     assert report.disabled == [("nccl-ll128-without-nvlink", "LL128 validated on our PCIe fabric")]
-    assert report.to_dict()["disabled"] == [{"rule_id": "nccl-ll128-without-nvlink", "reason": "LL128 validated on our PCIe fabric"}]
+    assert report.to_dict()["disabled"] == [{"rule_id": "nccl-ll128-without-nvlink",
+                                             "reason": "LL128 validated on our PCIe fabric"}]
 
 
 @pytest.mark.parametrize("disabled, needle", [({"nccl-ll128-without-nvlink": " "}, "reason is required"),

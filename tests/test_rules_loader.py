@@ -10,13 +10,16 @@ from topoctl.rules import load_rules
 
 BAD_FILES = {
     "yaml syntax error": (rule_text().replace("severity: block", "severity: [block"), "not valid YAML"),
-    "unknown field": (rule_text().replace("    severity: block", "    severity: block\n    colour: red"), "unknown field 'colour'"),
+    "unknown field": (rule_text().replace("    severity: block", "    severity: block\n    colour: red"),
+                      "unknown field 'colour'"),
     "bad version specifier": (rule_text(specifier=">>0.5"), "invalid PEP 440 version specifier"),
-    "python object tag": (rule_text().replace("title: A site rule for tests", "title: !!python/object/apply:os.system [\"true\"]"),
+    "python object tag": (rule_text().replace("title: A site rule for tests",
+                                              "title: !!python/object/apply:os.system [\"true\"]"),
                           "not valid YAML"),
     "unknown fact": (rule_text().replace("gpu.sm_majors", "gpu.sm_major"), "unknown fact 'gpu.sm_major'"),
     "operator on the wrong type": (rule_text().replace("version: \"<0.6\"", "gt: 5"), "gt needs a numeric fact"),
-    "unknown setting": (rule_text().replace("setting: torch_symm_mem", "setting: torch_sym_mem"), "unknown setting 'torch_sym_mem'"),
+    "unknown setting": (rule_text().replace("setting: torch_symm_mem", "setting: torch_sym_mem"),
+                        "unknown setting 'torch_sym_mem'"),
     "bad severity": (rule_text(severity="fatal"), "severity"),
     "no must-fire case": (rule_text(expect_on_sm120="silent"), "at least one case that must fire"),
     "evidence level outside the schema": (rule_text().replace("level: measured", "level: rumour"), "rumour"),
@@ -57,7 +60,8 @@ def test_python_tag_is_never_constructed(tmp_path, monkeypatch):
 def test_duplicate_id_within_site_files(tmp_path):
     write_rules(tmp_path, rule_text(), name="a.yaml")
     write_rules(tmp_path, rule_text(), name="b.yaml")
-    with pytest.raises(TopoctlError, match=r"b\.yaml: rule 'site-sm120-symm-mem': field 'id': duplicate id \(already defined in .*a\.yaml\)"):
+    duplicate = r"b\.yaml: rule 'site-sm120-symm-mem': field 'id': duplicate id \(already defined in .*a\.yaml\)"
+    with pytest.raises(TopoctlError, match=duplicate):
         load_rules(extra_dirs=[str(tmp_path)])
 
 

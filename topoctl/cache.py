@@ -55,7 +55,10 @@ def package_dir(package: str) -> str:
         import importlib
 
         module = importlib.import_module(package)
-    return os.path.dirname(os.path.abspath(module.__file__))  # type: ignore[arg-type]
+    where = module.__file__
+    if where is None:  # a namespace package: not how topoctl installs its packages
+        raise ImportError(f"{package} has no folder of its own")
+    return os.path.dirname(os.path.abspath(where))
 
 
 def data_files(folder: str, suffixes: tuple[str, ...]) -> list[str]:

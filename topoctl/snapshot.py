@@ -9,10 +9,13 @@ from __future__ import annotations
 import json
 import os
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from topoctl.errors import TopoctlError
 from topoctl.p2p import P2P_CAPABILITIES, P2P_STATUSES, all_pairs_p2p, pair_p2p_ok
+
+if TYPE_CHECKING:
+    from typing_extensions import TypeGuard
 
 SCHEMA_VERSION = 1  # the probe writes it (probe/collect.py imports it from here); loading accepts only it
 MAX_GPUS = 1024  # far above any one host: a snapshot or capture listing more GPUs is corruption
@@ -61,7 +64,7 @@ def parse_snapshot_text(text: str, origin: str) -> dict[str, Any]:
         try:
             data = json.loads(text)
         except ValueError as exc:
-            where = f" at line {exc.lineno}, column {exc.colno}" if hasattr(exc, "lineno") else ""
+            where = f" at line {exc.lineno}, column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else ""
             problem = getattr(exc, "msg", None) or "malformed"
             raise TopoctlError(f"{origin}: not valid JSON: {problem}{where}", hint=hint) from None
     else:
@@ -151,7 +154,7 @@ def _bad(field: str, wanted: str, value: Any) -> _Invalid:
     return _Invalid(f"{field} must be {wanted}, got {_kind(value)}")
 
 
-def _is_int(value: Any) -> bool:
+def _is_int(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
@@ -281,7 +284,8 @@ def _check(data: Any) -> None:
         field = f"pairs[{position}]"
         if not isinstance(pair, dict):
             raise _bad(field, "a mapping", pair)
-        src, dst = pair.get("src"), pair.get("dst")
+        src: int = pair.get("src")  # type: ignore[assignment]  # checked just below
+        dst: int = pair.get("dst")  # type: ignore[assignment]
         for key, value in (("src", src), ("dst", dst)):
             if not _is_int(value):
                 raise _bad(f"{field}.{key}", "a GPU index", value)

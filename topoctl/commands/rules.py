@@ -122,7 +122,8 @@ def render_explanation(rule: Any, disabled_reason: str | None = None) -> str:
     effect = rule.effect
     for entry in effect.get("forbid") or []:
         rest = {key: value for key, value in entry.items() if key != "setting"}
-        lines.append(f"  forbid  {entry['setting']}" + (f"  {json.dumps(rest)}" if rest else "  (any value other than its default)"))
+        shown = f"  {json.dumps(rest)}" if rest else "  (any value other than its default)"
+        lines.append(f"  forbid  {entry['setting']}" + shown)
     for kind in ("require", "prefer", "defaults"):
         for setting, value in (effect.get(kind) or {}).items():
             label = "SGLang's own default here" if kind == "defaults" else kind

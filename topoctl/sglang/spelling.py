@@ -51,7 +51,7 @@ def _entries(spec: dict[str, Any], role: str) -> list[dict[str, Any]]:
 
 def all_flag_names() -> set[str]:
     """Every flag name the table may write (a test checks each exists in some version's flag data)."""
-    names = set()
+    names: set[str] = set()
     for spec in specs().values():
         for role in ("flags", "enable", "disable"):
             names.update(entry["flag"] for entry in _entries(spec, role))

@@ -1,0 +1,219 @@
+"""Which GPUs a launch that uses fewer GPUs than the machine has should run on.
+
+`choose_gpus(snapshot, n)` looks at every group of n GPUs and keeps the best, compared in this order:
+
+1. pairs without working P2P (read and write OK in both directions; an unknown status is not working): fewest;
+2. the worst link in the group (the ring or tree of an allreduce runs at its slowest hop): best, from best to
+   worst NVLink (more bonded links first), PIX (one PCIe switch), PXB (several switches), PHB (one root
+   complex / host bridge), NODE (one NUMA node), SYS (across sockets), unknown;
+3. every link of the group, worst first: best (a group with one slow pair beats one with two);
+4. NUMA nodes the group spans: fewest; then down-trained PCIe links in the group: fewest;
+5. the lowest GPU indices (PCI bus order): deterministic ties.
+
+Pure: a snapshot (plain data) in, a Placement with its reasons out. Groups are enumerated exactly up to
+EXACT_LIMIT combinations (every 8-GPU case; 16 GPUs up to groups of 4 and from 12); beyond that a greedy
+search grows a group from every GPU (said in the reasons).
+"""
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from topoctl.cuda_devices import pci_order
+from topoctl.p2p import pair_p2p_ok
+
+EXACT_LIMIT = 20000
+# Link tiers, best first (nvidia-smi topo -m's names); NVLink is split further by its bonded link count.
+LINK_TIERS = {"NV": 0, "PIX": 1, "PXB": 2, "PHB": 3, "NODE": 4, "SYS": 5}
+UNKNOWN_TIER = 6
+LINK_WORDS = {
+    "NV": "NVLink", "PIX": "one PCIe switch (PIX)", "PXB": "several PCIe switches, one root port (PXB)",
+    "PHB": "one root complex / host bridge (PHB)", "NODE": "one NUMA node, different root complexes (NODE)",
+    "SYS": "across NUMA nodes (SYS)", None: "an unknown link",
+}
+
+
+@dataclass(frozen=True)
+class PairView:
+    p2p_ok: bool | None  # both directions: False if either fails, None if either is unknown
+    link: str | None  # nvidia-smi label (NV18, PIX, ...), the worse of the two directions
+    tier: int
+    nvlinks: int
+
+
+@dataclass
+class Placement:
+    gpus: tuple[int, ...]  # snapshot GPU indices, in PCI bus order
+    machine_gpus: int
+    reasons: list[str] = field(default_factory=list)
+    p2p_ok: bool | None = None  # every pair of the group has working P2P (None: some unknown, none failing)
+    worst_link: str | None = None
+    numa_nodes: tuple[int, ...] = ()
+
+    @property
+    def whole_machine(self) -> bool:
+        return len(self.gpus) >= self.machine_gpus
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"gpus": list(self.gpus), "whole_machine": self.whole_machine, "p2p_ok": self.p2p_ok,
+                "worst_link": self.worst_link, "numa_nodes": list(self.numa_nodes), "reasons": list(self.reasons)}
+
+
+def _tier(link: Any, nvlinks: int) -> int:
+    if nvlinks > 0 or (isinstance(link, str) and link.upper().startswith("NV")):
+        return LINK_TIERS["NV"]
+    return LINK_TIERS.get(str(link).upper(), UNKNOWN_TIER) if isinstance(link, str) else UNKNOWN_TIER
+
+
+def _nvlinks(entry: dict[str, Any]) -> int:
+    value = entry.get("nvlinks")
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def pair_views(snapshot: dict[str, Any]) -> dict[tuple[int, int], PairView]:
+    """Unordered pairs (low, high) of the snapshot, both directions merged conservatively."""
+    directed: dict[tuple[int, int], dict[str, Any]] = {}
+    for entry in snapshot.get("pairs") or []:
+        if isinstance(entry, dict) and isinstance(entry.get("src"), int) and isinstance(entry.get("dst"), int):
+            directed[(entry["src"], entry["dst"])] = entry
+    views: dict[tuple[int, int], PairView] = {}
+    for (src, dst) in directed:
+        key = (min(src, dst), max(src, dst))
+        if key in views or src == dst:
+            continue
+        sides = [directed[pair] for pair in ((src, dst), (dst, src)) if pair in directed]
+        verdicts = [pair_p2p_ok(side.get("p2p")) for side in sides]
+        if len(sides) < 2:
+            verdicts.append(None)  # the other direction was never asked: not verified
+        ok: bool | None = False if False in verdicts else (None if None in verdicts else True)
+        worst = max(sides, key=lambda side: (_tier(side.get("link"), _nvlinks(side)), -_nvlinks(side)))
+        nvlinks = min(_nvlinks(side) for side in sides)
+        views[key] = PairView(ok, worst.get("link") if isinstance(worst.get("link"), str) else None,
+                              _tier(worst.get("link"), nvlinks), nvlinks)
+    return views
+
+
+_NO_PAIR = PairView(None, None, UNKNOWN_TIER, 0)
+
+
+def _gpu_facts(snapshot: dict[str, Any]) -> dict[int, dict[str, Any]]:
+    return {gpu["index"]: gpu for gpu in snapshot.get("gpus") or []
+            if isinstance(gpu, dict) and isinstance(gpu.get("index"), int)}
+
+
+def _score(group: tuple[int, ...], views: dict[tuple[int, int], PairView], gpus: dict[int, dict[str, Any]],
+           position: dict[int, int]) -> tuple:
+    pairs = [views.get((a, b), _NO_PAIR) for a, b in itertools.combinations(sorted(group), 2)]
+    not_ok = sum(1 for pair in pairs if pair.p2p_ok is not True)
+    failing = sum(1 for pair in pairs if pair.p2p_ok is False)
+    links = sorted(((pair.tier, -pair.nvlinks) for pair in pairs), reverse=True)
+    worst = links[0] if links else (LINK_TIERS["NV"], 0)
+    numa = {gpus.get(index, {}).get("numa_node") for index in group}
+    numa_count = len(numa - {None}) + (1 if None in numa else 0)
+    downtrained = sum(1 for index in group if ((gpus.get(index) or {}).get("pcie") or {}).get("downtrained") is True)
+    order = tuple(sorted(position.get(index, len(position) + index) for index in group))
+    return (not_ok, failing, worst, tuple(links), numa_count, downtrained, order)
+
+
+def _groups(candidates: list[int], size: int, views: dict[tuple[int, int], PairView],
+            gpus: dict[int, dict[str, Any]], position: dict[int, int]) -> tuple[list[tuple[tuple, tuple[int, ...]]], bool]:
+    """(score, group) of every group considered, and whether the enumeration was exact."""
+    if math.comb(len(candidates), size) <= EXACT_LIMIT:
+        return [(_score(group, views, gpus, position), group) for group in itertools.combinations(candidates, size)], True
+    found = []
+    for seed in candidates:  # greedy: grow from each GPU, adding the GPU that keeps the group's score best
+        group: tuple[int, ...] = (seed,)
+        while len(group) < size:
+            group = min((tuple(sorted(group + (other,))) for other in candidates if other not in group),
+                        key=lambda grown: _score(grown, views, gpus, position))
+        found.append((_score(group, views, gpus, position), group))
+    return found, False
+
+
+def _describe_link(score: tuple) -> str:
+    tier, minus_nvlinks = score[2]
+    if tier == LINK_TIERS["NV"]:
+        return f"NVLink (at least {-minus_nvlinks} bonded links per pair)" if minus_nvlinks else "NVLink"
+    name = next((key for key, value in LINK_TIERS.items() if value == tier), None)
+    return LINK_WORDS[name]
+
+
+def _p2p_text(score: tuple, pair_count: int) -> str:
+    not_ok, failing = score[0], score[1]
+    if not not_ok:
+        return f"every pair of the group ({pair_count}) has working P2P (read and write OK both ways)"
+    unknown = not_ok - failing
+    parts = []
+    if failing:
+        parts.append(f"{failing} without P2P")
+    if unknown:
+        parts.append(f"{unknown} with an unknown P2P status")
+    return f"no group of this size has working P2P on every pair: this one has {' and '.join(parts)} of {pair_count} pairs"
+
+
+def _difference(best: tuple, other: tuple) -> str:
+    labels = ("more pairs without verified P2P", "more pairs without P2P", "a slower worst link",
+              "more slow links", "more NUMA nodes", "more down-trained PCIe links")
+    for index, label in enumerate(labels):
+        if best[index] != other[index]:
+            return label
+    return "only higher GPU indices (ties go to the lowest indices)"
+
+
+def _ids(group: tuple[int, ...]) -> str:
+    return ",".join(str(index) for index in group)
+
+
+def choose_gpus(snapshot: dict[str, Any], n_gpus: int) -> Placement:
+    """The best group of `n_gpus` GPUs of the snapshot for one launch (see the module text), with reasons.
+
+    n_gpus at or above the machine's GPU count gives every GPU. Raises ValueError for n_gpus < 1."""
+    if n_gpus < 1:
+        raise ValueError("a launch needs at least one GPU")
+    order = pci_order(snapshot)
+    position = {index: place for place, index in enumerate(order)}
+    gpus = _gpu_facts(snapshot)
+    views = pair_views(snapshot)
+    if n_gpus >= len(order):
+        score = _score(tuple(order), views, gpus, position)
+        placement = _placement(tuple(order), score, len(order), gpus)
+        placement.reasons = [f"every GPU of the machine ({len(order)})"]
+        return placement
+    ranked, exact = _groups(order, n_gpus, views, gpus, position)
+    ranked.sort()
+    best_score, best = ranked[0]
+    best = tuple(sorted(best, key=lambda index: position[index]))
+    placement = _placement(best, best_score, len(order), gpus)
+    pair_count = n_gpus * (n_gpus - 1) // 2
+    reasons = [f"GPUs {_ids(best)} of {len(order)}: the best group of {n_gpus}"
+               + ("" if exact else f" found by a greedy search (more than {EXACT_LIMIT} groups to compare)")]
+    if n_gpus > 1:
+        reasons.append(_p2p_text(best_score, pair_count))
+        reasons.append(f"slowest link inside the group: {_describe_link(best_score)}")
+    numa = placement.numa_nodes
+    reasons.append(f"NUMA node{'s' if len(numa) != 1 else ''} {', '.join(map(str, numa))}" if numa
+                   else "NUMA node unknown")
+    downtrained = best_score[5]
+    if downtrained:
+        reasons.append(f"{downtrained} GPU(s) of the group run a down-trained PCIe link (no better group)")
+    runner = next(((score, group) for score, group in ranked[1:]), None)
+    if runner is not None:
+        score, group = runner
+        group = tuple(sorted(group, key=lambda index: position[index]))
+        reasons.append(f"next best: GPUs {_ids(group)} ({_difference(best_score, score)})")
+    placement.reasons = reasons
+    return placement
+
+
+def _placement(group: tuple[int, ...], score: tuple, machine: int, gpus: dict[int, dict[str, Any]]) -> Placement:
+    not_ok, failing = score[0], score[1]
+    p2p: bool | None = True if not not_ok else (False if failing else None)
+    tier, minus_nvlinks = score[2]
+    worst = f"NV{-minus_nvlinks}" if tier == LINK_TIERS["NV"] and minus_nvlinks else \
+        next((key for key, value in LINK_TIERS.items() if value == tier), None)
+    numa = sorted({gpus[index]["numa_node"] for index in group
+                   if index in gpus and isinstance(gpus[index].get("numa_node"), int)})
+    return Placement(group, machine, p2p_ok=p2p if len(group) > 1 else None,
+                     worst_link=worst if len(group) > 1 else None, numa_nodes=tuple(numa))

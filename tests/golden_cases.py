@@ -1,0 +1,75 @@
+"""The golden cases: for every reference system, the commands whose output must not change by accident.
+
+Each case is one `topoctl` command line; its exit code, stdout and stderr are compared byte for byte with
+tests/golden/<system>/<case>.txt. The systems come from the code (fixture folders with a capture, the
+built-in systems), the SGLang versions from `known_versions()`, so a new system or release is covered
+without editing this file. When a change is meant to alter an output, regenerate and review the diff:
+
+    .venv/bin/python -m pytest -q tests/test_golden.py --update-golden
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+TESTS = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(TESTS)
+GOLDEN = os.path.join(TESTS, "golden")
+FIXTURES = os.path.join(ROOT, "fixtures")
+
+EAGLE = ["--model", "kimi-k2.5", "--speculative", "eagle3", "--draft-model", "/models/eagle3"]
+
+
+@dataclass(frozen=True)
+class Case:
+    system: str
+    name: str
+    argv: tuple[str, ...]
+    # launch.env written first (by running this recommend argv) into the working folder as `launch.env`
+    env_from: tuple[str, ...] = field(default=())
+
+    @property
+    def path(self) -> str:
+        return os.path.join(GOLDEN, self.system, self.name + ".txt")
+
+
+def capture_systems() -> list[str]:
+    return sorted(name for name in os.listdir(FIXTURES) if os.path.isfile(os.path.join(FIXTURES, name, "capture.json")))
+
+
+def cases() -> list[Case]:
+    from topoctl.sglang.flags import known_versions
+    from topoctl.snapshot import list_systems
+
+    out: list[Case] = []
+    for name in capture_systems():
+        capture = f"fixtures/{name}"
+        out.append(Case(name, "probe-yaml", ("probe", "--from-capture", capture)))
+        out.append(Case(name, "probe-json", ("probe", "--format", "json", "--from-capture", capture)))
+    for name in list_systems():
+        target = ("--system", name)
+        plain = ("recommend", *target)
+        eagle = ("recommend", *target, *EAGLE)
+        out += [
+            Case(name, "show", ("show", *target)),
+            Case(name, "recommend-env", plain),
+            Case(name, "recommend-json", (*plain, "--format", "json")),
+            Case(name, "recommend-kimi-eagle3-env", eagle),
+            Case(name, "recommend-kimi-eagle3-json", (*eagle, "--format", "json")),
+            Case(name, "recommend-deepseek-args-explain", (*plain, "--model", "deepseek-v3", "--format", "args",
+                                                            "--explain")),
+            Case(name, "recommend-llama-yaml", (*plain, "--model", "llama-3.1-70b", "--format", "yaml")),
+            Case(name, "check-recommended-env", ("check", "launch.env", *target), env_from=plain),
+            Case(name, "check-recommended-env-json", ("check", "launch.env", *target, "--format", "json"),
+                 env_from=plain),
+            Case(name, "check-recommended-kimi-eagle3", ("check", "launch.env", *target, "--model", "kimi-k2.5"),
+                 env_from=eagle),
+        ]
+        for version in known_versions():
+            out.append(Case(name, f"recommend-sglang-{version}-args",
+                            (*plain, "--model", "kimi-k2.5", "--sglang-version", version, "--format", "args")))
+    return out
+
+
+def render(argv: tuple[str, ...], code: int, out: str, err: str) -> str:
+    return f"$ topoctl {' '.join(argv)}\nexit {code}\n--- stdout\n{out}--- stderr\n{err}"

@@ -1,0 +1,69 @@
+"""Pair quantifiers and pair summaries judge the launch's GPU group (request.gpus, else the first
+tp_size x dp_size GPUs, else every GPU), not every pair of the machine."""
+from __future__ import annotations
+
+import pytest
+
+from topoctl.rules import evaluate, load_rules
+from topoctl.rules.facts import Context
+from topoctl.snapshot import system_snapshot
+
+RULES = load_rules()
+
+
+def _fired(snapshot, request, cache=None):
+    return {f.rule_id: f.status for f in evaluate(RULES, snapshot, request, cache).findings}
+
+
+@pytest.mark.parametrize("request_, blocked", [
+    ({"gpus": [0, 1], "tp_size": 2}, False),   # same socket, P2P OK
+    ({"gpus": [2, 3], "tp_size": 2}, False),
+    ({"gpus": [0, 2], "tp_size": 2}, True),    # across sockets: CNS
+    ({"tp_size": 2}, False),                   # the first two GPUs
+    ({"tp_size": 1, "dp_size": 2}, False),
+    ({"tp_size": 2, "dp_size": 2}, True),      # four GPUs: every pair
+    ({"tp_size": 4}, True),
+    ({}, True),                                # no size: every GPU
+])
+def test_custom_allreduce_without_p2p_judges_the_group(request_, blocked):
+    fired = _fired(system_snapshot("l40s-4x-pcie-2numa"), request_)
+    assert ("custom-allreduce-without-p2p" in fired) is blocked
+
+
+def test_an_unknown_pair_outside_the_group_is_not_the_launchs_business():
+    snapshot = system_snapshot("rtx-pro-6000-8x-pcie")
+    for entry in snapshot["pairs"]:
+        if {entry["src"], entry["dst"]} == {6, 7}:
+            entry["p2p"]["read"] = "unknown"
+    snapshot["summary"]["all_pairs_p2p"] = None
+    inside = _fired(snapshot, {"tp_size": 8})
+    assert inside.get("custom-allreduce-without-p2p") == "unknown"
+    outside = _fired(snapshot, {"tp_size": 4, "gpus": [0, 1, 2, 3]})
+    assert "custom-allreduce-without-p2p" not in outside
+    assert "p2p-status-unverified" not in outside
+
+
+def test_pair_summaries_follow_the_group_and_the_shared_cache_keeps_groups_apart():
+    snapshot = system_snapshot("l40s-4x-pcie-2numa")
+    cache: dict = {}
+    for gpus, expected in (([0, 1], True), ([0, 2], False), ([0, 1], True), (None, False)):
+        request = {"tp_size": 2 if gpus else 4, "gpus": gpus}
+        context = Context(snapshot, request, cache)
+        assert context.fact("all_pairs_p2p") is expected
+        evaluate(RULES, snapshot, request, cache)
+    context = Context(snapshot, {"gpus": [2, 3]})
+    assert context.fact("p2p_pairs_ok") == 2 and context.fact("p2p_pairs_total") == 2
+    assert context.fact("group.gpus") == [2, 3] and context.fact("group.size") == 2
+    assert context.fact("nvlink.all_pairs") is False
+    whole = Context(snapshot, {})
+    assert whole.fact("group.gpus") == [0, 1, 2, 3] and whole.fact("p2p_pairs_ok") == 4
+
+
+def test_a_group_of_one_has_no_pairs():
+    fired = _fired(system_snapshot("rtx-4090-2x-pcie-no-p2p"), {"tp_size": 1})
+    assert "custom-allreduce-without-p2p" not in fired
+
+
+def test_gpus_the_snapshot_does_not_have_are_ignored():
+    context = Context(system_snapshot("l40s-4x-pcie-2numa"), {"gpus": [1, 0, 9]})
+    assert context.group() == (0, 1)

@@ -1,0 +1,148 @@
+"""Which snapshot GPUs a CUDA_VISIBLE_DEVICES value names, and how to write one for a group of GPUs.
+
+A snapshot numbers its GPUs by NVML's index (`gpus[].index`). CUDA numbers devices its own way, and NVIDIA
+documents that the two need not agree ("The NVML index may not correlate with other APIs, such as the CUDA
+device index", NVML nvmlDeviceGetHandleByIndex_v2). CUDA's own order is set by CUDA_DEVICE_ORDER:
+`FASTEST_FIRST` (the default: fastest device first, by a heuristic) or `PCI_BUS_ID` (ascending PCI bus id).
+So topoctl writes and reads integer ids as positions in ascending PCI bus id order, and writes
+CUDA_DEVICE_ORDER=PCI_BUS_ID next to every CUDA_VISIBLE_DEVICES it writes; that makes the ids mean the same
+GPUs to the CUDA runtime whatever NVML's index order is. docs/recommend-and-check.md says the same for users.
+
+CUDA_VISIBLE_DEVICES itself (CUDA Programming Guide, "CUDA Environment Variables"): a comma-separated list
+of integer indices, GPU UUIDs (`GPU-...`, any unique prefix) or MIG instances (`MIG-...`); devices are
+enumerated in the list's order; an invalid entry hides itself and every entry after it; an empty value
+hides every GPU.
+
+Plain data in, plain data out: the rules (the default launch group) and autoconf (placement, check) use it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+PCI_BUS_ID_ORDER = "PCI_BUS_ID"
+VISIBLE_DEVICES = "CUDA_VISIBLE_DEVICES"
+DEVICE_ORDER = "CUDA_DEVICE_ORDER"
+
+
+def _bus_key(bus_id: Any) -> tuple[int, ...] | None:
+    """(domain, bus, device, function) of a PCI bus id such as `00000000:18:00.0` (NVML) or `0000:18:00.0`."""
+    if not isinstance(bus_id, str):
+        return None
+    head, _, function = bus_id.strip().rpartition(".")
+    parts = head.split(":")
+    if len(parts) == 2:
+        parts = ["0", *parts]
+    try:
+        return tuple(int(part, 16) for part in (*parts, function)) if len(parts) == 3 else None
+    except ValueError:
+        return None
+
+
+def _gpus(snapshot: dict[str, Any]) -> list[dict[str, Any]]:
+    gpus = snapshot.get("gpus") if isinstance(snapshot, dict) else None
+    return [gpu for gpu in gpus if isinstance(gpu, dict) and isinstance(gpu.get("index"), int)] \
+        if isinstance(gpus, list) else []
+
+
+def pci_order(snapshot: dict[str, Any]) -> list[int]:
+    """The snapshot's GPU indices in ascending PCI bus id order: CUDA's device order under
+    CUDA_DEVICE_ORDER=PCI_BUS_ID. GPUs whose bus id is unknown come last, by index. A snapshot without a GPU
+    list but with a GPU count gives 0..count-1."""
+    gpus = _gpus(snapshot)
+    if not gpus:
+        summary = snapshot.get("summary") if isinstance(snapshot, dict) else None
+        count = summary.get("gpu_count") if isinstance(summary, dict) else None
+        return list(range(count)) if isinstance(count, int) and not isinstance(count, bool) and count > 0 else []
+
+    def key(gpu: dict[str, Any]) -> tuple[int, tuple[int, ...], int]:
+        bus = _bus_key(gpu.get("pci_bus_id"))
+        return (0, bus, gpu["index"]) if bus is not None else (1, (), gpu["index"])
+    return [gpu["index"] for gpu in sorted(gpus, key=key)]
+
+
+def indices_match_pci_order(snapshot: dict[str, Any]) -> bool:
+    """Whether NVML's indices already are the PCI bus order (then the ids topoctl writes equal them)."""
+    order = pci_order(snapshot)
+    return order == sorted(order)
+
+
+def visible_devices_value(gpus: "tuple[int, ...] | list[int]", snapshot: dict[str, Any]) -> str:
+    """The CUDA_VISIBLE_DEVICES value (meant with CUDA_DEVICE_ORDER=PCI_BUS_ID) naming these snapshot GPUs,
+    in ascending PCI bus order (the order TP ranks are given out)."""
+    order = pci_order(snapshot)
+    position = {index: place for place, index in enumerate(order)}
+    missing = [index for index in gpus if index not in position]
+    if missing:
+        raise ValueError(f"GPU(s) {missing} are not in the snapshot")
+    return ",".join(str(place) for place in sorted(position[index] for index in gpus))
+
+
+@dataclass
+class VisibleGroup:
+    """What a CUDA_VISIBLE_DEVICES value leaves visible, as snapshot GPU indices in CUDA's order.
+
+    `gpus` is None when the value cannot be mapped onto the snapshot (MIG instances, a UUID the snapshot
+    does not know, integer ids under an order topoctl cannot reproduce); `reason` says why, `notes` what was
+    assumed or dropped."""
+
+    gpus: tuple[int, ...] | None
+    reason: str = ""
+    notes: list[str] = field(default_factory=list)
+
+
+def _same_gpus(snapshot: dict[str, Any]) -> bool:
+    kinds = {(gpu.get("name"), gpu.get("compute_capability")) for gpu in _gpus(snapshot)}
+    return len(kinds) <= 1 and None not in {name for name, _ in kinds}
+
+
+def parse_visible_devices(value: str, snapshot: dict[str, Any], device_order: str | None) -> VisibleGroup:
+    """The snapshot GPUs a CUDA_VISIBLE_DEVICES value makes visible, read as CUDA does (see the module text).
+
+    Integer ids are positions in PCI bus order when CUDA_DEVICE_ORDER=PCI_BUS_ID. Under the default
+    FASTEST_FIRST order the same holds only when every GPU is the same model (nothing to order them by);
+    with mixed GPUs the mapping is unknown (gpus None)."""
+    order = pci_order(snapshot)
+    uuids = {str(gpu.get("uuid")): gpu["index"] for gpu in _gpus(snapshot) if gpu.get("uuid")}
+    ordered_by_bus = str(device_order or "").strip().upper() == PCI_BUS_ID_ORDER
+    notes: list[str] = []
+    chosen: list[int] = []
+    for raw in str(value).split(","):
+        entry = raw.strip()
+        if entry.upper().startswith("MIG-"):
+            return VisibleGroup(None, f"{VISIBLE_DEVICES} names a MIG instance ({entry}): topoctl cannot map MIG "
+                                      "instances onto the snapshot's GPUs")
+        if entry.upper().startswith("GPU-"):
+            matches = [index for uuid, index in uuids.items() if uuid.lower().startswith(entry.lower())]
+            if len(matches) != 1:
+                return VisibleGroup(None, f"{VISIBLE_DEVICES} entry {entry!r} matches "
+                                          f"{'no GPU' if not matches else 'several GPUs'} of the snapshot by UUID")
+            index = matches[0]
+        else:
+            try:
+                position = int(entry)
+            except ValueError:
+                position = -1
+            if not 0 <= position < len(order):
+                if entry:
+                    notes.append(f"{VISIBLE_DEVICES} entry {entry!r} is not a device: CUDA hides it and every "
+                                 "entry after it")
+                break
+            if not ordered_by_bus and not _same_gpus(snapshot):
+                return VisibleGroup(None, f"{VISIBLE_DEVICES}={value} uses integer ids without "
+                                          f"{DEVICE_ORDER}={PCI_BUS_ID_ORDER} on a machine with different GPU "
+                                          "models: CUDA's default order (fastest first) cannot be reproduced")
+            index = order[position]
+        if index in chosen:
+            notes.append(f"{VISIBLE_DEVICES} names GPU {index} twice")
+            continue
+        chosen.append(index)
+    if chosen and not ordered_by_bus and any(entry.strip().isdigit() for entry in str(value).split(",")):
+        notes.append(f"integer ids read in PCI bus order ({DEVICE_ORDER} is not {PCI_BUS_ID_ORDER}; every GPU is "
+                     "the same model, so CUDA's fastest-first order has nothing to tell them apart by)")
+    return VisibleGroup(tuple(chosen), notes=notes)
+
+
+def first_gpus(snapshot: dict[str, Any], count: int) -> tuple[int, ...]:
+    """The GPUs a launch without CUDA_VISIBLE_DEVICES runs on: CUDA devices 0..count-1 (PCI bus order)."""
+    return tuple(pci_order(snapshot)[:max(count, 0)])
