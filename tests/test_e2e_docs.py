@@ -265,7 +265,7 @@ CHECK_SAME_SYSTEM_FAILS = {("rtx-pro-6000-8x-pcie", "kimi", "0.5.18"), ("rtx-pro
 
 
 def _cases():
-    systems = ["h100-8x-nvswitch", "h200-2x-nvswitch-vm", "h200-4x-nvswitch-vm", "l40s-4x-pcie-2numa",
+    systems = ["h100-8x-nvswitch", "h200-1x-vm", "h200-2x-nvswitch-vm", "h200-4x-nvswitch-vm", "l40s-4x-pcie-2numa",
                "rtx-4090-2x-pcie-no-p2p", "rtx-pro-6000-8x-pcie"]
     return [(s, m, v) for s in systems for m in ("none", "kimi") for v in SGLANG_VERSIONS]
 

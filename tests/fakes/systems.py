@@ -9,6 +9,8 @@ from __future__ import annotations
 import uuid as _uuid
 from typing import Any
 
+from topoctl.probe.capture import ProbeFailure
+
 MiB = 1024 * 1024
 OK, CNS, GNS, TNS, DR, NS, U = 0, 1, 2, 3, 4, 5, 6
 PIX, PXB, PHB, NODE, SYS = 10, 20, 30, 40, 50
@@ -158,6 +160,8 @@ def rtx_pro_6000_8x_pcie() -> dict[str, Any]:
     world["torch"] = {"facts": _torch_facts(spec, "2.8.0+cu129", "12.9", "2.27.3", peer=True)}
     for bdf in bridges:  # assumed (README.md): probed as root, ACS present with redirect off; no IOMMU
         world["files"][f"config:/sys/bus/pci/devices/{bdf}/config"] = acs_config(0x0000)
+    for folder in ("/sys/class/iommu", "/sys/kernel/iommu_groups"):
+        world["files"][f"listdir:{folder}"] = ProbeFailure("FileNotFoundError")
     return {"name": system, "nvml": spec, "world": world, "with_torch": True}
 
 
