@@ -57,3 +57,20 @@ def all_pairs_p2p(verdicts: "list[bool | None]") -> bool | None:
     if False in verdicts:
         return False
     return None if None in verdicts else True
+
+
+def measured_health(snapshot: Any) -> "dict[tuple[int, int], tuple[bool, Any]]":
+    """(src, dst) -> (healthy, reason) for every pair `topoctl bench` checked (snapshot["measurements"]["p2p"]).
+
+    A pair that failed the check (hung, corrupted or crawled) is treated everywhere as a pair without working
+    P2P, whatever NVML said: the measurement is what was seen. Pairs bench did not check are absent."""
+    measurements = snapshot.get("measurements") if isinstance(snapshot, dict) else None
+    rows = measurements.get("p2p") if isinstance(measurements, dict) else None
+    out: "dict[tuple[int, int], tuple[bool, Any]]" = {}
+    for row in rows if isinstance(rows, list) else []:
+        if not isinstance(row, dict) or not isinstance(row.get("healthy"), bool):
+            continue
+        src, dst = row.get("src"), row.get("dst")
+        if isinstance(src, int) and isinstance(dst, int) and not isinstance(src, bool) and not isinstance(dst, bool):
+            out[(src, dst)] = (row["healthy"], row.get("reason"))
+    return out

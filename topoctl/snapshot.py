@@ -12,7 +12,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from topoctl.errors import TopoctlError
-from topoctl.p2p import P2P_CAPABILITIES, P2P_STATUSES, all_pairs_p2p, pair_p2p_ok
+from topoctl.p2p import P2P_CAPABILITIES, P2P_STATUSES, all_pairs_p2p, measured_health, pair_p2p_ok
 
 if TYPE_CHECKING:
     from typing_extensions import TypeGuard
@@ -382,7 +382,12 @@ def reconcile_summary(data: dict[str, Any]) -> None:
     pairs, summary = data["pairs"], data["summary"]
     if not pairs:
         return
-    oks = [pair_p2p_ok(pair["p2p"]) for pair in pairs]
+    health = measured_health(data)  # a pair that failed `topoctl bench`'s check has no working P2P
+    oks = [False if health.get((pair["src"], pair["dst"]), (True, None))[0] is False else pair_p2p_ok(pair["p2p"])
+           for pair in pairs]
+    failed = sorted([src, dst] for (src, dst), (healthy, _) in health.items() if not healthy)
+    if failed:
+        summary["p2p_failed_health_check"] = failed
     summary["all_pairs_p2p"] = all_pairs_p2p(oks)
     summary["p2p_pairs_ok"] = sum(1 for ok in oks if ok)
     summary["p2p_pairs_total"] = len(pairs)

@@ -118,7 +118,7 @@ def build_plan(world_size: int, model: dict[str, Any] | None, sizes: list[int] |
                 p2p_pairs=pairs, backend=backend, dtype="bfloat16" if backend == "nccl" else "float32",
                 model_name=model.get("name") if model else None,
                 p2p_bytes=256 * 1024 ** 2 if backend == "nccl" else 1024 ** 2,
-                crawl_gbps=CRAWL_GBPS if backend == "nccl" else 0.01)
+                crawl_gbps=CRAWL_GBPS if backend == "nccl" else 0.002)
 
 
 def repetitions(seconds_per_op: float, slice_s: float, max_samples: int = 100) -> tuple[int, int]:

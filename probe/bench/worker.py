@@ -510,7 +510,7 @@ class FakePeers(PeerCopies):
         if fault == "hang":
             time.sleep(3600)
         if fault == "crawl":
-            time.sleep(0.5)  # 2 MB/s for the CPU back end's 1 MiB buffer
+            time.sleep(2.0)  # 0.5 MB/s for the CPU back end's 1 MiB buffer
         dst.copy_(src)
         if fault == "corrupt":
             dst.view(-1)[dst.numel() // 2] += 1
@@ -567,6 +567,11 @@ def _local_copies(plan: Plan, peers: PeerCopies, queue: Any) -> None:
                            "repetitions": 25}})
 
 
+def _gbps(value: float) -> float:
+    """GB/s for the record: one decimal, or three significant digits below 1 GB/s (never rounded to 0)."""
+    return round(value, 1) if value >= 1 else float(f"{value:.3g}")
+
+
 def _pair_row(plan: Plan, peers: PeerCopies, src: int, dst: int, reverse_broken: bool = False) -> dict[str, Any]:
     torch = peers.torch
     pair = (src, dst)
@@ -590,7 +595,7 @@ def _pair_row(plan: Plan, peers: PeerCopies, src: int, dst: int, reverse_broken:
             first = _copy_seconds(peers, [(target, source, pair)], [src, dst], 1)
             first_gbps = plan.p2p_bytes / max(first, 1e-9) / 1e9
         if first_gbps < plan.crawl_gbps:
-            row["bandwidth_gbps"] = {"one_way": round(first_gbps, 3), "both_ways": None}
+            row["bandwidth_gbps"] = {"one_way": _gbps(first_gbps), "both_ways": None}
             row["first_copy_s"] = round(first, 4)
             row["reason"] = f"crawl: {first_gbps:.3g} GB/s one way (below {plan.crawl_gbps:g} GB/s)"
             return row
@@ -608,12 +613,12 @@ def _pair_row(plan: Plan, peers: PeerCopies, src: int, dst: int, reverse_broken:
         latency_reps = 100
         latency = [_copy_seconds(peers, [(tiny_dst, tiny_src, pair)], [src, dst], latency_reps) / latency_reps * 1e6
                    for _ in range(3)]
-        row["bandwidth_gbps"] = {"one_way": round(sorted(one_way)[1], 1),
-                                 "both_ways": round(sorted(both)[1], 1) if both else None}
+        one_way_gbps = sorted(one_way)[1]
+        row["bandwidth_gbps"] = {"one_way": _gbps(one_way_gbps), "both_ways": _gbps(sorted(both)[1]) if both else None}
         row["latency_us"] = round(sorted(latency)[1], 2)
         row["first_copy_s"] = round(first, 4)
-        if row["bandwidth_gbps"]["one_way"] < plan.crawl_gbps:
-            row["reason"] = f"crawl: {row['bandwidth_gbps']['one_way']} GB/s one way (below {plan.crawl_gbps:g} GB/s)"
+        if one_way_gbps < plan.crawl_gbps:
+            row["reason"] = f"crawl: {one_way_gbps:.3g} GB/s one way (below {plan.crawl_gbps:g} GB/s)"
             return row
         row["healthy"] = True
     except torch.cuda.OutOfMemoryError:
