@@ -343,8 +343,19 @@ def _check(data: Any) -> None:
         for position, group in enumerate(groups):
             if not isinstance(group, list) or not all(_is_int(i) and 0 <= i < count for i in group):
                 raise _Invalid(f"summary.root_complex_groups[{position}] must be a list of GPU indices")
-    for key in ("source", "host", "nvlink", "pcie", "unknown"):
+    for key in ("source", "host", "nvlink", "pcie", "unknown", "measurements", "iommu"):
         _mapping(data, key, "snapshot")
+    measurements = data.get("measurements") or {}
+    for key in ("p2p", "allreduce", "coalescing", "local_copy"):  # docs/bench.md; every field in a row is optional
+        rows = measurements.get(key)
+        if rows is None:
+            continue
+        if not isinstance(rows, list):
+            raise _bad(f"measurements.{key}", "a list or null", rows)
+        for position, row in enumerate(rows):
+            if not isinstance(row, dict):
+                raise _bad(f"measurements.{key}[{position}]", "a mapping", row)
+            _bool(row, "healthy", f"measurements.{key}[{position}]")
     source = data.get("source") or {}
     for key in ("kind", "name", "captured_at"):
         _str(source, key, "source")
