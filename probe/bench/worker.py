@@ -333,8 +333,17 @@ def _send(queue: Any, rank: int, message: dict[str, Any]) -> None:
         queue.put(message)
 
 
+def _quiet_interrupts() -> None:
+    """Ctrl-C reaches the whole process group: the parent ends the workers itself and keeps what they sent,
+    so a worker ignores SIGINT instead of dying with a traceback."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def allreduce_worker(rank: int, plan_dict: dict[str, Any], port: int, queue: Any) -> None:
     """One rank of the collective measurements (spawned by runner.py)."""
+    _quiet_interrupts()
     os.environ.update(MULTICAST_OFF)
     plan = Plan(**plan_dict)
     try:
@@ -519,6 +528,7 @@ class FakePeers(PeerCopies):
 def p2p_worker(plan_dict: dict[str, Any], pairs: list[list[int]], queue: Any, bad: list[list[int]] | None = None) -> None:
     """P2P health, bandwidth and latency for `pairs`, in one process that sees every GPU (spawned). `bad`: pairs
     already found broken (an earlier worker hung on them): a both-ways copy never runs over them again."""
+    _quiet_interrupts()
     os.environ.update(MULTICAST_OFF)
     plan = Plan(**plan_dict)
     broken = {tuple(pair) for pair in bad or []}
