@@ -38,8 +38,9 @@ def capture_systems() -> list[str]:
 
 
 def cases() -> list[Case]:
+    """Every reference system's cases, then `rules list` and `rules explain` of every built-in rule (_rules)."""
+    from topoctl.catalogue import list_systems
     from topoctl.sglang.flags import known_versions
-    from topoctl.snapshot import list_systems
 
     out: list[Case] = []
     for name in capture_systems():
@@ -68,8 +69,16 @@ def cases() -> list[Case]:
         for version in known_versions():
             out.append(Case(name, f"recommend-sglang-{version}-args",
                             (*plain, "--model", "kimi-k2.5", "--sglang-version", version, "--format", "args")))
+    out.append(Case("_rules", "list", ("rules", "list")))
+    from topoctl.rules import load_rules
+
+    for rule in load_rules().rules:
+        out.append(Case("_rules", f"explain-{rule.id}", ("rules", "explain", rule.id)))
     return out
 
 
 def render(argv: tuple[str, ...], code: int, out: str, err: str) -> str:
-    return f"$ topoctl {' '.join(argv)}\nexit {code}\n--- stdout\n{out}--- stderr\n{err}"
+    """The case's text, with this checkout's location written as <checkout> (rule sources name their file),
+    so the golden files hold in any clone."""
+    text = f"$ topoctl {' '.join(argv)}\nexit {code}\n--- stdout\n{out}--- stderr\n{err}"
+    return text.replace(ROOT + os.sep, "<checkout>/")

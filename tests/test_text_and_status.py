@@ -5,16 +5,8 @@ from __future__ import annotations
 import json
 
 import yaml
-from test_autoconf_snapshots import make_snapshot
 
-from topoctl.cli import main
 from topoctl.errors import one_line
-
-
-def run(argv, capsys):
-    code = main(argv)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_one_line_limit_cuts_long_text_only():
@@ -24,30 +16,34 @@ def test_one_line_limit_cuts_long_text_only():
     assert one_line("é\u2028" * 3) == "é\\u2028" * 3  # printable text is kept, line separators escaped
 
 
-def test_check_escapes_a_tab_as_the_docs_say(capsys):
+def test_check_escapes_a_tab_as_the_docs_say(cli):
     argv = ["check", "--system", "h200-4x-nvswitch-vm", "--disable", "custom-allreduce-pcie-gate=ok\tmeasured\x01here",
             "--", "python", "-m", "sglang.launch_server", "--model-path", "M", "--tp-size", "4"]
-    code, out, _ = run(argv, capsys)
+    code, out, _ = cli(argv)
     assert code == 0, out
     assert "ok\\tmeasured\\x01here" in out and "\t" not in out
 
 
-def test_launch_env_comment_escapes_a_tab(capsys, tmp_path):
+def test_launch_env_comment_escapes_a_tab(cli, tmp_path):
     argv = ["recommend", "--system", "h200-4x-nvswitch-vm", "--disable", "custom-allreduce-pcie-gate=ok\there"]
-    code, out, err = run(argv, capsys)
+    code, out, err = cli(argv)
     assert code == 0, err
     assert "# Rule custom-allreduce-pcie-gate disabled: ok\\there" in out
 
 
 def _unverifiable(tmp_path):
-    """A machine whose P2P status could not be read: P2P-scoped block rules cannot be decided."""
+    """Four NVLink GPUs in a VM that hides the NVSwitch and whose P2P status could not be read: the NVLS and P2P
+    block rules cannot be decided."""
     path = tmp_path / "box.yaml"
-    path.write_text(yaml.safe_dump(make_snapshot(p2p="unknown")))
+    from rules_helpers import make_snapshot as rules_snapshot
+
+    path.write_text(yaml.safe_dump(rules_snapshot(sm=90, count=4, interconnect="nvswitch", link="NV18", nvlink=True,
+                                                  nvswitch=None, p2p="unknown", name="NVIDIA H200")))
     return ["--topology", str(path)]
 
 
-def test_recommend_findings_carry_status_text(capsys, tmp_path):
-    code, out, err = run(["recommend", *_unverifiable(tmp_path), "--format", "json", "--explain"], capsys)
+def test_recommend_findings_carry_status_text(cli, tmp_path):
+    code, out, err = cli(["recommend", *_unverifiable(tmp_path), "--format", "json", "--explain"])
     assert code == 0, err
     findings = json.loads(out)["findings"]
     unknown = [f for f in findings if f["status"] == "unknown"]

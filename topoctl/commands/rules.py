@@ -14,6 +14,7 @@ import click
 
 from topoctl.commands._options import load_rules_for, rules_options
 from topoctl.errors import TopoctlError
+from topoctl.vocab import evidence_config_text
 
 SEVERITY_MARK = {"block": "BLOCK", "warn": "WARN", "prefer": "PREFER", "info": "INFO"}
 
@@ -124,11 +125,12 @@ def render_explanation(rule: Any, disabled_reason: str | None = None) -> str:
         rest = {key: value for key, value in entry.items() if key != "setting"}
         shown = f"  {json.dumps(rest)}" if rest else "  (any value other than its default)"
         lines.append(f"  forbid  {entry['setting']}" + shown)
-    for kind in ("require", "prefer", "defaults"):
+    labels = {"defaults": "SGLang's own default here", "implies": "SGLang sets by itself"}
+    for kind in ("require", "prefer", "defaults", "implies"):
         for setting, value in (effect.get(kind) or {}).items():
-            label = "SGLang's own default here" if kind == "defaults" else kind
+            label = labels.get(kind, kind)
             lines.append(f"  {label:<8} {setting} = {json.dumps(value)}")
-    if not any(effect.get(kind) for kind in ("forbid", "require", "prefer", "defaults")):
+    if not any(effect.get(kind) for kind in ("forbid", "require", "prefer", "defaults", "implies")):
         lines.append("  (none: evidence and context only)")
     lines += ["", "Evidence:"]
     for item in rule.evidence:
@@ -139,10 +141,11 @@ def render_explanation(rule: Any, disabled_reason: str | None = None) -> str:
             value = f"{number['value']}" + (f"-{number['value_max']}" if "value_max" in number else "")
             text = f"      {number['metric']}: {value} {number['unit']}"
             if number.get("config"):
-                text += f" ({number['config']})"
+                text += f" ({evidence_config_text(number['config'])})"
             baseline = number.get("baseline")
             if baseline:
-                text += f" vs {baseline['value']}" + (f" ({baseline['config']})" if baseline.get("config") else "")
+                text += f" vs {baseline['value']}" + (f" ({evidence_config_text(baseline['config'])})"
+                                                      if baseline.get("config") else "")
             lines.append(text)
         scope = item.get("scope")
         if isinstance(scope, dict):
