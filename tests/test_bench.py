@@ -152,3 +152,20 @@ def test_cli_bad_options_exit_2_before_any_process(tmp_path):
     assert main(["bench", "--topology", snapshot, "--backend", "gloo", "--budget-s", "0"]) == 2
     assert main(["bench", "--topology", snapshot, "--model", "kimi-k2.5", "--model-path", "x"]) == 2
     assert main(["bench", "--topology", snapshot, "--backend", "gloo", "-o", str(tmp_path / "no" / "x.json")]) == 2
+
+
+def test_parse_size_round_trips_every_plain_and_suffixed_size():
+    from hypothesis import given
+    from hypothesis import strategies as st
+
+    @given(st.integers(min_value=4, max_value=8 * 1024 ** 3), st.sampled_from(["", "B"]))
+    def plain(value, suffix):
+        assert planning.parse_size(f"{value}{suffix}") == value
+
+    @given(st.integers(min_value=1, max_value=1024), st.sampled_from([("K", 1024), ("M", 1024 ** 2), ("Ki", 1024),
+                                                                      ("MiB", 1024 ** 2), ("k", 1024)]))
+    def suffixed(value, unit):
+        assert planning.parse_size(f"{value}{unit[0]}") == value * unit[1]
+
+    plain()
+    suffixed()

@@ -65,3 +65,10 @@ def test_a_smaller_launch_is_placed_on_gpus_without_the_pair(failed_snapshot):
     placement = choose_gpus(load_snapshot(failed_snapshot), 4)
     assert not {0, 1} <= set(placement.gpus)
     assert set(choose_gpus(system_snapshot("rtx-pro-6000-8x-pcie"), 4).gpus) == {0, 1, 2, 3}
+
+
+def test_show_names_the_failed_pair(failed_snapshot, capsys):
+    assert main(["show", "--topology", failed_snapshot, "--no-color"]) == 0
+    out = capsys.readouterr().out
+    assert "P2P: 1/2 ordered pairs healthy" in out
+    assert "P2P 0->1 FAILED: timeout after 30 s (the copy hung)" in out
