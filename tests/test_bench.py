@@ -169,3 +169,19 @@ def test_parse_size_round_trips_every_plain_and_suffixed_size():
 
     plain()
     suffixed()
+
+
+def test_rows_are_written_in_snapshot_gpu_numbers():
+    """Workers count GPUs in torch's order; the snapshot in NVML's: rows are mapped by PCI bus id."""
+    from topoctl.commands.bench import _gpu_map
+    from topoctl.probe.bench.runner import Progress, Runner, empty_measurements
+
+    snapshot = {"gpus": [{"index": 0, "pci_bus_id": "00000000:18:00.0"}, {"index": 1, "pci_bus_id": "00000000:3B:00.0"}]}
+    mapping = _gpu_map(snapshot)
+    assert mapping(["00000000:3b:00.0", "00000000:18:00.0"]) == [1, 0]  # torch 0 is NVML 1
+    plan = _plan(2)
+    runner = Runner(plan, empty_measurements(plan, {}, [0, 1]), lambda m: None, Progress(1, enabled=False), mapping)
+    runner.index_map = [1, 0]
+    assert runner.translate("p2p", {"src": 0, "dst": 1})["src"] == 1
+    assert runner.translate("local_copy", {"gpu": 0})["gpu"] == 1
+    assert runner.translate("allreduce", {"gpus": [0, 1]})["gpus"] == [1, 0]
