@@ -59,7 +59,7 @@ def load_rules(extra_dirs: list[str] | None = None, disabled: dict[str, str] | N
     file_disables: list[tuple[str, str, str]] = []  # (path, id, reason)
     for directory in extra_dirs or []:
         for path in rule_files(directory):
-            file_rules, disables = parse_rule_file(path, builtin=False, validate_schema=True)
+            file_rules, disables = _site_file(path)
             rules.extend(file_rules)
             file_disables.extend((path, rule_id, reason) for rule_id, reason in disables)
     _reject_duplicates(rules)
@@ -91,8 +91,51 @@ def builtin_rules() -> tuple[Rule, ...]:
     here = cache.package_dir(__package__)
     files = builtin_rule_files()
     sources = files + [os.path.join(here, name) for name in ("settings.yaml", "loader.py", "model.py")]
-    plain = cache.cached("rules", sources, lambda: [_rule_to_plain(rule) for rule in _parse_builtin(files)])
+    plain = cache.cached("rules", sources, lambda: [_rule_to_plain(rule) for rule in _parse_builtin(files)],
+                         check=lambda entries: _holds_every_rule(entries, files))
     return tuple(_rule_from_plain(entry) for entry in plain)
+
+
+_ID_LINE = re.compile(r"^\s*-\s*id:\s*['\"]?([A-Za-z0-9][A-Za-z0-9._-]*)", re.M)
+
+
+def _holds_every_rule(entries: Any, files: list[str]) -> bool:
+    """Whether cached rules are exactly the rules the shipped files define (ids read from the text: no YAML
+    parser on the warm path), each with the fields a Rule needs."""
+    wanted: list[str] = []
+    for path in files:
+        with open(path, encoding="utf-8") as handle:
+            wanted += _ID_LINE.findall(handle.read())
+    if not isinstance(entries, list) or sorted(entry["id"] for entry in entries) != sorted(wanted):
+        return False
+    return all(set(_PLAIN_FIELDS) <= set(entry) and "tests" in entry for entry in entries)
+
+
+def _site_file(path: str) -> tuple[list[Rule], list[tuple[str, str]]]:
+    """A site rule file, fully checked (schema and semantics) the first time its content is seen, then
+    served from the knowledge cache under the SHA-256 of its bytes: an edit is a new content, so it is
+    checked again. A file with a problem is never stored, so its error is reported on every run."""
+    import hashlib
+
+    from topoctl import cache
+
+    try:
+        with open(path, "rb") as handle:
+            digest = hashlib.sha256(handle.read()).hexdigest()
+    except OSError:
+        return parse_rule_file(path, builtin=False, validate_schema=True)  # reports the read error
+    here = cache.package_dir(__package__)
+    code = [os.path.join(here, name) for name in ("settings.yaml", "loader.py", "model.py", "conditions.py",
+                                                  "facts.py", os.path.join("schema", "rule.schema.json"))]
+
+    def build() -> dict[str, Any]:
+        file_rules, disables = parse_rule_file(path, builtin=False, validate_schema=True)
+        return {"rules": [_rule_to_plain(rule) for rule in file_rules], "disables": [list(d) for d in disables]}
+
+    plain = cache.cached(f"site-{digest[:32]}", code, build,
+                         check=lambda doc: all(entry["source_file"] == path for entry in doc["rules"]))
+    return ([_rule_from_plain(entry) for entry in plain["rules"]],
+            [(str(rule_id), str(reason)) for rule_id, reason in plain["disables"]])
 
 
 def _parse_builtin(files: list[str]) -> list[Rule]:

@@ -118,10 +118,59 @@ def test_corrupt_cache_file_is_ignored_and_rewritten(cache_home):
         with open(path, "wb") as handle:
             handle.write([b"", b"{not json", b"\xff\xfe", b'{"fingerprint": 1, "data": 2}', b"[1, 2]"][number % 5])
     assert _snapshot_of_knowledge() == expected
-    for path in files:  # rewritten whole
-        with open(path, encoding="utf-8") as handle:
-            assert "fingerprint" in json.load(handle)
+    for path in files:  # rewritten whole: a header line with the fingerprint and digest, then the data
+        header, data = _parts(path)
+        assert "fingerprint" in header and len(header["sha256"]) == 64 and data is not None
     assert _snapshot_of_knowledge() == expected
+
+
+def _parts(path):
+    with open(path, "rb") as handle:
+        header, _, body = handle.read().partition(b"\n")
+    return json.loads(header), json.loads(body)
+
+
+def _rules_file(cache_home):
+    (path,) = glob.glob(str(cache_home / "rules-*.json"))
+    return path
+
+
+def _rewrite(path, header, data, fix_digest):
+    import hashlib
+
+    body = json.dumps(data, separators=(",", ":")).encode()
+    if fix_digest:
+        header = dict(header, sha256=hashlib.sha256(body).hexdigest())
+    with open(path, "wb") as handle:
+        handle.write(json.dumps(header).encode() + b"\n" + body)
+
+
+@pytest.mark.parametrize("fix_digest", [False, True], ids=["digest-left", "digest-recomputed"])
+@pytest.mark.parametrize("tamper", ["drop-a-block-rule", "empty", "weaken-a-block-rule", "add-a-rule"])
+def test_tampered_rules_are_ignored_and_rebuilt(cache_home, tamper, fix_digest):
+    """A cached rules section that lost a rule (a warm `check` would pass what a cold one blocks), or whose
+    content was edited, is not served: the digest or the check against the shipped rule files catches it."""
+    expected = _snapshot_of_knowledge()
+    path = _rules_file(cache_home)
+    header, rules = _parts(path)
+    block = next(index for index, rule in enumerate(rules) if rule["severity"] == "block")
+    if tamper == "drop-a-block-rule":
+        del rules[block]
+    elif tamper == "empty":
+        rules = []
+    elif tamper == "weaken-a-block-rule":
+        rules[block]["severity"] = "info"
+    else:
+        rules.append(dict(rules[0], id="smuggled-in"))
+    _rewrite(path, header, rules, fix_digest)
+    got = _snapshot_of_knowledge()
+    if tamper == "weaken-a-block-rule" and fix_digest:
+        # same ids, valid digest: someone with write access to the cache folder rewrote it consistently.
+        # The ids still hold, so this one is served; the cache folder is private (0700) to its user.
+        assert got["rules"][block]["severity"] == "info"
+        return
+    assert got == expected
+    assert _parts(path)[1] == expected["rules"]  # rebuilt on disk too
 
 
 def test_cache_folder_is_private_and_files_are_whole(cache_home):
@@ -164,3 +213,25 @@ def test_a_bad_builtin_file_is_an_error_and_nothing_is_stored(cache_home, tmp_pa
     with pytest.raises(loader.RuleFileError):
         loader.builtin_rules()
     assert not glob.glob(str(cache_home / "rules-*"))
+
+
+def test_site_rules_are_checked_once_per_content(cache_home, tmp_path, monkeypatch):
+    """A site rule file is schema-checked the first time its content is seen, then read from the cache; an
+    edit (new content) is checked again, and a broken edit is reported, never served from the old entry."""
+    from rules_helpers import rule_text, write_rules
+
+    from topoctl.errors import TopoctlError
+    from topoctl.rules import load_rules
+
+    folder = tmp_path / "site"
+    write_rules(folder, rule_text())
+    first = [rule.id for rule in load_rules(extra_dirs=[str(folder)]).rules]
+    calls = []
+    real = loader.validate_against_schema
+    monkeypatch.setattr(loader, "validate_against_schema", lambda *a: calls.append(a) or real(*a))
+    assert [rule.id for rule in load_rules(extra_dirs=[str(folder)]).rules] == first and calls == []
+    write_rules(folder, rule_text(rule_id="site-renamed"))
+    assert "site-renamed" in [rule.id for rule in load_rules(extra_dirs=[str(folder)]).rules] and len(calls) == 1
+    write_rules(folder, rule_text(specifier=">>0.5"))
+    with pytest.raises(TopoctlError, match="invalid PEP 440"):
+        load_rules(extra_dirs=[str(folder)])

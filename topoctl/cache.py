@@ -17,6 +17,10 @@ What makes a cached section trustworthy:
 - Files are written to a temporary name in the same folder and renamed into place (atomic on POSIX), so
   concurrent CI jobs never read half a file. A file that cannot be read or parsed, or whose fingerprint
   does not match, is ignored and rewritten.
+- What is read back is checked, not trusted: the file stores the SHA-256 of its data's JSON text, and a
+  section can name what it must contain (`check`: the rules section must hold every rule id the shipped
+  rule files define). Content edited by hand, cut short or emptied fails either test, is ignored and is
+  rebuilt from the shipped files.
 - The content is JSON of plain data (no pickle, nothing is executed on load). A section is only stored when
   JSON gives back exactly what was built (so int keys, tuples or dates in some data file cannot make a
   warm run differ from a cold one); otherwise it is simply not cached.
@@ -34,7 +38,7 @@ from typing import Any, Callable, Iterable
 
 from topoctl import __version__
 
-FORMAT = 1  # bump when the layout of a cached section changes without a data file changing
+FORMAT = 2  # bump when the layout of a cached section changes without a data file changing
 ENV_DISABLE = "TOPOCTL_NO_CACHE"
 
 
@@ -82,11 +86,15 @@ def fingerprint(sources: Iterable[str]) -> list[Any]:
     return parts
 
 
-def cached(section: str, sources: Iterable[str], build: Callable[[], Any]) -> Any:
-    """The plain data of `section`: from the cache when its fingerprint matches, else `build()` (and stored).
+def cached(section: str, sources: Iterable[str], build: Callable[[], Any],
+           check: Callable[[Any], bool] | None = None) -> Any:
+    """The plain data of `section`: from the cache when its fingerprint and digest match and `check(data)`
+    holds, else `build()` (and stored).
 
     `sources` are every file `build` reads (and the code that shapes its result); `build` returns plain
     JSON-compatible data or raises (a TopoctlError for a bad data file passes through, nothing is stored).
+    `check` says whether cached data holds what it must (e.g. every built-in rule); data that fails it is
+    rebuilt.
     """
     folder = cache_dir()
     if folder is None:
@@ -97,41 +105,59 @@ def cached(section: str, sources: Iterable[str], build: Callable[[], Any]) -> An
 
     path = os.path.join(folder, f"{section}-{__version__}-{zlib.crc32(text.encode()):08x}.json")
     found = _read(path, stamp)
-    if found is not None:
+    if found is not None and (check is None or _holds(check, found[0])):
         return found[0]
     data = build()
     _write(folder, path, stamp, data)
     return data
 
 
+def _holds(check: Callable[[Any], bool], data: Any) -> bool:
+    try:
+        return bool(check(data))
+    except Exception:  # a malformed section (wrong types inside) fails its check
+        return False
+
+
 def _read(path: str, stamp: list[Any]) -> tuple[Any] | None:
-    """(data,) from a cache file whose fingerprint equals `stamp`; None for absent, unreadable or stale."""
+    """(data,) from a cache file whose fingerprint equals `stamp` and whose data matches its digest; None for
+    absent, unreadable, stale or altered. The file is two lines: a header (fingerprint, sha256) and the data."""
+    import hashlib
+
     try:
         with open(path, "rb") as handle:
-            document = json.loads(handle.read())
+            header_line, _, body = handle.read().partition(b"\n")
+        header = json.loads(header_line)
+        if not isinstance(header, dict) or header.get("fingerprint") != stamp:
+            return None
+        if header.get("sha256") != hashlib.sha256(body).hexdigest():
+            return None
+        return (json.loads(body),)
     except (OSError, ValueError):  # ValueError: not JSON, or not UTF-8
         return None
-    if not isinstance(document, dict) or document.get("fingerprint") != stamp or "data" not in document:
-        return None
-    return (document["data"],)
 
 
 def _write(folder: str, path: str, stamp: list[Any], data: Any) -> None:
     """Store `data` atomically; give up silently when the folder is not writable or the data is not plain."""
+    import hashlib
+
     try:
-        text = json.dumps({"fingerprint": stamp, "data": data}, separators=(",", ":"), ensure_ascii=False)
-        if json.loads(text)["data"] != data:
+        body = json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+        if json.loads(body) != data:
             return  # JSON would change it (int keys, tuples): a warm run must see what a cold run sees
     except (TypeError, ValueError):
         return
+    encoded = body.encode("utf-8")
+    header = json.dumps({"fingerprint": stamp, "sha256": hashlib.sha256(encoded).hexdigest()},
+                        separators=(",", ":"))
     import tempfile
 
     temporary = None
     try:
         os.makedirs(folder, mode=0o700, exist_ok=True)
         handle, temporary = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=folder)
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(text)
+        with os.fdopen(handle, "wb") as out:
+            out.write(header.encode("utf-8") + b"\n" + encoded)
         os.replace(temporary, path)
         temporary = None
     except OSError:

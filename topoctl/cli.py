@@ -14,7 +14,6 @@ from typing import Any
 
 import click
 
-from topoctl import __version__
 from topoctl.errors import EXIT_INTERNAL, EXIT_PIPE, EXIT_USAGE, TopoctlError, one_line
 
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
@@ -124,13 +123,9 @@ def _version(ctx: click.Context, value: bool) -> None:
     """`topoctl --version`: topoctl's own version and the SGLang releases it knows, the newest named."""
     if not value or ctx.resilient_parsing:
         return
-    from topoctl.sglang.flags import known_versions, newest_version
+    from topoctl.entry import version_text
 
-    versions = known_versions()
-    click.echo(f"topoctl {__version__}")
-    if versions:
-        click.echo(f"SGLang flag data: {len(versions)} versions, {versions[0]} to {newest_version()}; newest known "
-                   f"release {newest_version()} (a newer one is judged with its data, with a warning)")
+    click.echo(version_text(), nl=False)
     ctx.exit()
 
 

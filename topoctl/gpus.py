@@ -11,7 +11,8 @@ bandwidth; all of them ask this module, so a new GPU generation is one entry in 
     >>> gpus.architecture_for_cc(8, 9)
     'ada'
 
-The file is parsed once per process, on first use (the C YAML loader when PyYAML has it).
+The file is parsed once per process, on first use (the C YAML loader when PyYAML has it), and kept in the
+knowledge cache (topoctl/cache.py), so a warm start does not import PyYAML for it.
 """
 from __future__ import annotations
 
@@ -58,12 +59,19 @@ class GpuDataError(ValueError):
     """gpus.yaml is malformed (a packaging or editing mistake, caught by the tests)."""
 
 
-def _load_yaml(path: str) -> Any:
+def _read_yaml(path: str) -> Any:
     import yaml
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     with open(path, encoding="utf-8") as handle:
         return yaml.load(handle, Loader=loader)  # noqa: S506 - a safe loader
+
+
+def _load_yaml(path: str) -> Any:
+    """The parsed file, through topoctl's knowledge cache (a warm start of recommend does not import PyYAML)."""
+    from topoctl import cache
+
+    return cache.cached("gpus", [path, __file__], lambda: _read_yaml(path))
 
 
 def _number(entry: dict[str, Any], key: str) -> float | None:
@@ -109,7 +117,9 @@ def _parse(doc: Any) -> tuple[tuple[Architecture, ...], tuple[GpuModel, ...]]:
 
 @functools.lru_cache(maxsize=None)
 def _data() -> tuple[tuple[Architecture, ...], tuple[GpuModel, ...]]:
-    return _parse(_load_yaml(DATA_FILE))
+    from topoctl import cache  # the parsed file is kept in the knowledge cache: no YAML parser on warm runs
+
+    return _parse(cache.cached("gpus", [DATA_FILE, __file__], lambda: _load_yaml(DATA_FILE)))
 
 
 def architectures() -> tuple[Architecture, ...]:

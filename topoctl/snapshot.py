@@ -57,10 +57,10 @@ def parse_snapshot_text(text: str, origin: str) -> dict[str, Any]:
             problem = getattr(exc, "msg", None) or "malformed"
             raise TopoctlError(f"{origin}: not valid JSON: {problem}{where}", hint=hint) from None
     else:
-        import yaml
+        from topoctl.render import safe_load
 
         try:
-            data = yaml.safe_load(text)
+            data = safe_load(text)
         except Exception as exc:  # yaml.YAMLError and friends
             raise TopoctlError(f"{origin}: not valid YAML: {_yaml_problem(exc)}", hint=hint) from None
     if data is None:
