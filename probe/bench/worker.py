@@ -609,7 +609,11 @@ def _pair_row(plan: Plan, peers: PeerCopies, src: int, dst: int, reverse_broken:
             row["first_copy_s"] = round(first, 4)
             row["reason"] = f"crawl: {first_gbps:.3g} GB/s one way (below {plan.crawl_gbps:g} GB/s)"
             return row
-        reps = 5
+        # The P2P share of the budget, split over the pairs: 3 samples one way and 3 both ways of `reps` copies
+        # each (9 x reps buffer copies), 1 to 5 copies per sample.
+        slice_s = plan.slice_s("p2p", len(plan.p2p_pairs))
+        reps = max(1, min(5, int(slice_s / (9 * max(first, 1e-6)))))
+        row["repetitions"] = 3 * reps
         one_way = [plan.p2p_bytes / (_copy_seconds(peers, [(target, source, pair)], [src, dst], reps) / reps) / 1e9
                    for _ in range(3)]
         both: list[float] | None = None
