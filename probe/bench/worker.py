@@ -194,12 +194,6 @@ class Path:
     def prepare(self, nbytes: int) -> tuple[Callable[[], Any], Callable[[], bool]]:
         raise NotImplementedError
 
-    def _filled(self, nbytes: int, make: Callable[[int, Any], Any]) -> Any:
-        torch = self.torch
-        dtype = _dtype(torch, self.plan.dtype)
-        tensor = make(_element_count(nbytes, dtype), dtype)
-        return tensor
-
 
 class DistPath(Path):
     """torch.distributed.all_reduce on the process group: NCCL on GPUs, gloo on CPU."""
