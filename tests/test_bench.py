@@ -185,3 +185,18 @@ def test_rows_are_written_in_snapshot_gpu_numbers():
     assert runner.translate("p2p", {"src": 0, "dst": 1})["src"] == 1
     assert runner.translate("local_copy", {"gpu": 0})["gpu"] == 1
     assert runner.translate("allreduce", {"gpus": [0, 1]})["gpus"] == [1, 0]
+
+
+def test_a_busy_gpu_is_named_before_measuring():
+    from fakes.nvml import make_fake_pynvml
+    from fakes.session import installed
+    from fakes.systems import SYSTEMS
+
+    from topoctl.probe.bench.busy import busy_gpus
+
+    spec = SYSTEMS["rtx-4090-2x-pcie-no-p2p"]()["nvml"]
+    spec["gpus"][1]["processes"] = [4242]
+    spec["gpus"][1]["utilization"] = 97
+    with installed(make_fake_pynvml(spec)):
+        lines = busy_gpus([0, 1])
+    assert lines == ["GPU 1 is busy (1 compute process(es) running, 97% utilised): its figures measure the contention too"]

@@ -316,6 +316,14 @@ def make_fake_pynvml(spec: dict[str, Any]) -> types.ModuleType:
         state.gpu(first), state.gpu(second)
         return spec["ancestor"][first.index][second.index]
 
+    @api("nvmlDeviceGetComputeRunningProcesses")
+    def _processes(handle: Handle) -> list[_Struct]:
+        return [_Struct(pid=pid, usedGpuMemory=0) for pid in state.gpu(handle).get("processes", [])]
+
+    @api("nvmlDeviceGetUtilizationRates")
+    def _utilization(handle: Handle) -> _Struct:
+        return _Struct(gpu=state.gpu(handle).get("utilization", 0), memory=0)
+
     @api("nvmlDeviceGetBAR1MemoryInfo")
     def _bar1(handle: Handle) -> _Struct:
         bar1 = state.gpu(handle).get("bar1")  # {"total": bytes, "used": bytes}; absent: NotSupported

@@ -96,6 +96,14 @@ def command(topology: str | None, model_name: str | None, model_path: str | None
 
     from topoctl.probe.bench.runner import Progress, expected_items, run_bench
 
+    busy: list[str] = []
+    if backend == "nccl":
+        from topoctl.probe.bench.busy import busy_gpus
+
+        busy = busy_gpus(gpus)
+        for line in busy:
+            click.echo(f"topoctl: bench: warning: {line}", err=True)
+
     def update(measurements: dict[str, Any]) -> None:
         snapshot["measurements"] = measurements
         if output and output != "-":
@@ -104,7 +112,10 @@ def command(topology: str | None, model_name: str | None, model_path: str | None
     outcome = run_bench(plan, _versions(torch, snapshot), gpus, update,
                         progress=Progress(expected_items(plan), enabled=not quiet),
                         gpu_map=_gpu_map(snapshot) if backend == "nccl" else None)
+    outcome.measurements["problems"][:0] = busy  # said first: it colours every figure after it
     snapshot["measurements"] = outcome.measurements
+    if busy and output and output != "-":
+        write_atomic(output, dump(snapshot, fmt))
     for problem in outcome.problems:
         click.echo(f"topoctl: bench: {problem}", err=True)
     for row in outcome.measurements["p2p"]:
