@@ -82,7 +82,7 @@ def expected_items(plan: Plan) -> int:
     sizes = len(plan.all_sizes())
     gpu = plan.backend == "nccl"
     timed_paths = 1 + (2 if gpu and "torch_symm_mem" in plan.paths else 0)
-    unavailable = (0 if gpu else 2) + (1 if "custom" in plan.paths else 0)
+    unavailable = (0 if gpu else 2) + (3 if "custom" in plan.paths else 0)
     return len(plan.p2p_pairs) + (plan.world_size if gpu else 0) + 2 * sizes * timed_paths + unavailable + 1
 
 
