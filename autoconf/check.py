@@ -9,6 +9,8 @@ from typing import Any
 from topoctl.errors import one_line
 from topoctl.sglang.launch import ParsedLaunch, Problem
 
+SCHEMA_VERSION = 1  # of check's json report: a key renamed or removed raises it
+
 
 @dataclass
 class Item:
@@ -275,7 +277,8 @@ def format_text(outcomes: list[Outcome], fail_on: str) -> str:
 
 
 def format_json(outcomes: list[Outcome], fail_on: str) -> str:
-    doc = {"fail_on": fail_on, "ok": not any(failing(o, fail_on) for o in outcomes), "results": [
+    doc = {"schema_version": SCHEMA_VERSION, "fail_on": fail_on,
+           "ok": not any(failing(o, fail_on) for o in outcomes), "results": [
         {"origin": o.origin, "sglang_flags_version": o.flags_version, "note": o.note or None,
          "ok": not failing(o, fail_on), "blocking": o.count("block"), "warnings": o.count("warn"),
          "findings": [item.__dict__ for item in o.items],

@@ -159,7 +159,7 @@ def _difference(best: tuple, other: tuple) -> str:
     for index, label in enumerate(labels):
         if best[index] != other[index]:
             return label
-    return "only higher GPU indices (ties go to the lowest indices)"
+    return "as good, but higher GPU indices: ties go to the lowest"
 
 
 def _ids(group: tuple[int, ...]) -> str:

@@ -35,6 +35,7 @@ from topoctl.autoconf.evidence import (
     _here,
     collect_evidence,
 )
+from topoctl.autoconf.placement import Placement, choose_gpus
 from topoctl.errors import TopoctlError
 from topoctl.rules.engine import launch_defaults
 from topoctl.rules.settings import equal
@@ -75,6 +76,7 @@ class Candidate:
     departures: int = 0
     defaults: dict[str, Any] = field(default_factory=dict)  # what the rules say SGLang does by itself here
     honours_request: bool = True
+    gpus: tuple[int, ...] = ()  # the GPUs it runs on (snapshot indices; autoconf/placement.py)
 
     @property
     def speculative(self) -> str | None:
@@ -124,6 +126,7 @@ class Result:
     notes: list[str]
     evidence: list[Evidence]
     disabled: list[tuple[str, str]] = field(default_factory=list)  # (rule id, the written reason), every report shows them
+    placement: Placement | None = None  # the GPUs the launch runs on, and why (render writes CUDA_VISIBLE_DEVICES)
     # What render.py builds from this result (the launch written for the version, the document), built once
     # and shared by every format and --explain.
     memo: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
@@ -252,9 +255,10 @@ def _latencies(evidence: list[Evidence], snapshot: dict[str, Any]) -> dict[str, 
 # ------------------------------------------------------------------------------------------------ search
 
 def _request(model: dict[str, Any] | None, speculative: str | None, tp: int, ep: int, version: str | None,
-             launch: dict[str, Any]) -> dict[str, Any]:
+             launch: dict[str, Any], gpus: tuple[int, ...] = ()) -> dict[str, Any]:
+    """What the rules judge; `gpus`: the launch's GPU group (rules' pair quantifiers visit its pairs only)."""
     return {"model": model, "speculative": speculative, "tp_size": tp, "ep_size": ep,
-            "sglang_version": version, "launch": launch}
+            "sglang_version": version, "launch": launch, "gpus": list(gpus) if gpus else None}
 
 
 def _violations(report: Report, launch: dict[str, Any]) -> tuple[list, list]:
@@ -308,6 +312,8 @@ def search(snapshot: dict[str, Any], model: dict[str, Any] | None, flags: Any, t
     tp = tp_size or gpu_count
     ep = ep_size or 1
     check_parallel_sizes(tp, ep, gpu_count)
+    placement = choose_gpus(snapshot, tp)  # the GPUs of a launch on fewer GPUs than the machine has
+    gpus = placement.gpus
     version = flags.version
     notes: list[str] = []
     if not flags.exact:
@@ -321,7 +327,7 @@ def search(snapshot: dict[str, Any], model: dict[str, Any] | None, flags: Any, t
         base_launch["ep_size"] = ep
     facts_cache: dict[str, Any] = {}  # facts of the snapshot alone, read once for every candidate's evaluation
     reports = {spec: rules_api.evaluate(ruleset, snapshot, _request(model, spec, tp, ep, target_version or version,
-                                                                    dict(base_launch)), facts_cache)
+                                                                    dict(base_launch), gpus), facts_cache)
                for spec in spec_options}
     findings_by_id: dict[str, Any] = {}
     for report in reports.values():
@@ -394,10 +400,10 @@ def search(snapshot: dict[str, Any], model: dict[str, Any] | None, flags: Any, t
                         launch["speculative_draft_model_path"] = draft_model
                     for name in SPEC_GROUP:
                         launch[name] = spec_values[name]
-                cand = Candidate(path, launch)
+                cand = Candidate(path, launch, gpus=gpus)
                 # Each candidate is judged on its own: rules may speak of launch settings.
                 report = rules_api.evaluate(ruleset, snapshot,
-                                            _request(model, spec, tp, ep, target_version or version, dict(launch)),
+                                            _request(model, spec, tp, ep, target_version or version, dict(launch), gpus),
                                             facts_cache)
                 reports_of[id(cand)] = report
                 for finding in report.findings:
@@ -439,7 +445,7 @@ def search(snapshot: dict[str, Any], model: dict[str, Any] | None, flags: Any, t
     for ev in winner.estimate_basis:
         decided.update(ev.config)
     reasons.setdefault("tp_size", []).append("topoctl: tensor parallel across " + (
-        f"all {gpu_count} GPUs" if tp == gpu_count else f"{tp} GPUs (--tp-size)"))
+        f"all {gpu_count} GPUs" if tp == gpu_count else f"{tp} GPUs (--tp-size): GPUs {_ids(gpus)}"))
     for setting, _, rule_id in prefer_pairs:
         reasons.setdefault(setting, []).append(rule_id)
     for name in paths[winner.path]:
@@ -467,7 +473,12 @@ def search(snapshot: dict[str, Any], model: dict[str, Any] | None, flags: Any, t
     return Result(snapshot, model, flags, target_version, tp, ep, speculative, force_speculative, winner,
                   candidates, blocked, findings, {k: sorted(set(v)) for k, v in reasons.items()}, decided,
                   comparison, offers, notes, evidence,
-                  sorted((str(k), str(v)) for k, v in (getattr(ruleset, "disabled", None) or {}).items()))
+                  sorted((str(k), str(v)) for k, v in (getattr(ruleset, "disabled", None) or {}).items()),
+                  placement)
+
+
+def _ids(gpus: tuple[int, ...]) -> str:
+    return ",".join(str(index) for index in gpus)
 
 
 def _side(cand: Candidate | None) -> dict[str, Any] | None:

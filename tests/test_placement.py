@@ -29,7 +29,7 @@ def test_tp4_on_rtx_pro_6000_gets_one_numa_node_with_p2p():
     assert placement.p2p_ok is True
     assert placement.numa_nodes == (0,)
     assert placement.worst_link == "PXB"
-    assert any("next best: GPUs 4,5,6,7" in reason and "lowest indices" in reason for reason in placement.reasons)
+    assert any("next best: GPUs 4,5,6,7 (as good, but higher GPU indices" in reason for reason in placement.reasons)
 
 
 def test_tp2_on_l40s_gets_the_same_socket_pair_with_p2p_and_no_downtrained_gpu():
