@@ -105,6 +105,7 @@ def _candidate_doc(cand: Candidate) -> dict[str, Any]:
         "estimate_formula": estimate_formula(cand),
         "modelled_allreduce_ms_per_forward": round(cand.allreduce_us / 1000.0, 3),
         "evidence": [ev.describe() for ev in cand.estimate_basis] + cand.allreduce_basis,
+        "estimate_withheld": [one_line(text) for text in cand.estimate_withheld],
     }
 
 
@@ -303,6 +304,8 @@ def explain(result: Result) -> str:
         lines.append(f"disabled: rule {one_line(item['rule_id'])}: {one_line(item['reason'])}")
     for item in chosen["evidence"]:
         lines.append(f"  evidence: {one_line(item)}")
+    for item in chosen["estimate_withheld"]:
+        lines.append(f"  {item}")
     if result.comparison:
         comp = result.comparison
         lines.append(f"speculative: {comp['message']}")

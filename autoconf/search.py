@@ -4,12 +4,15 @@ rest by evidence, and say why.
 Nothing here names a system. The candidate space is the allreduce paths of sglang/data/spelling.yaml, EAGLE-3
 on or off (when asked for), and every value a rule's effect mentions (prefer/require) for the other
 settings. The rules decide what is blocked (forbid/require effects; a block rule whose facts are unknown
-counts as blocking: "cannot verify"), and their evidence decides the order:
+counts as blocking: "cannot verify"), and their evidence decides the order, after fewest warnings and the
+most remediations of blocking rules honoured (a `prefer` of a block rule, e.g. NCCL_P2P_DISABLE=1 where P2P
+is missing or unverified: a safe launch is not traded for a number measured elsewhere):
 
 1. measured > upstream-reported > modelled: a candidate whose expected speed rests on measurements
    outranks one that rests on upstream claims, which outranks the cost model alone;
 2. within a level, the faster estimate wins (tok/s from evidence; or, without throughput evidence, the
    modelled allreduce time of one forward pass = allreduces x per-call latency of the path);
+   a number is carried only onto the launch that was measured (evidence.unmeasured_settings);
 3. then the user's request (EAGLE-3 asked for), the number of rule preferences honoured, and the fewest
    departures from SGLang's defaults.
 
@@ -34,6 +37,7 @@ from topoctl.autoconf.evidence import (
     _fmt,
     _here,
     collect_evidence,
+    unmeasured_settings,
 )
 from topoctl.autoconf.placement import Placement, choose_gpus
 from topoctl.errors import TopoctlError
@@ -76,7 +80,9 @@ class Candidate:
     departures: int = 0
     defaults: dict[str, Any] = field(default_factory=dict)  # what the rules say SGLang does by itself here
     honours_request: bool = True
+    remedies: int = 0  # preferences of blocking rules honoured: ranked before speed (a safe launch first)
     gpus: tuple[int, ...] = ()  # the GPUs it runs on (snapshot indices; autoconf/placement.py)
+    estimate_withheld: list[str] = field(default_factory=list)  # numbers measured on another launch, and why
 
     @property
     def speculative(self) -> str | None:
@@ -89,7 +95,7 @@ class Candidate:
     def key(self) -> tuple:
         has_throughput = self.estimate is not None
         score = self.estimate if self.estimate is not None else -self.allreduce_us
-        return (-len(self.warnings), self.level, has_throughput, round(score, 6), self.honours_request,
+        return (-len(self.warnings), self.remedies, self.level, has_throughput, round(score, 6), self.honours_request,
                 self.prefers, -self.departures)
 
     def label(self) -> str:
@@ -192,11 +198,33 @@ def _throughput(cand: Candidate, evidence: list[Evidence], model: str | None,
                 interconnect: str | None = None) -> tuple[float, int, list[Evidence]] | None:
     """Expected tok/s of a candidate: the absolute number that applies to it (the most specific, then the best
     level, then the lower value), times each relative number that applies to it and changes a setting the
-    absolute number was not measured with; (value, level, basis: the absolute number first)."""
+    absolute number was not measured with; (value, level, basis: the absolute number first).
+
+    A number is carried onto the candidate only when the candidate is the launch that was measured: every
+    setting it departs from SGLang's defaults in is named by the number, its allreduce path or an applied
+    relative number (evidence.unmeasured_settings). The numbers left out for that reason are said in
+    cand.estimate_withheld."""
     exact = [ev for ev in evidence if ev.kind == "throughput" and _applies(ev, cand, model, interconnect)]
-    if not exact:
-        return None
-    base = max(exact, key=lambda ev: (len(ev.config) + (ev.path is not None), ev.rank, -abs(ev.value)))
+    cand.estimate_withheld = []
+    for base in sorted(exact, key=lambda ev: (len(ev.config) + (ev.path is not None), ev.rank, -abs(ev.value)),
+                       reverse=True):
+        value, level, basis, taken = _chain(base, cand, evidence, model, interconnect)
+        named = set(base.config) | taken
+        if base.path is not None:
+            named |= set(table.table()["allreduce_paths"][base.path])
+        if "speculative_algorithm" in base.config:
+            named |= set(SPEC_GROUP)
+        unmeasured = unmeasured_settings(cand.launch, cand.defaults, named)
+        if not unmeasured:
+            return value, level, basis
+        cand.estimate_withheld.append(f"not carried: {base.describe()}: this launch sets {', '.join(unmeasured)}, "
+                                      "which the measurement did not")
+    return None
+
+
+def _chain(base: Evidence, cand: Candidate, evidence: list[Evidence], model: str | None,
+           interconnect: str | None) -> tuple[float, int, list[Evidence], set[str]]:
+    """The absolute number times the relative numbers that apply to the candidate, and the settings they change."""
     value, level, basis = base.value, base.rank, [base]
     taken: set[str] = set()
     for rel in sorted((ev for ev in evidence if ev.kind == "relative"), key=lambda ev: (ev.rule_id, ev.config_text)):
@@ -215,7 +243,7 @@ def _throughput(cand: Candidate, evidence: list[Evidence], model: str | None,
         level = min(level, rel.rank)
         basis.append(rel)
         taken.update(changed)
-    return value, level, basis
+    return value, level, basis, taken
 
 
 def _known_latency(path: str, evidence: list[Evidence], snapshot: dict[str, Any]) -> tuple[float, int, str] | None:
@@ -344,6 +372,7 @@ def search(snapshot: dict[str, Any], model: dict[str, Any] | None, flags: Any, t
     preferred: dict[str, list[Any]] = {}
     options: dict[str, list[Any]] = {}
     prefer_pairs: list[tuple[str, Any, str]] = []
+    remedies: list[tuple[str, Any]] = []
     reasons: dict[str, list[str]] = {}
     for finding in findings:
         for setting, value in effect_items(finding.effect, "require"):
@@ -352,6 +381,8 @@ def search(snapshot: dict[str, Any], model: dict[str, Any] | None, flags: Any, t
                 reasons.setdefault(setting, []).append(finding.rule_id)
         for setting, value in effect_items(finding.effect, "prefer"):
             prefer_pairs.append((setting, value, finding.rule_id))
+            if finding.severity == "block":  # the remediation of a blocking rule (NCCL_P2P_DISABLE=1 without P2P)
+                remedies.append((setting, value))
             if setting not in fixed_settings:
                 preferred.setdefault(setting, []).append(value)
         for setting, _ in effect_items(finding.effect, "forbid"):
@@ -413,6 +444,7 @@ def search(snapshot: dict[str, Any], model: dict[str, Any] | None, flags: Any, t
                 cand.defaults = launch_defaults(report)
                 cand.prefers = sum(1 for setting, value, _ in prefer_pairs
                                    if _agrees(setting, value, launch, cand.defaults))
+                cand.remedies = sum(1 for setting, value in remedies if _agrees(setting, value, launch, cand.defaults))
                 cand.departures = sum(1 for setting, value in launch.items()
                                       if setting not in ("tp_size",) and not _agrees(setting, value, {}, cand.defaults))
                 (blocked if cand.blocked_by else candidates).append(cand)

@@ -92,3 +92,25 @@ def test_args_without_environment_are_the_flags_alone(capsys):
 def test_yaml_carries_schema_version(capsys):
     code, out, _ = run(capsys, "recommend", "--system", "h200-2x-nvswitch-vm", "--format", "yaml")
     assert yaml.safe_load(out)["schema_version"] == 1
+
+
+def test_a_measurement_is_not_carried_onto_a_launch_with_nccl_p2p_off(tmp_path, capsys):
+    # an unknown pair inside the launch's group (every GPU): the blocking rule's remedy NCCL_P2P_DISABLE=1 is
+    # kept, and the field report's 97.6 tok/s, measured without it, is not claimed for it
+    snapshot = system_snapshot("rtx-pro-6000-8x-pcie")
+    for entry in snapshot["pairs"]:
+        if {entry["src"], entry["dst"]} == {6, 7}:
+            entry["p2p"]["read"] = "unknown"
+    snapshot["summary"]["all_pairs_p2p"] = None
+    path = tmp_path / "snapshot.json"
+    path.write_text(json.dumps(snapshot))
+    code, out, _ = run(capsys, "recommend", "--topology", str(path), "--model", "kimi-k2.5", "--format", "json")
+    chosen = json.loads(out)["chosen"]
+    assert code == 0 and "env:NCCL_P2P_DISABLE=1" in chosen["config"]
+    assert chosen["estimated_tok_s"] is None and chosen["level"] == "modelled"
+    assert any("this launch sets env:NCCL_P2P_DISABLE=1, which the measurement did not" in text
+               for text in chosen["estimate_withheld"])
+    # the field report's own machine still gets its measured launch
+    code, out, _ = run(capsys, "recommend", "--system", "rtx-pro-6000-8x-pcie", "--model", "kimi-k2.5", "--format", "json")
+    chosen = json.loads(out)["chosen"]
+    assert chosen["estimated_tok_s"] == 97.555 and "NCCL_P2P_DISABLE" not in chosen["config"]
