@@ -125,23 +125,35 @@ def launch_group(parsed: ParsedLaunch, snapshot: dict[str, Any], tp: int, dp: in
     """The GPUs the launch runs on (snapshot indices), and what check says about them.
 
     CUDA_VISIBLE_DEVICES (launch.env, or the environment before the command) names the visible GPUs, read as
-    CUDA reads it (topoctl/cuda_devices.py); SGLang's TP x DP ranks take the first tp x dp of them. Without
+    CUDA reads it (topoctl/cuda_devices.py); SGLang's ranks take visible devices base_gpu_id + dp_rank x tp x
+    gpu_id_step + tp_rank x gpu_id_step (sglang 0.5.12 srt/entrypoints/engine.py and
+    srt/managers/data_parallel_controller.py; pipeline parallelism not modelled). Without
     it, the first tp x dp GPUs in PCI bus order. When the value cannot be mapped onto the snapshot, every GPU
     (conservatively, with a warning). None: every GPU, by the engine's own default."""
     from topoctl.cuda_devices import DEVICE_ORDER, VISIBLE_DEVICES, parse_visible_devices, pci_order
 
     needed = tp * dp
+    base = max(_raw_int(parsed, "base_gpu_id", 0), 0)
+    step = max(_raw_int(parsed, "gpu_id_step", 1), 1)
+    positions = [base + dp_rank * tp * step + tp_rank * step for dp_rank in range(dp) for tp_rank in range(tp)]
+    spread = positions != list(range(needed))
     where = parsed.lines.get(VISIBLE_DEVICES, "")
     value = parsed.env.get(VISIBLE_DEVICES)
     items: list[Item] = []
     machine = pci_order(snapshot)
     if value is None:
-        if needed >= len(machine):
+        if tp > gpu_count:  # the parallel-size check says so
             return None, items
-        group = tuple(machine[:needed])
+        if needed == len(machine) and not spread:
+            return None, items
+        if max(positions) >= len(machine):
+            return _too_few(items, tp, dp, positions, len(machine), f"the target has {len(machine)} GPUs", where)
+        group = tuple(machine[position] for position in positions)
         items.append(Item("topoctl-gpu-group", "info", "GPUs the launch runs on",
-                          one_line(f"judged on GPUs {_ids(group)} of {len(machine)}: the first {needed} "
-                                   f"({VISIBLE_DEVICES} is not set); pairs with the other GPUs do not count"),
+                          one_line(f"judged on GPUs {_ids(group)} of {len(machine)}: "
+                                   + (f"from --base-gpu-id {base} / --gpu-id-step {step}" if spread
+                                      else f"the first {needed}")
+                                   + f" ({VISIBLE_DEVICES} is not set); pairs with the other GPUs do not count"),
                           f"set {VISIBLE_DEVICES} (with {DEVICE_ORDER}=PCI_BUS_ID) to choose the GPUs; "
                           "`topoctl recommend --tp-size N` picks the best group"))
         return group, items
@@ -154,20 +166,52 @@ def launch_group(parsed: ParsedLaunch, snapshot: dict[str, Any], tp: int, dp: in
         return tuple(machine), items  # unknown: judged on every pair, conservatively
     for note in visible.notes:
         items.append(Item("topoctl-gpu-group", "info", "GPUs the launch runs on", one_line(note), "", where))
-    if needed > len(visible.gpus):
+    if max(positions) >= len(visible.gpus):
         if tp > gpu_count:  # more than the machine has: the parallel-size check says so
             return visible.gpus, items
-        items.append(Item("topoctl-tp-exceeds-visible-gpus", "block", "tensor parallel size exceeds the visible GPUs",
-                          one_line(f"tp {tp} x dp {dp} needs {needed} GPUs; {VISIBLE_DEVICES}={value} leaves "
-                                   f"{len(visible.gpus)} visible: the server will not start"),
-                          f"make {needed} GPUs visible, or lower --tp-size", where))
-        return visible.gpus, items
-    group = visible.gpus[:needed]
+        return _too_few(items, tp, dp, positions, len(visible.gpus), f"{VISIBLE_DEVICES}={value} leaves "
+                        f"{len(visible.gpus)} visible", where, visible.gpus)
+    group = tuple(visible.gpus[position] for position in positions)
     items.append(Item("topoctl-gpu-group", "info", "GPUs the launch runs on",
                       one_line(f"judged on GPUs {_ids(group)} of {len(machine)} ({VISIBLE_DEVICES}={value}"
-                               + (f", the first {needed} of them" if needed < len(visible.gpus) else "") + ")"),
+                               + (f", devices {_ids(tuple(positions))} of it (--base-gpu-id / --gpu-id-step)" if spread
+                                  else f", the first {needed} of them" if needed < len(visible.gpus) else "") + ")"),
                       "", where))
     return group, items
+
+
+def _too_few(items: list[Item], tp: int, dp: int, positions: list[int], available: int, what: str, where: str,
+             fallback: tuple[int, ...] | None = None) -> tuple[tuple[int, ...] | None, list[Item]]:
+    """A launch whose ranks need a device id past the visible ones: CUDA has no such device, SGLang cannot start."""
+    items.append(Item("topoctl-tp-exceeds-visible-gpus", "block", "tensor parallel size exceeds the visible GPUs",
+                      one_line(f"tp {tp} x dp {dp} uses device ids up to {max(positions)}; {what}: the server will "
+                               "not start"),
+                      f"make {max(positions) + 1} GPUs visible, or lower --tp-size / --base-gpu-id", where))
+    return fallback, items
+
+
+def _raw_int(parsed: ParsedLaunch, dest: str, default: int) -> int:
+    """An int flag topoctl has no logical setting for (--base-gpu-id, --gpu-id-step), read from the launch's
+    arguments with the version's flag data; the last one given counts, as in argparse."""
+    flags, args = parsed.flags, parsed.args
+    value = default
+    if flags is None:
+        return value
+    for index, token in enumerate(args):
+        if not token.startswith("-"):
+            continue
+        resolution = flags.resolve(token)
+        if not getattr(resolution, "ok", False):
+            continue
+        info = flags.get(resolution.option or resolution.flag) or {}
+        if info.get("dest") != dest:
+            continue
+        text = resolution.value if resolution.value is not None else (args[index + 1] if index + 1 < len(args) else "")
+        try:
+            value = int(text)
+        except (TypeError, ValueError):
+            pass  # argparse refuses it: already a blocking flag problem
+    return value
 
 
 def _ids(group: tuple[int, ...]) -> str:

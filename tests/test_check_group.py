@@ -99,3 +99,23 @@ def test_an_unknown_pair_outside_the_group_does_not_block(tmp_path, capsys):
     assert "p2p-status-unverified" not in ids(doc)
     assert main([*argv, *LAUNCH, "--tp", "8"]) == 1  # the whole machine holds the unknown pair
     assert "custom-allreduce-without-p2p" in ids(json.loads(capsys.readouterr()[0]))
+
+
+def test_base_gpu_id_and_gpu_id_step_move_the_group(capsys):
+    # SGLang 0.5.12 (srt/entrypoints/engine.py): gpu_id = base_gpu_id + tp_rank * gpu_id_step
+    code, doc, _ = check(capsys, "l40s-4x-pcie-2numa", *LAUNCH, "--tp", "2", "--base-gpu-id", "2")
+    assert code == 0 and "custom-allreduce-without-p2p" not in ids(doc)
+    code, doc, _ = check(capsys, "l40s-4x-pcie-2numa", *LAUNCH, "--tp", "2", "--gpu-id-step", "2")
+    assert code == 1 and "custom-allreduce-without-p2p" in ids(doc)  # GPUs 0 and 2: across sockets
+    code, doc, _ = check(capsys, "l40s-4x-pcie-2numa", *LAUNCH, "--tp", "2", "--base-gpu-id", "3")
+    assert code == 1 and "topoctl-tp-exceeds-visible-gpus" in ids(doc)
+    # the ids index the visible list
+    code, doc, _ = check(capsys, "l40s-4x-pcie-2numa", "CUDA_VISIBLE_DEVICES=3,2,1,0", *LAUNCH, "--tp", "2",
+                         "--base-gpu-id", "2")
+    assert code == 0 and "custom-allreduce-without-p2p" not in ids(doc)
+
+
+def test_tp_beyond_the_machine_is_one_finding(capsys):
+    code, doc, _ = check(capsys, "l40s-4x-pcie-2numa", *LAUNCH, "--tp", "8", "--base-gpu-id", "1")
+    assert code == 1 and "topoctl-tp-exceeds-gpus" in ids(doc)
+    assert "topoctl-tp-exceeds-visible-gpus" not in ids(doc)
