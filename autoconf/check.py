@@ -56,7 +56,11 @@ def judge(parsed: ParsedLaunch, snapshot: dict[str, Any], flags: Any, ruleset: A
     ep: int = launch["ep_size"] if isinstance(launch.get("ep_size"), int) else 1
     spec = launch.get("speculative_algorithm")
     dp_value = launch.get("dp_size")
-    dp = dp_value if isinstance(dp_value, int) and not isinstance(dp_value, bool) and dp_value >= 1 else 1
+    dp = dp_value if isinstance(dp_value, int) and not isinstance(dp_value, bool) \
+        else _raw_int(parsed, ("dp_size", "data_parallel_size"), 1)
+    # Data-parallel replicas, each on its own TP group, unless DP attention runs inside the one TP group
+    # (SGLang 0.5.12 srt/managers/data_parallel_controller.py: launch_dp_attention_schedulers).
+    dp = 1 if dp < 1 or _raw_flag(parsed, "enable_dp_attention") else dp
     group, group_items = launch_group(parsed, snapshot, tp if tp >= 1 else 1, dp, gpu_count)
     outcome.items.extend(group_items)
     request = {"model": model, "speculative": spec.lower() if isinstance(spec, str) else None, "tp_size": tp,
@@ -190,7 +194,20 @@ def _too_few(items: list[Item], tp: int, dp: int, positions: list[int], availabl
     return fallback, items
 
 
-def _raw_int(parsed: ParsedLaunch, dest: str, default: int) -> int:
+def _raw_flag(parsed: ParsedLaunch, dest: str) -> bool:
+    """Whether a switch topoctl has no logical setting for (--enable-dp-attention) is given."""
+    flags = parsed.flags
+    if flags is None:
+        return False
+    for token in parsed.args:
+        resolution = flags.resolve(token) if token.startswith("-") else None
+        if resolution is not None and getattr(resolution, "ok", False) \
+                and (flags.get(resolution.option or resolution.flag) or {}).get("dest") == dest:
+            return True
+    return False
+
+
+def _raw_int(parsed: ParsedLaunch, dest: str | tuple[str, ...], default: int) -> int:
     """An int flag topoctl has no logical setting for (--base-gpu-id, --gpu-id-step), read from the launch's
     arguments with the version's flag data; the last one given counts, as in argparse."""
     flags, args = parsed.flags, parsed.args
@@ -204,7 +221,7 @@ def _raw_int(parsed: ParsedLaunch, dest: str, default: int) -> int:
         if not getattr(resolution, "ok", False):
             continue
         info = flags.get(resolution.option or resolution.flag) or {}
-        if info.get("dest") != dest:
+        if info.get("dest") not in ((dest,) if isinstance(dest, str) else dest):
             continue
         text = resolution.value if resolution.value is not None else (args[index + 1] if index + 1 < len(args) else "")
         try:

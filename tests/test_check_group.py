@@ -119,3 +119,17 @@ def test_tp_beyond_the_machine_is_one_finding(capsys):
     code, doc, _ = check(capsys, "l40s-4x-pcie-2numa", *LAUNCH, "--tp", "8", "--base-gpu-id", "1")
     assert code == 1 and "topoctl-tp-exceeds-gpus" in ids(doc)
     assert "topoctl-tp-exceeds-visible-gpus" not in ids(doc)
+
+
+def test_data_parallel_replicas_are_judged_apart(capsys):
+    # --dp-size 2 --tp-size 2 on four GPUs: replicas on 0,1 and 2,3; neither allreduces across the sockets
+    code, doc, _ = check(capsys, "l40s-4x-pcie-2numa", *LAUNCH, "--tp", "2", "--dp-size", "2")
+    assert code == 0 and "custom-allreduce-without-p2p" not in ids(doc)
+    code, doc, _ = check(capsys, "l40s-4x-pcie-2numa", "CUDA_VISIBLE_DEVICES=0,2,1,3", *LAUNCH, "--tp", "2",
+                         "--dp-size", "2")
+    assert code == 1 and "custom-allreduce-without-p2p" in ids(doc)
+    code, doc, _ = check(capsys, "l40s-4x-pcie-2numa", *LAUNCH, "--tp", "2", "--dp-size", "4")
+    assert code == 1 and "topoctl-tp-exceeds-visible-gpus" in ids(doc)
+    # DP attention runs inside the one TP group: two GPUs, not four
+    code, doc, _ = check(capsys, "l40s-4x-pcie-2numa", *LAUNCH, "--tp", "2", "--dp-size", "2", "--enable-dp-attention")
+    assert "topoctl-tp-exceeds-visible-gpus" not in ids(doc)
