@@ -1,20 +1,52 @@
-"""Model profiles: the built-in ones (data/models.yaml) or one read from a Hugging Face config.json.
+"""A model is its properties, not its name.
 
-What the allreduce cost model needs is small: layer count, hidden size, MoE or dense, and bytes per
-activation element. Under tensor parallelism each layer issues two allreduces per forward pass (after
-attention and after the MLP/MoE), each of hidden_size x dtype_bytes per token.
+A profile is read the way SGLang takes a model: from a model folder (`--model-path DIR`: its config.json, and
+the exact weight bytes from model.safetensors.index.json `metadata.total_size`, or the tensor bytes of the
+.safetensors files, when present; a Hugging Face cache folder `models--org--name` resolves to its snapshot),
+from a config.json alone, or from a built-in profile (data/models.yaml holds config.json values, so both go
+through `from_config`).
+
+What the launch model reads from a profile: architecture and model_type, layers, hidden size, attention and
+KV heads, head dim, MLA ranks (kv_lora_rank, qk_rope_head_dim), experts and active experts, vocabulary, dtype
+and quantization, and the parameters and bytes of each part of the model (embeddings, lm_head, attention,
+dense MLP, routed experts, shared experts, router, norms), total and active per token.
+
+Parameter counts are computed from the config (linear weights only; biases and small scales are left out);
+weight bytes follow the quantization the config declares (`quantization_bytes`). Under tensor parallelism
+each layer issues two allreduces per forward pass (after attention and after the MLP/MoE), each of
+hidden_size x 2 bytes (bf16 activations) per token.
 """
 from __future__ import annotations
 
+import fnmatch
 import json
 import os
+import re
+import struct
 from typing import Any
 
 from topoctl.autoconf.data_files import load
 from topoctl.errors import TopoctlError
 
 MOE_KEYS = ("n_routed_experts", "num_experts", "num_local_experts")
+ACTIVE_KEYS = ("num_experts_per_tok", "experts_per_token", "moe_topk")
+DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "half": 2, "float32": 4, "float": 4, "float8_e4m3fn": 1}
+ACTIVATION_BYTES = 2  # SGLang runs these models with bf16/fp16 activations and KV cache by default (auto)
+# What a real transformer config holds; outside these the file is not a model config (or is corrupt).
+PLAUSIBLE = {"num_hidden_layers": (1, 1000), "hidden_size": (1, 1_000_000)}
+# A module name that stands for each part, as checkpoints name them; a quantization config's ignore list
+# (compressed-tensors `ignore`, mxfp4 `modules_to_not_convert`) is matched against these.
+PART_MODULES = {
+    "attention": "model.layers.1.self_attn.o_proj",
+    "dense_mlp": "model.layers.0.mlp.gate_proj",
+    "experts": "model.layers.1.mlp.experts.0.gate_proj",
+    "shared_experts": "model.layers.1.mlp.shared_experts.gate_proj",
+}
+LINEAR_PARTS = tuple(PART_MODULES)
+PART_ORDER = ("embed", "lm_head", "attention", "dense_mlp", "experts", "shared_experts", "router", "norms")
 
+
+# ------------------------------------------------------------------------------------------- built-ins
 
 def builtin_models() -> dict[str, dict[str, Any]]:
     return dict(load("models.yaml")["models"])
@@ -33,69 +65,350 @@ def profile(name: str) -> dict[str, Any]:
                   if lowered[key] not in close]
         mean = f"; did you mean {' or '.join(close[:3])}?" if close else ""
         raise TopoctlError(f"unknown model {name!r}{mean}",
-                           hint=f"built-in models: {', '.join(sorted(models))}; or pass --model-config config.json")
-    return _complete(name, models[name], source="built-in")
+                           hint=f"built-in models: {', '.join(sorted(models))} (--list-models); "
+                                "or pass --model-path DIR or --model-config config.json")
+    entry = models[name]
+    return from_config(dict(entry["config"]), name, source=f"built-in profile ({entry.get('source')})")
 
 
-# What a real transformer config holds; outside these the file is not a model config (or is corrupt).
-PLAUSIBLE = {"num_hidden_layers": (1, 1000), "hidden_size": (1, 1_000_000)}
+def list_models_text() -> str:
+    """One line per built-in profile: id, architecture, size, quantization, weight bytes, source."""
+    lines = []
+    for name in sorted(builtin_models()):
+        prof = profile(name)
+        kind = f"MoE {prof['experts']} experts, {prof['active_experts']} active" if prof["moe"] else "dense"
+        lines.append(f"{name}\t{prof['architecture']}, {prof['layers']} layers, {kind}, {prof['attention']}, "
+                     f"{prof['quantization']['label']}, {prof['total_params'] / 1e9:.1f}B params "
+                     f"({prof['active_params'] / 1e9:.1f}B active), {prof['weight_bytes'] / 1e9:.1f} GB weights\t"
+                     f"{builtin_models()[name].get('source')}")
+    return "\n".join(lines) + "\n"
+
+
+# ------------------------------------------------------------------------------------------ reading files
+
+def _read_json(path: str, what: str) -> Any:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)
+    except FileNotFoundError:
+        raise TopoctlError(f"no such file: {path}", hint=f"pass the model's {what}") from None
+    except IsADirectoryError:
+        raise TopoctlError(f"{path} is a folder", hint="pass the config.json inside it, or use --model-path DIR") from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise TopoctlError(f"{path}: not valid JSON: {first}", hint=f"pass a Hugging Face {what}") from None
+    except OSError as exc:
+        raise TopoctlError(f"cannot read {path}: {exc.strerror or exc}", hint="check the path") from None
 
 
 def from_hf_config(path: str) -> dict[str, Any]:
     """A profile from a Hugging Face config.json; one-line TopoctlError for anything unreadable."""
-    try:
-        with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
-    except FileNotFoundError:
-        raise TopoctlError(f"no such file: {path}", hint="pass the model's config.json") from None
-    except IsADirectoryError:
-        raise TopoctlError(f"{path} is a folder", hint="pass the config.json inside it") from None
-    except (ValueError, UnicodeDecodeError) as exc:
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise TopoctlError(f"{path}: not valid JSON: {first}", hint="pass a Hugging Face config.json") from None
-    except OSError as exc:
-        raise TopoctlError(f"cannot read {path}: {exc.strerror or exc}", hint="check the path") from None
+    data = _read_json(path, "config.json")
     if not isinstance(data, dict):
         raise TopoctlError(f"{path}: a config.json must be a JSON object", hint="pass a Hugging Face config.json")
-    # Multimodal configs (Kimi-K2.5, Llama 4) keep the language model under text_config.
-    text: dict[str, Any] = data["text_config"] if isinstance(data.get("text_config"), dict) else data
+    name = data.get("_name_or_path") or os.path.basename(os.path.dirname(os.path.abspath(path))) or data.get("model_type")
+    return from_config(data, str(name), source=path)
+
+
+def resolve_model_dir(path: str) -> str:
+    """The folder holding config.json: the folder itself, or the snapshot a Hugging Face cache folder
+    (models--org--name, with refs/ and snapshots/) points to."""
+    if not os.path.isdir(path):
+        raise TopoctlError(f"{path} is not a folder" if os.path.exists(path) else f"no such folder: {path}",
+                           hint="--model-path takes the model folder SGLang is given (with config.json); "
+                                "--model-config takes a config.json")
+    if os.path.isfile(os.path.join(path, "config.json")):
+        return path
+    snapshots = os.path.join(path, "snapshots")
+    if os.path.isdir(snapshots):
+        ref = os.path.join(path, "refs", "main")
+        if os.path.isfile(ref):
+            with open(ref, encoding="utf-8") as handle:
+                commit = handle.read().strip()
+            if os.path.isfile(os.path.join(snapshots, commit, "config.json")):
+                return os.path.join(snapshots, commit)
+        found = sorted(entry for entry in os.listdir(snapshots)
+                       if os.path.isfile(os.path.join(snapshots, entry, "config.json")))
+        if len(found) == 1:
+            return os.path.join(snapshots, found[0])
+        if found:
+            raise TopoctlError(f"{path}: {len(found)} snapshots and no refs/main to choose one",
+                               hint=f"pass one snapshot folder: {os.path.join(snapshots, found[0])}")
+    raise TopoctlError(f"{path}: no config.json in this folder",
+                       hint="pass the model folder (the one holding config.json), "
+                            "or a Hugging Face cache folder models--org--name")
+
+
+def checkpoint_bytes(folder: str) -> tuple[int, str] | None:
+    """Exact weight bytes of a checkpoint folder: model.safetensors.index.json's metadata.total_size, else the
+    tensor bytes of its .safetensors files (file size less each file's header); None when neither is there."""
+    index = os.path.join(folder, "model.safetensors.index.json")
+    if os.path.isfile(index):
+        data = _read_json(index, "model.safetensors.index.json")
+        total = (data.get("metadata") or {}).get("total_size") if isinstance(data, dict) else None
+        if isinstance(total, (int, float)) and not isinstance(total, bool) and total > 0:
+            return int(total), f"{index} metadata.total_size"
+    files = sorted(name for name in os.listdir(folder) if name.endswith(".safetensors"))
+    if not files:
+        return None
+    total = 0
+    for name in files:
+        full = os.path.join(folder, name)
+        try:
+            with open(full, "rb") as handle:
+                (header,) = struct.unpack("<Q", handle.read(8))
+            total += os.path.getsize(full) - 8 - header
+        except (OSError, struct.error):
+            return None
+    return total, f"tensor bytes of {len(files)} .safetensors file(s) in {folder}"
+
+
+def from_model_dir(path: str) -> dict[str, Any]:
+    """A profile from a model folder (config.json, and the exact weight bytes when the folder has them)."""
+    folder = resolve_model_dir(path)
+    config_path = os.path.join(folder, "config.json")
+    data = _read_json(config_path, "config.json")
+    if not isinstance(data, dict):
+        raise TopoctlError(f"{config_path}: a config.json must be a JSON object", hint="pass a Hugging Face model folder")
+    name = data.get("_name_or_path") or os.path.basename(os.path.normpath(path))
+    return from_config(data, str(name), source=config_path, exact_bytes=checkpoint_bytes(folder))
+
+
+# ----------------------------------------------------------------------------------- config -> profile
+
+def _int(text: dict[str, Any], key: str, default: int | None = None) -> int | None:
+    value = text.get(key)
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    return default
+
+
+def _validate(text: dict[str, Any], where: str) -> None:
     missing = [key for key in PLAUSIBLE if key not in text]
     if missing:
-        raise TopoctlError(f"{path}: missing {', '.join(missing)}",
+        raise TopoctlError(f"{where}: missing {', '.join(missing)}",
                            hint="a Hugging Face config.json has integer num_hidden_layers and hidden_size")
     for key, (low, high) in PLAUSIBLE.items():
         value = text[key]
         if not isinstance(value, int) or isinstance(value, bool):
-            raise TopoctlError(f"{path}: {key} must be an integer, not {json.dumps(value)[:40]}",
+            raise TopoctlError(f"{where}: {key} must be an integer, not {json.dumps(value)[:40]}",
                                hint=f"a Hugging Face config.json has an integer {key} ({low}..{high})")
         if not low <= value <= high:
-            raise TopoctlError(f"{path}: {key} = {value} is not plausible (expected {low}..{high})",
+            raise TopoctlError(f"{where}: {key} = {value} is not plausible (expected {low}..{high})",
                                hint="pass the config.json of the model itself")
-    experts = None
-    for key in MOE_KEYS:
-        value = text.get(key)
-        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-            experts = value
+
+
+def quantization(text: dict[str, Any], outer: dict[str, Any]) -> dict[str, Any]:
+    """The declared quantization: method, bits, group size, which linear parts it leaves alone, and a label."""
+    config = text.get("quantization_config") or outer.get("quantization_config") or {}
+    dtype = str(text.get("torch_dtype") or outer.get("torch_dtype") or text.get("dtype") or "bfloat16")
+    if not isinstance(config, dict) or not config.get("quant_method"):
+        return {"method": None, "label": dtype, "bits": 8 * DTYPE_BYTES.get(dtype, 2), "group_size": None,
+                "ignored": [], "dtype": dtype}
+    method = str(config["quant_method"]).lower()
+    weights: dict[str, Any] = {}
+    for group in (config.get("config_groups") or {}).values():
+        if isinstance(group, dict) and isinstance(group.get("weights"), dict):
+            weights = group["weights"]
             break
-    name = data.get("_name_or_path") or data.get("model_type") or os.path.basename(os.path.dirname(os.path.abspath(path)))
-    entry = {"layers": text["num_hidden_layers"], "hidden_size": text["hidden_size"],
-             "moe": experts is not None, "experts": experts, "dtype_bytes": 2,
-             "description": f"from {os.path.basename(path)}"}
-    return _complete(str(name), entry, source=path)
+    fmt = str(config.get("format") or "").lower()
+    bits = weights.get("num_bits") or config.get("bits") or config.get("w_bit")
+    group_size = weights.get("group_size") or config.get("group_size") or config.get("q_group_size")
+    kind = str(weights.get("type") or "")
+    ignored = list(config.get("ignore") or config.get("modules_to_not_convert") or [])
+    if method in ("fp8", "fbgemm_fp8") or (method == "compressed-tensors" and bits == 8 and kind == "float"):
+        scheme, bits = "fp8", 8
+    elif method == "mxfp4" or "mxfp4" in fmt:
+        scheme, bits, group_size = "mxfp4", 4, 32
+    elif "nvfp4" in fmt or method in ("modelopt_fp4", "nvfp4") or str(config.get("quant_algo", "")).upper() == "NVFP4":
+        scheme, bits, group_size = "nvfp4", 4, 16
+    elif method in ("awq", "gptq", "awq_marlin", "gptq_marlin"):
+        scheme, bits, group_size = method.split("_")[0], int(bits or 4), int(group_size or 128)
+    elif method == "compressed-tensors" and bits:
+        scheme = f"int{bits}" if kind in ("int", "") else f"{kind}{bits}"
+    else:
+        scheme = method
+    label = scheme if not group_size else f"{scheme} (group {group_size})"
+    if method == "compressed-tensors":
+        label = f"compressed-tensors {label}"
+    return {"method": method, "scheme": scheme, "label": label, "bits": int(bits) if bits else None,
+            "group_size": int(group_size) if group_size else None, "ignored": ignored, "dtype": dtype}
 
 
-def _complete(name: str, entry: dict[str, Any], source: str) -> dict[str, Any]:
-    layers = int(entry["layers"])
-    hidden = int(entry["hidden_size"])
-    width = int(entry.get("dtype_bytes") or 2)
+def quantization_bytes(quant: dict[str, Any]) -> float:
+    """Bytes per weight of a quantized linear layer, scales included: fp8 1 (+ a float32 scale per 128x128
+    block); mxfp4 0.5 + 1/32 (an 8-bit scale per 32); nvfp4 0.5 + 1/16 (an fp8 scale per 16); int4 with a
+    16-bit scale per group (+ a 4-bit zero point for AWQ/GPTQ); otherwise the dtype's width."""
+    scheme = quant.get("scheme")
+    group = quant.get("group_size")
+    if quant.get("method") is None:
+        return float(DTYPE_BYTES.get(quant["dtype"], 2))
+    if scheme == "fp8":
+        return 1.0 + 4.0 / (128 * 128)
+    if scheme == "mxfp4":
+        return 0.5 + 1.0 / 32
+    if scheme == "nvfp4":
+        return 0.5 + 1.0 / 16
+    bits = quant.get("bits") or 16
+    per = bits / 8.0
+    if group:
+        per += 2.0 / group
+        if scheme in ("awq", "gptq"):
+            per += 0.5 / group
+    return per
+
+
+def _ignored(pattern_list: list[Any], module: str) -> bool:
+    for pattern in pattern_list:
+        text = str(pattern)
+        if text.startswith("re:"):
+            if re.match(text[3:], module):
+                return True
+        elif fnmatch.fnmatch(module, text) or fnmatch.fnmatch(module, text + ".*") or module.startswith(text + "."):
+            return True
+    return False
+
+
+def parameter_parts(text: dict[str, Any]) -> dict[str, Any]:
+    """Parameters of each part of the model, whole and active per token (the experts a token is routed to)."""
+    hidden = int(text["hidden_size"])
+    layers = int(text["num_hidden_layers"])
+    heads = _int(text, "num_attention_heads", 1) or 1
+    kv_heads = _int(text, "num_key_value_heads", heads) or heads
+    head_dim = _int(text, "head_dim") or hidden // heads
+    vocab = _int(text, "vocab_size", 0) or 0
+    experts = next((_int(text, key) for key in MOE_KEYS if _int(text, key)), None)
+    active = next((_int(text, key) for key in ACTIVE_KEYS if _int(text, key)), None) or (2 if experts else None)
+    kv_lora = _int(text, "kv_lora_rank")
+    if kv_lora:
+        rope = _int(text, "qk_rope_head_dim", 64) or 64
+        nope = _int(text, "qk_nope_head_dim", 128) or 128
+        v_dim = _int(text, "v_head_dim", 128) or 128
+        q_lora = _int(text, "q_lora_rank")
+        q = hidden * q_lora + q_lora * heads * (nope + rope) if q_lora else hidden * heads * (nope + rope)
+        replicated = hidden * ((q_lora or 0) + kv_lora + rope)  # q_a / kv_a projections (not split by TP)
+        per_layer = q + hidden * (kv_lora + rope) + kv_lora * heads * (nope + v_dim) + heads * v_dim * hidden
+    else:
+        replicated = 0
+        per_layer = hidden * heads * head_dim * 2 + hidden * kv_heads * head_dim * 2
+    dense_layers = layers
+    moe_inter = _int(text, "moe_intermediate_size") or _int(text, "intermediate_size", 0) or 0
+    shared = _int(text, "n_shared_experts", 0) or 0
+    shared_inter = _int(text, "shared_expert_intermediate_size")
+    if experts:
+        dense_layers = min(layers, _int(text, "first_k_dense_replace", 0) or 0)
+    moe_layers = layers - dense_layers if experts else 0
+    expert_params = 3 * hidden * moe_inter
+    whole = {
+        "embed": vocab * hidden,
+        "lm_head": 0 if text.get("tie_word_embeddings") else vocab * hidden,
+        "attention": layers * per_layer,
+        "dense_mlp": dense_layers * 3 * hidden * (_int(text, "intermediate_size", 0) or 0),
+        "experts": moe_layers * (experts or 0) * expert_params,
+        "shared_experts": moe_layers * (3 * hidden * shared_inter if shared_inter else shared * expert_params),
+        "router": moe_layers * hidden * (experts or 0),
+        "norms": (2 * layers + 1) * hidden,
+    }
+    active_parts = dict(whole, embed=hidden, experts=moe_layers * (active or 0) * expert_params)
+    return {"whole": whole, "active": active_parts, "replicated_attention": layers * replicated,
+            "hidden": hidden, "layers": layers, "heads": heads, "kv_heads": kv_heads, "head_dim": head_dim,
+            "vocab": vocab, "experts": experts, "active_experts": active, "shared_experts": shared,
+            "kv_lora_rank": kv_lora, "qk_rope_head_dim": _int(text, "qk_rope_head_dim") if kv_lora else None,
+            "moe_layers": moe_layers, "dense_layers": dense_layers}
+
+
+def part_bytes(params: dict[str, int], quant: dict[str, Any]) -> dict[str, float]:
+    """Bytes of each part: quantized linear parts at the scheme's width, the rest (and what the config's
+    ignore list names) in the model's dtype."""
+    plain = float(DTYPE_BYTES.get(quant["dtype"], 2))
+    packed = quantization_bytes(quant)
+    out = {}
+    for part, count in params.items():
+        quantized = quant.get("method") is not None and part in LINEAR_PARTS \
+            and not _ignored(quant.get("ignored") or [], PART_MODULES[part])
+        out[part] = count * (packed if quantized else plain)
+    return out
+
+
+def from_config(data: dict[str, Any], name: str, source: str,
+                exact_bytes: tuple[int, str] | None = None) -> dict[str, Any]:
+    """The profile of a config.json's content (multimodal configs keep the language model in text_config)."""
+    nested = data.get("text_config")
+    text: dict[str, Any] = nested if isinstance(nested, dict) else data
+    _validate(text, source)
+    parts = parameter_parts(text)
+    quant = quantization(text, data)
+    whole_bytes = part_bytes(parts["whole"], quant)
+    active_bytes = part_bytes(parts["active"], quant)
+    computed = sum(whole_bytes.values())
+    bytes_source = "computed from the config (parameters x bytes per weight of the declared quantization)"
+    if exact_bytes and computed > 0:
+        # The checkpoint's own bytes replace the computed total; each part keeps its computed share.
+        scale = exact_bytes[0] / computed
+        whole_bytes = {k: v * scale for k, v in whole_bytes.items()}
+        active_bytes = {k: v * scale for k, v in active_bytes.items()}
+        bytes_source = exact_bytes[1]
+    mla = bool(parts["kv_lora_rank"])
+    if mla:
+        kv_per_token_layer = (parts["kv_lora_rank"] + (parts["qk_rope_head_dim"] or 0)) * ACTIVATION_BYTES
+    else:
+        kv_per_token_layer = 2 * parts["kv_heads"] * parts["head_dim"] * ACTIVATION_BYTES
+    architectures = data.get("architectures") or text.get("architectures") or []
+    layers, hidden = parts["layers"], parts["hidden"]
+    replicated_attention_bytes = parts["replicated_attention"] * (
+        whole_bytes["attention"] / parts["whole"]["attention"] if parts["whole"]["attention"] else 2)
     return {
         "name": name,
+        "source": source,
+        "architecture": str(architectures[0]) if architectures else str(text.get("model_type") or "unknown"),
+        "model_type": str(text.get("model_type") or data.get("model_type") or "unknown"),
         "layers": layers,
         "hidden_size": hidden,
-        "moe": bool(entry.get("moe")),
-        "experts": entry.get("experts"),
-        "dtype_bytes": width,
+        "heads": parts["heads"],
+        "kv_heads": parts["kv_heads"],
+        "head_dim": parts["head_dim"],
+        "attention": "mla" if mla else ("mha" if parts["kv_heads"] == parts["heads"] else "gqa"),
+        "kv_lora_rank": parts["kv_lora_rank"],
+        "qk_rope_head_dim": parts["qk_rope_head_dim"],
+        "moe": parts["experts"] is not None,
+        "experts": parts["experts"],
+        "active_experts": parts["active_experts"],
+        "shared_experts": parts["shared_experts"],
+        "vocab_size": parts["vocab"],
+        "max_context": _int(text, "max_position_embeddings"),
+        "quantization": quant,
+        "dtype_bytes": ACTIVATION_BYTES,
+        "parts_params": parts["whole"],
+        "parts_bytes": whole_bytes,
+        "active_parts_bytes": active_bytes,
+        "replicated_attention_bytes": replicated_attention_bytes,
+        "total_params": sum(parts["whole"].values()),
+        "active_params": sum(parts["active"].values()),
+        "weight_bytes": sum(whole_bytes.values()),
+        "active_weight_bytes": sum(active_bytes.values()),
+        "weight_bytes_source": bytes_source,
+        "kv_bytes_per_token_layer": kv_per_token_layer,
         "allreduces_per_forward": 2 * layers,
-        "allreduce_bytes_per_token": hidden * width,
-        "source": source,
+        "allreduce_bytes_per_token": hidden * ACTIVATION_BYTES,
     }
+
+
+IDENTITY_KEYS = ("architecture", "model_type", "layers", "hidden_size", "heads", "kv_heads", "head_dim",
+                 "kv_lora_rank", "experts", "active_experts", "vocab_size")
+
+
+def identity(model: dict[str, Any]) -> tuple:
+    """What makes two profiles the same model for a measurement: its properties and quantization, not its name."""
+    quant = model.get("quantization") or {}
+    return tuple(model.get(key) for key in IDENTITY_KEYS) + (quant.get("scheme") or quant.get("dtype"),)
+
+
+def same_model(builtin_name: str, model: dict[str, Any] | None) -> bool:
+    """Whether `model` is the built-in profile `builtin_name` by its properties (a measurement's `model=`)."""
+    if model is None:
+        return False
+    wanted = str(builtin_name).strip().lower().rsplit("/", 1)[-1]
+    models = builtin_models()
+    if wanted not in models:
+        return False
+    return identity(profile(wanted)) == identity(model)

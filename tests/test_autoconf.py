@@ -33,6 +33,11 @@ def test_defaults_not_written_unless_decided():
     assert table.render({"pcie_ipc_allreduce": True}, load_flag_set("0.5.12"), set(), "0.5.12").problems
 
 
+def _renamed(builtin, name):
+    """The built-in profile's config.json values under another name: the same model by its properties."""
+    return models.from_config(dict(models.builtin_models()[builtin]["config"]), name, source="test: renamed copy")
+
+
 def test_models():
     kimi = models.profile("kimi-k2.5")
     assert kimi["allreduces_per_forward"] == 122 and kimi["allreduce_bytes_per_token"] == 14336 and kimi["moe"]
@@ -117,31 +122,32 @@ def test_evidence_matching_and_relative_numbers():
                                          "config": "cuda_graph_max_bs=512 speculative_algorithm=none allreduce=nccl"}}])
     evidence = collect_evidence([base, rel])
     nccl = {"tp_size": 8, "custom_all_reduce": False}
+    kimi = models.profile("kimi-k2.5")
     # the path's own settings are named by allreduce=nccl
-    plain = _throughput(Candidate("nccl", dict(nccl)), evidence, "kimi-k2.5")
+    plain = _throughput(Candidate("nccl", dict(nccl)), evidence, kimi)
     assert plain[0] == 89.5 and [ev.rule_id for ev in plain[2]] == ["base"]
-    graphs = _throughput(Candidate("nccl", dict(nccl, cuda_graph_max_bs=128)), evidence, "kimi-k2.5")
+    graphs = _throughput(Candidate("nccl", dict(nccl, cuda_graph_max_bs=128)), evidence, kimi)
     assert graphs[0] == pytest.approx(97.555) and [ev.rule_id for ev in graphs[2]] == ["base", "rel"]
     # EAGLE-3 has its own measurement; the relative number speaks of no speculative decoding, so EAGLE-3 with
     # cuda_graph_max_bs=128 is a launch nobody measured
-    eagle = _throughput(Candidate("nccl", dict(nccl, speculative_algorithm="eagle3")), evidence, "kimi-k2.5")
+    eagle = _throughput(Candidate("nccl", dict(nccl, speculative_algorithm="eagle3")), evidence, kimi)
     assert eagle[0] == 54.1
     assert _throughput(Candidate("nccl", dict(nccl, cuda_graph_max_bs=128, speculative_algorithm="eagle3")),
-                       evidence, "kimi-k2.5") is None
+                       evidence, kimi) is None
     # a setting the evidence names must agree: another path, another batch size, another model
-    assert _throughput(Candidate("custom", {"tp_size": 8}), evidence, "kimi-k2.5") is None
+    assert _throughput(Candidate("custom", {"tp_size": 8}), evidence, kimi) is None
     # a setting the candidate departs in and no number names: it is not the launch that was measured
     other_bs = Candidate("nccl", dict(nccl, cuda_graph_max_bs=64))
-    assert _throughput(other_bs, evidence, "kimi-k2.5") is None
+    assert _throughput(other_bs, evidence, kimi) is None
     assert "this launch sets cuda_graph_max_bs=64, which the measurement did not" in other_bs.estimate_withheld[0]
     p2p_off = Candidate("nccl", dict(nccl, **{"env:NCCL_P2P_DISABLE": "1"}))
-    assert _throughput(p2p_off, evidence, "kimi-k2.5") is None
+    assert _throughput(p2p_off, evidence, kimi) is None
     assert "env:NCCL_P2P_DISABLE=1" in p2p_off.estimate_withheld[0]
-    # settings that do not change what decode throughput measures, and settings at their defaults, do not
-    assert _throughput(Candidate("nccl", dict(nccl, enable_p2p_check=True, model_path="/m")), evidence,
-                       "kimi-k2.5")[0] == 89.5
-    assert _throughput(Candidate("nccl", dict(nccl)), evidence, "deepseek-v3") is None
-    assert _throughput(Candidate("nccl", dict(nccl)), evidence, "moonshotai/Kimi-K2.5")[0] == 89.5
+    # settings that do not change what decode throughput measures do not
+    assert _throughput(Candidate("nccl", dict(nccl, enable_p2p_check=True, model_path="/m")), evidence, kimi)[0] == 89.5
+    assert _throughput(Candidate("nccl", dict(nccl)), evidence, models.profile("deepseek-v3")) is None
+    assert _throughput(Candidate("nccl", dict(nccl)), evidence,
+                       _renamed("kimi-k2.5", "moonshotai/Kimi-K2.5-local-copy"))[0] == 89.5
 
 
 def test_absolute_number_with_the_change_is_not_multiplied_again():

@@ -8,16 +8,17 @@ from importlib import resources
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from packaging.version import Version
 
 from topoctl.errors import TopoctlError
-from topoctl.sglang.flags import FlagSet, known_versions, load_flag_set
+from topoctl.sglang.flags import FlagSet, known_versions, load_flag_set, match_version, newest_version
 
 VERSIONS = ["0.5.5", "0.5.12", "0.5.18", "0.5.23"]
 
 
 def test_known_versions_cover_the_supported_releases():
     assert set(VERSIONS) <= set(known_versions())
-    assert known_versions() == sorted(known_versions(), key=lambda v: tuple(int(x) for x in v.split(".")))
+    assert known_versions() == sorted(known_versions(), key=Version)
 
 
 @pytest.mark.parametrize("version", VERSIONS)
@@ -113,12 +114,43 @@ def test_exact_version():
     assert (fs.version, fs.requested, fs.exact) == ("0.5.23", "0.5.23", True)
 
 
+def test_every_release_is_exact_post_releases_included():
+    for version in ("0.5.20", "0.5.12.post1", "0.5.5.post3", "0.5.10rc0"):
+        fs = load_flag_set(version)
+        assert (fs.version, fs.exact, fs.match, fs.warning) == (version, True, "exact", None)
+
+
 def test_nearest_older_version_is_used_and_noted():
-    fs = load_flag_set("0.5.20")
-    assert fs.version == "0.5.18" and fs.requested == "0.5.20" and not fs.exact
-    assert "0.5.20" in fs.note and "0.5.18" in fs.note and "older" in fs.note
-    assert load_flag_set("0.6.0").version == known_versions()[-1]
-    assert load_flag_set("0.5.12.post1").version == "0.5.12"
+    fs = load_flag_set("0.5.9.post1")  # no such release: 0.5.9's data, said in the note and the warning
+    assert fs.version == "0.5.9" and fs.requested == "0.5.9.post1" and not fs.exact and fs.match == "older"
+    assert "0.5.9.post1" in fs.note and "0.5.9" in fs.note and "older" in fs.note
+    assert "0.5.9.post1" in fs.warning and "nearest older" in fs.warning
+
+
+def test_newer_than_every_release_uses_the_newest_and_warns():
+    newest = newest_version()
+    assert newest == known_versions()[-1] and not Version(newest).is_prerelease
+    for version in ("0.6.0", "99.0", f"{newest}.post9", "0.5.99rc1", "0.5.99.dev4"):
+        fs = load_flag_set(version)
+        assert fs.version == newest and fs.match == "newest" and fs.newer_than_all
+        assert version in fs.warning and f"to {newest}" in fs.warning
+
+
+@pytest.mark.parametrize("version, expected", [
+    ("0.5.12rc1", "0.5.12"),            # a pre-release without data of its own: the release it leads to
+    ("0.5.10rc1", "0.5.10"),            # not 0.5.10rc0's data: only an exact match uses pre-release data
+    ("0.5.12.dev3", "0.5.12"),          # a dev build (setuptools-scm names it after the next release)
+    ("0.5.12.post1.dev0", "0.5.12.post1"),
+])
+def test_pre_release_and_dev_builds_use_their_release(version, expected):
+    fs = load_flag_set(version)
+    assert fs.version == expected and fs.match == "release" and not fs.exact
+    assert "pre-release or dev build" in fs.warning
+
+
+@pytest.mark.parametrize("version, expected", [("0.5.12+cu129", "0.5.12"), ("v0.5.10rc0+local", "0.5.10rc0")])
+def test_local_builds_are_their_release_exactly(version, expected):
+    assert match_version(version) == (expected, "exact")
 
 
 def test_version_older_than_all_data_is_an_error():
@@ -258,3 +290,26 @@ def test_resolve_never_crashes(token):
         r = load_flag_set(v).resolve(token)
         assert r.kind in ("exact", "prefix", "ambiguous", "unknown", "positional")
         assert (r.flag is not None) == r.ok
+
+
+@settings(max_examples=200, deadline=None)
+@given(minor=st.integers(5, 30), micro=st.integers(0, 40),
+       post=st.one_of(st.none(), st.integers(0, 5)),
+       pre=st.one_of(st.none(), st.tuples(st.sampled_from(["a", "b", "rc"]), st.integers(0, 3))),
+       dev=st.one_of(st.none(), st.integers(0, 9)),
+       local=st.one_of(st.none(), st.from_regex(r"[a-z0-9]{1,6}", fullmatch=True)))
+def test_match_version_is_total_and_never_looks_past_the_release(minor, micro, post, pre, dev, local):
+    text = f"0.{minor}.{micro}" + (f"{pre[0]}{pre[1]}" if pre else "") + (f".post{post}" if post is not None else "") \
+        + (f".dev{dev}" if dev is not None else "")
+    want = Version(text)
+    if want < Version("0.5.5"):
+        return
+    chosen, how = match_version(text)
+    assert chosen in known_versions() and how in ("exact", "release", "older", "newest")
+    assert match_version(text + (f"+{local}" if local else "")) == (chosen, how)  # a local label changes nothing
+    release = Version(want.base_version + (f".post{want.post}" if want.post is not None else ""))
+    if how == "exact":
+        assert Version(chosen) == want
+    else:
+        assert not Version(chosen).is_prerelease and Version(chosen) <= release
+        assert (how == "newest") == (chosen == newest_version() and Version(chosen) < release)

@@ -178,7 +178,8 @@ def test_forbid_by_nccl_token():
 
 
 def test_a_rule_can_say_what_sglang_turns_on_by_itself():
-    report = evaluate(RULES, rtx_pro_6000_8x_pcie(sglang="0.5.5"), {"model": {"name": "gpt-oss-120b"}, "tp_size": 8})
+    model = {"name": "gpt-oss-120b", "architecture": "GptOssForCausalLM"}
+    report = evaluate(RULES, rtx_pro_6000_8x_pcie(sglang="0.5.5"), {"model": model, "tp_size": 8})
     by_rule = {(item.finding.rule_id, item.setting) for item in violations(report, {})}
     assert ("flashinfer-allreduce-fusion-auto-on-sglang-0.5.5-sm12x", "flashinfer_allreduce_fusion") in by_rule
     assert ("flashinfer-allreduce-fusion-sm12x", "flashinfer_allreduce_fusion") in by_rule

@@ -45,11 +45,11 @@ def test_facts_cache_gives_the_same_reports_and_builds_pair_facts_once(monkeypat
 
 
 def test_path_latency_and_document_are_built_once(monkeypatch, capsys):
-    from topoctl.autoconf import render, search
+    from topoctl.autoconf import cost, render, search
 
     calls = {"latency": 0, "document": 0}
-    known, document = search._known_latency, render._document
-    monkeypatch.setattr(search, "_known_latency", lambda *a: calls.__setitem__("latency", calls["latency"] + 1) or known(*a))
+    known, document = cost._known_latency, render._document
+    monkeypatch.setattr(cost, "_known_latency", lambda *a: calls.__setitem__("latency", calls["latency"] + 1) or known(*a))
     monkeypatch.setattr(render, "_document", lambda r: calls.__setitem__("document", calls["document"] + 1) or document(r))
     code, _, err = run(["recommend", "--system", "rtx-pro-6000-8x-pcie", *EAGLE, "--explain"], capsys)
     assert code == 0, err

@@ -19,6 +19,7 @@ from topoctl.errors import EXIT_INTERNAL, EXIT_PIPE, EXIT_USAGE, TopoctlError, o
 
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "probe": ("topoctl.commands.probe", "What is this machine? GPUs, every pair's P2P and link, PCIe tree, versions."),
+    "bench": ("topoctl.commands.bench", "How fast is it really, does P2P really work? Measurements into the snapshot."),
     "show": ("topoctl.commands.show", "An nvidia-smi-like matrix of links and P2P, for people."),
     "recommend": ("topoctl.commands.recommend", "The fastest launch known to work here (> launch.env)."),
     "check": ("topoctl.commands.check", "Is this launch safe on that machine? Exit code for CI."),
@@ -99,7 +100,8 @@ class LazyGroup(click.Group):
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
-@click.version_option(__version__, "--version", prog_name="topoctl")
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=lambda ctx, _p, value: _version(ctx, value),
+              help="Show topoctl's version and the SGLang releases it has flag data for, and exit.")
 def cli() -> None:
     """Probe a multi-GPU machine, recommend the fastest SGLang launch known to work on it, and block
     known-broken launches before they reach the GPUs.
@@ -116,6 +118,20 @@ def cli() -> None:
       topoctl recommend --system rtx-pro-6000-8x-pcie
       topoctl recommend --list-systems           # the built-in systems
     """
+
+
+def _version(ctx: click.Context, value: bool) -> None:
+    """`topoctl --version`: topoctl's own version and the SGLang releases it knows, the newest named."""
+    if not value or ctx.resilient_parsing:
+        return
+    from topoctl.sglang.flags import known_versions, newest_version
+
+    versions = known_versions()
+    click.echo(f"topoctl {__version__}")
+    if versions:
+        click.echo(f"SGLang flag data: {len(versions)} versions, {versions[0]} to {newest_version()}; newest known "
+                   f"release {newest_version()} (a newer one is judged with its data, with a warning)")
+    ctx.exit()
 
 
 def _report(error: TopoctlError) -> int:

@@ -99,6 +99,14 @@ def _world(system: str, buses: list[str], sysfs_paths: list[str], numa: list[int
     }
 
 
+def acs_config(control: int = 0x0000, capability: int = 0x005F) -> str:
+    """A bridge's PCI config space as root reads it, hex text, up to the ACS block: the standard header
+    (zeros: only the ACS block matters to the probe) and one extended capability at 0x100, ACS (id 0x000d,
+    version 1, last in the list), capability and control registers as Linux's pci_regs.h lays them out."""
+    header = (0x000D | (1 << 16)).to_bytes(4, "little")
+    return (bytes(0x100) + header + capability.to_bytes(2, "little") + control.to_bytes(2, "little")).hex()
+
+
 def _torch_facts(spec: dict[str, Any], torch_version: str, cuda: str, nccl: str,
                  peer: Any = True) -> dict[str, Any]:
     gpus = spec["gpus"]
@@ -132,6 +140,10 @@ def rtx_pro_6000_8x_pcie() -> dict[str, Any]:
             numa.append(socket)
     pcie = {"cur_gen": 5, "max_gen": 5, "gpu_max_gen": 5, "cur_width": 16, "max_width": 16}
     gpus = [_gpu(system, i, name, buses[i], (12, 0), 10, 97887, pcie, mig=[0, 0]) for i in range(8)]
+    for gpu in gpus:  # assumed (README.md): BAR1 covers the 96 GB; no PCIe replays or errors
+        gpu["bar1"] = {"total": 128 * 1024 ** 3, "used": 40 * MiB}
+        gpu["pcie_counters"] = {"replay": 0, "replay_rollover": 0, "l0_to_recovery": 0, "correctable_errors": 0,
+                                "nonfatal_errors": 0, "fatal_errors": 0}
     same_socket = lambda i, j: i // 4 == j // 4  # noqa: E731
     spec = {
         "driver": "575.57.08", "cuda_driver": 12090, "nvml_version": "12.575.57.08", "gpus": gpus,
@@ -144,6 +156,8 @@ def rtx_pro_6000_8x_pcie() -> dict[str, Any]:
                                       nccl_wheel="2.27.3"),
                    hostname="rtx-pro-6000-8x", kernel="6.8.0-60-generic")
     world["torch"] = {"facts": _torch_facts(spec, "2.8.0+cu129", "12.9", "2.27.3", peer=True)}
+    for bdf in bridges:  # assumed (README.md): probed as root, ACS present with redirect off; no IOMMU
+        world["files"][f"config:/sys/bus/pci/devices/{bdf}/config"] = acs_config(0x0000)
     return {"name": system, "nvml": spec, "world": world, "with_torch": True}
 
 

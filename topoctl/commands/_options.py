@@ -137,9 +137,25 @@ def flag_set_for(version: str | None) -> Any:
 
         version = max(known_versions(), key=Version)
     try:
-        return load_flag_set(version)
+        flags = load_flag_set(version)
     except TopoctlError:
         raise
     except Exception as exc:  # noqa: BLE001 - an odd version string from a snapshot
         raise TopoctlError(f"cannot read SGLang version {version!r}: {exc}",
                            hint="pass --sglang-version X.Y.Z") from None
+    warn_inexact(flags)
+    return flags
+
+
+def warn_inexact(flags: Any) -> None:
+    """Flags judged with another version's data: one line on stderr (once per version and run), besides the
+    note in the output's header."""
+    warning = getattr(flags, "warning", None)
+    if not warning:
+        return
+    ctx = click.get_current_context(silent=True)
+    said = ctx.find_root().meta.setdefault("topoctl_version_warnings", set()) if ctx is not None else set()
+    if warning in said:
+        return
+    said.add(warning)
+    click.echo(f"topoctl: warning: {warning}", err=True)

@@ -37,21 +37,20 @@ def _list_systems() -> str:
     return "\n".join(lines) + ("\n" if lines else "")
 
 
-def note_newest(flags) -> None:
-    """A version newer than every flag data file: said on stderr too, not only in the output's header."""
-    if getattr(flags, "newer_than_all", False):
-        click.echo(f"topoctl: note: no SGLang flag data for {flags.requested}; flags are from {flags.version}, "
-                   "the newest known version", err=True)
-
-
 @click.command("recommend")
 @target_options
 @click.option("--list-systems", is_flag=True, help="List the built-in reference systems and exit.")
+@click.option("--list-models", is_flag=True, help="List the built-in model profiles (properties, weight bytes, source) and exit.")
 @click.option("--model", "model_name", metavar="NAME",
-              help="Built-in model profile (kimi-k2.5, deepseek-v3, llama-3.1-70b, qwen3-235b-a22b).")
+              help="Built-in model profile (kimi-k2.5, deepseek-v3, llama-3.1-70b, gpt-oss-120b, ...; --list-models).")
+@click.option("--model-path", metavar="DIR",
+              help="The model folder SGLang is given: its config.json, and the exact weight bytes from "
+                   "model.safetensors.index.json (or the .safetensors files) when present. A Hugging Face cache "
+                   "folder (models--org--name) resolves to its snapshot.")
 @click.option("--model-config", metavar="PATH",
-              help="A Hugging Face config.json to read the model from: num_hidden_layers and hidden_size (under "
-                   "text_config for multimodal models); n_routed_experts, num_experts or num_local_experts mean MoE.")
+              help="A Hugging Face config.json alone: num_hidden_layers and hidden_size (under text_config for multimodal "
+                   "models), heads, KV heads, MLA ranks; n_routed_experts, num_experts or num_local_experts mean MoE; "
+                   "the weight bytes are computed from these and its quantization_config.")
 @click.option("--sglang-version", metavar="X.Y.Z",
               help="SGLang version to write flags for (default: the one installed on the target). A leading v and a "
                    "build tag (0.5.12+cu129) are dropped.")
@@ -69,7 +68,8 @@ def note_newest(flags) -> None:
 @click.option("--explain", is_flag=True, help="Print the reasoning and the blocked alternatives to stderr.")
 @rules_options
 @click.option("-o", "--output", metavar="FILE", help="Write to FILE atomically instead of stdout.")
-def command(topology, system, list_systems, fallback_system, model_name, model_config, sglang_version, speculative, draft_model,
+def command(topology, system, list_systems, fallback_system, list_models, model_name, model_path, model_config,
+            sglang_version, speculative, draft_model,
             force_speculative, tp_size, ep_size, fmt, explain, rules_dirs, disabled, output):
     """Recommend the fastest SGLang launch known to work on the target machine.
 
@@ -88,11 +88,18 @@ def command(topology, system, list_systems, fallback_system, model_name, model_c
     if list_systems:
         emit(_list_systems(), output)
         return 0
+    if list_models:
+        from topoctl.autoconf.models import list_models_text
+
+        emit(list_models_text(), output)
+        return 0
     require_value("--model", model_name, "name a built-in profile (kimi-k2.5, deepseek-v3, ...) or leave it out")
     require_value("--model-config", model_config, "give the path of the model's config.json, or leave it out")
+    require_value("--model-path", model_path, "give the model folder (the one holding config.json), or leave it out")
     require_value("--draft-model", draft_model, "give the path of the EAGLE-3 draft model")
-    if model_name and model_config:
-        raise TopoctlError("give either --model or --model-config, not both")
+    if sum(1 for given in (model_name, model_path, model_config) if given) > 1:
+        raise TopoctlError("give one of --model, --model-path and --model-config, not both",
+                           hint="they all name the model; --model-path reads a model folder, --model-config a config.json")
     if speculative and not draft_model:
         raise TopoctlError("--speculative eagle3 needs --draft-model PATH", hint="the EAGLE-3 draft model to verify with")
     if draft_model and not speculative:
@@ -103,7 +110,9 @@ def command(topology, system, list_systems, fallback_system, model_name, model_c
     from topoctl.autoconf import models
 
     model = None
-    if model_config:
+    if model_path:
+        model = models.from_model_dir(model_path)
+    elif model_config:
         model = models.from_hf_config(model_config)
     elif model_name:
         model = models.profile(model_name)
@@ -121,7 +130,6 @@ def command(topology, system, list_systems, fallback_system, model_name, model_c
     result = search(snapshot, model, flags, version, speculative=speculative.lower() if speculative else None,
                     draft_model=draft_model, force_speculative=force_speculative, tp_size=tp_size,
                     ep_size=ep_size, ruleset=ruleset)
-    note_newest(flags)
     if explain:
         click.echo(explain_text(result), err=True, nl=False)
     emit(render(result, fmt), output)

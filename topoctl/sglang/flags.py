@@ -9,8 +9,11 @@ whether it takes a value, whether it is deprecated (and by what), and how argpar
     fs.resolve("--cuda-graph-max-bs").kind      # "ambiguous": argparse prefix matching, start-up error
     fs.suggest("--cuda-graph-max-bs")           # ["--cuda-graph-max-bs-decode", ...]
 
-A version with no data file uses the nearest older one that has it (FlagSet.exact is False and FlagSet.note
-says so); a version older than every data file is an error.
+Versions are matched to data files by match_version (docs/sglang-versions.md): a local build (+cu129) is its
+release; a pre-release or dev build without data of its own (0.5.12rc1, 0.5.12.dev3) uses the data of the
+release it leads to, else the nearest older release; a version without data uses the nearest older release,
+and one newer than every data file the newest (FlagSet.exact is False; FlagSet.note and FlagSet.warning say
+so). A version older than every data file is an error.
 
 Only json loading happens here (no SGLang, torch or network), so this is cheap to import and call.
 """
@@ -111,7 +114,17 @@ class FlagSet:
     env: list[dict[str, Any]] = field(default_factory=list)
     source: dict[str, Any] = field(default_factory=dict)
     newer_than_all: bool = False  # the version asked for is newer than every data file (the newest was used)
+    match: str = "exact"  # how `requested` was matched to `version`: exact, release, older, newest (match_version)
     _option_index: dict[str, str] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def warning(self) -> str | None:
+        """One line for stderr when the flags are not this very version's, else None."""
+        if self.exact:
+            return None
+        return (f"no SGLang flag data for {self.requested}; its flags are judged as SGLang {self.version}'s, "
+                + _MATCH_REASON.get(self.match, "the nearest older")
+                + (f" (topoctl knows {known_versions()[0]} to {newest_version()})" if self.match == "newest" else ""))
 
     @property
     def _options(self) -> dict[str, str]:
@@ -203,8 +216,8 @@ class FlagSet:
         matches: list[tuple[str, str | None]] = []
         if token[1] == "-":
             if self.allow_abbrev:
-                prefix, value = token.split("=", 1) if "=" in token else (token, None)
-                matches = [(o, value) for o in opts if o.startswith(prefix)]
+                prefix, given = token.split("=", 1) if "=" in token else (token, None)
+                matches = [(o, given) for o in opts if o.startswith(prefix)]
         else:
             short, short_value = token[:2], token[2:]
             for o in opts:
@@ -217,8 +230,8 @@ class FlagSet:
             flags = tuple(dict.fromkeys(opts[o] for o in cands))
             return Resolution(token, "ambiguous", candidates=cands, candidate_flags=flags)
         if len(matches) == 1:
-            o, value = matches[0]
-            return Resolution(token, "prefix", opts[o], o, value)
+            o, matched_value = matches[0]
+            return Resolution(token, "prefix", opts[o], o, matched_value)
         if _NEGATIVE_NUMBER.match(token) or " " in token:
             return Resolution(token, "positional")
         return Resolution(token, "unknown")
@@ -266,35 +279,71 @@ def _load_doc(version: str) -> dict[str, Any]:
         return json.loads(handle.read())
 
 
-def load_flag_set(version: str) -> FlagSet:
-    """The flag set of SGLang `version`, or of the nearest older version with data (noted on the result)."""
+def newest_version() -> str | None:
+    """The newest SGLang release topoctl has flag data for (pre-releases count only when nothing else)."""
+    versions = known_versions()
+    finals = [v for v in versions if not Version(v).is_prerelease]
+    return finals[-1] if finals else (versions[-1] if versions else None)
+
+
+def _release_of(want: Version) -> Version:
+    """The release a pre-release or dev build leads to: 0.5.12rc1 and 0.5.12.dev3 -> 0.5.12,
+    0.5.12.post1.dev0 -> 0.5.12.post1."""
+    text = want.base_version + (f".post{want.post}" if want.post is not None else "")
+    return Version(text)
+
+
+def match_version(version: str) -> tuple[str, str]:
+    """(the data version to use, how it was matched) for an SGLang version string.
+
+    how: "exact" (data for this very version; a local label such as +cu129 is dropped first),
+    "release" (a pre-release or dev build judged with the data of the release it leads to),
+    "older" (no data: the nearest older release), "newest" (newer than every release with data: the newest).
+    TopoctlError when the version is older than every data file, or not a version.
+    """
     want = _parse_version(version)
     versions = known_versions()
     if not versions:
         raise TopoctlError("no SGLang flag data is installed",
                            hint="reinstall topoctl; topoctl/sglang/data/sglang-*.json ship with it")
-    exact = [v for v in versions if Version(v) == want]
-    older = [v for v in versions if Version(v) <= want]
-    if exact:
-        chosen, is_exact = exact[0], True
-        note = f"flag data for SGLang {chosen}"
-    elif older:
-        chosen, is_exact = older[-1], False
-        note = (f"no flag data for {version}; using {chosen}, the nearest older"
-                + (" (the newest known version)" if chosen == versions[-1] else ""))
-    else:
+    for v in versions:
+        if Version(v) == want:
+            return v, "exact"
+    finals = [v for v in versions if not Version(v).is_prerelease]
+    target = _release_of(want) if (want.is_prerelease or want.is_devrelease) else want
+    for v in finals:
+        if Version(v) == target:
+            return v, "release"
+    older = [v for v in finals if Version(v) <= target]
+    if not older:
         raise TopoctlError(
             f"no SGLang flag data for {version} or any older version",
             hint="known versions: " + ", ".join(versions)
-            + " (add one with scripts/extract_sglang_flags.py, see docs/sglang-flags.md)",
+            + " (add one with scripts/extract_sglang_flags.py, see docs/sglang-versions.md)",
         )
+    return older[-1], ("newest" if older[-1] == finals[-1] else "older")
+
+
+_MATCH_REASON = {
+    "release": "the release this pre-release or dev build leads to",
+    "newest": "the newest known version",
+    "older": "the nearest older",
+}
+
+
+def load_flag_set(version: str) -> FlagSet:
+    """The flag set of SGLang `version`, matched as match_version says (noted on the result)."""
+    chosen, how = match_version(version)
+    note = f"flag data for SGLang {chosen}" if how == "exact" else \
+        f"no flag data for {version}; using {chosen}, {_MATCH_REASON[how]}"
     doc = _load_doc(chosen)
     return FlagSet(
         version=chosen,
         requested=str(version),
-        exact=is_exact,
+        exact=how == "exact",
         note=note,
-        newer_than_all=not is_exact and chosen == versions[-1],
+        match=how,
+        newer_than_all=how == "newest",
         allow_abbrev=bool(doc.get("allow_abbrev", True)),
         flags=doc["flags"],
         env=list(doc.get("env", [])),

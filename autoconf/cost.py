@@ -1,0 +1,181 @@
+"""The cost side of a candidate: which rule evidence speaks of it (tok/s, measured or reported), and the
+modelled allreduce time of one forward pass (allreduces x per-call latency of its path)."""
+from __future__ import annotations
+
+from typing import Any
+
+from topoctl.autoconf.data_files import load
+from topoctl.autoconf.evidence import (
+    DESCRIPTIVE_KEYS,
+    INTERCONNECT_KEY,
+    MODEL_KEY,
+    Evidence,
+    _changed,
+    _fmt,
+    _here,
+    unmeasured_settings,
+)
+from topoctl.autoconf.models import same_model
+from topoctl.autoconf.space import SPEC_GROUP, Candidate, agrees
+from topoctl.autoconf.target import interconnect
+from topoctl.rules.settings import equal
+from topoctl.sglang import spelling as table
+
+NO_MODEL_NOTE = "no model given: ranked by per-call allreduce latency"
+
+
+def estimate_formula(cand: Candidate) -> str | None:
+    """How a candidate's tok/s estimate was reached, e.g. `89.5 tok/s measured (rule a) x 1.09 (+9% with
+    cuda_graph_max_bs=128 instead of 512, measured, rule b) = 97.6 tok/s`; None without throughput evidence."""
+    if cand.estimate is None or not cand.estimate_basis:
+        return None
+    base = cand.estimate_basis[0]
+    text = f"{_fmt(base.value)} {base.unit} {base.level} (rule {base.rule_id})"
+    for rel in cand.estimate_basis[1:]:
+        text += (f" x {rel.factor():.4g} ({rel.relative_text()} with {rel.change_text()}, {rel.level}, "
+                 f"rule {rel.rule_id})")
+    if len(cand.estimate_basis) > 1:
+        text += f" = {cand.estimate:.1f} {base.unit}"
+    return text
+
+
+def model_matches(wanted: Any, model: dict[str, Any] | None) -> bool:
+    """An evidence `model=` against the requested model: `wanted` names the built-in profile that was measured,
+    and the requested model matches when its properties are that profile's (architecture, layers, widths,
+    heads, experts, vocabulary, quantization), whatever the requested model is called."""
+    if wanted is None:
+        return True
+    return same_model(str(wanted), model)
+
+
+def applies(ev: Evidence, cand: Candidate, model: dict[str, Any] | None, link: str | None = None) -> bool:
+    """Whether a number measured under ev.config speaks of this candidate: every setting the evidence names
+    agrees with the candidate (a setting the candidate leaves out takes SGLang's default); settings the
+    evidence does not name do not disqualify it."""
+    if ev.path is not None and ev.path != cand.path:
+        return False
+    for key, value in ev.config.items():
+        if key in DESCRIPTIVE_KEYS:
+            continue
+        if key == INTERCONNECT_KEY:
+            if not _here(ev, link):
+                return False
+            continue
+        if key == MODEL_KEY:
+            if not model_matches(value, model):
+                return False
+            continue
+        if not agrees(key, value, cand.launch, cand.defaults):
+            return False
+    return True
+
+
+def throughput(cand: Candidate, evidence: list[Evidence], model: dict[str, Any] | None,
+               link: str | None = None) -> tuple[float, int, list[Evidence]] | None:
+    """Expected tok/s of a candidate: the absolute number that applies to it (the most specific, then the best
+    level, then the lower value), times each relative number that applies to it and changes a setting the
+    absolute number was not measured with; (value, level, basis: the absolute number first).
+
+    A number is carried onto the candidate only when the candidate is the launch that was measured: every
+    setting it departs from SGLang's defaults in is named by the number, its allreduce path or an applied
+    relative number (evidence.unmeasured_settings). The numbers left out for that reason are said in
+    cand.estimate_withheld."""
+    exact = [ev for ev in evidence if ev.kind == "throughput" and applies(ev, cand, model, link)]
+    cand.estimate_withheld = []
+    for base in sorted(exact, key=lambda ev: (len(ev.config) + (ev.path is not None), ev.rank, -abs(ev.value)),
+                       reverse=True):
+        value, level, basis, taken = _chain(base, cand, evidence, model, link)
+        named = set(base.config) | taken
+        if base.path is not None:
+            named |= set(table.table()["allreduce_paths"][base.path])
+        if "speculative_algorithm" in base.config:
+            named |= set(SPEC_GROUP)
+        unmeasured = unmeasured_settings(cand.launch, cand.defaults, named)
+        if not unmeasured:
+            return value, level, basis
+        cand.estimate_withheld.append(f"not carried: {base.describe()}: this launch sets {', '.join(unmeasured)}, "
+                                      "which the measurement did not")
+    return None
+
+
+def _chain(base: Evidence, cand: Candidate, evidence: list[Evidence], model: dict[str, Any] | None,
+           link: str | None) -> tuple[float, int, list[Evidence], set[str]]:
+    """The absolute number times the relative numbers that apply to the candidate, and the settings they change."""
+    value, level, basis = base.value, base.rank, [base]
+    taken: set[str] = set()
+    for rel in sorted((ev for ev in evidence if ev.kind == "relative"), key=lambda ev: (ev.rule_id, ev.config_text)):
+        if not applies(rel, cand, model, link):
+            continue
+        changed = _changed(rel)
+        if not changed or taken & set(changed):
+            continue
+        # The absolute number must stand for the relative number's baseline: it names none of the changed
+        # settings, or names them at the baseline's value (a number measured with the change already has it).
+        if "allreduce" in changed and base.path is not None:
+            continue
+        if any(key in base.config and not equal(key, base.config[key], before) for key, (_, before) in changed.items()):
+            continue
+        value *= rel.factor()
+        level = min(level, rel.rank)
+        basis.append(rel)
+        taken.update(changed)
+    return value, level, basis, taken
+
+
+def _known_latency(path: str, evidence: list[Evidence], snapshot: dict[str, Any]) -> tuple[float, int, str] | None:
+    """Per-call latency of one path from the best evidence here, else the modelled cost table."""
+    link = interconnect(snapshot)
+    items = [ev for ev in evidence if ev.kind == "latency" and ev.path == path and _here(ev, link)]
+    if items:
+        best = max(items, key=lambda ev: (ev.rank, -ev.value))
+        return best.latency_us(), best.rank, best.describe()
+    costs = load("costs.yaml")
+    per_link = (costs.get("latency_us") or {}).get(link) or {}
+    if path in per_link:
+        return float(per_link[path]), 1, f"{per_link[path]} us per call (modelled: {costs.get('source')})"
+    return None
+
+
+def path_latencies(evidence: list[Evidence], snapshot: dict[str, Any]) -> dict[str, tuple[float, int, str]]:
+    """Per-call allreduce latency (us), level and basis of every path: best evidence, else the cost table; a
+    path with neither is assumed no faster than the slowest path that has data here (no gain is assumed for
+    what nobody measured). Computed once per search: it depends on the path, not on the candidate."""
+    paths = list(table.table()["allreduce_paths"])
+    known = {path: _known_latency(path, evidence, snapshot) for path in paths}
+    out: dict[str, tuple[float, int, str]] = {}
+    for path in paths:
+        found = known[path]
+        if found:
+            out[path] = found
+            continue
+        others = [(item[0], other) for other, item in known.items() if other != path and item]
+        if others:
+            value, other = max(others)
+            out[path] = (value, 1, f"no data for this path: assumed no faster than {other} (modelled)")
+        else:
+            out[path] = (100.0, 1, "no data: 100 us per call assumed (modelled)")
+    return out
+
+
+def allreduces_per_forward(model: dict[str, Any] | None, notes: list[str]) -> int:
+    """Allreduces of one forward pass come from the model; without one, paths are ranked by per-call latency."""
+    allreduces = (model or {}).get("allreduces_per_forward")
+    if not allreduces:
+        notes.append(NO_MODEL_NOTE)
+        return 1
+    return int(allreduces)
+
+
+def estimate_all(cands: list[Candidate], evidence: list[Evidence], snapshot: dict[str, Any],
+                 model: dict[str, Any] | None, allreduces: int) -> None:
+    """Each candidate's tok/s from evidence (when any reaches it) and its modelled allreduce time."""
+    latencies = path_latencies(evidence, snapshot)
+    link = interconnect(snapshot)
+    for cand in cands:
+        found = throughput(cand, evidence, model, link)
+        if found:
+            cand.estimate, cand.estimate_level, cand.estimate_basis = found
+        latency, level, basis = latencies[cand.path]
+        cand.allreduce_us = allreduces * latency
+        cand.allreduce_level = level
+        cand.allreduce_basis = [basis]

@@ -1,0 +1,133 @@
+"""Ranking candidate launches, and saying why the winner won.
+
+After fewest warnings and the most remedies of blocking rules honoured (a `prefer` of a block rule, e.g.
+NCCL_P2P_DISABLE=1 where a pair of the group has no or an unverified P2P: a safe launch is not traded for a
+number measured on another launch):
+
+1. measured > upstream-reported > modelled: a candidate whose expected speed rests on measurements outranks
+   one that rests on upstream claims, which outranks the cost model alone;
+2. within a level, the faster estimate wins (tok/s from evidence; or, without throughput evidence, the
+   modelled allreduce time of one forward pass); a number is carried only onto the launch that was measured
+   (cost.throughput, evidence.unmeasured_settings);
+3. then the user's request (EAGLE-3 asked for), the number of rule preferences honoured, and the fewest
+   departures from SGLang's defaults.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from topoctl.autoconf.evidence import LEVEL_NAMES, LEVELS, _fmt
+from topoctl.autoconf.space import SPEC_GROUP, Candidate, Space
+from topoctl.errors import TopoctlError
+
+
+def sort_key(cand: Candidate) -> tuple:
+    has_throughput = cand.estimate is not None
+    score = cand.estimate if has_throughput else -cand.allreduce_us
+    return (-len(cand.warnings), cand.remedies, cand.level, has_throughput, round(score, 6), cand.honours_request,
+            cand.prefers, -cand.departures)
+
+
+def rank(candidates: list[Candidate], blocked: list[Candidate]) -> None:
+    """Order both lists in place: the passing ones best first, the blocked ones stably."""
+    candidates.sort(key=Candidate.canonical)
+    candidates.sort(key=sort_key, reverse=True)
+    blocked.sort(key=Candidate.canonical)
+
+
+def require_a_launch(candidates: list[Candidate], blocked: list[Candidate]) -> None:
+    """Exit 1, naming the blocking rules, when nothing passes."""
+    if candidates:
+        return
+    reasons_text = sorted({f"{finding.rule_id}: {finding.message}" for cand in blocked
+                           for finding, _ in cand.blocked_by})
+    raise TopoctlError("no launch passes the rules on this machine: " + "; ".join(reasons_text[:4]),
+                       hint="run with --explain to see every blocked alternative", exit_code=1)
+
+
+def winner_reasons(winner: Candidate, space: Space, paths: dict[str, Any], tp: int,
+                   gpu_count: int) -> tuple[dict[str, list[str]], set[str]]:
+    """(setting -> rule ids / topoctl reasons behind its value, the settings something decided)."""
+    reasons = {key: list(value) for key, value in space.reasons.items()}
+    decided = set(reasons)
+    decided.update(setting for setting, _, _ in space.prefer_pairs)
+    decided.add("tp_size")
+    for ev in winner.estimate_basis:
+        decided.update(ev.config)
+    reasons.setdefault("tp_size", []).append("topoctl: tensor parallel across " + (
+        f"all {gpu_count} GPUs" if tp == gpu_count else
+        f"{tp} GPUs (--tp-size): GPUs {','.join(str(index) for index in winner.gpus)}"))
+    for setting, _, rule_id in space.prefer_pairs:
+        reasons.setdefault(setting, []).append(rule_id)
+    for name in paths[winner.path]:
+        reasons.setdefault(name, []).append(f"ranking: allreduce path {winner.path}")
+    if winner.speculative:
+        for name in ("speculative_algorithm", "speculative_draft_model_path") + SPEC_GROUP:
+            reasons.setdefault(name, []).append("requested: --speculative " + winner.speculative)
+    for name in space.options:
+        if name not in reasons:
+            reasons[name] = ["ranking"]
+    return {k: sorted(set(v)) for k, v in reasons.items()}, decided
+
+
+def faster_paths(winner: Candidate, candidates: list[Candidate], paths: dict[str, Any]) -> list[Candidate]:
+    """Other paths worth offering: clean, backed by at least upstream reports, and modelled faster."""
+    offers = []
+    for path in paths:
+        if path == winner.path:
+            continue
+        best = next((c for c in candidates if c.path == path and c.speculative == winner.speculative), None)
+        if best and not best.warnings and best.allreduce_level >= LEVELS["upstream-reported"] \
+                and best.allreduce_us < winner.allreduce_us:
+            offers.append(best)
+    return offers
+
+
+def _side(cand: Candidate | None) -> dict[str, Any] | None:
+    if cand is None:
+        return None
+    basis = cand.estimate_basis[0] if cand.estimate_basis else None
+    return {
+        "config": cand.label(),
+        "throughput_tok_s": round(basis.value, 3) if basis else None,
+        "estimated_tok_s": round(cand.estimate, 3) if cand.estimate is not None else None,
+        "level": LEVEL_NAMES[cand.level],
+        "evidence": [ev.describe() for ev in cand.estimate_basis] or cand.allreduce_basis,
+        "modelled_allreduce_ms_per_forward": round(cand.allreduce_us / 1000.0, 3),
+    }
+
+
+def speculative_comparison(candidates: list[Candidate], winner: Candidate, speculative: str | None, forced: bool,
+                           blocked: list[Candidate]) -> dict[str, Any] | None:
+    """With vs without speculative decoding, when it was asked for: which was emitted and why."""
+    if not speculative:
+        return None
+    with_spec = next((c for c in candidates if c.speculative), None)
+    without = next((c for c in candidates if not c.speculative), None)
+    out: dict[str, Any] = {"asked": speculative, "forced": forced,
+                           "with": _side(with_spec), "without": _side(without),
+                           "emitted": "with" if winner.speculative else "without"}
+    name = speculative.upper().replace("EAGLE3", "EAGLE-3")
+    if with_spec is None:
+        reasons = sorted({f.rule_id for c in blocked if c.speculative for f, _ in c.blocked_by})
+        out["verdict"] = "blocked"
+        out["message"] = f"{name} is blocked on this machine (rules: {', '.join(reasons) or 'none'})"
+    elif without is None:
+        out["verdict"] = "forced" if forced else "only"
+        out["message"] = f"{name} kept (--force-speculative)" if forced else f"{name} is the only launch left"
+    elif not winner.speculative:
+        a, b = out["with"], out["without"]
+        shown_a = a["throughput_tok_s"] if a["throughput_tok_s"] is not None else a["estimated_tok_s"]
+        shown_b = b["throughput_tok_s"] if b["throughput_tok_s"] is not None else b["estimated_tok_s"]
+        out["verdict"] = "slower"
+        if shown_a is not None and shown_b is not None:
+            out["message"] = (f"{name} is slower here: {_fmt(shown_a)} tok/s with it vs {_fmt(shown_b)} tok/s "
+                              f"without ({a['level']}); emitting the launch without it "
+                              "(--force-speculative keeps it)")
+        else:
+            out["message"] = (f"{name} ranks below the launch without it ({a['level']} vs {b['level']} evidence); "
+                              "emitting the launch without it (--force-speculative keeps it)")
+    else:
+        out["verdict"] = "kept"
+        out["message"] = f"{name} kept: no evidence that it is slower on this machine"
+    return out

@@ -1,0 +1,165 @@
+"""The candidate space: which launches `recommend` considers.
+
+Allreduce paths come from sglang/data/spelling.yaml, EAGLE-3 is on or off (when asked for), and every other
+setting a rule's effect mentions is searched over SGLang's default and each value the rules name (a required
+value is the only option)."""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Any
+
+from topoctl.autoconf.evidence import Evidence
+from topoctl.rules.settings import equal
+from topoctl.sglang import spelling as table
+
+SPEC_GROUP = tuple(table.table()["speculative_group"])  # the three EAGLE sizes, from sglang/data/spelling.yaml
+ROLE_SETTINGS = ("speculative_algorithm", "speculative_draft_model_path", "tp_size", "ep_size", "model_path")
+
+
+def effect_items(effect: dict[str, Any], kind: str) -> list[tuple[str, Any]]:
+    """(setting, values) of a finding's forbid list (values: the `values` operand, or None), (setting, value)
+    of its require/prefer mapping. The loader has normalised the effect (forbid entries are mappings)."""
+    if kind == "forbid":
+        return [(entry["setting"], entry.get("values")) for entry in effect.get("forbid") or ()]
+    return list((effect.get(kind) or {}).items())
+
+
+def agrees(setting: str, value: Any, launch: dict[str, Any], scoped: dict[str, Any] | None = None) -> bool:
+    """Whether a launch runs with `value` for `setting` (a setting it leaves out, or `none`, is at its default:
+    `scoped`, what the rules say SGLang does by itself here, else rules/settings.yaml)."""
+    return equal(setting, launch.get(setting), value, scoped)
+
+
+@dataclass
+class Candidate:
+    path: str
+    launch: dict[str, Any]
+    blocked_by: list[tuple[Any, str]] = field(default_factory=list)  # (finding, why)
+    warnings: list[tuple[Any, str]] = field(default_factory=list)
+    estimate: float | None = None  # tok/s when throughput evidence reaches it
+    estimate_level: int = 1
+    estimate_basis: list[Evidence] = field(default_factory=list)
+    allreduce_us: float = 0.0
+    allreduce_level: int = 1
+    allreduce_basis: list[str] = field(default_factory=list)
+    prefers: int = 0
+    departures: int = 0
+    defaults: dict[str, Any] = field(default_factory=dict)  # what the rules say SGLang does by itself here
+    honours_request: bool = True
+    remedies: int = 0  # preferences of blocking rules honoured: ranked before speed (a safe launch first)
+    gpus: tuple[int, ...] = ()  # the GPUs it runs on (snapshot indices; autoconf/placement.py)
+    estimate_withheld: list[str] = field(default_factory=list)  # numbers measured on another launch, and why
+
+    @property
+    def speculative(self) -> str | None:
+        return self.launch.get("speculative_algorithm")
+
+    @property
+    def level(self) -> int:
+        return self.estimate_level if self.estimate is not None else self.allreduce_level
+
+    def label(self) -> str:
+        parts = [f"allreduce={self.path}", f"speculative={self.speculative or 'off'}"]
+        for setting in sorted(self.launch):
+            if setting in ("tp_size", "ep_size", "speculative_algorithm", "speculative_draft_model_path") \
+                    or setting in SPEC_GROUP or setting in table.table()["allreduce_paths"][self.path]:
+                continue
+            parts.append(f"{setting}={self.launch[setting]}")
+        return ", ".join(parts)
+
+    def canonical(self) -> str:
+        return repr(sorted((k, repr(v)) for k, v in self.launch.items()))
+
+
+@dataclass
+class Space:
+    """The settings searched and why: options per setting, the preferences rules state, and the rule ids
+    behind each setting a rule names."""
+    options: dict[str, list[Any]]
+    prefer_pairs: list[tuple[str, Any, str]]  # (setting, value, rule id)
+    reasons: dict[str, list[str]]
+    spec_values: dict[str, Any]  # the EAGLE sizes to write when speculative decoding is on
+    # preferences of blocking rules: their remedy (NCCL_P2P_DISABLE=1 where P2P is missing or unverified)
+    remedies: list[tuple[str, Any]] = field(default_factory=list)
+
+    @property
+    def option_names(self) -> list[str]:
+        return sorted(self.options)
+
+
+def fixed_settings() -> set[str]:
+    """Settings the space never searches by rule preference: the path's own, the roles, the EAGLE sizes."""
+    paths = table.table()["allreduce_paths"]
+    return {name for setting_map in paths.values() for name in setting_map} | set(ROLE_SETTINGS) | set(SPEC_GROUP)
+
+
+def settings_space(findings: list[Any]) -> Space:
+    """What the fired rules ask of the launch, as a search space."""
+    fixed = fixed_settings()
+    required: dict[str, Any] = {}
+    preferred: dict[str, list[Any]] = {}
+    prefer_pairs: list[tuple[str, Any, str]] = []
+    remedies: list[tuple[str, Any]] = []
+    reasons: dict[str, list[str]] = {}
+    for finding in findings:
+        for setting, value in effect_items(finding.effect, "require"):
+            if setting not in fixed:
+                required.setdefault(setting, value)
+                reasons.setdefault(setting, []).append(finding.rule_id)
+        for setting, value in effect_items(finding.effect, "prefer"):
+            prefer_pairs.append((setting, value, finding.rule_id))
+            if finding.severity == "block":
+                remedies.append((setting, value))
+            if setting not in fixed:
+                preferred.setdefault(setting, []).append(value)
+        for setting, _ in effect_items(finding.effect, "forbid"):
+            reasons.setdefault(setting, []).append(finding.rule_id)
+    options: dict[str, list[Any]] = {}
+    for setting, values in preferred.items():
+        if setting not in required:
+            options[setting] = distinct_choices(setting, values)
+    for setting, value in required.items():
+        options[setting] = [value]
+    spec_values: dict[str, Any] = dict(table.table()["speculative_defaults"])
+    for setting, value, _ in prefer_pairs:
+        if setting in SPEC_GROUP:
+            spec_values[setting] = value
+    return Space(options, prefer_pairs, reasons, spec_values, remedies)
+
+
+def distinct_choices(setting: str, values: list[Any]) -> list[Any]:
+    """SGLang's default, then each preferred value that differs from those before it."""
+    choices = [table.default(setting)]
+    for value in values:
+        if not any(equal(setting, value, seen) for seen in choices):
+            choices.append(value)
+    return choices
+
+
+def usable_paths(version: str) -> dict[str, dict[str, Any]]:
+    """The allreduce paths whose settings the target SGLang version has."""
+    paths = table.table()["allreduce_paths"]
+    return {path: settings for path, settings in paths.items()
+            if all(table.version_allows(setting, version) for setting in settings)}
+
+
+def launches(space: Space, base_launch: dict[str, Any], version: str, spec_options: list[str | None],
+             draft_model: str | None):
+    """Every (path, speculative, launch) of the space, in a stable order."""
+    names = space.option_names
+    for path, path_settings in usable_paths(version).items():
+        for spec in spec_options:
+            for combo in itertools.product(*(space.options[name] for name in names)):
+                launch: dict[str, Any] = dict(base_launch)
+                launch.update(path_settings)
+                for name, value in zip(names, combo):
+                    if value is not None:
+                        launch[name] = value
+                if spec:
+                    launch["speculative_algorithm"] = spec
+                    if draft_model:
+                        launch["speculative_draft_model_path"] = draft_model
+                    for name in SPEC_GROUP:
+                        launch[name] = space.spec_values[name]
+                yield path, spec, launch

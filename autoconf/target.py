@@ -1,0 +1,47 @@
+"""What `recommend` is asked to launch on: the target machine's GPU count and interconnect, the parallel
+sizes SGLang will accept there, and the request the rules judge for each candidate."""
+from __future__ import annotations
+
+from typing import Any
+
+from topoctl.errors import TopoctlError
+
+
+def target_gpu_count(snapshot: dict[str, Any]) -> int:
+    """GPUs of the target; a snapshot without any is bad input (exit 2): nothing can be launched on it."""
+    summary = snapshot.get("summary") or {}
+    try:
+        count = int(summary.get("gpu_count") or len(snapshot.get("gpus") or []))
+    except (TypeError, ValueError):
+        count = len(snapshot.get("gpus") or [])
+    if count < 1:
+        raise TopoctlError("the target snapshot has no GPU: there is nothing to launch SGLang on",
+                           hint="use a snapshot of the machine that will run SGLang (`topoctl probe` there), or --system NAME")
+    return count
+
+
+def interconnect(snapshot: dict[str, Any]) -> str:
+    """The target's interconnect class as the probe summarised it (pcie, nvlink, nvswitch, ...; none)."""
+    return str((snapshot.get("summary") or {}).get("interconnect") or "none")
+
+
+def check_parallel_sizes(tp: int, ep: int, gpu_count: int) -> None:
+    """SGLang's own start-up checks on the sizes, made before anything is written (exit 2, with a hint)."""
+    if tp > gpu_count:
+        raise TopoctlError(f"--tp-size {tp} is more than the {gpu_count} GPUs of the target",
+                           hint=f"use --tp-size {gpu_count} or fewer (a single-node launch spans at most every GPU)")
+    if ep > tp:
+        raise TopoctlError(f"--ep-size {ep} is larger than the tensor parallel size {tp}",
+                           hint=f"expert parallelism runs inside the TP group: use --ep-size {tp} or a divisor of it")
+    if tp % ep:
+        divisors = [d for d in range(1, tp + 1) if tp % d == 0]
+        raise TopoctlError(f"--ep-size {ep} does not divide the tensor parallel size {tp}",
+                           hint=f"use one of {', '.join(map(str, divisors))}")
+
+
+def rules_request(model: dict[str, Any] | None, speculative: str | None, tp: int, ep: int, version: str | None,
+                  launch: dict[str, Any], gpus: tuple[int, ...] = ()) -> dict[str, Any]:
+    """The request the rules engine judges: the model, what was asked for, and the candidate launch. `gpus`:
+    the launch's GPU group (autoconf/placement.py); the rules' pair quantifiers visit its pairs only."""
+    return {"model": model, "speculative": speculative, "tp_size": tp, "ep_size": ep,
+            "sglang_version": version, "launch": launch, "gpus": list(gpus) if gpus else None}

@@ -1,0 +1,135 @@
+"""A model is its properties: built-in profiles, config.json files and model folders give the same profile and
+the same launch; parameter counts agree with what the model cards publish; measurements follow properties."""
+from __future__ import annotations
+
+import json
+import os
+import struct
+
+import pytest
+
+from topoctl.autoconf import models
+from topoctl.cli import main
+
+# Totals the model cards state (billions of parameters): what the computed counts must come close to.
+PUBLISHED_TOTAL_B = {"deepseek-v3": 671, "deepseek-r1": 671, "llama-3.1-8b": 8.03, "llama-3.1-70b": 70.55,
+                     "qwen3-235b-a22b": 235, "qwen3-30b-a3b": 30.5, "gpt-oss-120b": 117, "gpt-oss-20b": 21,
+                     "mixtral-8x7b": 46.7, "qwen2.5-72b-instruct": 72.7, "qwen3-32b": 32.8}
+PUBLISHED_ACTIVE_B = {"deepseek-v3": 37, "qwen3-235b-a22b": 22, "qwen3-30b-a3b": 3.3, "gpt-oss-120b": 5.1,
+                      "gpt-oss-20b": 3.6, "mixtral-8x7b": 12.9}
+
+
+def run(capsys, argv):
+    code = main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _config(name):
+    return dict(models.builtin_models()[name]["config"])
+
+
+def test_at_least_twelve_builtins_each_with_a_source():
+    table = models.builtin_models()
+    assert len(table) >= 12
+    for name, entry in table.items():
+        assert entry["source"].startswith("https://huggingface.co/") and entry["source"].endswith("config.json"), name
+        prof = models.profile(name)
+        assert prof["weight_bytes"] > 0 and prof["active_weight_bytes"] <= prof["weight_bytes"]
+
+
+@pytest.mark.parametrize("name", sorted(PUBLISHED_TOTAL_B))
+def test_parameter_counts_match_the_model_cards(name):
+    prof = models.profile(name)
+    assert prof["total_params"] / 1e9 == pytest.approx(PUBLISHED_TOTAL_B[name], rel=0.03)
+    if name in PUBLISHED_ACTIVE_B:
+        assert prof["active_params"] / 1e9 == pytest.approx(PUBLISHED_ACTIVE_B[name], rel=0.1)
+
+
+def test_properties_of_mla_and_quantized_models():
+    ds = models.profile("deepseek-v3")
+    assert ds["attention"] == "mla" and ds["kv_lora_rank"] == 512 and ds["qk_rope_head_dim"] == 64
+    assert ds["quantization"]["scheme"] == "fp8" and 660e9 < ds["weight_bytes"] < 700e9
+    assert ds["kv_bytes_per_token_layer"] == (512 + 64) * 2
+    kimi = models.profile("kimi-k2.5")
+    assert kimi["quantization"]["scheme"] == "int4" and kimi["quantization"]["group_size"] == 32
+    # only the routed experts are int4: attention, shared experts and the dense layer stay bf16
+    assert kimi["parts_bytes"]["attention"] == pytest.approx(kimi["parts_params"]["attention"] * 2)
+    assert kimi["parts_bytes"]["experts"] == pytest.approx(kimi["parts_params"]["experts"] * (0.5 + 2 / 32))
+    oss = models.profile("gpt-oss-120b")
+    assert oss["quantization"]["scheme"] == "mxfp4" and oss["attention"] == "gqa" and oss["kv_heads"] == 8
+    llama = models.profile("llama-3.1-70b")
+    assert not llama["moe"] and llama["weight_bytes"] == pytest.approx(llama["total_params"] * 2)
+
+
+def test_a_config_json_folder_is_the_builtin_profile(tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps(_config("deepseek-v3")))
+    folder = models.from_model_dir(str(tmp_path))
+    assert models.identity(folder) == models.identity(models.profile("deepseek-v3"))
+    assert folder["weight_bytes"] == pytest.approx(models.profile("deepseek-v3")["weight_bytes"])
+
+
+def test_the_index_total_size_is_the_weight_bytes(tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps(_config("llama-3.1-8b")))
+    (tmp_path / "model.safetensors.index.json").write_text(json.dumps({"metadata": {"total_size": 16060522496},
+                                                                      "weight_map": {}}))
+    prof = models.from_model_dir(str(tmp_path))
+    assert prof["weight_bytes"] == pytest.approx(16060522496)
+    assert "metadata.total_size" in prof["weight_bytes_source"]
+
+
+def test_safetensors_files_without_an_index_count_their_tensor_bytes(tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps(_config("llama-3.1-8b")))
+    header = json.dumps({"w": {"dtype": "BF16", "shape": [4, 4], "data_offsets": [0, 32]}}).encode()
+    (tmp_path / "model.safetensors").write_bytes(struct.pack("<Q", len(header)) + header + b"\0" * 32)
+    assert models.checkpoint_bytes(str(tmp_path))[0] == 32
+
+
+def test_a_hugging_face_cache_folder_resolves_to_its_snapshot(tmp_path):
+    repo = tmp_path / "models--Qwen--Qwen3-32B"
+    snap = repo / "snapshots" / "abc123"
+    snap.mkdir(parents=True)
+    (snap / "config.json").write_text(json.dumps(_config("qwen3-32b")))
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text("abc123")
+    assert models.resolve_model_dir(str(repo)) == str(snap)
+    assert models.identity(models.from_model_dir(str(repo))) == models.identity(models.profile("qwen3-32b"))
+
+
+def test_a_folder_without_config_is_one_line_exit_2(tmp_path, capsys):
+    code, _, err = run(capsys, ["recommend", "--system", "h200-4x-nvswitch-vm", "--model-path", str(tmp_path)])
+    assert code == 2 and "no config.json" in err and len(err.strip().splitlines()) == 2
+
+
+@pytest.mark.parametrize("system", ["rtx-pro-6000-8x-pcie", "h200-4x-nvswitch-vm", "h100-8x-nvswitch"])
+def test_folder_config_and_builtin_give_the_same_launch(tmp_path, capsys, system):
+    config = _config("kimi-k2.5") if system == "rtx-pro-6000-8x-pcie" else _config("qwen3-32b")
+    name = "kimi-k2.5" if system == "rtx-pro-6000-8x-pcie" else "qwen3-32b"
+    config["_name_or_path"] = "/srv/models/some-local-copy"  # another name: the same model by its properties
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    outs = []
+    for given in (["--model", name], ["--model-path", str(tmp_path)], ["--model-config", str(tmp_path / "config.json")]):
+        code, out, err = run(capsys, ["recommend", "--system", system, *given, "--format", "args"])
+        assert code == 0, err
+        outs.append(out)
+    assert outs[0] == outs[1] == outs[2]
+
+
+def test_a_name_is_not_a_model(tmp_path, capsys):
+    """A Llama config that calls itself kimi-k2.5 gets none of Kimi-K2.5's measurements."""
+    config = _config("llama-3.1-8b")
+    config["_name_or_path"] = "kimi-k2.5"
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    code, out, err = run(capsys, ["recommend", "--system", "rtx-pro-6000-8x-pcie", "--model-config",
+                                  str(tmp_path / "config.json"), "--format", "json"])
+    assert code == 0, err
+    assert "89.5" not in json.dumps(json.loads(out)["chosen"])
+    assert "cuda-graph-max-bs-128-sm120-kimi" not in out
+
+
+def test_list_models(capsys):
+    code, out, _ = run(capsys, ["recommend", "--list-models"])
+    assert code == 0
+    names = [line.split("\t")[0] for line in out.splitlines()]
+    assert names == sorted(models.builtin_models()) and "kimi-k2.5" in names
+    assert all(os.path.basename(line.split("\t")[-1]) == "config.json" for line in out.splitlines())
