@@ -80,7 +80,7 @@ def placement_env(result: Result) -> dict[str, tuple[str, str]]:
     runs on every GPU). The ids are positions in PCI bus order (topoctl/cuda_devices.py), which is what
     CUDA_DEVICE_ORDER=PCI_BUS_ID makes CUDA count."""
     placement = result.placement
-    if placement is None or placement.whole_machine:
+    if placement is None or placement.in_bus_order(result.snapshot):
         return {}
     return {DEVICE_ORDER: (PCI_BUS_ID_ORDER, f"env:{DEVICE_ORDER}"),
             VISIBLE_DEVICES: (visible_devices_value(placement.gpus, result.snapshot), f"env:{VISIBLE_DEVICES}")}

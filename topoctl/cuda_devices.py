@@ -68,14 +68,15 @@ def indices_match_pci_order(snapshot: dict[str, Any]) -> bool:
 
 
 def visible_devices_value(gpus: "tuple[int, ...] | list[int]", snapshot: dict[str, Any]) -> str:
-    """The CUDA_VISIBLE_DEVICES value (meant with CUDA_DEVICE_ORDER=PCI_BUS_ID) naming these snapshot GPUs,
-    in ascending PCI bus order (the order TP ranks are given out)."""
+    """The CUDA_VISIBLE_DEVICES value (meant with CUDA_DEVICE_ORDER=PCI_BUS_ID) naming these snapshot GPUs in the
+    order given: CUDA enumerates the list in its order, and SGLang gives ranks out in that order (replica d of
+    a data-parallel launch takes devices d*tp ... d*tp+tp-1)."""
     order = pci_order(snapshot)
     position = {index: place for place, index in enumerate(order)}
     missing = [index for index in gpus if index not in position]
     if missing:
         raise ValueError(f"GPU(s) {missing} are not in the snapshot")
-    return ",".join(str(place) for place in sorted(position[index] for index in gpus))
+    return ",".join(str(position[index]) for index in gpus)
 
 
 @dataclass
