@@ -11,8 +11,8 @@
 5. the lowest GPU indices (PCI bus order): deterministic ties.
 
 Pure: a snapshot (plain data) in, a Placement with its reasons out. Groups are enumerated exactly up to
-EXACT_LIMIT combinations (every 8-GPU case; 16 GPUs up to groups of 4 and from 12); beyond that a greedy
-search grows a group from every GPU (said in the reasons).
+EXACT_LIMIT combinations (every case up to 12 GPUs; 16 GPUs in groups of up to 3 or from 13); beyond that a
+greedy search grows a group from every GPU (said in the reasons).
 """
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from typing import Any
 from topoctl.cuda_devices import pci_order
 from topoctl.p2p import pair_p2p_ok
 
-EXACT_LIMIT = 20000
+EXACT_LIMIT = 5000
 # Link tiers, best first (nvidia-smi topo -m's names); NVLink is split further by its bonded link count.
 LINK_TIERS = {"NV": 0, "PIX": 1, "PXB": 2, "PHB": 3, "NODE": 4, "SYS": 5}
 UNKNOWN_TIER = 6
