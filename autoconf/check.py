@@ -87,12 +87,15 @@ def judge(parsed: ParsedLaunch, snapshot: dict[str, Any], flags: Any, ruleset: A
                 and not finding.effect.get("require") and finding.rule_id not in {i.id for i in outcome.items}:
             outcome.items.append(Item(finding.rule_id, "warn", one_line(finding.title), one_line(finding.message),
                                       one_line(finding.remediation)))
-    if not isinstance(launch.get("tp_size"), int) and gpu_count > tp:
+    visible = _visible_count(parsed, snapshot, gpu_count)
+    if not isinstance(launch.get("tp_size"), int) and visible > tp:
+        seen_gpus = f"the target's {gpu_count} GPUs" if visible == gpu_count else f"the {visible} visible GPUs"
         outcome.items.append(Item(
             "topoctl-tp-size-not-given", "warn", "tensor parallel size not given",
             one_line(f"--tp-size is not given: SGLang {flags.version} runs with tensor parallel size {tp}, "
-                     f"using {tp} of the target's {gpu_count} GPUs"),
-            f"add --tp-size {gpu_count} to use every GPU (topoctl recommend writes it)",
+                     f"using {tp} of {seen_gpus}"),
+            f"add --tp-size {visible} to use every {'visible ' if visible != gpu_count else ''}GPU "
+            "(topoctl recommend writes it)",
             parsed.lines.get("SGLANG_ARGS", "")))
     if tp >= 1 and ep >= 1:  # a size below 1 is already a blocking flag problem
         try:  # the same limits recommend holds --tp-size and --ep-size to: what it refuses, check blocks
@@ -229,6 +232,17 @@ def _raw_int(parsed: ParsedLaunch, dest: str | tuple[str, ...], default: int) ->
         except (TypeError, ValueError):
             pass  # argparse refuses it: already a blocking flag problem
     return value
+
+
+def _visible_count(parsed: ParsedLaunch, snapshot: dict[str, Any], gpu_count: int) -> int:
+    """How many GPUs the launch's CUDA_VISIBLE_DEVICES leaves visible (every GPU without one, or when unknown)."""
+    from topoctl.cuda_devices import DEVICE_ORDER, VISIBLE_DEVICES, parse_visible_devices
+
+    value = parsed.env.get(VISIBLE_DEVICES)
+    if value is None:
+        return gpu_count
+    visible = parse_visible_devices(value, snapshot, parsed.env.get(DEVICE_ORDER))
+    return gpu_count if visible.gpus is None else len(visible.gpus)
 
 
 def _ids(group: tuple[int, ...]) -> str:

@@ -133,3 +133,11 @@ def test_data_parallel_replicas_are_judged_apart(capsys):
     # DP attention runs inside the one TP group: two GPUs, not four
     code, doc, _ = check(capsys, "l40s-4x-pcie-2numa", *LAUNCH, "--tp", "2", "--dp-size", "2", "--enable-dp-attention")
     assert "topoctl-tp-exceeds-visible-gpus" not in ids(doc)
+
+
+def test_tp_size_hint_counts_the_visible_gpus(capsys):
+    code, doc, _ = check(capsys, "rtx-pro-6000-8x-pcie", "CUDA_VISIBLE_DEVICES=0,1,2,3", *LAUNCH)
+    item = next(item for item in doc["results"][0]["findings"] if item["id"] == "topoctl-tp-size-not-given")
+    assert "using 1 of the 4 visible GPUs" in item["message"] and "--tp-size 4" in item["remediation"]
+    code, doc, _ = check(capsys, "rtx-pro-6000-8x-pcie", "CUDA_VISIBLE_DEVICES=0", *LAUNCH)
+    assert "topoctl-tp-size-not-given" not in ids(doc)
