@@ -30,6 +30,7 @@ class Outcome:
     flags_version: str = ""
     note: str = ""
     disabled: list[tuple[str, str]] = field(default_factory=list)  # (rule id, written reason): in every format
+    skipped: str = ""  # a file (or container) with no SGLang launch in it: why; reported, never "ok"
 
     def count(self, severity: str) -> int:
         return sum(1 for item in self.items if item.severity == severity)
@@ -338,6 +339,10 @@ def quoteattr(text: str) -> str:
 def format_text(outcomes: list[Outcome], fail_on: str) -> str:
     lines = []
     for outcome in outcomes:
+        if outcome.skipped:
+            lines.append(f"{outcome.origin}: no launch checked")
+            lines.append(f"  NONE  {one_line(outcome.skipped)}")
+            continue
         head = f"{outcome.origin}: SGLang {outcome.flags_version}" + (f" ({outcome.note})" if outcome.note else "")
         lines.append(head)
         for rule_id, reason in outcome.disabled:
@@ -357,7 +362,9 @@ def format_json(outcomes: list[Outcome], fail_on: str) -> str:
         {"origin": o.origin, "sglang_flags_version": o.flags_version, "note": o.note or None,
          "ok": not failing(o, fail_on), "blocking": o.count("block"), "warnings": o.count("warn"),
          "findings": [item.__dict__ for item in o.items],
-         "disabled": [{"rule_id": rule_id, "reason": reason} for rule_id, reason in o.disabled]} for o in outcomes]}
+         "disabled": [{"rule_id": rule_id, "reason": reason} for rule_id, reason in o.disabled]} for o in outcomes
+        if not o.skipped],
+        "no_launch": [{"origin": o.origin, "reason": o.skipped} for o in outcomes if o.skipped]}
     return json.dumps(doc, indent=2, sort_keys=True) + "\n"
 
 
@@ -365,9 +372,16 @@ def format_junit(outcomes: list[Outcome], fail_on: str) -> str:
     lines = ['<?xml version="1.0" encoding="UTF-8"?>']
     total = sum(max(len(o.items), 1) + len(o.disabled) for o in outcomes)
     failures = sum(1 for o in outcomes for i in o.items if _fails(i, fail_on))
-    skipped = sum(len(o.disabled) for o in outcomes)
+    skipped = sum(len(o.disabled) + (1 if o.skipped else 0) for o in outcomes)
     lines.append(f'<testsuites name="topoctl check" tests="{total}" failures="{failures}" skipped="{skipped}">')
     for o in outcomes:
+        if o.skipped:
+            lines.append(f'  <testsuite name={quoteattr(one_line(o.origin))} tests="1" failures="0" skipped="1">')
+            lines.append(f'    <testcase classname="topoctl.check" name={quoteattr(one_line(o.origin))}>')
+            lines.append(f'      <skipped message={quoteattr(one_line("no launch: " + o.skipped))}/>')
+            lines.append("    </testcase>")
+            lines.append("  </testsuite>")
+            continue
         o_fail = sum(1 for i in o.items if _fails(i, fail_on))
         lines.append(f'  <testsuite name={quoteattr(one_line(o.origin))} tests="{max(len(o.items), 1) + len(o.disabled)}" '
                      f'failures="{o_fail}" skipped="{len(o.disabled)}">')
@@ -400,10 +414,23 @@ def _gh_prop(text: str) -> str:
     return _gh(text).replace(":", "%3A").replace(",", "%2C")
 
 
+def _origin_file_line(origin: str) -> tuple[str, str]:
+    """`path:line (label)` or `path` -> (path, line or "")."""
+    import re
+
+    match = re.match(r"^(.*?):(\d+)(?: \(.*\))?$", origin)
+    return (match.group(1), match.group(2)) if match else (origin, "")
+
+
 def format_github(outcomes: list[Outcome], fail_on: str) -> str:
     lines = []
     for o in outcomes:
-        origin_part = f"file={_gh_prop(o.origin)}," if o.origin and o.origin not in ("<command>", "<stdin>") else ""
+        path, line_no = _origin_file_line(o.origin)
+        origin_part = (f"file={_gh_prop(path)}," + (f"line={line_no}," if line_no else "")
+                       if o.origin and o.origin not in ("<command>", "<stdin>") else "")
+        if o.skipped:
+            lines.append(f"::notice {origin_part}title={_gh_prop('no launch')}::{_gh(o.skipped)}")
+            continue
         for rule_id, reason in o.disabled:
             lines.append(f"::notice {origin_part}title={_gh_prop(rule_id + ': disabled')}::{_gh('disabled: ' + reason)}")
         for item in o.items:
@@ -414,7 +441,7 @@ def format_github(outcomes: list[Outcome], fail_on: str) -> str:
                 path, line = where.rsplit(":", 1)
                 file_part = f"file={_gh_prop(path)},line={line},"
             elif o.origin and o.origin not in ("<command>", "<stdin>"):
-                file_part = f"file={_gh_prop(o.origin)},"
+                file_part = origin_part
             message = item.message + (f" -- fix: {item.remediation}" if item.remediation else "")
             lines.append(f"::{level} {file_part}title={_gh_prop(item.id + ': ' + item.title)}::{_gh(message)}")
     return "\n".join(lines) + ("\n" if lines else "")

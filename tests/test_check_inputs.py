@@ -85,9 +85,21 @@ def test_repeated_flag_warns_and_the_last_counts(capsys, tmp_path):
     assert ("topoctl-tp-exceeds-gpus", "block") in got
 
 
+@pytest.mark.parametrize("command, server", [
+    (["vllm", "serve", "m", "--tp", "4"], "vLLM"),
+    (["python", "-m", "vllm.entrypoints.openai.api_server", "--tp-size", "4"], "vLLM"),
+    (["trtllm-serve", "m", "--tp_size", "4"], "TensorRT-LLM"),
+    (["python3", "-m", "tensorrt_llm.commands.serve", "m"], "TensorRT-LLM"),
+    (["docker", "run", "--gpus", "all", "vllm/vllm-openai:v0.8.0", "vllm", "serve", "m"], "vLLM"),
+])
+def test_another_server_is_named_as_unsupported(capsys, command, server):
+    code, out, err = run(capsys, ["check", *H200, "--", *command])
+    assert code == 2 and out == ""
+    assert f"topoctl: error: {server} launch (" in err and "topoctl checks SGLang launches only" in err
+    assert "not an SGLang launch" not in err and "Traceback" not in err
+
+
 @pytest.mark.parametrize("command", [
-    ["vllm", "serve", "m", "--tp", "4"],
-    ["python", "-m", "vllm.entrypoints.openai.api_server", "--tp-size", "4"],
     ["python", "serve.py", "--tp-size", "4"],
     ["sglang", "launch", "--tp-size", "4"],
     ["NCCL_DEBUG=INFO", "torchrun", "--tp-size", "4"],

@@ -190,7 +190,8 @@ def test_a_pipe_closed_before_the_first_write(tmp_path, argv):
         os.close(write_end)
     assert proc.returncode in (0, -signal.SIGPIPE), (proc.returncode, proc.stderr)
     assert proc.returncode != 1
-    assert proc.stderr == ""
+    # check says on stderr which SGLang version it assumed (H200's snapshot has none installed); nothing else
+    assert [line for line in proc.stderr.splitlines() if not line.startswith("topoctl: note: ")] == []
 
 
 def test_a_closed_pipe_in_process_is_not_exit_1(monkeypatch, capsys):

@@ -149,28 +149,7 @@ def test_readme_quick_start_main_job_uses_the_fallback_system_on_a_machine_witho
     assert out.rstrip().splitlines()[-1].startswith("SGLANG_ARGS='--tp-size 8 ")
 
 
-def test_readme_ci_command_runs_clean_against_a_snapshot(capsys, tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    os.makedirs("machines")
-    assert _run(capsys, ["probe", "--from-capture", os.path.join(FIXTURES, "h200-4x-nvswitch-vm"),
-                         "-o", "machines/prod.yaml"])[0] == 0
-    for name, extra in (("a", ["--model", "kimi-k2.5"]),
-                        ("b", ["--speculative", "eagle3", "--draft-model", "/models/my draft"])):
-        os.makedirs(f"deploy/{name}")
-        assert _run(capsys, ["recommend", "--topology", "machines/prod.yaml", *extra,
-                             "-o", f"deploy/{name}/launch.env"])[0] == 0
-    ci = [b for b in _blocks(README) if "--format github" in b][0]
-    command = [line for line in ci.splitlines() if "topoctl check" in line][0].split("run: ", 1)[1]
-    argv = [w for pattern in shlex.split(command)[1:] for w in (sorted(glob.glob(pattern)) or [pattern])]
-    code, out, err = _run(capsys, argv)
-    assert (code, out, err) == (0, "", "")
-    # docs/recommend-and-check.md's workflow: the same with --expect, and the JUnit report
-    workflow = _blocks(_section(RC_DOC, "### GitHub Actions"))[0]
-    for command in re.findall(r"run: (topoctl check .*)", workflow):
-        argv = [w for pattern in shlex.split(command)[1:] for w in (sorted(glob.glob(pattern)) or [pattern])]
-        code, out, err = _run(capsys, argv)
-        assert code == 0, (command, out, err)
-    ET.parse("topoctl-check.xml")
+# The README's CI section and docs/ci.md's set-ups are run by tests/test_ci.py.
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -342,18 +321,24 @@ def test_launch_env_round_trip_in_sh_and_bash_and_check_passes_it(capsys, tmp_pa
 # pre-commit
 
 
-def test_pre_commit_hook_matches_the_launch_files_the_docs_name():
+def test_pre_commit_hook_matches_the_deployment_files_the_docs_name():
     hooks = yaml.safe_load(open(os.path.join(ROOT, ".pre-commit-hooks.yaml"), encoding="utf-8"))
     hook = {h["id"]: h for h in hooks}["topoctl-check"]
     assert hook["entry"] == "topoctl check" and hook["pass_filenames"] is True
-    assert "any `*launch*.env` file name" in RC_DOC, "docs/recommend-and-check.md names another files pattern"
-    files = re.compile(hook["files"])
-    for path in ("launch.env", "prod.launch.env", "launch-prod.env", "deploy/prod/launch.env"):
-        assert files.search(path), path  # pre-commit uses re.search
+    assert "`*launch*.env` file names, `*.yaml`/`*.yml`, `*.sh`/`*.bash`" in RC_DOC, \
+        "docs/recommend-and-check.md names another files pattern"
+    files, exclude = re.compile(hook["files"]), re.compile(hook["exclude"])
+
+    def matched(path):
+        return bool(files.search(path)) and not exclude.search(path)  # pre-commit uses re.search
+
+    for path in ("launch.env", "prod.launch.env", "launch-prod.env", "deploy/prod/launch.env", "deploy/prod.yaml",
+                 "k8s/sglang.yml", "scripts/run.sh", "run.bash"):
+        assert matched(path), path
     # the pattern is about file names: a folder named launch* does not make its .env files launch files
-    for path in ("launch.env.bak", "launch.envrc", "README.md", "deploy/prod.yaml", "launcher/.env",
-                 "deploy/launch/secrets.env"):
-        assert not files.search(path), path
+    for path in ("launch.env.bak", "launch.envrc", "README.md", "launcher/.env", "deploy/launch/secrets.env",
+                 ".github/workflows/ci.yml", ".gitlab-ci.yml", ".pre-commit-config.yaml"):
+        assert not matched(path), path
 
 
 # --------------------------------------------------------------------------------------------------------

@@ -1,9 +1,10 @@
 """`topoctl check`: is this launch safe on that machine? Exit 0 clean, 1 blocking (or a warning with
 --fail-on warn), 2 bad input.
 
-Takes launch.env files (parsed, never sourced) or a full launch command after `--`, and judges it against a
-live probe, a snapshot (--topology) or a built-in system (--system), with the same rules and flag data as
-`topoctl recommend`.
+Takes files and folders (launch.env files, Kubernetes manifests, Docker Compose files, shell scripts; each
+launch found in them is judged with its file and line) or a full launch command after `--`, and judges each
+against a live probe, a snapshot (--topology) or a built-in system (--system), with the same rules and flag
+data as `topoctl recommend`.
 """
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from topoctl.errors import EXIT_BLOCKED, TopoctlError
 
 
 class _CheckCommand(click.Command):
-    """Everything after `--` is a launch command, kept apart from the launch.env file arguments."""
+    """Everything after `--` is a launch command, kept apart from the file arguments."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         if "--" in args:
@@ -25,33 +26,46 @@ class _CheckCommand(click.Command):
 
 
 @click.command("check", cls=_CheckCommand)
-@click.argument("files", nargs=-1, metavar="[LAUNCH_ENV]... [-- COMMAND...]")
+@click.argument("files", nargs=-1, metavar="[PATH]... [-- COMMAND...]")
 @target_options
 @click.option("--expect", metavar="SNAPSHOT", help="The snapshot the launch was made for: report drift of the target from it.")
-@click.option("--sglang-version", metavar="X.Y.Z",
-              help="SGLang version to read flags with (default: the target's installed one, else the launch.env's).")
+@click.option("--sglang-version", metavar="X.Y.Z", help="SGLang version to read flags with (default: the target's installed "
+              "one, else the image tag's, else the one the Dynamo release pins, else the launch.env's, else the newest "
+              "known; an assumed version is said on stderr).")
+@click.option("--dynamo-version", metavar="X.Y.Z", help="ai-dynamo release that runs `python -m dynamo.sglang` launches "
+              "(default: the image tag's, else the newest known).")
 @click.option("--model", "model_name", metavar="NAME", help="Built-in model profile the launch serves (optional).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "junit", "github"]), default="text", show_default=True,
               help="text: for people; json: one result per launch with its findings; junit: JUnit XML, one test case "
-                   "per finding; github: ::error/::warning annotations for GitHub Actions.")
+                   "per finding; github: ::error/::warning annotations (file and line) for GitHub Actions.")
 @click.option("--fail-on", type=click.Choice(["block", "warn"]), default="block", show_default=True,
               help="Exit 1 on blocking findings only, or on warnings too.")
 @rules_options
 @click.option("-o", "--output", metavar="FILE", help="Write the report to FILE atomically instead of stdout.")
 @click.pass_context
-def command(ctx, files, topology, system, fallback_system, expect, sglang_version, model_name, fmt, fail_on, rules_dirs,
-            disabled, output):
-    """Check launch.env files, or a launch command after `--`, against the target machine.
+def command(ctx, files, topology, system, fallback_system, expect, sglang_version, dynamo_version, model_name, fmt,
+            fail_on, rules_dirs, disabled, output):
+    """Check the launches in files and folders, or a launch command after `--`, against the target machine.
 
     \b
     Examples:
       topoctl check launch.env --topology machine.yaml
-      topoctl check --system rtx-pro-6000-8x-pcie -- python -m sglang.launch_server --model-path M --tp 8
+      topoctl check deploy/ --system h200-4x-nvswitch-vm --format github
       topoctl check deploy/*/launch.env --system h200-4x-nvswitch-vm --format junit -o check.xml
+      topoctl check --system rtx-pro-6000-8x-pcie -- python -m sglang.launch_server --model-path M --tp 8
+      topoctl check --system h200-4x-nvswitch-vm -- sglang serve Qwen/Qwen3-8B --tp-size 4
 
     \b
-    The command after `--`: [NAME=VALUE...] python -m sglang.launch_server ARGS,
-    [NAME=VALUE...] sglang serve ARGS, or the SGLang flags alone.
+    PATH: launch.env files, Kubernetes manifests (Pod, Deployment, StatefulSet,
+    Job, LeaderWorkerSet...), Docker Compose files, shell scripts, or folders of
+    them (in folders: *.yaml, *.yml, *.sh, *launch*.env). Every launch found is
+    reported with its file and line; a file with none is said so.
+
+    \b
+    Launchers: python -m sglang.launch_server, sglang serve [MODEL],
+    python -m dynamo.sglang, or the SGLang flags alone; wrapped in NAME=VALUE
+    words, env, exec, bash -c '...', docker run / podman run. SGLang's
+    --config FILE.yaml is read and merged the way the SGLang version does.
 
     \b
     Exit codes:
@@ -59,25 +73,31 @@ def command(ctx, files, topology, system, fallback_system, expect, sglang_versio
       1  a blocking finding (or a warning with --fail-on warn)
       2  bad usage or unreadable input (one line on stderr, with a hint)
     """
-    from topoctl.autoconf.check import FORMATTERS, failing, judge
+    from topoctl.autoconf.check import FORMATTERS, Outcome, failing, judge
     from topoctl.autoconf.search import target_gpu_count
-    from topoctl.commands._options import flag_set_for, load_rules_for, requested_version, require_value, target_version
+    from topoctl.commands._options import load_rules_for, requested_version, require_value, target_version
     from topoctl.io import emit
-    from topoctl.sglang import launch as launch_mod
+    from topoctl.sglang import launchers
+    from topoctl.sglang import sources as sources_mod
     from topoctl.snapshot import load_snapshot, resolve_target
 
     command_tokens = ctx.meta.get("topoctl_launch_command")
     if not files and not command_tokens:
-        raise TopoctlError("nothing to check", hint="give launch.env files, or a launch command after `--`")
+        raise TopoctlError("nothing to check", hint="give files or folders, or a launch command after `--`")
     require_value("--model", model_name, "name a built-in profile (kimi-k2.5, deepseek-v3, ...) or leave it out")
+    require_value("--dynamo-version", dynamo_version, "give an ai-dynamo release such as 1.6.1, or leave it out")
     requested = requested_version(sglang_version)  # a bad version fails before the target is probed
-    command_env, command_args = ({}, [])
+    command_launch = None
     if command_tokens:
-        command_env, command_args = launch_mod.split_command(list(command_tokens))
-        if not command_args and not command_env:
+        try:
+            command_launch = launchers.read_command(list(command_tokens))
+        except launchers.Unsupported as error:
+            raise TopoctlError(error.message, hint=error.hint) from None
+        if not command_launch.args:
             raise TopoctlError("the command after `--` has no SGLang flags",
                                hint="e.g. -- python -m sglang.launch_server --model-path M --tp 8")
     snapshot = resolve_target(topology=topology, system=system, fallback_system=fallback_system)
+    read_files = [(path, *sources_mod.read_file(path)) for path in sources_mod.expand_paths(list(files))]
     gpu_count = target_gpu_count(snapshot)
     expected = load_snapshot(expect) if expect else None
     ruleset = load_rules_for(rules_dirs, disabled)
@@ -87,31 +107,177 @@ def command(ctx, files, topology, system, fallback_system, expect, sglang_versio
 
         model = profile(model_name)
     installed = target_version(snapshot, requested)
+    chooser = _VersionChooser(installed, "--sglang-version" if requested else "the target's installed SGLang",
+                              dynamo_version)
 
-    def flags_for(metadata: dict[str, str], lines: dict[str, str] | None = None):
-        """The flag set a launch is read with: the target's SGLang, else the version the launch was made for."""
-        if installed:
-            return flag_set_for(installed)
-        made_for = metadata.get("TOPOCTL_SGLANG_VERSION")
-        if not made_for:
-            return flag_set_for(None)
-        try:
-            return flag_set_for(requested_version(made_for))
-        except TopoctlError as error:
-            where = (lines or {}).get("TOPOCTL_SGLANG_VERSION")
-            raise TopoctlError((f"{where}: " if where else "") + f"TOPOCTL_SGLANG_VERSION: {error.message}",
-                               hint=error.hint) from None
-
-    parsed_all = []
-    for path in files:
-        parsed_all.append(launch_mod.parse_env_file(path, flags_for))
-    if command_tokens:
-        parsed = launch_mod.ParsedLaunch(origin="<command>")
-        for name, value in sorted(command_env.items()):
-            launch_mod.apply_env(parsed, name, value, "")
-        launch_mod.parse_args(command_args, flags_for(parsed.metadata), parsed)
-        parsed_all.append(parsed)
-    outcomes = [judge(parsed, snapshot, parsed.flags, ruleset, gpu_count, model=model, expect=expected)
-                for parsed in parsed_all]
+    entries: list = []  # a ParsedLaunch to judge, or (origin, why there is no launch), in file order
+    for path, kind, founds in read_files:
+        for found in founds:
+            if kind == "launch.env":
+                entries.append(chooser.env_file(path))
+            elif found.launch is not None:
+                entries.append(chooser.parse(found.launch, _label(found)))
+            else:
+                entries.append((_label(found), found.none_reason))
+    if command_launch is not None:
+        entries.append(chooser.parse(command_launch, "<command>"))
+    outcomes = [Outcome(entry[0], skipped=entry[1]) if isinstance(entry, tuple)
+                else judge(entry, snapshot, entry.flags, ruleset, gpu_count, model=model, expect=expected)
+                for entry in entries]
     emit(FORMATTERS[fmt](outcomes, fail_on), output)
+    for line in chooser.notes:  # after the report is written: a failed write is the only thing said
+        click.echo(f"topoctl: note: {line}", err=True)
     return EXIT_BLOCKED if any(failing(o, fail_on) for o in outcomes) else 0
+
+
+def _label(found) -> str:
+    """`file:line (what)`: the origin a report shows for a launch found in a file."""
+    return f"{found.path}:{found.line}" + (f" ({found.label})" if found.label else "")
+
+
+class _VersionChooser:
+    """Which SGLang (and Dynamo) version reads each launch, and the stderr notes saying when one was assumed."""
+
+    def __init__(self, installed: str | None, installed_source: str, dynamo_version: str | None) -> None:
+        self.installed = installed
+        self.installed_source = installed_source
+        self.dynamo_version = dynamo_version
+        self.notes: list[str] = []
+
+    def _note(self, text: str) -> None:
+        if text not in self.notes:
+            self.notes.append(text)
+
+    def env_file(self, path: str):
+        from topoctl.commands._options import flag_set_for, requested_version
+        from topoctl.sglang import launch as launch_mod
+
+        def flags_for(metadata: dict[str, str], lines: dict[str, str] | None = None):
+            if self.installed:
+                return flag_set_for(self.installed)
+            made_for = metadata.get("TOPOCTL_SGLANG_VERSION")
+            if not made_for:
+                flags = flag_set_for(None)
+                self._note(f"{path}: SGLang {flags.version} assumed (no --sglang-version, no SGLang on the target, "
+                           "no TOPOCTL_SGLANG_VERSION in the file): the newest with flag data")
+                return flags
+            try:
+                return flag_set_for(requested_version(made_for))
+            except TopoctlError as error:
+                where = (lines or {}).get("TOPOCTL_SGLANG_VERSION")
+                raise TopoctlError((f"{where}: " if where else "") + f"TOPOCTL_SGLANG_VERSION: {error.message}",
+                                   hint=error.hint) from None
+
+        parsed = launch_mod.parse_env_file(path, flags_for)
+        parsed.launcher = "launch.env"
+        return parsed
+
+    def _dynamo(self, launch, where: str):
+        from topoctl.sglang.launchers import image_dynamo_version
+        from topoctl.sglang.prepare import load_dynamo
+
+        if self.dynamo_version:
+            return load_dynamo(self.dynamo_version), "--dynamo-version"
+        tagged = image_dynamo_version(launch.image)
+        if tagged:
+            table = load_dynamo(tagged)
+            self._note(f"{where}: ai-dynamo {tagged} from the image tag {launch.image}"
+                       + (f" ({table.note})" if table.note else ""))
+            return table, f"the image tag {launch.image}"
+        table = load_dynamo(None)
+        self._note(f"{where}: ai-dynamo {table.version} assumed (no --dynamo-version and no Dynamo image tag): "
+                   "the newest with option data")
+        return table, "assumed"
+
+    def parse(self, launch, origin: str):
+        from topoctl.commands._options import flag_set_for, requested_version
+        from topoctl.sglang import launch as launch_mod
+        from topoctl.sglang.launchers import image_sglang_version
+        from topoctl.sglang.prepare import prepare
+
+        where = launch.where or origin
+        dynamo = None
+        if launch.launcher == "dynamo.sglang":
+            dynamo, _ = self._dynamo(launch, where)
+        tagged = image_sglang_version(launch.image)
+        if self.installed:
+            flags, source = flag_set_for(self.installed), self.installed_source
+            if tagged and requested_version(tagged) != self.installed and source != "--sglang-version":
+                self._note(f"{where}: the image tag {launch.image} names SGLang {requested_version(tagged)}; judged "
+                           f"as {self.installed}, {source} (pass --sglang-version to judge it as the image's)")
+        elif tagged:
+            version = requested_version(image_sglang_version(launch.image))
+            flags, source = flag_set_for(version), f"the image tag {launch.image}"
+            self._note(f"{where}: SGLang {version} from the image tag {launch.image}")
+        elif dynamo is not None and dynamo.sglang_pin:
+            version = requested_version(dynamo.sglang_pin)
+            flags, source = flag_set_for(version), f"pinned by ai-dynamo {dynamo.version}"
+            self._note(f"{where}: SGLang {version}, the version ai-dynamo {dynamo.version} pins (its wheel's "
+                       "Requires-Dist, extra sglang)")
+        else:
+            flags, source = flag_set_for(None), "assumed"
+            self._note(f"{where}: SGLang {flags.version} assumed (no --sglang-version, no SGLang on the target, no "
+                       "version in an image tag): the newest with flag data")
+        parsed = launch_mod.ParsedLaunch(origin=origin, launcher=launch.launcher, image=launch.image,
+                                         gpus=launch.gpus, where=launch.where, version_source=source)
+        for name, value in sorted(launch.env.items()):
+            launch_mod.apply_env(parsed, name, value, launch.env_where.get(name, ""))
+        prepared = prepare(launch, flags, dynamo)
+        parsed.problems.extend(prepared.problems)
+        args, wheres, from_config = _drop_unresolved(prepared, launch, parsed, flags)
+        launch_mod.parse_args(args, flags, parsed, where=launch.where, where_of=wheres, from_config=from_config)
+        if launch.where:
+            parsed.lines["SGLANG_ARGS"] = launch.where
+        _gpu_problems(parsed, launch)
+        return parsed
+
+
+_WHOLE_EXPANSION = ("$@", "$*", '"$@"')
+
+
+def _drop_unresolved(prepared, launch, parsed, flags):
+    """Words that are a whole shell/Kubernetes expansion topoctl cannot resolve ($EXTRA_ARGS, "$@") are left
+    out (a warning names them): what they hold is not known here."""
+    import re
+
+    from topoctl.sglang.launch import Problem
+
+    whole = re.compile(r"\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|\$\([A-Za-z_][A-Za-z0-9_]*\)|\$[@*]")
+    args, wheres, config = [], [], set()
+    dropped = []
+    for index, word in enumerate(prepared.args):
+        if word in _WHOLE_EXPANSION or whole.fullmatch(word):
+            previous = flags.resolve(args[-1]) if args else None
+            takes_value = previous is not None and previous.ok and previous.value is None and \
+                bool((flags.get(previous.option or "") or {}).get("takes_value"))
+            if not takes_value:  # a value of the flag before it stays (its value is unknown, not checked)
+                dropped.append(word)
+                continue
+        if index in prepared.from_config:
+            config.add(len(args))
+        args.append(word)
+        wheres.append(prepared.where_of[index] if index < len(prepared.where_of) else launch.where)
+    hidden = sorted(set(dropped) | {u for u in launch.unresolved if "$" in u})
+    if hidden:
+        parsed.problems.append(Problem(
+            "unresolved-expansion", "warn",
+            f"{', '.join(hidden)}: set outside what topoctl reads, so the flags or values it stands for are not checked",
+            "write the value in the file, or check the launch as it is run (topoctl check -- COMMAND)", launch.where))
+    return args, wheres, config
+
+
+def _gpu_problems(parsed, launch) -> None:
+    """A TP size above the GPUs the launch is given (docker --gpus, nvidia.com/gpu) cannot start: SGLang puts
+    rank i on GPU i of those it sees."""
+    from topoctl.sglang.launch import Problem
+
+    gpus = launch.gpus
+    visible = gpus.visible() if gpus is not None else None
+    tp = parsed.settings.get("tp_size")
+    if visible is None or not isinstance(tp, int) or isinstance(tp, bool):
+        return
+    if tp > visible:
+        parsed.problems.append(Problem(
+            "tp-exceeds-given-gpus", "block",
+            f"--tp-size {tp} needs {tp} GPUs; the launch is given {visible} ({gpus.source}); the server fails when "
+            "a rank finds no GPU", f"give the launch {tp} GPUs, or lower --tp-size to {visible}", launch.where))

@@ -152,6 +152,11 @@ class ParsedLaunch:
     origin: str = ""
     lines: dict[str, str] = field(default_factory=dict)  # NAME -> "file:line" of the assignment that counts
     flags: Any = None  # the SGLang FlagSet the flags were read with (parse_args sets it), for judging them
+    gpus: Any = None  # launchers.GpuSet: the GPUs the launch is given (docker --gpus, nvidia.com/gpu), None: all
+    launcher: str = ""  # "sglang.launch_server", "sglang serve", "dynamo.sglang", "flags", "launch.env"
+    image: str | None = None  # the container image, when the launch names one
+    where: str = ""  # "file:line" of the launch line (empty for a command after `--`)
+    version_source: str = ""  # why this SGLang version judges the launch (said on stderr when it was assumed)
 
 
 def apply_env(parsed: ParsedLaunch, name: str, value: str, where: str) -> None:
@@ -194,6 +199,8 @@ def _shipped_algorithms(info: dict[str, Any]) -> tuple[str, ...]:
 
 def _check_value(flags: Any, name: str, info: dict[str, Any], text: str, where: str) -> Problem | None:
     """What argparse (type conversion, choices) and SGLang (sizes, speculative names) make of one value."""
+    if "$" in text:  # a shell or Kubernetes expansion topoctl could not resolve: its value is not known here
+        return None
     kind = info.get("type")
     converted: Any = text
     convert = _CONVERTERS.get(kind) if isinstance(kind, str) and not info.get("type_parser") else None
@@ -229,24 +236,36 @@ def _is_option(flags: Any, token: str) -> bool:
     return token != "--" and flags.resolve(token).kind != "positional"
 
 
-def parse_args(tokens: list[str], flags: Any, parsed: ParsedLaunch | None = None, where: str = "") -> ParsedLaunch:
+def parse_args(tokens: list[str], flags: Any, parsed: ParsedLaunch | None = None, where: str = "",
+               where_of: list[str] | None = None, from_config: set[int] | None = None) -> ParsedLaunch:
     """Read SGLang's arguments as its argparse parser would (flag data: type, choices, nargs, action) and map
-    them back to logical settings for the version of `flags`. What argparse would refuse blocks."""
+    them back to logical settings for the version of `flags`. What argparse would refuse blocks.
+
+    `where_of` (one entry per token) says where each word was written ("file:line": a config file's key, a
+    manifest's args line); `from_config` the indices of words a --config file contributed (the command line
+    given after them overriding one is SGLang's precedence, not a repeated flag)."""
     parsed = parsed or ParsedLaunch()
     parsed.flags = flags
     reverse = table.reverse_map()
     position = 0
     seen: dict[str, str] = {}  # primary flag -> how it was first written
+    seen_in_config: set[str] = set()
     stray: list[str] = []
+    stray_where = ""
+    default_where = where
     while position < len(tokens):
         token = tokens[position]
+        where = where_of[position] if where_of and position < len(where_of) and where_of[position] else default_where
+        in_config = bool(from_config and position in from_config)
         position += 1
         if token == "--":  # argparse: everything after `--` is positional, and SGLang takes no positionals
             stray.extend(tokens[position:])
+            stray_where = stray_where or where
             break
         resolution = flags.resolve(token)
         if resolution.kind == "positional":
             stray.append(token)
+            stray_where = stray_where or where
             continue
         name = token.split("=", 1)[0]
         if resolution.kind == "ambiguous":
@@ -305,12 +324,16 @@ def parse_args(tokens: list[str], flags: Any, parsed: ParsedLaunch | None = None
                 continue
         primary = resolution.flag or canonical
         written_now = name + ("" if not values else " " + " ".join(values))
-        if primary in seen:
+        if primary in seen and primary not in seen_in_config:
             parsed.problems.append(Problem(
                 "repeated-flag", "warn",
                 f"{primary} given more than once ({seen[primary]}, then {written_now}); argparse keeps the last",
                 "give each flag once", where))
         seen[primary] = written_now
+        if in_config:
+            seen_in_config.add(primary)
+        else:
+            seen_in_config.discard(primary)
         if info.get("deprecated"):
             instead = flags.replacement(canonical)
             fails = bool((info.get("deprecation") or {}).get("fails_launch"))
@@ -335,7 +358,7 @@ def parse_args(tokens: list[str], flags: Any, parsed: ParsedLaunch | None = None
             "unrecognized-arguments", "block",
             f"unrecognized arguments: {' '.join(stray)} (SGLang takes no positional arguments); the server will not start",
             "remove them, or give them to the flag they belong to (a switch such as --disable-custom-all-reduce "
-            "takes no value)", where))
+            "takes no value)", stray_where or default_where))
     parsed.args.extend(tokens)
     return parsed
 

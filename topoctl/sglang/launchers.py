@@ -1,0 +1,527 @@
+"""Reading the command that starts SGLang, whatever wraps it, without running anything.
+
+A launch command is a list of words (a shell would have split it). `read_command` peels what wraps the server
+and keeps what the server will see:
+
+* environment assignments before the command (`NCCL_DEBUG=INFO python ...`), `env [-i] [-u NAME] NAME=VALUE`,
+  `exec`, `bash -c 'SCRIPT'` / `sh -c` (the script's last launch line counts, see `read_script`);
+* `docker run` / `podman run` (`container run` too): the options are skipped, `-e NAME=VALUE` / `--env` and
+  `--env-file FILE` are the launch's environment, `--gpus all|N|device=0,1` (and podman's
+  `--device nvidia.com/gpu=...`) the GPU set, the image is kept (its tag may name the SGLang version), the
+  words after the image are the container's command (`--entrypoint` is its first word);
+* the launcher: `python -m sglang.launch_server` (python, python3, python3.11 or a path to one, interpreter
+  switches before -m), `sglang serve` (the console script, or a path to it), `python -m dynamo.sglang`
+  (NVIDIA Dynamo's SGLang worker), or SGLang's flags alone.
+
+What a launcher does with its arguments depends on the version that runs it (`sglang serve MODEL` from
+SGLang 0.5.16, Dynamo's own options...): that is `topoctl.sglang.prepare`. A known launcher of another server
+(vLLM, TensorRT-LLM) is `Unsupported`, anything else `NotALaunch`.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shlex
+from dataclasses import dataclass, field
+from typing import Any
+
+from topoctl.errors import TopoctlError
+
+NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_PYTHON_RE = re.compile(r"python(\d+(\.\d+)*)?\Z")
+_PYTHON_OPTIONS_WITH_VALUE = ("-X", "-W", "-Q")
+_SHELLS = ("bash", "sh", "dash", "zsh", "ash")
+
+# Servers topoctl knows by name but does not check: (program or module prefix, what to call it).
+_OTHER_SERVERS_PROGRAMS = {"vllm": "vLLM", "trtllm-serve": "TensorRT-LLM", "trtllm-llmapi-launch": "TensorRT-LLM",
+                           "tritonserver": "Triton Inference Server", "text-generation-launcher": "TGI",
+                           "lmdeploy": "LMDeploy", "ollama": "Ollama"}
+_OTHER_SERVERS_MODULES = {"vllm": "vLLM", "tensorrt_llm": "TensorRT-LLM", "lmdeploy": "LMDeploy",
+                          "dynamo.vllm": "Dynamo's vLLM worker", "dynamo.trtllm": "Dynamo's TensorRT-LLM worker"}
+
+# docker/podman run options that take a value as the next word (`--name x`); everything else that starts
+# with `-` is a switch (`--rm`, `-it`) or carries its value after `=`.
+_CONTAINER_VALUE_OPTIONS = frozenset("""
+-a --attach --add-host --annotation --blkio-weight --blkio-weight-device -c --cpu-shares --cap-add --cap-drop
+--cgroup-parent --cgroupns --cgroup-conf --cidfile --cpu-period --cpu-quota --cpu-rt-period --cpu-rt-runtime
+--cpus --cpuset-cpus --cpuset-mems --device --device-cgroup-rule --device-read-bps --device-read-iops
+--device-write-bps --device-write-iops --dns --dns-option --dns-search --domainname --entrypoint -e --env
+--env-file --expose --gpus --group-add --health-cmd --health-interval --health-retries --health-start-period
+--health-timeout -h --hostname --ip --ip6 --ipc --isolation --kernel-memory -l --label --label-file --link
+--link-local-ip --log-driver --log-opt --mac-address -m --memory --memory-reservation --memory-swap
+--memory-swappiness --mount --name --network --net --network-alias --oom-score-adj --pid --pids-limit
+--platform --pull -p --publish --restart --runtime --security-opt --shm-size --stop-signal --stop-timeout
+--storage-opt --sysctl --tmpfs -u --user --ulimit --userns --uts -v --volume --volume-driver --volumes-from
+-w --workdir --arch --os --variant --pod --secret --hooks-dir --uidmap --gidmap --subuidname --subgidname
+--init-path --conmon-pidfile --sdnotify --seccomp-policy --timeout --umask --chrootdirs --preserve-fds
+--requires --passwd-entry --personality --rdt-class --cgroups --image-volume --log-level
+""".split())
+
+
+@dataclass
+class GpuSet:
+    """The GPUs a launch is given by what starts it: None for count/ids means "all of the target's"."""
+
+    count: int | None = None
+    ids: list[str] | None = None
+    source: str = ""  # how it was written, e.g. "docker run --gpus device=0,1"
+
+    def visible(self) -> int | None:
+        if self.ids is not None:
+            return len(self.ids)
+        return self.count
+
+
+@dataclass
+class Launch:
+    """One launch as its launcher will start it, before the SGLang version reads the arguments."""
+
+    launcher: str  # "sglang.launch_server" | "sglang serve" | "dynamo.sglang" | "flags"
+    args: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    env_where: dict[str, str] = field(default_factory=dict)  # NAME -> "file:line"
+    gpus: GpuSet | None = None
+    image: str | None = None
+    where: str = ""  # "file:line" of the launch (empty for a command line)
+    base_dir: str = "."  # where relative paths of the launch (--config, --env-file) are looked up
+    notes: list[str] = field(default_factory=list)  # what was read that a reader may want to know
+    unresolved: list[str] = field(default_factory=list)  # words a shell would expand that topoctl cannot see
+    arg_where: list[str] | None = None  # per word of args: "file:line" where it was written (manifests)
+
+
+class NotALaunch(TopoctlError):
+    """The command does not start a server topoctl knows."""
+
+
+class Unsupported(TopoctlError):
+    """The command starts another server (vLLM, TensorRT-LLM...): named, not checked."""
+
+    def __init__(self, server: str, shown: str) -> None:
+        super().__init__(f"{server} launch ({shown}): topoctl checks SGLang launches only; not checked",
+                         hint="topoctl reads python -m sglang.launch_server, sglang serve and python -m dynamo.sglang")
+        self.server = server
+
+
+def _shown(tokens: list[str]) -> str:
+    return " ".join(tokens[:3]) + (" ..." if len(tokens) > 3 else "")
+
+
+def _not_sglang(tokens: list[str]) -> NotALaunch:
+    return NotALaunch(f"not an SGLang launch (python -m sglang.launch_server / sglang serve ...): {_shown(tokens)}",
+                      hint="after `--` give [NAME=VALUE...] python -m sglang.launch_server ARGS, sglang serve ARGS, "
+                           "python -m dynamo.sglang ARGS, docker run ... IMAGE python3 -m sglang.launch_server ARGS, "
+                           "or the SGLang flags alone (--tp-size 8 ...)")
+
+
+def parse_gpus(value: str, how: str) -> GpuSet:
+    """docker's `--gpus` value: all, a count, or device=0,1 (quotes as docker's CSV reader allows)."""
+    text = value.strip().strip("'\"")
+    fields = [f.strip().strip("'\"") for f in re.split(r",(?=[a-z_]+=)", text)]
+    count: int | None = None
+    ids: list[str] | None = None
+    for item in fields:
+        if item == "all":
+            count = None
+        elif item.isdigit():
+            count = int(item)
+        elif item.startswith("count="):
+            number = item.split("=", 1)[1]
+            count = None if number == "all" else int(number) if number.isdigit() else None
+        elif item.startswith("device="):
+            ids = [d.strip() for d in item.split("=", 1)[1].split(",") if d.strip()]
+    return GpuSet(count=count, ids=ids, source=how)
+
+
+def read_docker_env_file(path: str) -> list[tuple[int, str, str]]:
+    """docker's --env-file format: NAME=VALUE per line as written (no quote removal), `#` comments; a bare NAME
+    takes the host's value (unknown here, left out)."""
+    out = []
+    try:
+        with open(path, encoding="utf-8") as handle:
+            lines = handle.read().splitlines()
+    except OSError as exc:
+        raise TopoctlError(f"cannot read --env-file {path}: {exc.strerror or exc}",
+                           hint="give the path relative to the file that names it, or to the current folder") from None
+    for number, line in enumerate(lines, 1):
+        text = line.strip()
+        if not text or text.startswith("#") or "=" not in text:
+            continue
+        name, _, value = text.partition("=")
+        if NAME_RE.match(name.strip()):
+            out.append((number, name.strip(), value))
+    return out
+
+
+def _resolve_path(path: str, base_dir: str) -> str:
+    if os.path.isabs(path):
+        return path
+    beside = os.path.join(base_dir, path)
+    return beside if os.path.exists(beside) or not os.path.exists(path) else path
+
+
+def _container(tokens: list[str], launch: Launch, program: str) -> list[str]:
+    """Skip `docker run` options, keeping env, GPUs and the image; return the container's command words."""
+    position = 0
+    entrypoint: list[str] = []
+    while position < len(tokens):
+        token = tokens[position]
+        if token == "--":
+            position += 1
+            break
+        if not token.startswith("-") or token == "-":
+            break
+        name, has_value, inline = token.partition("=")
+        if not has_value and name in _CONTAINER_VALUE_OPTIONS:
+            if position + 1 >= len(tokens):
+                raise NotALaunch(f"{program} run: {name} expects a value", hint="complete the command")
+            value = tokens[position + 1]
+            position += 2
+        elif not has_value and not name.startswith("--") and len(name) > 2 and name[1:2] in "ev":
+            value = name[2:]  # -eNAME=VALUE, -v/x:/y written together
+            name = name[:2]
+            position += 1
+        else:
+            value = inline
+            position += 1
+        if name in ("-e", "--env"):
+            key, eq, val = value.partition("=")
+            if eq and NAME_RE.match(key):
+                launch.env[key] = val
+                launch.env_where[key] = f"{program} run -e ({launch.where})" if launch.where else f"{program} run -e"
+        elif name == "--env-file":
+            path = _resolve_path(value, launch.base_dir)
+            for number, key, val in read_docker_env_file(path):
+                launch.env[key] = val
+                launch.env_where[key] = f"{path}:{number}"
+        elif name == "--gpus":
+            launch.gpus = parse_gpus(value, f"{program} run --gpus {value}")
+        elif name == "--device" and value.startswith("nvidia.com/gpu="):
+            wanted = value.split("=", 1)[1]
+            previous = launch.gpus.ids if launch.gpus and launch.gpus.ids is not None else []
+            launch.gpus = GpuSet(ids=None if wanted == "all" else [*previous, wanted],
+                                 source=f"{program} run --device {value}")
+        elif name == "--entrypoint":
+            entrypoint = shlex.split(value) if value else []
+    if position >= len(tokens):
+        raise NotALaunch(f"{program} run: no image named", hint="docker run [OPTIONS] IMAGE [COMMAND] [ARG...]")
+    launch.image = tokens[position]
+    command = entrypoint + tokens[position + 1:]
+    if not command:
+        raise NotALaunch(f"{program} run {launch.image}: no command after the image (the image's own default "
+                         "command is not visible here)", hint="write the launch command after the image")
+    return command
+
+
+def _split_env_words(tokens: list[str], launch: Launch) -> list[str]:
+    position = 0
+    while position < len(tokens):
+        token = tokens[position]
+        if "=" in token and NAME_RE.match(token.split("=", 1)[0]):
+            name, _, value = token.partition("=")
+            launch.env[name] = value
+            if launch.where:
+                launch.env_where[name] = launch.where
+            position += 1
+            continue
+        break
+    return tokens[position:]
+
+
+def read_command(tokens: list[str], *, where: str = "", base_dir: str = ".", launch: Launch | None = None,
+                 env: dict[str, str] | None = None, depth: int = 0) -> Launch:
+    """The launch a command line starts; NotALaunch / Unsupported (both TopoctlError) when it is none."""
+    launch = launch or Launch(launcher="", where=where, base_dir=base_dir)
+    if env:
+        for name, value in env.items():
+            launch.env.setdefault(name, value)
+    rest = list(tokens)
+    while True:
+        rest = _split_env_words(rest, launch)
+        if not rest:
+            raise NotALaunch("no command after the environment assignments",
+                             hint="e.g. NCCL_DEBUG=INFO python -m sglang.launch_server --model-path M --tp-size 8")
+        program = rest[0].rsplit("/", 1)[-1]
+        if program == "env":
+            rest = rest[1:]
+            while rest and rest[0].startswith("-"):
+                option = rest.pop(0)
+                if option in ("-i", "--ignore-environment", "-"):
+                    launch.env.clear()
+                elif option in ("-u", "--unset") and rest:
+                    launch.env.pop(rest.pop(0), None)
+                elif option.startswith("--unset="):
+                    launch.env.pop(option.split("=", 1)[1], None)
+                elif option == "--":
+                    break
+            continue
+        if program in ("exec", "nohup", "time", "stdbuf"):
+            rest = rest[1:]
+            while program == "exec" and rest and rest[0].startswith("-"):
+                rest = rest[2:] if rest[0] == "-a" else rest[1:]
+            continue
+        if program in _SHELLS:
+            index, script_at = 1, None
+            while index < len(rest) and rest[index].startswith("-"):
+                if re.fullmatch(r"-[a-z]*c[a-z]*", rest[index]):
+                    script_at = index + 1
+                index += 2 if rest[index] == "-o" else 1
+            if script_at is None:
+                raise NotALaunch(f"{program} running a script file ({_shown(rest)}): pass the script itself to check it",
+                                 hint="topoctl check SCRIPT.sh reads the launch in it")
+            if index >= len(rest):
+                raise NotALaunch(f"{program} -c: no script", hint="give the script after -c")
+            if depth > 4:
+                raise NotALaunch("shells nested too deep", hint="write the launch command directly")
+            found = read_script(rest[index], origin=where or "<command>", base_dir=base_dir, inherit=launch,
+                                depth=depth + 1, report_line=False)
+            if not found:
+                raise NotALaunch(f"{program} -c: no launch in the script", hint="the script should hold the launch")
+            return found[-1]
+        if program in ("docker", "podman", "nerdctl") and len(rest) >= 2 and rest[1] == "run":
+            rest = _container(rest[2:], launch, program)
+            continue
+        if program in ("docker", "podman") and len(rest) >= 3 and rest[1] == "container" and rest[2] == "run":
+            rest = _container(rest[3:], launch, program)
+            continue
+        break
+    if rest[0].startswith("-"):
+        launch.launcher, launch.args = "flags", rest
+        return launch
+    if program == "sglang":
+        if len(rest) >= 2 and rest[1] == "serve":
+            launch.launcher, launch.args = "sglang serve", rest[2:]
+            return launch
+        raise _not_sglang(rest)
+    if program in _OTHER_SERVERS_PROGRAMS:
+        raise Unsupported(_OTHER_SERVERS_PROGRAMS[program], _shown(rest))
+    if _PYTHON_RE.match(program):
+        index = 1
+        while index < len(rest) and rest[index].startswith("-") and not rest[index].startswith("-m"):
+            index += 2 if rest[index] in _PYTHON_OPTIONS_WITH_VALUE else 1
+        if index < len(rest):
+            module = rest[index + 1] if rest[index] == "-m" and index + 1 < len(rest) else \
+                rest[index][2:] if rest[index].startswith("-m") else None
+            step = 2 if rest[index] == "-m" else 1
+            if module == "sglang.launch_server":
+                launch.launcher, launch.args = "sglang.launch_server", rest[index + step:]
+                return launch
+            if module == "dynamo.sglang":
+                launch.launcher, launch.args = "dynamo.sglang", rest[index + step:]
+                return launch
+            for prefix, server in _OTHER_SERVERS_MODULES.items():
+                if module and (module == prefix or module.startswith(prefix + ".")):
+                    raise Unsupported(server, _shown(rest))
+    raise _not_sglang(rest)
+
+
+# ----------------------------------------------------------------------------------------------- shell scripts
+
+_ASSIGN_RE = re.compile(r"^(?:export\s+|declare\s+-x\s+|readonly\s+|local\s+)?([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
+_EXPANSION_RE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::?[-=]([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)"
+                           r"|\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
+_STARTS_LAUNCH = re.compile(r"(^|[\s/;&|(])(python[0-9.]*\s+(-\S+\s+)*-m\s*(sglang\.launch_server|dynamo\.sglang)\b|"
+                            r"sglang\s+serve\b|(docker|podman)\s+(container\s+)?run\b|vllm\s+serve\b|trtllm-serve\b|"
+                            r"python[0-9.]*\s+(-\S+\s+)*-m\s*(vllm|tensorrt_llm)\.)")
+
+
+def expand(text: str, variables: dict[str, str], unresolved: list[str], kubernetes: bool = False) -> str:
+    """$NAME, ${NAME}, ${NAME:-default} from `variables` (and $(NAME) for Kubernetes); what is not known stays
+    as written and is listed in `unresolved`."""
+
+    def replace(match: re.Match[str]) -> str:
+        if match.group(4) is not None:
+            if not kubernetes:
+                return match.group(0)
+            name = match.group(4)
+        else:
+            name = match.group(1) or match.group(3)
+        if name in variables:
+            return variables[name]
+        if match.group(2) is not None:
+            return match.group(2)
+        unresolved.append(match.group(0))
+        return match.group(0)
+
+    return _EXPANSION_RE.sub(replace, text)
+
+
+def _logical_lines(text: str) -> list[tuple[int, str]]:
+    """(first line number, text) with backslash-newline continuations joined and comments dropped."""
+    out: list[tuple[int, str]] = []
+    buffer = ""
+    start = 0
+    quote = ""
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw
+        if not buffer:
+            start = number
+            if not quote and line.lstrip().startswith("#"):
+                continue
+        # track quotes across lines (a multi-line '...' argument list)
+        for char in line:
+            if quote:
+                if char == quote:
+                    quote = ""
+            elif char in "'\"":
+                quote = char
+        if line.endswith("\\") and not quote:
+            buffer += line[:-1] + " "
+            continue
+        buffer += line
+        if quote:
+            buffer += "\n"
+            continue
+        out.append((start, buffer))
+        buffer = ""
+    if buffer.strip():
+        out.append((start, buffer))
+    return out
+
+
+def _strip_comment(words: list[str]) -> list[str]:
+    for index, word in enumerate(words):
+        if word.startswith("#"):
+            return words[:index]
+    return words
+
+
+def read_script(text: str, *, origin: str, base_dir: str = ".", inherit: Launch | None = None, depth: int = 0,
+                line_offset: int = 0, report_line: bool = True) -> list[Launch]:
+    """Every launch in a shell script, each with the variables assigned and exported before it.
+
+    Assignments (`export NAME=value`, `NAME=value`) are followed line by line; `$NAME` and `${NAME:-x}` in a
+    launch line are replaced by what the script set; a launch's environment is what was exported before it
+    plus its own assignments (a plain `NAME=value` is a shell variable, seen in expansions but not by the
+    server). `set -a` exports what follows. Control flow is not followed: every launch line is read."""
+    variables: dict[str, str] = {}
+    exported: dict[str, str] = dict(inherit.env) if inherit else {}
+    exported_where: dict[str, str] = dict(inherit.env_where) if inherit else {}
+    auto_export = False
+    launches: list[Launch] = []
+    for number, line in _logical_lines(text):
+        line_no = number + line_offset
+        where = f"{origin}:{line_no}" if report_line else origin
+        for segment in _segments(line):
+            stripped = segment.strip()
+            if not stripped:
+                continue
+            if stripped in ("set -a", "set -o allexport"):
+                auto_export = True
+                continue
+            if stripped in ("set +a", "set +o allexport"):
+                auto_export = False
+                continue
+            match = _ASSIGN_RE.match(stripped)
+            if match and not _STARTS_LAUNCH.search(stripped):
+                try:
+                    words = shlex.split(stripped, comments=True)
+                except ValueError:
+                    continue
+                exporting = words and words[0] in ("export", "declare", "readonly")
+                for word in words:
+                    name, eq, value = word.partition("=")
+                    if not eq or not NAME_RE.match(name):
+                        continue
+                    value = expand(value, {**exported, **variables}, [])
+                    variables[name] = value
+                    if exporting or auto_export or name in exported:
+                        exported[name] = value
+                        exported_where[name] = f"{origin}:{line_no}"
+                continue
+            export_only = re.match(r"^export\s+([A-Za-z_][A-Za-z0-9_]*(\s+[A-Za-z_][A-Za-z0-9_]*)*)\s*$", stripped)
+            if export_only:
+                for name in export_only.group(1).split():
+                    if name in variables:
+                        exported[name] = variables[name]
+                        exported_where[name] = f"{origin}:{line_no}"
+                continue
+            if not _STARTS_LAUNCH.search(stripped):
+                continue
+            unresolved: list[str] = []
+            expanded = expand(stripped, {**exported, **variables}, unresolved)
+            try:
+                words = _strip_comment(shlex.split(expanded, comments=False))
+            except ValueError as exc:
+                raise TopoctlError(f"{where}: cannot split the launch line: {exc}",
+                                   hint="check its quoting") from None
+            words = _from_launch_start(words)
+            launch = Launch(launcher="", where=where, base_dir=base_dir, env=dict(exported),
+                            env_where=dict(exported_where))
+            if inherit is not None:
+                launch.gpus, launch.image = inherit.gpus, inherit.image
+            launch.unresolved = unresolved
+            launches.append(read_command(words, where=where, base_dir=base_dir, launch=launch, depth=depth))
+    return launches
+
+
+def _segments(line: str) -> list[str]:
+    """A logical line split at `;`, `&&`, `||` and a trailing `&` outside quotes."""
+    parts, current, quote, index = [], "", "", 0
+    while index < len(line):
+        char = line[index]
+        if quote:
+            current += char
+            if char == quote:
+                quote = ""
+        elif char in "'\"":
+            quote = char
+            current += char
+        elif char == ";" or (char in "&|" and line[index:index + 2] in ("&&", "||")):
+            parts.append(current)
+            current = ""
+            index += 2 if char in "&|" else 1
+            continue
+        elif char == "&" and line[index + 1:].strip() == "":
+            index += 1
+            continue
+        elif char == "#" and (not current or current[-1] in " \t"):
+            break
+        else:
+            current += char
+        index += 1
+    parts.append(current)
+    return parts
+
+
+def _from_launch_start(words: list[str]) -> list[str]:
+    """Drop words a shell line holds before the command (`if`, `then`, `do`, `(`, `{`, `!`, `timeout 60`)."""
+    skip = {"then", "do", "else", "{", "(", "!", "if", "while", "until", "command", "builtin"}
+    position = 0
+    while position < len(words) and words[position] in skip:
+        position += 1
+    if position < len(words) and words[position] == "timeout":
+        position += 1
+        while position < len(words) and words[position].startswith("-"):
+            position += 1
+        position += 1  # the duration
+    return words[position:]
+
+
+def image_sglang_version(image: str | None) -> str | None:
+    """The SGLang version an image tag names (`lmsysorg/sglang:v0.5.21-cu129` -> 0.5.21), else None."""
+    if not image or ":" not in image.rsplit("/", 1)[-1]:
+        return None
+    repository, tag = image.rsplit(":", 1)
+    if "sglang" not in repository.rsplit("/", 1)[-1] or "dynamo" in repository:
+        return None
+    match = re.match(r"v?(\d+\.\d+\.\d+(?:\.post\d+)?)(?![\d.])", tag)
+    return match.group(1) if match else None
+
+
+def image_dynamo_version(image: str | None) -> str | None:
+    """The ai-dynamo version a Dynamo runtime image tag names (`nvcr.io/nvidia/ai-dynamo/sglang-runtime:1.6.1`)."""
+    if not image or ":" not in image.rsplit("/", 1)[-1]:
+        return None
+    repository, tag = image.rsplit(":", 1)
+    if "dynamo" not in repository:
+        return None
+    match = re.match(r"v?(\d+\.\d+\.\d+(?:\.post\d+)?)(?![\d.])", tag)
+    return match.group(1) if match else None
+
+
+def describe(launch: Launch) -> dict[str, Any]:
+    """A plain summary for reports and tests."""
+    return {"launcher": launch.launcher, "args": list(launch.args), "env": dict(launch.env), "image": launch.image,
+            "gpus": None if launch.gpus is None else {"count": launch.gpus.count, "ids": launch.gpus.ids,
+                                                       "source": launch.gpus.source},
+            "where": launch.where}

@@ -1,0 +1,412 @@
+"""Finding launches where deployments keep them: Kubernetes manifests, Docker Compose files, shell scripts,
+launch.env files, and folders of them. Nothing is run or sourced; every launch keeps its file and line.
+
+* Kubernetes (multi-document YAML): Pod, Deployment, StatefulSet, ReplicaSet, DaemonSet, Job, CronJob and
+  LeaderWorkerSet (leader and worker templates). Per container: `command` + `args` (Kubernetes' `$(NAME)`
+  expanded from the container's `env`), `env` (`value`; `valueFrom` is not visible here), the image, and
+  `resources.limits["nvidia.com/gpu"]` (else requests) as the GPU count the container is given.
+* Docker Compose: `services.NAME` with `entrypoint` + `command` (a string is split as compose does, shell
+  words), `environment` (list or mapping), `env_file`, the image, and the GPU reservation
+  (`deploy.resources.reservations.devices` with `capabilities: [gpu]`, `count`/`device_ids`).
+* Shell scripts (`*.sh`, or a `#!` line naming a shell): every launch line, with the variables exported
+  before it (topoctl.sglang.launchers.read_script).
+* launch.env files (`*.env`; in folders only names holding "launch"): topoctl.sglang.launch.parse_env_file.
+
+Line numbers come from PyYAML's node marks (compose), so a finding points at the line that wrote the word.
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from topoctl.errors import TopoctlError
+from topoctl.sglang.launchers import (
+    GpuSet,
+    Launch,
+    NotALaunch,
+    Unsupported,
+    expand,
+    parse_gpus,
+    read_command,
+    read_docker_env_file,
+    read_script,
+)
+
+_POD_PATHS: dict[str, list[tuple[str, ...]]] = {
+    "Pod": [("spec",)],
+    "Deployment": [("spec", "template", "spec")],
+    "StatefulSet": [("spec", "template", "spec")],
+    "ReplicaSet": [("spec", "template", "spec")],
+    "DaemonSet": [("spec", "template", "spec")],
+    "Job": [("spec", "template", "spec")],
+    "CronJob": [("spec", "jobTemplate", "spec", "template", "spec")],
+    "LeaderWorkerSet": [("spec", "leaderWorkerTemplate", "leaderTemplate", "spec"),
+                        ("spec", "leaderWorkerTemplate", "workerTemplate", "spec")],
+}
+_SCRIPT_SUFFIXES = (".sh", ".bash")
+_YAML_SUFFIXES = (".yaml", ".yml")
+_SKIP_DIRS = {".git", ".venv", "venv", "node_modules", "__pycache__", ".tox", ".mypy_cache", ".pytest_cache"}
+
+
+@dataclass
+class Found:
+    """One launch found in a file, or why a file (or a container in it) holds none."""
+
+    path: str
+    line: int
+    label: str = ""  # "Deployment sglang / container server", "service sglang"
+    launch: Launch | None = None
+    none_reason: str = ""  # a file or container with no SGLang launch: why
+    unsupported: str = ""  # the other server it starts (vLLM...), when it starts one
+    kind: str = ""  # launch.env | kubernetes | compose | script
+
+    @property
+    def where(self) -> str:
+        return f"{self.path}:{self.line}"
+
+
+@dataclass
+class _Node:
+    """A YAML value with the line it starts on (1-based) and, for collections, its children."""
+
+    value: Any
+    line: int
+    style: str | None = None
+    children: Any = field(default=None)
+
+    def get(self, key: str) -> _Node | None:
+        if isinstance(self.children, dict):
+            return self.children.get(key)
+        return None
+
+    def at(self, *keys: str) -> _Node | None:
+        node: _Node | None = self
+        for key in keys:
+            node = node.get(key) if node is not None else None
+        return node
+
+
+def _convert(node: Any, loader: Any) -> _Node:
+    """A composed YAML node as plain values plus the line of every part (PyYAML's start_mark.line)."""
+    import yaml
+
+    if isinstance(node, yaml.MappingNode):
+        children = {}
+        for key_node, value_node in node.value:
+            children[str(key_node.value)] = _convert(value_node, loader)
+        return _Node({k: v.value for k, v in children.items()}, node.start_mark.line + 1, None, children)
+    if isinstance(node, yaml.SequenceNode):
+        items = [_convert(item, loader) for item in node.value]
+        return _Node([i.value for i in items], node.start_mark.line + 1, None, items)
+    return _Node(loader.construct_object(node, deep=True), node.start_mark.line + 1, node.style)
+
+
+def _yaml_documents(path: str, text: str) -> list[_Node]:
+    import yaml
+
+    try:
+        nodes = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        at = f"{path}:{mark.line + 1}" if mark is not None else path
+        raise TopoctlError(f"{at}: not valid YAML: {str(exc).splitlines()[0]}", hint="fix the YAML") from None
+    loader = yaml.SafeLoader("")
+    try:
+        return [_convert(node, loader) for node in nodes if node is not None]
+    except yaml.YAMLError as exc:
+        raise TopoctlError(f"{path}: cannot read a YAML value: {str(exc).splitlines()[0]}", hint="fix the YAML") from None
+    finally:
+        loader.dispose()
+
+
+def _read_text(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+    except FileNotFoundError:
+        raise TopoctlError(f"no such file: {path}", hint="give launch files, manifests, scripts or folders") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TopoctlError(f"cannot read {path}: {exc}", hint="check the path and its permissions") from None
+    return text.lstrip("\ufeff")
+
+
+# ----------------------------------------------------------------------------------------------- commands
+
+def _words(node: _Node | None) -> list[tuple[str, int, _Node]]:
+    """A command/args value as (word, line, node) items; a string is one word (Kubernetes) ."""
+    if node is None:
+        return []
+    if isinstance(node.children, list):
+        return [(str(item.value), item.line, item) for item in node.children if item.value is not None]
+    if node.value is None:
+        return []
+    return [(str(node.value), node.line, node)]
+
+
+def _from_words(path: str, label: str, kind: str, words: list[tuple[str, int, _Node]], env: dict[str, str],
+                env_where: dict[str, str], gpus: GpuSet | None, image: str | None, base_dir: str,
+                line: int, kubernetes: bool) -> Found:
+    found = Found(path, line, label, kind=kind)
+    unresolved: list[str] = []
+    tokens = [expand(word, env, unresolved, kubernetes=True) if kubernetes else word for word, _, _ in words]
+    wheres = [f"{path}:{word_line}" for _, word_line, _ in words]
+    where = f"{path}:{line}"
+    launch = Launch(launcher="", where=where, base_dir=base_dir, env=dict(env), env_where=dict(env_where), gpus=gpus,
+                    image=image, unresolved=unresolved)
+    shell = _shell_script(tokens)
+    try:
+        if shell is not None:
+            index = shell
+            script_node = words[index][2]
+            offset = script_node.line - 1 + (1 if script_node.style in ("|", ">") else 0)
+            launches = read_script(tokens[index], origin=path, base_dir=base_dir, inherit=launch, line_offset=offset)
+            if not launches:
+                found.none_reason = f"{label}: the shell script in its command starts no SGLang launch"
+                return found
+            chosen = launches[-1]
+            chosen.gpus, chosen.image = gpus, image
+            chosen.unresolved = unresolved + chosen.unresolved
+            found.launch = chosen
+            found.line = int(chosen.where.rsplit(":", 1)[1])
+            return found
+        found.launch = read_command(tokens, where=where, base_dir=base_dir, launch=launch)
+    except Unsupported as error:
+        found.unsupported = error.server
+        found.none_reason = f"{label}: {error.message}"
+        return found
+    except NotALaunch as error:
+        found.none_reason = f"{label}: {error.message}"
+        return found
+    args = found.launch.args
+    if args and tokens[-len(args):] == args:
+        found.launch.arg_where = wheres[-len(args):]
+    return found
+
+
+def _shell_script(tokens: list[str]) -> int | None:
+    """Index of the script word of `sh -c SCRIPT` / `bash -lc SCRIPT`, when the command is one."""
+    if not tokens or tokens[0].rsplit("/", 1)[-1] not in ("bash", "sh", "dash", "zsh", "ash"):
+        return None
+    index, script_at = 1, None
+    while index < len(tokens) and tokens[index].startswith("-"):
+        if re.fullmatch(r"-[a-z]*c[a-z]*", tokens[index]):
+            script_at = index
+        index += 1
+    return index if script_at is not None and index < len(tokens) else None
+
+
+# ----------------------------------------------------------------------------------------------- Kubernetes
+
+def _k8s_env(container: _Node, path: str) -> tuple[dict[str, str], dict[str, str]]:
+    env: dict[str, str] = {}
+    where: dict[str, str] = {}
+    node = container.get("env")
+    for item in (node.children if node is not None and isinstance(node.children, list) else []):
+        name, value = item.get("name"), item.get("value")
+        if name is None or value is None or value.value is None:
+            continue
+        text = value.value
+        env[str(name.value)] = "true" if text is True else "false" if text is False else str(text)
+        where[str(name.value)] = f"{path}:{name.line}"
+    return env, where
+
+
+def _k8s_gpus(container: _Node, path: str) -> GpuSet | None:
+    for section in ("limits", "requests"):
+        node = container.at("resources", section, "nvidia.com/gpu")
+        if node is not None and node.value is not None:
+            try:
+                count = int(str(node.value))
+            except ValueError:
+                return None
+            return GpuSet(count=count, source=f"resources.{section} nvidia.com/gpu: {count} ({path}:{node.line})")
+    return None
+
+
+def _kubernetes(path: str, doc: _Node, base_dir: str) -> list[Found]:
+    kind = str(doc.value.get("kind"))
+    name = str((doc.value.get("metadata") or {}).get("name") or "")
+    out: list[Found] = []
+    if kind == "List":
+        items = doc.get("items")
+        for item in (items.children if items is not None and isinstance(items.children, list) else []):
+            if isinstance(item.value, dict):
+                out.extend(_kubernetes(path, item, base_dir))
+        return out
+    paths: list[tuple[str, ...]] | None = _POD_PATHS.get(kind)
+    if paths is None:
+        return []
+    for keys in paths:
+        spec = doc.at(*keys)
+        if spec is None:
+            continue
+        role = "" if len(paths) == 1 else (" leader" if "leaderTemplate" in keys else " worker")
+        containers = spec.get("containers")
+        for container in (containers.children if containers is not None else []) or []:
+            label = f"{kind} {name}{role} / container {container.value.get('name')}"
+            command, args = container.get("command"), container.get("args")
+            env, env_where = _k8s_env(container, path)
+            gpus = _k8s_gpus(container, path)
+            image = container.value.get("image")
+            words = _words(command) + _words(args)
+            line = (command or args or container).line
+            if not words:
+                out.append(Found(path, container.line, label, kind="kubernetes",
+                                 none_reason=f"{label}: no command or args (it runs its image's default command, "
+                                             "not visible here)"))
+                continue
+            out.append(_from_words(path, label, "kubernetes", words, env, env_where, gpus,
+                                   str(image) if image else None, base_dir, line, kubernetes=True))
+    return out
+
+
+# ----------------------------------------------------------------------------------------------- compose
+
+def _compose_words(node: _Node | None) -> list[tuple[str, int, _Node]]:
+    import shlex
+
+    if node is None or node.value is None:
+        return []
+    if isinstance(node.children, list):
+        return _words(node)
+    try:
+        split = shlex.split(str(node.value))
+    except ValueError as exc:
+        raise TopoctlError(f"cannot split the command at line {node.line}: {exc}", hint="check its quoting") from None
+    return [(word, node.line, node) for word in split]
+
+
+def _compose(path: str, doc: _Node, base_dir: str) -> list[Found]:
+    services = doc.get("services")
+    out = []
+    for name, service in (services.children.items() if services is not None and isinstance(services.children, dict)
+                          else []):
+        label = f"service {name}"
+        env: dict[str, str] = {}
+        env_where: dict[str, str] = {}
+        env_files = service.get("env_file")
+        for item in (_words(env_files) if env_files is not None else []):
+            file_value = item[0] if not isinstance(item[2].value, dict) else str(item[2].value.get("path"))
+            env_path = os.path.join(base_dir, file_value) if not os.path.isabs(file_value) else file_value
+            for number, key, value in read_docker_env_file(env_path):
+                env[key] = value
+                env_where[key] = f"{env_path}:{number}"
+        environment = service.get("environment")
+        if environment is not None and isinstance(environment.children, list):
+            for item in environment.children:
+                key, eq, value = str(item.value).partition("=")
+                if eq:
+                    env[key] = value
+                    env_where[key] = f"{path}:{item.line}"
+        elif environment is not None and isinstance(environment.children, dict):
+            for key, item in environment.children.items():
+                if item.value is not None:
+                    env[key] = "true" if item.value is True else "false" if item.value is False else str(item.value)
+                    env_where[key] = f"{path}:{item.line}"
+        gpus = None
+        devices = service.at("deploy", "resources", "reservations", "devices")
+        for device in (devices.children if devices is not None and isinstance(devices.children, list) else []):
+            capabilities = device.value.get("capabilities") or []
+            if "gpu" not in [str(c) for c in capabilities] and device.value.get("driver") != "nvidia":
+                continue
+            count = device.value.get("count")
+            ids = device.value.get("device_ids")
+            gpus = GpuSet(count=None if count in (None, "all") else int(count),
+                          ids=[str(i) for i in ids] if isinstance(ids, list) else None,
+                          source=f"deploy.resources.reservations.devices ({path}:{device.line})")
+        if gpus is None and service.get("gpus") is not None:
+            gpus = parse_gpus(str(service.value.get("gpus")), f"gpus: {service.value.get('gpus')}")
+        words = _compose_words(service.get("entrypoint")) + _compose_words(service.get("command"))
+        line = (service.get("entrypoint") or service.get("command") or service).line
+        image = service.value.get("image")
+        if not words:
+            out.append(Found(path, service.line, label, kind="compose",
+                             none_reason=f"{label}: no command (it runs its image's default command, not visible here)"))
+            continue
+        out.append(_from_words(path, label, "compose", words, env, env_where, gpus, str(image) if image else None,
+                               base_dir, line, kubernetes=False))
+    return out
+
+
+# ----------------------------------------------------------------------------------------------- files
+
+def _is_script(path: str, text: str) -> bool:
+    if path.endswith(_SCRIPT_SUFFIXES):
+        return True
+    first = text.split("\n", 1)[0]
+    return first.startswith("#!") and re.search(r"\b(ba|da|z)?sh\b", first) is not None
+
+
+def read_file(path: str) -> tuple[str, list[Found]]:
+    """(kind, what the file holds) for one file; kind is launch.env, kubernetes, compose, script or unknown."""
+    base_dir = os.path.dirname(path) or "."
+    if path.endswith(".env"):
+        return "launch.env", [Found(path, 1, kind="launch.env")]
+    text = _read_text(path)
+    if path.endswith(_YAML_SUFFIXES):
+        found: list[Found] = []
+        kinds = set()
+        for doc in _yaml_documents(path, text):
+            if not isinstance(doc.value, dict):
+                continue
+            if "apiVersion" in doc.value and "kind" in doc.value:
+                kinds.add("kubernetes")
+                found.extend(_kubernetes(path, doc, base_dir))
+            elif isinstance(doc.value.get("services"), dict):
+                kinds.add("compose")
+                found.extend(_compose(path, doc, base_dir))
+        kind = "+".join(sorted(kinds)) or "yaml"
+        if not found:
+            what = {"kubernetes": "no Pod, Deployment, StatefulSet, Job or LeaderWorkerSet with a container",
+                    "compose": "no service", "yaml": "neither a Kubernetes manifest nor a compose file"
+                    + ("; a flat mapping like an SGLang --config file, read with the launch that names it"
+                       if _flat_mapping(text) else "")}
+            found = [Found(path, 1, kind=kind, none_reason=f"{path}: no launch ({what.get(kind, 'no container')})")]
+        return kind, found
+    if _is_script(path, text):
+        try:
+            launches = read_script(text, origin=path, base_dir=base_dir)
+        except Unsupported as error:
+            return "script", [Found(path, 1, kind="script", unsupported=error.server, none_reason=error.message)]
+        except NotALaunch as error:
+            return "script", [Found(path, 1, kind="script", none_reason=f"{path}: {error.message}")]
+        if not launches:
+            return "script", [Found(path, 1, kind="script", none_reason=f"{path}: no launch line")]
+        return "script", [Found(path, int(launch.where.rsplit(":", 1)[1]), kind="script", launch=launch)
+                          for launch in launches]
+    return "unknown", [Found(path, 1, kind="unknown",
+                             none_reason=f"{path}: no launch (not a launch.env, manifest, compose file or shell script)")]
+
+
+def _flat_mapping(text: str) -> bool:
+    import yaml
+
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return False
+    return isinstance(data, dict) and bool(data) and all(not isinstance(v, dict) for v in data.values())
+
+
+def _wanted_in_folder(name: str) -> bool:
+    if name.endswith(".env"):
+        return "launch" in name
+    return name.endswith(_YAML_SUFFIXES + _SCRIPT_SUFFIXES)
+
+
+def expand_paths(paths: list[str]) -> list[str]:
+    """Files as given, and the launch-like files under each folder (sorted, hidden and tool folders skipped)."""
+    out: list[str] = []
+    for path in paths:
+        if os.path.isdir(path):
+            for root, dirs, files in os.walk(path):
+                dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and not d.startswith("."))
+                out.extend(os.path.join(root, name) for name in sorted(files) if _wanted_in_folder(name))
+        elif path == "-" or os.path.exists(path):
+            out.append(path)
+        else:
+            raise TopoctlError(f"no such file or folder: {path}",
+                               hint="give launch.env files, Kubernetes manifests, compose files, shell scripts or folders")
+    return out
