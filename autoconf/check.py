@@ -138,7 +138,7 @@ def launch_group(parsed: ParsedLaunch, snapshot: dict[str, Any], tp: int, dp: in
     srt/managers/data_parallel_controller.py; pipeline parallelism not modelled). Without
     it, the first tp x dp GPUs in PCI bus order. When the value cannot be mapped onto the snapshot, every GPU
     (conservatively, with a warning). None: every GPU, by the engine's own default."""
-    from topoctl.cuda_devices import DEVICE_ORDER, VISIBLE_DEVICES, parse_visible_devices, pci_order
+    from topoctl.cuda_devices import DEVICE_ORDER, VISIBLE_DEVICES, container_devices, parse_visible_devices, pci_order
 
     needed = tp * dp
     base = max(_raw_int(parsed, "base_gpu_id", 0), 0)
@@ -149,6 +149,33 @@ def launch_group(parsed: ParsedLaunch, snapshot: dict[str, Any], tp: int, dp: in
     value = parsed.env.get(VISIBLE_DEVICES)
     items: list[Item] = []
     machine = pci_order(snapshot)
+    given = getattr(parsed, "gpus", None)  # docker --gpus / nvidia.com/gpu: what the launcher gives the launch
+    source = str(getattr(given, "source", ""))
+    devices = machine
+    if given is not None and given.ids is not None:
+        mapped, why = container_devices(list(given.ids), snapshot)
+        if mapped is None:
+            items.append(Item("topoctl-gpu-group-unknown", "warn", "GPUs of the launch unknown",
+                              one_line(f"{why} ({source}); judged on every GPU of the target"),
+                              "give GPUs by their index or UUID as `topoctl show` lists them", parsed.where))
+            return tuple(machine), items
+        devices = mapped
+    elif given is not None and given.count is not None and given.count < len(machine):
+        items.append(Item("topoctl-gpu-group", "info", "GPUs the launch runs on",
+                          one_line(f"the launch is given {given.count} GPUs ({source}); which ones is decided "
+                                   "where it runs, so it is judged on every pair of the target"), "", parsed.where))
+        return tuple(machine), items
+    if value is None and devices is not machine:
+        if tp > len(devices):  # the launcher check says so (tp-exceeds-given-gpus)
+            return tuple(devices), items
+        if max(positions) >= len(devices):
+            return _too_few(items, tp, dp, positions, len(devices), f"the launch is given {len(devices)} "
+                            f"({source})", where, tuple(devices))
+        group = tuple(devices[position] for position in positions)
+        items.append(Item("topoctl-gpu-group", "info", "GPUs the launch runs on",
+                          one_line(f"judged on GPUs {_ids(group)} of {len(machine)} ({source})"), "",
+                          parsed.where))
+        return group, items
     if value is None:
         if tp > gpu_count:  # the parallel-size check says so
             return None, items
@@ -165,7 +192,7 @@ def launch_group(parsed: ParsedLaunch, snapshot: dict[str, Any], tp: int, dp: in
                           f"set {VISIBLE_DEVICES} (with {DEVICE_ORDER}=PCI_BUS_ID) to choose the GPUs; "
                           "`topoctl recommend --tp-size N` picks the best group"))
         return group, items
-    visible = parse_visible_devices(value, snapshot, parsed.env.get(DEVICE_ORDER))
+    visible = parse_visible_devices(value, snapshot, parsed.env.get(DEVICE_ORDER), devices)
     if visible.gpus is None:
         items.append(Item("topoctl-gpu-group-unknown", "warn", "GPUs of the launch unknown",
                           one_line(f"{visible.reason}; judged on every GPU of the target"),
@@ -237,13 +264,17 @@ def _raw_int(parsed: ParsedLaunch, dest: str | tuple[str, ...], default: int) ->
 
 def _visible_count(parsed: ParsedLaunch, snapshot: dict[str, Any], gpu_count: int) -> int:
     """How many GPUs the launch's CUDA_VISIBLE_DEVICES leaves visible (every GPU without one, or when unknown)."""
-    from topoctl.cuda_devices import DEVICE_ORDER, VISIBLE_DEVICES, parse_visible_devices
+    from topoctl.cuda_devices import DEVICE_ORDER, VISIBLE_DEVICES, container_devices, parse_visible_devices
 
+    given = getattr(parsed, "gpus", None)
+    devices = container_devices(list(given.ids), snapshot)[0] if given is not None and given.ids is not None else None
+    if given is not None and given.ids is None and given.count is not None:
+        return min(given.count, gpu_count)
     value = parsed.env.get(VISIBLE_DEVICES)
     if value is None:
-        return gpu_count
-    visible = parse_visible_devices(value, snapshot, parsed.env.get(DEVICE_ORDER))
-    return gpu_count if visible.gpus is None else len(visible.gpus)
+        return gpu_count if devices is None else len(devices)
+    visible = parse_visible_devices(value, snapshot, parsed.env.get(DEVICE_ORDER), devices)
+    return (gpu_count if devices is None else len(devices)) if visible.gpus is None else len(visible.gpus)
 
 
 def _ids(group: tuple[int, ...]) -> str:

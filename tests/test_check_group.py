@@ -141,3 +141,25 @@ def test_tp_size_hint_counts_the_visible_gpus(capsys):
     assert "using 1 of the 4 visible GPUs" in item["message"] and "--tp-size 4" in item["remediation"]
     code, doc, _ = check(capsys, "rtx-pro-6000-8x-pcie", "CUDA_VISIBLE_DEVICES=0", *LAUNCH)
     assert "topoctl-tp-size-not-given" not in ids(doc)
+
+
+DOCKER = ["docker", "run", "lmsysorg/sglang:v0.5.12", "python3", "-m", "sglang.launch_server", "--model-path", "X"]
+
+
+def test_docker_gpus_devices_are_the_group(capsys):
+    # NVIDIA Container Toolkit: device=2,3 gives the container host GPUs 2 and 3 (nvidia-smi indices)
+    code, doc, _ = check(capsys, "l40s-4x-pcie-2numa", *DOCKER[:2], "--gpus", '"device=2,3"', *DOCKER[2:], "--tp", "2")
+    assert code == 0 and "custom-allreduce-without-p2p" not in ids(doc)
+    code, doc, _ = check(capsys, "l40s-4x-pcie-2numa", *DOCKER[:2], "--gpus", '"device=1,2"', *DOCKER[2:], "--tp", "2")
+    assert code == 1 and "custom-allreduce-without-p2p" in ids(doc)
+    # inside, CUDA sees host GPUs 0,2,3 (PCI bus order); CUDA_VISIBLE_DEVICES=1,2 counts those: host GPUs 2 and 3
+    code, doc, _ = check(capsys, "l40s-4x-pcie-2numa", *DOCKER[:2], "--gpus", '"device=0,3,2"', "-e",
+                         "CUDA_VISIBLE_DEVICES=1,2", *DOCKER[2:], "--tp", "2")
+    assert code == 0 and "custom-allreduce-without-p2p" not in ids(doc)
+
+
+def test_docker_gpu_count_judges_every_pair(capsys):
+    code, doc, _ = check(capsys, "l40s-4x-pcie-2numa", *DOCKER[:2], "--gpus", "2", *DOCKER[2:], "--tp", "2")
+    messages = [item["message"] for item in doc["results"][0]["findings"] if item["id"] == "topoctl-gpu-group"]
+    assert any("which ones is decided where it runs" in message for message in messages)
+    assert code == 1 and "custom-allreduce-without-p2p" in ids(doc)
