@@ -1,30 +1,32 @@
 """Evidence: the numbers rules carry (`evidence:` items of fired findings), made comparable for ranking.
 
-A rule backs its advice with measurements, upstream claims or modelled figures. This module turns each such
-number into an Evidence item (level, metric, value, unit, the allreduce path and settings it was measured
-under), so that autoconf/search.py can tell which numbers speak of a candidate launch and rank candidates on
-them: measured > upstream-reported > modelled (LEVELS), then the value.
-
-The settings a number was measured under are written in the key=value form (`allreduce=nccl
-speculative_algorithm=none cuda_graph_max_bs=128 model=kimi-k2.5`; built-in rules must use it, a test holds
-them to it). A config written in words (SGLang flags, "EAGLE-3", "custom allreduce", ...) is understood by a
-keyword fallback that exists only for site rules written before that form; a number whose key=value config
-names an unknown key is left out rather than applied everywhere.
+A rule backs its advice with measurements, upstream claims or modelled figures. Each number says what it is
+(`kind`: throughput, latency, relative or context) and the settings it was measured under (`config`, a
+mapping validated by the rule schema: logical settings, env:NAME, `allreduce`, `model`, `interconnect` and
+descriptive keys). This module turns each number into an Evidence item, so that autoconf/search.py can tell
+which numbers speak of a candidate launch and rank candidates on them: measured > upstream-reported >
+modelled (LEVELS), then the value. Nothing is guessed from words: a number whose config names an unknown
+key is left out rather than applied everywhere.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
 from topoctl.rules.settings import equal
 from topoctl.sglang import spelling as table
+from topoctl.vocab import (
+    EVIDENCE_DESCRIPTIVE_KEYS,
+    EVIDENCE_INTERCONNECT_KEY,
+    EVIDENCE_LEVEL_RANK,
+    EVIDENCE_MODEL_KEY,
+)
+from topoctl.vocab import evidence_config_text as config_text
 
-LEVELS = {"measured": 3, "upstream-reported": 2, "modelled": 1}
+LEVELS = EVIDENCE_LEVEL_RANK
 LEVEL_NAMES = {rank: name for name, rank in LEVELS.items()}
 PATH_KEYS = ("allreduce", "allreduce_path", "path")
 SPEC_KEYS = ("speculative", "speculative_algorithm")
-OPT_IN_PATH_SETTINGS = ("pcie_ipc_allreduce", "torch_symm_mem", "nccl_symm_mem", "flashinfer_allreduce_fusion")
 
 
 def _norm(value: Any) -> Any:
@@ -50,6 +52,8 @@ class Evidence:
     baseline: dict[str, Any] | None = None  # for relative numbers: the settings the change is measured against
     baseline_path: str | None = None
     config_text: str = ""
+    number_kind: str = "context"  # the number's `kind:` in the rule file
+
 
     @property
     def rank(self) -> int:
@@ -57,15 +61,8 @@ class Evidence:
 
     @property
     def kind(self) -> str:
-        unit = self.unit.lower()
-        metric = self.metric.lower()
-        if unit in ("%", "percent", "x", "ratio"):
-            return "relative"
-        if unit in ("us", "µs", "usec", "ms") and "latency" in metric:
-            return "latency"  # per call; "allreduce time per verify pass" is context, not a per-call latency
-        if "tok" in unit or "throughput" in metric:
-            return "throughput"
-        return "other"
+        """throughput, latency, relative or context: what the rule file says the number is."""
+        return self.number_kind
 
     def latency_us(self) -> float:
         return self.value * 1000.0 if self.unit.lower() == "ms" else self.value
@@ -150,107 +147,14 @@ def _here(ev: Evidence, interconnect: str | None) -> bool:
 # `allreduce` is the allreduce path (a name from settings.yaml's allreduce_paths), `model` the model the
 # number was measured with (compared with the requested model's name); the DESCRIPTIVE keys say what was
 # measured and never decide whether the number applies to a candidate.
-MODEL_KEY = "model"
-INTERCONNECT_KEY = "interconnect"  # compared with the target's summary.interconnect (pcie, nvswitch, ...)
-DESCRIPTIVE_KEYS = ("message_kib", "message_mib", "max_message_mib", "allreduces_per_pass")
-_KV_TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_:.\-]*=\S*\Z")
+MODEL_KEY = EVIDENCE_MODEL_KEY
+INTERCONNECT_KEY = EVIDENCE_INTERCONNECT_KEY  # compared with the target's summary.interconnect (pcie, nvswitch, ...)
+DESCRIPTIVE_KEYS = EVIDENCE_DESCRIPTIVE_KEYS
 
-PATH_WORDS = (  # site rules only: phrases a config written in words uses for an allreduce path (in order)
-    ("pcie_ipc", ("pcie ipc", "pcie_ipc", "pcie-ipc", "sglang_enable_pcie_ipc_allreduce")),
-    ("torch_symm_mem", ("torch symm", "torch_symm_mem", "enable-torch-symm-mem", "torch symmetric")),
-    ("flashinfer_fusion", ("allreduce fusion", "flashinfer_allreduce_fusion", "flashinfer-allreduce-fusion")),
-    ("nccl_symm_mem", ("nccl symm", "nccl_symm_mem", "enable-symm-mem", "nccl symmetric")),
-    ("custom", ("custom allreduce", "custom all-reduce", "custom all reduce", "custom_all_reduce=true",
-                "custom_allreduce")),
-    ("nccl", ("nccl", "disable-custom-all-reduce", "custom_all_reduce=false")),
-)
-NO_SPEC_WORDS = ("no speculative", "without speculative", "no spec", "non-speculative", "speculative off",
-                 "no eagle", "without eagle", "speculative_algorithm=none", "speculative=none", "baseline")
-SPEC_WORDS = ("eagle-3", "eagle3", "eagle 3")
-
-
-def is_key_value(text: str) -> bool:
-    """Whether an evidence config is written in the key=value form (every token `key=value`)."""
-    tokens = str(text).split()
-    return bool(tokens) and all(_KV_TOKEN.match(token) for token in tokens)
-
-
-def parse_config_kv(text: str) -> tuple[dict[str, Any], list[str]]:
-    """(config, unknown keys) of a key=value evidence config: `allreduce=nccl speculative_algorithm=none
-    cuda_graph_max_bs=128 model=kimi-k2.5`. Values go through the settings table (`none`/`null` -> None,
-    booleans, integers); `NCCL_X=v` means `env:NCCL_X=v`."""
-    known = table.specs()
-    out: dict[str, Any] = {}
-    unknown: list[str] = []
-    for token in str(text).split():
-        key, _, value = token.partition("=")
-        if value.lower() in ("none", "null"):
-            parsed: Any = None
-        elif key in known:
-            parsed = table.parse_value(key, value)
-        else:
-            parsed = value
-        if key in PATH_KEYS or key in (MODEL_KEY, INTERCONNECT_KEY) or key in DESCRIPTIVE_KEYS or key in known:
-            out[key] = parsed
-        elif key in SPEC_KEYS:
-            out["speculative_algorithm"] = parsed
-        elif key.startswith("env:"):
-            out[key] = parsed
-        elif key.isupper() and key.replace("_", "").isalnum():
-            out[table.env_names().get(key, f"env:{key}")] = parsed
-        else:
-            unknown.append(key)
-    return out, unknown
-
-
-def parse_config_text(text: str) -> dict[str, Any]:
-    """Logical settings from an evidence config written in words: the fallback for site rules written before
-    the key=value form (built-in rules use key=value; a test holds them to it).
-
-    Understood, in this order: `setting=value` pairs (logical names, env:NAME=value, or NCCL_X=value),
-    SGLang flags with their values (--cuda-graph-max-bs 128, --disable-custom-all-reduce), then words
-    (EAGLE-3, no speculative decoding, NCCL, custom allreduce, PCIe IPC, torch symmetric memory, ...).
-    """
-    out: dict[str, Any] = {}
-    lowered = text.lower()
-    tokens = [t.strip(",;()") for t in text.replace(",", " , ").split()]
-    reverse = table.reverse_map()
-    known = table.specs()
-    index = 0
-    while index < len(tokens):
-        token = tokens[index]
-        index += 1
-        if not token:
-            continue
-        if "=" in token and not token.startswith("-"):
-            key, _, value = token.partition("=")
-            if key in known or key.startswith("env:"):
-                out[key] = table.parse_value(key, value) if key in known else value
-            elif key.isupper() and key.replace("_", "").isalnum():
-                out[table.env_names().get(key, f"env:{key}")] = value
-            elif key in SPEC_KEYS or key in PATH_KEYS:
-                out[key] = value
-            continue
-        name = token.split("=", 1)[0]
-        if name in reverse:
-            setting, role, meaning = reverse[name]
-            if role == "flags":
-                value = token.split("=", 1)[1] if "=" in token else (tokens[index] if index < len(tokens) else "")
-                index += 0 if "=" in token else 1
-                out[setting] = table.parse_value(setting, value)
-            else:
-                out[setting] = role == "enable"
-    if "speculative_algorithm" not in out and "speculative" not in out:
-        if any(word in lowered for word in NO_SPEC_WORDS):
-            out["speculative_algorithm"] = None
-        elif any(word in lowered for word in SPEC_WORDS):
-            out["speculative_algorithm"] = "eagle3"
-    if not any(key in out for key in PATH_KEYS + OPT_IN_PATH_SETTINGS + ("custom_all_reduce",)):
-        for path, words in PATH_WORDS:
-            if any(word in lowered for word in words):
-                out["allreduce"] = path
-                break
-    return out
+def _config_value(key: str, value: Any) -> Any:
+    """A config value as the settings table reads it (booleans and integers as given; text through the
+    table's own parsing, so `EAGLE3` and `eagle3` are one algorithm)."""
+    return table.parse_value(key, value) if isinstance(value, str) and key in table.specs() else value
 
 
 PATH_ALIASES = {"custom_allreduce": "custom", "custom_all_reduce": "custom", "ca": "custom",
@@ -259,23 +163,19 @@ PATH_ALIASES = {"custom_allreduce": "custom", "custom_all_reduce": "custom", "ca
 
 
 def normalise_config(config: Any) -> tuple[str | None, dict[str, Any]]:
-    """(allreduce path, other settings) of an evidence config: key=value text, a mapping, or (site rules
-    only) words. The path is what `allreduce=` names, or, for configs in words, what the words name; the
-    settings keep every logical setting named (custom_all_reduce included), `model`, and descriptive keys."""
+    """(allreduce path, other settings) of an evidence config mapping: the path is what `allreduce=` names;
+    the settings keep every logical setting named (custom_all_reduce included), `model`, `interconnect` and
+    the descriptive keys."""
     return _normalise(config)[:2]
 
 
 def _normalise(config: Any) -> tuple[str | None, dict[str, Any], list[str]]:
-    paths = table.table()["allreduce_paths"]
-    unknown: list[str] = []
-    words = False
-    if isinstance(config, str):
-        if is_key_value(config):
-            config, unknown = parse_config_kv(config)
-        else:
-            config, words = parse_config_text(config), True
+    """(path, settings, unknown keys) of an evidence config mapping."""
     if not isinstance(config, dict):
-        return None, {}, unknown
+        return None, {}, ["config (not a mapping)"]
+    paths = table.table()["allreduce_paths"]
+    known = table.specs()
+    unknown: list[str] = []
     rest: dict[str, Any] = {}
     path = None
     for key, value in config.items():
@@ -287,41 +187,32 @@ def _normalise(config: Any) -> tuple[str | None, dict[str, Any], list[str]]:
                 path = None
         elif key in SPEC_KEYS:
             rest["speculative_algorithm"] = _norm(value) if not isinstance(value, bool) else ("eagle3" if value else None)
-        else:
+        elif key in known or key.startswith("env:"):
+            rest[key] = _config_value(key, value)
+        elif key in (MODEL_KEY, INTERCONNECT_KEY) or key in DESCRIPTIVE_KEYS:
             rest[key] = value
-    if words and path is None:  # words such as "--enable-torch-symm-mem" name a path through its settings
-        for name in OPT_IN_PATH_SETTINGS:
-            if _norm(rest.get(name)) is True:
-                path = next((p for p, s in paths.items() if s.get(name) is True), None)
-        if path is None and "custom_all_reduce" in rest:
-            path = "custom" if _norm(rest["custom_all_reduce"]) is True else "nccl"
-    if words:
-        for name in OPT_IN_PATH_SETTINGS + ("custom_all_reduce",):
-            rest.pop(name, None)
+        else:
+            unknown.append(key)
     return path, rest, unknown
 
 
 def _points(item: dict[str, Any]) -> list[dict[str, Any]]:
-    """The numbers of one evidence item: `numbers: [{metric, value, unit, config, baseline}]` (the baseline of
-    an absolute number is a point of its own; the baseline of a relative one is what the change is measured
-    against), or the flat form {metric, value, unit, config}."""
+    """The numbers of one evidence item (`numbers: [{metric, kind, value, unit, config, baseline}]`). The
+    baseline of an absolute number is a point of its own (same kind); the baseline of a relative one is what
+    the change is measured against."""
     points = []
-    numbers = item.get("numbers")
-    if isinstance(numbers, list):
-        for number in numbers:
-            if not isinstance(number, dict):
-                continue
-            point = {k: number.get(k) for k in ("metric", "value", "unit", "config")}
-            baseline = number.get("baseline")
-            relative = str(number.get("unit") or "").strip().lower() in ("%", "percent", "x", "ratio")
-            if relative and isinstance(baseline, dict):
-                point["baseline"] = baseline.get("config")
-            points.append(point)
-            if isinstance(baseline, dict) and not relative:
-                points.append({"metric": number.get("metric"), "value": baseline.get("value"),
-                               "unit": number.get("unit"), "config": baseline.get("config")})
-    elif "value" in item:
-        points.append({k: item.get(k) for k in ("metric", "value", "unit", "config")})
+    for number in item.get("numbers") or []:
+        if not isinstance(number, dict):
+            continue
+        point = {k: number.get(k) for k in ("metric", "kind", "value", "unit", "config")}
+        baseline = number.get("baseline")
+        relative = number.get("kind") == "relative"
+        if relative and isinstance(baseline, dict):
+            point["baseline"] = baseline.get("config")
+        points.append(point)
+        if isinstance(baseline, dict) and not relative:
+            points.append({"metric": number.get("metric"), "kind": number.get("kind"), "value": baseline.get("value"),
+                           "unit": number.get("unit"), "config": baseline.get("config")})
     return points
 
 
@@ -360,5 +251,5 @@ def collect_evidence(findings: list[Any], notes: list[str] | None = None) -> lis
                 out.append(Evidence(finding.rule_id, str(item.get("level") or "modelled"),
                                     str(point.get("metric") or ""), value, str(point.get("unit") or ""),
                                     str(item.get("source") or ""), path, config, item, baseline, baseline_path,
-                                    str(point["config"])))
+                                    config_text(point["config"]), str(point.get("kind") or "context")))
     return out

@@ -48,17 +48,18 @@ def comment(text: str) -> str:
 # ---------------------------------------------------------------------------------------------- document
 
 def target_info(snapshot: dict[str, Any]) -> dict[str, Any]:
-    summary = snapshot.get("summary") or {}
+    from topoctl.snapshot_view import SnapshotView
+
+    view = SnapshotView(snapshot)
     source = snapshot.get("source") or {}
     host = snapshot.get("host") or {}
-    names = summary.get("gpu_names") or sorted({str(g.get("name")) for g in snapshot.get("gpus") or []})
     return {
-        "system": one_line(source.get("name") or host.get("hostname") or "live"),
+        "system": one_line(view.system_name or host.get("hostname") or "live"),
         "source": one_line(source.get("kind") or "unknown"),
         "hostname": one_line(host.get("hostname")) if host.get("hostname") is not None else None,
-        "gpu_count": summary.get("gpu_count", len(snapshot.get("gpus") or [])),
-        "gpu_names": [one_line(name) for name in names],
-        "interconnect": one_line(summary.get("interconnect")) if summary.get("interconnect") else None,
+        "gpu_count": view.gpu_count,
+        "gpu_names": [one_line(name) for name in view.gpu_names],
+        "interconnect": one_line(view.interconnect) if view.interconnect else None,
     }
 
 

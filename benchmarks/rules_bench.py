@@ -19,7 +19,7 @@ from typing import Any
 
 def eight_gpu_snapshot() -> dict[str, Any]:
     try:
-        from topoctl.snapshot import system_snapshot
+        from topoctl.catalogue import system_snapshot
 
         return system_snapshot("rtx-pro-6000-8x-pcie")
     except Exception:  # the reference system is not installed: build the same shape

@@ -9,7 +9,7 @@ import re
 from typing import Any
 
 from topoctl.gpus import architecture_for_cc, architecture_for_nvml_id
-from topoctl.p2p import all_pairs_p2p, pair_p2p_ok
+from topoctl.p2p import pair_verdicts
 
 HIDDEN_BUS = re.compile(r"^[fF:.]+$")
 BDF = re.compile(r"^[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
@@ -140,7 +140,7 @@ def _interconnect(gpus: list[dict[str, Any]], pairs: list[dict[str, Any]], nvlin
 def summarize(snapshot: dict[str, Any]) -> dict[str, Any]:
     gpus, pairs = snapshot["gpus"], snapshot["pairs"]
 
-    p2p = [pair_p2p_ok(pair["p2p"]) for pair in pairs]  # NCCL's P2P transport needs read and write OK
+    verdicts = pair_verdicts(pairs)  # NCCL's P2P transport needs read and write OK (topoctl/p2p.py)
     numa = {gpu.get("numa_node") for gpu in gpus}
     return {
         "gpu_count": len(gpus),
@@ -148,10 +148,10 @@ def summarize(snapshot: dict[str, Any]) -> dict[str, Any]:
         "compute_capabilities": sorted({gpu["compute_capability"] for gpu in gpus if gpu.get("compute_capability")}),
         "architectures": sorted({gpu["architecture"] for gpu in gpus if gpu.get("architecture")}),
         "interconnect": _interconnect(gpus, pairs, snapshot["nvlink"]),
-        "all_pairs_p2p": all_pairs_p2p(p2p),
-        "p2p_pairs_ok": sum(1 for value in p2p if value),
-        "p2p_pairs_total": len(pairs),
-        "nvlink_all_pairs": (all(pair["nvlinks"] > 0 for pair in pairs) if pairs else None),
+        "all_pairs_p2p": verdicts["all_pairs_p2p"],
+        "p2p_pairs_ok": verdicts["p2p_pairs_ok"],
+        "p2p_pairs_total": verdicts["p2p_pairs_total"],
+        "nvlink_all_pairs": verdicts["nvlink_all_pairs"],
         "numa_nodes_spanned": None if None in numa else len(numa),
         # copies: one list in two places would print as a YAML anchor and alias (&id001 / *id001)
         "root_complex_groups": [list(group["gpus"]) for group in snapshot["pcie"]["root_complexes"]],

@@ -14,6 +14,7 @@ from typing import Any, Callable
 from topoctl.cuda_devices import pci_order
 from topoctl.gpus import architecture_for_sm
 from topoctl.p2p import UNKNOWN_P2P_STATUSES, pair_p2p_ok
+from topoctl.vocab import NVLINK_INTERCONNECTS
 
 from . import settings as launch_settings
 
@@ -360,7 +361,7 @@ def _nvlink_present(context: Context) -> Any:
     interconnect = context.fact("interconnect")
     if interconnect is UNKNOWN:
         return UNKNOWN
-    return interconnect in ("nvswitch", "nvlink", "nvlink-partial", "mixed")
+    return interconnect in NVLINK_INTERCONNECTS
 
 
 def _all_pairs_p2p(context: Context) -> Any:

@@ -15,6 +15,7 @@ import re
 from functools import lru_cache
 from typing import Any, Iterable
 
+from topoctl import vocab
 from topoctl.errors import TopoctlError
 
 from . import settings as launch_settings
@@ -272,11 +273,55 @@ def _build_rule(path: str, position: int, raw: Any, builtin: bool) -> Rule:
     evidence = raw["evidence"]
     if not isinstance(evidence, list) or not evidence or not all(isinstance(item, dict) for item in evidence):
         raise fail("evidence", "needs at least one evidence entry (source, level, summary, scope)")
+    _check_evidence(evidence, fail)
     tests = _check_tests(raw["tests"], fail)
     return Rule(id=rule_id, title=raw["title"].strip(), severity=raw["severity"], message=raw["message"].strip(),
                 remediation=raw["remediation"].strip(), effect=effect, evidence=evidence, tests=tests,
                 when=raw["when"], condition=condition, source_file=path, scope=str(raw.get("scope") or "").strip(),
                 tags=list(raw.get("tags") or []), builtin=builtin)
+
+
+def _check_evidence(evidence: list[dict[str, Any]], fail: Any) -> None:
+    """What the schema cannot say about evidence numbers: each names a kind whose unit it uses, and its configs
+    name only settings, env:NAME, an allreduce path, the model, the interconnect or a descriptive key."""
+    for position, item in enumerate(evidence):
+        numbers = item.get("numbers") or []
+        if not isinstance(numbers, list):
+            continue  # the schema's to report
+        for index, number in enumerate(numbers):
+            if not isinstance(number, dict):
+                continue
+            field = f"evidence[{position}].numbers[{index}]"
+            kind = number.get("kind")
+            if kind not in vocab.EVIDENCE_KINDS:
+                raise fail(f"{field}.kind", f"must be one of {', '.join(vocab.EVIDENCE_KINDS)}, got {kind!r}")
+            units = vocab.EVIDENCE_UNITS[kind]
+            if units is not None and number.get("unit") not in units:
+                raise fail(f"{field}.unit", f"a {kind} number is in {' or '.join(units)}, got {number.get('unit')!r}")
+            if kind == "relative" and not isinstance(number.get("baseline"), dict):
+                raise fail(f"{field}.baseline", "a relative number needs the baseline it is measured against")
+            for where, config in ((f"{field}.config", number.get("config")),
+                                  (f"{field}.baseline.config", (number.get("baseline") or {}).get("config"))):
+                if config is not None:
+                    _check_evidence_config(config, where, fail)
+
+
+_EVIDENCE_EXTRA_KEYS = (vocab.EVIDENCE_PATH_KEY, vocab.EVIDENCE_MODEL_KEY, vocab.EVIDENCE_INTERCONNECT_KEY,
+                        *vocab.EVIDENCE_DESCRIPTIVE_KEYS)
+
+
+def _check_evidence_config(config: Any, field: str, fail: Any) -> None:
+    if not isinstance(config, dict):
+        raise fail(field, "must be a mapping of setting: value (e.g. {allreduce: nccl, speculative_algorithm: null})")
+    for key, value in config.items():
+        if key in _EVIDENCE_EXTRA_KEYS:
+            if key == vocab.EVIDENCE_INTERCONNECT_KEY and value not in vocab.INTERCONNECTS:
+                raise fail(f"{field}.{key}", f"must be one of {', '.join(vocab.INTERCONNECTS)}, got {value!r}")
+            continue
+        if not isinstance(key, str) or not launch_settings.is_known_setting(key):
+            raise fail(f"{field}.{key}", f"unknown key {key!r} (a logical setting, env:NAME, or one of "
+                                         f"{', '.join(_EVIDENCE_EXTRA_KEYS)})")
+        _check_setting_value(key, value, f"{field}.{key}", fail)
 
 
 def _check_effect(raw: Any, fail: Any) -> dict[str, Any]:

@@ -8,7 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
-SEVERITIES = ("block", "warn", "prefer", "info")
+from topoctl.vocab import SEVERITIES
+
 SEVERITY_ORDER = {name: rank for rank, name in enumerate(SEVERITIES)}
 
 # A compiled condition: takes the evaluation context, answers True, False or None (= unknown).

@@ -38,8 +38,9 @@ def capture_systems() -> list[str]:
 
 
 def cases() -> list[Case]:
+    """Every reference system's cases, then `rules list` and `rules explain` of every built-in rule (_rules)."""
+    from topoctl.catalogue import list_systems
     from topoctl.sglang.flags import known_versions
-    from topoctl.snapshot import list_systems
 
     out: list[Case] = []
     for name in capture_systems():
@@ -68,6 +69,11 @@ def cases() -> list[Case]:
         for version in known_versions():
             out.append(Case(name, f"recommend-sglang-{version}-args",
                             (*plain, "--model", "kimi-k2.5", "--sglang-version", version, "--format", "args")))
+    out.append(Case("_rules", "list", ("rules", "list")))
+    from topoctl.rules import load_rules
+
+    for rule in load_rules().rules:
+        out.append(Case("_rules", f"explain-{rule.id}", ("rules", "explain", rule.id)))
     return out
 
 

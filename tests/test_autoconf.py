@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from topoctl.autoconf import models
-from topoctl.autoconf.evidence import is_key_value, normalise_config
+from topoctl.autoconf.evidence import config_text, normalise_config
 from topoctl.sglang import spelling as table
 from topoctl.sglang.flags import known_versions, load_flag_set
 from topoctl.sglang.launch import parse_args, split_command
@@ -55,26 +55,27 @@ def test_parse_args_prefix_and_aliases():
     assert parsed.problems == []
 
 
-def test_evidence_config_key_value():
-    from topoctl.autoconf.evidence import is_key_value, parse_config_kv
-
-    text = "speculative_algorithm=eagle3 custom_all_reduce=false allreduce=nccl cuda_graph_max_bs=512 NCCL_ALGO=Ring"
-    assert is_key_value(text)
-    assert normalise_config(text) == ("nccl", {"speculative_algorithm": "eagle3", "custom_all_reduce": False,
-                                               "cuda_graph_max_bs": 512, "env:NCCL_ALGO": "Ring"})
-    assert normalise_config("speculative_algorithm=none model=kimi-k2.5 message_kib=42") == (
-        None, {"speculative_algorithm": None, "model": "kimi-k2.5", "message_kib": "42"})
-    assert parse_config_kv("cuda_graph_maxbs=128")[1] == ["cuda_graph_maxbs"]
-    assert not is_key_value("EAGLE-3, NCCL allreduce")
-
-
-def test_evidence_config_text_fallback_for_site_rules():
-    assert normalise_config("EAGLE-3, NCCL allreduce") == ("nccl", {"speculative_algorithm": "eagle3"})
-    assert normalise_config("no speculative decoding, NCCL allreduce")[1] == {"speculative_algorithm": None}
-    assert normalise_config("12 KiB, FlashInfer PCIe IPC allreduce")[0] == "pcie_ipc"
-    assert normalise_config("--cuda-graph-max-bs 128") == (None, {"cuda_graph_max_bs": 128})
+def test_evidence_config_mapping():
+    config = {"speculative_algorithm": "EAGLE3", "custom_all_reduce": False, "allreduce": "nccl",
+              "cuda_graph_max_bs": 512, "env:NCCL_ALGO": "Ring"}
+    assert normalise_config(config) == ("nccl", {"speculative_algorithm": "eagle3", "custom_all_reduce": False,
+                                                 "cuda_graph_max_bs": 512, "env:NCCL_ALGO": "Ring"})
+    assert normalise_config({"speculative_algorithm": None, "model": "kimi-k2.5", "message_kib": 42}) == (
+        None, {"speculative_algorithm": None, "model": "kimi-k2.5", "message_kib": 42})
     assert normalise_config({"custom_all_reduce": False, "speculative": "EAGLE3"}) == (
         None, {"custom_all_reduce": False, "speculative_algorithm": "eagle3"})
+    assert config_text(config) == ("speculative_algorithm=EAGLE3 custom_all_reduce=false allreduce=nccl "
+                                   "cuda_graph_max_bs=512 env:NCCL_ALGO=Ring")
+    assert config_text({"speculative_algorithm": None}) == "speculative_algorithm=none"
+
+
+def test_words_are_not_guessed():
+    """A config in words is not read (the schema refuses it in a rule file): nothing is inferred from text."""
+    from topoctl.autoconf.evidence import _normalise
+
+    assert _normalise("EAGLE-3, NCCL allreduce") == (None, {}, ["config (not a mapping)"])
+    assert _normalise({"cuda_graph_maxbs": 128})[2] == ["cuda_graph_maxbs"]
+    assert _normalise({"allreduce": "carrier-pigeon"})[2] == ["allreduce=carrier-pigeon"]
 
 
 def _builtin_numbers():
@@ -86,18 +87,18 @@ def _builtin_numbers():
                 yield rule.id, number
 
 
-def test_builtin_evidence_configs_are_key_value_with_known_keys():
+def test_builtin_evidence_configs_name_known_keys():
     from topoctl.autoconf.evidence import _normalise
 
     seen = 0
     for rule_id, number in _builtin_numbers():
-        for text in (number.get("config"), (number.get("baseline") or {}).get("config")):
-            if text is None:
+        for config in (number.get("config"), (number.get("baseline") or {}).get("config")):
+            if config is None:
                 continue
             seen += 1
-            assert is_key_value(text), (rule_id, text)
-            _, _, unknown = _normalise(text)
-            assert unknown == [], (rule_id, text)
+            assert isinstance(config, dict), (rule_id, config)
+            _, _, unknown = _normalise(config)
+            assert unknown == [], (rule_id, config)
     assert seen >= 10
 
 
@@ -112,14 +113,16 @@ def test_evidence_matching_and_relative_numbers():
     from topoctl.autoconf.evidence import collect_evidence
     from topoctl.autoconf.search import Candidate, _throughput
 
-    base = _finding("base", [{"metric": "decode throughput", "value": 54.1, "unit": "tok/s",
-                              "config": "speculative_algorithm=eagle3 allreduce=nccl model=kimi-k2.5",
+    base = _finding("base", [{"metric": "decode throughput", "kind": "throughput", "value": 54.1, "unit": "tok/s",
+                              "config": {"speculative_algorithm": "eagle3", "allreduce": "nccl", "model": "kimi-k2.5"},
                               "baseline": {"value": 89.5,
-                                           "config": "speculative_algorithm=none allreduce=nccl model=kimi-k2.5"}}])
-    rel = _finding("rel", [{"metric": "decode throughput change", "value": 9, "unit": "%",
-                            "config": "cuda_graph_max_bs=128 speculative_algorithm=none allreduce=nccl",
+                                           "config": {"speculative_algorithm": None, "allreduce": "nccl",
+                                                      "model": "kimi-k2.5"}}}])
+    rel = _finding("rel", [{"metric": "decode throughput change", "kind": "relative", "value": 9, "unit": "%",
+                            "config": {"cuda_graph_max_bs": 128, "speculative_algorithm": None, "allreduce": "nccl"},
                             "baseline": {"value": 0,
-                                         "config": "cuda_graph_max_bs=512 speculative_algorithm=none allreduce=nccl"}}])
+                                         "config": {"cuda_graph_max_bs": 512, "speculative_algorithm": None,
+                                                    "allreduce": "nccl"}}}])
     evidence = collect_evidence([base, rel])
     nccl = {"tp_size": 8, "custom_all_reduce": False}
     kimi = models.profile("kimi-k2.5")
@@ -146,19 +149,21 @@ def test_evidence_matching_and_relative_numbers():
     # settings that do not change what decode throughput measures do not
     assert _throughput(Candidate("nccl", dict(nccl, enable_p2p_check=True, model_path="/m")), evidence, kimi)[0] == 89.5
     assert _throughput(Candidate("nccl", dict(nccl)), evidence, models.profile("deepseek-v3")) is None
-    assert _throughput(Candidate("nccl", dict(nccl)), evidence,
-                       _renamed("kimi-k2.5", "moonshotai/Kimi-K2.5-local-copy"))[0] == 89.5
+    renamed = _renamed("kimi-k2.5", "moonshotai/Kimi-K2.5-local-copy")
+    assert _throughput(Candidate("nccl", dict(nccl)), evidence, renamed)[0] == 89.5
 
 
 def test_absolute_number_with_the_change_is_not_multiplied_again():
     from topoctl.autoconf.evidence import collect_evidence
     from topoctl.autoconf.search import Candidate, _throughput
 
-    measured = _finding("m", [{"metric": "decode throughput", "value": 96, "unit": "tok/s",
-                               "config": "cuda_graph_max_bs=128 allreduce=nccl"},
-                              {"metric": "decode throughput", "value": 89.5, "unit": "tok/s", "config": "allreduce=nccl"}])
-    rel = _finding("rel", [{"metric": "decode throughput change", "value": 9, "unit": "%",
-                            "config": "cuda_graph_max_bs=128", "baseline": {"value": 0, "config": "cuda_graph_max_bs=512"}}])
+    measured = _finding("m", [{"metric": "decode throughput", "kind": "throughput", "value": 96, "unit": "tok/s",
+                               "config": {"cuda_graph_max_bs": 128, "allreduce": "nccl"}},
+                              {"metric": "decode throughput", "kind": "throughput", "value": 89.5, "unit": "tok/s",
+                               "config": {"allreduce": "nccl"}}])
+    rel = _finding("rel", [{"metric": "decode throughput change", "kind": "relative", "value": 9, "unit": "%",
+                            "config": {"cuda_graph_max_bs": 128},
+                            "baseline": {"value": 0, "config": {"cuda_graph_max_bs": 512}}}])
     evidence = collect_evidence([measured, rel])
     assert _throughput(Candidate("nccl", {"custom_all_reduce": False, "cuda_graph_max_bs": 128}), evidence, None)[0] == 96
 
@@ -167,6 +172,7 @@ def test_unknown_key_leaves_the_number_out_with_a_note():
     from topoctl.autoconf.evidence import collect_evidence
 
     notes = []
-    evidence = collect_evidence([_finding("typo", [{"metric": "decode throughput", "value": 1, "unit": "tok/s",
-                                                    "config": "cuda_graph_maxbs=128"}])], notes)
+    typo = _finding("typo", [{"metric": "decode throughput", "kind": "throughput", "value": 1, "unit": "tok/s",
+                              "config": {"cuda_graph_maxbs": 128}}])
+    evidence = collect_evidence([typo], notes)
     assert evidence == [] and "cuda_graph_maxbs" in notes[0]

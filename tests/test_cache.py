@@ -67,8 +67,8 @@ def test_warm_cache_gives_what_a_cold_parse_gives(cache_home):
     assert first == cold
     assert warm == cold
     # Rules rebuilt from the cache behave like freshly parsed ones (same compiled conditions' answers).
+    from topoctl.catalogue import system_snapshot
     from topoctl.rules import evaluate
-    from topoctl.snapshot import system_snapshot
 
     snapshot = system_snapshot("rtx-pro-6000-8x-pcie")
     request = {"model": None, "speculative": None, "tp_size": 8, "ep_size": 1, "sglang_version": "0.5.12",

@@ -12,16 +12,12 @@ from click.testing import CliRunner
 from test_autoconf_snapshots import make_snapshot
 from test_recommend import target
 
-from topoctl.cli import cli, main
-from topoctl.snapshot import list_systems
+from topoctl.catalogue import list_systems
+from topoctl.cli import cli as cli_group
+from topoctl.cli import main
+from topoctl.sglang.flags import known_versions
 
 CMD = ["--", "python", "-m", "sglang.launch_server", "--model-path", "M"]
-
-
-def run(argv, capsys):
-    code = main(argv)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.mark.parametrize("name,version,extra,rule_hint", [
@@ -33,41 +29,40 @@ def run(argv, capsys):
      "speculative"),
     ("rtx-4090-2x-pcie-no-p2p", "0.5.12", ["--tp", "2"], "custom-allreduce"),
 ])
-def test_blocked_flags_fail(name, version, extra, rule_hint, tmp_path, capsys):
-    code, out, _ = run(["check", *target(name), "--sglang-version", version, *CMD, *extra], capsys)
+def test_blocked_flags_fail(name, version, extra, rule_hint, tmp_path, cli):
+    code, out, _ = cli(["check", *target(name), "--sglang-version", version, *CMD, *extra])
     assert code == 1, out
     assert rule_hint in out
 
 
-def test_nccl_tree_env_blocked(capsys):
-    code, out, _ = run(["check", *target("rtx-pro-6000-8x-pcie"), "--", "NCCL_ALGO=Tree", "python", "-m",
-                        "sglang.launch_server", "--tp", "8"], capsys)
+def test_nccl_tree_env_blocked(cli):
+    code, out, _ = cli(["check", *target("rtx-pro-6000-8x-pcie"), "--", "NCCL_ALGO=Tree", "python", "-m",
+                        "sglang.launch_server", "--tp", "8"])
     assert code == 1 and "nccl-tree-cuda-graph-sm120-pcie" in out
 
 
-def test_same_flags_pass_where_not_blocked(capsys):
-    code, out, _ = run(["check", *target("h200-4x-nvswitch-vm"), "--sglang-version", "0.5.12", *CMD,
-                        "--tp", "4", "--enable-flashinfer-allreduce-fusion"], capsys)
+def test_same_flags_pass_where_not_blocked(cli):
+    code, out, _ = cli(["check", *target("h200-4x-nvswitch-vm"), "--sglang-version", "0.5.12", *CMD,
+                        "--tp", "4", "--enable-flashinfer-allreduce-fusion"])
     assert code == 0, out
 
 
-VERSIONS = [None, "0.5.5", "0.5.12", "0.5.18", "0.5.23"]
+VERSIONS = [None, *known_versions()]
 
 
 @pytest.mark.parametrize("name", list_systems())
 @pytest.mark.parametrize("version", VERSIONS)
-def test_recommended_launch_env_of_every_system_passes(name, version, tmp_path, capsys):
+def test_recommended_launch_env_of_every_system_passes(name, version, tmp_path, cli):
     """What recommend writes for a built-in system, check passes on that system (plain, and EAGLE-3 asked)."""
     pinned = ["--sglang-version", version] if version else []
     for index, extra in enumerate(([], ["--speculative", "eagle3", "--draft-model", "/models/eagle 3"],
                                    ["--speculative", "eagle3", "--draft-model", "/d", "--force-speculative"])):
         env_file = tmp_path / f"launch-{index}.env"
-        code, _, err = run(["recommend", *target(name), "--model", "kimi-k2.5", *pinned, *extra, "-o", str(env_file)],
-                           capsys)
+        code, _, err = cli(["recommend", *target(name), "--model", "kimi-k2.5", *pinned, *extra, "-o", str(env_file)])
         if code == 1 and "no launch passes" in err:
             continue  # EAGLE-3 forced where a rule blocks it: nothing is written, nothing to check
         assert code == 0, err
-        code, out, _ = run(["check", str(env_file), *target(name), "--model", "kimi-k2.5", *pinned], capsys)
+        code, out, _ = cli(["check", str(env_file), *target(name), "--model", "kimi-k2.5", *pinned])
         assert code == 0, (name, version, extra, out)
 
 
@@ -75,10 +70,10 @@ def _blocked_launches():
     """(system, version, command tokens, the rule ids that block it) for every alternative recommend drops."""
     from topoctl.autoconf import models
     from topoctl.autoconf.search import search
+    from topoctl.catalogue import system_snapshot
     from topoctl.commands.recommend import flag_set_for
     from topoctl.rules import load_rules
     from topoctl.sglang import spelling as table
-    from topoctl.snapshot import system_snapshot
 
     ruleset = load_rules()
     out = []
@@ -104,10 +99,10 @@ def _blocked_launches():
 
 
 @pytest.mark.parametrize("name,version,tokens,rules", _blocked_launches())
-def test_every_blocked_alternative_fails_on_its_system(name, version, tokens, rules, capsys):
+def test_every_blocked_alternative_fails_on_its_system(name, version, tokens, rules, cli):
     """Each launch recommend drops as blocked on a system, check fails there, naming the rules behind it."""
-    code, out, _ = run(["check", *target(name), "--sglang-version", version, "--model", "kimi-k2.5",
-                        "--format", "json", "--", *tokens], capsys)
+    code, out, _ = cli(["check", *target(name), "--sglang-version", version, "--model", "kimi-k2.5",
+                        "--format", "json", "--", *tokens])
     assert code == 1, (tokens, out)
     blocking = {f["id"] for r in json.loads(out)["results"] for f in r["findings"] if f["severity"] == "block"}
     assert set(rules) <= blocking, (tokens, rules, blocking)
@@ -120,22 +115,22 @@ def test_blocked_flags_found_on_the_reference_systems():
     assert any(i.startswith("rtx-4090-2x-pcie-no-p2p-0.5.12-allreduce=custom") for i in ids)
 
 
-def test_disabled_rule_reason_in_every_format(tmp_path, capsys):
+def test_disabled_rule_reason_in_every_format(tmp_path, cli):
     reason = "LL128 validated on our fabric (ticket 1234)"
     argv = [*target("rtx-pro-6000-8x-pcie"), "--disable", f"nccl-ll128-without-nvlink={reason}", "--", "NCCL_PROTO=LL128",
             "python", "-m", "sglang.launch_server", "--tp", "8"]
-    code, out, _ = run(["check", "--format", "text", *argv], capsys)
+    code, out, _ = cli(["check", "--format", "text", *argv])
     assert code == 0 and f"nccl-ll128-without-nvlink: disabled: {reason}" in out
-    code, out, _ = run(["check", "--format", "json", *argv], capsys)
+    code, out, _ = cli(["check", "--format", "json", *argv])
     assert json.loads(out)["results"][0]["disabled"] == [{"rule_id": "nccl-ll128-without-nvlink", "reason": reason}]
-    code, out, _ = run(["check", "--format", "junit", *argv], capsys)
+    code, out, _ = cli(["check", "--format", "junit", *argv])
     skipped = ET.fromstring(out).findall(".//testcase/skipped")
     assert [s.get("message") for s in skipped] == [f"disabled: {reason}"]
-    code, out, _ = run(["check", "--format", "github", *argv], capsys)
+    code, out, _ = cli(["check", "--format", "github", *argv])
     assert out.startswith("::notice ") and reason in out
     # without the disable, the same launch warns
-    code, out, _ = run(["check", *target("rtx-pro-6000-8x-pcie"), "--fail-on", "warn", "--", "NCCL_PROTO=LL128",
-                        "python", "-m", "sglang.launch_server", "--tp", "8"], capsys)
+    code, out, _ = cli(["check", *target("rtx-pro-6000-8x-pcie"), "--fail-on", "warn", "--", "NCCL_PROTO=LL128",
+                        "python", "-m", "sglang.launch_server", "--tp", "8"])
     assert code == 1 and "nccl-ll128-without-nvlink" in out
 
 
@@ -144,23 +139,23 @@ def test_disabled_rule_reason_in_every_format(tmp_path, capsys):
     (["--disable-rule", "x=y"], "No such option"),
     (["--rules-dir", "site"], "No such option"),
 ])
-def test_rules_options_usage_errors(argv, needle, capsys):
-    code, _, err = run(["check", *target("h200-4x-nvswitch-vm"), *argv, *CMD, "--tp", "4"], capsys)
+def test_rules_options_usage_errors(argv, needle, cli):
+    code, _, err = cli(["check", *target("h200-4x-nvswitch-vm"), *argv, *CMD, "--tp", "4"])
     assert code == 2 and needle in err
 
 
-def test_site_rules(tmp_path, capsys):
+def test_site_rules(tmp_path, cli):
     from test_recommend import SITE_RULE
 
     (tmp_path / "fleet.yaml").write_text(SITE_RULE)
     cmd = [*CMD, "--tp", "4", "--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", "/d",
            "--speculative-num-steps", "3", "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "4"]
-    assert run(["check", *target("h200-4x-nvswitch-vm"), *cmd], capsys)[0] == 0
-    code, out, _ = run(["check", *target("h200-4x-nvswitch-vm"), "--rules", str(tmp_path / "fleet.yaml"), *cmd], capsys)
+    assert cli(["check", *target("h200-4x-nvswitch-vm"), *cmd])[0] == 0
+    code, out, _ = cli(["check", *target("h200-4x-nvswitch-vm"), "--rules", str(tmp_path / "fleet.yaml"), *cmd])
     assert code == 1 and "site-no-eagle3-on-h200" in out
 
 
-def test_fallback_system_when_no_gpu(monkeypatch, capsys):
+def test_fallback_system_when_no_gpu(monkeypatch, cli):
     import topoctl.probe.collect as collect
     from topoctl.errors import NoGpuError
 
@@ -168,41 +163,40 @@ def test_fallback_system_when_no_gpu(monkeypatch, capsys):
         raise NoGpuError("no NVIDIA driver")
 
     monkeypatch.setattr(collect, "probe_live", no_gpu)
-    code, out, err = run(["check", "--fallback-system", "rtx-pro-6000-8x-pcie", "--sglang-version", "0.5.12", *CMD,
-                          "--tp", "8", "--enable-torch-symm-mem"], capsys)
+    code, out, err = cli(["check", "--fallback-system", "rtx-pro-6000-8x-pcie", "--sglang-version", "0.5.12", *CMD,
+                          "--tp", "8", "--enable-torch-symm-mem"])
     assert code == 1 and "torch-symm-mem-sm12x-keyerror" in out
     assert "rtx-pro-6000-8x-pcie" in err and "--fallback-system" in err
-    code, _, err = run(["check", "--fallback-system", "no-such-box", *CMD, "--tp", "8"], capsys)
+    code, _, err = cli(["check", "--fallback-system", "no-such-box", *CMD, "--tp", "8"])
     assert code == 2 and "unknown system" in err
-    assert run(["check", *CMD, "--tp", "8"], capsys)[0] == 3
+    assert cli(["check", *CMD, "--tp", "8"])[0] == 3
 
 
-def test_several_files_and_formats(tmp_path, capsys):
+def test_several_files_and_formats(tmp_path, cli):
     argv = target("rtx-pro-6000-8x-pcie")
     good = tmp_path / "launch.env"
     assert main(["recommend", *argv, "--sglang-version", "0.5.12", "-o", str(good)]) == 0
     bad = tmp_path / "launch.bad.env"
     bad.write_text(good.read_text().replace("SGLANG_ARGS='", "SGLANG_ARGS='--enable-torch-symm-mem "))
-    capsys.readouterr()
-    code, out, _ = run(["check", str(good), str(bad), *argv, "--format", "json"], capsys)
+    code, out, _ = cli(["check", str(good), str(bad), *argv, "--format", "json"])
     doc = json.loads(out)
     assert code == 1 and [r["ok"] for r in doc["results"]] == [True, False]
-    code, out, _ = run(["check", str(good), str(bad), *argv, "--format", "junit"], capsys)
+    code, out, _ = cli(["check", str(good), str(bad), *argv, "--format", "junit"])
     root = ET.fromstring(out)
     assert code == 1 and root.tag == "testsuites" and int(root.get("failures")) >= 1
-    code, out, _ = run(["check", str(bad), *argv, "--format", "github"], capsys)
+    code, out, _ = cli(["check", str(bad), *argv, "--format", "github"])
     assert code == 1 and out.startswith("::error ") and "title=" in out and f"file={bad}" in out.replace("%3A", ":")
-    code, out, _ = run(["check", str(good), *argv, "--format", "text"], capsys)
+    code, out, _ = cli(["check", str(good), *argv, "--format", "text"])
     assert code == 0 and "ok: 0 blocking" in out
 
 
-def test_fail_on_warn(tmp_path, capsys):
+def test_fail_on_warn(tmp_path, cli):
     argv = target("rtx-pro-6000-8x-pcie")
     cmd = ["check", *argv, "--sglang-version", "0.5.18", *CMD, "--tp", "8", "--cuda-graph-max-bs", "128"]
-    code, out, _ = run(cmd, capsys)
+    code, out, _ = cli(cmd)
     assert code == 0 and "deprecated" in out
-    code, _, _ = run(cmd + [] if False else ["check", *argv, "--sglang-version", "0.5.18", "--fail-on", "warn", *CMD,
-                                             "--tp", "8", "--cuda-graph-max-bs", "128"], capsys)
+    code, _, _ = cli(cmd + [] if False else ["check", *argv, "--sglang-version", "0.5.18", "--fail-on", "warn", *CMD,
+                                             "--tp", "8", "--cuda-graph-max-bs", "128"])
     assert code == 1
 
 
@@ -213,42 +207,42 @@ def test_fail_on_warn(tmp_path, capsys):
     ("A=\"$HOME\"\n", 1),
     ("A='unterminated\n", 1),
 ])
-def test_unparseable_launch_env_exits_2(text, line, tmp_path, capsys):
+def test_unparseable_launch_env_exits_2(text, line, tmp_path, cli):
     path = tmp_path / "launch.env"
     path.write_text(text)
-    code, _, err = run(["check", str(path), *target("h200-4x-nvswitch-vm")], capsys)
+    code, _, err = cli(["check", str(path), *target("h200-4x-nvswitch-vm")])
     assert code == 2 and f"launch.env:{line}:" in err
     assert not (tmp_path / "pwned").exists()
 
 
-def test_bad_input(tmp_path, capsys):
-    assert run(["check", *target("h200-4x-nvswitch-vm")], capsys)[0] == 2
-    assert run(["check", str(tmp_path / "missing.env"), *target("h200-4x-nvswitch-vm")], capsys)[0] == 2
-    assert run(["check", "x.env", "--format", "xml", "--system", "h200-4x-nvswitch-vm"], capsys)[0] == 2
+def test_bad_input(tmp_path, cli):
+    assert cli(["check", *target("h200-4x-nvswitch-vm")])[0] == 2
+    assert cli(["check", str(tmp_path / "missing.env"), *target("h200-4x-nvswitch-vm")])[0] == 2
+    assert cli(["check", "x.env", "--format", "xml", "--system", "h200-4x-nvswitch-vm"])[0] == 2
 
 
-def test_drift(tmp_path, capsys):
+def test_drift(tmp_path, cli):
     made_for = make_snapshot("box", count=8)
     now = make_snapshot("box", count=8, driver="590.1", nccl="2.28.3")
     now["pairs"][0]["p2p"]["read"] = "NS"
     now["gpus"][3]["pcie"]["current_width"] = 8
     (tmp_path / "expect.json").write_text(json.dumps(made_for))
     (tmp_path / "now.json").write_text(json.dumps(now))
-    code, out, _ = run(["check", "--topology", str(tmp_path / "now.json"), "--expect", str(tmp_path / "expect.json"),
-                        "--format", "json", *CMD, "--tp", "8"], capsys)
+    code, out, _ = cli(["check", "--topology", str(tmp_path / "now.json"), "--expect", str(tmp_path / "expect.json"),
+                        "--format", "json", *CMD, "--tp", "8"])
     ids = {f["id"] for r in json.loads(out)["results"] for f in r["findings"]}
     assert code == 1
     assert {"drift-p2p-lost", "drift-link-downtrained", "drift-driver-version", "drift-nccl-version"} <= ids
     fewer = make_snapshot("box", count=4)
     (tmp_path / "fewer.json").write_text(json.dumps(fewer))
-    code, out, _ = run(["check", "--topology", str(tmp_path / "fewer.json"), "--expect", str(tmp_path / "expect.json"),
-                        *CMD, "--tp", "4"], capsys)
+    code, out, _ = cli(["check", "--topology", str(tmp_path / "fewer.json"), "--expect", str(tmp_path / "expect.json"),
+                        *CMD, "--tp", "4"])
     assert code == 1 and "drift-gpu-count" in out
 
 
 def test_cli_runner_and_subprocess(tmp_path):
     argv = target("h200-4x-nvswitch-vm")
-    result = CliRunner().invoke(cli, ["check", *argv, *CMD, "--tp", "4"])
+    result = CliRunner().invoke(cli_group, ["check", *argv, *CMD, "--tp", "4"])
     assert result.exit_code == 0, result.output
     proc = subprocess.run([sys.executable, "-m", "topoctl", "check", *argv, "--format", "github", *CMD, "--tp", "4",
                            "--bogus-flag"], capture_output=True, text=True, timeout=120)

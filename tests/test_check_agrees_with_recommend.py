@@ -6,19 +6,11 @@ import json
 
 import pytest
 
-from topoctl.cli import main
-
 H100 = ["--system", "h100-8x-nvswitch"]
 
 
-def run(capsys, argv):
-    code = main(argv)
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def findings(capsys, argv):
-    code, out, err = run(capsys, [*argv[:1], "--format", "json", *argv[1:]])
+def findings(cli, argv):
+    code, out, err = cli([*argv[:1], "--format", "json", *argv[1:]])
     results = json.loads(out)["results"]
     return code, [item for result in results for item in result["findings"]], err
 
@@ -30,22 +22,22 @@ def findings(capsys, argv):
     ["--speculative-eagle-topk", "1"],
     ["--speculative-num-draft-tokens", "4"],
 ])
-def test_one_speculative_parameter_alone_is_one_blocking_finding(capsys, tmp_path, given):
+def test_one_speculative_parameter_alone_is_one_blocking_finding(cli, tmp_path, given):
     tokens = ["--tp-size", "8", "--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", "/d", *given]
     env = tmp_path / "launch.env"
     env.write_text("SGLANG_ARGS='" + " ".join(tokens) + "'\n")
     for argv in (["check", str(env), *H100], ["check", *H100, "--", *tokens]):
-        code, items, err = findings(capsys, argv)
+        code, items, err = findings(cli, argv)
         assert code == 1, err
         assert [(i["id"], i["severity"]) for i in items] == [("speculative-params-all-or-none", "block")], items
         assert given[0] in items[0]["message"]
 
 
-def test_all_three_speculative_parameters_or_none_pass(capsys):
+def test_all_three_speculative_parameters_or_none_pass(cli):
     base = ["--tp-size", "8", "--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", "/d"]
     for extra in ([], ["--speculative-num-steps", "3", "--speculative-eagle-topk", "1",
                        "--speculative-num-draft-tokens", "4"]):
-        code, items, err = findings(capsys, ["check", *H100, "--", *base, *extra])
+        code, items, err = findings(cli, ["check", *H100, "--", *base, *extra])
         assert code == 0, (items, err)
         assert not [i for i in items if "speculative" in i["id"]]
 
@@ -57,8 +49,8 @@ def test_the_speculative_group_is_written_once_in_the_settings_table():
     assert search.SPEC_GROUP == tuple(table.table()["speculative_group"])
 
 
-def test_partial_speculative_rule_blocks_in_the_rules_listing(capsys):
-    code, out, _ = run(capsys, ["rules", "list", "--format", "json"])
+def test_partial_speculative_rule_blocks_in_the_rules_listing(cli):
+    code, out, _ = cli(["rules", "list", "--format", "json"])
     assert code in (0, None)
     rows = {row["id"]: row for row in json.loads(out)["rules"]}
     assert rows["speculative-params-all-or-none"]["severity"] == "block"
@@ -74,27 +66,27 @@ def test_partial_speculative_rule_blocks_in_the_rules_listing(capsys):
     ("--tp-size 4 --ep-size 8", "topoctl-ep-size-invalid", "--ep-size 8 is larger than the tensor parallel size 4"),
     ("--tp-size 16", "topoctl-tp-exceeds-gpus", "--tp-size 16 is more than the 8 GPUs"),
 ])
-def test_check_blocks_the_parallel_sizes_recommend_refuses(capsys, tmp_path, args, rule_id, text):
+def test_check_blocks_the_parallel_sizes_recommend_refuses(cli, tmp_path, args, rule_id, text):
     env = tmp_path / "launch.env"
     env.write_text(f"SGLANG_ARGS='{args}'\n")
     for argv in (["check", str(env), *H100], ["check", *H100, "--", *args.split()]):
-        code, items, err = findings(capsys, argv)
+        code, items, err = findings(cli, argv)
         assert code == 1, err
         sizes = [i for i in items if i["id"].startswith("topoctl-") and i["severity"] == "block"]
         assert [(i["id"], i["severity"]) for i in sizes] == [(rule_id, "block")], items
         assert text in sizes[0]["message"]
-    code, items, _ = findings(capsys, ["check", str(env), *H100])
+    code, items, _ = findings(cli, ["check", str(env), *H100])
     assert [i["where"] for i in items if i["id"] == rule_id] == [f"{env}:1"]
 
 
 @pytest.mark.parametrize("tp", [1, 2, 3, 4, 6, 8, 9])
 @pytest.mark.parametrize("ep", [1, 2, 3, 4, 8])
-def test_check_and_recommend_agree_on_every_parallel_size(capsys, tp, ep):
+def test_check_and_recommend_agree_on_every_parallel_size(cli, tp, ep):
     """recommend refuses a size pair (exit 2) exactly when check blocks it; otherwise check passes its launch."""
-    code, out, err = run(capsys, ["recommend", *H100, "--tp-size", str(tp), "--ep-size", str(ep), "--format", "args"])
+    code, out, err = cli(["recommend", *H100, "--tp-size", str(tp), "--ep-size", str(ep), "--format", "args"])
     assert code in (0, 2), err
     tokens = out.split() if code == 0 else ["--tp-size", str(tp), "--ep-size", str(ep)]
-    check_code, items, check_err = findings(capsys, ["check", *H100, "--", *tokens])
+    check_code, items, check_err = findings(cli, ["check", *H100, "--", *tokens])
     sizes = [i["id"] for i in items if i["id"] in ("topoctl-tp-exceeds-gpus", "topoctl-ep-size-invalid")]
     if code == 0:
         assert check_code == 0 and not sizes, (out, items, check_err)
@@ -105,9 +97,9 @@ def test_check_and_recommend_agree_on_every_parallel_size(capsys, tp, ep):
 # ------------------------------------------------------------------------------------------ shared options
 
 def _command(path):
-    from topoctl.cli import cli
+    from topoctl.cli import cli as cli_group
 
-    command = cli
+    command = cli_group
     for name in path:
         command = command.get_command(None, name) if hasattr(command, "get_command") else command.commands[name]
     return command
@@ -143,7 +135,7 @@ def test_rules_test_takes_rules_but_not_disable():
     assert "--rules" in names and "--disable" not in names
 
 
-def test_show_falls_back_to_a_built_in_system_where_no_gpu_is_seen(capsys, monkeypatch):
+def test_show_falls_back_to_a_built_in_system_where_no_gpu_is_seen(cli, monkeypatch):
     import topoctl.probe.collect as collect
     from topoctl.errors import NoGpuError
 
@@ -151,20 +143,20 @@ def test_show_falls_back_to_a_built_in_system_where_no_gpu_is_seen(capsys, monke
         raise NoGpuError("no NVIDIA driver")
 
     monkeypatch.setattr(collect, "probe_live", no_gpu)
-    code, out, err = run(capsys, ["show", "--no-color", "--fallback-system", "rtx-pro-6000-8x-pcie"])
+    code, out, err = cli(["show", "--no-color", "--fallback-system", "rtx-pro-6000-8x-pcie"])
     assert code in (0, None), err
     assert "RTX PRO 6000" in out and "GPU7" in out
     assert "rtx-pro-6000-8x-pcie" in err and "--fallback-system" in err
-    code, out, err = run(capsys, ["show", "--no-color", "--system", "h100-8x-nvswitch",
+    code, out, err = cli(["show", "--no-color", "--system", "h100-8x-nvswitch",
                                   "--fallback-system", "rtx-pro-6000-8x-pcie"])
     assert code in (0, None) and "H100" in out and err == ""
-    assert run(capsys, ["show"])[0] == 3
+    assert cli(["show"])[0] == 3
 
 
 @pytest.mark.parametrize("argv, tail", [(["rules", "list"], []), (["rules", "explain", "nccl-ll128-without-nvlink"], []),
                                         (["recommend", *H100], []), (["check", *H100], ["--", "--tp-size", "8"])])
-def test_disable_needs_a_reason_everywhere(capsys, argv, tail):
-    code, out, err = run(capsys, [*argv, "--disable", "nccl-ll128-without-nvlink", *tail])
+def test_disable_needs_a_reason_everywhere(cli, argv, tail):
+    code, out, err = cli([*argv, "--disable", "nccl-ll128-without-nvlink", *tail])
     assert code == 2 and out == "" and "write ID=REASON" in err
 
 
@@ -182,33 +174,33 @@ def _count_calls(monkeypatch, module, name):
     return calls
 
 
-def test_check_reads_the_flag_data_once_per_launch(capsys, monkeypatch, tmp_path):
+def test_check_reads_the_flag_data_once_per_launch(cli, monkeypatch, tmp_path):
     import topoctl.sglang.flags as flags_module
 
     first, second = tmp_path / "a.env", tmp_path / "b.env"
     first.write_text("SGLANG_ARGS='--tp-size 8'\n")
     second.write_text("NCCL_DEBUG='INFO'\n")  # no SGLANG_ARGS: its environment is still judged
     loads = _count_calls(monkeypatch, flags_module, "load_flag_set")
-    code, out, err = run(capsys, ["check", str(first), str(second), *H100, "--", "--tp-size", "8"])
+    code, out, err = cli(["check", str(first), str(second), *H100, "--", "--tp-size", "8"])
     assert code == 0, out + err
     assert len(loads) == 3  # two files and one command
 
 
 @pytest.mark.parametrize("command, tail", [(["recommend", *H100], []), (["check", *H100], ["--", "--tp-size", "8"])])
-def test_sglang_version_is_normalised_once(capsys, monkeypatch, command, tail):
+def test_sglang_version_is_normalised_once(cli, monkeypatch, command, tail):
     import topoctl.sglang.flags as flags_module
 
     calls = _count_calls(monkeypatch, flags_module, "normalise_version")
-    code, out, err = run(capsys, [*command, "--sglang-version", "v0.5.12+cu129", *tail])
+    code, out, err = cli([*command, "--sglang-version", "v0.5.12+cu129", *tail])
     assert code == 0, out + err
     assert [args for args in calls if args and args[0] == "v0.5.12+cu129"] == [("v0.5.12+cu129",)]
 
 
-def test_a_launch_without_tp_size_is_judged_at_sglangs_default_and_warned(capsys):
-    code, items, err = findings(capsys, ["check", *H100, "--", "--model-path", "M"])
+def test_a_launch_without_tp_size_is_judged_at_sglangs_default_and_warned(cli):
+    code, items, err = findings(cli, ["check", *H100, "--", "--model-path", "M"])
     assert code == 0, err
     warned = [i for i in items if i["id"] == "topoctl-tp-size-not-given"]
     assert len(warned) == 1 and warned[0]["severity"] == "warn"
     assert "tensor parallel size 1" in warned[0]["message"] and "8 GPUs" in warned[0]["message"]
-    code, items, _ = findings(capsys, ["check", *H100, "--", "--model-path", "M", "--tp-size", "8"])
+    code, items, _ = findings(cli, ["check", *H100, "--", "--model-path", "M", "--tp-size", "8"])
     assert code == 0 and not [i for i in items if i["id"] == "topoctl-tp-size-not-given"]

@@ -75,7 +75,7 @@ def test_unmappable_visible_devices_warn_and_judge_every_gpu(value, capsys):
 
 
 def test_uuids_name_gpus(capsys):
-    from topoctl.snapshot import system_snapshot
+    from topoctl.catalogue import system_snapshot
 
     uuids = [gpu["uuid"] for gpu in system_snapshot("l40s-4x-pcie-2numa")["gpus"]]
     code, doc, _ = check(capsys, "l40s-4x-pcie-2numa", f"CUDA_VISIBLE_DEVICES={uuids[2]},{uuids[3][:12]}",
@@ -84,7 +84,7 @@ def test_uuids_name_gpus(capsys):
 
 
 def test_an_unknown_pair_outside_the_group_does_not_block(tmp_path, capsys):
-    from topoctl.snapshot import system_snapshot
+    from topoctl.catalogue import system_snapshot
 
     snapshot = system_snapshot("rtx-pro-6000-8x-pcie")
     for entry in snapshot["pairs"]:

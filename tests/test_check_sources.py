@@ -14,25 +14,18 @@ import shutil
 import pytest
 
 from tests.conftest import ROOT
-from topoctl.cli import main
 
 H200 = ["--system", "h200-4x-nvswitch-vm"]
 RTX = ["--system", "rtx-pro-6000-8x-pcie"]
 DEPLOY = os.path.join(ROOT, "examples", "deploy")
 
 
-def run(capsys, argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
 def results(out):
     return json.loads(out)["results"]
 
 
-def github(capsys, argv):
-    code, out, err = run(capsys, [argv[0], "--format", "github", *argv[1:]])
+def github(cli, argv):
+    code, out, err = cli([argv[0], "--format", "github", *argv[1:]])
     return code, [line for line in out.splitlines() if line], err
 
 
@@ -51,8 +44,8 @@ def line_of(path, text, after=0):
 
 # ----------------------------------------------------------------------------------------------- the examples
 
-def test_the_example_deployments_pass_on_the_machine_they_were_written_for(capsys):
-    code, out, err = run(capsys, ["check", DEPLOY, *H200, "--format", "json"])
+def test_the_example_deployments_pass_on_the_machine_they_were_written_for(cli):
+    code, out, err = cli(["check", DEPLOY, *H200, "--format", "json"])
     assert code == 0, out + err
     doc = json.loads(out)
     origins = [r["origin"] for r in doc["results"]]
@@ -62,8 +55,8 @@ def test_the_example_deployments_pass_on_the_machine_they_were_written_for(capsy
     assert "SGLang 0.5.21 from the image tag lmsysorg/sglang:v0.5.21-cu129" in err
 
 
-def test_the_example_deployments_block_on_a_two_gpu_machine_at_each_launch_line(capsys):
-    code, lines, _ = github(capsys, ["check", DEPLOY, "--system", "h200-2x-nvswitch-vm"])
+def test_the_example_deployments_block_on_a_two_gpu_machine_at_each_launch_line(cli):
+    code, lines, _ = github(cli, ["check", DEPLOY, "--system", "h200-2x-nvswitch-vm"])
     assert code == 1
     errors = [line for line in lines if line.startswith("::error") and "topoctl-tp-exceeds-gpus" in line]
     spots = {line.split("::")[1].split(",title=")[0] for line in errors}
@@ -76,33 +69,33 @@ def test_the_example_deployments_block_on_a_two_gpu_machine_at_each_launch_line(
 
 # ----------------------------------------------------------------------------------------------- Kubernetes
 
-def test_a_deployment_with_more_tp_than_its_gpu_limit_blocks_at_the_launch(capsys, tmp_path):
+def test_a_deployment_with_more_tp_than_its_gpu_limit_blocks_at_the_launch(cli, tmp_path):
     path = copy_example(tmp_path, "kubernetes/sglang-deployment.yaml")
     path.write_text(path.read_text().replace("nvidia.com/gpu: 4", "nvidia.com/gpu: 2"))
-    code, lines, _ = github(capsys, ["check", str(path), *H200])
+    code, lines, _ = github(cli, ["check", str(path), *H200])
     assert code == 1
     hit = [line for line in lines if "sglang-tp-exceeds-given-gpus" in line]
     assert len(hit) == 1 and f"file={path},line={line_of(path, 'command:')}" in hit[0]
     assert "nvidia.com/gpu: 2" in hit[0]
 
 
-def test_a_bad_flag_in_deployment_args_points_at_its_own_line(capsys, tmp_path):
+def test_a_bad_flag_in_deployment_args_points_at_its_own_line(cli, tmp_path):
     path = copy_example(tmp_path, "kubernetes/sglang-deployment.yaml")
     path.write_text(path.read_text().replace("--cuda-graph-max-bs-decode", "--cuda-graph-max-bs"))
-    code, lines, _ = github(capsys, ["check", str(path), *H200, "--sglang-version", "0.5.23"])
+    code, lines, _ = github(cli, ["check", str(path), *H200, "--sglang-version", "0.5.23"])
     assert code == 1
     hit = [line for line in lines if "sglang-ambiguous-flag" in line]
     assert len(hit) == 1 and f"line={line_of(path, '- --cuda-graph-max-bs')}," in hit[0], lines
 
 
-def test_kubernetes_env_is_the_launch_environment(capsys, tmp_path):
+def test_kubernetes_env_is_the_launch_environment(cli, tmp_path):
     path = copy_example(tmp_path, "kubernetes/sglang-deployment.yaml")
     text = path.read_text().replace("nvidia.com/gpu: 4", "nvidia.com/gpu: 8").replace('"4"\n', '"8"\n')
     path.write_text(text)
     rtx = [*RTX, "--sglang-version", "0.5.21"]  # the synthetic RTX system has SGLang 0.5.12 installed
-    assert run(capsys, ["check", str(path), *rtx])[0] == 0
+    assert cli(["check", str(path), *rtx])[0] == 0
     path.write_text(text.replace("value: WARN", "value: WARN\n            - name: NCCL_ALGO\n              value: Tree"))
-    code, out, _ = run(capsys, ["check", str(path), *rtx, "--format", "json"])
+    code, out, _ = cli(["check", str(path), *rtx, "--format", "json"])
     assert code == 1
     ids = {f["id"] for f in results(out)[0]["findings"]}
     assert "nccl-tree-cuda-graph-sm120-pcie" in ids
@@ -113,14 +106,14 @@ def test_kubernetes_env_is_the_launch_environment(capsys, tmp_path):
     ("StatefulSet", lambda c: f"spec:\n  serviceName: s\n  template:\n    spec:\n      containers:\n{_indent(c, 4)}"),
     ("Job", lambda c: f"spec:\n  template:\n    spec:\n      restartPolicy: Never\n      containers:\n{_indent(c, 4)}"),
 ])
-def test_each_workload_kind_is_read(capsys, tmp_path, kind, wrap):
+def test_each_workload_kind_is_read(cli, tmp_path, kind, wrap):
     container = ("  - name: sglang\n    image: lmsysorg/sglang:v0.5.18-cu129\n"
                  "    command: [python3, -m, sglang.launch_server]\n    args: [--model-path, M, --tp-size, \"TP\"]\n"
                  "    resources: {limits: {nvidia.com/gpu: 4}}\n")
     for tp, expected in (("4", 0), ("8", 1)):
         path = tmp_path / f"{kind}.yaml"
         path.write_text(f"apiVersion: v1\nkind: {kind}\nmetadata: {{name: x}}\n" + wrap(container.replace("TP", tp)))
-        code, out, _ = run(capsys, ["check", str(path), *H200, "--format", "json"])
+        code, out, _ = cli(["check", str(path), *H200, "--format", "json"])
         assert code == expected, out
         assert results(out)[0]["origin"].startswith(f"{path}:{line_of(path, 'command:')} ({kind} x")
 
@@ -129,7 +122,7 @@ def _indent(text, spaces):
     return "".join(" " * spaces + line + "\n" for line in text.splitlines())
 
 
-def test_a_leaderworkerset_reads_leader_and_worker(capsys, tmp_path):
+def test_a_leaderworkerset_reads_leader_and_worker(cli, tmp_path):
     path = tmp_path / "lws.yaml"
     path.write_text("""apiVersion: leaderworkerset.x-k8s.io/v1
 kind: LeaderWorkerSet
@@ -154,7 +147,7 @@ spec:
             command: ["sh", "-c", "python3 -m sglang.launch_server --model-path M --tp-size 4 --nnodes 2 --nodes-rank 1"]
             resources: {limits: {nvidia.com/gpu: "4"}}
 """)
-    code, out, _ = run(capsys, ["check", str(path), *H200, "--format", "json"])
+    code, out, _ = cli(["check", str(path), *H200, "--format", "json"])
     assert code == 1
     got = results(out)
     assert [r["origin"].split(" (")[1] for r in got] == ["LeaderWorkerSet sglang leader / container leader)",
@@ -164,84 +157,84 @@ spec:
     assert got[1]["findings"][0]["where"] == f"{path}:{line_of(path, '--nodes-rank')}"
 
 
-def test_kubernetes_expands_its_own_variables_from_env(capsys, tmp_path):
+def test_kubernetes_expands_its_own_variables_from_env(cli, tmp_path):
     path = tmp_path / "pod.yaml"
     path.write_text("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: s\n"
                     "    image: lmsysorg/sglang:v0.5.18-cu129\n    env: [{name: TP, value: \"8\"}]\n"
                     "    command: [python3, -m, sglang.launch_server, --model-path, M, --tp-size, $(TP)]\n")
-    code, out, _ = run(capsys, ["check", str(path), *H200, "--format", "json"])
+    code, out, _ = cli(["check", str(path), *H200, "--format", "json"])
     assert code == 1 and "topoctl-tp-exceeds-gpus" in {f["id"] for f in results(out)[0]["findings"]}
 
 
-def test_a_manifest_without_a_launch_is_said_so_and_is_not_ok(capsys, tmp_path):
+def test_a_manifest_without_a_launch_is_said_so_and_is_not_ok(cli, tmp_path):
     path = tmp_path / "service.yaml"
     path.write_text("apiVersion: v1\nkind: Service\nmetadata: {name: s}\nspec: {ports: [{port: 80}]}\n")
     default = tmp_path / "default-cmd.yaml"
     default.write_text("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n"
                        "  - name: s\n    image: lmsysorg/sglang:v0.5.18-cu129\n")
-    code, out, _ = run(capsys, ["check", str(path), str(default), *H200])
+    code, out, _ = cli(["check", str(path), str(default), *H200])
     assert code == 0
     assert f"{path}:1: no launch checked" in out and "ok:" not in out
     assert "no command or args (it runs its image's default command" in out
 
 
-def test_another_server_in_a_manifest_is_named_not_checked(capsys, tmp_path):
+def test_another_server_in_a_manifest_is_named_not_checked(cli, tmp_path):
     path = tmp_path / "vllm.yaml"
     path.write_text("apiVersion: v1\nkind: Pod\nmetadata: {name: v}\nspec:\n  containers:\n  - name: v\n"
                     "    image: vllm/vllm-openai:v0.9.0\n    command: [vllm, serve, M, --tensor-parallel-size, '4']\n")
-    code, out, _ = run(capsys, ["check", str(path), *H200])
+    code, out, _ = cli(["check", str(path), *H200])
     assert code == 0
     assert "vLLM launch (vllm serve M ...): topoctl checks SGLang launches only; not checked" in out
 
 
 # ----------------------------------------------------------------------------------------------- compose
 
-def test_a_compose_service_blocks_when_its_gpu_reservation_is_short(capsys, tmp_path):
+def test_a_compose_service_blocks_when_its_gpu_reservation_is_short(cli, tmp_path):
     path = copy_example(tmp_path, "compose/compose.yaml")
-    assert run(capsys, ["check", str(path), *H200])[0] == 0
+    assert cli(["check", str(path), *H200])[0] == 0
     path.write_text(path.read_text().replace("count: 4", "count: 2"))
-    code, lines, _ = github(capsys, ["check", str(path), *H200])
+    code, lines, _ = github(cli, ["check", str(path), *H200])
     assert code == 1
     hit = [line for line in lines if "sglang-tp-exceeds-given-gpus" in line]
     assert len(hit) == 1 and f"file={path},line={line_of(path, 'entrypoint:')}," in hit[0]
 
 
-def test_a_compose_env_file_and_environment_are_the_launch_environment(capsys, tmp_path):
+def test_a_compose_env_file_and_environment_are_the_launch_environment(cli, tmp_path):
     (tmp_path / "nccl.env").write_text("# NCCL settings\nNCCL_ALGO=Tree\n")
     path = tmp_path / "compose.yaml"
     base = ("services:\n  s:\n    image: lmsysorg/sglang:v0.5.18-cu129\n"
             "    command: [python3, -m, sglang.launch_server, --model-path, M, --tp-size, '8']\n")
     path.write_text(base + "    environment: [NCCL_DEBUG=WARN]\n")
-    assert run(capsys, ["check", str(path), *RTX])[0] == 0
+    assert cli(["check", str(path), *RTX])[0] == 0
     path.write_text(base + "    env_file: nccl.env\n")
-    code, out, _ = run(capsys, ["check", str(path), *RTX, "--format", "json"])
+    code, out, _ = cli(["check", str(path), *RTX, "--format", "json"])
     assert code == 1 and "nccl-tree-cuda-graph-sm120-pcie" in {f["id"] for f in results(out)[0]["findings"]}
 
 
 # ----------------------------------------------------------------------------------------------- scripts
 
-def test_a_run_script_uses_what_it_exported_and_blocks_at_the_launch_line(capsys, tmp_path):
+def test_a_run_script_uses_what_it_exported_and_blocks_at_the_launch_line(cli, tmp_path):
     path = copy_example(tmp_path, "scripts/run-sglang.sh")
     shutil.copy(os.path.join(DEPLOY, "scripts", "sglang-config.yaml"), tmp_path)
-    assert run(capsys, ["check", str(path), *H200])[0] == 0
+    assert cli(["check", str(path), *H200])[0] == 0
     path.write_text(path.read_text().replace("TP_SIZE=4", "TP_SIZE=8"))
-    code, lines, _ = github(capsys, ["check", str(path), *H200])
+    code, lines, _ = github(cli, ["check", str(path), *H200])
     assert code == 1
     hit = [line for line in lines if "topoctl-tp-exceeds-gpus" in line]
     assert len(hit) == 1 and f"file={path},line={line_of(path, 'python3 -m sglang.launch_server')}," in hit[0]
 
 
-def test_a_script_with_no_launch_is_said_so(capsys, tmp_path):
+def test_a_script_with_no_launch_is_said_so(cli, tmp_path):
     path = tmp_path / "prepare.sh"
     path.write_text("#!/bin/sh\nexport HF_HOME=/models\nhuggingface-cli download Qwen/Qwen3-32B\n")
-    code, out, _ = run(capsys, ["check", str(path), *H200])
+    code, out, _ = cli(["check", str(path), *H200])
     assert code == 0 and "no launch line" in out and "ok:" not in out
 
 
-def test_a_value_the_script_cannot_see_is_a_warning_not_a_block(capsys, tmp_path):
+def test_a_value_the_script_cannot_see_is_a_warning_not_a_block(cli, tmp_path):
     path = tmp_path / "run.sh"
     path.write_text('#!/bin/bash\npython3 -m sglang.launch_server --model-path M --tp-size "$TP" $EXTRA_ARGS\n')
-    code, out, _ = run(capsys, ["check", str(path), *H200, "--format", "json"])
+    code, out, _ = cli(["check", str(path), *H200, "--format", "json"])
     assert code == 0
     finding = results(out)[0]["findings"][0]
     assert finding["id"] == "sglang-unresolved-expansion" and "$EXTRA_ARGS" in finding["message"]
@@ -256,47 +249,47 @@ def test_a_value_the_script_cannot_see_is_a_warning_not_a_block(capsys, tmp_path
     ["env", "NCCL_DEBUG=WARN", "exec"],
     ["bash", "-c"],
 ])
-def test_wrapped_commands_pass_and_block(capsys, wrapper):
+def test_wrapped_commands_pass_and_block(cli, wrapper):
     for tp, expected in (("4", 0), ("8", 1)):
         inner = ["python3", "-m", "sglang.launch_server", "--model-path", "M", "--tp-size", tp]
         command = [*wrapper, " ".join(inner)] if wrapper[-1] == "-c" else [*wrapper, *inner]
-        code, out, _ = run(capsys, ["check", *H200, "--format", "json", "--", *command])
+        code, out, _ = cli(["check", *H200, "--format", "json", "--", *command])
         assert code == expected, (command, out)
 
 
-def test_docker_gpus_env_and_env_file_are_read(capsys, tmp_path):
+def test_docker_gpus_env_and_env_file_are_read(cli, tmp_path):
     env_file = tmp_path / "sglang.env"
     env_file.write_text("NCCL_ALGO=Tree\n")
     base = ["docker", "run", "--gpus", '"device=0,1,2,3,4,5,6,7"', "lmsysorg/sglang:v0.5.18-cu129",
             "python3", "-m", "sglang.launch_server", "--model-path", "M", "--tp-size", "8"]
-    assert run(capsys, ["check", *RTX, "--", *base])[0] == 0
-    code, out, _ = run(capsys, ["check", *RTX, "--format", "json", "--", *base[:2], "--env-file", str(env_file),
+    assert cli(["check", *RTX, "--", *base])[0] == 0
+    code, out, _ = cli(["check", *RTX, "--format", "json", "--", *base[:2], "--env-file", str(env_file),
                                 *base[2:]])
     assert code == 1 and "nccl-tree-cuda-graph-sm120-pcie" in {f["id"] for f in results(out)[0]["findings"]}
-    code, out, _ = run(capsys, ["check", *RTX, "--format", "json", "--", *base[:2], "-e", "NCCL_ALGO=Tree", *base[2:]])
+    code, out, _ = cli(["check", *RTX, "--format", "json", "--", *base[:2], "-e", "NCCL_ALGO=Tree", *base[2:]])
     assert code == 1
-    code, out, _ = run(capsys, ["check", *RTX, "--format", "json", "--", "docker", "run", "--gpus", "2",
+    code, out, _ = cli(["check", *RTX, "--format", "json", "--", "docker", "run", "--gpus", "2",
                                 *base[4:]])
     assert code == 1 and "sglang-tp-exceeds-given-gpus" in {f["id"] for f in results(out)[0]["findings"]}
 
 
-def test_sglang_serve_takes_a_positional_model_from_0_5_16(capsys):
+def test_sglang_serve_takes_a_positional_model_from_0_5_16(cli):
     command = ["--", "sglang", "serve", "Qwen/Qwen3-8B", "--tp-size", "4"]
-    assert run(capsys, ["check", *H200, "--sglang-version", "0.5.16", *command])[0] == 0
-    code, out, _ = run(capsys, ["check", *H200, "--sglang-version", "0.5.15", "--format", "json", *command])
+    assert cli(["check", *H200, "--sglang-version", "0.5.16", *command])[0] == 0
+    code, out, _ = cli(["check", *H200, "--sglang-version", "0.5.15", "--format", "json", *command])
     assert code == 1
     assert results(out)[0]["findings"][0]["id"] == "sglang-positional-model"
-    assert run(capsys, ["check", *H200, "--sglang-version", "0.5.15", "--", "sglang", "serve", "--model-path", "Q",
+    assert cli(["check", *H200, "--sglang-version", "0.5.15", "--", "sglang", "serve", "--model-path", "Q",
                         "--tp-size", "4"])[0] == 0
 
 
-def test_the_version_comes_from_the_image_tag_and_is_said(capsys):
+def test_the_version_comes_from_the_image_tag_and_is_said(cli):
     command = ["--", "docker", "run", "--gpus", "all", "lmsysorg/sglang:v0.5.12-cu129", "python3", "-m",
                "sglang.launch_server", "--model-path", "M", "--tp-size", "4", "--cuda-graph-max-bs-decode", "64"]
-    code, out, err = run(capsys, ["check", *H200, *command])
+    code, out, err = cli(["check", *H200, *command])
     assert code == 1 and "SGLang 0.5.12 from the image tag lmsysorg/sglang:v0.5.12-cu129" in err
     assert "--cuda-graph-max-bs-decode: SGLang 0.5.12 does not accept this flag" in out
-    code, out, err = run(capsys, ["check", *H200, "--sglang-version", "0.5.23", *command])
+    code, out, err = cli(["check", *H200, "--sglang-version", "0.5.23", *command])
     assert code == 0 and err == ""
 
 
@@ -306,25 +299,25 @@ DYNAMO = ["python3", "-m", "dynamo.sglang", "--model-path", "Qwen/Qwen3-32B", "-
           "--endpoint", "dyn://dynamo.backend.generate", "--tp-size", "4", "--page-size", "16"]
 
 
-def test_a_dynamo_worker_line_passes_with_dynamo_options_and_blocks_on_sglang_ones(capsys):
-    code, out, err = run(capsys, ["check", *H200, "--", *DYNAMO])
+def test_a_dynamo_worker_line_passes_with_dynamo_options_and_blocks_on_sglang_ones(cli):
+    code, out, err = cli(["check", *H200, "--", *DYNAMO])
     assert code == 0, out
     assert "ai-dynamo 1.6.1 assumed" in err and "SGLang 0.5.21, the version ai-dynamo 1.6.1 pins" in err
-    code, out, _ = run(capsys, ["check", *H200, "--format", "json", "--", *DYNAMO, "--page-sise", "16"])
+    code, out, _ = cli(["check", *H200, "--format", "json", "--", *DYNAMO, "--page-sise", "16"])
     assert code == 1 and results(out)[0]["findings"][0]["id"] == "sglang-unknown-flag"
-    code, out, _ = run(capsys, ["check", *H200, "--format", "json", "--", *DYNAMO[:-4], "--tp-size", "8"])
+    code, out, _ = cli(["check", *H200, "--format", "json", "--", *DYNAMO[:-4], "--tp-size", "8"])
     assert code == 1 and "topoctl-tp-exceeds-gpus" in {f["id"] for f in results(out)[0]["findings"]}
 
 
-def test_dynamo_router_options_exist_from_1_5(capsys):
+def test_dynamo_router_options_exist_from_1_5(cli):
     command = ["--", *DYNAMO, "--router-mode", "kv"]
-    assert run(capsys, ["check", *H200, "--dynamo-version", "1.5.1", *command])[0] == 0
-    code, out, _ = run(capsys, ["check", *H200, "--dynamo-version", "1.4.2", "--format", "json", *command])
+    assert cli(["check", *H200, "--dynamo-version", "1.5.1", *command])[0] == 0
+    code, out, _ = cli(["check", *H200, "--dynamo-version", "1.4.2", "--format", "json", *command])
     assert code == 1 and results(out)[0]["findings"][0]["message"].startswith("--router-mode: SGLang")
 
 
-def test_an_abbreviation_of_two_dynamo_options_is_dynamo_s_start_up_error(capsys):
-    code, out, _ = run(capsys, ["check", *H200, "--format", "json", "--", *DYNAMO, "--tcp-tls", "x"])
+def test_an_abbreviation_of_two_dynamo_options_is_dynamo_s_start_up_error(cli):
+    code, out, _ = cli(["check", *H200, "--format", "json", "--", *DYNAMO, "--tcp-tls", "x"])
     assert code == 1
     finding = results(out)[0]["findings"][0]
     assert finding["id"] == "sglang-ambiguous-flag" and "Dynamo 1.6.1 reads it" in finding["message"]
@@ -332,57 +325,57 @@ def test_an_abbreviation_of_two_dynamo_options_is_dynamo_s_start_up_error(capsys
 
 # ----------------------------------------------------------------------------------------------- --config
 
-def test_a_config_file_is_merged_and_the_command_line_wins(capsys, tmp_path):
+def test_a_config_file_is_merged_and_the_command_line_wins(cli, tmp_path):
     config = tmp_path / "sglang.yaml"
     config.write_text("tp-size: 8\nmem-fraction-static: 0.8\n")
     command = ["--", "python3", "-m", "sglang.launch_server", "--model-path", "M", "--config", str(config)]
-    code, out, _ = run(capsys, ["check", *H200, "--format", "json", *command])
+    code, out, _ = cli(["check", *H200, "--format", "json", *command])
     assert code == 1 and "topoctl-tp-exceeds-gpus" in {f["id"] for f in results(out)[0]["findings"]}
-    code, out, _ = run(capsys, ["check", *H200, "--format", "json", *command, "--tp-size", "4"])
+    code, out, _ = cli(["check", *H200, "--format", "json", *command, "--tp-size", "4"])
     assert code == 0 and results(out)[0]["warnings"] == 0, out  # SGLang's precedence, not a repeated flag
 
 
-def test_a_bad_key_in_the_config_file_blocks_at_its_line(capsys, tmp_path):
+def test_a_bad_key_in_the_config_file_blocks_at_its_line(cli, tmp_path):
     config = tmp_path / "sglang.yaml"
     config.write_text("# server settings\nmem-fraction-static: 0.8\ncuda-graph-max-bs: 128\n")
-    code, lines, _ = github(capsys, ["check", *H200, "--sglang-version", "0.5.23", "--", "python3", "-m",
+    code, lines, _ = github(cli, ["check", *H200, "--sglang-version", "0.5.23", "--", "python3", "-m",
                                      "sglang.launch_server", "--config", str(config), "--tp-size", "4"])
     assert code == 1
     assert any(line.startswith(f"::error file={config},line=3,") and "ambiguous" in line for line in lines), lines
 
 
 @pytest.mark.parametrize("version, expected", [("0.5.5", 0), ("0.5.12", 1)])
-def test_config_booleans_follow_the_version(capsys, tmp_path, version, expected):
+def test_config_booleans_follow_the_version(cli, tmp_path, version, expected):
     """0.5.5 drops `false` keys; from 0.5.8 a key of a store_true flag is dropped when false, any other boolean key
     becomes `--key false` (here a flag SGLang does not have, which blocks)."""
     config = tmp_path / "sglang.yaml"
     config.write_text("enable-metrics: false\nno-such-switch: false\n")
-    code, out, _ = run(capsys, ["check", *H200, "--sglang-version", version, "--", "sglang", "serve", "--model-path",
+    code, out, _ = cli(["check", *H200, "--sglang-version", version, "--", "sglang", "serve", "--model-path",
                                 "M", "--tp-size", "4", "--config", str(config)])
     assert code == expected, out
 
 
-def test_config_files_sglang_refuses_or_topoctl_cannot_read(capsys, tmp_path):
+def test_config_files_sglang_refuses_or_topoctl_cannot_read(cli, tmp_path):
     toml = tmp_path / "sglang.toml"
     toml.write_text("tp-size = 4\n")
     base = ["check", *H200, "--format", "json", "--", "python3", "-m", "sglang.launch_server", "--tp-size", "4"]
-    code, out, _ = run(capsys, [*base, "--config", str(toml)])
+    code, out, _ = cli([*base, "--config", str(toml)])
     assert code == 1 and results(out)[0]["findings"][0]["id"] == "sglang-config-not-yaml"
-    code, out, _ = run(capsys, [*base, "--config", "/in/the/image/sglang.yaml"])
+    code, out, _ = cli([*base, "--config", "/in/the/image/sglang.yaml"])
     assert code == 0 and results(out)[0]["findings"][0]["id"] == "sglang-config-not-read"
-    code, out, _ = run(capsys, [*base, f"--config={toml}"])
+    code, out, _ = cli([*base, f"--config={toml}"])
     assert results(out)[0]["findings"][0]["id"] == "sglang-config-not-merged"
 
 
 # ----------------------------------------------------------------------------------------------- inputs
 
-def test_a_missing_path_is_exit_2(capsys):
-    code, out, err = run(capsys, ["check", "no/such/deploy", *H200])
+def test_a_missing_path_is_exit_2(cli):
+    code, out, err = cli(["check", "no/such/deploy", *H200])
     assert code == 2 and out == "" and "no such file or folder: no/such/deploy" in err
 
 
-def test_broken_yaml_is_exit_2_with_its_line(capsys, tmp_path):
+def test_broken_yaml_is_exit_2_with_its_line(cli, tmp_path):
     path = tmp_path / "bad.yaml"
     path.write_text("apiVersion: v1\nkind: Pod\nspec: [\n")
-    code, out, err = run(capsys, ["check", str(path), *H200])
+    code, out, err = cli(["check", str(path), *H200])
     assert code == 2 and f"{path}:" in err and "not valid YAML" in err and "Traceback" not in err

@@ -11,13 +11,7 @@ from click.testing import CliRunner
 from conftest import FIXTURES
 
 from topoctl import __version__
-from topoctl.cli import cli, main
-
-
-def run(argv, capsys):
-    code = main(argv)
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
+from topoctl.cli import cli as cli_group
 
 
 def assert_one_line_error(err: str, *words: str) -> None:
@@ -29,57 +23,57 @@ def assert_one_line_error(err: str, *words: str) -> None:
         assert word in lines[0]
 
 
-def test_version(capsys):
-    code, out, _ = run(["--version"], capsys)
+def test_version(cli):
+    code, out, _ = cli(["--version"])
     assert code == 0 and __version__ in out
 
 
-def test_help_lists_subcommands_without_importing_them(capsys):
-    code, out, _ = run(["--help"], capsys)
+def test_help_lists_subcommands_without_importing_them(cli):
+    code, out, _ = cli(["--help"])
     assert code == 0
     for name in ("probe", "show", "recommend", "check", "rules"):
         assert name in out
 
 
-def test_probe_help(capsys):
-    code, out, _ = run(["probe", "--help"], capsys)
+def test_probe_help(cli):
+    code, out, _ = cli(["probe", "--help"])
     assert code == 0 and "--from-capture" in out and "--record" in out and "Exit code 3" in out
 
 
-def test_unknown_subcommand_and_option_exit_2(capsys):
-    code, _, err = run(["frobnicate"], capsys)
+def test_unknown_subcommand_and_option_exit_2(cli):
+    code, _, err = cli(["frobnicate"])
     assert code == 2 and "Traceback" not in err
-    code, _, err = run(["probe", "--no-such-option"], capsys)
+    code, _, err = cli(["probe", "--no-such-option"])
     assert code == 2 and "Traceback" not in err
-    code, _, err = run(["probe", "--format", "xml"], capsys)
+    code, _, err = cli(["probe", "--format", "xml"])
     assert code == 2 and "Traceback" not in err
 
 
-def test_missing_capture(capsys, tmp_path):
-    code, out, err = run(["probe", "--from-capture", str(tmp_path / "nope.json")], capsys)
+def test_missing_capture(cli, tmp_path):
+    code, out, err = cli(["probe", "--from-capture", str(tmp_path / "nope.json")])
     assert code == 2 and out == ""
     assert_one_line_error(err, "no such capture")
 
 
-def test_empty_folder_as_capture(capsys, tmp_path):
-    code, _, err = run(["probe", "--from-capture", str(tmp_path)], capsys)
+def test_empty_folder_as_capture(cli, tmp_path):
+    code, _, err = cli(["probe", "--from-capture", str(tmp_path)])
     assert code == 2
     assert_one_line_error(err, "no such capture")
 
 
 @pytest.mark.parametrize("content", ["not json at all", "{\"capture_version\": 1,", "", "\x00\x01\x02"])
-def test_non_json_capture(content, capsys, tmp_path):
+def test_non_json_capture(content, cli, tmp_path):
     path = tmp_path / "capture.json"
     path.write_text(content)
-    code, _, err = run(["probe", "--from-capture", str(path)], capsys)
+    code, _, err = cli(["probe", "--from-capture", str(path)])
     assert code == 2
     assert_one_line_error(err, "not a valid capture")
 
 
-def test_binary_capture(capsys, tmp_path):
+def test_binary_capture(cli, tmp_path):
     path = tmp_path / "capture.json"
     path.write_bytes(b"\xff\xfe\x80\x81 binary")
-    code, _, err = run(["probe", "--from-capture", str(path)], capsys)
+    code, _, err = cli(["probe", "--from-capture", str(path)])
     assert code == 2
     assert_one_line_error(err)
 
@@ -106,10 +100,10 @@ WRONG_SHAPES = [
 
 
 @pytest.mark.parametrize("document", WRONG_SHAPES, ids=range(len(WRONG_SHAPES)))
-def test_wrong_shape_capture(document, capsys, tmp_path):
+def test_wrong_shape_capture(document, cli, tmp_path):
     path = tmp_path / "capture.json"
     path.write_text(json.dumps(document))
-    code, out, err = run(["probe", "--from-capture", str(path), "--format", "json"], capsys)
+    code, out, err = cli(["probe", "--from-capture", str(path), "--format", "json"])
     assert code == 2, err
     assert out == ""
     assert_one_line_error(err)
@@ -123,22 +117,22 @@ def test_wrong_shape_capture_in_a_real_subprocess(tmp_path):
     assert result.returncode == 2 and "Traceback" not in result.stderr and result.stdout == ""
 
 
-def test_record_and_replay_together_is_bad_usage(capsys, tmp_path):
-    code, _, err = run(["probe", "--record", str(tmp_path / "c.json"), "--from-capture",
-                        os.path.join(FIXTURES, "h100-8x-nvswitch")], capsys)
+def test_record_and_replay_together_is_bad_usage(cli, tmp_path):
+    code, _, err = cli(["probe", "--record", str(tmp_path / "c.json"), "--from-capture",
+                        os.path.join(FIXTURES, "h100-8x-nvswitch")])
     assert code == 2
     assert_one_line_error(err, "cannot be combined")
     assert not (tmp_path / "c.json").exists()
 
 
-def test_output_into_a_missing_folder(capsys, tmp_path):
-    code, _, err = run(["probe", "--from-capture", os.path.join(FIXTURES, "h100-8x-nvswitch"),
-                        "-o", str(tmp_path / "no" / "such" / "dir.json")], capsys)
+def test_output_into_a_missing_folder(cli, tmp_path):
+    code, _, err = cli(["probe", "--from-capture", os.path.join(FIXTURES, "h100-8x-nvswitch"),
+                        "-o", str(tmp_path / "no" / "such" / "dir.json")])
     assert code == 2
     assert_one_line_error(err, "does not exist")
 
 
-def test_an_old_capture_missing_new_questions_still_replays(capsys, tmp_path):
+def test_an_old_capture_missing_new_questions_still_replays(cli, tmp_path):
     """Answers the capture never recorded become unknown fields (NotRecorded), the replay goes on."""
     with open(os.path.join(FIXTURES, "l40s-4x-pcie-2numa", "capture.json"), encoding="utf-8") as handle:
         capture = json.load(handle)
@@ -146,7 +140,7 @@ def test_an_old_capture_missing_new_questions_still_replays(capsys, tmp_path):
         del capture["nvml"][key]
     path = tmp_path / "old.json"
     path.write_text(json.dumps(capture))
-    code, out, err = run(["probe", "--from-capture", str(path), "--format", "json"], capsys)
+    code, out, err = cli(["probe", "--from-capture", str(path), "--format", "json"])
     assert code == 0, err
     snapshot = json.loads(out)
     assert all(snapshot["unknown"][f"gpus.{i}.pcie.max_width"] == "NotRecorded" for i in range(4))
@@ -156,6 +150,6 @@ def test_an_old_capture_missing_new_questions_still_replays(capsys, tmp_path):
 def test_probe_stdout_is_yaml_by_default():
     import yaml
 
-    result = CliRunner().invoke(cli, ["probe", "--from-capture", os.path.join(FIXTURES, "rtx-4090-2x-pcie-no-p2p")])
+    result = CliRunner().invoke(cli_group, ["probe", "--from-capture", os.path.join(FIXTURES, "rtx-4090-2x-pcie-no-p2p")])
     assert result.exit_code == 0
     assert yaml.safe_load(result.output)["summary"]["gpu_count"] == 2

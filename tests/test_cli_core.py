@@ -17,15 +17,10 @@ import sys
 import pytest
 from click.testing import CliRunner
 
-from topoctl.cli import cli, main
+from topoctl.cli import cli as cli_group
+from topoctl.cli import main
 
 H200 = ["--system", "h200-2x-nvswitch-vm"]
-
-
-def run(capsys, argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 # -- unknown subcommands and click's own usage errors ------------------------------------------------------
@@ -38,8 +33,8 @@ def run(capsys, argv):
     (["xyzzy"], "topoctl: error: no such command 'xyzzy'", "  hint: see topoctl --help"),
     (["rules", "lst"], "topoctl: error: no such command 'lst'", "  hint: did you mean list?"),
 ])
-def test_unknown_subcommand_is_one_line_with_a_suggestion(capsys, argv, first, hint):
-    code, out, err = run(capsys, argv)
+def test_unknown_subcommand_is_one_line_with_a_suggestion(cli, argv, first, hint):
+    code, out, err = cli(argv)
     assert code == 2 and out == ""
     assert err.splitlines() == [first, hint]
 
@@ -52,8 +47,8 @@ def test_unknown_subcommand_is_one_line_with_a_suggestion(capsys, argv, first, h
     (["show", "--sytem", "x"], "Did you mean '--system'", "topoctl show"),
     (["--bogus"], "No such option", "topoctl"),
 ])
-def test_click_usage_errors_in_topoctl_format(capsys, argv, contains, command):
-    code, out, err = run(capsys, argv)
+def test_click_usage_errors_in_topoctl_format(cli, argv, contains, command):
+    code, out, err = cli(argv)
     assert code == 2 and out == ""
     lines = err.splitlines()
     assert len(lines) == 2, err
@@ -62,8 +57,8 @@ def test_click_usage_errors_in_topoctl_format(capsys, argv, contains, command):
 
 
 @pytest.mark.parametrize("argv", [[], ["rules"]])
-def test_a_group_without_a_command_shows_its_help(capsys, argv):
-    code, out, err = run(capsys, argv)
+def test_a_group_without_a_command_shows_its_help(cli, argv):
+    code, out, err = cli(argv)
     assert code == 2
     assert "Usage: topoctl" in out + err and "Commands:" in out + err
     assert "topoctl: error: Usage" not in err and "\\n" not in err
@@ -78,8 +73,8 @@ def test_one_line_escapes_control_characters():
     assert one_line("a\nb\rc\td\x1b[31me\x00f\x7fg\u2028h\u00e9") == "a\\nb\\rc\\td\\x1b[31me\\x00f\\x7fg\\u2028h\u00e9"
 
 
-def test_hostile_option_value_is_escaped_in_the_error(capsys):
-    code, out, err = run(capsys, ["recommend", *H200, "--sglang-version", "0.5\nx\x1b[31m"])
+def test_hostile_option_value_is_escaped_in_the_error(cli):
+    code, out, err = cli(["recommend", *H200, "--sglang-version", "0.5\nx\x1b[31m"])
     assert code == 2 and out == ""
     lines = err.splitlines()
     assert 1 <= len(lines) <= 2 and lines[0].startswith("topoctl: error: "), err
@@ -87,15 +82,15 @@ def test_hostile_option_value_is_escaped_in_the_error(capsys):
     assert "0.5\\nx\\x1b[31m" in lines[0]
 
 
-def test_hostile_message_and_hint_are_escaped(capsys, monkeypatch):
-    import topoctl.snapshot
+def test_hostile_message_and_hint_are_escaped(cli, monkeypatch):
+    import topoctl.target
     from topoctl.errors import TopoctlError
 
     def hostile(*args, **kwargs):
         raise TopoctlError("bad\nNEXT LINE\x1b[2J", hint="try\r\tthis\x07")
 
-    monkeypatch.setattr(topoctl.snapshot, "resolve_target", hostile)
-    code, out, err = run(capsys, ["show", *H200])
+    monkeypatch.setattr(topoctl.target, "resolve_target", hostile)
+    code, out, err = cli(["show", *H200])
     assert code == 2
     assert err.splitlines() == ["topoctl: error: bad\\nNEXT LINE\\x1b[2J", "  hint: try\\r\\tthis\\x07"]
 
@@ -114,8 +109,8 @@ def broken_show(monkeypatch):
     monkeypatch.delenv("TOPOCTL_DEBUG", raising=False)
 
 
-def test_an_unexpected_exception_is_an_internal_error_not_a_traceback(capsys, broken_show):
-    code, out, err = run(capsys, ["show", *H200])
+def test_an_unexpected_exception_is_an_internal_error_not_a_traceback(cli, broken_show):
+    code, out, err = cli(["show", *H200])
     assert code == 70
     assert "Traceback" not in err
     lines = err.splitlines()
@@ -124,20 +119,20 @@ def test_an_unexpected_exception_is_an_internal_error_not_a_traceback(capsys, br
     assert "TOPOCTL_DEBUG=1" in lines[1] and "report" in lines[1]
 
 
-def test_topoctl_debug_shows_the_traceback(capsys, broken_show, monkeypatch):
+def test_topoctl_debug_shows_the_traceback(cli, broken_show, monkeypatch):
     monkeypatch.setenv("TOPOCTL_DEBUG", "1")
     with pytest.raises(KeyError):
         main(["show", *H200])
 
 
 def test_an_unexpected_exception_through_click_runner(broken_show):
-    result = CliRunner().invoke(cli, ["show", *H200])
+    result = CliRunner().invoke(cli_group, ["show", *H200])
     assert result.exit_code == 70
     assert "topoctl: internal error: KeyError" in result.output
     assert result.exception is None or isinstance(result.exception, SystemExit)
 
 
-def test_an_unexpected_exception_outside_a_subcommand(capsys, monkeypatch):
+def test_an_unexpected_exception_outside_a_subcommand(cli, monkeypatch):
     import topoctl.cli
 
     def boom(*args, **kwargs):
@@ -145,7 +140,7 @@ def test_an_unexpected_exception_outside_a_subcommand(capsys, monkeypatch):
 
     monkeypatch.delenv("TOPOCTL_DEBUG", raising=False)
     monkeypatch.setattr(topoctl.cli.cli, "main", boom)
-    code, _, err = run(capsys, ["show"])
+    code, _, err = cli(["show"])
     assert code == 70 and err.startswith("topoctl: internal error: RuntimeError: while parsing\n")
 
 
@@ -194,7 +189,7 @@ def test_a_pipe_closed_before_the_first_write(tmp_path, argv):
     assert [line for line in proc.stderr.splitlines() if not line.startswith("topoctl: note: ")] == []
 
 
-def test_a_closed_pipe_in_process_is_not_exit_1(monkeypatch, capsys):
+def test_a_closed_pipe_in_process_is_not_exit_1(monkeypatch, cli):
     import click
 
     def closed(*args, **kwargs):
@@ -216,9 +211,9 @@ BROKEN_NAME = re.compile(r"[A-Za-z0-9]-\n\s*[A-Za-z0-9]")
 
 @pytest.mark.parametrize("columns", ["50", "80", "100", "240"])
 @pytest.mark.parametrize("argv", [[], ["probe"], ["show"], ["recommend"], ["check"], ["rules"], ["rules", "list"]])
-def test_help_never_breaks_a_name_at_a_hyphen(capsys, monkeypatch, argv, columns):
+def test_help_never_breaks_a_name_at_a_hyphen(cli, monkeypatch, argv, columns):
     monkeypatch.setenv("COLUMNS", columns)
-    code, out, _ = run(capsys, [*argv, "--help"])
+    code, out, _ = cli([*argv, "--help"])
     assert code == 0
     assert not BROKEN_NAME.search(out), BROKEN_NAME.search(out).group(0)
     if argv in ([], ["show"], ["recommend"]):
@@ -229,8 +224,8 @@ def test_help_never_breaks_a_name_at_a_hyphen(capsys, monkeypatch, argv, columns
         assert max(len(line) for line in out.splitlines() if not line.lstrip().startswith("topoctl ")) <= 100
 
 
-def test_help_examples_are_never_rewrapped(capsys, monkeypatch):
+def test_help_examples_are_never_rewrapped(cli, monkeypatch):
     monkeypatch.setenv("COLUMNS", "50")
-    code, out, _ = run(capsys, ["--help"])
+    code, out, _ = cli(["--help"])
     assert code == 0
     assert "  topoctl check launch.env --topology machine.yaml   # in CI: exit 1 on a blocking finding" in out

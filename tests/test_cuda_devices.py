@@ -4,6 +4,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
+from topoctl.catalogue import system_snapshot
 from topoctl.cuda_devices import (
     first_gpus,
     indices_match_pci_order,
@@ -11,7 +12,6 @@ from topoctl.cuda_devices import (
     pci_order,
     visible_devices_value,
 )
-from topoctl.snapshot import system_snapshot
 
 
 def _mixed():

@@ -22,7 +22,8 @@ import xml.etree.ElementTree as ET
 import pytest
 import yaml
 
-from topoctl.cli import main
+from topoctl.catalogue import list_systems
+from topoctl.sglang.flags import known_versions
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXTURES = os.path.join(ROOT, "fixtures")
@@ -30,7 +31,7 @@ README = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
 RULES_DOC = open(os.path.join(ROOT, "docs", "rules.md"), encoding="utf-8").read()
 RC_DOC = open(os.path.join(ROOT, "docs", "recommend-and-check.md"), encoding="utf-8").read()
 H200_2X_LIVE = os.path.join(ROOT, "docs", "real-hardware", "h200-2x-nvswitch-vm", "machine.yaml")
-SGLANG_VERSIONS = ["0.5.5", "0.5.12", "0.5.18", "0.5.23"]
+SGLANG_VERSIONS = known_versions()
 
 
 def _blocks(text: str) -> list[str]:
@@ -39,12 +40,6 @@ def _blocks(text: str) -> list[str]:
 
 def _section(text: str, heading: str) -> str:
     return text.split(heading, 1)[1].split("\n## ", 1)[0].split("\n### ", 1)[0]
-
-
-def _run(capsys, argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return (0 if code is None else code), out, err
 
 
 @pytest.fixture
@@ -59,8 +54,8 @@ def no_gpu(monkeypatch):
     monkeypatch.setattr(collect, "probe_live", probe_live)
 
 
-def _systems(capsys) -> list[str]:
-    code, out, _ = _run(capsys, ["recommend", "--list-systems"])
+def _systems(cli) -> list[str]:
+    code, out, _ = cli(["recommend", "--list-systems"])
     assert code == 0
     return [line.split("\t")[0] for line in out.splitlines()]
 
@@ -69,11 +64,11 @@ def _systems(capsys) -> list[str]:
 # README: the outputs it quotes in full
 
 
-def test_readme_show_outputs_are_what_show_prints(capsys):
+def test_readme_show_outputs_are_what_show_prints(cli):
     blocks = _blocks(_section(README, "### `topoctl show`"))
     assert len(blocks) == 3, "synopsis, the 4x H200 matrix, the RTX PRO 6000 matrix"
     for system, quoted in (("h200-4x-nvswitch-vm", blocks[1]), ("rtx-pro-6000-8x-pcie", blocks[2])):
-        code, out, err = _run(capsys, ["show", "--no-color", "--system", system])
+        code, out, err = cli(["show", "--no-color", "--system", system])
         assert code == 0, err
         assert out == quoted, f"README's `topoctl show --system {system}` is not what it prints now"
 
@@ -90,22 +85,22 @@ def _dollar_command(block: str) -> tuple[list[str], str]:
     return shlex.split(command)[1:], "".join(lines[i:])
 
 
-def test_readme_recommend_output_for_the_field_report_system_is_byte_identical(capsys):
+def test_readme_recommend_output_for_the_field_report_system_is_byte_identical(cli):
     blocks = [b for b in _blocks(_section(README, "### `topoctl recommend`")) if b.startswith("$ topoctl recommend")]
     assert len(blocks) == 1
     argv, quoted = _dollar_command(blocks[0])
-    code, out, err = _run(capsys, argv)
+    code, out, err = cli(argv)
     assert (code, err) == (0, "")
     assert out == quoted
 
 
-def test_readme_real_2x_h200_recommend_output_is_what_the_live_snapshot_gives(capsys):
+def test_readme_real_2x_h200_recommend_output_is_what_the_live_snapshot_gives(cli):
     section = _section(README, "### `topoctl recommend`")
     intro, after = section.split("Real run on the 2x H200 machine", 1)
     command = re.search(r"`(topoctl recommend [^`]+)`", after).group(1)
     quoted = _blocks(after)[0]
     # The live run probed the machine; docs/real-hardware holds the snapshot that probe wrote.
-    code, out, err = _run(capsys, [*shlex.split(command)[1:], "--topology", H200_2X_LIVE])
+    code, out, err = cli([*shlex.split(command)[1:], "--topology", H200_2X_LIVE])
     assert (code, err) == (0, "")
     assert out == quoted
 
@@ -116,11 +111,11 @@ def _readme_check_examples():
 
 
 @pytest.mark.parametrize("index", [0, 1])
-def test_readme_check_examples_print_what_the_readme_shows_and_exit_as_shown(capsys, index):
+def test_readme_check_examples_print_what_the_readme_shows_and_exit_as_shown(cli, index):
     example = _readme_check_examples()[index]
     argv, quoted = _dollar_command(example)
     expected_exit = int(re.search(r"^exit (\d+)$", quoted, re.M).group(1))
-    code, out, err = _run(capsys, argv)
+    code, out, err = cli(argv)
     assert code == expected_exit
     assert out + err + f"exit {code}\n" == quoted
 
@@ -137,12 +132,12 @@ def test_readme_probe_excerpt_is_taken_from_the_real_snapshot_file_in_order():
         i += 1
 
 
-def test_readme_quick_start_main_job_uses_the_fallback_system_on_a_machine_without_gpu(capsys, no_gpu):
+def test_readme_quick_start_main_job_uses_the_fallback_system_on_a_machine_without_gpu(cli, no_gpu):
     quick = _blocks(_section(README, "## Quick start"))[0].strip().splitlines()[0]
     command = quick.split("&&")[-1].strip()
     words = shlex.split(command)
     assert words[0].endswith("/topoctl")
-    code, out, err = _run(capsys, words[1:])
+    code, out, err = cli(words[1:])
     assert code == 0, err
     assert "using the built-in reference system 'rtx-pro-6000-8x-pcie' instead (--fallback-system)" in err
     assert "TOPOCTL_MODEL='kimi-k2.5'" in out and "TOPOCTL_SYSTEM='rtx-pro-6000-8x-pcie'" in out
@@ -170,10 +165,10 @@ EXPECTED_EXIT = {
 }
 
 
-def _help_examples(capsys) -> list[tuple[str, str]]:
+def _help_examples(cli) -> list[tuple[str, str]]:
     examples = []
     for words in HELP_COMMANDS:
-        code, out, err = _run(capsys, [*words, "--help"])
+        code, out, err = cli([*words, "--help"])
         assert code == 0, err
         for heading in ("Examples:", "Typical use:", "Without a GPU, use a built-in reference system:"):
             if heading not in out:
@@ -196,34 +191,34 @@ def _help_examples(capsys) -> list[tuple[str, str]]:
     return examples
 
 
-def _prepare_scratch(capsys, tmp_path):
+def _prepare_scratch(cli, tmp_path):
     """Files the examples name: machine.yaml, capture.json, config.json, launch.env, deploy/*/launch.env."""
     capture = os.path.join(FIXTURES, "h200-4x-nvswitch-vm")
-    assert _run(capsys, ["probe", "--from-capture", capture, "-o", "machine.yaml"])[0] == 0
+    assert cli(["probe", "--from-capture", capture, "-o", "machine.yaml"])[0] == 0
     shutil.copy(os.path.join(capture, "capture.json"), "capture.json")
     with open("config.json", "w") as f:
         f.write('{"num_hidden_layers": 80, "hidden_size": 8192}\n')
     os.makedirs("site-rules")
     with open("site-rules/site.yaml", "w") as f:
         yaml.safe_dump({"schema_version": 1, "rules": [_site_rule("<0.5.18")]}, f)
-    assert _run(capsys, ["recommend", "--topology", "machine.yaml", "-o", "launch.env"])[0] == 0
+    assert cli(["recommend", "--topology", "machine.yaml", "-o", "launch.env"])[0] == 0
     for name in ("a", "b"):
         os.makedirs(f"deploy/{name}")
         shutil.copy("launch.env", f"deploy/{name}/launch.env")
 
 
-def test_the_help_texts_have_examples(capsys):
-    examples = _help_examples(capsys)
+def test_the_help_texts_have_examples(cli):
+    examples = _help_examples(cli)
     owners = {owner for owner, _ in examples}
     assert owners == {"topoctl", "probe", "show", "recommend", "check", "rules", "rules list",
                       "rules explain", "rules test", "rules schema", "rules facts"}, owners
     assert len(examples) >= 25
 
 
-def test_every_help_example_runs_with_its_documented_exit_code(capsys, tmp_path, monkeypatch, no_gpu):
+def test_every_help_example_runs_with_its_documented_exit_code(cli, tmp_path, monkeypatch, no_gpu):
     monkeypatch.chdir(tmp_path)
-    _prepare_scratch(capsys, tmp_path)
-    examples = _help_examples(capsys)
+    _prepare_scratch(cli, tmp_path)
+    examples = _help_examples(cli)
     seen = set()
     for owner, command in examples:
         seen.add(command)
@@ -237,7 +232,7 @@ def test_every_help_example_runs_with_its_documented_exit_code(capsys, tmp_path,
         words = [w for pattern in words for w in (sorted(glob.glob(pattern)) or [pattern])]
         if "--from-capture" in words:  # a recorded capture, not the one the failed `--record` example left
             shutil.copy(os.path.join(FIXTURES, "h200-4x-nvswitch-vm", "capture.json"), "capture.json")
-        code, out, err = _run(capsys, words)
+        code, out, err = cli(words)
         expected = EXPECTED_EXIT.get(command, 0)
         assert code == expected, f"`{command}` (from `{owner} --help`): exit {code}, documented {expected}\n{err}"
         if code == 2:
@@ -261,27 +256,33 @@ def test_every_help_example_runs_with_its_documented_exit_code(capsys, tmp_path,
 ROUND_TRIP = 'set -a; . ./launch.env; set +a; eval "set -- $SGLANG_ARGS"; printf \'%s\\n\' "$@"'
 # check reads flags with the target's installed SGLang (0.5.12 on this system), not the version the file
 # was written for: these launches use --cuda-graph-max-bs-decode, which 0.5.12 does not know.
-CHECK_SAME_SYSTEM_FAILS = {("rtx-pro-6000-8x-pcie", "kimi", "0.5.18"), ("rtx-pro-6000-8x-pcie", "kimi", "0.5.23")}
+def _writes_the_decode_graph_flag(version: str) -> bool:
+    from topoctl.sglang.flags import load_flag_set
+
+    return load_flag_set(version).has("--cuda-graph-max-bs-decode")
+
+
+CHECK_SAME_SYSTEM_FAILS = {("rtx-pro-6000-8x-pcie", "kimi", version) for version in SGLANG_VERSIONS
+                           if _writes_the_decode_graph_flag(version) and not _writes_the_decode_graph_flag("0.5.12")}
 
 
 def _cases():
-    systems = ["h100-8x-nvswitch", "h200-2x-nvswitch-vm", "h200-4x-nvswitch-vm", "l40s-4x-pcie-2numa",
-               "rtx-4090-2x-pcie-no-p2p", "rtx-pro-6000-8x-pcie"]
+    systems = list_systems()
     return [(s, m, v) for s in systems for m in ("none", "kimi") for v in SGLANG_VERSIONS]
 
 
-def test_the_round_trip_covers_every_built_in_system(capsys):
-    assert sorted({s for s, _, _ in _cases()}) == _systems(capsys)
+def test_the_round_trip_covers_every_built_in_system(cli):
+    assert sorted({s for s, _, _ in _cases()}) == _systems(cli)
 
 
 @pytest.mark.parametrize("system, model, version", _cases())
-def test_launch_env_round_trip_in_sh_and_bash_and_check_passes_it(capsys, tmp_path, monkeypatch, system, model,
+def test_launch_env_round_trip_in_sh_and_bash_and_check_passes_it(cli, tmp_path, monkeypatch, system, model,
                                                                  version):
     monkeypatch.chdir(tmp_path)
     argv = ["recommend", "--system", system, "--sglang-version", version, "-o", "launch.env"]
     if model == "kimi":
         argv += ["--model", "kimi-k2.5", "--speculative", "eagle3", "--draft-model", "/models/my draft"]
-    code, out, err = _run(capsys, argv)
+    code, out, err = cli(argv)
     assert code == 0, err
     text = open("launch.env", encoding="utf-8").read()
     assert f"TOPOCTL_SGLANG_VERSION='{version}'" in text
@@ -298,18 +299,18 @@ def test_launch_env_round_trip_in_sh_and_bash_and_check_passes_it(capsys, tmp_pa
         assert (result.returncode, result.stderr) == (0, ""), shell
         assert result.stdout.split("\n")[:-1] == expected, shell
     # check against the same system, in the version the launch was written for
-    code, out, err = _run(capsys, ["check", "launch.env", "--system", system, "--sglang-version", version])
+    code, out, err = cli(["check", "launch.env", "--system", system, "--sglang-version", version])
     assert code == 0, out + err
     # ... and as documented, without naming the version (see CHECK_SAME_SYSTEM_FAILS)
-    code, out, err = _run(capsys, ["check", "launch.env", "--system", system])
+    code, out, err = cli(["check", "launch.env", "--system", system])
     if (system, model, version) in CHECK_SAME_SYSTEM_FAILS:
         assert code == 1 and "sglang-unknown-flag" in out
     else:
         assert code == 0, out + err
-    code, out, err = _run(capsys, ["check", "launch.env", "--system", system, "--format", "junit"])
+    code, out, err = cli(["check", "launch.env", "--system", system, "--format", "junit"])
     root = ET.fromstring(out)
     assert root.tag == "testsuites"
-    code, out, err = _run(capsys, ["check", "launch.env", "--system", system, "--format", "github",
+    code, out, err = cli(["check", "launch.env", "--system", system, "--format", "github",
                                    "--disable", "nccl-ll128-without-nvlink=test: every line is an annotation"])
     lines = out.splitlines()
     assert lines, "the disabled rule is at least a ::notice"
@@ -360,7 +361,7 @@ def _site_rule(version: str) -> dict:
     }
 
 
-def test_rules_doc_site_file_error_example_is_the_error_printed(capsys, tmp_path, monkeypatch):
+def test_rules_doc_site_file_error_example_is_the_error_printed(cli, tmp_path, monkeypatch):
     example = re.search(r"`(site\.yaml: rule 'site-sm120-symm-mem': field 'when\.all\[1\]\.version': [^`]+)`",
                         RULES_DOC).group(1)
     rule = _site_rule(">>0.5")
@@ -368,16 +369,16 @@ def test_rules_doc_site_file_error_example_is_the_error_printed(capsys, tmp_path
     monkeypatch.chdir(tmp_path)
     with open("site.yaml", "w") as f:
         yaml.safe_dump({"schema_version": 1, "rules": [rule]}, f)
-    code, out, err = _run(capsys, ["rules", "test", "--rules", "site.yaml"])
+    code, out, err = cli(["rules", "test", "--rules", "site.yaml"])
     assert code == 2
     assert err.splitlines()[0] == f"topoctl: error: {example}"
 
 
-def test_rules_doc_disable_file_example_disables_with_its_reason(capsys, tmp_path):
+def test_rules_doc_disable_file_example_disables_with_its_reason(cli, tmp_path):
     block = re.search(r"^( *)```yaml\n(\1disable:\n.*?)^\1```", RULES_DOC, re.S | re.M).group(2)
     block = textwrap.dedent(block)
     (tmp_path / "site.yaml").write_text(block)
-    code, out, err = _run(capsys, ["rules", "list", "--rules", str(tmp_path / "site.yaml")])
+    code, out, err = cli(["rules", "list", "--rules", str(tmp_path / "site.yaml")])
     assert code == 0, err
     reason = yaml.safe_load(block)["disable"][0]["reason"]
     line = [line for line in out.splitlines() if line.startswith("nccl-ll128-without-nvlink ")][0]
@@ -389,9 +390,9 @@ def test_rules_doc_example_rule_is_valid_yaml():
     yaml.safe_load(block)
 
 
-def test_recommend_doc_launch_env_example_is_what_recommend_writes(capsys):
+def test_recommend_doc_launch_env_example_is_what_recommend_writes(cli):
     block = _blocks(_section(RC_DOC, "### The launch.env format"))[0]
-    code, out, err = _run(capsys, ["recommend", "--system", "rtx-pro-6000-8x-pcie", "--model", "kimi-k2.5",
+    code, out, err = cli(["recommend", "--system", "rtx-pro-6000-8x-pcie", "--model", "kimi-k2.5",
                                    "--sglang-version", "0.5.12"])
     assert code == 0, err
     written = [line for line in out.splitlines() if line and not line.startswith("# ")]

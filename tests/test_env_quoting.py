@@ -9,9 +9,9 @@ import pytest
 from test_autoconf_snapshots import hostile, make_snapshot
 
 from topoctl.autoconf.render import assignment, comment, sh_quote
+from topoctl.catalogue import list_systems
 from topoctl.cli import main
 from topoctl.sglang.launch import parse_env_text
-from topoctl.snapshot import list_systems
 
 SHELLS = [["bash", "-c"], ["sh", "-c"]]
 

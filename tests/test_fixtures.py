@@ -147,7 +147,7 @@ def test_committed_snapshot_equals_replay(name):
 
 
 def test_no_gpu_fixture_has_no_snapshot_and_is_no_system():
-    from topoctl.snapshot import list_systems
+    from topoctl.catalogue import list_systems
 
     assert not os.path.exists(os.path.join(path_of("no-gpu"), "snapshot.json"))
     assert "no-gpu" not in list_systems()
@@ -184,7 +184,7 @@ def test_real_captures_are_not_marked_synthetic(name):
 
 
 def load_system(name: str) -> dict:
-    from topoctl.snapshot import system_snapshot
+    from topoctl.catalogue import system_snapshot
 
     return system_snapshot(name)
 

@@ -13,7 +13,7 @@ from packaging.version import Version
 from topoctl.errors import TopoctlError
 from topoctl.sglang.flags import FlagSet, known_versions, load_flag_set, match_version, newest_version
 
-VERSIONS = ["0.5.5", "0.5.12", "0.5.18", "0.5.23"]
+VERSIONS = known_versions()
 
 
 def test_known_versions_cover_the_supported_releases():

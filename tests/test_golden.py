@@ -29,11 +29,12 @@ def _run(cli, case: Case, folder: str) -> str:
 
 
 def test_every_system_has_cases():
-    from topoctl.snapshot import list_systems
+    from topoctl.catalogue import list_systems
 
     systems = {case.system for case in CASES}
     assert set(list_systems()) <= systems
     assert "no-gpu" in systems  # the exit-3 replay is guarded too
+    assert "_rules" in systems  # and what `rules explain` says of every built-in rule
 
 
 @pytest.mark.parametrize("case", CASES, ids=[f"{c.system}/{c.name}" for c in CASES])

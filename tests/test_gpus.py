@@ -80,7 +80,7 @@ def test_the_reference_systems_gpus_are_known(name):
 
 
 def test_every_reference_systems_gpu_is_in_the_data_and_agrees_with_the_snapshot():
-    from topoctl.snapshot import list_systems, system_snapshot
+    from topoctl.catalogue import list_systems, system_snapshot
 
     for system in list_systems():
         for gpu in system_snapshot(system)["gpus"]:

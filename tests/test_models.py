@@ -9,7 +9,6 @@ import struct
 import pytest
 
 from topoctl.autoconf import models
-from topoctl.cli import main
 
 # Totals the model cards state (billions of parameters): what the computed counts must come close to.
 PUBLISHED_TOTAL_B = {"deepseek-v3": 671, "deepseek-r1": 671, "llama-3.1-8b": 8.03, "llama-3.1-70b": 70.55,
@@ -17,12 +16,6 @@ PUBLISHED_TOTAL_B = {"deepseek-v3": 671, "deepseek-r1": 671, "llama-3.1-8b": 8.0
                      "mixtral-8x7b": 46.7, "qwen2.5-72b-instruct": 72.7, "qwen3-32b": 32.8}
 PUBLISHED_ACTIVE_B = {"deepseek-v3": 37, "qwen3-235b-a22b": 22, "qwen3-30b-a3b": 3.3, "gpt-oss-120b": 5.1,
                       "gpt-oss-20b": 3.6, "mixtral-8x7b": 12.9}
-
-
-def run(capsys, argv):
-    code = main(argv)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def _config(name):
@@ -96,39 +89,39 @@ def test_a_hugging_face_cache_folder_resolves_to_its_snapshot(tmp_path):
     assert models.identity(models.from_model_dir(str(repo))) == models.identity(models.profile("qwen3-32b"))
 
 
-def test_a_folder_without_config_is_one_line_exit_2(tmp_path, capsys):
-    code, _, err = run(capsys, ["recommend", "--system", "h200-4x-nvswitch-vm", "--model-path", str(tmp_path)])
+def test_a_folder_without_config_is_one_line_exit_2(tmp_path, cli):
+    code, _, err = cli(["recommend", "--system", "h200-4x-nvswitch-vm", "--model-path", str(tmp_path)])
     assert code == 2 and "no config.json" in err and len(err.strip().splitlines()) == 2
 
 
 @pytest.mark.parametrize("system", ["rtx-pro-6000-8x-pcie", "h200-4x-nvswitch-vm", "h100-8x-nvswitch"])
-def test_folder_config_and_builtin_give_the_same_launch(tmp_path, capsys, system):
+def test_folder_config_and_builtin_give_the_same_launch(tmp_path, cli, system):
     config = _config("kimi-k2.5") if system == "rtx-pro-6000-8x-pcie" else _config("qwen3-32b")
     name = "kimi-k2.5" if system == "rtx-pro-6000-8x-pcie" else "qwen3-32b"
     config["_name_or_path"] = "/srv/models/some-local-copy"  # another name: the same model by its properties
     (tmp_path / "config.json").write_text(json.dumps(config))
     outs = []
     for given in (["--model", name], ["--model-path", str(tmp_path)], ["--model-config", str(tmp_path / "config.json")]):
-        code, out, err = run(capsys, ["recommend", "--system", system, *given, "--format", "args"])
+        code, out, err = cli(["recommend", "--system", system, *given, "--format", "args"])
         assert code == 0, err
         outs.append(out)
     assert outs[0] == outs[1] == outs[2]
 
 
-def test_a_name_is_not_a_model(tmp_path, capsys):
+def test_a_name_is_not_a_model(tmp_path, cli):
     """A Llama config that calls itself kimi-k2.5 gets none of Kimi-K2.5's measurements."""
     config = _config("llama-3.1-8b")
     config["_name_or_path"] = "kimi-k2.5"
     (tmp_path / "config.json").write_text(json.dumps(config))
-    code, out, err = run(capsys, ["recommend", "--system", "rtx-pro-6000-8x-pcie", "--model-config",
+    code, out, err = cli(["recommend", "--system", "rtx-pro-6000-8x-pcie", "--model-config",
                                   str(tmp_path / "config.json"), "--format", "json"])
     assert code == 0, err
     assert "89.5" not in json.dumps(json.loads(out)["chosen"])
     assert "cuda-graph-max-bs-128-sm120-kimi" not in out
 
 
-def test_list_models(capsys):
-    code, out, _ = run(capsys, ["recommend", "--list-models"])
+def test_list_models(cli):
+    code, out, _ = cli(["recommend", "--list-models"])
     assert code == 0
     names = [line.split("\t")[0] for line in out.splitlines()]
     assert names == sorted(models.builtin_models()) and "kimi-k2.5" in names

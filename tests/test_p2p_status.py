@@ -67,7 +67,9 @@ def test_every_layer_uses_the_one_vocabulary():
 
     assert nvml.P2P_CAPS is p2p.P2P_CAPABILITY_INDEX and nvml.P2P_STATUS is p2p.P2P_STATUS_BY_CODE
     assert nvidia_smi.P2P_CODES is p2p.P2P_CODES
-    assert snapshot.P2P_STATUSES is p2p.P2P_STATUSES and snapshot.P2P_CAPABILITIES is p2p.P2P_CAPABILITIES
+    schema = snapshot.schema()
+    assert set(schema["$defs"]["p2p_status"]["enum"]) == set(p2p.P2P_STATUSES)
+    assert schema["$defs"]["pair"]["properties"]["p2p"]["required"] == list(p2p.P2P_CAPABILITIES)
     assert collect.SCHEMA_VERSION is snapshot.SCHEMA_VERSION and collect.MAX_GPUS is snapshot.MAX_GPUS
 
 

@@ -331,4 +331,5 @@ def test_timings_charge_a_slow_call_to_itself_not_to_what_waited_for_it():
     count, seconds = session.call_times["nvml nvmlDeviceGetHandleByIndex"]
     assert count == 8 and seconds >= 8 * 0.05
     p2p_count, p2p_seconds = session.call_times["nvml nvmlDeviceGetP2PStatus"]
-    assert p2p_count == 280 and p2p_seconds < 0.2  # the fake answers at once; waiting for handles is not P2P time
+    # the fake answers at once: the 280 P2P questions together took less than the handle lookups they waited for
+    assert p2p_count == 280 and p2p_seconds < seconds

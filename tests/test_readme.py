@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 import re
 
-from topoctl.snapshot import list_systems
+from topoctl.catalogue import list_systems
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -9,8 +9,9 @@ import sys
 import pytest
 from click.testing import CliRunner
 
-from topoctl.cli import cli, main
-from topoctl.snapshot import list_systems
+from topoctl.catalogue import list_systems
+from topoctl.cli import cli as cli_group
+from topoctl.sglang.flags import known_versions
 
 
 def target(name: str) -> list[str]:
@@ -19,14 +20,8 @@ def target(name: str) -> list[str]:
     return ["--system", name]
 
 
-def run(argv, capsys):
-    code = main(argv)
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def recommend_json(argv, capsys) -> dict:
-    code, out, err = run(["recommend", "--format", "json", *argv], capsys)
+def recommend_json(argv, cli) -> dict:
+    code, out, err = cli(["recommend", "--format", "json", *argv])
     assert code == 0, err
     return json.loads(out)
 
@@ -69,14 +64,14 @@ def _assert_issue_4_answer(doc: dict, graph_flag: str) -> None:
     assert "= 97.6 tok/s" in chosen["estimate_formula"]
 
 
-def test_rtx_pro_6000_sglang_0_5_12(capsys):
-    doc = recommend_json(target("rtx-pro-6000-8x-pcie") + EAGLE + ["--sglang-version", "0.5.12"], capsys)
+def test_rtx_pro_6000_sglang_0_5_12(cli):
+    doc = recommend_json(target("rtx-pro-6000-8x-pcie") + EAGLE + ["--sglang-version", "0.5.12"], cli)
     _assert_issue_4_answer(doc, "--cuda-graph-max-bs")
     assert doc["offers"] == []  # no PCIe IPC allreduce before 0.5.23
 
 
-def test_rtx_pro_6000_sglang_0_5_23_offers_pcie_ipc(capsys):
-    doc = recommend_json(target("rtx-pro-6000-8x-pcie") + EAGLE + ["--sglang-version", "0.5.23"], capsys)
+def test_rtx_pro_6000_sglang_0_5_23_offers_pcie_ipc(cli):
+    doc = recommend_json(target("rtx-pro-6000-8x-pcie") + EAGLE + ["--sglang-version", "0.5.23"], cli)
     assert doc["sglang"]["flags_version"] == "0.5.23"
     _assert_issue_4_answer(doc, "--cuda-graph-max-bs-decode")
     # offered with its evidence level, not chosen: nothing measured it on this machine
@@ -85,7 +80,7 @@ def test_rtx_pro_6000_sglang_0_5_23_offers_pcie_ipc(capsys):
     offers = {o["allreduce_path"]: o for o in doc["offers"]}
     assert offers["pcie_ipc"]["level"] == "upstream-reported"
     assert any("pcie-ipc-allreduce-sm120" in e for e in offers["pcie_ipc"]["evidence"])
-    code, out, _ = run(["recommend", *target("rtx-pro-6000-8x-pcie"), *EAGLE, "--sglang-version", "0.5.23"], capsys)
+    code, out, _ = cli(["recommend", *target("rtx-pro-6000-8x-pcie"), *EAGLE, "--sglang-version", "0.5.23"])
     assert code == 0
     offer_lines = [line for line in out.splitlines() if "Offered, not chosen: allreduce path pcie_ipc" in line]
     assert offer_lines and "evidence: upstream-reported" in offer_lines[0]
@@ -93,9 +88,9 @@ def test_rtx_pro_6000_sglang_0_5_23_offers_pcie_ipc(capsys):
     assert "\nSGLANG_ENABLE_PCIE_IPC_ALLREDUCE=" not in out  # only as a commented offer
 
 
-def test_rtx_pro_6000_explain_says_how_the_estimate_was_made(capsys):
-    code, out, err = run(["recommend", *target("rtx-pro-6000-8x-pcie"), *EAGLE, "--sglang-version", "0.5.12",
-                          "--explain"], capsys)
+def test_rtx_pro_6000_explain_says_how_the_estimate_was_made(cli):
+    code, out, err = cli(["recommend", *target("rtx-pro-6000-8x-pcie"), *EAGLE, "--sglang-version", "0.5.12",
+                          "--explain"])
     assert code == 0
     assert "chosen: allreduce=nccl, speculative=off, cuda_graph_max_bs=128" in err
     assert "97.6 tok/s expected" in err
@@ -105,9 +100,9 @@ def test_rtx_pro_6000_explain_says_how_the_estimate_was_made(capsys):
     assert "# Expected: 89.5 tok/s measured" in out and "= 97.6 tok/s" in out
 
 
-def test_force_speculative_keeps_eagle3(capsys):
+def test_force_speculative_keeps_eagle3(cli):
     doc = recommend_json(target("rtx-pro-6000-8x-pcie") + EAGLE + ["--sglang-version", "0.5.12",
-                                                                            "--force-speculative"], capsys)
+                                                                            "--force-speculative"], cli)
     args = doc["args"]
     assert args[args.index("--speculative-algorithm") + 1] == "EAGLE3"
     for flag in ("--speculative-num-steps", "--speculative-eagle-topk", "--speculative-num-draft-tokens"):
@@ -115,8 +110,8 @@ def test_force_speculative_keeps_eagle3(capsys):
     assert args[args.index("--speculative-draft-model-path") + 1] == "/models/eagle3"
 
 
-def test_h200_custom_allreduce_on_and_eagle3_allowed(capsys):
-    doc = recommend_json(target("h200-4x-nvswitch-vm") + EAGLE, capsys)
+def test_h200_custom_allreduce_on_and_eagle3_allowed(cli):
+    doc = recommend_json(target("h200-4x-nvswitch-vm") + EAGLE, cli)
     assert doc["settings"]["custom_all_reduce"] is True
     assert "--disable-custom-all-reduce" not in doc["args"]
     assert doc["settings"]["speculative_algorithm"] == "eagle3"
@@ -127,8 +122,8 @@ def test_h200_custom_allreduce_on_and_eagle3_allowed(capsys):
     assert "cuda_graph_max_bs" not in doc["settings"]  # the RTX PRO 6000 finding does not reach H200
 
 
-def test_rtx_4090_no_p2p(capsys):
-    doc = recommend_json(target("rtx-4090-2x-pcie-no-p2p") + ["--model", "llama-3.1-70b"], capsys)
+def test_rtx_4090_no_p2p(cli):
+    doc = recommend_json(target("rtx-4090-2x-pcie-no-p2p") + ["--model", "llama-3.1-70b"], cli)
     assert doc["settings"]["custom_all_reduce"] is False and "--disable-custom-all-reduce" in doc["args"]
     assert doc["env"]["NCCL_P2P_DISABLE"] == "1"
     # nothing measured another allreduce path here: no unmeasured path is chosen on modelled grounds
@@ -136,30 +131,30 @@ def test_rtx_4090_no_p2p(capsys):
     assert "--enable-symm-mem" not in doc["args"] and "--enable-torch-symm-mem" not in doc["args"]
 
 
-def test_flag_names_follow_version(capsys):
+def test_flag_names_follow_version(cli):
     seen = {}
-    for version in ("0.5.5", "0.5.12", "0.5.18", "0.5.23"):
+    for version in known_versions():
         doc = recommend_json(target("h200-4x-nvswitch-vm") + ["--sglang-version", version, "--tp-size", "4"],
-                             capsys)
+                             cli)
         seen[version] = doc["args"]
     assert seen["0.5.12"][0] in ("--tp-size", "--tensor-parallel-size")
 
 
-def test_unknown_version_uses_nearest_older(capsys):
-    code, out, err = run(["recommend", *target("h200-4x-nvswitch-vm"), "--sglang-version", "0.5.9.post1",
-                          "--explain"], capsys)
+def test_unknown_version_uses_nearest_older(cli):
+    code, out, err = cli(["recommend", *target("h200-4x-nvswitch-vm"), "--sglang-version", "0.5.9.post1",
+                          "--explain"])
     assert code == 0
     assert "0.5.9" in out and "nearest older" in out  # comment in the env file
     assert "nearest older" in err and err.startswith("topoctl: warning: ")
-    code, out, err = run(["recommend", *target("h200-4x-nvswitch-vm"), "--sglang-version", "0.5.20"], capsys)
+    code, out, err = cli(["recommend", *target("h200-4x-nvswitch-vm"), "--sglang-version", "0.5.20"])
     assert code == 0 and err == "" and "nearest older" not in out  # every release has its own data
 
 
 @pytest.mark.parametrize("fmt", ["env", "args", "json", "yaml"])
-def test_formats_are_byte_identical_across_runs(fmt, tmp_path, capsys):
+def test_formats_are_byte_identical_across_runs(fmt, tmp_path, cli):
     argv = ["recommend", *target("rtx-pro-6000-8x-pcie"), *EAGLE, "--format", fmt]
-    first = run(argv, capsys)
-    second = run(argv, capsys)
+    first = cli(argv)
+    second = cli(argv)
     assert first[0] == 0 and first[1] == second[1] and first[1]
     if fmt == "yaml":
         import yaml
@@ -169,17 +164,17 @@ def test_formats_are_byte_identical_across_runs(fmt, tmp_path, capsys):
         assert first[1].count("\n") == 1 and shlex.split(first[1])[0].startswith("--")
 
 
-def test_output_file_atomic_and_explain(tmp_path, capsys):
+def test_output_file_atomic_and_explain(tmp_path, cli):
     out_file = tmp_path / "launch.env"
-    code, out, err = run(["recommend", *target("rtx-pro-6000-8x-pcie"), *EAGLE, "--explain",
-                          "-o", str(out_file)], capsys)
+    code, out, err = cli(["recommend", *target("rtx-pro-6000-8x-pcie"), *EAGLE, "--explain",
+                          "-o", str(out_file)])
     assert code == 0 and out == ""
     assert "SGLANG_ARGS=" in out_file.read_text()
     assert "blocked alternatives" in err and "torch_symm_mem" in err and "flashinfer_fusion" in err
 
 
-def test_list_systems(capsys):
-    code, out, _ = run(["recommend", "--list-systems"], capsys)
+def test_list_systems(cli):
+    code, out, _ = cli(["recommend", "--list-systems"])
     assert code == 0
     for name in list_systems():
         assert name in out
@@ -192,27 +187,27 @@ def test_list_systems(capsys):
     (["--model", "kimi-k2.5", "--model-config", "x.json"], "not both"),
     (["--format", "toml"], "toml"),
 ])
-def test_bad_input_exits_2(argv, needle, tmp_path, capsys):
+def test_bad_input_exits_2(argv, needle, tmp_path, cli):
     base = [] if "--system" in argv else target("h200-4x-nvswitch-vm")
-    code, _, err = run(["recommend", *base, *argv], capsys)
+    code, _, err = cli(["recommend", *base, *argv])
     assert code == 2 and needle in err
 
 
-def test_model_config(tmp_path, capsys):
+def test_model_config(tmp_path, cli):
     good = tmp_path / "config.json"
     good.write_text(json.dumps({"num_hidden_layers": 61, "hidden_size": 7168, "n_routed_experts": 256}))
-    doc = recommend_json(target("h200-4x-nvswitch-vm") + ["--model-config", str(good)], capsys)
+    doc = recommend_json(target("h200-4x-nvswitch-vm") + ["--model-config", str(good)], cli)
     assert doc["model"]["allreduces_per_forward"] == 122 and doc["model"]["allreduce_bytes_per_token"] == 14336
     assert doc["model"]["moe"] is True
     for text in ("{not json", json.dumps({"hidden_size": 1}), "[]"):
         bad = tmp_path / "bad.json"
         bad.write_text(text)
-        code, _, err = run(["recommend", *target("h200-4x-nvswitch-vm"), "--model-config", str(bad)], capsys)
+        code, _, err = cli(["recommend", *target("h200-4x-nvswitch-vm"), "--model-config", str(bad)])
         assert code == 2 and err.count("\n") <= 2 and "topoctl: error:" in err
 
 
 def test_cli_runner(tmp_path):
-    result = CliRunner().invoke(cli, ["recommend", *target("h200-4x-nvswitch-vm"), "--format", "args"])
+    result = CliRunner().invoke(cli_group, ["recommend", *target("h200-4x-nvswitch-vm"), "--format", "args"])
     assert result.exit_code == 0 and result.output.startswith("--tp-size")
 
 
@@ -243,24 +238,24 @@ rules:
 """
 
 
-def test_site_rules_and_disable_with_reason(tmp_path, capsys):
+def test_site_rules_and_disable_with_reason(tmp_path, cli):
     site = tmp_path / "site"
     site.mkdir()
     (site / "fleet.yaml").write_text(SITE_RULE)
-    doc = recommend_json(target("h200-4x-nvswitch-vm") + EAGLE + ["--rules", str(site)], capsys)
+    doc = recommend_json(target("h200-4x-nvswitch-vm") + EAGLE + ["--rules", str(site)], cli)
     assert doc["speculative"]["verdict"] == "blocked" and "site-no-eagle3-on-h200" in doc["speculative"]["message"]
     reason = "validated on our fabric (ticket 1234)"
     argv = target("rtx-pro-6000-8x-pcie") + EAGLE + ["--disable", f"cuda-graph-max-bs-128-sm120-kimi={reason}"]
-    doc = recommend_json(argv, capsys)
+    doc = recommend_json(argv, cli)
     assert doc["disabled"] == [{"rule_id": "cuda-graph-max-bs-128-sm120-kimi", "reason": reason}]
     assert "cuda_graph_max_bs" not in doc["settings"]
-    code, out, _ = run(["recommend", *argv], capsys)
+    code, out, _ = cli(["recommend", *argv])
     assert code == 0 and f"# Rule cuda-graph-max-bs-128-sm120-kimi disabled: {reason}" in out
-    code, out, _ = run(["recommend", *argv, "--format", "yaml"], capsys)
+    code, out, _ = cli(["recommend", *argv, "--format", "yaml"])
     import yaml
 
     assert yaml.safe_load(out)["disabled"][0]["reason"] == reason
-    code, _, err = run(["recommend", *argv, "--explain"], capsys)
+    code, _, err = cli(["recommend", *argv, "--explain"])
     assert f"disabled: rule cuda-graph-max-bs-128-sm120-kimi: {reason}" in err
 
 
@@ -271,8 +266,8 @@ def test_site_rules_and_disable_with_reason(tmp_path, capsys):
     (["--disable-rule", "x=y"], "No such option"),
     (["--rules-dir", "site"], "No such option"),
 ])
-def test_rules_options_usage_errors(argv, needle, capsys):
-    code, _, err = run(["recommend", *target("h200-4x-nvswitch-vm"), *argv], capsys)
+def test_rules_options_usage_errors(argv, needle, cli):
+    code, _, err = cli(["recommend", *target("h200-4x-nvswitch-vm"), *argv])
     assert code == 2 and needle in err
     if "ID=REASON" in needle:
         assert "hint:" in err and "reason is shown in every report" in err

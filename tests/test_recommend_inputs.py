@@ -7,16 +7,8 @@ import subprocess
 
 import pytest
 
-from topoctl.cli import main
-
 H100 = ["--system", "h100-8x-nvswitch"]
 RTX = ["--system", "rtx-pro-6000-8x-pcie"]
-
-
-def run(capsys, argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def one_line_error(code, out, err, contains):
@@ -33,19 +25,19 @@ def one_line_error(code, out, err, contains):
     (["--tp-size", "8", "--ep-size", "3"], "--ep-size 3 does not divide"),
     (["--tp-size", "6", "--ep-size", "4"], "does not divide"),
 ])
-def test_parallel_sizes_check_would_block_are_refused(capsys, argv, contains):
-    code, out, err = run(capsys, ["recommend", *H100, *argv])
+def test_parallel_sizes_check_would_block_are_refused(cli, argv, contains):
+    code, out, err = cli(["recommend", *H100, *argv])
     one_line_error(code, out, err, contains)
     assert "hint:" in err
 
 
 @pytest.mark.parametrize("argv", [["--tp-size", "8", "--ep-size", "8"], ["--tp-size", "4", "--ep-size", "2"],
                                   ["--ep-size", "4"]])
-def test_parallel_sizes_that_fit_are_written_and_pass_check(capsys, tmp_path, argv):
+def test_parallel_sizes_that_fit_are_written_and_pass_check(cli, tmp_path, argv):
     env = str(tmp_path / "launch.env")
-    code, _, err = run(capsys, ["recommend", *H100, *argv, "-o", env])
+    code, _, err = cli(["recommend", *H100, *argv, "-o", env])
     assert code == 0, err
-    assert run(capsys, ["check", env, *H100])[0] == 0
+    assert cli(["check", env, *H100])[0] == 0
 
 
 @pytest.mark.parametrize("content, key", [
@@ -57,17 +49,17 @@ def test_parallel_sizes_that_fit_are_written_and_pass_check(capsys, tmp_path, ar
     ({"num_hidden_layers": 61, "hidden_size": 7168.0}, "hidden_size"),
     ({"text_config": {"num_hidden_layers": 61, "hidden_size": -1}}, "hidden_size"),
 ])
-def test_implausible_model_config_names_the_key(capsys, tmp_path, content, key):
+def test_implausible_model_config_names_the_key(cli, tmp_path, content, key):
     path = tmp_path / "config.json"
     path.write_text(json.dumps(content), encoding="utf-8")
-    code, out, err = run(capsys, ["recommend", *RTX, "--model-config", str(path)])
+    code, out, err = cli(["recommend", *RTX, "--model-config", str(path)])
     one_line_error(code, out, err, key)
 
 
-def test_model_config_at_the_limits_is_accepted(capsys, tmp_path):
+def test_model_config_at_the_limits_is_accepted(cli, tmp_path):
     path = tmp_path / "config.json"
     path.write_text(json.dumps({"num_hidden_layers": 1000, "hidden_size": 1_000_000}), encoding="utf-8")
-    assert run(capsys, ["recommend", *RTX, "--model-config", str(path)])[0] == 0
+    assert cli(["recommend", *RTX, "--model-config", str(path)])[0] == 0
 
 
 @pytest.mark.parametrize("argv, contains", [
@@ -78,50 +70,50 @@ def test_model_config_at_the_limits_is_accepted(capsys, tmp_path):
     (["--speculative", "eagle3", "--draft-model", ""], "--draft-model is empty"),
     (["--draft-model", "/models/eagle3"], "--draft-model needs --speculative eagle3"),
 ])
-def test_empty_values_and_draft_model_alone_are_usage_errors(capsys, argv, contains):
-    code, out, err = run(capsys, ["recommend", *RTX, *argv])
+def test_empty_values_and_draft_model_alone_are_usage_errors(cli, argv, contains):
+    code, out, err = cli(["recommend", *RTX, *argv])
     one_line_error(code, out, err, contains)
     assert "hint:" in err
 
 
 @pytest.mark.parametrize("name, meant", [("KIMI-K2.5", "kimi-k2.5"), ("kimi", "kimi-k2.5"),
                                          ("deepseek-v4", "deepseek-v3"), ("Llama-3.1-70B", "llama-3.1-70b")])
-def test_unknown_model_gets_did_you_mean(capsys, name, meant):
-    code, out, err = run(capsys, ["recommend", *RTX, "--model", name])
+def test_unknown_model_gets_did_you_mean(cli, name, meant):
+    code, out, err = cli(["recommend", *RTX, "--model", name])
     one_line_error(code, out, err, f"did you mean {meant}")
 
 
 @pytest.mark.parametrize("given", ["0.5.12+cu129", "v0.5.12", " 0.5.12 ", "V0.5.12"])
-def test_sglang_version_is_normalised(capsys, given):
-    code, out, err = run(capsys, ["recommend", *RTX, "--sglang-version", given])
+def test_sglang_version_is_normalised(cli, given):
+    code, out, err = cli(["recommend", *RTX, "--sglang-version", given])
     assert code == 0, err
     assert "TOPOCTL_SGLANG_VERSION='0.5.12'" in out
     assert "TOPOCTL_SGLANG_FLAGS_VERSION='0.5.12'" in out
     assert "nearest older" not in out and err == ""
 
 
-def test_installed_version_with_a_build_tag_is_normalised(capsys, tmp_path):
+def test_installed_version_with_a_build_tag_is_normalised(cli, tmp_path):
     with open("fixtures/rtx-4090-2x-pcie-no-p2p/snapshot.json", encoding="utf-8") as handle:
         data = json.load(handle)
     data["software"]["sglang"] = "0.5.12+cu129"
     path = tmp_path / "s.json"
     path.write_text(json.dumps(data), encoding="utf-8")
-    code, out, err = run(capsys, ["recommend", "--topology", str(path)])
+    code, out, err = cli(["recommend", "--topology", str(path)])
     assert code == 0, err
     assert "TOPOCTL_SGLANG_VERSION='0.5.12'" in out and "nearest older" not in out
 
 
-def test_version_newer_than_all_flag_data_is_noted_on_stderr(capsys):
-    code, out, err = run(capsys, ["recommend", *RTX, "--sglang-version", "99.0"])
+def test_version_newer_than_all_flag_data_is_noted_on_stderr(cli):
+    code, out, err = cli(["recommend", *RTX, "--sglang-version", "99.0"])
     assert code == 0
     assert len(err.splitlines()) == 1 and "newest known version" in err and "99.0" in err
-    code, out, err = run(capsys, ["recommend", *RTX, "--sglang-version", "0.5.23"])
+    code, out, err = cli(["recommend", *RTX, "--sglang-version", "0.5.23"])
     assert err == ""
 
 
-def test_start_line_handles_a_draft_model_path_with_a_space(capsys, tmp_path):
+def test_start_line_handles_a_draft_model_path_with_a_space(cli, tmp_path):
     env = tmp_path / "launch.env"
-    code, _, err = run(capsys, ["recommend", "--system", "h200-4x-nvswitch-vm", "--speculative", "eagle3",
+    code, _, err = cli(["recommend", "--system", "h200-4x-nvswitch-vm", "--speculative", "eagle3",
                                 "--force-speculative", "--draft-model", "/models/my draft", "-o", str(env)])
     assert code == 0, err
     text = env.read_text(encoding="utf-8")
@@ -134,16 +126,16 @@ def test_start_line_handles_a_draft_model_path_with_a_space(capsys, tmp_path):
     assert "[/models/my draft]" in proc.stdout.splitlines()
 
 
-def test_disable_reason_in_json_is_escaped_once(capsys):
-    code, out, _ = run(capsys, ["recommend", *RTX, "--format", "json", "--disable", "nccl-ll128-without-nvlink=ok\nx"])
+def test_disable_reason_in_json_is_escaped_once(cli):
+    code, out, _ = cli(["recommend", *RTX, "--format", "json", "--disable", "nccl-ll128-without-nvlink=ok\nx"])
     assert code == 0
     assert json.loads(out)["disabled"] == [{"rule_id": "nccl-ll128-without-nvlink", "reason": "ok\nx"}]
-    code, out, _ = run(capsys, ["recommend", *RTX, "--disable", "nccl-ll128-without-nvlink=ok\nx"])
+    code, out, _ = cli(["recommend", *RTX, "--disable", "nccl-ll128-without-nvlink=ok\nx"])
     assert "# Rule nccl-ll128-without-nvlink disabled: ok\\nx" in out
 
 
-def test_recommend_help_says_what_options_need_and_read(capsys):
-    code, out, _ = run(capsys, ["recommend", "--help"])
+def test_recommend_help_says_what_options_need_and_read(cli):
+    code, out, _ = cli(["recommend", "--help"])
     assert code == 0
     flat = " ".join(out.split())
     for text in ("needs --draft-model", "needs --speculative eagle3", "num_hidden_layers", "hidden_size",
@@ -152,8 +144,8 @@ def test_recommend_help_says_what_options_need_and_read(capsys):
 
 
 @pytest.mark.parametrize("sub", ["list", "explain", "test", "schema", "facts"])
-def test_every_rules_subcommand_has_examples(capsys, sub):
-    code, out, _ = run(capsys, ["rules", sub, "--help"])
+def test_every_rules_subcommand_has_examples(cli, sub):
+    code, out, _ = cli(["rules", sub, "--help"])
     assert code == 0
     assert "Examples:" in out
     examples = out.split("Examples:", 1)[1]
@@ -163,16 +155,16 @@ def test_every_rules_subcommand_has_examples(capsys, sub):
             assert line.strip().startswith("topoctl rules"), line
 
 
-def test_rules_test_without_any_rule_is_exit_2(capsys, tmp_path):
-    code, out, err = run(capsys, ["rules", "test", "--no-builtin"])
+def test_rules_test_without_any_rule_is_exit_2(cli, tmp_path):
+    code, out, err = cli(["rules", "test", "--no-builtin"])
     one_line_error(code, out, err, "no rules to test")
     assert "hint:" in err
     (tmp_path / "empty").mkdir()
-    code, out, err = run(capsys, ["rules", "test", "--no-builtin", "--rules", str(tmp_path / "empty")])
+    code, out, err = cli(["rules", "test", "--no-builtin", "--rules", str(tmp_path / "empty")])
     one_line_error(code, out, err, "no rules to test")
 
 
-def test_same_rules_path_twice_is_read_once(capsys, tmp_path):
+def test_same_rules_path_twice_is_read_once(cli, tmp_path):
     import sys
 
     sys.path.insert(0, "tests")
@@ -184,11 +176,11 @@ def test_same_rules_path_twice_is_read_once(capsys, tmp_path):
     (tmp_path / "link").symlink_to(site)
     paths = [str(site), str(site) + "/", str(site / "r.yaml"), str(tmp_path / "link")]
     argv = [arg for path in paths for arg in ("--rules", path)]
-    code, out, err = run(capsys, ["rules", "test", "--no-builtin", *argv])
+    code, out, err = cli(["rules", "test", "--no-builtin", *argv])
     assert code == 0, err
     assert "(1 rules)" in out
-    code, out, err = run(capsys, ["rules", "list", *argv])
+    code, out, err = cli(["rules", "list", *argv])
     assert code == 0, err
     assert out.count("site-once") == 1
-    code, _, err = run(capsys, ["recommend", *RTX, *argv])
+    code, _, err = cli(["recommend", *RTX, *argv])
     assert code == 0, err

@@ -234,14 +234,14 @@ FIXTURE_BLOCKS = {
 
 
 def _installed_systems():
-    from topoctl.snapshot import list_systems
+    from topoctl.catalogue import list_systems
 
     return [name for name in list_systems() if name in FIXTURE_BLOCKS]
 
 
 @pytest.mark.parametrize("system", _installed_systems())
 def test_reference_systems(system):
-    from topoctl.snapshot import system_snapshot
+    from topoctl.catalogue import system_snapshot
 
     request, must, must_not = FIXTURE_BLOCKS[system]
     found = blocks(system_snapshot(system), request)

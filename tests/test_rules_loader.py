@@ -8,6 +8,13 @@ from topoctl.cli import main
 from topoctl.errors import TopoctlError
 from topoctl.rules import load_rules
 
+
+def with_number(number: str) -> str:
+    """The valid site rule with one evidence number (a YAML flow mapping) added."""
+    return rule_text().replace("        scope: our 8x SM120 box",
+                               "        scope: our 8x SM120 box\n        numbers:\n          - " + number)
+
+
 BAD_FILES = {
     "yaml syntax error": (rule_text().replace("severity: block", "severity: [block"), "not valid YAML"),
     "unknown field": (rule_text().replace("    severity: block", "    severity: block\n    colour: red"),
@@ -23,6 +30,23 @@ BAD_FILES = {
     "bad severity": (rule_text(severity="fatal"), "severity"),
     "no must-fire case": (rule_text(expect_on_sm120="silent"), "at least one case that must fire"),
     "evidence level outside the schema": (rule_text().replace("level: measured", "level: rumour"), "rumour"),
+    "evidence number without a kind": (
+        with_number("{metric: decode throughput, value: 50, unit: tok/s, config: {allreduce: nccl}}"), "kind"),
+    "evidence config in words": (
+        with_number('{metric: decode throughput, kind: throughput, value: 50, unit: tok/s, config: "EAGLE-3, NCCL"}'),
+        "must be a mapping of setting: value"),
+    "evidence config with an unknown key": (
+        with_number("{metric: decode throughput, kind: throughput, value: 50, unit: tok/s, config: {cuda_graph_maxbs: 8}}"),
+        "unknown key 'cuda_graph_maxbs'"),
+    "evidence unit that does not fit the kind": (
+        with_number("{metric: allreduce latency, kind: latency, value: 5, unit: tok/s, config: {allreduce: nccl}}"),
+        "a latency number is in us or ms"),
+    "relative number without a baseline": (
+        with_number('{metric: decode throughput change, kind: relative, value: 9, unit: "%", config: {cuda_graph_max_bs: 128}}'),
+        "needs the baseline"),
+    "evidence setting of the wrong type": (
+        with_number("{metric: decode throughput, kind: throughput, value: 50, unit: tok/s, config: {tp_size: eight}}"),
+        "tp_size takes a int"),
     "pair fact outside a quantifier": (rule_text().replace("gpu.sm_majors, any_in: [12]", "pair.link, eq: SYS"), "pair fact"),
 }
 

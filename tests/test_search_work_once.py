@@ -4,18 +4,11 @@ from __future__ import annotations
 
 import json
 
-from topoctl.cli import main
+from topoctl.catalogue import system_snapshot
 from topoctl.rules import evaluate, load_rules
 from topoctl.rules import facts as facts_module
-from topoctl.snapshot import system_snapshot
 
 EAGLE = ["--model", "kimi-k2.5", "--speculative", "eagle3", "--draft-model", "/models/eagle3"]
-
-
-def run(argv, capsys):
-    code = main(argv)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def _requests():
@@ -44,21 +37,21 @@ def test_facts_cache_gives_the_same_reports_and_builds_pair_facts_once(monkeypat
         evaluate(ruleset, other, {"tp_size": 2}).to_dict()
 
 
-def test_path_latency_and_document_are_built_once(monkeypatch, capsys):
+def test_path_latency_and_document_are_built_once(monkeypatch, cli):
     from topoctl.autoconf import cost, render, search
 
     calls = {"latency": 0, "document": 0}
     known, document = cost._known_latency, render._document
     monkeypatch.setattr(cost, "_known_latency", lambda *a: calls.__setitem__("latency", calls["latency"] + 1) or known(*a))
     monkeypatch.setattr(render, "_document", lambda r: calls.__setitem__("document", calls["document"] + 1) or document(r))
-    code, _, err = run(["recommend", "--system", "rtx-pro-6000-8x-pcie", *EAGLE, "--explain"], capsys)
+    code, _, err = cli(["recommend", "--system", "rtx-pro-6000-8x-pcie", *EAGLE, "--explain"])
     assert code == 0, err
     paths = len(search.table.table()["allreduce_paths"])
     assert calls == {"latency": paths, "document": 1}
 
 
-def test_without_a_model_paths_rank_by_per_call_latency(capsys):
-    code, out, err = run(["recommend", "--system", "h200-4x-nvswitch-vm", "--format", "json", "--explain"], capsys)
+def test_without_a_model_paths_rank_by_per_call_latency(cli):
+    code, out, err = cli(["recommend", "--system", "h200-4x-nvswitch-vm", "--format", "json", "--explain"])
     assert code == 0, err
     doc = json.loads(out)
     assert "no model given: ranked by per-call allreduce latency" in doc["notes"]

@@ -7,14 +7,7 @@ import json
 import yaml
 from test_autoconf_snapshots import make_snapshot
 
-from topoctl.cli import main
 from topoctl.errors import one_line
-
-
-def run(argv, capsys):
-    code = main(argv)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_one_line_limit_cuts_long_text_only():
@@ -24,17 +17,17 @@ def test_one_line_limit_cuts_long_text_only():
     assert one_line("é\u2028" * 3) == "é\\u2028" * 3  # printable text is kept, line separators escaped
 
 
-def test_check_escapes_a_tab_as_the_docs_say(capsys):
+def test_check_escapes_a_tab_as_the_docs_say(cli):
     argv = ["check", "--system", "h200-4x-nvswitch-vm", "--disable", "custom-allreduce-pcie-gate=ok\tmeasured\x01here",
             "--", "python", "-m", "sglang.launch_server", "--model-path", "M", "--tp-size", "4"]
-    code, out, _ = run(argv, capsys)
+    code, out, _ = cli(argv)
     assert code == 0, out
     assert "ok\\tmeasured\\x01here" in out and "\t" not in out
 
 
-def test_launch_env_comment_escapes_a_tab(capsys, tmp_path):
+def test_launch_env_comment_escapes_a_tab(cli, tmp_path):
     argv = ["recommend", "--system", "h200-4x-nvswitch-vm", "--disable", "custom-allreduce-pcie-gate=ok\there"]
-    code, out, err = run(argv, capsys)
+    code, out, err = cli(argv)
     assert code == 0, err
     assert "# Rule custom-allreduce-pcie-gate disabled: ok\\there" in out
 
@@ -46,8 +39,8 @@ def _unverifiable(tmp_path):
     return ["--topology", str(path)]
 
 
-def test_recommend_findings_carry_status_text(capsys, tmp_path):
-    code, out, err = run(["recommend", *_unverifiable(tmp_path), "--format", "json", "--explain"], capsys)
+def test_recommend_findings_carry_status_text(cli, tmp_path):
+    code, out, err = cli(["recommend", *_unverifiable(tmp_path), "--format", "json", "--explain"])
     assert code == 0, err
     findings = json.loads(out)["findings"]
     unknown = [f for f in findings if f["status"] == "unknown"]

@@ -16,20 +16,13 @@ import sys
 
 import pytest
 
-from topoctl.cli import main
+from topoctl.catalogue import list_systems
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXTURES = os.path.join(ROOT, "fixtures")
 RTX4090 = os.path.join(FIXTURES, "rtx-4090-2x-pcie-no-p2p", "snapshot.json")
-SYSTEMS = ["h100-8x-nvswitch", "h200-2x-nvswitch-vm", "h200-4x-nvswitch-vm", "l40s-4x-pcie-2numa",
-           "rtx-4090-2x-pcie-no-p2p", "rtx-pro-6000-8x-pcie"]
+SYSTEMS = list_systems()
 H200 = ["--system", "h200-4x-nvswitch-vm"]
-
-
-def run(capsys, argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def assert_one_line_error(err, code, expected_code=2, contains=None):
@@ -82,15 +75,15 @@ def write(path, text, mode="w"):
     (["recommend", "--ep-size", "-1", *H200], "not in the range"),
     (["rules", "explain"], "Missing argument"),
 ])
-def test_typos_and_bad_option_values_are_usage_errors(capsys, argv, contains):
-    code, out, err = run(capsys, argv)
+def test_typos_and_bad_option_values_are_usage_errors(cli, argv, contains):
+    code, out, err = cli(argv)
     assert_click_usage_error(err, code, contains)
     assert out == ""
 
 
 @pytest.mark.parametrize("argv", [["probe"], ["show"], ["recommend"], ["check"], ["rules"], ["rules", "list"]])
-def test_help_teaches_with_examples_or_a_command_list(capsys, argv):
-    code, out, err = run(capsys, [*argv, "--help"])
+def test_help_teaches_with_examples_or_a_command_list(cli, argv):
+    code, out, err = cli([*argv, "--help"])
     assert code == 0
     assert "Usage: topoctl" in out
     if argv in (["probe"], ["show"], ["recommend"], ["check"], ["rules"]):
@@ -98,8 +91,8 @@ def test_help_teaches_with_examples_or_a_command_list(capsys, argv):
         assert out.count("topoctl " + argv[0]) >= 2, "examples should show the command itself"
 
 
-def test_top_level_help_lists_every_subcommand(capsys):
-    code, out, _ = run(capsys, ["--help"])
+def test_top_level_help_lists_every_subcommand(cli):
+    code, out, _ = cli(["--help"])
     assert code == 0
     for name in ("probe", "show", "recommend", "check", "rules"):
         assert re.search(rf"^\s+{name}\s", out, re.M), name
@@ -111,8 +104,8 @@ def test_top_level_help_lists_every_subcommand(capsys):
 
 @pytest.mark.parametrize("command", [["show"], ["recommend"], ["check", "x.env"]])
 @pytest.mark.parametrize("name", ["nope", "H100-8X-NVSWITCH", "../h100-8x-nvswitch", "h100-8x-nvswitch/", "no-gpu"])
-def test_unknown_system_names_the_known_ones(capsys, command, name):
-    code, out, err = run(capsys, [*command, "--system", name])
+def test_unknown_system_names_the_known_ones(cli, command, name):
+    code, out, err = cli([*command, "--system", name])
     assert_one_line_error(err, code, 2, contains="unknown system")
     for known in SYSTEMS:
         assert known in err
@@ -120,14 +113,14 @@ def test_unknown_system_names_the_known_ones(capsys, command, name):
 
 
 @pytest.mark.parametrize("command", [["show"], ["recommend"], ["check", "x.env"]])
-def test_topology_and_system_together_is_bad_usage(capsys, command):
-    code, out, err = run(capsys, [*command, "--topology", RTX4090, "--system", "h100-8x-nvswitch"])
+def test_topology_and_system_together_is_bad_usage(cli, command):
+    code, out, err = cli([*command, "--topology", RTX4090, "--system", "h100-8x-nvswitch"])
     assert_one_line_error(err, code, 2, contains="not both")
     assert out == ""
 
 
-def test_unknown_fallback_system_fails_before_probing(capsys):
-    code, out, err = run(capsys, ["recommend", "--fallback-system", "nope"])
+def test_unknown_fallback_system_fails_before_probing(cli):
+    code, out, err = cli(["recommend", "--fallback-system", "nope"])
     assert_one_line_error(err, code, 2, contains="unknown system 'nope'")
 
 
@@ -181,7 +174,7 @@ BAD_SNAPSHOT_NAMES = ["missing", "empty", "blank-yaml", "garbage", "nul", "pytho
 
 @pytest.mark.parametrize("which", BAD_SNAPSHOT_NAMES)
 @pytest.mark.parametrize("command", ["show", "recommend", "check", "check-expect"])
-def test_bad_snapshot_is_one_line_exit_2(capsys, tmp_path, which, command):
+def test_bad_snapshot_is_one_line_exit_2(cli, tmp_path, which, command):
     path = _bad_snapshots(tmp_path)[which]
     if command == "check-expect":
         env = write(tmp_path / "launch.env", "SGLANG_ARGS='--tp-size 4'\n")
@@ -190,18 +183,18 @@ def test_bad_snapshot_is_one_line_exit_2(capsys, tmp_path, which, command):
         argv = ["check", "--topology", path, "--", "python", "-m", "sglang.launch_server", "--tp", "2"]
     else:
         argv = [command, "--topology", path]
-    code, out, err = run(capsys, argv)
+    code, out, err = cli(argv)
     assert_one_line_error(err, code, 2)
     assert out == ""
     assert not os.path.exists(tmp_path / "pwned"), "a YAML tag ran code"
 
 
-def test_snapshot_yaml_and_json_give_the_same_launch(capsys, tmp_path):
+def test_snapshot_yaml_and_json_give_the_same_launch(cli, tmp_path):
     import yaml
 
     yaml_path = write(tmp_path / "machine.yaml", yaml.safe_dump(rtx4090()))
-    _, from_json, _ = run(capsys, ["recommend", "--topology", RTX4090])
-    _, from_yaml, _ = run(capsys, ["recommend", "--topology", yaml_path])
+    _, from_json, _ = cli(["recommend", "--topology", RTX4090])
+    _, from_yaml, _ = cli(["recommend", "--topology", yaml_path])
     assert from_json == from_yaml
 
 
@@ -211,10 +204,10 @@ def test_snapshot_yaml_and_json_give_the_same_launch(capsys, tmp_path):
 
 @pytest.mark.parametrize("system", SYSTEMS)
 @pytest.mark.parametrize("fmt", ["env", "args", "json", "yaml"])
-def test_recommend_twice_is_byte_identical(capsys, system, fmt):
+def test_recommend_twice_is_byte_identical(cli, system, fmt):
     argv = ["recommend", "--system", system, "--format", fmt, "--model", "kimi-k2.5", "--explain"]
-    first = run(capsys, argv)
-    second = run(capsys, argv)
+    first = cli(argv)
+    second = cli(argv)
     assert first[0] == 0
     assert first == second
 
@@ -273,10 +266,10 @@ def _source(tmp_path, env_file, extra=""):
     return subprocess.run(["sh", "-c", script], capture_output=True, text=True, cwd=str(tmp_path))
 
 
-def test_launch_env_from_hostile_snapshot_only_assigns(capsys, tmp_path):
+def test_launch_env_from_hostile_snapshot_only_assigns(cli, tmp_path):
     snapshot = _hostile_snapshot(tmp_path)
     env_file = str(tmp_path / "launch.env")
-    code, out, err = run(capsys, ["recommend", "--topology", snapshot, "--model", "kimi-k2.5", "-o", env_file])
+    code, out, err = cli(["recommend", "--topology", snapshot, "--model", "kimi-k2.5", "-o", env_file])
     assert code == 0, err
     assert out == ""
     with open(env_file, encoding="utf-8") as handle:
@@ -290,18 +283,18 @@ def test_launch_env_from_hostile_snapshot_only_assigns(capsys, tmp_path):
 
 
 @pytest.mark.parametrize("fmt", ["args", "json", "yaml"])
-def test_other_formats_from_hostile_snapshot_work(capsys, tmp_path, fmt):
+def test_other_formats_from_hostile_snapshot_work(cli, tmp_path, fmt):
     snapshot = _hostile_snapshot(tmp_path)
-    code, out, err = run(capsys, ["recommend", "--topology", snapshot, "--format", fmt])
+    code, out, err = cli(["recommend", "--topology", snapshot, "--format", fmt])
     assert code == 0, err
     assert "\x1b" not in out
     if fmt == "json":
         json.loads(out)
 
 
-def test_show_of_hostile_snapshot_keeps_one_line_per_gpu(capsys, tmp_path):
+def test_show_of_hostile_snapshot_keeps_one_line_per_gpu(cli, tmp_path):
     snapshot = _hostile_snapshot(tmp_path)
-    code, out, err = run(capsys, ["show", "--topology", snapshot, "--no-color"])
+    code, out, err = cli(["show", "--topology", snapshot, "--no-color"])
     assert code == 0, err
     assert "\x1b" not in out and "\r" not in out
     gpu_lines = [line for line in out.splitlines() if line.startswith("GPU0:") or line.startswith("GPU1:")]
@@ -309,11 +302,11 @@ def test_show_of_hostile_snapshot_keeps_one_line_per_gpu(capsys, tmp_path):
     assert not any(line.startswith("NCCL_EVIL") for line in out.splitlines())
 
 
-def test_hostile_draft_model_path_and_disable_reason_are_quoted(capsys, tmp_path):
+def test_hostile_draft_model_path_and_disable_reason_are_quoted(cli, tmp_path):
     env_file = str(tmp_path / "launch.env")
     draft = f"/models/my draft/$(touch {tmp_path}/pwned-dm)'q`touch {tmp_path}/pwned-bt`"
     reason = f"ok\ntouch {tmp_path}/pwned-reason; X='$(touch {tmp_path}/pwned-r2)"
-    code, _, err = run(capsys, ["recommend", "--system", "h100-8x-nvswitch", "--model", "deepseek-v3",
+    code, _, err = cli(["recommend", "--system", "h100-8x-nvswitch", "--model", "deepseek-v3",
                                 "--speculative", "eagle3", "--draft-model", draft, "--force-speculative",
                                 "--disable", f"nccl-ll128-without-nvlink={reason}", "-o", env_file])
     assert code == 0, err
@@ -331,37 +324,37 @@ def test_hostile_draft_model_path_and_disable_reason_are_quoted(capsys, tmp_path
 
 
 @pytest.mark.parametrize("version", ["abc", "1e9", "-1", "0.5.12; rm -rf /", "0.1", "0.5"])
-def test_sglang_version_garbage_or_too_old_is_exit_2(capsys, version):
-    code, out, err = run(capsys, ["recommend", "--system", "rtx-pro-6000-8x-pcie", "--sglang-version", version])
+def test_sglang_version_garbage_or_too_old_is_exit_2(cli, version):
+    code, out, err = cli(["recommend", "--system", "rtx-pro-6000-8x-pcie", "--sglang-version", version])
     assert_one_line_error(err, code, 2)
     assert out == ""
 
 
-def test_sglang_version_newer_than_any_flag_data_says_which_it_used(capsys):
-    code, out, err = run(capsys, ["recommend", "--system", "rtx-pro-6000-8x-pcie", "--sglang-version", "99.0"])
+def test_sglang_version_newer_than_any_flag_data_says_which_it_used(cli):
+    code, out, err = cli(["recommend", "--system", "rtx-pro-6000-8x-pcie", "--sglang-version", "99.0"])
     assert code == 0, err
     assert "no flag data for 99.0" in out
     assert "TOPOCTL_SGLANG_VERSION='99.0'" in out
 
 
-def test_sglang_version_garbage_in_snapshot_is_exit_2(capsys, tmp_path):
+def test_sglang_version_garbage_in_snapshot_is_exit_2(cli, tmp_path):
     data = rtx4090()
     data["software"]["sglang"] = "not-a-version"
     path = write(tmp_path / "s.json", json.dumps(data))
-    code, out, err = run(capsys, ["recommend", "--topology", path])
+    code, out, err = cli(["recommend", "--topology", path])
     assert_one_line_error(err, code, 2, contains="not an SGLang version")
 
 
 @pytest.mark.parametrize("name", ["nope", "KIMI-K2.5", "kimi"])
-def test_unknown_model_lists_the_profiles(capsys, name):
-    code, out, err = run(capsys, ["recommend", *H200, "--model", name])
+def test_unknown_model_lists_the_profiles(cli, name):
+    code, out, err = cli(["recommend", *H200, "--model", name])
     assert_one_line_error(err, code, 2, contains="unknown model")
     for known in ("kimi-k2.5", "deepseek-v3", "llama-3.1-70b", "qwen3-235b-a22b", "--model-config"):
         assert known in err
 
 
-def test_model_and_model_config_together_is_bad_usage(capsys, tmp_path):
-    code, _, err = run(capsys, ["recommend", *H200, "--model", "kimi-k2.5", "--model-config", str(tmp_path / "c.json")])
+def test_model_and_model_config_together_is_bad_usage(cli, tmp_path):
+    code, _, err = cli(["recommend", *H200, "--model", "kimi-k2.5", "--model-config", str(tmp_path / "c.json")])
     assert_one_line_error(err, code, 2, contains="not both")
 
 
@@ -377,25 +370,25 @@ def test_model_and_model_config_together_is_bad_usage(capsys, tmp_path):
     '{"num_hidden_layers": 1e308, "hidden_size": 7168}',
     '{"num_hidden_layers": NaN, "hidden_size": Infinity}',
 ])
-def test_bad_model_config_is_one_line_exit_2(capsys, tmp_path, content):
+def test_bad_model_config_is_one_line_exit_2(cli, tmp_path, content):
     path = write(tmp_path / "config.json", content)
-    code, out, err = run(capsys, ["recommend", *H200, "--model-config", path])
+    code, out, err = cli(["recommend", *H200, "--model-config", path])
     assert_one_line_error(err, code, 2)
     assert out == ""
 
 
 @pytest.mark.parametrize("kind", ["missing", "folder", "binary"])
-def test_unreadable_model_config_is_exit_2(capsys, tmp_path, kind):
+def test_unreadable_model_config_is_exit_2(cli, tmp_path, kind):
     path = {"missing": str(tmp_path / "nope.json"), "folder": str(tmp_path),
             "binary": write(tmp_path / "c.bin", bytes(range(128, 256)), "wb")}[kind]
-    code, _, err = run(capsys, ["recommend", *H200, "--model-config", path])
+    code, _, err = cli(["recommend", *H200, "--model-config", path])
     assert_one_line_error(err, code, 2)
 
 
-def test_model_config_of_a_real_shape_works(capsys, tmp_path):
+def test_model_config_of_a_real_shape_works(cli, tmp_path):
     path = write(tmp_path / "config.json", json.dumps({"num_hidden_layers": 61, "hidden_size": 7168,
                                                        "n_routed_experts": 384}))
-    code, out, err = run(capsys, ["recommend", "--system", "rtx-pro-6000-8x-pcie", "--model-config", path])
+    code, out, err = cli(["recommend", "--system", "rtx-pro-6000-8x-pcie", "--model-config", path])
     assert code == 0, err
     assert "122 allreduces" in out
 
@@ -404,8 +397,8 @@ def test_model_config_of_a_real_shape_works(capsys, tmp_path):
     (["--speculative", "eagle3"], "--draft-model"),
     (["--force-speculative"], "--speculative"),
 ])
-def test_speculative_options_given_partly(capsys, argv, contains):
-    code, _, err = run(capsys, ["recommend", *H200, *argv])
+def test_speculative_options_given_partly(cli, argv, contains):
+    code, _, err = cli(["recommend", *H200, *argv])
     assert_one_line_error(err, code, 2, contains=contains)
 
 
@@ -419,16 +412,16 @@ def test_speculative_options_given_partly(capsys, argv, contains):
     ["check", "LAUNCH", *H200],
     ["probe", "--from-capture", os.path.join(FIXTURES, "h200-2x-nvswitch-vm")],
 ])
-def test_output_to_a_missing_folder_or_a_folder(capsys, tmp_path, argv):
+def test_output_to_a_missing_folder_or_a_folder(cli, tmp_path, argv):
     launch = write(tmp_path / "launch.env", "SGLANG_ARGS='--tp-size 4'\n")
     argv = [launch if item == "LAUNCH" else item for item in argv]
     before = sorted(os.listdir(tmp_path))
-    code, out, err = run(capsys, [*argv, "-o", str(tmp_path / "no" / "such" / "out.txt")])
+    code, out, err = cli([*argv, "-o", str(tmp_path / "no" / "such" / "out.txt")])
     assert_one_line_error(err, code, 2, contains="does not exist")
     assert out == ""
     folder = tmp_path / "a-folder"
     folder.mkdir()
-    code, out, err = run(capsys, [*argv, "-o", str(folder)])
+    code, out, err = cli([*argv, "-o", str(folder)])
     assert_one_line_error(err, code, 2)
     assert os.listdir(folder) == []
     assert sorted(os.listdir(tmp_path)) == sorted(before + ["a-folder"]), "a temp file was left behind"
@@ -440,21 +433,21 @@ def test_output_to_a_missing_folder_or_a_folder(capsys, tmp_path, argv):
     ["recommend", "--system", "rtx-pro-6000-8x-pcie", "--sglang-version", "abc"],
     ["check", "BAD", *H200],
 ])
-def test_failed_run_leaves_the_old_output_file_alone(capsys, tmp_path, argv):
+def test_failed_run_leaves_the_old_output_file_alone(cli, tmp_path, argv):
     bad = write(tmp_path / "bad.env", "SGLANG_ARGS=$(reboot)\n")
     argv = [bad if item == "BAD" else item for item in argv]
     target = write(tmp_path / "launch.env", "OLD='content'\n")
-    code, _, err = run(capsys, [*argv, "-o", target])
+    code, _, err = cli([*argv, "-o", target])
     assert_one_line_error(err, code, 2)
     with open(target, encoding="utf-8") as handle:
         assert handle.read() == "OLD='content'\n"
     assert sorted(os.listdir(tmp_path)) == ["bad.env", "launch.env"]
 
 
-def test_check_writes_the_report_and_still_exits_1(capsys, tmp_path):
+def test_check_writes_the_report_and_still_exits_1(cli, tmp_path):
     launch = write(tmp_path / "launch.env", "SGLANG_ARGS='--tp-sise 4'\n")
     report = str(tmp_path / "report.txt")
-    code, out, _ = run(capsys, ["check", launch, *H200, "-o", report])
+    code, out, _ = cli(["check", launch, *H200, "-o", report])
     assert code == 1
     assert out == ""
     with open(report, encoding="utf-8") as handle:
@@ -475,9 +468,9 @@ def test_check_writes_the_report_and_still_exits_1(capsys, tmp_path):
     "SGLANG_ARGS='--tp-size=4'\n",
     "\ufeffSGLANG_ARGS='--tp-size 4'\n",  # a UTF-8 byte-order mark from an editor is not part of line 1
 ])
-def test_check_accepts_what_sh_accepts(capsys, tmp_path, content):
+def test_check_accepts_what_sh_accepts(cli, tmp_path, content):
     path = write(tmp_path / "launch.env", content, "w")
-    code, out, err = run(capsys, ["check", path, *H200])
+    code, out, err = cli(["check", path, *H200])
     assert code == 0, out + err
     assert "ok" in out
 
@@ -497,20 +490,20 @@ def test_check_accepts_what_sh_accepts(capsys, tmp_path, content):
     ("export\n", ":1:"),
     ("export SGLANG_ARGS\n", ":1:"),
 ])
-def test_check_rejects_what_a_shell_would_run_or_choke_on(capsys, tmp_path, content, contains):
+def test_check_rejects_what_a_shell_would_run_or_choke_on(cli, tmp_path, content, contains):
     content = content.replace("PWNED", str(tmp_path / "pwned"))
     path = write(tmp_path / "launch.env", content)
-    code, out, err = run(capsys, ["check", path, *H200])
+    code, out, err = cli(["check", path, *H200])
     assert_one_line_error(err, code, 2, contains="launch.env" + contains)
     assert out == ""
     assert not os.path.exists(tmp_path / "pwned")
 
 
 @pytest.mark.parametrize("kind", ["missing", "folder", "binary"])
-def test_check_unreadable_launch_env(capsys, tmp_path, kind):
+def test_check_unreadable_launch_env(cli, tmp_path, kind):
     path = {"missing": str(tmp_path / "launch.env"), "folder": str(tmp_path),
             "binary": write(tmp_path / "launch.env", bytes(range(128, 256)), "wb")}[kind]
-    code, out, err = run(capsys, ["check", path, *H200])
+    code, out, err = cli(["check", path, *H200])
     assert_one_line_error(err, code, 2)
     assert out == ""
 
@@ -524,26 +517,26 @@ def test_check_unreadable_launch_env(capsys, tmp_path, kind):
     ("--tp-size", "expects a value"),
     ("-h", "BLOCK"),
 ])
-def test_check_blocks_flags_sglang_would_refuse(capsys, tmp_path, args, rule):
+def test_check_blocks_flags_sglang_would_refuse(cli, tmp_path, args, rule):
     path = write(tmp_path / "launch.env", f"SGLANG_ARGS='{args}'\n")
-    code, out, err = run(capsys, ["check", path, *H200])
+    code, out, err = cli(["check", path, *H200])
     assert code == 1, out + err
     assert rule in out
-    code2, out2, _ = run(capsys, ["check", *H200, "--", "python", "-m", "sglang.launch_server", *args.split()])
+    code2, out2, _ = cli(["check", *H200, "--", "python", "-m", "sglang.launch_server", *args.split()])
     assert code2 == 1
     assert rule in out2
 
 
 @pytest.mark.parametrize("tail", [[], ["--"], ["--", "python", "-m", "sglang.launch_server"]])
-def test_check_with_nothing_to_check_is_exit_2(capsys, tail):
-    code, out, err = run(capsys, ["check", *H200, *tail])
+def test_check_with_nothing_to_check_is_exit_2(cli, tail):
+    code, out, err = cli(["check", *H200, *tail])
     assert_one_line_error(err, code, 2)
     assert out == ""
 
 
-def test_check_launch_env_and_command_together_checks_both(capsys, tmp_path):
+def test_check_launch_env_and_command_together_checks_both(cli, tmp_path):
     path = write(tmp_path / "launch.env", "SGLANG_ARGS='--tp-size 4'\n")
-    code, out, err = run(capsys, ["check", path, *H200, "--format", "json", "--",
+    code, out, err = cli(["check", path, *H200, "--format", "json", "--",
                                   "NCCL_DEBUG=INFO", "python", "-m", "sglang.launch_server", "--tp-sise", "4"])
     assert code == 1, err
     results = json.loads(out)["results"]
@@ -551,21 +544,21 @@ def test_check_launch_env_and_command_together_checks_both(capsys, tmp_path):
     assert results[0]["ok"] is True and results[1]["ok"] is False
 
 
-def test_check_reference_launch_env_round_trips(capsys, tmp_path):
+def test_check_reference_launch_env_round_trips(cli, tmp_path):
     for system in SYSTEMS:
         env_file = str(tmp_path / f"{system}.env")
-        code, _, err = run(capsys, ["recommend", "--system", system, "--model", "kimi-k2.5", "-o", env_file])
+        code, _, err = cli(["recommend", "--system", system, "--model", "kimi-k2.5", "-o", env_file])
         assert code == 0, err
-        code, out, err = run(capsys, ["check", env_file, "--system", system])
+        code, out, err = cli(["check", env_file, "--system", system])
         assert code == 0, (system, out, err)
 
 
 @pytest.mark.parametrize("fmt", ["text", "json", "junit", "github"])
-def test_check_formats_with_a_hostile_file_name(capsys, tmp_path, fmt):
+def test_check_formats_with_a_hostile_file_name(cli, tmp_path, fmt):
     import xml.dom.minidom
 
     path = write(tmp_path / "evil::error title=x::pwn,%0A<x>&.env", "SGLANG_ARGS='--tp-sise 4'\n")
-    code, out, err = run(capsys, ["check", path, *H200, "--format", fmt])
+    code, out, err = cli(["check", path, *H200, "--format", fmt])
     assert code == 1, err
     if fmt == "json":
         json.loads(out)
@@ -621,43 +614,43 @@ def _rule_dirs(tmp_path):
 @pytest.mark.parametrize("which", ["broken", "dup", "pytag", "bad-schema", "builtin-dup", "text-file", "missing"])
 @pytest.mark.parametrize("command", [["rules", "list"], ["rules", "test"], ["recommend", *H200],
                                      ["check", "LAUNCH", *H200]])
-def test_bad_site_rules_are_one_line_exit_2(capsys, tmp_path, which, command):
+def test_bad_site_rules_are_one_line_exit_2(cli, tmp_path, which, command):
     path = _rule_dirs(tmp_path)[which]
     launch = write(tmp_path / "launch.env", "SGLANG_ARGS='--tp-size 4'\n")
     argv = [launch if item == "LAUNCH" else item for item in command]
-    code, out, err = run(capsys, [*argv, "--rules", path])
+    code, out, err = cli([*argv, "--rules", path])
     assert_one_line_error(err, code, 2)
     assert out == ""
     assert not os.path.exists(tmp_path / "pwned")
 
 
-def test_good_site_rule_file_is_listed_and_tested(capsys, tmp_path):
+def test_good_site_rule_file_is_listed_and_tested(cli, tmp_path):
     path = write(tmp_path / "site.yaml", _one_rule("site-rule-a"))
     empty = tmp_path / "empty"
     empty.mkdir()
-    code, out, err = run(capsys, ["rules", "list", "--rules", path, "--rules", str(empty)])
+    code, out, err = cli(["rules", "list", "--rules", path, "--rules", str(empty)])
     assert code == 0, err
     assert "site-rule-a" in out
-    code, out, err = run(capsys, ["rules", "test", "--rules", path, "--no-builtin"])
+    code, out, err = cli(["rules", "test", "--rules", path, "--no-builtin"])
     assert code == 0, err
     assert "2 passed, 0 failed" in out
 
 
 @pytest.mark.parametrize("item", ["flashinfer-allreduce-fusion-sm12x", "flashinfer-allreduce-fusion-sm12x=",
                                   "flashinfer-allreduce-fusion-sm12x=   ", "=a reason"])
-def test_disable_without_a_reason_is_bad_usage(capsys, item):
-    code, out, err = run(capsys, ["rules", "list", "--disable", item])
+def test_disable_without_a_reason_is_bad_usage(cli, item):
+    code, out, err = cli(["rules", "list", "--disable", item])
     assert_one_line_error(err, code, 2, contains="ID=REASON")
     assert out == ""
 
 
-def test_disable_an_unknown_rule_is_bad_usage(capsys):
-    code, _, err = run(capsys, ["rules", "list", "--disable", "no-such-rule=because"])
+def test_disable_an_unknown_rule_is_bad_usage(cli):
+    code, _, err = cli(["rules", "list", "--disable", "no-such-rule=because"])
     assert_one_line_error(err, code, 2, contains="no-such-rule")
 
 
-def test_disable_reason_shows_in_the_check_report(capsys, tmp_path):
-    code, out, err = run(capsys, ["check", "--system", "rtx-pro-6000-8x-pcie", "--disable",
+def test_disable_reason_shows_in_the_check_report(cli, tmp_path):
+    code, out, err = cli(["check", "--system", "rtx-pro-6000-8x-pcie", "--disable",
                                   "custom-allreduce-pcie-gate=validated on our boxes", "--",
                                   "python", "-m", "sglang.launch_server", "--tp", "8"])
     assert code == 0, err
@@ -665,8 +658,8 @@ def test_disable_reason_shows_in_the_check_report(capsys, tmp_path):
 
 
 @pytest.mark.parametrize("rule_id", ["nope", "nccl-ll128", "NCCL-LL128-WITHOUT-NVLINK"])
-def test_rules_explain_unknown_id(capsys, rule_id):
-    code, out, err = run(capsys, ["rules", "explain", rule_id])
+def test_rules_explain_unknown_id(cli, rule_id):
+    code, out, err = cli(["rules", "explain", rule_id])
     assert_one_line_error(err, code, 2, contains=rule_id)
 
 
@@ -675,7 +668,7 @@ def test_rules_explain_unknown_id(capsys, rule_id):
 
 
 @pytest.mark.parametrize("which", ["snapshot", "readme", "missing", "empty-folder", "array", "yaml-tag", "empty"])
-def test_probe_from_the_wrong_file_is_exit_2(capsys, tmp_path, which):
+def test_probe_from_the_wrong_file_is_exit_2(cli, tmp_path, which):
     folder = tmp_path / "empty-folder"
     folder.mkdir()
     path = {
@@ -687,20 +680,20 @@ def test_probe_from_the_wrong_file_is_exit_2(capsys, tmp_path, which):
         "yaml-tag": write(tmp_path / "cap.yaml", f'!!python/object/apply:os.system ["touch {tmp_path}/pwned"]\n'),
         "empty": write(tmp_path / "empty.json", ""),
     }[which]
-    code, out, err = run(capsys, ["probe", "--from-capture", path])
+    code, out, err = cli(["probe", "--from-capture", path])
     assert_one_line_error(err, code, 2)
     assert out == ""
     assert not os.path.exists(tmp_path / "pwned")
 
 
-def test_probe_of_the_no_gpu_capture_is_exit_3(capsys):
-    code, out, err = run(capsys, ["probe", "--from-capture", os.path.join(FIXTURES, "no-gpu")])
+def test_probe_of_the_no_gpu_capture_is_exit_3(cli):
+    code, out, err = cli(["probe", "--from-capture", os.path.join(FIXTURES, "no-gpu")])
     assert_one_line_error(err, code, 3)
     assert out == ""
 
 
-def test_probe_from_capture_and_record_together_is_bad_usage(capsys, tmp_path):
-    code, _, err = run(capsys, ["probe", "--from-capture", os.path.join(FIXTURES, "no-gpu"),
+def test_probe_from_capture_and_record_together_is_bad_usage(cli, tmp_path):
+    code, _, err = cli(["probe", "--from-capture", os.path.join(FIXTURES, "no-gpu"),
                                 "--record", str(tmp_path / "x.json")])
     assert_one_line_error(err, code, 2, contains="cannot be combined")
     assert not os.path.exists(tmp_path / "x.json")
@@ -710,16 +703,16 @@ def test_probe_from_capture_and_record_together_is_bad_usage(capsys, tmp_path):
 # colour
 
 
-def test_show_colour_only_when_asked_or_on_a_terminal(capsys, monkeypatch):
+def test_show_colour_only_when_asked_or_on_a_terminal(cli, monkeypatch):
     monkeypatch.delenv("NO_COLOR", raising=False)
-    code, out, _ = run(capsys, ["show", "--system", "l40s-4x-pcie-2numa"])
+    code, out, _ = cli(["show", "--system", "l40s-4x-pcie-2numa"])
     assert code == 0 and "\x1b" not in out
-    code, out, _ = run(capsys, ["show", "--system", "l40s-4x-pcie-2numa", "--color"])
+    code, out, _ = cli(["show", "--system", "l40s-4x-pcie-2numa", "--color"])
     assert code == 0 and "\x1b" in out
     monkeypatch.setenv("NO_COLOR", "1")
-    code, out, _ = run(capsys, ["show", "--system", "l40s-4x-pcie-2numa"])
+    code, out, _ = cli(["show", "--system", "l40s-4x-pcie-2numa"])
     assert code == 0 and "\x1b" not in out
-    code, out, _ = run(capsys, ["show", "--system", "l40s-4x-pcie-2numa", "--no-color"])
+    code, out, _ = cli(["show", "--system", "l40s-4x-pcie-2numa", "--no-color"])
     assert code == 0 and "\x1b" not in out
 
 
@@ -751,18 +744,18 @@ def _no_live_probe(monkeypatch):
 
 @pytest.mark.parametrize("command", [["show"], ["recommend"], ["check", "x.env"]])
 @pytest.mark.parametrize("option", ["--topology", "--system", "--fallback-system"])
-def test_empty_target_option_is_bad_usage_not_a_live_probe(capsys, monkeypatch, command, option):
+def test_empty_target_option_is_bad_usage_not_a_live_probe(cli, monkeypatch, command, option):
     _no_live_probe(monkeypatch)
-    code, out, err = run(capsys, [*command, option, ""])
+    code, out, err = cli([*command, option, ""])
     assert_one_line_error(err, code, 2, contains=f"{option} is empty")
     assert out == ""
 
 
 @pytest.mark.parametrize("command", [["show"], ["recommend"], ["check", "x.env"]])
 @pytest.mark.parametrize("target", [["--system", "h100-8x-nvswitch"], ["--topology", RTX4090]])
-def test_unknown_fallback_system_fails_even_with_a_target(capsys, monkeypatch, command, target):
+def test_unknown_fallback_system_fails_even_with_a_target(cli, monkeypatch, command, target):
     _no_live_probe(monkeypatch)
-    code, out, err = run(capsys, [*command, *target, "--fallback-system", "nope"])
+    code, out, err = cli([*command, *target, "--fallback-system", "nope"])
     assert_one_line_error(err, code, 2, contains="unknown system 'nope'")
     assert out == ""
 
@@ -772,20 +765,20 @@ def test_unknown_fallback_system_fails_even_with_a_target(capsys, monkeypatch, c
 
 
 @pytest.mark.parametrize("option", ["--record", "-o"])
-def test_probe_destination_in_a_missing_folder_fails_before_probing(capsys, monkeypatch, tmp_path, option):
+def test_probe_destination_in_a_missing_folder_fails_before_probing(cli, monkeypatch, tmp_path, option):
     _no_live_probe(monkeypatch)
-    code, out, err = run(capsys, ["probe", option, str(tmp_path / "nofolder" / "cap.json")])
+    code, out, err = cli(["probe", option, str(tmp_path / "nofolder" / "cap.json")])
     assert_one_line_error(err, code, 2, contains="does not exist")
     assert out == ""
 
 
-def test_probe_destination_that_is_a_folder_fails_before_probing(capsys, monkeypatch, tmp_path):
+def test_probe_destination_that_is_a_folder_fails_before_probing(cli, monkeypatch, tmp_path):
     _no_live_probe(monkeypatch)
-    code, _, err = run(capsys, ["probe", "--record", str(tmp_path)])
+    code, _, err = cli(["probe", "--record", str(tmp_path)])
     assert_one_line_error(err, code, 2, contains="is a folder")
 
 
-def test_probe_without_gpu_keeps_exit_3_when_the_record_cannot_be_written(capsys, monkeypatch, tmp_path):
+def test_probe_without_gpu_keeps_exit_3_when_the_record_cannot_be_written(cli, monkeypatch, tmp_path):
     from fakes.nvml import make_fake_pynvml
     from fakes.session import installed
 
@@ -793,7 +786,7 @@ def test_probe_without_gpu_keeps_exit_3_when_the_record_cannot_be_written(capsys
 
     monkeypatch.setattr(topoctl.commands.probe, "check_destination", lambda path: None)  # the folder goes later
     with installed(make_fake_pynvml({"init_error": "DriverNotLoaded", "gpus": []})):
-        code, out, err = run(capsys, ["probe", "--record", str(tmp_path / "gone" / "cap.json")])
+        code, out, err = cli(["probe", "--record", str(tmp_path / "gone" / "cap.json")])
     assert code == 3, err
     assert out == "" and "Traceback" not in err
     lines = err.splitlines()
@@ -801,13 +794,13 @@ def test_probe_without_gpu_keeps_exit_3_when_the_record_cannot_be_written(capsys
     assert lines[1].startswith("topoctl: error: no GPU visible")
 
 
-def test_probe_without_gpu_writes_the_record_and_exits_3(capsys, tmp_path):
+def test_probe_without_gpu_writes_the_record_and_exits_3(cli, tmp_path):
     from fakes.nvml import make_fake_pynvml
     from fakes.session import installed
 
     capture = tmp_path / "cap.json"
     with installed(make_fake_pynvml({"init_error": "DriverNotLoaded", "gpus": []})):
-        code, _, err = run(capsys, ["probe", "--record", str(capture), "-o", str(tmp_path / "machine.yaml")])
+        code, _, err = cli(["probe", "--record", str(capture), "-o", str(tmp_path / "machine.yaml")])
     assert_one_line_error(err, code, 3, contains="no GPU visible")
     assert json.loads(capture.read_text())["nvml"]["nvmlInit"] == {"err": "DriverNotLoaded"}
     assert not os.path.exists(tmp_path / "machine.yaml")

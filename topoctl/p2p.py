@@ -57,3 +57,23 @@ def all_pairs_p2p(verdicts: "list[bool | None]") -> bool | None:
     if False in verdicts:
         return False
     return None if None in verdicts else True
+
+
+def nvlink_all_pairs(nvlinks: "list[Any]") -> bool | None:
+    """Whether every pair has NVLink, from the pairs' `nvlinks` counts: False if any pair has 0, True if all
+    have at least one, None when there are no pairs or a count is unknown."""
+    if not nvlinks:
+        return None
+    if any(value == 0 and not isinstance(value, bool) for value in nvlinks):
+        return False
+    if all(isinstance(value, int) and not isinstance(value, bool) and value > 0 for value in nvlinks):
+        return True
+    return None
+
+
+def pair_verdicts(pairs: "list[dict[str, Any]]") -> dict[str, Any]:
+    """The summary's verdicts about the pairs, derived from the pairs alone: the probe writes them, and the
+    snapshot loader re-derives them (a hand-edited summary must not claim what the pairs deny)."""
+    oks = [pair_p2p_ok(pair["p2p"]) for pair in pairs]
+    return {"all_pairs_p2p": all_pairs_p2p(oks), "p2p_pairs_ok": sum(1 for ok in oks if ok),
+            "p2p_pairs_total": len(pairs), "nvlink_all_pairs": nvlink_all_pairs([pair.get("nvlinks") for pair in pairs])}

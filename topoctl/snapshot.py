@@ -1,53 +1,42 @@
-"""Loading the Snapshot that everything downstream of the probe reads.
+"""Loading and checking the Snapshot that everything downstream of the probe reads.
 
-A snapshot comes from one of three places: a file written by `topoctl probe` (--topology FILE), a
-built-in reference system shipped in the package (--system NAME), or a live probe of this machine.
-Downstream code (rules, autoconf, show) only ever sees the plain dict returned here.
+A snapshot is plain data whose shape is published as a JSON Schema (topoctl/schema/snapshot.schema.json,
+`topoctl.snapshot.schema()`); validation comes from that file, through a small interpreter of the schema
+keywords it uses (fast enough for every start-up; tests/test_snapshot_schema.py holds it to the jsonschema
+package's verdicts), and only the checks across fields are written here. Readers that want typed answers use
+topoctl/snapshot_view.py. The built-in systems live in topoctl/catalogue.py, choosing the target of a command
+in topoctl/target.py.
 """
 from __future__ import annotations
 
+import functools
 import json
 import os
-import re
 from typing import TYPE_CHECKING, Any
 
 from topoctl.errors import TopoctlError
-from topoctl.p2p import P2P_CAPABILITIES, P2P_STATUSES, all_pairs_p2p, pair_p2p_ok
+from topoctl.p2p import pair_verdicts
 
 if TYPE_CHECKING:
     from typing_extensions import TypeGuard
 
 SCHEMA_VERSION = 1  # the probe writes it (probe/collect.py imports it from here); loading accepts only it
 MAX_GPUS = 1024  # far above any one host: a snapshot or capture listing more GPUs is corruption
-SYSTEMS_PACKAGE = "topoctl.systems"
+SCHEMA_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "schema", "snapshot.schema.json")
 
 
-def list_systems() -> list[str]:
-    """Names of the built-in reference systems (folders of topoctl.systems with a snapshot.json)."""
-    root = _systems_dir()
-    try:
-        entries = os.listdir(root)
-    except OSError:
-        return []
-    return sorted(name for name in entries if os.path.isfile(os.path.join(root, name, "snapshot.json")))
+def __getattr__(name: str) -> Any:
+    """The names this module held before the split (list_systems, system_snapshot, resolve_target), imported
+    on first use so that this module never depends on the probe."""
+    if name in ("list_systems", "system_snapshot", "SYSTEMS_PACKAGE"):
+        from topoctl import catalogue as systems
 
+        return getattr(systems, name)
+    if name == "resolve_target":
+        from topoctl.target import resolve_target
 
-def _systems_dir() -> str:
-    from topoctl.cache import package_dir  # a plain folder lookup: no importlib.resources on the start-up path
-
-    return package_dir(SYSTEMS_PACKAGE)
-
-
-def system_snapshot(name: str) -> dict[str, Any]:
-    """The snapshot of built-in system `name`, or a TopoctlError listing the names there are."""
-    entry = os.path.join(_systems_dir(), name, "snapshot.json")
-    if "/" in name or os.sep in name or name.startswith(".") or not os.path.isfile(entry):
-        known = ", ".join(list_systems()) or "(none installed)"
-        raise TopoctlError(f"unknown system {name!r}", hint=f"built-in systems: {known}")
-    with open(entry, "rb") as handle:
-        data = json.loads(handle.read())
-    validate_snapshot(data, origin=f"system {name}")
-    return data
+        return resolve_target
+    raise AttributeError(name)
 
 
 def parse_snapshot_text(text: str, origin: str) -> dict[str, Any]:
@@ -124,12 +113,15 @@ def _decode(raw: bytes, origin: str) -> str:
 
 
 # ------------------------------------------------------------------------------------------ validation
-INTERCONNECTS = frozenset({"nvswitch", "nvlink", "nvlink-partial", "pcie", "mixed", "single", "none"})
-_CAPABILITY = re.compile(r"\d{1,3}\.\d{1,3}\Z")
-
-
 class _Invalid(Exception):
     pass
+
+
+@functools.lru_cache(maxsize=1)
+def schema() -> dict[str, Any]:
+    """The published JSON Schema of a snapshot (topoctl/schema/snapshot.schema.json)."""
+    with open(SCHEMA_FILE, encoding="utf-8") as handle:
+        return json.load(handle)
 
 
 def _kind(value: Any) -> str:
@@ -150,226 +142,168 @@ def _kind(value: Any) -> str:
     return type(value).__name__
 
 
-def _bad(field: str, wanted: str, value: Any) -> _Invalid:
-    return _Invalid(f"{field} must be {wanted}, got {_kind(value)}")
-
-
 def _is_int(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _int(mapping: dict, key: str, field: str, minimum: int | None = 0, nullable: bool = True) -> None:
-    value = mapping.get(key)
-    if value is None and nullable:
-        return
-    if not _is_int(value):
-        raise _bad(f"{field}.{key}", "an integer" + (" or null" if nullable else ""), value)
-    if minimum is not None and value < minimum:
-        raise _Invalid(f"{field}.{key} must be >= {minimum}, got {value}")
+# JSON Schema types as Python sees them; an integer is a Python int (1.0 is not a GPU index), never a bool.
+_TYPE_TEST = {
+    "object": lambda v: isinstance(v, dict),
+    "array": lambda v: isinstance(v, list),
+    "string": lambda v: isinstance(v, str),
+    "integer": _is_int,
+    "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+    "boolean": lambda v: isinstance(v, bool),
+    "null": lambda v: v is None,
+}
+_TYPE_WORDS = {"object": "a mapping", "array": "a list", "string": "a string", "integer": "an integer",
+               "number": "a number", "boolean": "true or false", "null": "null"}
 
 
-def _str(mapping: dict, key: str, field: str) -> None:
-    value = mapping.get(key)
-    if value is not None and not isinstance(value, str):
-        raise _bad(f"{field}.{key}", "a string or null", value)
+def _child(field: str, key: str) -> str:
+    return f"{field}.{key}" if field else key
 
 
-def _bool(mapping: dict, key: str, field: str) -> None:
-    value = mapping.get(key)
-    if value is not None and not isinstance(value, bool):
-        raise _bad(f"{field}.{key}", "true, false or null", value)
+def _inline(node: Any, defs: dict[str, Any]) -> Any:
+    """The schema with every local $ref replaced by its definition (the snapshot schema has no cycles)."""
+    if isinstance(node, list):
+        return [_inline(item, defs) for item in node]
+    if not isinstance(node, dict):
+        return node
+    ref = node.get("$ref")
+    if isinstance(ref, str):
+        node = {**defs[ref.rsplit("/", 1)[1]], **{k: v for k, v in node.items() if k != "$ref"}}
+        return _inline(node, defs)
+    return {key: (_inline(value, defs) if key not in ("enum", "const", "examples") else value)
+            for key, value in node.items() if key != "$defs"}
 
 
-def _mapping(mapping: dict, key: str, field: str) -> dict | None:
-    value = mapping.get(key)
-    if value is not None and not isinstance(value, dict):
-        raise _bad(f"{field}.{key}", "a mapping or null", value)
-    return value
+@functools.lru_cache(maxsize=1)
+def _compiled() -> dict[str, Any]:
+    document = schema()
+    return _inline(document, document["$defs"])
 
 
-def _int_list(mapping: dict, key: str, field: str, below: int | None = None) -> None:
-    value = mapping.get(key)
+def _validate(value: Any, rule: dict[str, Any], field: str, defs: dict[str, Any] | None = None) -> None:
+    """Check `value` against one schema node, with the keywords snapshot.schema.json uses ($ref, type, enum,
+    const, pattern, minimum, minItems, maxItems, items, required, properties, additionalProperties). Values
+    from the file are never echoed, only their type or a number. `defs` resolves $ref (none in _compiled())."""
+    ref = rule.get("$ref")
+    if ref is not None and defs is not None:
+        rule = {**defs[ref.rsplit("/", 1)[1]], **{k: v for k, v in rule.items() if k != "$ref"}}
+    types = rule.get("type")
+    if types is not None:
+        names = [types] if isinstance(types, str) else types
+        if not any(_TYPE_TEST[name](value) for name in names):
+            raise _Invalid(f"{field} must be {' or '.join(_TYPE_WORDS[name] for name in names)}, got {_kind(value)}")
+    if "const" in rule and not (value == rule["const"] and type(value) is type(rule["const"])):
+        raise _Invalid(f"{field} must be {json.dumps(rule['const'])}")
+    if "enum" in rule and not any(value == choice and type(value) is type(choice) for choice in rule["enum"]):
+        words = " ".join(sorted(str(choice) for choice in rule["enum"] if choice is not None))
+        raise _Invalid(f"{field} must be one of {words}" + (" or null" if None in rule["enum"] else ""))
     if value is None:
         return
-    if not isinstance(value, list):
-        raise _bad(f"{field}.{key}", "a list of integers or null", value)
-    for position, item in enumerate(value):
-        if not _is_int(item) or item < 0 or (below is not None and item >= below):
-            raise _Invalid(f"{field}.{key}[{position}] must be a GPU index (0..{(below or 1) - 1})")
+    if "pattern" in rule and isinstance(value, str) and not _pattern(rule["pattern"]).search(value):
+        example = (rule.get("examples") or [None])[0]
+        raise _Invalid(f"{field} must be a string like {json.dumps(example)}" if example is not None
+                       else f"{field} does not have the form {rule['pattern']}")
+    if "minimum" in rule and _is_int(value) and value < rule["minimum"]:
+        raise _Invalid(f"{field} must be >= {rule['minimum']}, got {value}")
+    if isinstance(value, list):
+        if "minItems" in rule and len(value) < rule["minItems"]:
+            raise _Invalid(f"{field} is empty" if rule["minItems"] == 1
+                           else f"{field} lists {len(value)} items, fewer than {rule['minItems']}")
+        if "maxItems" in rule and len(value) > rule["maxItems"]:
+            raise _Invalid(f"{field} lists {len(value)} items, more than {rule['maxItems']}")
+        items = rule.get("items")
+        if items is not None:
+            for position, item in enumerate(value):
+                _validate(item, items, f"{field}[{position}]", defs)
+    elif isinstance(value, dict):
+        for key in rule.get("required", ()):
+            if key not in value:
+                raise _Invalid(f"{_child(field, key)} is missing")
+        properties = rule.get("properties", {})
+        for key, sub in properties.items():
+            if key in value:
+                _validate(value[key], sub, _child(field, key), defs)
+        extra = rule.get("additionalProperties")
+        if isinstance(extra, dict):
+            for key, item in value.items():
+                if key not in properties:
+                    _validate(item, extra, _child(field, str(key)), defs)
 
 
-def _str_list(mapping: dict, key: str, field: str) -> None:
-    value = mapping.get(key)
-    if value is None:
-        return
-    if not isinstance(value, list):
-        raise _bad(f"{field}.{key}", "a list of strings or null", value)
-    for position, item in enumerate(value):
-        if not isinstance(item, str):
-            raise _bad(f"{field}.{key}[{position}]", "a string", item)
+@functools.lru_cache(maxsize=None)
+def _pattern(text: str) -> Any:
+    import re
+
+    return re.compile(text)
 
 
-def _check_gpu(gpu: Any, field: str) -> None:
-    if not isinstance(gpu, dict):
-        raise _bad(field, "a mapping", gpu)
-    for key in ("name", "uuid", "pci_bus_id", "architecture", "mig_mode", "virtualization_mode", "root_complex"):
-        _str(gpu, key, field)
-    capability = gpu.get("compute_capability")
-    if capability is not None and not (isinstance(capability, str) and _CAPABILITY.match(capability)):
-        raise _Invalid(f"{field}.compute_capability must be \"M.m\" (e.g. \"9.0\") or null")
-    _int(gpu, "sm", field)
-    _int(gpu, "memory_total_bytes", field)
-    _int(gpu, "numa_node", field)
-    _str_list(gpu, "pcie_path", field)
-    pcie = _mapping(gpu, "pcie", field)
-    if pcie is not None:
-        for key in ("current_gen", "max_gen", "gpu_max_gen", "current_width", "max_width"):
-            _int(pcie, key, f"{field}.pcie")
-        for key in ("downtrained", "gen_below_max", "slot_limited"):
-            _bool(pcie, key, f"{field}.pcie")
-    nvlink = _mapping(gpu, "nvlink", field)
-    if nvlink is not None:
-        for key in ("links_supported", "active_links", "version"):
-            _int(nvlink, key, f"{field}.nvlink")
-        _str(nvlink, "version_name", f"{field}.nvlink")
-        remote = _mapping(nvlink, "remote", f"{field}.nvlink")
-        if remote is not None:
-            for key in ("gpu", "switch", "unknown"):
-                _int(remote, key, f"{field}.nvlink.remote")
-    _mapping(gpu, "fabric", field)
-
-
-def _check(data: Any) -> None:
+def _check_schema_version(data: Any) -> None:
     if not isinstance(data, dict):
         raise _Invalid(f"a snapshot must be a mapping, got {_kind(data)}")
     if "schema_version" not in data:
         raise _Invalid("missing schema_version (is this a topoctl snapshot?)")
     version = data["schema_version"]
     if not _is_int(version):
-        raise _bad("schema_version", f"the integer {SCHEMA_VERSION}", version)
+        raise _Invalid(f"schema_version must be the integer {SCHEMA_VERSION}, got {_kind(version)}")
     if version != SCHEMA_VERSION:
         raise _Invalid(f"schema_version {version} is not supported (this topoctl reads {SCHEMA_VERSION})")
-    for key, kind, wanted in (("gpus", list, "a list"), ("pairs", list, "a list"), ("software", dict, "a mapping"),
-                              ("summary", dict, "a mapping")):
-        if not isinstance(data.get(key), kind):
-            raise _bad(key, wanted, data.get(key))
-    for key in ("topoctl_version",):
-        _str(data, key, "snapshot")
+    if data.get("gpus") == []:  # the schema's minItems, said for people
+        raise _Invalid("gpus is empty: no GPU in this snapshot (a snapshot describes at least one)")
 
+
+def _check_across_fields(data: dict[str, Any]) -> None:
+    """What a schema cannot say: GPU indices unique and in range, every ordered pair once, counts agree."""
     gpus = data["gpus"]
     count = len(gpus)
-    if count == 0:
-        raise _Invalid("gpus is empty: no GPU in this snapshot (a snapshot describes at least one)")
-    if count > MAX_GPUS:
-        raise _Invalid(f"gpus lists {count} GPUs, more than {MAX_GPUS}")
     seen: set[int] = set()
     for position, gpu in enumerate(gpus):
-        field = f"gpus[{position}]"
-        if not isinstance(gpu, dict):
-            raise _bad(field, "a mapping", gpu)
-        index = gpu.get("index")
-        if not _is_int(index):
-            raise _bad(f"{field}.index", "an integer", index)
-        if not 0 <= index < count:
-            raise _Invalid(f"{field}.index {index} is out of range (0..{count - 1} for {count} GPUs)")
+        index = gpu["index"]
+        if index >= count:
+            raise _Invalid(f"gpus[{position}].index {index} is out of range (0..{count - 1} for {count} GPUs)")
         if index in seen:
-            raise _Invalid(f"{field}.index {index} appears twice")
+            raise _Invalid(f"gpus[{position}].index {index} appears twice")
         seen.add(index)
-        _check_gpu(gpu, field)
-
     pairs = data["pairs"]
-    expected = count * (count - 1)
     seen_pairs: set[tuple[int, int]] = set()
     for position, pair in enumerate(pairs):
         field = f"pairs[{position}]"
-        if not isinstance(pair, dict):
-            raise _bad(field, "a mapping", pair)
-        src: int = pair.get("src")  # type: ignore[assignment]  # checked just below
-        dst: int = pair.get("dst")  # type: ignore[assignment]
+        src, dst = pair["src"], pair["dst"]
         for key, value in (("src", src), ("dst", dst)):
-            if not _is_int(value):
-                raise _bad(f"{field}.{key}", "a GPU index", value)
-            if not 0 <= value < count:
+            if value >= count:
                 raise _Invalid(f"{field}.{key} {value} is out of range (0..{count - 1} for {count} GPUs)")
         if src == dst:
             raise _Invalid(f"{field} pairs GPU {src} with itself")
         if (src, dst) in seen_pairs:
             raise _Invalid(f"{field} ({src}->{dst}) appears twice")
         seen_pairs.add((src, dst))
-        p2p = pair.get("p2p")
-        if not isinstance(p2p, dict):
-            raise _bad(f"{field}.p2p", "a mapping", p2p)
-        for capability in P2P_CAPABILITIES:
-            if capability not in p2p:
-                raise _Invalid(f"{field}.p2p.{capability} is missing (write \"unknown\" when it was not read)")
-            status = p2p[capability]
-            if not isinstance(status, str) or status not in P2P_STATUSES:
-                raise _Invalid(f"{field}.p2p.{capability} must be one of {' '.join(sorted(P2P_STATUSES))}")
-        _str(pair, "link", field)
-        _int(pair, "nvlinks", field)
-        _str(pair, "pcie_ancestor", field)
-        _bool(pair, "torch_can_access_peer", field)
+    expected = count * (count - 1)
     if len(pairs) != expected:
         missing = next(((i, j) for i in range(count) for j in range(count) if i != j and (i, j) not in seen_pairs),
                        None)
         what = f"; {missing[0]}->{missing[1]} is missing" if missing else ""
         raise _Invalid(f"pairs lists {len(pairs)} ordered pairs, {count} GPUs have {expected}{what}")
-
-    software = data["software"]
-    for key, value in software.items():
-        if value is not None and not isinstance(value, str):
-            raise _bad(f"software.{key}", "a string or null", value)
-
     summary = data["summary"]
-    gpu_count = summary.get("gpu_count")
-    if not _is_int(gpu_count):
-        raise _bad("summary.gpu_count", "an integer", gpu_count)
-    if gpu_count != count:
-        raise _Invalid(f"summary.gpu_count is {gpu_count} but gpus lists {count}")
-    for key in ("gpu_names", "compute_capabilities", "architectures"):
-        _str_list(summary, key, "summary")
-    interconnect = summary.get("interconnect")
-    if interconnect is not None and (not isinstance(interconnect, str) or interconnect not in INTERCONNECTS):
-        raise _Invalid(f"summary.interconnect must be one of {' '.join(sorted(INTERCONNECTS))} or null")
-    for key in ("all_pairs_p2p", "nvlink_all_pairs", "virtualized", "mig_enabled"):
-        _bool(summary, key, "summary")
-    for key in ("p2p_pairs_ok", "p2p_pairs_total", "numa_nodes_spanned"):
-        _int(summary, key, "summary")
-    _int_list(summary, "downtrained_gpus", "summary", below=count)
-    groups = summary.get("root_complex_groups")
-    if groups is not None:
-        if not isinstance(groups, list):
-            raise _bad("summary.root_complex_groups", "a list of lists of GPU indices or null", groups)
-        for position, group in enumerate(groups):
-            if not isinstance(group, list) or not all(_is_int(i) and 0 <= i < count for i in group):
-                raise _Invalid(f"summary.root_complex_groups[{position}] must be a list of GPU indices")
-    for key in ("source", "host", "nvlink", "pcie", "unknown"):
-        _mapping(data, key, "snapshot")
-    source = data.get("source") or {}
-    for key in ("kind", "name", "captured_at"):
-        _str(source, key, "source")
-    host = data.get("host") or {}
-    for key in ("hostname", "kernel", "os", "cpu_model", "hypervisor", "machine"):
-        _str(host, key, "host")
-    for key in ("cpu_cores_logical", "cpu_cores_physical", "numa_nodes", "memory_bytes"):
-        _int(host, key, "host")
-    _bool(host, "virtualized", "host")
-    nvlink = data.get("nvlink") or {}
-    for key in ("present", "nvswitch", "switch_hidden"):
-        _bool(nvlink, key, "nvlink")
-    pcie = data.get("pcie") or {}
-    _bool(pcie, "virtual", "pcie")
-    complexes = pcie.get("root_complexes")
-    if complexes is not None:
-        if not isinstance(complexes, list):
-            raise _bad("pcie.root_complexes", "a list or null", complexes)
-        for position, entry in enumerate(complexes):
-            field = f"pcie.root_complexes[{position}]"
-            if not isinstance(entry, dict):
-                raise _bad(field, "a mapping", entry)
-            _str(entry, "id", field)
-            _int(entry, "numa_node", field)
-            _int_list(entry, "gpus", field, below=count)
+    if summary["gpu_count"] != count:
+        raise _Invalid(f"summary.gpu_count is {summary['gpu_count']} but gpus lists {count}")
+    indexed = [("summary.downtrained_gpus", summary.get("downtrained_gpus"))]
+    indexed += [(f"summary.root_complex_groups[{n}]", group) for n, group in
+                enumerate(summary.get("root_complex_groups") or [])]
+    indexed += [(f"pcie.root_complexes[{n}].gpus", (entry or {}).get("gpus")) for n, entry in
+                enumerate((data.get("pcie") or {}).get("root_complexes") or [])]
+    for field, indices in indexed:
+        for position, index in enumerate(indices or []):
+            if index >= count:
+                raise _Invalid(f"{field}[{position}] must be a GPU index (0..{count - 1})")
+
+
+def _check(data: Any) -> None:
+    _check_schema_version(data)
+    _validate(data, _compiled(), "")
+    _check_across_fields(data)
 
 
 def reconcile_summary(data: dict[str, Any]) -> None:
@@ -382,63 +316,16 @@ def reconcile_summary(data: dict[str, Any]) -> None:
     pairs, summary = data["pairs"], data["summary"]
     if not pairs:
         return
-    oks = [pair_p2p_ok(pair["p2p"]) for pair in pairs]
-    summary["all_pairs_p2p"] = all_pairs_p2p(oks)
-    summary["p2p_pairs_ok"] = sum(1 for ok in oks if ok)
-    summary["p2p_pairs_total"] = len(pairs)
-    nvlinks = [pair.get("nvlinks") for pair in pairs]
-    if any(value == 0 for value in nvlinks):
-        summary["nvlink_all_pairs"] = False
-    elif summary.get("nvlink_all_pairs") is False and all(_is_int(v) and v > 0 for v in nvlinks):
-        summary["nvlink_all_pairs"] = True
+    summary.update(pair_verdicts(pairs))  # topoctl/p2p.py: the same derivation the probe writes
 
 
 def validate_snapshot(data: Any, origin: str) -> None:
     """Check every field downstream code relies on; raise a one-line TopoctlError naming the field otherwise.
 
-    Plain Python, no schema library: it runs on every `show`, `recommend` and `check` (well under 2 ms for
-    8 GPUs). Values from the file are never echoed, only their type or a number.
+    The schema (snapshot.schema.json) through _validate, then the checks across fields; no schema library
+    on the start-up path. Values from the file are never echoed, only their type or a number.
     """
     try:
         _check(data)
     except _Invalid as problem:
         raise TopoctlError(f"{origin}: {problem}", hint="regenerate it with `topoctl probe -o FILE`") from None
-
-
-def resolve_target(topology: str | None = None, system: str | None = None,
-                   fallback_system: str | None = None) -> dict[str, Any]:
-    """The snapshot a command works on: --topology FILE, --system NAME, or a live probe of this machine.
-
-    With `fallback_system`, a machine where the probe sees no GPU (exit-3 case) uses that built-in system
-    instead, and says so on stderr: the README's first command runs anywhere, and never silently.
-    """
-    for option, value, what in (("--topology", topology, "a snapshot file written by `topoctl probe -o FILE`"),
-                                ("--system", system, "a built-in system: topoctl recommend --list-systems"),
-                                ("--fallback-system", fallback_system,
-                                 "a built-in system: topoctl recommend --list-systems")):
-        if value is not None and not value.strip():
-            raise TopoctlError(f"{option} is empty", hint=f"give {what}, or leave {option} out")
-    # A bad --fallback-system fails even when it would not be used: a CI line with a typo must not pass.
-    snapshot_of_fallback = system_snapshot(fallback_system) if fallback_system is not None else None
-    if topology is not None and system is not None:
-        raise TopoctlError("give either --topology or --system, not both",
-                           hint="--topology reads a snapshot file; --system names a built-in reference system")
-    if topology is not None:
-        return load_snapshot(topology)
-    if system is not None:
-        return system_snapshot(system)
-    from topoctl.errors import NoGpuError
-    from topoctl.probe.collect import probe_live  # imported here: only the live path touches hardware
-
-    if snapshot_of_fallback is None:
-        return probe_live()
-    try:
-        return probe_live()
-    except NoGpuError as error:
-        import sys
-
-        from topoctl.errors import one_line
-
-        print(f"topoctl: {one_line(error.message)}; using the built-in reference system {fallback_system!r} instead "
-              f"(--fallback-system)", file=sys.stderr)
-        return snapshot_of_fallback

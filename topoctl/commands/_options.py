@@ -19,7 +19,7 @@ _Decorated = Callable[..., Any]
 
 def target_options(function: _Decorated) -> _Decorated:
     """`--topology FILE`, `--system NAME` and `--fallback-system NAME`: the machine a command works on
-    (topoctl.snapshot.resolve_target); without --topology and --system, this machine is probed."""
+    (topoctl.target.resolve_target); without --topology and --system, this machine is probed."""
     function = click.option(
         "--fallback-system", metavar="NAME",
         help="When neither --topology nor --system is given and this machine shows no GPU, use this built-in "

@@ -79,7 +79,8 @@ def command(ctx, files, topology, system, fallback_system, expect, sglang_versio
     from topoctl.io import emit
     from topoctl.sglang import launchers
     from topoctl.sglang import sources as sources_mod
-    from topoctl.snapshot import load_snapshot, resolve_target
+    from topoctl.snapshot import load_snapshot
+    from topoctl.target import resolve_target
 
     command_tokens = ctx.meta.get("topoctl_launch_command")
     if not files and not command_tokens:

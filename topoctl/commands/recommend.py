@@ -24,7 +24,7 @@ FORMATS = ("env", "args", "json", "yaml")
 
 
 def _list_systems() -> str:
-    from topoctl.snapshot import list_systems, system_snapshot
+    from topoctl.catalogue import list_systems, system_snapshot
 
     lines = []
     for name in list_systems():
@@ -117,7 +117,7 @@ def command(topology, system, list_systems, fallback_system, list_models, model_
     elif model_name:
         model = models.profile(model_name)
     requested = requested_version(sglang_version)  # a bad version fails before the target is probed
-    from topoctl.snapshot import resolve_target
+    from topoctl.target import resolve_target
 
     snapshot = resolve_target(topology=topology, system=system, fallback_system=fallback_system)
     version = target_version(snapshot, requested)

@@ -14,6 +14,7 @@ import click
 
 from topoctl.commands._options import load_rules_for, rules_options
 from topoctl.errors import TopoctlError
+from topoctl.vocab import evidence_config_text
 
 SEVERITY_MARK = {"block": "BLOCK", "warn": "WARN", "prefer": "PREFER", "info": "INFO"}
 
@@ -139,10 +140,11 @@ def render_explanation(rule: Any, disabled_reason: str | None = None) -> str:
             value = f"{number['value']}" + (f"-{number['value_max']}" if "value_max" in number else "")
             text = f"      {number['metric']}: {value} {number['unit']}"
             if number.get("config"):
-                text += f" ({number['config']})"
+                text += f" ({evidence_config_text(number['config'])})"
             baseline = number.get("baseline")
             if baseline:
-                text += f" vs {baseline['value']}" + (f" ({baseline['config']})" if baseline.get("config") else "")
+                text += f" vs {baseline['value']}" + (f" ({evidence_config_text(baseline['config'])})"
+                                                      if baseline.get("config") else "")
             lines.append(text)
         scope = item.get("scope")
         if isinstance(scope, dict):

@@ -24,7 +24,7 @@ def command(topology: str | None, system: str | None, fallback_system: str | Non
       topoctl show --fallback-system rtx-pro-6000-8x-pcie   # ...or shows that system where no GPU is seen
     """
     from topoctl.probe.render_matrix import render
-    from topoctl.snapshot import resolve_target
+    from topoctl.target import resolve_target
 
     snapshot = resolve_target(topology=topology, system=system, fallback_system=fallback_system)
     if color is None:  # an explicit --color/--no-color wins over NO_COLOR (https://no-color.org)

@@ -1,0 +1,43 @@
+"""The built-in reference systems: snapshots shipped in the package (topoctl.systems, the fixtures/ folder).
+
+Each system is a folder with its capture, its snapshot.json (the probe's replay of the capture) and a README
+saying where its facts come from. `--system NAME` reads them here.
+"""
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from topoctl.errors import TopoctlError
+from topoctl.snapshot import validate_snapshot
+
+SYSTEMS_PACKAGE = "topoctl.systems"
+
+
+def list_systems() -> list[str]:
+    """Names of the built-in reference systems (folders of topoctl.systems with a snapshot.json)."""
+    root = _systems_dir()
+    try:
+        entries = os.listdir(root)
+    except OSError:
+        return []
+    return sorted(name for name in entries if os.path.isfile(os.path.join(root, name, "snapshot.json")))
+
+
+def _systems_dir() -> str:
+    from topoctl.cache import package_dir  # a plain folder lookup: no importlib.resources on the start-up path
+
+    return package_dir(SYSTEMS_PACKAGE)
+
+
+def system_snapshot(name: str) -> dict[str, Any]:
+    """The snapshot of built-in system `name`, or a TopoctlError listing the names there are."""
+    entry = os.path.join(_systems_dir(), name, "snapshot.json")
+    if "/" in name or os.sep in name or name.startswith(".") or not os.path.isfile(entry):
+        known = ", ".join(list_systems()) or "(none installed)"
+        raise TopoctlError(f"unknown system {name!r}", hint=f"built-in systems: {known}")
+    with open(entry, "rb") as handle:
+        data = json.loads(handle.read())
+    validate_snapshot(data, origin=f"system {name}")
+    return data
