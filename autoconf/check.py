@@ -9,6 +9,8 @@ from typing import Any
 from topoctl.errors import one_line
 from topoctl.sglang.launch import ParsedLaunch, Problem
 
+SCHEMA_VERSION = 1  # of check's json report: a key renamed or removed raises it
+
 
 @dataclass
 class Item:
@@ -55,7 +57,11 @@ def judge(parsed: ParsedLaunch, snapshot: dict[str, Any], flags: Any, ruleset: A
     ep: int = launch["ep_size"] if isinstance(launch.get("ep_size"), int) else 1
     spec = launch.get("speculative_algorithm")
     dp_value = launch.get("dp_size")
-    dp = dp_value if isinstance(dp_value, int) and not isinstance(dp_value, bool) and dp_value >= 1 else 1
+    dp = dp_value if isinstance(dp_value, int) and not isinstance(dp_value, bool) \
+        else _raw_int(parsed, ("dp_size", "data_parallel_size"), 1)
+    # Data-parallel replicas, each on its own TP group, unless DP attention runs inside the one TP group
+    # (SGLang 0.5.12 srt/managers/data_parallel_controller.py: launch_dp_attention_schedulers).
+    dp = 1 if dp < 1 or _raw_flag(parsed, "enable_dp_attention") else dp
     group, group_items = launch_group(parsed, snapshot, tp if tp >= 1 else 1, dp, gpu_count)
     outcome.items.extend(group_items)
     request = {"model": model, "speculative": spec.lower() if isinstance(spec, str) else None, "tp_size": tp,
@@ -85,12 +91,15 @@ def judge(parsed: ParsedLaunch, snapshot: dict[str, Any], flags: Any, ruleset: A
                 and not finding.effect.get("require") and finding.rule_id not in {i.id for i in outcome.items}:
             outcome.items.append(Item(finding.rule_id, "warn", one_line(finding.title), one_line(finding.message),
                                       one_line(finding.remediation)))
-    if "tp_size" not in launch and gpu_count > tp:  # written but not read (an unresolved $TP): not "not given"
+    visible = _visible_count(parsed, snapshot, gpu_count)
+    if "tp_size" not in launch and visible > tp:  # written but not read (an unresolved $TP): not "not given"
+        seen_gpus = f"the target's {gpu_count} GPUs" if visible == gpu_count else f"the {visible} visible GPUs"
         outcome.items.append(Item(
             "topoctl-tp-size-not-given", "warn", "tensor parallel size not given",
             one_line(f"--tp-size is not given: SGLang {flags.version} runs with tensor parallel size {tp}, "
-                     f"using {tp} of the target's {gpu_count} GPUs"),
-            f"add --tp-size {gpu_count} to use every GPU (topoctl recommend writes it)",
+                     f"using {tp} of {seen_gpus}"),
+            f"add --tp-size {visible} to use every {'visible ' if visible != gpu_count else ''}GPU "
+            "(topoctl recommend writes it)",
             parsed.lines.get("SGLANG_ARGS", "")))
     if tp >= 1 and ep >= 1:  # a size below 1 is already a blocking flag problem
         try:  # the same limits recommend holds --tp-size and --ep-size to: what it refuses, check blocks
@@ -127,27 +136,66 @@ def launch_group(parsed: ParsedLaunch, snapshot: dict[str, Any], tp: int, dp: in
     """The GPUs the launch runs on (snapshot indices), and what check says about them.
 
     CUDA_VISIBLE_DEVICES (launch.env, or the environment before the command) names the visible GPUs, read as
-    CUDA reads it (topoctl/cuda_devices.py); SGLang's TP x DP ranks take the first tp x dp of them. Without
+    CUDA reads it (topoctl/cuda_devices.py); SGLang's ranks take visible devices base_gpu_id + dp_rank x tp x
+    gpu_id_step + tp_rank x gpu_id_step (sglang 0.5.12 srt/entrypoints/engine.py and
+    srt/managers/data_parallel_controller.py; pipeline parallelism not modelled). Without
     it, the first tp x dp GPUs in PCI bus order. When the value cannot be mapped onto the snapshot, every GPU
     (conservatively, with a warning). None: every GPU, by the engine's own default."""
-    from topoctl.cuda_devices import DEVICE_ORDER, VISIBLE_DEVICES, parse_visible_devices, pci_order
+    from topoctl.cuda_devices import DEVICE_ORDER, VISIBLE_DEVICES, container_devices, parse_visible_devices, pci_order
 
     needed = tp * dp
+    base = max(_raw_int(parsed, "base_gpu_id", 0), 0)
+    step = max(_raw_int(parsed, "gpu_id_step", 1), 1)
+    positions = [base + dp_rank * tp * step + tp_rank * step for dp_rank in range(dp) for tp_rank in range(tp)]
+    spread = positions != list(range(needed))
     where = parsed.lines.get(VISIBLE_DEVICES, "")
     value = parsed.env.get(VISIBLE_DEVICES)
     items: list[Item] = []
     machine = pci_order(snapshot)
-    if value is None:
-        if needed >= len(machine):
-            return None, items
-        group = tuple(machine[:needed])
+    given = getattr(parsed, "gpus", None)  # docker --gpus / nvidia.com/gpu: what the launcher gives the launch
+    source = str(getattr(given, "source", ""))
+    devices = machine
+    if given is not None and given.ids is not None:
+        mapped, why = container_devices(list(given.ids), snapshot)
+        if mapped is None:
+            items.append(Item("topoctl-gpu-group-unknown", "warn", "GPUs of the launch unknown",
+                              one_line(f"{why} ({source}); judged on every GPU of the target"),
+                              "give GPUs by their index or UUID as `topoctl show` lists them", parsed.where))
+            return tuple(machine), items
+        devices = mapped
+    elif given is not None and given.count is not None and given.count < len(machine):
         items.append(Item("topoctl-gpu-group", "info", "GPUs the launch runs on",
-                          one_line(f"judged on GPUs {_ids(group)} of {len(machine)}: the first {needed} "
-                                   f"({VISIBLE_DEVICES} is not set); pairs with the other GPUs do not count"),
+                          one_line(f"the launch is given {given.count} GPUs ({source}); which ones is decided "
+                                   "where it runs, so it is judged on every pair of the target"), "", parsed.where))
+        return tuple(machine), items
+    if value is None and devices is not machine:
+        if tp > len(devices):  # the launcher check says so (tp-exceeds-given-gpus)
+            return tuple(devices), items
+        if max(positions) >= len(devices):
+            return _too_few(items, tp, dp, positions, len(devices), f"the launch is given {len(devices)} "
+                            f"({source})", where, tuple(devices))
+        group = tuple(devices[position] for position in positions)
+        items.append(Item("topoctl-gpu-group", "info", "GPUs the launch runs on",
+                          one_line(f"judged on GPUs {_ids(group)} of {len(machine)} ({source})"), "",
+                          parsed.where))
+        return group, items
+    if value is None:
+        if tp > gpu_count:  # the parallel-size check says so
+            return None, items
+        if needed == len(machine) and not spread:
+            return None, items
+        if max(positions) >= len(machine):
+            return _too_few(items, tp, dp, positions, len(machine), f"the target has {len(machine)} GPUs", where)
+        group = tuple(machine[position] for position in positions)
+        items.append(Item("topoctl-gpu-group", "info", "GPUs the launch runs on",
+                          one_line(f"judged on GPUs {_ids(group)} of {len(machine)}: "
+                                   + (f"from --base-gpu-id {base} / --gpu-id-step {step}" if spread
+                                      else f"the first {needed}")
+                                   + f" ({VISIBLE_DEVICES} is not set); pairs with the other GPUs do not count"),
                           f"set {VISIBLE_DEVICES} (with {DEVICE_ORDER}=PCI_BUS_ID) to choose the GPUs; "
                           "`topoctl recommend --tp-size N` picks the best group"))
         return group, items
-    visible = parse_visible_devices(value, snapshot, parsed.env.get(DEVICE_ORDER))
+    visible = parse_visible_devices(value, snapshot, parsed.env.get(DEVICE_ORDER), devices)
     if visible.gpus is None:
         items.append(Item("topoctl-gpu-group-unknown", "warn", "GPUs of the launch unknown",
                           one_line(f"{visible.reason}; judged on every GPU of the target"),
@@ -156,20 +204,80 @@ def launch_group(parsed: ParsedLaunch, snapshot: dict[str, Any], tp: int, dp: in
         return tuple(machine), items  # unknown: judged on every pair, conservatively
     for note in visible.notes:
         items.append(Item("topoctl-gpu-group", "info", "GPUs the launch runs on", one_line(note), "", where))
-    if needed > len(visible.gpus):
+    if max(positions) >= len(visible.gpus):
         if tp > gpu_count:  # more than the machine has: the parallel-size check says so
             return visible.gpus, items
-        items.append(Item("topoctl-tp-exceeds-visible-gpus", "block", "tensor parallel size exceeds the visible GPUs",
-                          one_line(f"tp {tp} x dp {dp} needs {needed} GPUs; {VISIBLE_DEVICES}={value} leaves "
-                                   f"{len(visible.gpus)} visible: the server will not start"),
-                          f"make {needed} GPUs visible, or lower --tp-size", where))
-        return visible.gpus, items
-    group = visible.gpus[:needed]
+        return _too_few(items, tp, dp, positions, len(visible.gpus), f"{VISIBLE_DEVICES}={value} leaves "
+                        f"{len(visible.gpus)} visible", where, visible.gpus)
+    group = tuple(visible.gpus[position] for position in positions)
     items.append(Item("topoctl-gpu-group", "info", "GPUs the launch runs on",
                       one_line(f"judged on GPUs {_ids(group)} of {len(machine)} ({VISIBLE_DEVICES}={value}"
-                               + (f", the first {needed} of them" if needed < len(visible.gpus) else "") + ")"),
+                               + (f", devices {_ids(tuple(positions))} of it (--base-gpu-id / --gpu-id-step)" if spread
+                                  else f", the first {needed} of them" if needed < len(visible.gpus) else "") + ")"),
                       "", where))
     return group, items
+
+
+def _too_few(items: list[Item], tp: int, dp: int, positions: list[int], available: int, what: str, where: str,
+             fallback: tuple[int, ...] | None = None) -> tuple[tuple[int, ...] | None, list[Item]]:
+    """A launch whose ranks need a device id past the visible ones: CUDA has no such device, SGLang cannot start."""
+    items.append(Item("topoctl-tp-exceeds-visible-gpus", "block", "tensor parallel size exceeds the visible GPUs",
+                      one_line(f"tp {tp} x dp {dp} uses device ids up to {max(positions)}; {what}: the server will "
+                               "not start"),
+                      f"make {max(positions) + 1} GPUs visible, or lower --tp-size / --base-gpu-id", where))
+    return fallback, items
+
+
+def _raw_flag(parsed: ParsedLaunch, dest: str) -> bool:
+    """Whether a switch topoctl has no logical setting for (--enable-dp-attention) is given."""
+    flags = parsed.flags
+    if flags is None:
+        return False
+    for token in parsed.args:
+        resolution = flags.resolve(token) if token.startswith("-") else None
+        if resolution is not None and getattr(resolution, "ok", False) \
+                and (flags.get(resolution.option or resolution.flag) or {}).get("dest") == dest:
+            return True
+    return False
+
+
+def _raw_int(parsed: ParsedLaunch, dest: str | tuple[str, ...], default: int) -> int:
+    """An int flag topoctl has no logical setting for (--base-gpu-id, --gpu-id-step), read from the launch's
+    arguments with the version's flag data; the last one given counts, as in argparse."""
+    flags, args = parsed.flags, parsed.args
+    value = default
+    if flags is None:
+        return value
+    for index, token in enumerate(args):
+        if not token.startswith("-"):
+            continue
+        resolution = flags.resolve(token)
+        if not getattr(resolution, "ok", False):
+            continue
+        info = flags.get(resolution.option or resolution.flag) or {}
+        if info.get("dest") not in ((dest,) if isinstance(dest, str) else dest):
+            continue
+        text = resolution.value if resolution.value is not None else (args[index + 1] if index + 1 < len(args) else "")
+        try:
+            value = int(text)
+        except (TypeError, ValueError):
+            pass  # argparse refuses it: already a blocking flag problem
+    return value
+
+
+def _visible_count(parsed: ParsedLaunch, snapshot: dict[str, Any], gpu_count: int) -> int:
+    """How many GPUs the launch's CUDA_VISIBLE_DEVICES leaves visible (every GPU without one, or when unknown)."""
+    from topoctl.cuda_devices import DEVICE_ORDER, VISIBLE_DEVICES, container_devices, parse_visible_devices
+
+    given = getattr(parsed, "gpus", None)
+    devices = container_devices(list(given.ids), snapshot)[0] if given is not None and given.ids is not None else None
+    if given is not None and given.ids is None and given.count is not None:
+        return min(given.count, gpu_count)
+    value = parsed.env.get(VISIBLE_DEVICES)
+    if value is None:
+        return gpu_count if devices is None else len(devices)
+    visible = parse_visible_devices(value, snapshot, parsed.env.get(DEVICE_ORDER), devices)
+    return (gpu_count if devices is None else len(devices)) if visible.gpus is None else len(visible.gpus)
 
 
 def _ids(group: tuple[int, ...]) -> str:
@@ -283,7 +391,8 @@ def format_text(outcomes: list[Outcome], fail_on: str) -> str:
 
 
 def format_json(outcomes: list[Outcome], fail_on: str) -> str:
-    doc = {"fail_on": fail_on, "ok": not any(failing(o, fail_on) for o in outcomes), "results": [
+    doc = {"schema_version": SCHEMA_VERSION, "fail_on": fail_on,
+           "ok": not any(failing(o, fail_on) for o in outcomes), "results": [
         {"origin": o.origin, "sglang_flags_version": o.flags_version, "note": o.note or None,
          "ok": not failing(o, fail_on), "blocking": o.count("block"), "warnings": o.count("warn"),
          "findings": [item.__dict__ for item in o.items],

@@ -13,9 +13,10 @@ from topoctl.autoconf.evidence import (
     _changed,
     _fmt,
     _here,
+    unmeasured_settings,
 )
 from topoctl.autoconf.models import same_model
-from topoctl.autoconf.space import Candidate, agrees
+from topoctl.autoconf.space import SPEC_GROUP, Candidate, agrees
 from topoctl.autoconf.target import interconnect
 from topoctl.rules.settings import equal
 from topoctl.sglang import spelling as table
@@ -73,11 +74,33 @@ def throughput(cand: Candidate, evidence: list[Evidence], model: dict[str, Any] 
                link: str | None = None) -> tuple[float, int, list[Evidence]] | None:
     """Expected tok/s of a candidate: the absolute number that applies to it (the most specific, then the best
     level, then the lower value), times each relative number that applies to it and changes a setting the
-    absolute number was not measured with; (value, level, basis: the absolute number first)."""
+    absolute number was not measured with; (value, level, basis: the absolute number first).
+
+    A number is carried onto the candidate only when the candidate is the launch that was measured: every
+    setting it departs from SGLang's defaults in is named by the number, its allreduce path or an applied
+    relative number (evidence.unmeasured_settings). The numbers left out for that reason are said in
+    cand.estimate_withheld."""
     exact = [ev for ev in evidence if ev.kind == "throughput" and applies(ev, cand, model, link)]
-    if not exact:
-        return None
-    base = max(exact, key=lambda ev: (len(ev.config) + (ev.path is not None), ev.rank, -abs(ev.value)))
+    cand.estimate_withheld = []
+    for base in sorted(exact, key=lambda ev: (len(ev.config) + (ev.path is not None), ev.rank, -abs(ev.value)),
+                       reverse=True):
+        value, level, basis, taken = _chain(base, cand, evidence, model, link)
+        named = set(base.config) | taken
+        if base.path is not None:
+            named |= set(table.table()["allreduce_paths"][base.path])
+        if "speculative_algorithm" in base.config:
+            named |= set(SPEC_GROUP)
+        unmeasured = unmeasured_settings(cand.launch, cand.defaults, named)
+        if not unmeasured:
+            return value, level, basis
+        cand.estimate_withheld.append(f"not carried: {base.describe()}: this launch sets {', '.join(unmeasured)}, "
+                                      "which the measurement did not")
+    return None
+
+
+def _chain(base: Evidence, cand: Candidate, evidence: list[Evidence], model: dict[str, Any] | None,
+           link: str | None) -> tuple[float, int, list[Evidence], set[str]]:
+    """The absolute number times the relative numbers that apply to the candidate, and the settings they change."""
     value, level, basis = base.value, base.rank, [base]
     taken: set[str] = set()
     for rel in sorted((ev for ev in evidence if ev.kind == "relative"), key=lambda ev: (ev.rule_id, ev.config_text)):
@@ -96,7 +119,7 @@ def throughput(cand: Candidate, evidence: list[Evidence], model: dict[str, Any] 
         level = min(level, rel.rank)
         basis.append(rel)
         taken.update(changed)
-    return value, level, basis
+    return value, level, basis, taken
 
 
 def _known_latency(path: str, evidence: list[Evidence], snapshot: dict[str, Any]) -> tuple[float, int, str] | None:

@@ -116,6 +116,28 @@ def _changed(rel: Evidence) -> dict[str, Any]:
     return out
 
 
+# Settings that do not change what a throughput number measures: where the weights live, and SGLang's start-up
+# P2P test (--enable-p2p-check runs once before custom allreduce is set up; decode does not run it).
+NEUTRAL_SETTINGS = ("model_path", "speculative_draft_model_path", "enable_p2p_check")
+# Compared only when a number names them (every built-in number does); ranking's own business otherwise.
+SIZE_SETTINGS = ("tp_size", "ep_size")
+
+
+def unmeasured_settings(launch: dict[str, Any], scoped: dict[str, Any], named: set[str]) -> list[str]:
+    """The settings a launch runs with at another value than SGLang's default (in this scope: `scoped`, what
+    the rules say SGLang does by itself here) that a measurement does not name (`named`: the settings its
+    config, its allreduce path and the relative numbers applied to it speak of). A measurement leaves every
+    setting it does not name at its default, so a launch with any of these is not the launch that was
+    measured: e.g. NCCL_P2P_DISABLE=1 on a launch whose number was measured without it."""
+    out = []
+    for setting, value in sorted(launch.items()):
+        if setting in named or setting in NEUTRAL_SETTINGS or setting in SIZE_SETTINGS:
+            continue
+        if not equal(setting, value, None, scoped):  # None: the setting's default (scoped, else settings.yaml)
+            out.append(f"{setting}={_value_text(value)}")
+    return out
+
+
 def _here(ev: Evidence, interconnect: str | None) -> bool:
     wanted = ev.config.get(INTERCONNECT_KEY)
     return wanted is None or interconnect is None or _norm(wanted) == _norm(interconnect)

@@ -11,8 +11,8 @@
 5. the lowest GPU indices (PCI bus order): deterministic ties.
 
 Pure: a snapshot (plain data) in, a Placement with its reasons out. Groups are enumerated exactly up to
-EXACT_LIMIT combinations (every 8-GPU case; 16 GPUs up to groups of 4 and from 12); beyond that a greedy
-search grows a group from every GPU (said in the reasons).
+EXACT_LIMIT combinations (every case up to 12 GPUs; 16 GPUs in groups of up to 3 or from 13); beyond that a
+greedy search grows a group from every GPU (said in the reasons).
 """
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from typing import Any
 from topoctl.cuda_devices import pci_order
 from topoctl.p2p import measured_health, pair_p2p_ok
 
-EXACT_LIMIT = 20000
+EXACT_LIMIT = 5000
 # Link tiers, best first (nvidia-smi topo -m's names); NVLink is split further by its bonded link count.
 LINK_TIERS = {"NV": 0, "PIX": 1, "PXB": 2, "PHB": 3, "NODE": 4, "SYS": 5}
 UNKNOWN_TIER = 6
@@ -51,6 +51,11 @@ class Placement:
     p2p_ok: bool | None = None  # every pair of the group has working P2P (None: some unknown, none failing)
     worst_link: str | None = None
     numa_nodes: tuple[int, ...] = ()
+    replicas: tuple[tuple[int, ...], ...] = ()  # data-parallel replicas (TP groups) in rank order; () for one
+
+    def in_bus_order(self, snapshot: dict[str, Any]) -> bool:
+        """Whether the launch runs on every GPU in CUDA's PCI bus order (then no CUDA_VISIBLE_DEVICES is needed)."""
+        return self.gpus == tuple(pci_order(snapshot))
 
     @property
     def whole_machine(self) -> bool:
@@ -58,7 +63,8 @@ class Placement:
 
     def as_dict(self) -> dict[str, Any]:
         return {"gpus": list(self.gpus), "whole_machine": self.whole_machine, "p2p_ok": self.p2p_ok,
-                "worst_link": self.worst_link, "numa_nodes": list(self.numa_nodes), "reasons": list(self.reasons)}
+                "worst_link": self.worst_link, "numa_nodes": list(self.numa_nodes), "reasons": list(self.reasons),
+                "replicas": [list(replica) for replica in self.replicas]}
 
 
 def _tier(link: Any, nvlinks: int) -> int:
@@ -162,7 +168,7 @@ def _difference(best: tuple, other: tuple) -> str:
     for index, label in enumerate(labels):
         if best[index] != other[index]:
             return label
-    return "only higher GPU indices (ties go to the lowest indices)"
+    return "as good, but higher GPU indices: ties go to the lowest"
 
 
 def _ids(group: tuple[int, ...]) -> str:
@@ -220,3 +226,48 @@ def _placement(group: tuple[int, ...], score: tuple, machine: int, gpus: dict[in
                    if index in gpus and isinstance(gpus[index].get("numa_node"), int)})
     return Placement(group, machine, p2p_ok=p2p if len(group) > 1 else None,
                      worst_link=worst if len(group) > 1 else None, numa_nodes=tuple(numa))
+
+
+def choose_replicas(snapshot: dict[str, Any], tp: int, dp: int) -> Placement:
+    """GPUs for `dp` data-parallel replicas of `tp` GPUs each: the best TP group first, then the best group of
+    the GPUs left, and so on (greedy, deterministic). Only pairs inside a replica matter: replicas do not
+    allreduce together. gpus lists the replicas in rank order (SGLang gives replica d the visible devices
+    d*tp ... d*tp+tp-1), which is the order CUDA_VISIBLE_DEVICES must name them in.
+
+    Raises ValueError when tp x dp exceeds the machine or a size is below 1."""
+    if tp < 1 or dp < 1:
+        raise ValueError("tp and dp must be at least 1")
+    if dp == 1:
+        return choose_gpus(snapshot, tp)
+    order = pci_order(snapshot)
+    if tp * dp > len(order):
+        raise ValueError(f"{dp} replicas of {tp} GPUs need {tp * dp} GPUs; the machine has {len(order)}")
+    position = {index: place for place, index in enumerate(order)}
+    gpus = _gpu_facts(snapshot)
+    views = pair_views(snapshot)
+    left = list(order)
+    replicas: list[tuple[int, ...]] = []
+    scores = []
+    reasons = [f"{dp} replicas of {tp} GPUs, each the best group of the GPUs left (greedy, replica by replica)"]
+    for number in range(dp):
+        ranked, _ = _groups(left, tp, views, gpus, position)
+        ranked.sort()
+        score, group = ranked[0]
+        group = tuple(sorted(group, key=lambda index: position[index]))
+        replicas.append(group)
+        scores.append(score)
+        left = [index for index in left if index not in group]
+        text = f"replica {number}: GPUs {_ids(group)}"
+        if tp > 1:
+            text += f"; {_p2p_text(score, tp * (tp - 1) // 2)}; slowest link {_describe_link(score)}"
+        reasons.append(text)
+    chosen = tuple(index for replica in replicas for index in replica)
+    worst = max(scores)
+    placement = _placement(chosen, worst, len(order), gpus)
+    if any(score[0] for score in scores):  # p2p over the replicas' own pairs
+        placement.p2p_ok = False if any(score[1] for score in scores) else None
+    else:
+        placement.p2p_ok = True if tp > 1 else None
+    placement.replicas = tuple(replicas)
+    placement.reasons = reasons
+    return placement

@@ -1,11 +1,18 @@
 """Ranking candidate launches, and saying why the winner won.
 
+After fewest warnings and the fewest remedies of blocking rules left out (a `prefer` of a block rule, e.g.
+NCCL_P2P_DISABLE=1 where a pair of the group has no or an unverified P2P: a safe launch is not traded for a
+number measured on another launch; counted per (TP, DP) option, so an option no blocking rule asks anything
+of is not put behind one that honours a remedy it needs):
+
 1. measured > upstream-reported > modelled: a candidate whose expected speed rests on measurements outranks
    one that rests on upstream claims, which outranks the cost model alone;
-2. within a level, the faster estimate wins (tok/s from evidence; or, without throughput evidence, the
-   modelled allreduce time of one forward pass);
-3. then the user's request (EAGLE-3 asked for), the number of rule preferences honoured, and the fewest
-   departures from SGLang's defaults.
+2. within a level, the faster estimate wins (tok/s from evidence; else the launch model's predicted tok/s;
+   without either, the modelled allreduce time of one forward pass); a number is carried only onto the launch
+   that was measured (cost.throughput, evidence.unmeasured_settings);
+3. then the user's request (EAGLE-3 asked for), the number of rule preferences honoured, the fewest
+   departures from SGLang's defaults, and the smaller TP size. Candidates of every (TP, DP) option compete,
+   each judged on its own GPUs (placement.py).
 """
 from __future__ import annotations
 
@@ -18,14 +25,15 @@ from topoctl.errors import TopoctlError
 
 def sort_key(cand: Candidate) -> tuple:
     has_throughput = cand.estimate is not None or cand.predicted is not None
-    return (-len(cand.warnings), cand.level, has_throughput, round(cand.score, 6), cand.honours_request,
-            cand.prefers, -cand.departures, -cand.tp)
+    return (-len(cand.warnings), -cand.remedies_missed, cand.level, has_throughput, round(cand.score, 6),
+            cand.honours_request, cand.prefers, -cand.departures, -cand.tp)
 
 
 def ties(winner: Candidate, candidates: list[Candidate]) -> list[Candidate]:
     """Candidates whose prediction equals the winner's: a real tie, broken by the request, rule preferences
     and the fewest departures from SGLang's defaults, and reported as a tie."""
     return [c for c in candidates if c is not winner and c.level == winner.level
+            and c.remedies_missed == winner.remedies_missed
             and round(c.score, 6) == round(winner.score, 6) and not c.warnings]
 
 
@@ -55,20 +63,28 @@ def winner_reasons(winner: Candidate, space: Space, paths: dict[str, Any], given
     decided.add("tp_size")
     for ev in winner.estimate_basis:
         decided.update(ev.config)
-    tp = winner.tp
-    dp = int(winner.launch.get("dp_size") or 1)
+    tp, dp = winner.tp, winner.dp
+    # the GPUs it runs on, when that is not every GPU (placement.py; render writes CUDA_VISIBLE_DEVICES)
+    on_gpus = ""
+    if winner.gpus and len(winner.gpus) < gpu_count:
+        on_gpus = f": GPUs {_ids(winner.gpus)}"
+        if dp > 1 and len(winner.gpus) == tp * dp:
+            on_gpus += " (replicas " + " / ".join(_ids(winner.gpus[start:start + tp])
+                                                  for start in range(0, tp * dp, tp)) + ")"
     if given_tp:
-        reasons.setdefault("tp_size", []).append(f"topoctl: tensor parallel across {tp} GPUs (--tp-size)")
+        reasons.setdefault("tp_size", []).append(f"topoctl: tensor parallel across {_gpus(tp)} (--tp-size){on_gpus}")
     elif winner.predicted is not None or winner.fit is not None:
         objective = winner.predicted.objective if winner.predicted else "fit"
         reasons.setdefault("tp_size", []).append(f"launch model: the fastest TP size that fits ({objective}, "
-                                                 f"{dp} replica{'s' if dp > 1 else ''} on {gpu_count} GPUs)")
+                                                 f"{dp} replica{'s' if dp > 1 else ''} on {gpu_count} GPUs){on_gpus}")
     else:
         reasons.setdefault("tp_size", []).append("topoctl: tensor parallel across " + (
-            f"all {gpu_count} GPUs" if tp == gpu_count else f"{tp} GPUs (--tp-size)"))
+            f"all {gpu_count} GPUs" if tp == gpu_count else f"{_gpus(tp)} (--tp-size){on_gpus}"))
     if dp > 1:
         decided.add("dp_size")
-        reasons.setdefault("dp_size", []).append(f"launch model: {dp} data-parallel replicas fill the {gpu_count} GPUs")
+        reasons.setdefault("dp_size", []).append(
+            f"launch model: {dp} data-parallel replicas fill the {gpu_count} GPUs" if tp * dp >= gpu_count else
+            f"{dp} data-parallel replicas of {_gpus(tp)} (--dp-size): {tp * dp} of the {gpu_count} GPUs")
     for name in ("context_length", "max_running_requests"):
         if name in winner.launch:
             decided.add(name)
@@ -84,6 +100,14 @@ def winner_reasons(winner: Candidate, space: Space, paths: dict[str, Any], given
         if name not in reasons:
             reasons[name] = ["ranking"]
     return {k: sorted(set(v)) for k, v in reasons.items()}, decided
+
+
+def _gpus(count: int) -> str:
+    return f"{count} GPU" + ("s" if count != 1 else "")
+
+
+def _ids(gpus: tuple[int, ...]) -> str:
+    return ",".join(str(index) for index in gpus)
 
 
 def faster_paths(winner: Candidate, candidates: list[Candidate], paths: dict[str, Any]) -> list[Candidate]:

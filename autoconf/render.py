@@ -15,6 +15,7 @@ from typing import Any
 from topoctl import __version__
 from topoctl.autoconf.evidence import LEVEL_NAMES
 from topoctl.autoconf.search import Candidate, Result, estimate_formula
+from topoctl.cuda_devices import DEVICE_ORDER, PCI_BUS_ID_ORDER, VISIBLE_DEVICES, visible_devices_value
 from topoctl.errors import TopoctlError
 from topoctl.errors import one_line as _one_line
 from topoctl.sglang import spelling as table
@@ -62,14 +63,36 @@ def target_info(snapshot: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+SCHEMA_VERSION = 1  # of recommend's json/yaml document: a key renamed or removed raises it
+PLACEMENT_SETTINGS = (f"env:{DEVICE_ORDER}", f"env:{VISIBLE_DEVICES}")
+
+
 def _setting_reasons(result: Result, setting: str) -> list[str]:
+    if setting in PLACEMENT_SETTINGS and result.placement is not None:
+        if setting == f"env:{DEVICE_ORDER}":
+            return [f"placement: {VISIBLE_DEVICES} counts GPUs in PCI bus order (as the snapshot's bus ids do), "
+                    "not CUDA's default fastest-first order"]
+        return [f"placement: {reason}" if index == 0 else reason for index, reason in enumerate(result.placement.reasons)]
     return result.reasons.get(setting) or ["topoctl"]
 
 
+def placement_env(result: Result) -> dict[str, tuple[str, str]]:
+    """CUDA_DEVICE_ORDER and CUDA_VISIBLE_DEVICES for a launch on fewer GPUs than the machine has (none when it
+    runs on every GPU). The ids are positions in PCI bus order (topoctl/cuda_devices.py), which is what
+    CUDA_DEVICE_ORDER=PCI_BUS_ID makes CUDA count."""
+    placement = result.placement
+    if placement is None or placement.in_bus_order(result.snapshot):
+        return {}
+    return {DEVICE_ORDER: (PCI_BUS_ID_ORDER, f"env:{DEVICE_ORDER}"),
+            VISIBLE_DEVICES: (visible_devices_value(placement.gpus, result.snapshot), f"env:{VISIBLE_DEVICES}")}
+
+
 def rendered(result: Result) -> table.Rendered:
-    """The chosen launch written for the target's SGLang version (built once per result)."""
+    """The chosen launch written for the target's SGLang version, with the GPUs it runs on (built once)."""
     if "rendered" not in result.memo:
-        result.memo["rendered"] = table.render(result.winner.launch, result.flags, result.decided, result.flags.version)
+        out = table.render(result.winner.launch, result.flags, result.decided, result.flags.version)
+        out.env.update(placement_env(result))
+        result.memo["rendered"] = out
     return result.memo["rendered"]
 
 
@@ -84,10 +107,12 @@ def _candidate_doc(cand: Candidate) -> dict[str, Any]:
         "modelled_allreduce_ms_per_forward": round(cand.allreduce_us / 1000.0, 3),
         "evidence": [ev.describe() for ev in cand.estimate_basis] + cand.allreduce_basis,
         "tp_size": cand.tp,
-        "dp_size": int(cand.launch.get("dp_size") or 1),
+        "dp_size": cand.dp,
+        "gpus": list(cand.gpus),
         "predicted_tok_s": round(cand.predicted.tokens_per_s, 3) if cand.predicted is not None else None,
         "fit": cand.fit.to_dict() if cand.fit is not None else None,
         "estimate": cand.predicted.to_dict() if cand.predicted is not None else None,
+        "estimate_withheld": [one_line(text) for text in cand.estimate_withheld],
     }
 
 
@@ -127,8 +152,10 @@ def _document(result: Result) -> dict[str, Any]:
         flags.append({"flag": tokens, "setting": setting, "reasons": _setting_reasons(result, setting)})
     model = result.model
     return {
+        "schema_version": SCHEMA_VERSION,
         "topoctl_version": __version__,
         "target": target_info(result.snapshot),
+        "placement": result.placement.as_dict() if result.placement is not None else None,
         "sglang": {"target": one_line(result.target_version) if result.target_version else None,
                    "flags_version": result.flags.version, "exact": bool(result.flags.exact),
                    "note": one_line(result.flags.note) if not result.flags.exact else None},
@@ -208,7 +235,13 @@ def render_env(result: Result) -> str:
         lines.append(assignment(name, one_line(meta[name])))
     for name, (value, setting) in sorted(out.env.items()):
         lines.append("")
-        lines.append(comment(f"{setting}: " + "; ".join(_setting_reasons(result, setting))))
+        reasons = _setting_reasons(result, setting)
+        text = f"{setting}: " + "; ".join(reasons)
+        if len(text) <= LINE_LIMIT:
+            lines.append(comment(text))
+        else:  # one reason a line rather than a line cut short
+            lines.append(comment(f"{setting}:"))
+            lines.extend(comment(f"  {reason}") for reason in reasons)
         lines.append(assignment(name, value))
     lines.append("")
     for setting, tokens in out.args:
@@ -229,8 +262,20 @@ def render_env(result: Result) -> str:
     return "\n".join(lines) + "\n"
 
 
+LAUNCHER = ("python", "-m", "sglang.launch_server")
+
+
 def render_args(result: Result) -> str:
-    return shlex.join(rendered(result).flat_args()) + "\n"
+    """SGLang's flags, one shell line. A launch that also needs environment settings (NCCL_P2P_DISABLE=1 on GPUs
+    without P2P, CUDA_VISIBLE_DEVICES for a group of the GPUs) cannot be said in flags alone, so the line is then
+    a whole command in `env` prefix form: `env NAME=VALUE... python -m sglang.launch_server FLAGS`, to which the
+    user appends --model-path (docs/recommend-and-check.md; `topoctl check -- LINE` reads it back)."""
+    out = rendered(result)
+    if not out.env:
+        return shlex.join(out.flat_args()) + "\n"
+    assignments = [assignment(name, value).split("=", 1)[0] + "=" + shlex.quote(value)
+                   for name, (value, _) in sorted(out.env.items())]  # assignment() refuses a bad name
+    return " ".join(["env", *assignments, shlex.join([*LAUNCHER, *out.flat_args()])]) + "\n"
 
 
 def render_json(result: Result) -> str:
@@ -286,6 +331,8 @@ def explain(result: Result) -> str:
         lines.append(f"disabled: rule {one_line(item['rule_id'])}: {one_line(item['reason'])}")
     for item in chosen["evidence"]:
         lines.append(f"  evidence: {one_line(item)}")
+    for item in chosen["estimate_withheld"]:
+        lines.append(f"  {item}")
     if result.comparison:
         comp = result.comparison
         lines.append(f"speculative: {comp['message']}")

@@ -20,6 +20,7 @@ from topoctl.autoconf.cost import (  # noqa: F401 - re-exported for callers of t
     throughput,
 )
 from topoctl.autoconf.evidence import Evidence, collect_evidence
+from topoctl.autoconf.placement import Placement, choose_gpus, choose_replicas
 from topoctl.autoconf.ranking import (
     faster_paths,
     rank,
@@ -73,6 +74,7 @@ class Result:
     notes: list[str]
     evidence: list[Evidence]
     disabled: list[tuple[str, str]] = field(default_factory=list)  # (rule id, the written reason), every report shows them
+    placement: Placement | None = None  # the GPUs the launch runs on, and why (render writes CUDA_VISIBLE_DEVICES)
     # What render.py builds from this result (the launch written for the version, the document), built once
     # and shared by every format and --explain.
     memo: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
@@ -105,18 +107,17 @@ class _Judge:
     """Evaluates the rules for one launch after another, sharing the snapshot's facts and every finding."""
 
     def __init__(self, ruleset: Any, snapshot: dict[str, Any], model: dict[str, Any] | None, tp: int, ep: int,
-                 version: str | None, dp: int = 1):
+                 version: str | None, dp: int = 1, gpus: tuple[int, ...] = ()):
         import topoctl.rules as rules_api
 
         self.rules_api, self.ruleset, self.snapshot = rules_api, ruleset, snapshot
         self.model, self.tp, self.ep, self.version, self.dp = model, tp, ep, version, dp
+        self.gpus = gpus  # the launch's GPUs in rank order (placement): what the rules' pair quantifiers judge
         self.facts_cache: dict[str, Any] = {}  # facts of the snapshot alone, read once for every evaluation
         self.findings_by_id: dict[str, Any] = {}
 
     def report(self, spec: str | None, launch: dict[str, Any]) -> Any:
-        request = rules_request(self.model, spec, self.tp, self.ep, self.version, dict(launch))
-        if self.dp != 1:
-            request["dp_size"] = self.dp
+        request = rules_request(self.model, spec, self.tp, self.ep, self.version, dict(launch), self.gpus, self.dp)
         report = self.rules_api.evaluate(self.ruleset, self.snapshot, request, self.facts_cache)
         for finding in report.findings:
             self.findings_by_id.setdefault(finding.rule_id, finding)
@@ -129,7 +130,7 @@ class _Judge:
 def judge_candidate(judge: _Judge, path: str, spec: str | None, launch: dict[str, Any], space: Space,
                     speculative: str | None) -> tuple[Candidate, Any]:
     """One candidate, judged on its own (rules may speak of launch settings): blocks, warnings, preferences."""
-    cand = Candidate(path, launch)
+    cand = Candidate(path, launch, gpus=judge.gpus)
     report = judge.report(spec, launch)
     cand.blocked_by, cand.warnings = _violations(report, launch)
     # a warning that fires for this launch without naming a setting (check reports it too) counts against it
@@ -140,6 +141,8 @@ def judge_candidate(judge: _Judge, path: str, spec: str | None, launch: dict[str
     cand.defaults = launch_defaults(report)
     cand.prefers = sum(1 for setting, value, _ in space.prefer_pairs
                        if agrees(setting, value, launch, cand.defaults))
+    cand.remedies = sum(1 for setting, value in space.remedies if agrees(setting, value, launch, cand.defaults))
+    cand.remedies_asked = len(space.remedies)
     cand.departures = sum(1 for setting, value in launch.items()
                           if setting not in ("tp_size",) and not agrees(setting, value, {}, cand.defaults))
     return cand, report
@@ -238,6 +241,16 @@ def _predict(cand: Candidate, model: dict[str, Any], gpu: dict[str, Any], lat: A
                                 f"allreduce: {est.allreduce_source}"]
 
 
+def place(snapshot: dict[str, Any], tp: int, dp: int) -> Placement:
+    """The GPUs a (TP, DP) option runs on: one TP group, or each data-parallel replica's group
+    (autoconf/placement.py). A snapshot whose GPU list is shorter than its stated GPU count gets every GPU
+    it lists."""
+    try:
+        return choose_replicas(snapshot, tp, dp)
+    except ValueError:
+        return choose_gpus(snapshot, max(1, tp * dp))
+
+
 def search(snapshot: dict[str, Any], model: dict[str, Any] | None, flags: Any, target_version: str | None,
            speculative: str | None = None, draft_model: str | None = None, force_speculative: bool = False,
            tp_size: int | None = None, ep_size: int | None = None, ruleset: Any = None,
@@ -273,8 +286,11 @@ def search(snapshot: dict[str, Any], model: dict[str, Any] | None, flags: Any, t
     unfit: list[Candidate] = []
     reports_of: dict[int, Any] = {}
     findings_by_id: dict[str, Any] = {}
+    placements: dict[tuple[int, int], Placement] = {}
     space = None
     for tp, dp in options:
+        # the GPUs of this option (each replica's TP group with DP > 1): what the rules judge and render writes
+        placement = placements[(tp, dp)] = place(snapshot, tp, dp)
         base_launch: dict[str, Any] = {"tp_size": tp}
         if dp != 1:
             base_launch["dp_size"] = dp
@@ -283,7 +299,7 @@ def search(snapshot: dict[str, Any], model: dict[str, Any] | None, flags: Any, t
         for name in ("context_length", "max_running_requests"):
             if getattr(req, name):
                 base_launch[name] = getattr(req, name)
-        judge = _Judge(ruleset, snapshot, model, tp, ep, target_version or version, dp)
+        judge = _Judge(ruleset, snapshot, model, tp, ep, target_version or version, dp, placement.gpus)
         for spec in spec_options:
             judge.report(spec, base_launch)
         tp_space = settings_space(judge.findings())
@@ -330,6 +346,7 @@ def search(snapshot: dict[str, Any], model: dict[str, Any] | None, flags: Any, t
                                            req.force_speculative, blocked),
                     faster_paths(winner, [c for c in candidates if c.tp == winner.tp], paths), notes, evidence,
                     sorted((str(k), str(v)) for k, v in (getattr(ruleset, "disabled", None) or {}).items()))
+    result.placement = placements[(winner.tp, winner.dp)]
     result.unfit = unfit
     result.gpu = gpu
     result.objective = req.objective

@@ -49,6 +49,10 @@ class Candidate:
     honours_request: bool = True
     fit: Any = None  # memory.Fit when a model is given
     predicted: Any = None  # launch_model.Estimate when a model and the GPU's bandwidth are known
+    remedies: int = 0  # preferences of blocking rules honoured: ranked before speed (a safe launch first)
+    remedies_asked: int = 0  # preferences of blocking rules that fired for this candidate's (TP, DP) option
+    gpus: tuple[int, ...] = ()  # the GPUs it runs on (snapshot indices; autoconf/placement.py)
+    estimate_withheld: list[str] = field(default_factory=list)  # numbers measured on another launch, and why
 
     @property
     def speculative(self) -> str | None:
@@ -63,6 +67,17 @@ class Candidate:
     @property
     def tp(self) -> int:
         return int(self.launch.get("tp_size") or 1)
+
+    @property
+    def dp(self) -> int:
+        return int(self.launch.get("dp_size") or 1)
+
+    @property
+    def remedies_missed(self) -> int:
+        """Remedies of blocking rules this launch leaves out. Ranked on rather than `remedies` itself, so that
+        an option no blocking rule asks anything of (TP 1, a group with P2P) is not put behind one that
+        honours a remedy it needs."""
+        return max(0, self.remedies_asked - self.remedies)
 
     @property
     def score(self) -> float:
@@ -96,6 +111,8 @@ class Space:
     prefer_pairs: list[tuple[str, Any, str]]  # (setting, value, rule id)
     reasons: dict[str, list[str]]
     spec_values: dict[str, Any]  # the EAGLE sizes to write when speculative decoding is on
+    # preferences of blocking rules: their remedy (NCCL_P2P_DISABLE=1 where P2P is missing or unverified)
+    remedies: list[tuple[str, Any]] = field(default_factory=list)
 
     @property
     def option_names(self) -> list[str]:
@@ -114,6 +131,7 @@ def settings_space(findings: list[Any]) -> Space:
     required: dict[str, Any] = {}
     preferred: dict[str, list[Any]] = {}
     prefer_pairs: list[tuple[str, Any, str]] = []
+    remedies: list[tuple[str, Any]] = []
     reasons: dict[str, list[str]] = {}
     for finding in findings:
         for setting, value in effect_items(finding.effect, "require"):
@@ -122,6 +140,8 @@ def settings_space(findings: list[Any]) -> Space:
                 reasons.setdefault(setting, []).append(finding.rule_id)
         for setting, value in effect_items(finding.effect, "prefer"):
             prefer_pairs.append((setting, value, finding.rule_id))
+            if finding.severity == "block":
+                remedies.append((setting, value))
             if setting not in fixed:
                 preferred.setdefault(setting, []).append(value)
         for setting, _ in effect_items(finding.effect, "forbid"):
@@ -136,7 +156,7 @@ def settings_space(findings: list[Any]) -> Space:
     for setting, value, _ in prefer_pairs:
         if setting in SPEC_GROUP:
             spec_values[setting] = value
-    return Space(options, prefer_pairs, reasons, spec_values)
+    return Space(options, prefer_pairs, reasons, spec_values, remedies)
 
 
 def distinct_choices(setting: str, values: list[Any]) -> list[Any]:

@@ -40,7 +40,9 @@ def check_parallel_sizes(tp: int, ep: int, gpu_count: int) -> None:
 
 
 def rules_request(model: dict[str, Any] | None, speculative: str | None, tp: int, ep: int, version: str | None,
-                  launch: dict[str, Any]) -> dict[str, Any]:
-    """The request the rules engine judges: the model, what was asked for, and the candidate launch."""
-    return {"model": model, "speculative": speculative, "tp_size": tp, "ep_size": ep,
-            "sglang_version": version, "launch": launch}
+                  launch: dict[str, Any], gpus: tuple[int, ...] = (), dp: int = 1) -> dict[str, Any]:
+    """The request the rules engine judges: the model, what was asked for, and the candidate launch. `gpus`:
+    the launch's GPUs in rank order (autoconf/placement.py), `dp` its data-parallel replicas; the rules' pair
+    quantifiers visit the pairs inside one replica only."""
+    return {"model": model, "speculative": speculative, "tp_size": tp, "ep_size": ep, "dp_size": dp,
+            "sglang_version": version, "launch": launch, "gpus": list(gpus) if gpus else None}

@@ -109,7 +109,7 @@ class Context:
         """The value of a non-pair fact, or UNKNOWN."""
         value = self._cache.get(name, _MISSING)
         if value is _MISSING:
-            shared = self._shared if name in SNAPSHOT_FACTS and (name not in GROUP_FACTS or self.group() is None) \
+            shared = self._shared if name in SNAPSHOT_FACTS and (name not in GROUP_FACTS or self.scope() is None) \
                 else None
             if shared is not None:
                 value = shared.get(name, _MISSING)
@@ -134,10 +134,11 @@ class Context:
         return pair.get(name, UNKNOWN)
 
     def pairs(self) -> list[tuple[str, dict[str, Any]]]:
-        """(label, pair facts) for every ordered pair of the launch's GPU group (group()), computed once.
+        """(label, pair facts) for every ordered pair inside one TP group of the launch (scope()), computed once.
 
-        The group is the default scope of every pair quantifier: a rule about "any pair" judges the pairs
-        the launch runs on, not the GPUs it leaves alone."""
+        The launch's group is the default scope of every pair quantifier: a rule about "any pair" judges the
+        pairs the launch's allreduces run over, not the GPUs it leaves alone (nor pairs across data-parallel
+        replicas, which do not allreduce together)."""
         if self._pairs is None:
             shared = self._shared if self._shared is not None else {}
             if _PAIRS_KEY not in shared:
@@ -145,28 +146,39 @@ class Context:
                 health = measured_health(self.snapshot)
                 shared[_PAIRS_KEY] = [_pair_facts(entry, health) for entry in raw if isinstance(entry, dict)] \
                     if isinstance(raw, list) else []
-            group = self.group()
-            if group is None:
+            scope = self.scope()
+            if scope is None:
                 self._pairs = shared[_PAIRS_KEY]
             else:
-                key = f"{_PAIRS_KEY}{group}"
+                key = f"{_PAIRS_KEY}{scope}"
                 if key not in shared:
-                    members = set(group)
+                    replica: dict[int | None, int] = {index: number for number, members in enumerate(scope)
+                                                      for index in members}
                     shared[key] = [(label, facts) for label, facts in shared[_PAIRS_KEY]
-                                   if _int_value(facts["pair.src"]) in members
-                                   and _int_value(facts["pair.dst"]) in members]
+                                   if _int_value(facts["pair.src"]) in replica
+                                   and replica.get(_int_value(facts["pair.src"]))
+                                   == replica.get(_int_value(facts["pair.dst"]), -1)]
                 self._pairs = shared[key]
         return self._pairs
 
-    def group(self) -> tuple[int, ...] | None:
-        """The launch's GPU group as snapshot GPU indices (PCI bus order), or None for every GPU.
-
-        request["gpus"] when given (recommend's placement; check's CUDA_VISIBLE_DEVICES), else the first
-        tp_size x dp_size GPUs (CUDA devices 0.. in PCI bus order, where a launch without
-        CUDA_VISIBLE_DEVICES runs), else every GPU."""
+    def scope(self) -> tuple[tuple[int, ...], ...] | None:
+        """The launch's TP groups (one per data-parallel replica), or None for one group of every GPU."""
         if self._group is _MISSING:
-            self._group = _launch_group(self)
+            self._group = _launch_scope(self)
         return self._group
+
+    def group(self) -> tuple[int, ...] | None:
+        """The launch's GPUs as snapshot GPU indices (PCI bus order), or None for every GPU in one group.
+
+        request["gpus"] when given (recommend's placement; check's CUDA_VISIBLE_DEVICES), in rank order, else
+        the first tp_size x dp_size GPUs (CUDA devices 0.. in PCI bus order, where a launch without
+        CUDA_VISIBLE_DEVICES runs), else every GPU. With dp_size > 1 the GPUs in rank order are cut into
+        replicas of tp_size (SGLang gives replica d the devices d*tp ... d*tp+tp-1)."""
+        scope = self.scope()
+        if scope is None:
+            return None
+        members = {index for replica in scope for index in replica}
+        return tuple(index for index in _machine_gpus(self) if index in members)
 
     def pairs_known(self) -> bool:
         """False when the snapshot has no pair list at all (then pair quantifiers are unknown)."""
@@ -192,18 +204,25 @@ def _int_value(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def _launch_group(context: Context) -> tuple[int, ...] | None:
+def _launch_scope(context: Context) -> tuple[tuple[int, ...], ...] | None:
     machine = _machine_gpus(context)
-    wanted = context.request.get("gpus")
-    if isinstance(wanted, (list, tuple)) and all(_int_value(index) is not None for index in wanted):
-        members = set(wanted)
-        group = tuple(index for index in machine if index in members)
-        return None if set(machine) <= members else group
+    known = set(machine)
     tp = _int_value(context.request.get("tp_size")) or _int_value(context.launch.get("tp_size"))
     dp = _int_value(context.request.get("dp_size")) or _int_value(context.launch.get("dp_size")) or 1
-    if tp is None or tp < 1 or dp < 1 or tp * dp >= len(machine):
+    wanted = context.request.get("gpus")
+    if isinstance(wanted, (list, tuple)) and all(_int_value(index) is not None for index in wanted):
+        ranked = list(dict.fromkeys(index for index in wanted if index in known))
+    elif tp is None or tp < 1 or dp < 1 or tp * dp >= len(machine) and dp == 1:
         return None
-    return tuple(machine[:tp * dp])
+    else:
+        ranked = machine[:tp * dp]
+    if tp is not None and tp >= 1 and dp > 1 and len(ranked) >= tp * dp:
+        replicas = tuple(tuple(ranked[start:start + tp]) for start in range(0, tp * dp, tp))
+    else:
+        replicas = (tuple(ranked),)
+    if len(replicas) == 1 and known <= set(replicas[0]):
+        return None
+    return replicas
 
 
 def _group_facts(context: Context) -> list[dict[str, Any]] | None:

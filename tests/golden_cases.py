@@ -63,6 +63,8 @@ def cases() -> list[Case]:
             Case(name, "recommend-deepseek-args-explain", (*plain, "--model", "deepseek-v3", "--format", "args",
                                                             "--explain")),
             Case(name, "recommend-llama-yaml", (*plain, "--model", "llama-3.1-70b", "--format", "yaml")),
+            # one GPU of the machine: CUDA_VISIBLE_DEVICES (placement) in the args' env prefix where it has more
+            Case(name, "recommend-tp1-args", (*plain, "--tp-size", "1", "--format", "args")),
             Case(name, "check-recommended-env", ("check", "launch.env", *target), env_from=plain),
             Case(name, "check-recommended-env-json", ("check", "launch.env", *target, "--format", "json"),
                  env_from=plain),

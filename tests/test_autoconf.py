@@ -125,18 +125,29 @@ def test_evidence_matching_and_relative_numbers():
                                                     "allreduce": "nccl"}}}])
     evidence = collect_evidence([base, rel])
     nccl = {"tp_size": 8, "custom_all_reduce": False}
-    # settings the evidence does not name do not disqualify it
-    plain = _throughput(Candidate("nccl", dict(nccl)), evidence, models.profile("kimi-k2.5"))
+    kimi = models.profile("kimi-k2.5")
+    # the path's own settings are named by allreduce=nccl
+    plain = _throughput(Candidate("nccl", dict(nccl)), evidence, kimi)
     assert plain[0] == 89.5 and [ev.rule_id for ev in plain[2]] == ["base"]
-    graphs = _throughput(Candidate("nccl", dict(nccl, cuda_graph_max_bs=128)), evidence, models.profile("kimi-k2.5"))
+    graphs = _throughput(Candidate("nccl", dict(nccl, cuda_graph_max_bs=128)), evidence, kimi)
     assert graphs[0] == pytest.approx(97.555) and [ev.rule_id for ev in graphs[2]] == ["base", "rel"]
-    # the relative number speaks of no speculative decoding: EAGLE-3 keeps its own measurement
-    eagle = _throughput(Candidate("nccl", dict(nccl, cuda_graph_max_bs=128, speculative_algorithm="eagle3")),
-                        evidence, models.profile("kimi-k2.5"))
+    # EAGLE-3 has its own measurement; the relative number speaks of no speculative decoding, so EAGLE-3 with
+    # cuda_graph_max_bs=128 is a launch nobody measured
+    eagle = _throughput(Candidate("nccl", dict(nccl, speculative_algorithm="eagle3")), evidence, kimi)
     assert eagle[0] == 54.1
+    assert _throughput(Candidate("nccl", dict(nccl, cuda_graph_max_bs=128, speculative_algorithm="eagle3")),
+                       evidence, kimi) is None
     # a setting the evidence names must agree: another path, another batch size, another model
-    assert _throughput(Candidate("custom", {"tp_size": 8}), evidence, models.profile("kimi-k2.5")) is None
-    assert _throughput(Candidate("nccl", dict(nccl, cuda_graph_max_bs=64)), evidence, models.profile("kimi-k2.5"))[0] == 89.5
+    assert _throughput(Candidate("custom", {"tp_size": 8}), evidence, kimi) is None
+    # a setting the candidate departs in and no number names: it is not the launch that was measured
+    other_bs = Candidate("nccl", dict(nccl, cuda_graph_max_bs=64))
+    assert _throughput(other_bs, evidence, kimi) is None
+    assert "this launch sets cuda_graph_max_bs=64, which the measurement did not" in other_bs.estimate_withheld[0]
+    p2p_off = Candidate("nccl", dict(nccl, **{"env:NCCL_P2P_DISABLE": "1"}))
+    assert _throughput(p2p_off, evidence, kimi) is None
+    assert "env:NCCL_P2P_DISABLE=1" in p2p_off.estimate_withheld[0]
+    # settings that do not change what decode throughput measures do not
+    assert _throughput(Candidate("nccl", dict(nccl, enable_p2p_check=True, model_path="/m")), evidence, kimi)[0] == 89.5
     assert _throughput(Candidate("nccl", dict(nccl)), evidence, models.profile("deepseek-v3")) is None
     renamed = _renamed("kimi-k2.5", "moonshotai/Kimi-K2.5-local-copy")
     assert _throughput(Candidate("nccl", dict(nccl)), evidence, renamed)[0] == 89.5

@@ -101,3 +101,67 @@ def test_an_unknown_pair_outside_the_group_does_not_block(tmp_path, capsys):
     # a TP2 group holding the unknown pair: SGLang's gate lets custom allreduce through on two PCIe GPUs
     assert main([*argv, "CUDA_VISIBLE_DEVICES=6,7", *LAUNCH, "--tp", "2"]) == 1
     assert "custom-allreduce-without-p2p" in ids(json.loads(capsys.readouterr()[0]))
+
+
+def test_base_gpu_id_and_gpu_id_step_move_the_group(capsys):
+    # SGLang 0.5.12 (srt/entrypoints/engine.py): gpu_id = base_gpu_id + tp_rank * gpu_id_step
+    code, doc, _ = check(capsys, "l40s-4x-pcie-2numa", *LAUNCH, "--tp", "2", "--base-gpu-id", "2")
+    assert code == 0 and "custom-allreduce-without-p2p" not in ids(doc)
+    code, doc, _ = check(capsys, "l40s-4x-pcie-2numa", *LAUNCH, "--tp", "2", "--gpu-id-step", "2")
+    assert code == 1 and "custom-allreduce-without-p2p" in ids(doc)  # GPUs 0 and 2: across sockets
+    code, doc, _ = check(capsys, "l40s-4x-pcie-2numa", *LAUNCH, "--tp", "2", "--base-gpu-id", "3")
+    assert code == 1 and "topoctl-tp-exceeds-visible-gpus" in ids(doc)
+    # the ids index the visible list
+    code, doc, _ = check(capsys, "l40s-4x-pcie-2numa", "CUDA_VISIBLE_DEVICES=3,2,1,0", *LAUNCH, "--tp", "2",
+                         "--base-gpu-id", "2")
+    assert code == 0 and "custom-allreduce-without-p2p" not in ids(doc)
+
+
+def test_tp_beyond_the_machine_is_one_finding(capsys):
+    code, doc, _ = check(capsys, "l40s-4x-pcie-2numa", *LAUNCH, "--tp", "8", "--base-gpu-id", "1")
+    assert code == 1 and "topoctl-tp-exceeds-gpus" in ids(doc)
+    assert "topoctl-tp-exceeds-visible-gpus" not in ids(doc)
+
+
+def test_data_parallel_replicas_are_judged_apart(capsys):
+    # --dp-size 2 --tp-size 2 on four GPUs: replicas on 0,1 and 2,3; neither allreduces across the sockets
+    code, doc, _ = check(capsys, "l40s-4x-pcie-2numa", *LAUNCH, "--tp", "2", "--dp-size", "2")
+    assert code == 0 and "custom-allreduce-without-p2p" not in ids(doc)
+    code, doc, _ = check(capsys, "l40s-4x-pcie-2numa", "CUDA_VISIBLE_DEVICES=0,2,1,3", *LAUNCH, "--tp", "2",
+                         "--dp-size", "2")
+    assert code == 1 and "custom-allreduce-without-p2p" in ids(doc)
+    code, doc, _ = check(capsys, "l40s-4x-pcie-2numa", *LAUNCH, "--tp", "2", "--dp-size", "4")
+    assert code == 1 and "topoctl-tp-exceeds-visible-gpus" in ids(doc)
+    # DP attention runs inside the one TP group: two GPUs, not four
+    code, doc, _ = check(capsys, "l40s-4x-pcie-2numa", *LAUNCH, "--tp", "2", "--dp-size", "2", "--enable-dp-attention")
+    assert "topoctl-tp-exceeds-visible-gpus" not in ids(doc)
+
+
+def test_tp_size_hint_counts_the_visible_gpus(capsys):
+    code, doc, _ = check(capsys, "rtx-pro-6000-8x-pcie", "CUDA_VISIBLE_DEVICES=0,1,2,3", *LAUNCH)
+    item = next(item for item in doc["results"][0]["findings"] if item["id"] == "topoctl-tp-size-not-given")
+    assert "using 1 of the 4 visible GPUs" in item["message"] and "--tp-size 4" in item["remediation"]
+    code, doc, _ = check(capsys, "rtx-pro-6000-8x-pcie", "CUDA_VISIBLE_DEVICES=0", *LAUNCH)
+    assert "topoctl-tp-size-not-given" not in ids(doc)
+
+
+DOCKER = ["docker", "run", "lmsysorg/sglang:v0.5.12", "python3", "-m", "sglang.launch_server", "--model-path", "X"]
+
+
+def test_docker_gpus_devices_are_the_group(capsys):
+    # NVIDIA Container Toolkit: device=2,3 gives the container host GPUs 2 and 3 (nvidia-smi indices)
+    code, doc, _ = check(capsys, "l40s-4x-pcie-2numa", *DOCKER[:2], "--gpus", '"device=2,3"', *DOCKER[2:], "--tp", "2")
+    assert code == 0 and "custom-allreduce-without-p2p" not in ids(doc)
+    code, doc, _ = check(capsys, "l40s-4x-pcie-2numa", *DOCKER[:2], "--gpus", '"device=1,2"', *DOCKER[2:], "--tp", "2")
+    assert code == 1 and "custom-allreduce-without-p2p" in ids(doc)
+    # inside, CUDA sees host GPUs 0,2,3 (PCI bus order); CUDA_VISIBLE_DEVICES=1,2 counts those: host GPUs 2 and 3
+    code, doc, _ = check(capsys, "l40s-4x-pcie-2numa", *DOCKER[:2], "--gpus", '"device=0,3,2"', "-e",
+                         "CUDA_VISIBLE_DEVICES=1,2", *DOCKER[2:], "--tp", "2")
+    assert code == 0 and "custom-allreduce-without-p2p" not in ids(doc)
+
+
+def test_docker_gpu_count_judges_every_pair(capsys):
+    code, doc, _ = check(capsys, "l40s-4x-pcie-2numa", *DOCKER[:2], "--gpus", "2", *DOCKER[2:], "--tp", "2")
+    messages = [item["message"] for item in doc["results"][0]["findings"] if item["id"] == "topoctl-gpu-group"]
+    assert any("which ones is decided where it runs" in message for message in messages)
+    assert code == 1 and "custom-allreduce-without-p2p" in ids(doc)

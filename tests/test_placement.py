@@ -29,7 +29,7 @@ def test_tp4_on_rtx_pro_6000_gets_one_numa_node_with_p2p():
     assert placement.p2p_ok is True
     assert placement.numa_nodes == (0,)
     assert placement.worst_link == "PXB"
-    assert any("next best: GPUs 4,5,6,7" in reason and "lowest indices" in reason for reason in placement.reasons)
+    assert any("next best: GPUs 4,5,6,7 (as good, but higher GPU indices" in reason for reason in placement.reasons)
 
 
 def test_tp2_on_l40s_gets_the_same_socket_pair_with_p2p_and_no_downtrained_gpu():
@@ -136,3 +136,22 @@ def test_large_machines_use_the_greedy_search():
     placement = choose_gpus(snapshot, 12)  # C(24, 12) is far beyond EXACT_LIMIT
     assert len(placement.gpus) == 12 and placement.p2p_ok is True
     assert any(f"greedy search (more than {EXACT_LIMIT}" in reason for reason in placement.reasons)
+
+
+def test_replicas_each_get_a_group_with_p2p():
+    from topoctl.autoconf.placement import choose_replicas
+
+    snapshot = system_snapshot("l40s-4x-pcie-2numa")
+    placement = choose_replicas(snapshot, 2, 2)
+    assert placement.replicas == ((0, 1), (2, 3)) and placement.gpus == (0, 1, 2, 3)
+    assert placement.p2p_ok is True  # inside each replica; the cross-socket pairs are not allreduced over
+    assert placement.in_bus_order(snapshot)
+    snapshot = system_snapshot("rtx-pro-6000-8x-pcie")
+    _set_pair(snapshot, 1, 2, link="PIX")
+    _set_pair(snapshot, 0, 3, link="PIX")
+    placement = choose_replicas(snapshot, 2, 4)
+    assert placement.replicas[:2] == ((0, 3), (1, 2)) and not placement.in_bus_order(snapshot)
+    assert len(set(placement.gpus)) == 8
+    with pytest.raises(ValueError):
+        choose_replicas(snapshot, 4, 3)
+    assert choose_replicas(snapshot, 4, 1).gpus == choose_gpus(snapshot, 4).gpus

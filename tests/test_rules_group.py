@@ -21,7 +21,9 @@ def _fired(snapshot, request, cache=None):
     ({"gpus": [0, 2], "tp_size": 2}, True),    # across sockets: CNS
     ({"tp_size": 2}, False),                   # the first two GPUs
     ({"tp_size": 1, "dp_size": 2}, False),
-    ({"tp_size": 2, "dp_size": 2}, True),      # four GPUs: every pair
+    ({"tp_size": 2, "dp_size": 2}, False),     # replicas 0,1 and 2,3: replicas do not allreduce together
+    ({"tp_size": 2, "dp_size": 2, "gpus": [0, 2, 1, 3]}, True),  # replicas 0,2 and 1,3 cross the sockets
+    ({"tp_size": 2, "dp_size": 2, "gpus": [1, 0, 3, 2]}, False),
     # four PCIe-only GPUs in one TP group: SGLang's own gate turns custom allreduce off before any P2P test
     ({"tp_size": 4}, False),
     ({}, False),                               # no size: every GPU (four, PCIe only)
@@ -69,3 +71,11 @@ def test_a_group_of_one_has_no_pairs():
 def test_gpus_the_snapshot_does_not_have_are_ignored():
     context = Context(system_snapshot("l40s-4x-pcie-2numa"), {"gpus": [1, 0, 9]})
     assert context.group() == (0, 1)
+
+
+def test_data_parallel_replicas_are_the_scope():
+    context = Context(system_snapshot("l40s-4x-pcie-2numa"), {"tp_size": 2, "dp_size": 2, "gpus": [3, 2, 1, 0]})
+    assert context.scope() == ((3, 2), (1, 0))
+    assert context.fact("group.gpus") == [0, 1, 2, 3]
+    assert {label for label, _ in context.pairs()} == {"pairs[0->1]", "pairs[1->0]", "pairs[2->3]", "pairs[3->2]"}
+    assert context.fact("all_pairs_p2p") is True and context.fact("p2p_pairs_total") == 4

@@ -68,14 +68,15 @@ def indices_match_pci_order(snapshot: dict[str, Any]) -> bool:
 
 
 def visible_devices_value(gpus: "tuple[int, ...] | list[int]", snapshot: dict[str, Any]) -> str:
-    """The CUDA_VISIBLE_DEVICES value (meant with CUDA_DEVICE_ORDER=PCI_BUS_ID) naming these snapshot GPUs,
-    in ascending PCI bus order (the order TP ranks are given out)."""
+    """The CUDA_VISIBLE_DEVICES value (meant with CUDA_DEVICE_ORDER=PCI_BUS_ID) naming these snapshot GPUs in the
+    order given: CUDA enumerates the list in its order, and SGLang gives ranks out in that order (replica d of
+    a data-parallel launch takes devices d*tp ... d*tp+tp-1)."""
     order = pci_order(snapshot)
     position = {index: place for place, index in enumerate(order)}
     missing = [index for index in gpus if index not in position]
     if missing:
         raise ValueError(f"GPU(s) {missing} are not in the snapshot")
-    return ",".join(str(place) for place in sorted(position[index] for index in gpus))
+    return ",".join(str(position[index]) for index in gpus)
 
 
 @dataclass
@@ -96,14 +97,16 @@ def _same_gpus(snapshot: dict[str, Any]) -> bool:
     return len(kinds) <= 1 and None not in {name for name, _ in kinds}
 
 
-def parse_visible_devices(value: str, snapshot: dict[str, Any], device_order: str | None) -> VisibleGroup:
+def parse_visible_devices(value: str, snapshot: dict[str, Any], device_order: str | None,
+                          devices: list[int] | None = None) -> VisibleGroup:
     """The snapshot GPUs a CUDA_VISIBLE_DEVICES value makes visible, read as CUDA does (see the module text).
 
     Integer ids are positions in PCI bus order when CUDA_DEVICE_ORDER=PCI_BUS_ID. Under the default
     FASTEST_FIRST order the same holds only when every GPU is the same model (nothing to order them by);
-    with mixed GPUs the mapping is unknown (gpus None)."""
-    order = pci_order(snapshot)
-    uuids = {str(gpu.get("uuid")): gpu["index"] for gpu in _gpus(snapshot) if gpu.get("uuid")}
+    with mixed GPUs the mapping is unknown (gpus None). `devices`: the GPUs CUDA can see at all, in its order
+    (a container given some of the GPUs); default every GPU of the snapshot."""
+    order = list(devices) if devices is not None else pci_order(snapshot)
+    uuids = {str(gpu.get("uuid")): gpu["index"] for gpu in _gpus(snapshot) if gpu.get("uuid") and gpu["index"] in order}
     ordered_by_bus = str(device_order or "").strip().upper() == PCI_BUS_ID_ORDER
     notes: list[str] = []
     chosen: list[int] = []
@@ -146,3 +149,23 @@ def parse_visible_devices(value: str, snapshot: dict[str, Any], device_order: st
 def first_gpus(snapshot: dict[str, Any], count: int) -> tuple[int, ...]:
     """The GPUs a launch without CUDA_VISIBLE_DEVICES runs on: CUDA devices 0..count-1 (PCI bus order)."""
     return tuple(pci_order(snapshot)[:max(count, 0)])
+
+
+def container_devices(ids: list[str], snapshot: dict[str, Any]) -> tuple[list[int] | None, str]:
+    """The snapshot GPUs a container is given by `docker run --gpus device=...` / NVIDIA_VISIBLE_DEVICES (host
+    GPU indices as nvidia-smi numbers them, i.e. NVML's, or UUIDs; NVIDIA Container Toolkit, "Specialized
+    Configurations with Docker"), in the order CUDA inside sees them (PCI bus order); (None, why) when an id
+    names no GPU of the snapshot."""
+    by_index = {gpu["index"] for gpu in _gpus(snapshot)}
+    uuids = {str(gpu.get("uuid")).lower(): gpu["index"] for gpu in _gpus(snapshot) if gpu.get("uuid")}
+    chosen: set[int] = set()
+    for raw in ids:
+        entry = str(raw).strip()
+        if entry.isdigit() and int(entry) in by_index:
+            chosen.add(int(entry))
+            continue
+        matches = [index for uuid, index in uuids.items() if entry.lower().startswith("gpu-") and uuid.startswith(entry.lower())]
+        if len(matches) != 1:
+            return None, f"the launch is given GPU {entry!r}, which names no single GPU of the snapshot"
+        chosen.add(matches[0])
+    return [index for index in pci_order(snapshot) if index in chosen], ""
