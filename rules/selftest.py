@@ -21,22 +21,35 @@ class CaseResult:
     case: TestCase
     got: str
     unknown_facts: list[str]
+    violated: list[str] | None = None  # the settings request.launch breaks, when the case asserts them
 
     @property
     def passed(self) -> bool:
-        return self.got == self.case.expect
+        return self.got == self.case.expect and (self.case.violates is None
+                                                 or sorted(self.violated or []) == sorted(self.case.violates))
 
     def describe(self) -> str:
         text = f"{self.rule.id} :: {self.case.name}: expected {self.case.expect}, got {self.got}"
         if self.unknown_facts and self.got == "unknown":
             text += f" (unknown: {', '.join(self.unknown_facts)})"
+        if self.case.violates is not None:
+            text += f"; violates expected {sorted(self.case.violates)}, got {sorted(self.violated or [])}"
         return text
 
 
 def run_case(rule: Rule, case: TestCase) -> CaseResult:
-    """Evaluate one rule on one of its cases (no other rule takes part)."""
+    """Evaluate one rule on one of its cases (no other rule takes part); with `violates:`, also what its
+    effect makes of the case's launch."""
     answer, unknown = evaluate_rule(rule, case.snapshot, case.request)
-    return CaseResult(rule=rule, case=case, got=EXPECT_OF[answer], unknown_facts=unknown)
+    violated = None
+    if case.violates is not None:
+        from .engine import evaluate, violations
+        from .model import RuleSet
+
+        report = evaluate(RuleSet([rule]), case.snapshot, case.request)
+        launch = (case.request or {}).get("launch") or {}
+        violated = sorted({item.setting for item in violations(report, launch) if item.finding.rule_id == rule.id})
+    return CaseResult(rule=rule, case=case, got=EXPECT_OF[answer], unknown_facts=unknown, violated=violated)
 
 
 def run_all(rules: list[Rule]) -> list[CaseResult]:

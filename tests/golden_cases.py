@@ -78,4 +78,6 @@ def cases() -> list[Case]:
 
 
 def render(argv: tuple[str, ...], code: int, out: str, err: str) -> str:
-    return f"$ topoctl {' '.join(argv)}\nexit {code}\n--- stdout\n{out}--- stderr\n{err}"
+    """The case's record; the checkout's own folder is written <repo>, so the files hold on any clone."""
+    text = f"$ topoctl {' '.join(argv)}\nexit {code}\n--- stdout\n{out}--- stderr\n{err}"
+    return text.replace(ROOT + os.sep, "<repo>/")
