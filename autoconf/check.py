@@ -72,6 +72,9 @@ def judge(parsed: ParsedLaunch, snapshot: dict[str, Any], flags: Any, ruleset: A
         if finding.severity not in ("block", "warn"):
             continue
         written = parsed.written.get(violation.setting, f"{violation.setting} left at its default")
+        if violation.setting in report.implied:  # SGLang sets it by itself for this launch (effect.implies)
+            value, because = report.implied[violation.setting]
+            written = f"{violation.setting}={value} set by SGLang itself ({because})"
         status = finding.status_text
         message = one_line(f"{written}: {finding.message}" + (f" (cannot verify: {', '.join(finding.unknown_facts)} unknown)"
                                                                if finding.status == "unknown" else ""))
@@ -82,7 +85,7 @@ def judge(parsed: ParsedLaunch, snapshot: dict[str, Any], flags: Any, ruleset: A
                 and not finding.effect.get("require") and finding.rule_id not in {i.id for i in outcome.items}:
             outcome.items.append(Item(finding.rule_id, "warn", one_line(finding.title), one_line(finding.message),
                                       one_line(finding.remediation)))
-    if not isinstance(launch.get("tp_size"), int) and gpu_count > tp:
+    if "tp_size" not in launch and gpu_count > tp:  # written but not read (an unresolved $TP): not "not given"
         outcome.items.append(Item(
             "topoctl-tp-size-not-given", "warn", "tensor parallel size not given",
             one_line(f"--tp-size is not given: SGLang {flags.version} runs with tensor parallel size {tp}, "

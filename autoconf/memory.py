@@ -38,6 +38,7 @@ class Fit:
     kv_tokens: int
     context_length: int | None
     why: str = ""
+    max_running_requests: int | None = None
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -58,6 +59,9 @@ class Fit:
             "kv_cache_tokens": self.kv_tokens,
             "context_length": self.context_length,
             "full_context_requests": (self.kv_tokens // self.context_length) if self.context_length else None,
+            "max_running_requests": self.max_running_requests,
+            "kv_tokens_per_running_request": (self.kv_tokens // self.max_running_requests
+                                              if self.max_running_requests else None),
             "notes": list(self.notes),
         }
 
@@ -101,21 +105,23 @@ def static_fraction(gpu_bytes: int, tp: int, version: str | None, mla: bool, spe
     chunked, graph_default = graph_and_prefill_defaults(gpu_mib, tp)
     graph_bs = cuda_graph_max_bs or graph_default
     parsed = _version(version)
-    older = parsed is not None and parsed < Version("0.5.12")
+    older = parsed is not None and parsed < Version("0.5.6")
     reserved = 512 + max(chunked, 2048) * 1.5 + graph_bs * 2 + tp / 8 * 1024
     if older:
         cite = "SGLang 0.5.5 server_args.py:785-823"
     else:
         cite = "SGLang 0.5.12 server_args.py:1541-1587"
         # piecewise CUDA graphs are on by default in 0.5.12 (disable_piecewise_cuda_graph: False, line 737)
-        reserved += 1.5 * 1024 if mla else piecewise_token_count(min(chunked, 2048) if mla else chunked) * 8
+        reserved += 1.5 * 1024 if mla else piecewise_token_count(chunked) * 8
     if gpu_mib > 60 * 1024:
         reserved = max(reserved, 10 * 1024)
     if speculative:
         reserved += (2 if older else 4) * 1024  # "eagle draft models and cuda graphs"
-    if parsed is not None and parsed > Version("0.5.12"):
-        cite += (f" (the rule read in 0.5.12; {version} restructured it (0.5.18 server_args.py:4802-5120) and "
-                 "its own rule is not modelled)")
+    if parsed is not None and parsed >= Version("0.5.13"):
+        cite += (f" (the rule read in 0.5.12; {version} was not read for it, and 0.5.18 restructured it: "
+                 "server_args.py:4802-5120)")
+    elif parsed is not None and Version("0.5.6") <= parsed < Version("0.5.12"):
+        cite += f" (the rule read in 0.5.12; {version} was not read for it)"
     return round((gpu_mib - reserved) / gpu_mib, 3), graph_bs, cite
 
 
@@ -123,12 +129,16 @@ def static_fraction(gpu_bytes: int, tp: int, version: str | None, mla: bool, spe
 
 def weights_per_gpu(model: dict[str, Any], tp: int) -> dict[str, float]:
     """Bytes of each part on one GPU under TP (EP changes which experts a GPU holds, not how many bytes)."""
-    parts = model["parts_bytes"]
+    return per_gpu(model["parts_bytes"], model, tp)
+
+
+def per_gpu(parts: dict[str, float], model: dict[str, Any], tp: int) -> dict[str, float]:
+    """Bytes of each of `parts` (a model's whole or active parts) on one GPU of a TP group."""
     out = {}
     for part, total in parts.items():
         out[part] = total if part in REPLICATED_PARTS else total / tp
     replicated = model.get("replicated_attention_bytes") or 0.0
-    if replicated:
+    if replicated and parts["attention"] >= replicated:
         out["attention"] = (parts["attention"] - replicated) / tp + replicated
     if model["attention"] != "mla" and model["kv_heads"] < tp:
         # K and V projections of a head are copied onto the GPUs that share it
@@ -153,7 +163,7 @@ def draft_bytes(model: dict[str, Any], draft: dict[str, Any] | None, tp: int) ->
         return draft["weight_bytes"] / tp, f"draft model {draft['source']}"
     hidden = model["hidden_size"]
     heads, kv, hd = model["heads"], model["kv_heads"], model["head_dim"]
-    inter = 3 * hidden * 4 * hidden if not model.get("moe") else 3 * hidden * 4 * hidden
+    inter = 3 * hidden * 4 * hidden  # MLP width modelled as 4 x hidden
     layer = 2 * hidden * heads * hd + 2 * hidden * kv * hd + inter
     params = layer + 3 * hidden * hidden + model["vocab_size"] * hidden
     return params * 2 / tp, "modelled EAGLE-3 draft: one decoder layer + fc + lm_head, bf16"
@@ -161,7 +171,7 @@ def draft_bytes(model: dict[str, Any], draft: dict[str, Any] | None, tp: int) ->
 
 def fit(model: dict[str, Any], gpu_bytes: int, tp: int, version: str | None, speculative: bool,
         cuda_graph_max_bs: int | None = None, context_length: int | None = None,
-        draft: dict[str, Any] | None = None) -> Fit:
+        draft: dict[str, Any] | None = None, max_running_requests: int | None = None) -> Fit:
     """The memory fit of one candidate launch."""
     fraction, graph_bs, source = static_fraction(gpu_bytes, tp, version, model["attention"] == "mla",
                                                  speculative, cuda_graph_max_bs)
@@ -176,7 +186,7 @@ def fit(model: dict[str, Any], gpu_bytes: int, tp: int, version: str | None, spe
     kv = gpu_bytes * fraction - sum(weights.values()) - extra
     tokens = int(kv // per_token) if kv > 0 else 0
     result = Fit(True, gpu_bytes, fraction, source, graph_bs, weights, extra, per_token, kv, tokens,
-                 context_length, notes=notes)
+                 context_length, notes=notes, max_running_requests=max_running_requests)
     if kv <= 0:
         result.fits = False
         result.why = (f"needs {sum(weights.values()) / 1e9:.1f} GB of weights per GPU"

@@ -17,10 +17,16 @@ from topoctl.errors import TopoctlError
 
 
 def sort_key(cand: Candidate) -> tuple:
-    has_throughput = cand.estimate is not None
-    score = cand.estimate if has_throughput else -cand.allreduce_us
-    return (-len(cand.warnings), cand.level, has_throughput, round(score, 6), cand.honours_request,
-            cand.prefers, -cand.departures)
+    has_throughput = cand.estimate is not None or cand.predicted is not None
+    return (-len(cand.warnings), cand.level, has_throughput, round(cand.score, 6), cand.honours_request,
+            cand.prefers, -cand.departures, -cand.tp)
+
+
+def ties(winner: Candidate, candidates: list[Candidate]) -> list[Candidate]:
+    """Candidates whose prediction equals the winner's: a real tie, broken by the request, rule preferences
+    and the fewest departures from SGLang's defaults, and reported as a tie."""
+    return [c for c in candidates if c is not winner and c.level == winner.level
+            and round(c.score, 6) == round(winner.score, 6) and not c.warnings]
 
 
 def rank(candidates: list[Candidate], blocked: list[Candidate]) -> None:
@@ -40,7 +46,7 @@ def require_a_launch(candidates: list[Candidate], blocked: list[Candidate]) -> N
                        hint="run with --explain to see every blocked alternative", exit_code=1)
 
 
-def winner_reasons(winner: Candidate, space: Space, paths: dict[str, Any], tp: int,
+def winner_reasons(winner: Candidate, space: Space, paths: dict[str, Any], given_tp: bool,
                    gpu_count: int) -> tuple[dict[str, list[str]], set[str]]:
     """(setting -> rule ids / topoctl reasons behind its value, the settings something decided)."""
     reasons = {key: list(value) for key, value in space.reasons.items()}
@@ -49,8 +55,24 @@ def winner_reasons(winner: Candidate, space: Space, paths: dict[str, Any], tp: i
     decided.add("tp_size")
     for ev in winner.estimate_basis:
         decided.update(ev.config)
-    reasons.setdefault("tp_size", []).append("topoctl: tensor parallel across " + (
-        f"all {gpu_count} GPUs" if tp == gpu_count else f"{tp} GPUs (--tp-size)"))
+    tp = winner.tp
+    dp = int(winner.launch.get("dp_size") or 1)
+    if given_tp:
+        reasons.setdefault("tp_size", []).append(f"topoctl: tensor parallel across {tp} GPUs (--tp-size)")
+    elif winner.predicted is not None or winner.fit is not None:
+        objective = winner.predicted.objective if winner.predicted else "fit"
+        reasons.setdefault("tp_size", []).append(f"launch model: the fastest TP size that fits ({objective}, "
+                                                 f"{dp} replica{'s' if dp > 1 else ''} on {gpu_count} GPUs)")
+    else:
+        reasons.setdefault("tp_size", []).append("topoctl: tensor parallel across " + (
+            f"all {gpu_count} GPUs" if tp == gpu_count else f"{tp} GPUs (--tp-size)"))
+    if dp > 1:
+        decided.add("dp_size")
+        reasons.setdefault("dp_size", []).append(f"launch model: {dp} data-parallel replicas fill the {gpu_count} GPUs")
+    for name in ("context_length", "max_running_requests"):
+        if name in winner.launch:
+            decided.add(name)
+            reasons.setdefault(name, []).append(f"requested: --{name.replace('_', '-')}")
     for setting, _, rule_id in space.prefer_pairs:
         reasons.setdefault(setting, []).append(rule_id)
     for name in paths[winner.path]:
@@ -88,6 +110,7 @@ def _side(cand: Candidate | None) -> dict[str, Any] | None:
         "level": LEVEL_NAMES[cand.level],
         "evidence": [ev.describe() for ev in cand.estimate_basis] or cand.allreduce_basis,
         "modelled_allreduce_ms_per_forward": round(cand.allreduce_us / 1000.0, 3),
+        "predicted_tok_s": round(cand.predicted.tokens_per_s, 3) if cand.predicted is not None else None,
     }
 
 
@@ -113,6 +136,8 @@ def speculative_comparison(candidates: list[Candidate], winner: Candidate, specu
         a, b = out["with"], out["without"]
         shown_a = a["throughput_tok_s"] if a["throughput_tok_s"] is not None else a["estimated_tok_s"]
         shown_b = b["throughput_tok_s"] if b["throughput_tok_s"] is not None else b["estimated_tok_s"]
+        if shown_a is None and shown_b is None and a.get("predicted_tok_s") and b.get("predicted_tok_s"):
+            shown_a, shown_b = a["predicted_tok_s"], b["predicted_tok_s"]
         out["verdict"] = "slower"
         if shown_a is not None and shown_b is not None:
             out["message"] = (f"{name} is slower here: {_fmt(shown_a)} tok/s with it vs {_fmt(shown_b)} tok/s "
@@ -121,6 +146,10 @@ def speculative_comparison(candidates: list[Candidate], winner: Candidate, specu
         else:
             out["message"] = (f"{name} ranks below the launch without it ({a['level']} vs {b['level']} evidence); "
                               "emitting the launch without it (--force-speculative keeps it)")
+    elif with_spec.estimate is None and with_spec.predicted is not None and without.predicted is not None:
+        out["verdict"] = "kept"
+        out["message"] = (f"{name} kept: the launch model predicts {with_spec.predicted.tokens_per_s:.1f} tok/s with it "
+                          f"vs {without.predicted.tokens_per_s:.1f} without (modelled)")
     else:
         out["verdict"] = "kept"
         out["message"] = f"{name} kept: no evidence that it is slower on this machine"

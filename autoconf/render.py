@@ -83,6 +83,11 @@ def _candidate_doc(cand: Candidate) -> dict[str, Any]:
         "estimate_formula": estimate_formula(cand),
         "modelled_allreduce_ms_per_forward": round(cand.allreduce_us / 1000.0, 3),
         "evidence": [ev.describe() for ev in cand.estimate_basis] + cand.allreduce_basis,
+        "tp_size": cand.tp,
+        "dp_size": int(cand.launch.get("dp_size") or 1),
+        "predicted_tok_s": round(cand.predicted.tokens_per_s, 3) if cand.predicted is not None else None,
+        "fit": cand.fit.to_dict() if cand.fit is not None else None,
+        "estimate": cand.predicted.to_dict() if cand.predicted is not None else None,
     }
 
 
@@ -127,8 +132,15 @@ def _document(result: Result) -> dict[str, Any]:
         "sglang": {"target": one_line(result.target_version) if result.target_version else None,
                    "flags_version": result.flags.version, "exact": bool(result.flags.exact),
                    "note": one_line(result.flags.note) if not result.flags.exact else None},
-        "model": ({k: model[k] for k in ("name", "layers", "hidden_size", "moe", "allreduces_per_forward",
-                                          "allreduce_bytes_per_token")} if model else None),
+        "model": ({**{k: model.get(k) for k in ("name", "source", "architecture", "model_type", "layers", "hidden_size",
+                                                 "heads", "kv_heads", "head_dim", "attention", "kv_lora_rank",
+                                                 "qk_rope_head_dim", "moe", "experts", "active_experts", "vocab_size",
+                                                 "total_params", "active_params", "weight_bytes", "active_weight_bytes",
+                                                 "weight_bytes_source", "allreduces_per_forward",
+                                                 "allreduce_bytes_per_token")},
+                   "quantization": (model.get("quantization") or {}).get("label")} if model else None),
+        "objective": result.objective,
+        "unfit": [{"config": c.label(), "tp_size": c.tp, "why": c.fit.why} for c in result.unfit[:8]],
         "tp_size": result.tp_size,
         "ep_size": result.ep_size,
         "settings": {k: winner.launch[k] for k in sorted(winner.launch)},
@@ -139,7 +151,8 @@ def _document(result: Result) -> dict[str, Any]:
         "chosen": _candidate_doc(winner),
         "speculative": result.comparison,
         "alternatives": [_candidate_doc(c) for c in result.ranked if c is not winner][:8],
-        "offers": [dict(_candidate_doc(c), settings={k: c.launch[k] for k in sorted(c.launch)}) for c in result.offers],
+        "offers": [dict(_candidate_doc(c), settings={k: c.launch[k] for k in sorted(c.launch)},
+                        level=LEVEL_NAMES[c.allreduce_level]) for c in result.offers],
         "blocked": blocked_summary(result),
         "warnings": sorted({f"{f.rule_id}: {one_line(f.message)}" for f, _ in winner.warnings}),
         "findings": [{"rule_id": f.rule_id, "severity": f.severity, "status": f.status, "status_text": f.status_text,
@@ -257,6 +270,18 @@ def explain(result: Result) -> str:
                  + f", modelled allreduce {chosen['modelled_allreduce_ms_per_forward']:g} ms {per}]")
     if chosen["estimate_formula"]:
         lines.append(f"  estimate: {one_line(chosen['estimate_formula'])}")
+    if chosen.get("estimate"):
+        est = chosen["estimate"]
+        lines.append(f"  launch model: {est['tokens_per_s']:g} tok/s ({est['objective']}), step {est['step_ms']:g} ms = "
+                     f"weights {est['weights_ms']:g} + allreduce {est['allreduce_ms']:g} + overhead {est['overhead_ms']:g}"
+                     + (f"; EAGLE-3 cycle {est['cycle_ms']:g} ms" if est.get("cycle_ms") else ""))
+        for item in est["inputs"]:
+            lines.append(f"    input: {item['name']} = {item['value']:g} {item['unit']} ({one_line(item['source'])})")
+    if chosen.get("fit"):
+        fit = chosen["fit"]
+        lines.append(f"  memory per GPU: weights {fit['weights_bytes_per_gpu'] / 1e9:.1f} GB, KV cache "
+                     f"{fit['kv_cache_bytes_per_gpu'] / 1e9:.1f} GB = {fit['kv_cache_tokens']} tokens, mem_fraction_static "
+                     f"{fit['mem_fraction_static']} ({one_line(fit['mem_fraction_source'])})")
     for item in doc["disabled"]:
         lines.append(f"disabled: rule {one_line(item['rule_id'])}: {one_line(item['reason'])}")
     for item in chosen["evidence"]:
@@ -295,7 +320,9 @@ def explain(result: Result) -> str:
         lines.append("other candidates, best first:")
         for index, alt in enumerate(doc["alternatives"], 1):
             value = f", {round(alt['estimated_tok_s'], 1):g} tok/s" if alt["estimated_tok_s"] is not None else ""
-            lines.append(f"  {index}. {alt['config']} [{alt['level']}{value}, "
+            if not value and alt.get("predicted_tok_s") is not None:
+                value = f", {round(alt['predicted_tok_s'], 1):g} tok/s predicted"
+            lines.append(f"  {index}. TP {alt['tp_size']}: {alt['config']} [{alt['level']}{value}, "
                          f"allreduce {alt['modelled_allreduce_ms_per_forward']:g} ms {per}]")
     for offer in doc["offers"]:
         lines.append(f"offered: allreduce path {offer['allreduce_path']} [{offer['level']}]: "

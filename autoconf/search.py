@@ -25,6 +25,7 @@ from topoctl.autoconf.ranking import (
     rank,
     require_a_launch,
     speculative_comparison,
+    ties,
     winner_reasons,
 )
 from topoctl.autoconf.space import (  # noqa: F401 - re-exported
@@ -75,6 +76,9 @@ class Result:
     # What render.py builds from this result (the launch written for the version, the document), built once
     # and shared by every format and --explain.
     memo: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    unfit: list[Candidate] = field(default_factory=list)  # launches the memory model says cannot load
+    gpu: dict[str, Any] = field(default_factory=dict)  # the GPU facts the launch model used
+    objective: str = "latency"
 
 
 def _violations(report: Report, launch: dict[str, Any]) -> tuple[list[tuple[Any, str]], list[tuple[Any, str]]]:
@@ -101,18 +105,19 @@ class _Judge:
     """Evaluates the rules for one launch after another, sharing the snapshot's facts and every finding."""
 
     def __init__(self, ruleset: Any, snapshot: dict[str, Any], model: dict[str, Any] | None, tp: int, ep: int,
-                 version: str | None):
+                 version: str | None, dp: int = 1):
         import topoctl.rules as rules_api
 
         self.rules_api, self.ruleset, self.snapshot = rules_api, ruleset, snapshot
-        self.model, self.tp, self.ep, self.version = model, tp, ep, version
+        self.model, self.tp, self.ep, self.version, self.dp = model, tp, ep, version, dp
         self.facts_cache: dict[str, Any] = {}  # facts of the snapshot alone, read once for every evaluation
         self.findings_by_id: dict[str, Any] = {}
 
     def report(self, spec: str | None, launch: dict[str, Any]) -> Any:
-        report = self.rules_api.evaluate(self.ruleset, self.snapshot,
-                                         rules_request(self.model, spec, self.tp, self.ep, self.version, dict(launch)),
-                                         self.facts_cache)
+        request = rules_request(self.model, spec, self.tp, self.ep, self.version, dict(launch))
+        if self.dp != 1:
+            request["dp_size"] = self.dp
+        report = self.rules_api.evaluate(self.ruleset, self.snapshot, request, self.facts_cache)
         for finding in report.findings:
             self.findings_by_id.setdefault(finding.rule_id, finding)
         return report
@@ -127,6 +132,10 @@ def judge_candidate(judge: _Judge, path: str, spec: str | None, launch: dict[str
     cand = Candidate(path, launch)
     report = judge.report(spec, launch)
     cand.blocked_by, cand.warnings = _violations(report, launch)
+    # a warning that fires for this launch without naming a setting (check reports it too) counts against it
+    cand.warnings += [(finding, finding.message) for finding in report.findings
+                      if finding.severity == "warn" and finding.status == "fired" and not finding.effect.get("forbid")
+                      and not finding.effect.get("require")]
     cand.honours_request = (spec == speculative)
     cand.defaults = launch_defaults(report)
     cand.prefers = sum(1 for setting, value, _ in space.prefer_pairs
@@ -136,47 +145,192 @@ def judge_candidate(judge: _Judge, path: str, spec: str | None, launch: dict[str
     return cand, report
 
 
+@dataclass
+class Request:
+    """What the user asked for beyond the machine and the model."""
+    speculative: str | None = None
+    draft_model: str | None = None
+    force_speculative: bool = False
+    tp_size: int | None = None
+    ep_size: int | None = None
+    dp_size: int | None = None
+    objective: str = "latency"
+    context_length: int | None = None
+    max_running_requests: int | None = None
+    accept_length: float | None = None
+    draft: dict[str, Any] | None = None  # the draft model's profile, when --draft-model is a model folder
+
+
+def parallel_options(model: dict[str, Any] | None, gpu_count: int, req: Request) -> list[tuple[int, int]]:
+    """(TP, DP) pairs to consider: the sizes asked for, else every TP that divides the GPUs and the attention
+    heads (SGLang requires it), with DP replicas on the GPUs left; without a model, TP across every GPU."""
+    if req.tp_size:
+        return [(req.tp_size, req.dp_size or 1)]
+    if model is None:
+        return [(gpu_count, 1)]
+    heads = int(model.get("heads") or 1)
+    options = []
+    for tp in range(1, gpu_count + 1):
+        if gpu_count % tp or heads % tp:
+            continue
+        dp = req.dp_size or gpu_count // tp
+        if tp * dp <= gpu_count:
+            options.append((tp, dp))
+    return options or [(gpu_count, 1)]
+
+
+def what_would_fit(model: dict[str, Any], unfit: list[Candidate], gpu: dict[str, Any], gpu_count: int,
+                   req: Request) -> str:
+    """What the user can change so that the model loads: more GPUs, a quantized checkpoint, a shorter context."""
+    from topoctl.autoconf.memory import fit as memory_fit
+
+    memory = gpu.get("memory_bytes") or 0
+    hints = []
+    for n in (2, 4, 8, 16, 32, 64):
+        if n <= gpu_count or (model.get("heads") or 1) % n:
+            continue
+        if memory_fit(model, memory, n, None, False).fits:
+            hints.append(f"{n} GPUs like these (TP {n})")
+            break
+    else:
+        if gpu_count < 64:
+            hints.append("more GPUs than one node of these holds")
+    bits = (model.get("quantization") or {}).get("bits") or 16
+    weights = model["weight_bytes"]
+    for label, factor in (("an FP8 checkpoint", 8 / bits), ("an int4 checkpoint", 4.5 / bits)):
+        if factor >= 1:
+            continue
+        scaled = dict(model, parts_bytes={k: v * factor for k, v in model["parts_bytes"].items()},
+                      replicated_attention_bytes=(model.get("replicated_attention_bytes") or 0) * factor)
+        if memory_fit(scaled, memory, gpu_count, None, False).fits:
+            hints.append(f"{label} (about {weights * factor / 1e9:.0f} GB) on these {gpu_count} GPUs")
+            break
+    if req.context_length:
+        best = max(unfit, key=lambda c: c.fit.kv_tokens if c.fit else 0)
+        if best.fit is not None and best.fit.kv_tokens > 0:
+            hints.append(f"--context-length {best.fit.kv_tokens} or less")
+    return "; ".join(hints) or "nothing on this machine"
+
+
+def _fit(cand: Candidate, model: dict[str, Any], gpu: dict[str, Any], version: str, req: Request) -> None:
+    from topoctl.autoconf.memory import fit as memory_fit
+
+    if gpu.get("memory_bytes"):
+        cand.fit = memory_fit(model, gpu["memory_bytes"], cand.tp, version, bool(cand.speculative),
+                              cand.launch.get("cuda_graph_max_bs"), req.context_length, req.draft,
+                              req.max_running_requests)
+
+
+def _predict(cand: Candidate, model: dict[str, Any], gpu: dict[str, Any], lat: Any, req: Request) -> None:
+    """The launch model's tokens/s for a candidate that loads; its allreduce time replaces the per-call table's."""
+    from topoctl.autoconf import launch_model
+    from topoctl.autoconf.evidence import LEVELS
+
+    if cand.fit is None or not cand.fit.fits:
+        return
+    cand.predicted = launch_model.estimate(model, cand.launch, cand.path, gpu, lat, cand.fit, req.objective,
+                                           req.accept_length, req.context_length)
+    if cand.predicted is not None:
+        est = cand.predicted
+        cand.allreduce_us = est.allreduce_us
+        cand.allreduce_level = LEVELS.get(est.allreduce_level, 1)
+        cand.allreduce_basis = [f"launch model: {est.tokens_per_s:.1f} tok/s predicted ({est.objective}); "
+                                f"allreduce: {est.allreduce_source}"]
+
+
 def search(snapshot: dict[str, Any], model: dict[str, Any] | None, flags: Any, target_version: str | None,
            speculative: str | None = None, draft_model: str | None = None, force_speculative: bool = False,
-           tp_size: int | None = None, ep_size: int | None = None, ruleset: Any = None) -> Result:
+           tp_size: int | None = None, ep_size: int | None = None, ruleset: Any = None,
+           request: Request | None = None) -> Result:
     import topoctl.rules as rules_api
+    from topoctl.autoconf.gpu_specs import target_gpu
+    from topoctl.autoconf.launch_model import Latencies
+    from topoctl.errors import TopoctlError
 
+    req = request or Request(speculative, draft_model, force_speculative, tp_size, ep_size)
     if ruleset is None:
         ruleset = rules_api.load_rules()
     gpu_count = target_gpu_count(snapshot)
-    tp = tp_size or gpu_count
-    ep = ep_size or 1
-    check_parallel_sizes(tp, ep, gpu_count)
+    ep = req.ep_size or 1
+    if ep > 1 and model is not None and not model.get("moe"):
+        raise TopoctlError(f"--ep-size {ep}: {model['name']} is a dense model; expert parallelism needs experts",
+                           hint="leave --ep-size out for a dense model")
+    options = parallel_options(model, gpu_count, req)
+    for tp, dp in options:
+        check_parallel_sizes(tp * dp if req.dp_size else tp, ep if tp >= ep else ep, gpu_count)
+        if tp % ep:
+            check_parallel_sizes(tp, ep, gpu_count)
+    if ep > 1:
+        options = [(tp, dp) for tp, dp in options if tp >= ep and tp % ep == 0]
     version = flags.version
     notes: list[str] = [] if flags.exact else [flags.note]
-    spec_options = _spec_options(speculative, force_speculative)
-    base_launch: dict[str, Any] = {"tp_size": tp}
-    if ep != 1:
-        base_launch["ep_size"] = ep
-
-    judge = _Judge(ruleset, snapshot, model, tp, ep, target_version or version)
-    for spec in spec_options:
-        judge.report(spec, base_launch)
-    space = settings_space(judge.findings())
+    spec_options = _spec_options(req.speculative, req.force_speculative)
+    gpu = target_gpu(snapshot)
     allreduces = allreduces_per_forward(model, notes)
 
     candidates: list[Candidate] = []
     blocked: list[Candidate] = []
+    unfit: list[Candidate] = []
     reports_of: dict[int, Any] = {}
-    for path, spec, launch in launches(space, base_launch, version, spec_options, draft_model):
-        cand, reports_of_cand = judge_candidate(judge, path, spec, launch, space, speculative)
-        reports_of[id(cand)] = reports_of_cand
-        (blocked if cand.blocked_by else candidates).append(cand)
+    findings_by_id: dict[str, Any] = {}
+    space = None
+    for tp, dp in options:
+        base_launch: dict[str, Any] = {"tp_size": tp}
+        if dp != 1:
+            base_launch["dp_size"] = dp
+        if ep != 1:
+            base_launch["ep_size"] = ep
+        for name in ("context_length", "max_running_requests"):
+            if getattr(req, name):
+                base_launch[name] = getattr(req, name)
+        judge = _Judge(ruleset, snapshot, model, tp, ep, target_version or version, dp)
+        for spec in spec_options:
+            judge.report(spec, base_launch)
+        tp_space = settings_space(judge.findings())
+        if space is None or tp == options[-1][0]:
+            space = tp_space
+        for path, spec, launch in launches(tp_space, base_launch, version, spec_options, req.draft_model):
+            cand, report = judge_candidate(judge, path, spec, launch, tp_space, req.speculative)
+            reports_of[id(cand)] = report
+            if model is not None:
+                _fit(cand, model, gpu, version, req)
+            if cand.fit is not None and not cand.fit.fits:
+                unfit.append(cand)
+            else:
+                (blocked if cand.blocked_by else candidates).append(cand)
+        for key, finding in judge.findings_by_id.items():
+            findings_by_id.setdefault(key, finding)
+    assert space is not None
+    if model is not None and not candidates and not blocked and unfit:
+        best = max(unfit, key=lambda c: (c.fit.kv_cache_bytes, c.tp))
+        raise TopoctlError(f"{model['name']} does not fit on this machine: at TP {best.tp} it "
+                           f"{best.fit.why}",
+                           hint="what would fit: " + what_would_fit(model, unfit, gpu, gpu_count, req), exit_code=1)
 
-    evidence = collect_evidence(judge.findings(), notes)
+    evidence = collect_evidence([findings_by_id[key] for key in sorted(findings_by_id)], notes)
     estimate_all(candidates + blocked, evidence, snapshot, model, allreduces)
+    if model is not None:
+        lat = Latencies(snapshot, evidence)
+        for cand in candidates + blocked:
+            _predict(cand, model, gpu, lat, req)
     rank(candidates, blocked)
     require_a_launch(candidates, blocked)
     winner = candidates[0]
     paths = table.table()["allreduce_paths"]
-    reasons, decided = winner_reasons(winner, space, paths, tp, gpu_count)
-    return Result(snapshot, model, flags, target_version, tp, ep, speculative, force_speculative, winner,
-                  candidates, blocked, list(reports_of[id(winner)].findings), reasons, decided,
-                  speculative_comparison(candidates, winner, speculative, force_speculative, blocked),
-                  faster_paths(winner, candidates, paths), notes, evidence,
-                  sorted((str(k), str(v)) for k, v in (getattr(ruleset, "disabled", None) or {}).items()))
+    winner_space = settings_space(reports_of[id(winner)].findings) if model is not None else space
+    reasons, decided = winner_reasons(winner, winner_space, paths, bool(req.tp_size), gpu_count)
+    tied = ties(winner, candidates)
+    if tied and winner.predicted is not None:
+        notes.append("tie: " + "; ".join(c.label() + f" (TP {c.tp})" for c in tied[:4])
+                     + f" predict the same {winner.score:.1f} tok/s as the chosen launch; it was chosen by the rules' "
+                     "preferences and the fewest departures from SGLang's defaults")
+    result = Result(snapshot, model, flags, target_version, winner.tp, ep, req.speculative, req.force_speculative,
+                    winner, candidates, blocked, list(reports_of[id(winner)].findings), reasons, decided,
+                    speculative_comparison([c for c in candidates if c.tp == winner.tp], winner, req.speculative,
+                                           req.force_speculative, blocked),
+                    faster_paths(winner, [c for c in candidates if c.tp == winner.tp], paths), notes, evidence,
+                    sorted((str(k), str(v)) for k, v in (getattr(ruleset, "disabled", None) or {}).items()))
+    result.unfit = unfit
+    result.gpu = gpu
+    result.objective = req.objective
+    return result

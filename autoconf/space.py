@@ -47,6 +47,8 @@ class Candidate:
     departures: int = 0
     defaults: dict[str, Any] = field(default_factory=dict)  # what the rules say SGLang does by itself here
     honours_request: bool = True
+    fit: Any = None  # memory.Fit when a model is given
+    predicted: Any = None  # launch_model.Estimate when a model and the GPU's bandwidth are known
 
     @property
     def speculative(self) -> str | None:
@@ -54,12 +56,29 @@ class Candidate:
 
     @property
     def level(self) -> int:
-        return self.estimate_level if self.estimate is not None else self.allreduce_level
+        if self.estimate is not None:
+            return self.estimate_level
+        return 1 if self.predicted is not None else self.allreduce_level
+
+    @property
+    def tp(self) -> int:
+        return int(self.launch.get("tp_size") or 1)
+
+    @property
+    def score(self) -> float:
+        """Tokens/s from evidence, else from the launch model; without either, minus the allreduce time."""
+        if self.estimate is not None:
+            return self.estimate
+        if self.predicted is not None:
+            return self.predicted.tokens_per_s
+        return -self.allreduce_us
 
     def label(self) -> str:
         parts = [f"allreduce={self.path}", f"speculative={self.speculative or 'off'}"]
         for setting in sorted(self.launch):
-            if setting in ("tp_size", "ep_size", "speculative_algorithm", "speculative_draft_model_path") \
+            if setting == "tp_size":
+                continue
+            if setting in ("ep_size", "speculative_algorithm", "speculative_draft_model_path") \
                     or setting in SPEC_GROUP or setting in table.table()["allreduce_paths"][self.path]:
                 continue
             parts.append(f"{setting}={self.launch[setting]}")

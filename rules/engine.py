@@ -41,7 +41,13 @@ def evaluate(ruleset: RuleSet, snapshot: dict[str, Any], request: dict[str, Any]
             facts_cache.clear()
             facts_cache[_SNAPSHOT_KEY] = snapshot
         shared = facts_cache
-    context = Context(snapshot, request or {}, shared)
+    request = request or {}
+    implied = implied_settings(ruleset, snapshot, request, shared)
+    if implied:
+        written = request.get("launch")
+        launch: dict[str, Any] = written if isinstance(written, dict) else {}
+        request = {**request, "launch": {**launch, **{setting: value for setting, (value, _) in implied.items()}}}
+    context = Context(snapshot, request, shared)
     findings: list[Finding] = []
     undecided: list[tuple[str, list[str]]] = []
     for rule in ruleset.active():
@@ -56,7 +62,29 @@ def evaluate(ruleset: RuleSet, snapshot: dict[str, Any], request: dict[str, Any]
             else:
                 undecided.append((rule.id, facts))
     findings.sort(key=lambda finding: (SEVERITY_ORDER[finding.severity], finding.status != "fired", finding.rule_id))
-    return Report(findings=findings, disabled=sorted(ruleset.disabled.items()), undecided=undecided)
+    return Report(findings=findings, disabled=sorted(ruleset.disabled.items()), undecided=undecided, implied=implied)
+
+
+def implied_settings(ruleset: RuleSet, snapshot: dict[str, Any], request: dict[str, Any],
+                     shared: dict[str, Any] | None = None) -> dict[str, tuple[Any, str]]:
+    """What SGLang sets by itself for this launch: the effect.implies of every active rule that fires on the
+    launch as written (setting -> (value, rule id); a later rule does not override an earlier one).
+
+    SGLang changes some settings inside its process (deterministic inference sets NCCL_ALGO and turns custom
+    allreduce off): evaluate() judges the launch with these values, as SGLang will run it. Implications are
+    read from the launch as written, one step (an implied setting does not imply further ones).
+    """
+    rules = [rule for rule in ruleset.active() if rule.effect.get("implies")]
+    if not rules:
+        return {}
+    context = Context(snapshot, request, shared)
+    implied: dict[str, tuple[Any, str]] = {}
+    for rule in rules:
+        context.unknown_seen = []
+        if rule.condition(context) is True:
+            for setting, value in rule.effect["implies"].items():
+                implied.setdefault(setting, (value, rule.id))
+    return implied
 
 
 def violations(report: Report, launch: dict[str, Any] | None) -> list[Violation]:
@@ -67,6 +95,9 @@ def violations(report: Report, launch: dict[str, Any] | None) -> list[Violation]
     included: undecided block rules block, conservatively. Every severity is returned; callers filter.
     """
     launch = launch if isinstance(launch, dict) else {}
+    implied = getattr(report, "implied", None) or {}
+    if implied:  # the launch as SGLang runs it: what it sets by itself replaces what the launch says
+        launch = {**launch, **{setting: value for setting, (value, _) in implied.items()}}
     scoped = launch_defaults(report)
 
     def effective(setting: str) -> tuple[bool, Any, Any]:
@@ -90,13 +121,13 @@ def violations(report: Report, launch: dict[str, Any] | None) -> list[Violation]
                 broken = value is not None and make_test(operator, entry[operator])(value)
                 detail = f"{setting} must not be {operator} {entry[operator]!r}"
             if broken:
-                found.append(Violation(finding, setting, value, "forbid", explicit, detail))
+                found.append(Violation(finding, setting, value, "forbid", explicit, detail + _by_sglang(implied, setting)))
         for setting, required in (effect.get("require") or {}).items():
             explicit, value, _ = effective(setting)
             wanted = launch_settings.normalize(setting, required)
             if not launch_settings.equal(setting, value, wanted, scoped):
                 found.append(Violation(finding, setting, value, "require", explicit,
-                                       f"{setting} must be {wanted!r}"))
+                                       f"{setting} must be {wanted!r}" + _by_sglang(implied, setting)))
     return found
 
 
@@ -107,6 +138,13 @@ def launch_defaults(report: Report) -> dict[str, Any]:
     for finding in report.findings:
         scoped.update(finding.effect.get("defaults") or {})
     return scoped
+
+
+def _by_sglang(implied: dict[str, tuple[Any, str]], setting: str) -> str:
+    if setting not in implied:
+        return ""
+    value, rule_id = implied[setting]
+    return f" (SGLang sets {setting}={value!r} by itself here: {rule_id})"
 
 
 def _finding(rule: Rule, status: str, unknown_facts: list[str]) -> Finding:

@@ -26,7 +26,7 @@ RULE_FIELDS = ("id", "title", "severity", "scope", "tags", "when", "effect", "me
                "tests")
 REQUIRED_FIELDS = ("id", "title", "severity", "when", "effect", "message", "remediation", "evidence", "tests")
 FILE_FIELDS = ("schema_version", "rules", "disable")
-EFFECT_FIELDS = ("forbid", "require", "prefer", "defaults")
+EFFECT_FIELDS = ("forbid", "require", "prefer", "defaults", "implies")
 EXPECTATIONS = ("fire", "unknown", "silent")
 RULE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{2,99}$")
 RULE_FILE_SUFFIXES = (".yaml", ".yml")
@@ -369,7 +369,7 @@ def _check_evidence_config(config: Any, field: str, fail: Any) -> None:
 
 def _check_effect(raw: Any, fail: Any) -> dict[str, Any]:
     if not isinstance(raw, dict):
-        raise fail("effect", "must be a mapping of forbid/require/prefer/defaults")
+        raise fail("effect", "must be a mapping of forbid/require/prefer/defaults/implies")
     for key in raw:
         if key not in EFFECT_FIELDS:
             raise fail(f"effect.{key}", f"unknown field {key!r} (allowed: {', '.join(EFFECT_FIELDS)})")
@@ -396,7 +396,7 @@ def _check_effect(raw: Any, fail: Any) -> dict[str, Any]:
                 raise fail(error.field, error.message) from None
         checked_forbid.append(dict(entry))
     result: dict[str, Any] = {"forbid": checked_forbid}
-    for key in ("require", "prefer", "defaults"):
+    for key in ("require", "prefer", "defaults", "implies"):
         mapping = raw.get(key) or {}
         if not isinstance(mapping, dict):
             raise fail(f"effect.{key}", "must be a mapping of setting: value")

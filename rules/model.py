@@ -85,17 +85,24 @@ class Report:
     # Non-block rules whose facts were unknown: not findings (they neither warn nor prefer), but shown
     # by `--explain` style output so nobody wonders why a rule stayed quiet.
     undecided: list[tuple[str, list[str]]] = field(default_factory=list)
+    # What SGLang sets by itself for this launch (effect.implies of the rules that fired on the launch as
+    # written): setting -> (value, rule id). Every rule was judged with these values in the launch.
+    implied: dict[str, tuple[Any, str]] = field(default_factory=dict)
 
     def blocking(self) -> list[Finding]:
         """Block findings, fired or undecided: an undecided block rule never silently passes."""
         return [finding for finding in self.findings if finding.severity == "block"]
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "findings": [finding.to_dict() for finding in self.findings],
             "disabled": [{"rule_id": rule_id, "reason": reason} for rule_id, reason in self.disabled],
             "undecided": [{"rule_id": rule_id, "unknown_facts": facts} for rule_id, facts in self.undecided],
         }
+        if self.implied:  # only when SGLang changes something by itself, so other reports read as before
+            out["implied"] = [{"setting": setting, "value": value, "rule_id": rule_id}
+                              for setting, (value, rule_id) in self.implied.items()]
+        return out
 
 
 @dataclass

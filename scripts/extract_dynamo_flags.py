@@ -132,7 +132,11 @@ def _describe(action: argparse.Action, where: str) -> dict[str, Any]:
             "action": type(action).__name__, "declared": where}
 
 
-def extract(wheel: Path) -> dict[str, Any]:
+def extract(wheel: Path, probe: list[str] | None = None) -> dict[str, Any]:
+    """The option tables of one wheel; with `probe` (an argv), also what Dynamo's own parsers leave of it for
+    SGLang (`probe_rest`), or the argparse error they stop with (`probe_error`), as dynamo/sglang/args.py runs
+    them: parse_known_args with Dynamo's parser, then the router's (used by tests/test_dynamo_real_parser.py)."""
+    probe_result: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp, zipfile.ZipFile(wheel) as archive:
         names = [n for n in archive.namelist() if n.startswith(("dynamo/common/", "dynamo/sglang/"))]
         for name in names:
@@ -165,6 +169,20 @@ def extract(wheel: Path) -> dict[str, Any]:
                 start = len(records)
                 adder(argparse.ArgumentParser(add_help=False))
                 router_records = records[start:]
+            if probe is not None:
+                import contextlib
+                import io
+
+                try:
+                    with contextlib.redirect_stderr(io.StringIO()) as said:
+                        _, rest = dynamo_parser.parse_known_args(list(probe))
+                        if adder is not None:
+                            router_parser = argparse.ArgumentParser(add_help=False)
+                            adder(router_parser)
+                            _, rest = router_parser.parse_known_args(rest)
+                    probe_result["probe_rest"] = rest
+                except SystemExit:
+                    probe_result["probe_error"] = said.getvalue().strip().splitlines()[-1:]
         finally:
             argparse._ActionsContainer.add_argument = original  # type: ignore[method-assign]
             sys.path.remove(tmp)
@@ -200,6 +218,7 @@ def extract(wheel: Path) -> dict[str, Any]:
         "router_options": table(router_records),
         "source": {"wheel": wheel.name, "sha256": hashlib.sha256(wheel.read_bytes()).hexdigest()},
         "extracted_by": "scripts/extract_dynamo_flags.py",
+        **probe_result,
     }
 
 

@@ -17,7 +17,7 @@ ROOT = os.path.dirname(TESTS)
 GOLDEN = os.path.join(TESTS, "golden")
 FIXTURES = os.path.join(ROOT, "fixtures")
 
-EAGLE = ["--model", "kimi-k2.5", "--speculative", "eagle3", "--draft-model", "/models/eagle3"]
+EAGLE = ["--speculative", "eagle3", "--draft-model", "/models/eagle3"]
 
 
 @dataclass(frozen=True)
@@ -50,20 +50,23 @@ def cases() -> list[Case]:
     for name in list_systems():
         target = ("--system", name)
         plain = ("recommend", *target)
-        eagle = ("recommend", *target, *EAGLE)
+        from model_helpers import fitting_model
+
+        fitting = fitting_model(name)  # a model that loads there (tests/model_helpers.py)
+        eagle = ("recommend", *target, "--model", fitting, *EAGLE)
         out += [
             Case(name, "show", ("show", *target)),
             Case(name, "recommend-env", plain),
             Case(name, "recommend-json", (*plain, "--format", "json")),
-            Case(name, "recommend-kimi-eagle3-env", eagle),
-            Case(name, "recommend-kimi-eagle3-json", (*eagle, "--format", "json")),
+            Case(name, "recommend-eagle3-env", eagle),
+            Case(name, "recommend-eagle3-json", (*eagle, "--format", "json")),
             Case(name, "recommend-deepseek-args-explain", (*plain, "--model", "deepseek-v3", "--format", "args",
                                                             "--explain")),
             Case(name, "recommend-llama-yaml", (*plain, "--model", "llama-3.1-70b", "--format", "yaml")),
             Case(name, "check-recommended-env", ("check", "launch.env", *target), env_from=plain),
             Case(name, "check-recommended-env-json", ("check", "launch.env", *target, "--format", "json"),
                  env_from=plain),
-            Case(name, "check-recommended-kimi-eagle3", ("check", "launch.env", *target, "--model", "kimi-k2.5"),
+            Case(name, "check-recommended-eagle3", ("check", "launch.env", *target, "--model", fitting),
                  env_from=eagle),
         ]
         for version in known_versions():
@@ -78,6 +81,7 @@ def cases() -> list[Case]:
 
 
 def render(argv: tuple[str, ...], code: int, out: str, err: str) -> str:
-    """The case's record; the checkout's own folder is written <repo>, so the files hold on any clone."""
+    """The case's text, with this checkout's location written as <checkout> (rule sources name their file),
+    so the golden files hold in any clone."""
     text = f"$ topoctl {' '.join(argv)}\nexit {code}\n--- stdout\n{out}--- stderr\n{err}"
-    return text.replace(ROOT + os.sep, "<repo>/")
+    return text.replace(ROOT + os.sep, "<checkout>/")

@@ -15,6 +15,7 @@ from test_recommend import target
 from topoctl.catalogue import list_systems
 from topoctl.cli import cli as cli_group
 from topoctl.cli import main
+from topoctl.errors import TopoctlError
 from topoctl.sglang.flags import known_versions
 
 CMD = ["--", "python", "-m", "sglang.launch_server", "--model-path", "M"]
@@ -22,10 +23,11 @@ CMD = ["--", "python", "-m", "sglang.launch_server", "--model-path", "M"]
 
 @pytest.mark.parametrize("name,version,extra,rule_hint", [
     ("rtx-pro-6000-8x-pcie", "0.5.12", ["--tp", "8", "--enable-torch-symm-mem"], "torch-symm"),
-    ("rtx-pro-6000-8x-pcie", "0.5.12", ["--tp", "8", "--enable-flashinfer-allreduce-fusion"], "flashinfer"),
+    ("rtx-pro-6000-8x-pcie", "0.5.5", ["--tp", "8", "--enable-flashinfer-allreduce-fusion"], "flashinfer"),
+    ("rtx-pro-6000-8x-pcie", "0.5.23", ["--tp", "8", "--flashinfer-allreduce-fusion-backend", "auto"], "flashinfer"),
     ("rtx-pro-6000-8x-pcie", "0.5.23", ["--tp", "8", "--cuda-graph-max-bs", "128"], "ambiguous"),
     ("rtx-pro-6000-8x-pcie", "0.5.12", ["--tp", "8", "--no-such-flag"], "unknown"),
-    ("rtx-pro-6000-8x-pcie", "0.5.12", ["--tp", "8", "--speculative-algorithm", "EAGLE3", "--speculative-num-steps", "3"],
+    ("rtx-pro-6000-8x-pcie", "0.5.12", ["--tp", "8", "--speculative-algorithm", "EAGLE3", "--speculative-eagle-topk", "1"],
      "speculative"),
     ("rtx-4090-2x-pcie-no-p2p", "0.5.12", ["--tp", "2"], "custom-allreduce"),
 ])
@@ -39,6 +41,24 @@ def test_nccl_tree_env_blocked(cli):
     code, out, _ = cli(["check", *target("rtx-pro-6000-8x-pcie"), "--", "NCCL_ALGO=Tree", "python", "-m",
                         "sglang.launch_server", "--tp", "8"])
     assert code == 1 and "nccl-tree-cuda-graph-sm120-pcie" in out
+
+
+@pytest.mark.parametrize("name,version,extra,rule_hint", [
+    # SGLang 0.5.8-0.5.13.post1 run the plain allreduce on SM12x when the fusion is asked for (it is ignored).
+    ("rtx-pro-6000-8x-pcie", "0.5.12", ["--tp", "8", "--enable-flashinfer-allreduce-fusion"], "sm12x-ignored"),
+    # With the number of steps given SGLang starts; it just does not choose the other two.
+    ("rtx-pro-6000-8x-pcie", "0.5.12", ["--tp", "8", "--speculative-algorithm", "EAGLE3", "--speculative-num-steps", "3"],
+     "speculative-params-partial"),
+    # 4x L40S over PCIe without P2P: SGLang's own gate turns custom allreduce off before any P2P test.
+    ("l40s-4x-pcie-2numa", "0.5.12", ["--tp", "4"], None),
+    # torch symmetric memory on SM12x: fixed in 0.5.14 (skipped with a warning).
+    ("rtx-pro-6000-8x-pcie", "0.5.14", ["--tp", "8", "--enable-torch-symm-mem"], "torch-symm-mem-sm12x-skipped"),
+])
+def test_launches_sglang_runs_do_not_block(name, version, extra, rule_hint, cli):
+    code, out, _ = cli(["check", *target(name), "--sglang-version", version, *CMD, *extra])
+    assert code == 0, out
+    if rule_hint:
+        assert rule_hint in out, out
 
 
 def test_same_flags_pass_where_not_blocked(cli):
@@ -59,8 +79,8 @@ def test_recommended_launch_env_of_every_system_passes(name, version, tmp_path, 
                                    ["--speculative", "eagle3", "--draft-model", "/d", "--force-speculative"])):
         env_file = tmp_path / f"launch-{index}.env"
         code, _, err = cli(["recommend", *target(name), "--model", "kimi-k2.5", *pinned, *extra, "-o", str(env_file)])
-        if code == 1 and "no launch passes" in err:
-            continue  # EAGLE-3 forced where a rule blocks it: nothing is written, nothing to check
+        if code == 1 and ("no launch passes" in err or "does not fit" in err):
+            continue  # EAGLE-3 forced where a rule blocks it, or the model does not load: nothing to check
         assert code == 0, err
         code, out, _ = cli(["check", str(env_file), *target(name), "--model", "kimi-k2.5", *pinned])
         assert code == 0, (name, version, extra, out)
@@ -81,8 +101,11 @@ def _blocked_launches():
         snapshot = system_snapshot(name)
         for version in ("0.5.12", "0.5.23"):
             flags = flag_set_for(version)
-            result = search(snapshot, models.profile("kimi-k2.5"), flags, version, speculative="eagle3",
-                            draft_model="/d", ruleset=ruleset)
+            try:
+                result = search(snapshot, models.profile("kimi-k2.5"), flags, version, speculative="eagle3",
+                                draft_model="/d", ruleset=ruleset)
+            except TopoctlError:  # Kimi-K2.5 does not load here: the rules' blocks, without the memory model
+                result = search(snapshot, None, flags, version, speculative="eagle3", draft_model="/d", ruleset=ruleset)
             seen = set()
             for cand in result.blocked:
                 rendered = table.render(cand.launch, flags, set(cand.launch), version)

@@ -17,8 +17,16 @@ def findings(cli, argv):
 
 # ---------------------------------------------------------------------------------- speculative parameters
 
+def test_the_number_of_steps_alone_is_one_warning(cli):
+    # SGLang asserts only when the number of steps is missing; with it given it starts (and chooses nothing else).
+    tokens = ["--tp-size", "8", "--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", "/d",
+              "--speculative-num-steps", "3"]
+    code, items, err = findings(cli, ["check", *H100, "--", *tokens])
+    assert code == 0, err
+    assert [(i["id"], i["severity"]) for i in items] == [("speculative-params-partial", "warn")], items
+
+
 @pytest.mark.parametrize("given", [
-    ["--speculative-num-steps", "3"],
     ["--speculative-eagle-topk", "1"],
     ["--speculative-num-draft-tokens", "4"],
 ])

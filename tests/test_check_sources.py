@@ -379,3 +379,111 @@ def test_broken_yaml_is_exit_2_with_its_line(cli, tmp_path):
     path.write_text("apiVersion: v1\nkind: Pod\nspec: [\n")
     code, out, err = cli(["check", str(path), *H200])
     assert code == 2 and f"{path}:" in err and "not valid YAML" in err and "Traceback" not in err
+
+
+def test_a_helm_template_in_a_folder_is_reported_not_fatal(cli, tmp_path):
+    (tmp_path / "templates").mkdir()
+    template = tmp_path / "templates" / "deployment.yaml"
+    template.write_text("{{- if .Values.enabled }}\napiVersion: apps/v1\nkind: Deployment\n{{- end }}\n")
+    shutil.copy(os.path.join(DEPLOY, "compose", "compose.yaml"), tmp_path)
+    code, out, err = cli(["check", str(tmp_path), *H200])
+    assert code == 0, err
+    assert f"{template}:" in out and "not read:" in out and "not valid YAML" in out
+    assert cli(["check", str(template), *H200])[0] == 2  # named on the command line: bad input
+
+
+def test_a_launch_env_on_stdin_is_still_read(cli, monkeypatch):
+    import io
+
+    monkeypatch.setattr("sys.stdin", io.StringIO("SGLANG_ARGS='--tp-size 8'\n"))
+    code, out, _ = cli(["check", "-", *H200])
+    assert code == 1 and out.startswith("<stdin>: SGLang") and "topoctl-tp-exceeds-gpus" in out
+
+
+# The shape of ai-dynamo 1.6.1's own template (dynamo/profiler/templates/dgd/sglang/agg.yaml in its wheel),
+# shortened; the model, sizes and GPU counts are this test's.
+DGD = """apiVersion: nvidia.com/v1beta1
+kind: DynamoGraphDeployment
+metadata:
+  name: sglang-agg
+spec:
+  components:
+  - name: Frontend
+    podTemplate:
+      spec:
+        containers:
+        - args: [-m, dynamo.frontend]
+          command: [python3]
+          image: nvcr.io/nvidia/ai-dynamo/sglang-runtime:1.6.1
+          name: main
+    type: frontend
+  - name: decode
+    podTemplate:
+      spec:
+        containers:
+        - args:
+          - --model-path
+          - Qwen/Qwen3-0.6B
+          - --page-size
+          - "16"
+          - --tp
+          - "TP"
+          - --trust-remote-code
+          command:
+          - python3
+          - -m
+          - dynamo.sglang
+          image: nvcr.io/nvidia/ai-dynamo/sglang-runtime:1.6.1
+          name: main
+          resources:
+            limits:
+              nvidia.com/gpu: "2"
+    type: worker
+"""
+
+
+def test_a_dynamo_graph_deployment_checks_its_workers(cli, tmp_path):
+    path = tmp_path / "dgd.yaml"
+    for tp, expected in (("2", 0), ("4", 1)):
+        path.write_text(DGD.replace('"TP"', f'"{tp}"'))
+        code, out, err = cli(["check", str(path), *H200, "--format", "json"])
+        assert code == expected, out
+        doc = json.loads(out)
+        assert [r["origin"] for r in doc["results"]] == [
+            f"{path}:{line_of(path, '- python3')} (DynamoGraphDeployment sglang-agg / component decode / container main)"]
+        assert "Dynamo's frontend (python -m dynamo.frontend)" in doc["no_launch"][0]["reason"]
+        assert "SGLang 0.5.21, the version ai-dynamo 1.6.1 pins" in err
+    assert "sglang-tp-exceeds-given-gpus" in {f["id"] for f in doc["results"][0]["findings"]}
+
+
+def test_sglang_serve_for_the_diffusion_server_is_not_judged_by_llm_flags(cli, tmp_path):
+    command = ["sglang", "serve", "--model-type", "diffusion", "--model-path", "black-forest-labs/FLUX.1-dev",
+               "--num-gpus", "1"]
+    code, out, err = cli(["check", *H200, "--sglang-version", "0.5.12", "--", *command])
+    assert code == 2 and "SGLang's diffusion server, whose flags topoctl does not read" in err
+    script = tmp_path / "run.sh"
+    script.write_text("#!/bin/sh\n" + " ".join(command) + "\n")
+    code, out, _ = cli(["check", str(script), *H200, "--sglang-version", "0.5.12"])
+    assert code == 0 and "no launch checked" in out
+    assert cli(["check", *H200, "--sglang-version", "0.5.12", "--", "sglang", "serve", "--model-type", "llm",
+                        "--model-path", "M", "--tp-size", "4"])[0] == 0
+
+
+def test_compose_interpolates_from_the_project_env_file_with_defaults(cli, tmp_path):
+    path = tmp_path / "compose.yaml"
+    path.write_text("services:\n  s:\n    image: lmsysorg/sglang:v0.5.21-cu129\n"
+                    "    command: python3 -m sglang.launch_server --model-path ${MODEL:-Qwen/Qwen3-8B} --tp-size ${TP:-4}\n")
+    code, out, _ = cli(["check", str(path), *H200, "--format", "json"])
+    assert code == 0 and results(out)[0]["warnings"] == 0, out  # the defaults
+    (tmp_path / ".env").write_text("TP=8\n")
+    code, out, _ = cli(["check", str(path), *H200, "--format", "json"])
+    assert code == 1 and "topoctl-tp-exceeds-gpus" in {f["id"] for f in results(out)[0]["findings"]}
+
+
+def test_an_unresolved_tp_size_is_not_called_missing(cli, tmp_path):
+    path = tmp_path / "compose.yaml"
+    path.write_text("services:\n  s:\n    image: lmsysorg/sglang:v0.5.21-cu129\n"
+                    "    command: python3 -m sglang.launch_server --model-path M --tp-size ${TP}\n")
+    code, out, _ = cli(["check", str(path), *H200, "--format", "json"])
+    ids = {f["id"] for f in results(out)[0]["findings"] if f["severity"] != "info"}
+    assert code == 0 and ids == {"sglang-unresolved-expansion"}, ids

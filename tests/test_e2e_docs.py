@@ -21,6 +21,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 import yaml
+from model_helpers import fitting_model
 
 from topoctl.catalogue import list_systems
 from topoctl.sglang.flags import known_versions
@@ -281,7 +282,7 @@ def test_launch_env_round_trip_in_sh_and_bash_and_check_passes_it(cli, tmp_path,
     monkeypatch.chdir(tmp_path)
     argv = ["recommend", "--system", system, "--sglang-version", version, "-o", "launch.env"]
     if model == "kimi":
-        argv += ["--model", "kimi-k2.5", "--speculative", "eagle3", "--draft-model", "/models/my draft"]
+        argv += ["--model", fitting_model(system), "--speculative", "eagle3", "--draft-model", "/models/my draft"]
     code, out, err = cli(argv)
     assert code == 0, err
     text = open("launch.env", encoding="utf-8").read()

@@ -111,7 +111,7 @@ def test_force_speculative_keeps_eagle3(cli):
 
 
 def test_h200_custom_allreduce_on_and_eagle3_allowed(cli):
-    doc = recommend_json(target("h200-4x-nvswitch-vm") + EAGLE, cli)
+    doc = recommend_json(target("h200-4x-nvswitch-vm") + ["--model", "qwen3-235b-a22b"] + EAGLE[2:], cli)
     assert doc["settings"]["custom_all_reduce"] is True
     assert "--disable-custom-all-reduce" not in doc["args"]
     assert doc["settings"]["speculative_algorithm"] == "eagle3"
@@ -123,7 +123,8 @@ def test_h200_custom_allreduce_on_and_eagle3_allowed(cli):
 
 
 def test_rtx_4090_no_p2p(cli):
-    doc = recommend_json(target("rtx-4090-2x-pcie-no-p2p") + ["--model", "llama-3.1-70b"], cli)
+    doc = recommend_json(target("rtx-4090-2x-pcie-no-p2p") + ["--model", "llama-3.1-8b", "--tp-size", "2",
+                                                              "--context-length", "2048"], cli)
     assert doc["settings"]["custom_all_reduce"] is False and "--disable-custom-all-reduce" in doc["args"]
     assert doc["env"]["NCCL_P2P_DISABLE"] == "1"
     # nothing measured another allreduce path here: no unmeasured path is chosen on modelled grounds
@@ -213,9 +214,9 @@ def test_cli_runner(tmp_path):
 
 def test_subprocess_python_m_topoctl(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "topoctl", "recommend", *target("h200-4x-nvswitch-vm"),
-                           "--model", "deepseek-v3", "--format", "json"], capture_output=True, text=True, timeout=120)
+                           "--model", "qwen3-235b-a22b", "--format", "json"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout)["model"]["name"] == "deepseek-v3"
+    assert json.loads(proc.stdout)["model"]["name"] == "qwen3-235b-a22b"
 
 
 SITE_RULE = """schema_version: 1
@@ -242,7 +243,8 @@ def test_site_rules_and_disable_with_reason(tmp_path, cli):
     site = tmp_path / "site"
     site.mkdir()
     (site / "fleet.yaml").write_text(SITE_RULE)
-    doc = recommend_json(target("h200-4x-nvswitch-vm") + EAGLE + ["--rules", str(site)], cli)
+    doc = recommend_json(target("h200-4x-nvswitch-vm") + ["--model", "qwen3-235b-a22b"] + EAGLE[2:]
+                         + ["--rules", str(site)], cli)
     assert doc["speculative"]["verdict"] == "blocked" and "site-no-eagle3-on-h200" in doc["speculative"]["message"]
     reason = "validated on our fabric (ticket 1234)"
     argv = target("rtx-pro-6000-8x-pcie") + EAGLE + ["--disable", f"cuda-graph-max-bs-128-sm120-kimi={reason}"]

@@ -59,7 +59,8 @@ def test_implausible_model_config_names_the_key(cli, tmp_path, content, key):
 def test_model_config_at_the_limits_is_accepted(cli, tmp_path):
     path = tmp_path / "config.json"
     path.write_text(json.dumps({"num_hidden_layers": 1000, "hidden_size": 1_000_000}), encoding="utf-8")
-    assert cli(["recommend", *RTX, "--model-config", str(path)])[0] == 0
+    code, _, err = cli(["recommend", *RTX, "--model-config", str(path)])
+    assert code == 1 and "does not fit" in err  # read and accepted; a model that size loads nowhere
 
 
 @pytest.mark.parametrize("argv, contains", [

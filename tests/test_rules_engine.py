@@ -178,8 +178,8 @@ def test_forbid_by_nccl_token():
 
 
 def test_a_rule_can_say_what_sglang_turns_on_by_itself():
-    model = {"name": "gpt-oss-120b", "architecture": "GptOssForCausalLM"}
-    report = evaluate(RULES, rtx_pro_6000_8x_pcie(sglang="0.5.5"), {"model": model, "tp_size": 8})
+    gpt_oss = {"name": "gpt-oss-120b", "architecture": "GptOssForCausalLM"}
+    report = evaluate(RULES, rtx_pro_6000_8x_pcie(sglang="0.5.5"), {"model": gpt_oss, "tp_size": 8})
     by_rule = {(item.finding.rule_id, item.setting) for item in violations(report, {})}
     assert ("flashinfer-allreduce-fusion-auto-on-sglang-0.5.5-sm12x", "flashinfer_allreduce_fusion") in by_rule
     assert ("flashinfer-allreduce-fusion-sm12x", "flashinfer_allreduce_fusion") in by_rule
@@ -194,8 +194,16 @@ def blocks(snapshot, request):
 
 def test_rtx_pro_6000_with_sglang_0_5_12():
     found = blocks(rtx_pro_6000_8x_pcie(), {"sglang_version": "0.5.12", "tp_size": 8})
-    assert {"torch-symm-mem-sm12x-keyerror", "flashinfer-allreduce-fusion-sm12x", "ep-flashinfer-a2a-sm120",
+    assert {"torch-symm-mem-sm12x-keyerror", "ep-flashinfer-a2a-sm120",
             "nccl-tree-cuda-graph-sm120-pcie", "nccl-fewer-channels-oom-sm120-pcie", "nccl-nvls-needs-nvswitch-sm90"} == found
+    # 0.5.12 runs the plain allreduce on SM12x when the fusion is asked for: a warning, not a block.
+    report = evaluate(RULES, rtx_pro_6000_8x_pcie(), {"sglang_version": "0.5.12", "tp_size": 8})
+    assert finding(report, "flashinfer-allreduce-fusion-sm12x-ignored").status == "fired"
+
+
+def test_rtx_pro_6000_with_sglang_0_5_5_and_0_5_23_blocks_the_fusion():
+    for version in ("0.5.5", "0.5.23"):
+        assert "flashinfer-allreduce-fusion-sm12x" in blocks(rtx_pro_6000_8x_pcie(), {"sglang_version": version, "tp_size": 8})
 
 
 def test_rtx_pro_6000_with_sglang_0_5_23_skips_symm_mem_instead():
@@ -220,8 +228,8 @@ def test_eagle3_warning_only_when_asked_for():
 
 FIXTURE_BLOCKS = {
     # system name -> (request, blocks that must be there, blocks that must not)
-    "rtx-pro-6000-8x-pcie": ({"sglang_version": "0.5.12"}, {"torch-symm-mem-sm12x-keyerror", "flashinfer-allreduce-fusion-sm12x",
-                                                            "ep-flashinfer-a2a-sm120"}, {"custom-allreduce-without-p2p"}),
+    "rtx-pro-6000-8x-pcie": ({"sglang_version": "0.5.12"}, {"torch-symm-mem-sm12x-keyerror", "ep-flashinfer-a2a-sm120"},
+                             {"custom-allreduce-without-p2p", "flashinfer-allreduce-fusion-sm12x"}),
     "h200-4x-nvswitch-vm": ({"sglang_version": "0.5.12"}, set(), {"torch-symm-mem-sm12x-keyerror",
                                                                   "nccl-nvls-needs-nvswitch-sm90",
                                                                   "custom-allreduce-without-p2p"}),

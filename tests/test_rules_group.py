@@ -22,8 +22,9 @@ def _fired(snapshot, request, cache=None):
     ({"tp_size": 2}, False),                   # the first two GPUs
     ({"tp_size": 1, "dp_size": 2}, False),
     ({"tp_size": 2, "dp_size": 2}, True),      # four GPUs: every pair
-    ({"tp_size": 4}, True),
-    ({}, True),                                # no size: every GPU
+    # four PCIe-only GPUs in one TP group: SGLang's own gate turns custom allreduce off before any P2P test
+    ({"tp_size": 4}, False),
+    ({}, False),                               # no size: every GPU (four, PCIe only)
 ])
 def test_custom_allreduce_without_p2p_judges_the_group(request_, blocked):
     fired = _fired(system_snapshot("l40s-4x-pcie-2numa"), request_)
@@ -36,9 +37,10 @@ def test_an_unknown_pair_outside_the_group_is_not_the_launchs_business():
         if {entry["src"], entry["dst"]} == {6, 7}:
             entry["p2p"]["read"] = "unknown"
     snapshot["summary"]["all_pairs_p2p"] = None
-    inside = _fired(snapshot, {"tp_size": 8})
+    # a TP2 group (SGLang's gate lets custom allreduce through on two PCIe GPUs) holding the unknown pair
+    inside = _fired(snapshot, {"tp_size": 2, "gpus": [6, 7]})
     assert inside.get("custom-allreduce-without-p2p") == "unknown"
-    outside = _fired(snapshot, {"tp_size": 4, "gpus": [0, 1, 2, 3]})
+    outside = _fired(snapshot, {"tp_size": 2, "gpus": [0, 1]})
     assert "custom-allreduce-without-p2p" not in outside
     assert "p2p-status-unverified" not in outside
 

@@ -377,6 +377,15 @@ def test_command_line(classic, tmp_path, capsys):
     assert exc.value.code == 2
 
 
+def test_command_line_with_check_writes_the_report_beside_the_data(classic, tmp_path, capsys):
+    out = tmp_path / "d"
+    assert main(["--check", "--wheel", str(classic), "--out", str(out)]) == 0
+    assert "checked against SGLang's parser" in capsys.readouterr().out
+    report = json.loads((out / "sglang_real_parser_check.json").read_text(encoding="utf-8"))
+    assert [r["version"] for r in report["results"]] == ["9.0.0"] and report["results"][0]["disagreements"] == []
+    assert "| 9.0.0 | 13 / 13 |" in (out / "real-parser-check.md").read_text(encoding="utf-8")
+
+
 # ---- the real-parser check, on the same synthetic sources ------------------------------------------------
 
 

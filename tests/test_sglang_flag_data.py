@@ -112,3 +112,14 @@ def test_the_pin_and_the_flags_of_a_pre_release_come_from_the_same_release():
     for version in ("0.5.12rc1", "0.5.12+cu129", "0.5.21rc0"):
         release, _ = match_version(version)
         assert flashinfer_pin(version) == flashinfer_pin(release)
+
+
+def test_the_versions_page_and_the_readme_list_what_is_covered():
+    root = DATA_DIR.parent.parent.parent
+    page = (root / "docs" / "sglang-versions.md").read_text(encoding="utf-8")
+    for version in known_versions():
+        doc = _doc(version)
+        assert f"| {version} | {doc['flag_count']} |" in page, version
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    finals = [v for v in known_versions() if not Version(v).is_prerelease]
+    assert f"from {finals[0]} to {newest_version()} ({len(finals)} releases" in readme

@@ -61,3 +61,14 @@ def test_flags_new_in_0_5_9_to_0_5_11_are_not_blocked_as_unknown(cli):
         code, out, err = cli(["check", *RTX, "--sglang-version", version, "--", "--tp-size", "8", flag])
         assert "unknown" not in out.lower() and "sglang-unknown-flag" not in out, (version, out)
         assert err == ""
+
+
+def test_a_choice_sglang_adds_at_run_time_is_not_blocked(cli):
+    # 0.5.19+: sampling_backend_choices = set(SAMPLING_BACKEND_CHOICES), plus "token_oracle" when
+    # SGLANG_KV_CANARY_ENABLE_TOKEN_ORACLE is set (sglang/srt/server_args.py, add_cli_args)
+    code, out, err = cli(["check", "--system", "h200-4x-nvswitch-vm", "--sglang-version", "0.5.23", "--",
+                         "--tp-size", "4", "--sampling-backend", "token_oracle"])
+    assert code == 0 and "invalid choice" not in out
+    code, out, err = cli(["check", "--system", "h200-4x-nvswitch-vm", "--sglang-version", "0.5.18", "--",
+                         "--tp-size", "4", "--sampling-backend", "token_oracle"])
+    assert code == 1 and "invalid choice" in out  # a fixed set there: argparse refuses it

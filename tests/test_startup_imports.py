@@ -36,13 +36,13 @@ def env(tmp_path):
 @pytest.fixture
 def launch_env(tmp_path, env):
     path = tmp_path / "launch.env"
-    code, _ = _run(["recommend", "--system", SYSTEM, "--model", "kimi-k2.5", "-o", str(path)], env)
+    code, _ = _run(["recommend", "--system", SYSTEM, "--model", "qwen3-235b-a22b", "-o", str(path)], env)
     assert code == 0
     return str(path)
 
 
 def _commands(launch_env: str) -> list[list[str]]:
-    return [["recommend", "--system", SYSTEM, "--model", "kimi-k2.5"],
+    return [["recommend", "--system", SYSTEM, "--model", "qwen3-235b-a22b"],
             ["check", launch_env, "--system", SYSTEM],
             ["check", "--system", SYSTEM, "--", "python", "-m", "sglang.launch_server", "--model-path", "M", "--tp", "4"]]
 

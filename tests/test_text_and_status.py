@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 import yaml
-from test_autoconf_snapshots import make_snapshot
 
 from topoctl.errors import one_line
 
@@ -33,9 +32,13 @@ def test_launch_env_comment_escapes_a_tab(cli, tmp_path):
 
 
 def _unverifiable(tmp_path):
-    """A machine whose P2P status could not be read: P2P-scoped block rules cannot be decided."""
+    """Four NVLink GPUs in a VM that hides the NVSwitch and whose P2P status could not be read: the NVLS and P2P
+    block rules cannot be decided."""
     path = tmp_path / "box.yaml"
-    path.write_text(yaml.safe_dump(make_snapshot(p2p="unknown")))
+    from rules_helpers import make_snapshot as rules_snapshot
+
+    path.write_text(yaml.safe_dump(rules_snapshot(sm=90, count=4, interconnect="nvswitch", link="NV18", nvlink=True,
+                                                  nvswitch=None, p2p="unknown", name="NVIDIA H200")))
     return ["--topology", str(path)]
 
 

@@ -15,6 +15,7 @@ import subprocess
 import sys
 
 import pytest
+from model_helpers import fitting_model
 
 from topoctl.catalogue import list_systems
 
@@ -205,7 +206,7 @@ def test_snapshot_yaml_and_json_give_the_same_launch(cli, tmp_path):
 @pytest.mark.parametrize("system", SYSTEMS)
 @pytest.mark.parametrize("fmt", ["env", "args", "json", "yaml"])
 def test_recommend_twice_is_byte_identical(cli, system, fmt):
-    argv = ["recommend", "--system", system, "--format", fmt, "--model", "kimi-k2.5", "--explain"]
+    argv = ["recommend", "--system", system, "--format", fmt, "--model", fitting_model(system), "--explain"]
     first = cli(argv)
     second = cli(argv)
     assert first[0] == 0
@@ -269,7 +270,7 @@ def _source(tmp_path, env_file, extra=""):
 def test_launch_env_from_hostile_snapshot_only_assigns(cli, tmp_path):
     snapshot = _hostile_snapshot(tmp_path)
     env_file = str(tmp_path / "launch.env")
-    code, out, err = cli(["recommend", "--topology", snapshot, "--model", "kimi-k2.5", "-o", env_file])
+    code, out, err = cli(["recommend", "--topology", snapshot, "--model", "llama-3.1-8b", "-o", env_file])
     assert code == 0, err
     assert out == ""
     with open(env_file, encoding="utf-8") as handle:
@@ -306,7 +307,7 @@ def test_hostile_draft_model_path_and_disable_reason_are_quoted(cli, tmp_path):
     env_file = str(tmp_path / "launch.env")
     draft = f"/models/my draft/$(touch {tmp_path}/pwned-dm)'q`touch {tmp_path}/pwned-bt`"
     reason = f"ok\ntouch {tmp_path}/pwned-reason; X='$(touch {tmp_path}/pwned-r2)"
-    code, _, err = cli(["recommend", "--system", "h100-8x-nvswitch", "--model", "deepseek-v3",
+    code, _, err = cli(["recommend", "--system", "h100-8x-nvswitch", "--model", "llama-3.1-70b",
                                 "--speculative", "eagle3", "--draft-model", draft, "--force-speculative",
                                 "--disable", f"nccl-ll128-without-nvlink={reason}", "-o", env_file])
     assert code == 0, err
@@ -513,7 +514,7 @@ def test_check_unreadable_launch_env(cli, tmp_path, kind):
     ("--tp-size 99", "topoctl-tp-exceeds-gpus"),
     ("--tp-size 4 --tp-size 8", "topoctl-tp-exceeds-gpus"),
     ("--cuda-graph-max-bs 128", "ambiguous"),
-    ("--speculative-num-steps 3", "speculative-params-all-or-none"),
+    ("--speculative-algorithm EAGLE3 --speculative-eagle-topk 1", "speculative-params-all-or-none"),
     ("--tp-size", "expects a value"),
     ("-h", "BLOCK"),
 ])
@@ -547,7 +548,7 @@ def test_check_launch_env_and_command_together_checks_both(cli, tmp_path):
 def test_check_reference_launch_env_round_trips(cli, tmp_path):
     for system in SYSTEMS:
         env_file = str(tmp_path / f"{system}.env")
-        code, _, err = cli(["recommend", "--system", system, "--model", "kimi-k2.5", "-o", env_file])
+        code, _, err = cli(["recommend", "--system", system, "--model", fitting_model(system), "-o", env_file])
         assert code == 0, err
         code, out, err = cli(["check", env_file, "--system", system])
         assert code == 0, (system, out, err)

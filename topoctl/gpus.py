@@ -59,12 +59,19 @@ class GpuDataError(ValueError):
     """gpus.yaml is malformed (a packaging or editing mistake, caught by the tests)."""
 
 
-def _load_yaml(path: str) -> Any:
+def _read_yaml(path: str) -> Any:
     import yaml
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     with open(path, encoding="utf-8") as handle:
         return yaml.load(handle, Loader=loader)  # noqa: S506 - a safe loader
+
+
+def _load_yaml(path: str) -> Any:
+    """The parsed file, through topoctl's knowledge cache (a warm start of recommend does not import PyYAML)."""
+    from topoctl import cache
+
+    return cache.cached("gpus", [path, __file__], lambda: _read_yaml(path))
 
 
 def _number(entry: dict[str, Any], key: str) -> float | None:

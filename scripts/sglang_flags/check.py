@@ -55,6 +55,12 @@ PROBES: list[list[str]] = [
     ["--enable-aiter-allreduce-fusion"],
     ["--disable-piecewise-cuda-graph"],
     ["--enable-torch-symm"],
+    ["--cuda-graph-max-bs=8"],
+    ["--tp=2", "--enable-p2p-check"],
+    ["--speculative-algo", "EAGLE3"],
+    ["--enable-dp"],
+    ["--disable-custom"],
+    ["--cuda-graph"],
     ["--no-such-flag-at-all"],
 ]
 
@@ -228,6 +234,34 @@ def render_md(results: list[dict[str, Any]]) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
+def save(results: list[dict[str, Any]], json_path: Path = DEFAULT_JSON, md_path: Path = DEFAULT_MD) -> None:
+    """Write `results` into the JSON report (replacing those versions' earlier results, keeping the others) and
+    re-render the Markdown summary from the whole report."""
+    merged: dict[str, dict[str, Any]] = {}
+    if json_path.exists():
+        merged = {r["version"]: r for r in json.loads(json_path.read_text(encoding="utf-8"))["results"]}
+    merged.update({r["version"]: r for r in results})
+    ordered = [merged[v] for v in sorted(merged, key=_version_key)]
+    doc = {"generated_by": "scripts/check_sglang_parser.py", "probes_after": ["--model-path", "model"],
+           "results": ordered}
+    for path, text in ((json_path, json.dumps(doc, indent=1, sort_keys=True) + "\n"), (md_path, render_md(ordered))):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp_path = path.with_suffix(path.suffix + ".tmp")
+        tmp_path.write_text(text, encoding="utf-8")
+        tmp_path.replace(path)
+
+
+def check_wheel(wheel: Path, data_dir: Path = DATA_DIR) -> dict[str, Any]:
+    """check_version on one wheel, unpacked into a temporary folder."""
+    with tempfile.TemporaryDirectory(prefix="sglang-src-") as tmp:
+        wheel_dir = Path(tmp) / "wheel"
+        wheel_dir.mkdir()
+        (wheel_dir / wheel.name).symlink_to(wheel.resolve())
+        sources = _unpack(wheel_dir, Path(tmp) / "src")
+        (version, src), = sources.items()
+        return check_version(version, src, data_dir)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     src = ap.add_mutually_exclusive_group(required=True)
@@ -252,13 +286,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{v}: {r['flags_real']} real / {r['flags_data']} data flags, {r['compared_fields']} fields, "
                   f"{len(r['disagreements'])} disagree, {len(r['unresolved_in_data'])} unresolved, "
                   f"{len(r['not_comparable'])} not comparable", flush=True)
-    doc = {"generated_by": "scripts/check_sglang_parser.py", "probes_after": ["--model-path", "model"],
-           "results": results}
-    for path, text in ((args.json, json.dumps(doc, indent=1, sort_keys=True) + "\n"), (args.md, render_md(results))):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp_path = path.with_suffix(path.suffix + ".tmp")
-        tmp_path.write_text(text, encoding="utf-8")
-        tmp_path.replace(path)
+    save(results, args.json, args.md)
     return 1 if any(r["disagreements"] for r in results) else 0
 
 

@@ -69,10 +69,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--wheel", action="append", default=[], type=Path,
                     help="use this already-downloaded wheel instead of pip download (repeatable)")
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"output folder (default {DEFAULT_OUT})")
+    ap.add_argument("--check", action="store_true",
+                    help="then build SGLang's own parser from each wheel, compare it with the data just written and "
+                         "record the results (tests/data/sglang_real_parser_check.json, docs/real-parser-check.md; beside "
+                         "--out when that is given); "
+                         "exit 1 on a disagreement. Needs msgspec installed.")
     args = ap.parse_args(argv)
     if not args.versions and not args.wheel:
         ap.error("give at least one VERSION or --wheel")
     wheels = list(args.wheel)
+    results: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="sglang-wheels-") as tmp:
         for v in args.versions:
             wheels.append(download(v, Path(tmp)))
@@ -84,7 +90,23 @@ def main(argv: list[str] | None = None) -> int:
                   f"{len(doc['env'])} env vars -> {path} ({path.stat().st_size // 1024} KiB)")
             for p in doc.get("problems", []):
                 print(f"  warning: {p}", file=sys.stderr)
-    return 0
+            if args.check:
+                from .check import check_wheel
+
+                result = check_wheel(w, args.out)
+                results.append(result)
+                print(f"  checked against SGLang's parser: {result['compared_fields']} fields, "
+                      f"{len(result['disagreements'])} disagree, {len(result['unresolved_in_data'])} unresolved")
+                for item in result["disagreements"]:
+                    print(f"  disagreement: {item}", file=sys.stderr)
+    if args.check:
+        from .check import DEFAULT_JSON, DEFAULT_MD, save
+
+        if args.out.resolve() == DEFAULT_OUT.resolve():
+            save(results, DEFAULT_JSON, DEFAULT_MD)
+        else:  # data written elsewhere: its check report goes beside it
+            save(results, args.out / "sglang_real_parser_check.json", args.out / "real-parser-check.md")
+    return 1 if any(r["disagreements"] for r in results) else 0
 
 
 if __name__ == "__main__":

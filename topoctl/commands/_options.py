@@ -130,12 +130,10 @@ def target_version(snapshot: dict, requested: str | None) -> str | None:
 
 def flag_set_for(version: str | None) -> Any:
     """SGLang's flags for `version` (normalised), or for the newest version with flag data when None."""
-    from topoctl.sglang.flags import known_versions, load_flag_set
+    from topoctl.sglang.flags import load_flag_set, newest_version
 
     if version is None:
-        from packaging.version import Version
-
-        version = max(known_versions(), key=Version)
+        version = newest_version() or ""  # the newest release (an empty data folder: load_flag_set says so)
     try:
         flags = load_flag_set(version)
     except TopoctlError:

@@ -98,7 +98,8 @@ def command(ctx, files, topology, system, fallback_system, expect, sglang_versio
             raise TopoctlError("the command after `--` has no SGLang flags",
                                hint="e.g. -- python -m sglang.launch_server --model-path M --tp 8")
     snapshot = resolve_target(topology=topology, system=system, fallback_system=fallback_system)
-    read_files = [(path, *sources_mod.read_file(path)) for path in sources_mod.expand_paths(list(files))]
+    read_files = [(path, *sources_mod.read_file(path, found_in_folder=in_folder))
+                  for path, in_folder in sources_mod.expand_paths(list(files))]
     gpu_count = target_gpu_count(snapshot)
     expected = load_snapshot(expect) if expect else None
     ruleset = load_rules_for(rules_dirs, disabled)
@@ -121,7 +122,10 @@ def command(ctx, files, topology, system, fallback_system, expect, sglang_versio
             else:
                 entries.append((_label(found), found.none_reason))
     if command_launch is not None:
-        entries.append(chooser.parse(command_launch, "<command>"))
+        entry = chooser.parse(command_launch, "<command>")
+        if isinstance(entry, tuple):
+            raise TopoctlError(entry[1], hint="topoctl checks SGLang's language-model server launches")
+        entries.append(entry)
     outcomes = [Outcome(entry[0], skipped=entry[1]) if isinstance(entry, tuple)
                 else judge(entry, snapshot, entry.flags, ruleset, gpu_count, model=model, expect=expected)
                 for entry in entries]
@@ -224,6 +228,8 @@ class _VersionChooser:
         for name, value in sorted(launch.env.items()):
             launch_mod.apply_env(parsed, name, value, launch.env_where.get(name, ""))
         prepared = prepare(launch, flags, dynamo)
+        if prepared.not_checked:
+            return (origin, prepared.not_checked)
         parsed.problems.extend(prepared.problems)
         args, wheres, from_config = _drop_unresolved(prepared, launch, parsed, flags)
         launch_mod.parse_args(args, flags, parsed, where=launch.where, where_of=wheres, from_config=from_config)

@@ -7,6 +7,8 @@ has to probe this machine live.
 """
 from __future__ import annotations
 
+import os
+
 import click
 
 from topoctl.commands._options import (  # noqa: F401 - flag_set_for: also imported from here
@@ -62,6 +64,19 @@ def _list_systems() -> str:
 @click.option("--tp-size", type=click.IntRange(min=1), help="Tensor parallel size (default: every GPU; at most the GPU count).")
 @click.option("--ep-size", type=click.IntRange(min=1),
               help="Expert parallel size (default 1; at most --tp-size and a divisor of it).")
+@click.option("--dp-size", type=click.IntRange(min=1),
+              help="Data-parallel replicas (default: the GPUs left over by the TP size; TP x DP at most the GPU count).")
+@click.option("--objective", type=click.Choice(["latency", "throughput"]), default="latency", show_default=True,
+              help="latency: one stream's tokens/s; throughput: tokens/s of every replica at the batch the KV cache "
+                   "and the CUDA graphs allow.")
+@click.option("--context-length", type=click.IntRange(min=1),
+              help="Longest request in tokens: written as --context-length, and a launch whose KV cache holds fewer "
+                   "tokens does not fit.")
+@click.option("--max-running-requests", type=click.IntRange(min=1),
+              help="Requests decoded at once (written as --max-running-requests).")
+@click.option("--accept-length", type=click.FloatRange(min=1.0, max=64.0),
+              help="EAGLE-3 tokens accepted per verify cycle (default: measured for the same model, else 2.77, a "
+                   "published EAGLE-3 acceptance length; docs/launch-model.md).")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="env", show_default=True,
               help="env: launch.env to source; args: the SGLang flags on one line; json / yaml: everything, with "
                    "the evidence.")
@@ -70,18 +85,20 @@ def _list_systems() -> str:
 @click.option("-o", "--output", metavar="FILE", help="Write to FILE atomically instead of stdout.")
 def command(topology, system, list_systems, fallback_system, list_models, model_name, model_path, model_config,
             sglang_version, speculative, draft_model,
-            force_speculative, tp_size, ep_size, fmt, explain, rules_dirs, disabled, output):
+            force_speculative, tp_size, ep_size, dp_size, objective, context_length, max_running_requests, accept_length,
+            fmt, explain, rules_dirs, disabled, output):
     """Recommend the fastest SGLang launch known to work on the target machine.
 
     \b
     Examples:
       topoctl recommend --system rtx-pro-6000-8x-pcie --model kimi-k2.5 > launch.env
       topoctl recommend --topology machine.yaml --model-config config.json --format args
-      topoctl recommend --system h200-4x-nvswitch-vm --model deepseek-v3 \\
+      topoctl recommend --system h200-4x-nvswitch-vm --model qwen3-235b-a22b \\
           --speculative eagle3 --draft-model /models/eagle3 --explain -o launch.env
 
     \b
-    Exit codes: 0 written; 1 no launch passes the rules; 2 bad usage or input.
+    Exit codes: 0 written; 1 no launch passes the rules, or the model does not fit
+    (the hint says what would); 2 bad usage or input.
     """
     from topoctl.io import emit
 
@@ -125,11 +142,14 @@ def command(topology, system, list_systems, fallback_system, list_models, model_
     ruleset = load_rules_for(rules_dirs, disabled)
     from topoctl.autoconf.render import explain as explain_text
     from topoctl.autoconf.render import render
-    from topoctl.autoconf.search import search
+    from topoctl.autoconf.search import Request, search
 
-    result = search(snapshot, model, flags, version, speculative=speculative.lower() if speculative else None,
-                    draft_model=draft_model, force_speculative=force_speculative, tp_size=tp_size,
-                    ep_size=ep_size, ruleset=ruleset)
+    draft = None
+    if draft_model and os.path.isfile(os.path.join(draft_model, "config.json")):
+        draft = models.from_model_dir(draft_model)  # a local draft folder: its own bytes
+    request = Request(speculative.lower() if speculative else None, draft_model, force_speculative, tp_size, ep_size,
+                      dp_size, objective, context_length, max_running_requests, accept_length, draft)
+    result = search(snapshot, model, flags, version, ruleset=ruleset, request=request)
     if explain:
         click.echo(explain_text(result), err=True, nl=False)
     emit(render(result, fmt), output)

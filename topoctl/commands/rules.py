@@ -125,11 +125,12 @@ def render_explanation(rule: Any, disabled_reason: str | None = None) -> str:
         rest = {key: value for key, value in entry.items() if key != "setting"}
         shown = f"  {json.dumps(rest)}" if rest else "  (any value other than its default)"
         lines.append(f"  forbid  {entry['setting']}" + shown)
-    for kind in ("require", "prefer", "defaults"):
+    labels = {"defaults": "SGLang's own default here", "implies": "SGLang sets by itself"}
+    for kind in ("require", "prefer", "defaults", "implies"):
         for setting, value in (effect.get(kind) or {}).items():
-            label = "SGLang's own default here" if kind == "defaults" else kind
+            label = labels.get(kind, kind)
             lines.append(f"  {label:<8} {setting} = {json.dumps(value)}")
-    if not any(effect.get(kind) for kind in ("forbid", "require", "prefer", "defaults")):
+    if not any(effect.get(kind) for kind in ("forbid", "require", "prefer", "defaults", "implies")):
         lines.append("  (none: evidence and context only)")
     lines += ["", "Evidence:"]
     for item in rule.evidence:

@@ -301,11 +301,11 @@ def match_version(version: str) -> tuple[str, str]:
     "older" (no data: the nearest older release), "newest" (newer than every release with data: the newest).
     TopoctlError when the version is older than every data file, or not a version.
     """
-    want = _parse_version(version)
     versions = known_versions()
     if not versions:
         raise TopoctlError("no SGLang flag data is installed",
                            hint="reinstall topoctl; topoctl/sglang/data/sglang-*.json ship with it")
+    want = _parse_version(version)
     for v in versions:
         if Version(v) == want:
             return v, "exact"

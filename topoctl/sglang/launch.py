@@ -212,7 +212,9 @@ def _check_value(flags: Any, name: str, info: dict[str, Any], text: str, where: 
                            f"{name} {text}: invalid {kind} value {text!r} for SGLang {flags.version}; the server will not start",
                            f"give {name} an {kind}" if kind == "int" else f"give {name} a {kind}", where)
     choices = info.get("choices")
-    if choices and not info.get("choices_unresolved"):
+    # choices_note: SGLang extends the set at run time (0.5.19+ --sampling-backend adds "token_oracle" under
+    # an env variable), so a value outside the wheel's base set is not shown to fail
+    if choices and not info.get("choices_unresolved") and not info.get("choices_note"):
         if converted not in choices and str(converted) not in {str(c) for c in choices}:
             shown = ", ".join(str(c) for c in choices)
             return Problem("invalid-choice", "block",

@@ -171,15 +171,13 @@ def _container(tokens: list[str], launch: Launch, program: str) -> list[str]:
         if not token.startswith("-") or token == "-":
             break
         name, has_value, inline = token.partition("=")
+        if not token.startswith("--") and len(token) > 2 and token[1] in "ev":  # -eNAME=VALUE, -v/x:/y together
+            name, has_value, inline = token[:2], "=", token[2:]
         if not has_value and name in _CONTAINER_VALUE_OPTIONS:
             if position + 1 >= len(tokens):
                 raise NotALaunch(f"{program} run: {name} expects a value", hint="complete the command")
             value = tokens[position + 1]
             position += 2
-        elif not has_value and not name.startswith("--") and len(name) > 2 and name[1:2] in "ev":
-            value = name[2:]  # -eNAME=VALUE, -v/x:/y written together
-            name = name[:2]
-            position += 1
         else:
             value = inline
             position += 1
@@ -308,6 +306,10 @@ def read_command(tokens: list[str], *, where: str = "", base_dir: str = ".", lau
             if module == "dynamo.sglang":
                 launch.launcher, launch.args = "dynamo.sglang", rest[index + step:]
                 return launch
+            if module == "dynamo.frontend":
+                raise NotALaunch("Dynamo's frontend (python -m dynamo.frontend): it routes requests and starts no "
+                                 "engine; the workers (python -m dynamo.sglang) are checked",
+                                 hint="check the files that hold the workers")
             for prefix, server in _OTHER_SERVERS_MODULES.items():
                 if module and (module == prefix or module.startswith(prefix + ".")):
                     raise Unsupported(server, _shown(rest))
@@ -324,17 +326,19 @@ _STARTS_LAUNCH = re.compile(r"(^|[\s/;&|(])(python[0-9.]*\s+(-\S+\s+)*-m\s*(sgla
                             r"python[0-9.]*\s+(-\S+\s+)*-m\s*(vllm|tensorrt_llm)\.)")
 
 
-def expand(text: str, variables: dict[str, str], unresolved: list[str], kubernetes: bool = False) -> str:
-    """$NAME, ${NAME}, ${NAME:-default} from `variables` (and $(NAME) for Kubernetes); what is not known stays
-    as written and is listed in `unresolved`."""
+def expand(text: str, variables: dict[str, str], unresolved: list[str], kubernetes: bool = False,
+           compose: bool = False) -> str:
+    """Variables in `text` the way its reader expands them: a shell's $NAME, ${NAME}, ${NAME:-default}; Kubernetes'
+    $(NAME) only (a $NAME in a manifest reaches the program as written); compose's shell-like forms with $$ for
+    a literal $. What is not known stays as written and is listed in `unresolved`."""
+    if compose:
+        parts = text.split("$$")
+        return "$".join(expand(part, variables, unresolved) for part in parts)
 
     def replace(match: re.Match[str]) -> str:
-        if match.group(4) is not None:
-            if not kubernetes:
-                return match.group(0)
-            name = match.group(4)
-        else:
-            name = match.group(1) or match.group(3)
+        if kubernetes != (match.group(4) is not None):
+            return match.group(0)
+        name = match.group(4) if kubernetes else (match.group(1) or match.group(3))
         if name in variables:
             return variables[name]
         if match.group(2) is not None:
@@ -398,6 +402,7 @@ def read_script(text: str, *, origin: str, base_dir: str = ".", inherit: Launch 
     exported_where: dict[str, str] = dict(inherit.env_where) if inherit else {}
     auto_export = False
     launches: list[Launch] = []
+    other: Unsupported | None = None
     for number, line in _logical_lines(text):
         line_no = number + line_offset
         where = f"{origin}:{line_no}" if report_line else origin
@@ -450,7 +455,14 @@ def read_script(text: str, *, origin: str, base_dir: str = ".", inherit: Launch 
             if inherit is not None:
                 launch.gpus, launch.image = inherit.gpus, inherit.image
             launch.unresolved = unresolved
-            launches.append(read_command(words, where=where, base_dir=base_dir, launch=launch, depth=depth))
+            try:
+                launches.append(read_command(words, where=where, base_dir=base_dir, launch=launch, depth=depth))
+            except Unsupported as error:  # another server: said when the script starts no SGLang at all
+                other = other or error
+            except NotALaunch:  # `docker run -d redis`, `sglang version`: not a server launch, read on
+                continue
+    if not launches and other is not None:
+        raise other
     return launches
 
 

@@ -61,6 +61,7 @@ class Prepared:
     problems: list[Problem] = field(default_factory=list)
     dynamo: dict[str, list[str]] = field(default_factory=dict)  # what Dynamo and its router took
     config_file: str | None = None
+    not_checked: str = ""  # the launch starts a server whose flags topoctl does not read (why)
 
 
 def _version(flags: Any) -> Version:
@@ -354,18 +355,25 @@ def prepare(launch: Launch, flags: Any, dynamo: DynamoTable | None = None) -> Pr
                                              launch.where))
         if version >= SERVE_MODEL_TYPE_FROM:
             kept, kept_where, skip = [], [], False
+            model_type = "auto"
             for index, word in enumerate(args):
                 if skip:
                     skip = False
+                    model_type = word
                     continue
                 if word == "--model-type":
                     skip = True
                     continue
                 if word.startswith("--model-type="):
+                    model_type = word.split("=", 1)[1]
                     continue
                 kept.append(word)
                 kept_where.append(wheres[index])
             args, wheres = kept, kept_where
+            if model_type not in ("auto", "llm"):  # serve's own choice of backend (diffusion, a plug-in's)
+                prepared.not_checked = (f"sglang serve --model-type {model_type}: SGLang's {model_type} server, whose "
+                                        "flags topoctl does not read; not checked")
+                return prepared
         if args and not args[0].startswith("-"):
             if version >= SERVE_POSITIONAL_FROM:
                 args = ["--model-path", *args]

@@ -1,8 +1,10 @@
 """Finding launches where deployments keep them: Kubernetes manifests, Docker Compose files, shell scripts,
 launch.env files, and folders of them. Nothing is run or sourced; every launch keeps its file and line.
 
-* Kubernetes (multi-document YAML): Pod, Deployment, StatefulSet, ReplicaSet, DaemonSet, Job, CronJob and
-  LeaderWorkerSet (leader and worker templates). Per container: `command` + `args` (Kubernetes' `$(NAME)`
+* Kubernetes (multi-document YAML): Pod, Deployment, StatefulSet, ReplicaSet, DaemonSet, Job, CronJob,
+  LeaderWorkerSet (leader and worker templates) and Dynamo's DynamoGraphDeployment (nvidia.com/v1beta1,
+  `spec.components[].podTemplate.spec`, the form of ai-dynamo's dynamo/profiler/templates/dgd/sglang/*.yaml).
+  Per container: `command` + `args` (Kubernetes' `$(NAME)`
   expanded from the container's `env`), `env` (`value`; `valueFrom` is not visible here), the image, and
   `resources.limits["nvidia.com/gpu"]` (else requests) as the GPU count the container is given.
 * Docker Compose: `services.NAME` with `entrypoint` + `command` (a string is split as compose does, shell
@@ -147,10 +149,13 @@ def _words(node: _Node | None) -> list[tuple[str, int, _Node]]:
 
 def _from_words(path: str, label: str, kind: str, words: list[tuple[str, int, _Node]], env: dict[str, str],
                 env_where: dict[str, str], gpus: GpuSet | None, image: str | None, base_dir: str,
-                line: int, kubernetes: bool) -> Found:
+                line: int, kubernetes: bool, interpolate: dict[str, str] | None = None) -> Found:
     found = Found(path, line, label, kind=kind)
     unresolved: list[str] = []
-    tokens = [expand(word, env, unresolved, kubernetes=True) if kubernetes else word for word, _, _ in words]
+    if kubernetes:
+        tokens = [expand(word, env, unresolved, kubernetes=True) for word, _, _ in words]
+    else:  # compose: interpolated from the project's .env, not from the container's environment
+        tokens = [expand(word, interpolate or {}, unresolved, compose=True) for word, _, _ in words]
     wheres = [f"{path}:{word_line}" for _, word_line, _ in words]
     where = f"{path}:{line}"
     launch = Launch(launcher="", where=where, base_dir=base_dir, env=dict(env), env_where=dict(env_where), gpus=gpus,
@@ -235,6 +240,14 @@ def _kubernetes(path: str, doc: _Node, base_dir: str) -> list[Found]:
             if isinstance(item.value, dict):
                 out.extend(_kubernetes(path, item, base_dir))
         return out
+    if kind == "DynamoGraphDeployment":  # nvidia.com/v1beta1: spec.components[].podTemplate.spec
+        components = doc.at("spec", "components")
+        for component in (components.children if components is not None and isinstance(components.children, list)
+                          else []):
+            spec = component.at("podTemplate", "spec")
+            if spec is not None:
+                out.extend(_pod_spec(path, spec, f"{kind} {name} / component {component.value.get('name')}", base_dir))
+        return out
     paths: list[tuple[str, ...]] | None = _POD_PATHS.get(kind)
     if paths is None:
         return []
@@ -243,22 +256,29 @@ def _kubernetes(path: str, doc: _Node, base_dir: str) -> list[Found]:
         if spec is None:
             continue
         role = "" if len(paths) == 1 else (" leader" if "leaderTemplate" in keys else " worker")
-        containers = spec.get("containers")
-        for container in (containers.children if containers is not None else []) or []:
-            label = f"{kind} {name}{role} / container {container.value.get('name')}"
-            command, args = container.get("command"), container.get("args")
-            env, env_where = _k8s_env(container, path)
-            gpus = _k8s_gpus(container, path)
-            image = container.value.get("image")
-            words = _words(command) + _words(args)
-            line = (command or args or container).line
-            if not words:
-                out.append(Found(path, container.line, label, kind="kubernetes",
-                                 none_reason=f"{label}: no command or args (it runs its image's default command, "
-                                             "not visible here)"))
-                continue
-            out.append(_from_words(path, label, "kubernetes", words, env, env_where, gpus,
-                                   str(image) if image else None, base_dir, line, kubernetes=True))
+        out.extend(_pod_spec(path, spec, f"{kind} {name}{role}", base_dir))
+    return out
+
+
+def _pod_spec(path: str, spec: _Node, owner: str, base_dir: str) -> list[Found]:
+    out = []
+    containers = spec.get("containers")
+    for container in (containers.children if containers is not None and isinstance(containers.children, list)
+                      else []):
+        label = f"{owner} / container {container.value.get('name')}"
+        command, args = container.get("command"), container.get("args")
+        env, env_where = _k8s_env(container, path)
+        gpus = _k8s_gpus(container, path)
+        image = container.value.get("image")
+        words = _words(command) + _words(args)
+        line = (command or args or container).line
+        if not words:
+            out.append(Found(path, container.line, label, kind="kubernetes",
+                             none_reason=f"{label}: no command or args (it runs its image's default command, "
+                                         "not visible here)"))
+            continue
+        out.append(_from_words(path, label, "kubernetes", words, env, env_where, gpus,
+                               str(image) if image else None, base_dir, line, kubernetes=True))
     return out
 
 
@@ -281,6 +301,8 @@ def _compose_words(node: _Node | None) -> list[tuple[str, int, _Node]]:
 def _compose(path: str, doc: _Node, base_dir: str) -> list[Found]:
     services = doc.get("services")
     out = []
+    dot_env = os.path.join(base_dir, ".env")  # compose interpolates ${VAR} from the project folder's .env
+    project_env = {key: value for _, key, value in read_docker_env_file(dot_env)} if os.path.isfile(dot_env) else {}
     for name, service in (services.children.items() if services is not None and isinstance(services.children, dict)
                           else []):
         label = f"service {name}"
@@ -326,7 +348,7 @@ def _compose(path: str, doc: _Node, base_dir: str) -> list[Found]:
                              none_reason=f"{label}: no command (it runs its image's default command, not visible here)"))
             continue
         out.append(_from_words(path, label, "compose", words, env, env_where, gpus, str(image) if image else None,
-                               base_dir, line, kubernetes=False))
+                               base_dir, line, kubernetes=False, interpolate=project_env))
     return out
 
 
@@ -339,10 +361,20 @@ def _is_script(path: str, text: str) -> bool:
     return first.startswith("#!") and re.search(r"\b(ba|da|z)?sh\b", first) is not None
 
 
-def read_file(path: str) -> tuple[str, list[Found]]:
-    """(kind, what the file holds) for one file; kind is launch.env, kubernetes, compose, script or unknown."""
+def read_file(path: str, found_in_folder: bool = False) -> tuple[str, list[Found]]:
+    """(kind, what the file holds) for one file; kind is launch.env, kubernetes, compose, script or unknown.
+
+    A file named on the command line that cannot be read is bad input (TopoctlError, exit 2). One found by
+    walking a folder is reported as holding no launch, with the reason: folders hold other YAML too (Helm
+    templates with `{{ }}`, CI files), and a check of a folder must not fail on them."""
+    if found_in_folder:
+        try:
+            return read_file(path)
+        except TopoctlError as error:
+            return "unreadable", [Found(path, _error_line(error.message, path), kind="unreadable",
+                                        none_reason=f"not read: {error.message}")]
     base_dir = os.path.dirname(path) or "."
-    if path.endswith(".env"):
+    if path.endswith(".env") or path == "-":  # `-`: a launch.env on stdin
         return "launch.env", [Found(path, 1, kind="launch.env")]
     text = _read_text(path)
     if path.endswith(_YAML_SUFFIXES):
@@ -390,22 +422,28 @@ def _flat_mapping(text: str) -> bool:
     return isinstance(data, dict) and bool(data) and all(not isinstance(v, dict) for v in data.values())
 
 
+def _error_line(message: str, path: str) -> int:
+    match = re.match(re.escape(path) + r":(\d+):", message)
+    return int(match.group(1)) if match else 1
+
+
 def _wanted_in_folder(name: str) -> bool:
     if name.endswith(".env"):
         return "launch" in name
     return name.endswith(_YAML_SUFFIXES + _SCRIPT_SUFFIXES)
 
 
-def expand_paths(paths: list[str]) -> list[str]:
-    """Files as given, and the launch-like files under each folder (sorted, hidden and tool folders skipped)."""
-    out: list[str] = []
+def expand_paths(paths: list[str]) -> list[tuple[str, bool]]:
+    """(file, found in a folder) for the files as given and the launch-like files under each folder (sorted,
+    hidden and tool folders skipped)."""
+    out: list[tuple[str, bool]] = []
     for path in paths:
         if os.path.isdir(path):
             for root, dirs, files in os.walk(path):
                 dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and not d.startswith("."))
-                out.extend(os.path.join(root, name) for name in sorted(files) if _wanted_in_folder(name))
+                out.extend((os.path.join(root, name), True) for name in sorted(files) if _wanted_in_folder(name))
         elif path == "-" or os.path.exists(path):
-            out.append(path)
+            out.append((path, False))
         else:
             raise TopoctlError(f"no such file or folder: {path}",
                                hint="give launch.env files, Kubernetes manifests, compose files, shell scripts or folders")

@@ -1,0 +1,94 @@
+"""What SGLang sets by itself (effect.implies): every rule judges the launch as SGLang will run it."""
+from __future__ import annotations
+
+import pytest
+from rules_helpers import h200_8x_nvswitch, rtx_pro_6000_8x_pcie, write_rules
+
+from topoctl.errors import TopoctlError
+from topoctl.rules import evaluate, load_rules, violations
+
+RULES = load_rules()
+
+
+def request(launch, tp=8, version="0.5.12"):
+    return {"tp_size": tp, "sglang_version": version, "launch": launch}
+
+
+def broken(snapshot, launch, **kwargs):
+    report = evaluate(RULES, snapshot, request(launch, **kwargs))
+    return report, {(item.finding.rule_id, item.setting) for item in violations(report, launch)}
+
+
+def test_deterministic_inference_sets_nccl_tree_and_the_tree_block_fires_on_sm120_pcie():
+    report, found = broken(rtx_pro_6000_8x_pcie(), {"deterministic_inference": True})
+    assert report.implied["env:NCCL_ALGO"] == ("allreduce:tree", "sglang-deterministic-inference-nccl-tree")
+    assert ("nccl-tree-cuda-graph-sm120-pcie", "env:NCCL_ALGO") in found
+
+
+def test_sglang_overrides_what_the_launch_says():
+    # SGLang assigns os.environ["NCCL_ALGO"]: a launch's own NCCL_ALGO=Ring does not survive.
+    _, found = broken(rtx_pro_6000_8x_pcie(), {"deterministic_inference": True, "env:NCCL_ALGO": "Ring"})
+    assert ("nccl-tree-cuda-graph-sm120-pcie", "env:NCCL_ALGO") in found
+
+
+def test_without_the_option_nothing_is_implied():
+    report, found = broken(rtx_pro_6000_8x_pcie(), {})
+    assert report.implied == {}
+    assert "implied" not in report.to_dict()
+    assert not any(rule == "nccl-tree-cuda-graph-sm120-pcie" for rule, _ in found)
+
+
+def test_one_gpu_deterministic_sets_nothing():
+    report, _ = broken(rtx_pro_6000_8x_pcie(), {"deterministic_inference": True}, tp=1)
+    assert report.implied == {}
+
+
+def test_channel_pinning_from_0_5_18_only():
+    assert "env:NCCL_MAX_NCHANNELS" not in evaluate(
+        RULES, rtx_pro_6000_8x_pcie(), request({"deterministic_inference": True}, version="0.5.17")).implied
+    report = evaluate(RULES, rtx_pro_6000_8x_pcie(), request({"deterministic_inference": True}, version="0.5.18"))
+    assert report.implied["env:NCCL_MAX_NCHANNELS"][0] == "8"
+    assert report.implied["torch_symm_mem"][0] is False
+
+
+def test_implied_custom_allreduce_off_satisfies_the_p2p_requirement():
+    from rules_helpers import rtx_4090_2x_no_p2p
+
+    _, found = broken(rtx_4090_2x_no_p2p(), {}, tp=2)
+    assert ("custom-allreduce-without-p2p", "custom_all_reduce") in found
+    _, found = broken(rtx_4090_2x_no_p2p(), {"deterministic_inference": True}, tp=2)
+    assert ("custom-allreduce-without-p2p", "custom_all_reduce") not in found
+
+
+def test_symm_mem_forces_nvls_which_blocks_on_pcie_but_not_on_nvswitch():
+    _, found = broken(rtx_pro_6000_8x_pcie(), {"nccl_symm_mem": True})
+    assert ("nccl-nvls-needs-nvswitch-sm90", "env:NCCL_NVLS_ENABLE") in found
+    _, found = broken(h200_8x_nvswitch(), {"nccl_symm_mem": True})
+    assert not any(rule == "nccl-nvls-needs-nvswitch-sm90" for rule, _ in found)
+
+
+def test_violation_detail_says_sglang_set_it():
+    report = evaluate(RULES, rtx_pro_6000_8x_pcie(), request({"deterministic_inference": True}))
+    details = [item.detail for item in violations(report, {"deterministic_inference": True})
+               if item.setting == "env:NCCL_ALGO"]
+    assert details and all("by itself" in detail for detail in details)
+
+
+def test_implies_names_known_settings(tmp_path):
+    text = """schema_version: 1
+rules:
+  - id: site-implies-bad
+    title: t
+    severity: info
+    when: {fact: gpu.count, ge: 1}
+    effect: {implies: {no_such_setting: 1}}
+    message: m
+    remediation: r
+    evidence: [{source: field-report, level: measured, summary: s, scope: s}]
+    tests:
+      - {name: a, expect: fire, snapshot: {summary: {gpu_count: 2}}}
+      - {name: b, expect: silent, snapshot: {summary: {gpu_count: 0}}}
+"""
+    folder = write_rules(tmp_path, text)
+    with pytest.raises(TopoctlError, match="implies"):
+        load_rules(extra_dirs=[str(folder)])
