@@ -54,3 +54,30 @@ def run_case(rule: Rule, case: TestCase) -> CaseResult:
 
 def run_all(rules: list[Rule]) -> list[CaseResult]:
     return [run_case(rule, case) for rule in rules for case in rule.tests]
+
+
+def default_conflicts(rules: list[Rule]) -> list[str]:
+    """Rules that say SGLang does different things by itself (effect.defaults) on a machine both apply to:
+    for each must-fire case of a rule with defaults, every other rule whose defaults name the same setting
+    with another value and that also fires on that case. One line per (pair of rules, setting)."""
+    with_defaults = [rule for rule in rules if rule.effect.get("defaults")]
+    found: dict[tuple[str, str, str], str] = {}
+    for rule in with_defaults:
+        for case in rule.tests:
+            if case.expect != "fire":
+                continue
+            for other in with_defaults:
+                if other is rule:
+                    continue
+                for setting, value in rule.effect["defaults"].items():
+                    theirs = other.effect["defaults"].get(setting, value)
+                    if theirs == value and type(theirs) is type(value):
+                        continue
+                    answer, _ = evaluate_rule(other, case.snapshot, case.request)
+                    if answer is not True:
+                        continue
+                    first, second = sorted((rule.id, other.id))
+                    found.setdefault((first, second, setting),
+                                     f"{rule.id} says {setting} defaults to {value!r}, {other.id} says {theirs!r}; "
+                                     f"both fire on {rule.id} :: {case.name}")
+    return [found[key] for key in sorted(found)]

@@ -75,3 +75,29 @@ def test_a_case_asserts_the_effect_and_fails_when_it_is_wrong(tmp_path):
         results = [r for r in run_all(load_rules(extra_dirs=[str(tmp_path / asserted)], builtin=False).rules)
                    if r.case.violates is not None]
         assert len(results) == 1 and results[0].passed is passes, results[0].describe()
+
+
+def test_conflicting_defaults_are_reported(tmp_path, cli):
+    """Two rules that say SGLang does different things by itself on the same machine: `rules test` says so."""
+    from rules_helpers import rule_text, write_rules
+
+    def with_default(rule_id, value):
+        text = rule_text(rule_id=rule_id, severity="info")
+        return text.replace("    effect:\n      forbid:\n        - {setting: torch_symm_mem, values: [true]}",
+                            f"    effect:\n      defaults: {{cuda_graph_max_bs: {value}}}")
+
+    write_rules(tmp_path, with_default("site-default-a", 128), name="a.yaml")
+    write_rules(tmp_path, with_default("site-default-b", 256), name="b.yaml")
+    code, out, _ = cli(["rules", "test", "--no-builtin", "--rules", str(tmp_path)])
+    assert code == 1 and "CONFLICT" in out and "site-default-a" in out and "site-default-b" in out
+    assert "cuda_graph_max_bs" in out and "1 conflicting defaults" in out
+    write_rules(tmp_path, with_default("site-default-b", 128), name="b.yaml")  # agreeing defaults are fine
+    code, out, _ = cli(["rules", "test", "--no-builtin", "--rules", str(tmp_path)])
+    assert code == 0 and "CONFLICT" not in out, out
+
+
+def test_the_built_in_rules_have_no_conflicting_defaults():
+    from topoctl.rules import load_rules
+    from topoctl.rules.selftest import default_conflicts
+
+    assert default_conflicts(load_rules().rules) == []
