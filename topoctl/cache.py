@@ -32,7 +32,7 @@ is built in memory for this run, as without a cache. Loading a cached section im
 Shipped sections: topoctl/data/compiled/<section>.json holds the built-in sections as `scripts/compile_knowledge.py`
 built them from the shipped files, keyed by the SHA-256 of every source file's content (so they hold in any
 install layout). A run whose user cache is empty (a fresh CI job) uses a shipped section whose sources are
-byte for byte the installed ones, instead of parsing the YAML, and copies it into the user cache; a source
+byte for byte the installed ones, instead of parsing the YAML (and keeps reading it there: a copy in the user cache would save nothing); a source
 that differs (an edited file in a checkout) makes it build as before. tests/test_cache.py fails when the
 shipped sections are stale.
 """
@@ -122,8 +122,7 @@ def cached(section: str, sources: Iterable[str], build: Callable[[], Any],
         return found[0]
     shipped = _read_shipped(section, sources)
     if shipped is not None and (check is None or _holds(check, shipped[0])):
-        _write(folder, path, stamp, shipped[0])
-        return shipped[0]
+        return shipped[0]  # not copied into the user cache: reading it here costs what a copy would save
     data = build()
     _write(folder, path, stamp, data)
     return data
