@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from topoctl.cuda_devices import pci_order
-from topoctl.p2p import pair_p2p_ok
+from topoctl.p2p import measured_health, pair_p2p_ok
 
 EXACT_LIMIT = 20000
 # Link tiers, best first (nvidia-smi topo -m's names); NVLink is split further by its bonded link count.
@@ -79,12 +79,15 @@ def pair_views(snapshot: dict[str, Any]) -> dict[tuple[int, int], PairView]:
         if isinstance(entry, dict) and isinstance(entry.get("src"), int) and isinstance(entry.get("dst"), int):
             directed[(entry["src"], entry["dst"])] = entry
     views: dict[tuple[int, int], PairView] = {}
+    health = measured_health(snapshot)
     for (src, dst) in directed:
         key = (min(src, dst), max(src, dst))
         if key in views or src == dst:
             continue
         sides = [directed[pair] for pair in ((src, dst), (dst, src)) if pair in directed]
-        verdicts = [pair_p2p_ok(side.get("p2p")) for side in sides]
+        # A direction that failed `topoctl bench`'s health check has no working P2P, whatever NVML says.
+        verdicts = [False if health.get((side["src"], side["dst"]), (True, None))[0] is False
+                    else pair_p2p_ok(side.get("p2p")) for side in sides]
         if len(sides) < 2:
             verdicts.append(None)  # the other direction was never asked: not verified
         ok: bool | None = False if False in verdicts else (None if None in verdicts else True)

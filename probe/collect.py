@@ -14,7 +14,7 @@ from typing import Any
 from topoctl import __version__
 from topoctl.errors import NoGpuError
 from topoctl.p2p import P2P_NOT_READ, P2P_NVML_UNKNOWN
-from topoctl.probe import topology
+from topoctl.probe import pcie_checks, topology
 from topoctl.probe.capture import Session
 from topoctl.probe.files import Files
 from topoctl.probe.host import collect_host
@@ -306,9 +306,12 @@ class _Collector:
         if self.with_torch:
             self.torch_cross_check(snapshot)
             self.lap("torch cross-check")
+        pcie_checks.collect(self.session, self.nvml, self.files, snapshot, self.unknown)
+        self.lap("PCIe checks (ACS, IOMMU, BAR1, counters)")
         self.nvml.shutdown()
         self.lap("nvml shutdown")
         snapshot["summary"] = topology.summarize(snapshot)
+        snapshot["summary"].update(pcie_checks.summary(snapshot))
         snapshot["unknown"] = dict(sorted(self.unknown.items()))
         return snapshot
 

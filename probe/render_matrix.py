@@ -67,6 +67,13 @@ def render(snapshot: dict[str, Any], color: bool = False) -> str:
     lines.append(f"Driver {_clean(software.get('driver'))}, CUDA {_clean(software.get('cuda_driver'))}, "
                  f"NCCL {_clean(software.get('nccl'))}, torch {_clean(software.get('torch'))}, "
                  f"SGLang {_clean(software.get('sglang'))}")
+    from topoctl.probe.bench.render import render_measurements, render_pcie_checks
+
+    lines.extend(render_pcie_checks(snapshot))
+    measured = render_measurements(snapshot)
+    if measured:
+        lines.append("")
+        lines.extend(measured)
     unknown = snapshot.get("unknown") or {}
     if unknown:
         lines.append(f"Unknown: {len(unknown)} field(s) could not be read (see `unknown` in the snapshot)")

@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 from topoctl.cuda_devices import pci_order
 from topoctl.gpus import architecture_for_sm
-from topoctl.p2p import UNKNOWN_P2P_STATUSES, pair_p2p_ok
+from topoctl.p2p import UNKNOWN_P2P_STATUSES, measured_health, pair_p2p_ok
 from topoctl.vocab import NVLINK_INTERCONNECTS
 
 from . import settings as launch_settings
@@ -142,7 +142,8 @@ class Context:
             shared = self._shared if self._shared is not None else {}
             if _PAIRS_KEY not in shared:
                 raw = self.snapshot.get("pairs")
-                shared[_PAIRS_KEY] = [_pair_facts(entry) for entry in raw if isinstance(entry, dict)] \
+                health = measured_health(self.snapshot)
+                shared[_PAIRS_KEY] = [_pair_facts(entry, health) for entry in raw if isinstance(entry, dict)] \
                     if isinstance(raw, list) else []
             group = self.group()
             if group is None:
@@ -221,7 +222,8 @@ def _p2p_status(value: Any) -> Any:
     return value if isinstance(value, str) and value not in UNKNOWN_P2P else UNKNOWN
 
 
-def _pair_facts(entry: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+def _pair_facts(entry: dict[str, Any], health: dict[tuple[int, int], tuple[bool, Any]] | None = None
+                ) -> tuple[str, dict[str, Any]]:
     p2p: dict[str, Any] = entry["p2p"] if isinstance(entry.get("p2p"), dict) else {}
     facts: dict[str, Any] = {
         "pair.src": entry.get("src", UNKNOWN) if entry.get("src") is not None else UNKNOWN,
@@ -230,7 +232,14 @@ def _pair_facts(entry: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     for capability in ("read", "write", "nvlink", "atomics", "pci"):
         facts[f"pair.p2p.{capability}"] = _p2p_status(p2p.get(capability))
     p2p_ok = pair_p2p_ok(p2p)  # topoctl/p2p.py: read and write OK; "unknown" and NVML's U are unknown
+    src, dst = entry.get("src"), entry.get("dst")
+    measured = (health or {}).get((src, dst)) if isinstance(src, int) and isinstance(dst, int) else None
+    facts["pair.p2p_measured_healthy"] = measured[0] if measured is not None else UNKNOWN
+    if measured is not None and measured[0] is False:
+        p2p_ok = False  # `topoctl bench` saw this pair hang, corrupt or crawl: no working P2P, whatever NVML says
     facts["pair.p2p_ok"] = UNKNOWN if p2p_ok is None else p2p_ok
+    acs = entry.get("pcie_acs_redirect")
+    facts["pair.pcie_acs_redirect"] = acs if isinstance(acs, bool) else UNKNOWN
     link = entry.get("link")
     facts["pair.link"] = link if isinstance(link, str) else UNKNOWN
     nvlinks = entry.get("nvlinks")
@@ -345,6 +354,11 @@ def _nvlink_present(context: Context) -> Any:
     return interconnect in NVLINK_INTERCONNECTS
 
 
+def _bar1_small(context: Context) -> Any:
+    small = _dig(context.snapshot, "summary", "bar1_small_gpus")
+    return len(small) if isinstance(small, list) else UNKNOWN
+
+
 def _all_pairs_p2p(context: Context) -> Any:
     group = _group_facts(context)
     if group is not None:
@@ -352,6 +366,8 @@ def _all_pairs_p2p(context: Context) -> Any:
         if False in oks:
             return False
         return UNKNOWN if UNKNOWN in oks or not oks else True
+    if any(healthy is False for healthy, _ in measured_health(context.snapshot).values()):
+        return False  # a pair failed `topoctl bench`'s check (a summary written before it may still say true)
     value = _dig(context.snapshot, "summary", "all_pairs_p2p")
     if isinstance(value, bool):
         return value
@@ -529,6 +545,9 @@ FACTS: dict[str, tuple[str, str, Callable[[Context], Any]]] = {
                                 "tp_size x dp_size GPUs, else every GPU", _group_gpus),
     "group.size": ("int", "GPUs in the launch's group", _group_size),
     "virtualized": ("bool", "running in a VM (summary.virtualized, else host.virtualized)", _virtualized),
+    "iommu.mode": ("str", "translated | passthrough | mixed | off, from the GPUs' IOMMU groups (probe/pcie_checks.py)",
+                   lambda context: _str(_dig(context.snapshot, "summary", "iommu_mode"))),
+    "bar1.small_gpu_count": ("int", "GPUs whose BAR1 is smaller than their memory (NVML)", _bar1_small),
     "hypervisor": ("str", "the hypervisor's name when known", lambda context: _str(_dig(context.snapshot, "host", "hypervisor"))),
     "numa_nodes_spanned": ("int", "NUMA nodes the GPUs sit on", _summary("numa_nodes_spanned", int)),
     "host.numa_nodes": ("int", "NUMA nodes of the host", lambda context: _int(_dig(context.snapshot, "host", "numa_nodes"))),
@@ -581,7 +600,12 @@ PAIR_FACTS: dict[str, tuple[str, str]] = {
     "pair.p2p.nvlink": ("str", "P2P over NVLink status"),
     "pair.p2p.atomics": ("str", "P2P atomics status"),
     "pair.p2p.pci": ("str", "P2P over PCIe status"),
-    "pair.p2p_ok": ("bool", "read and write both OK (what NCCL needs for its P2P transport)"),
+    "pair.p2p_ok": ("bool", "read and write both OK (what NCCL needs for its P2P transport), and not failed in "
+                            "topoctl bench's health check"),
+    "pair.p2p_measured_healthy": ("bool", "topoctl bench's P2P health check (a real, checked copy): false when the "
+                                          "pair hung, corrupted or crawled; unknown when not measured"),
+    "pair.pcie_acs_redirect": ("bool", "PCIe ACS request/completion redirect on a bridge between the two GPUs "
+                                       "(unknown when the config space was not readable)"),
     "pair.link": ("str", "NV<n> | PIX | PXB | PHB | NODE | SYS"),
     "pair.nvlinks": ("int", "bonded NVLinks between the two"),
     "pair.nvlink": ("bool", "the pair talks over NVLink"),

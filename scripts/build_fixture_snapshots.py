@@ -1,4 +1,5 @@
-"""Regenerate fixtures/<system>/snapshot.json from each fixture's capture.json (the replayed probe).
+"""Regenerate fixtures/<system>/snapshot.json from each fixture's capture.json (the replayed probe), with the
+fixture's measurements.json (what `topoctl bench` measured there) under `measurements` where there is one.
 
 Run after a probe change or a new capture: python scripts/build_fixture_snapshots.py
 tests/test_fixtures.py fails when a committed snapshot.json differs from its replay, so the shipped
@@ -24,6 +25,12 @@ def snapshot_for(folder: str) -> dict | None:
     except NoGpuError:
         return None
     snapshot["topoctl_version"] = "fixture"  # keeps the files stable across releases
+    measured = os.path.join(folder, "measurements.json")
+    if os.path.isfile(measured):  # what `topoctl bench` measured on that machine, in the same session
+        import json
+
+        with open(measured, encoding="utf-8") as handle:
+            snapshot["measurements"] = json.load(handle)
     return snapshot
 
 

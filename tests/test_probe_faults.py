@@ -89,7 +89,8 @@ def test_not_supported_on_one_call_leaves_one_field_unknown():
     spec = system("l40s-4x-pcie-2numa",
                   faults=[{"function": "nvmlDeviceGetMaxPcieLinkGeneration", "device": 1, "error": "NotSupported"}])
     snapshot, _, _ = probe(spec)
-    assert snapshot["unknown"] == {"gpus.1.pcie.max_gen": "NotSupported"}
+    added = {key: value for key, value in snapshot["unknown"].items() if key not in base["unknown"]}
+    assert added == {"gpus.1.pcie.max_gen": "NotSupported"}
     assert snapshot["gpus"][1]["pcie"]["max_gen"] is None
     assert snapshot["gpus"][1]["pcie"]["gen_below_max"] is None and snapshot["gpus"][1]["pcie"]["slot_limited"] is None
     assert snapshot["gpus"][0]["pcie"]["max_gen"] == 4
@@ -110,7 +111,9 @@ def test_old_driver_missing_functions(generation):
         assert gpu["architecture"] == "hopper"  # from the compute capability when NVML lacks the call
         assert f"{at}.architecture" not in snapshot["unknown"]
     assert snapshot["summary"]["interconnect"] == "nvswitch"  # the probe went on
-    assert len(snapshot["unknown"]) == 16
+    # fabric and gpu_max_gen on 8 GPUs; the rest are the PCIe checks the h100 spec gives no answers for
+    assert len([key for key in snapshot["unknown"] if ".bar1" not in key and "pcie_counters" not in key
+                and "pcie_acs" not in key and "iommu" not in key]) == 16
 
 
 def test_architecture_unknown_when_both_sources_fail():

@@ -27,7 +27,7 @@ def test_facts_cache_gives_the_same_reports_and_builds_pair_facts_once(monkeypat
     plain = [evaluate(ruleset, snapshot, request).to_dict() for request in _requests()]
     built = []
     original = facts_module._pair_facts
-    monkeypatch.setattr(facts_module, "_pair_facts", lambda entry: built.append(1) or original(entry))
+    monkeypatch.setattr(facts_module, "_pair_facts", lambda entry, *rest: built.append(1) or original(entry, *rest))
     cache: dict = {}
     shared = [evaluate(ruleset, snapshot, request, facts_cache=cache).to_dict() for request in _requests()]
     assert shared == plain

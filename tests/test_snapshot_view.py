@@ -17,7 +17,9 @@ def test_view_agrees_with_the_snapshot(name):
     assert len(view.pairs_of(everyone)) == view.gpu_count * (view.gpu_count - 1)
     assert view.pairs_of(everyone[:1]) == []
     assert view.software("sglang") == data["software"].get("sglang")
-    assert view.measurements is None and view.allreduce_measurements() == []
+    assert view.measurements == data.get("measurements")  # h200-1x-vm ships what topoctl bench measured there
+    ok = [row for row in (data.get("measurements") or {}).get("allreduce") or [] if row.get("status") == "ok"]
+    assert view.allreduce_measurements() == ok
 
 
 def test_pairs_of_a_group_and_their_p2p():

@@ -29,12 +29,12 @@ What makes a cached section trustworthy:
 When the folder cannot be created or written, or TOPOCTL_NO_CACHE=1 is set, everything still works: the data
 is built in memory for this run, as without a cache. Loading a cached section imports only json.
 
-Shipped sections: topoctl/data/compiled/<section>.json holds the built-in sections as `scripts/compile_knowledge.py`
-built them from the shipped files, keyed by the SHA-256 of every source file's content (so they hold in any
-install layout). A run whose user cache is empty (a fresh CI job) uses a shipped section whose sources are
-byte for byte the installed ones, instead of parsing the YAML (and keeps reading it there: a copy in the user cache would save nothing); a source
-that differs (an edited file in a checkout) makes it build as before. tests/test_cache.py fails when the
-shipped sections are stale.
+Shipped sections: topoctl/data/compiled/<section>.json holds the built-in sections as
+`scripts/compile_knowledge.py` built them from the shipped files, keyed by the SHA-256 of every source
+file's content (so they hold in any install layout). A run whose user cache has no section (a fresh CI job)
+uses a shipped section whose sources are byte for byte the installed ones instead of parsing the YAML, and
+reads it there every time (a copy in the user cache would save nothing); a source that differs (an edited
+file in a checkout) makes it build as before. tests/test_cache.py fails when the shipped sections are stale.
 """
 from __future__ import annotations
 

@@ -18,6 +18,7 @@ from topoctl.errors import EXIT_INTERNAL, EXIT_PIPE, EXIT_USAGE, TopoctlError, o
 
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "probe": ("topoctl.commands.probe", "What is this machine? GPUs, every pair's P2P and link, PCIe tree, versions."),
+    "bench": ("topoctl.commands.bench", "How fast is it really, does P2P really work? Measurements into the snapshot."),
     "show": ("topoctl.commands.show", "An nvidia-smi-like matrix of links and P2P, for people."),
     "recommend": ("topoctl.commands.recommend", "The fastest launch known to work here (> launch.env)."),
     "check": ("topoctl.commands.check", "Is this launch safe on that machine? Exit code for CI."),

@@ -71,9 +71,30 @@ def nvlink_all_pairs(nvlinks: "list[Any]") -> bool | None:
     return None
 
 
-def pair_verdicts(pairs: "list[dict[str, Any]]") -> dict[str, Any]:
+def pair_verdicts(pairs: "list[dict[str, Any]]", health: "dict[tuple[int, int], tuple[bool, Any]] | None" = None
+                  ) -> dict[str, Any]:
     """The summary's verdicts about the pairs, derived from the pairs alone: the probe writes them, and the
-    snapshot loader re-derives them (a hand-edited summary must not claim what the pairs deny)."""
-    oks = [pair_p2p_ok(pair["p2p"]) for pair in pairs]
+    snapshot loader re-derives them (a hand-edited summary must not claim what the pairs deny). `health`
+    (measured_health): a pair that failed `topoctl bench`'s check counts as one without P2P."""
+    health = health or {}
+    oks = [False if health.get((pair.get("src"), pair.get("dst")), (True, None))[0] is False  # type: ignore[arg-type]
+           else pair_p2p_ok(pair["p2p"]) for pair in pairs]
     return {"all_pairs_p2p": all_pairs_p2p(oks), "p2p_pairs_ok": sum(1 for ok in oks if ok),
             "p2p_pairs_total": len(pairs), "nvlink_all_pairs": nvlink_all_pairs([pair.get("nvlinks") for pair in pairs])}
+
+
+def measured_health(snapshot: Any) -> "dict[tuple[int, int], tuple[bool, Any]]":
+    """(src, dst) -> (healthy, reason) for every pair `topoctl bench` checked (snapshot["measurements"]["p2p"]).
+
+    A pair that failed the check (hung, corrupted or crawled) is treated everywhere as a pair without working
+    P2P, whatever NVML said: the measurement is what was seen. Pairs bench did not check are absent."""
+    measurements = snapshot.get("measurements") if isinstance(snapshot, dict) else None
+    rows = measurements.get("p2p") if isinstance(measurements, dict) else None
+    out: "dict[tuple[int, int], tuple[bool, Any]]" = {}
+    for row in rows if isinstance(rows, list) else []:
+        if not isinstance(row, dict) or not isinstance(row.get("healthy"), bool):
+            continue
+        src, dst = row.get("src"), row.get("dst")
+        if isinstance(src, int) and isinstance(dst, int) and not isinstance(src, bool) and not isinstance(dst, bool):
+            out[(src, dst)] = (row["healthy"], row.get("reason"))
+    return out

@@ -15,7 +15,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from topoctl.errors import TopoctlError
-from topoctl.p2p import pair_verdicts
+from topoctl.p2p import measured_health, pair_verdicts
 
 if TYPE_CHECKING:
     from typing_extensions import TypeGuard
@@ -316,7 +316,11 @@ def reconcile_summary(data: dict[str, Any]) -> None:
     pairs, summary = data["pairs"], data["summary"]
     if not pairs:
         return
-    summary.update(pair_verdicts(pairs))  # topoctl/p2p.py: the same derivation the probe writes
+    health = measured_health(data)  # a pair that failed `topoctl bench`'s P2P check has no working P2P
+    summary.update(pair_verdicts(pairs, health))  # topoctl/p2p.py: the same derivation the probe writes
+    failed = sorted([src, dst] for (src, dst), (healthy, _) in health.items() if not healthy)
+    if failed:
+        summary["p2p_failed_health_check"] = failed
 
 
 def validate_snapshot(data: Any, origin: str) -> None:

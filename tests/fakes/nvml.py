@@ -44,7 +44,16 @@ DRIVER_GENERATIONS = {
     "r535": {"nvmlDeviceGetGpuFabricInfoV"},
 }
 
+# PCIe counter field ids, the numbers nvidia-ml-py 13.x defines (probe/pcie_checks.py reads them by name).
+FIELD_CONSTANTS = {"replay_rollover": "NVML_FI_DEV_PCIE_REPLAY_ROLLOVER_COUNTER",
+                   "l0_to_recovery": "NVML_FI_DEV_PCIE_L0_TO_RECOVERY_COUNTER",
+                   "correctable_errors": "NVML_FI_DEV_PCIE_COUNT_CORRECTABLE_ERRORS",
+                   "nonfatal_errors": "NVML_FI_DEV_PCIE_COUNT_NON_FATAL_ERROR",
+                   "fatal_errors": "NVML_FI_DEV_PCIE_COUNT_FATAL_ERROR"}
 CONSTANTS = {
+    "NVML_FI_DEV_PCIE_REPLAY_ROLLOVER_COUNTER": 95, "NVML_FI_DEV_PCIE_L0_TO_RECOVERY_COUNTER": 169,
+    "NVML_FI_DEV_PCIE_COUNT_CORRECTABLE_ERRORS": 173, "NVML_FI_DEV_PCIE_COUNT_NON_FATAL_ERROR": 179,
+    "NVML_FI_DEV_PCIE_COUNT_FATAL_ERROR": 180,
     "NVML_P2P_CAPS_INDEX_READ": 0, "NVML_P2P_CAPS_INDEX_WRITE": 1, "NVML_P2P_CAPS_INDEX_NVLINK": 2,
     "NVML_P2P_CAPS_INDEX_ATOMICS": 3, "NVML_P2P_CAPS_INDEX_PCI": 4, "NVML_P2P_CAPS_INDEX_PROP": 4,
     "NVML_P2P_STATUS_OK": 0, "NVML_P2P_STATUS_CHIPSET_NOT_SUPPORED": 1, "NVML_P2P_STATUS_GPU_NOT_SUPPORTED": 2,
@@ -306,6 +315,44 @@ def make_fake_pynvml(spec: dict[str, Any]) -> types.ModuleType:
     def _ancestor(first: Handle, second: Handle) -> int:
         state.gpu(first), state.gpu(second)
         return spec["ancestor"][first.index][second.index]
+
+    @api("nvmlDeviceGetComputeRunningProcesses")
+    def _processes(handle: Handle) -> list[_Struct]:
+        return [_Struct(pid=pid, usedGpuMemory=0) for pid in state.gpu(handle).get("processes", [])]
+
+    @api("nvmlDeviceGetUtilizationRates")
+    def _utilization(handle: Handle) -> _Struct:
+        return _Struct(gpu=state.gpu(handle).get("utilization", 0), memory=0)
+
+    @api("nvmlDeviceGetBAR1MemoryInfo")
+    def _bar1(handle: Handle) -> _Struct:
+        bar1 = state.gpu(handle).get("bar1")  # {"total": bytes, "used": bytes}; absent: NotSupported
+        if bar1 is None:
+            raise state.error("NotSupported")
+        return _Struct(bar1Total=bar1["total"], bar1Used=bar1.get("used", 0),
+                       bar1Free=bar1["total"] - bar1.get("used", 0))
+
+    @api("nvmlDeviceGetPcieReplayCounter")
+    def _replay(handle: Handle) -> int:
+        counters = state.gpu(handle).get("pcie_counters")  # {"replay": n, "correctable_errors": n, ...}
+        if counters is None or "replay" not in counters:
+            raise state.error("NotSupported")
+        return int(counters["replay"])
+
+    @api("nvmlDeviceGetFieldValues")
+    def _fields(handle: Handle, ids: list[int]) -> list[_Struct]:
+        counters = state.gpu(handle).get("pcie_counters")
+        if counters is None:
+            raise state.error("NotSupported")
+        names = {getattr(module, constant): name for name, constant in FIELD_CONSTANTS.items()}
+        out = []
+        for field_id in ids:
+            name = names.get(field_id)
+            if name in counters:
+                out.append(_Struct(nvmlReturn=0, valueType=3, value=_Struct(ullVal=counters[name])))
+            else:
+                out.append(_Struct(nvmlReturn=ERROR_CODES["NotSupported"], valueType=3, value=_Struct(ullVal=0)))
+        return out
 
     for name in spec.get("absent", ()):
         if hasattr(module, name):

@@ -19,6 +19,9 @@ from typing import Any, Callable, Iterator
 
 from topoctl.probe.capture import Answer, ProbeFailure, Session
 
+# Questions whose missing answer would read as a fact ("no IOMMU"): a spec must state them to get one.
+UNSTATED = ("listdir:/sys/class/iommu", "listdir:/sys/kernel/iommu_groups")
+
 
 class SpecSession(Session):
     def __init__(self, world: dict[str, Any], record: bool = False) -> None:
@@ -37,6 +40,8 @@ class SpecSession(Session):
             if isinstance(value, BaseException):
                 raise value
             return value
+        if section == "files" and key.startswith(UNSTATED):
+            raise ProbeFailure("NotInSpec")  # a spec that says nothing of the IOMMU leaves it unknown, not "off"
         if section == "files":
             raise ProbeFailure("FileNotFoundError")
         if section == "torch":

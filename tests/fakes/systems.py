@@ -40,3 +40,12 @@ def _loader(name: str) -> Callable[[], dict[str, Any]]:
 
 SYSTEMS = {name: _loader(name) for name in sorted(os.listdir(FIXTURES))
            if os.path.isfile(os.path.join(FIXTURES, name, "spec.json"))}
+
+
+def acs_config(control: int = 0x0000, capability: int = 0x005F) -> str:
+    """A bridge's PCI config space as root reads it, hex text, up to the ACS block: the standard header
+    (zeros: only the ACS block matters to the probe) and one extended capability at 0x100, ACS (id 0x000d,
+    version 1, last in the list), capability and control registers as Linux's pci_regs.h lays them out.
+    The 8x RTX PRO 6000 spec.json holds these for its bridges (control 0x0000)."""
+    header = (0x000D | (1 << 16)).to_bytes(4, "little")
+    return (bytes(0x100) + header + capability.to_bytes(2, "little") + control.to_bytes(2, "little")).hex()

@@ -1,0 +1,194 @@
+"""`topoctl bench`: how fast is this machine really, and does P2P really work? Measurements into the snapshot."""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import click
+
+from topoctl.errors import TopoctlError
+
+EXIT_INCOMPLETE = 1  # the run stopped early (hang, worker failure, NCCL init failure); what was measured is kept
+EXIT_INTERRUPTED = 130
+
+
+@click.command("bench")
+@click.option("--topology", metavar="FILE",
+              help="Snapshot of this machine (from `topoctl probe -o FILE`) to add the measurements to; "
+                   "default: probe this machine now.")
+@click.option("--model", "model_name", metavar="NAME",
+              help="Built-in model profile: its per-step allreduce sizes (hidden x tokens x dtype bytes) join the sweep.")
+@click.option("--model-path", metavar="DIR", help="A model folder (or its config.json): same as --model, read from it.")
+@click.option("--budget-s", type=float, default=None, metavar="S",
+              help="Time for the measurements themselves, split 30/60/10 between P2P, allreduce and coalescing "
+                   "(default 60; process start-up and NCCL init come on top).")
+@click.option("--timeout", "timeout_s", type=float, default=30.0, show_default=True, metavar="S",
+              help="Watchdog: a copy or collective with no progress for S seconds is recorded as hung and ended.")
+@click.option("--sizes", metavar="LIST", help="Allreduce sizes to sweep, e.g. 4K,42K,2.5M (default 4 KiB..64 MiB by 4x).")
+@click.option("--tokens", metavar="LIST",
+              help="Token counts whose per-step message sizes are added for the model (default 1,4,16,64,256).")
+@click.option("--backend", type=click.Choice(["nccl", "gloo"]), default="nccl", show_default=True,
+              help="nccl: one process per GPU. gloo: CPU processes (checks the harness on a machine without GPUs).")
+@click.option("--world-size", type=int, default=None, metavar="N",
+              help="Processes to start (default: every visible GPU; with --backend gloo: the snapshot's GPU count).")
+@click.option("--format", "fmt", type=click.Choice(["yaml", "json"]), default="yaml", show_default=True)
+@click.option("-o", "--output", metavar="FILE",
+              help="Write the snapshot with its measurements to FILE, atomically, after every measurement (so an "
+                   "interrupted run keeps what it measured).")
+@click.option("--quiet", is_flag=True, help="No progress bar on stderr.")
+def command(topology: str | None, model_name: str | None, model_path: str | None, budget_s: float | None,
+            timeout_s: float, sizes: str | None, tokens: str | None, backend: str, world_size: int | None, fmt: str,
+            output: str | None, quiet: bool) -> int:
+    """Measure the interconnect in about a minute and record it in the snapshot under `measurements`:
+
+    \b
+    - P2P health of every ordered GPU pair: a real copy, checked, under the watchdog;
+      a pair the driver calls OK but that hangs, corrupts or crawls is named;
+    - P2P bandwidth (one way, both ways) and latency per pair;
+    - allreduce latency over a size sweep that includes the model's per-step messages,
+      through NCCL eager and in a CUDA graph, and every other path torch offers here
+      (symmetric memory one-shot/two-shot, never multicast); paths that cannot run are
+      recorded with the reason;
+    - the coalescing question: N allreduces of s against 2 of N x s / 2 in one CUDA graph.
+
+    \b
+    Examples:
+      topoctl bench -o machine.yaml                       # probe, then measure
+      topoctl bench --topology machine.yaml --model kimi-k2.5 -o machine.yaml
+      topoctl show --topology machine.yaml                # shows the measurements
+      topoctl recommend --topology machine.yaml           # avoids pairs that failed
+
+    Needs torch (pip install 'topoctl[bench]'). Exit 0 when everything planned was measured (unhealthy
+    pairs are results), 1 when the run stopped early (a hang, NCCL init failure, a worker that died),
+    130 on Ctrl-C; the output file holds what was measured either way.
+    """
+    from topoctl.commands._options import require_value
+    from topoctl.io import check_destination, emit, write_atomic
+    from topoctl.probe.bench import plan as planning
+    from topoctl.render import dump
+
+    require_value("--model", model_name, "name a built-in profile (kimi-k2.5, deepseek-v3, ...) or leave it out")
+    require_value("--model-path", model_path, "give the model's folder or config.json, or leave it out")
+    if model_name and model_path:
+        raise TopoctlError("give either --model or --model-path, not both")
+    if output == "":
+        raise TopoctlError("-o is empty", hint="give a file name, or leave -o out")
+    if output and output != "-":
+        check_destination(output)
+    model = _model(model_name, model_path)
+    size_list = planning.parse_list(sizes, "--sizes", planning.parse_size)
+    token_list = planning.parse_list(tokens, "--tokens", planning.parse_tokens)
+    if budget_s is not None and budget_s <= 0:
+        raise TopoctlError("--budget-s must be more than 0", hint="e.g. --budget-s 60")
+    if timeout_s <= 0:
+        raise TopoctlError("--timeout must be more than 0", hint="e.g. --timeout 30")
+    if world_size is not None and world_size < 1:
+        raise TopoctlError("--world-size must be at least 1", hint="leave it out to use every visible GPU")
+
+    torch = _import_torch()
+    snapshot = _snapshot(topology)
+    count = _world_size(torch, backend, world_size, snapshot)
+    gpus = [gpu["index"] for gpu in snapshot["gpus"]][:count] if backend == "nccl" else list(range(count))
+    plan = planning.build_plan(count, model, size_list, token_list, budget_s, timeout_s, backend=backend)
+    if count == 1 and not quiet:
+        click.echo("topoctl bench: one GPU: no P2P pairs to check; measuring the single-GPU paths "
+                   "(allreduce at world size 1, CUDA graph capture)", err=True)
+
+    from topoctl.probe.bench.runner import Progress, expected_items, run_bench
+
+    busy: list[str] = []
+    if backend == "nccl":
+        from topoctl.probe.bench.busy import busy_gpus
+
+        busy = busy_gpus(gpus)
+        for line in busy:
+            click.echo(f"topoctl: bench: warning: {line}", err=True)
+
+    def update(measurements: dict[str, Any]) -> None:
+        snapshot["measurements"] = measurements
+        if output and output != "-":
+            write_atomic(output, dump(snapshot, fmt))
+
+    outcome = run_bench(plan, _versions(torch, snapshot), gpus, update,
+                        progress=Progress(expected_items(plan), enabled=not quiet),
+                        gpu_map=_gpu_map(snapshot) if backend == "nccl" else None)
+    outcome.measurements["problems"][:0] = busy  # said first: it colours every figure after it
+    snapshot["measurements"] = outcome.measurements
+    if busy and output and output != "-":
+        write_atomic(output, dump(snapshot, fmt))
+    for problem in outcome.problems:
+        click.echo(f"topoctl: bench: {problem}", err=True)
+    for row in outcome.measurements["p2p"]:
+        if not row.get("healthy"):
+            click.echo(f"topoctl: bench: P2P {row['src']}->{row['dst']} failed the health check: {row.get('reason')}",
+                       err=True)
+    if not output or output == "-":
+        emit(dump(snapshot, fmt), output)
+    if outcome.interrupted:
+        return EXIT_INTERRUPTED
+    return 0 if outcome.measurements.get("complete") else EXIT_INCOMPLETE
+
+
+def _model(name: str | None, path: str | None) -> dict[str, Any] | None:
+    from topoctl.autoconf import models
+
+    if name:
+        return models.profile(name)
+    if path:
+        return models.from_hf_config(os.path.join(path, "config.json") if os.path.isdir(path) else path)
+    return None
+
+
+def _import_torch() -> Any:
+    try:
+        import torch
+    except ImportError:
+        raise TopoctlError("topoctl bench needs torch, which is not installed",
+                           hint="pip install 'topoctl[bench]' (or the torch build for your CUDA)") from None
+    return torch
+
+
+def _snapshot(topology: str | None) -> dict[str, Any]:
+    from topoctl.snapshot import resolve_target
+
+    return resolve_target(topology=topology)
+
+
+def _world_size(torch: Any, backend: str, requested: int | None, snapshot: dict[str, Any]) -> int:
+    if backend == "gloo":
+        return requested or len(snapshot["gpus"])
+    from topoctl.errors import NoGpuError
+
+    if not torch.cuda.is_available():
+        raise NoGpuError("torch sees no CUDA GPU, so there is nothing to benchmark",
+                         hint="check `nvidia-smi` and that torch is a CUDA build; --backend gloo checks the harness on CPU")
+    visible = torch.cuda.device_count()
+    if requested is not None and requested > visible:
+        raise TopoctlError(f"--world-size {requested} is more than the {visible} GPU(s) torch sees",
+                           hint=f"use --world-size {visible} or fewer")
+    return requested or visible
+
+
+def _versions(torch: Any, snapshot: dict[str, Any]) -> dict[str, Any]:
+    software = snapshot.get("software") or {}
+    nccl = None
+    try:
+        version = torch.cuda.nccl.version()
+        nccl = ".".join(str(part) for part in version) if isinstance(version, tuple) else str(version)
+    except Exception:  # a CPU build of torch has no NCCL
+        nccl = None
+    return {"torch": str(torch.__version__), "nccl": nccl,
+            "cuda_runtime": str(torch.version.cuda) if torch.version.cuda else None,
+            "driver": software.get("driver"), "sglang": software.get("sglang")}
+
+
+def _gpu_map(snapshot: dict[str, Any]) -> Any:
+    """torch device order -> snapshot (NVML) indices, by PCI bus id; torch's order where a bus id is unknown."""
+    from topoctl.probe.topology import bus_key
+
+    by_bus = {bus_key(gpu.get("pci_bus_id")): gpu["index"] for gpu in snapshot["gpus"] if gpu.get("pci_bus_id")}
+
+    def mapping(bus_ids: list[str | None]) -> list[int]:
+        return [by_bus.get(bus_key(bus), position) for position, bus in enumerate(bus_ids)]
+
+    return mapping
