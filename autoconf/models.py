@@ -87,9 +87,10 @@ def list_models_text() -> str:
 # ------------------------------------------------------------------------------------------ reading files
 
 def _read_json(path: str, what: str) -> Any:
-    try:
-        with open(path, encoding="utf-8") as handle:
-            return json.load(handle)
+    from topoctl import limits
+
+    try:  # within the limits of topoctl/limits.py: size, depth, integer size
+        return limits.loads_json(limits.read_file(path, limits.MAX_MODEL_CONFIG_BYTES).decode("utf-8"), path)
     except FileNotFoundError:
         raise TopoctlError(f"no such file: {path}", hint=f"pass the model's {what}") from None
     except IsADirectoryError:
@@ -354,6 +355,8 @@ def from_config(data: dict[str, Any], name: str, source: str,
     else:
         kv_per_token_layer = 2 * parts["kv_heads"] * parts["head_dim"] * ACTIVATION_BYTES
     architectures = data.get("architectures") or text.get("architectures") or []
+    if not isinstance(architectures, list):  # a hand-edited config: {"architectures": {...}} is no list of names
+        architectures = []
     layers, hidden = parts["layers"], parts["hidden"]
     replicated_attention_bytes = parts["replicated_attention"] * (
         whole_bytes["attention"] / parts["whole"]["attention"] if parts["whole"]["attention"] else 2)

@@ -82,7 +82,8 @@ class Session:
             except Exception as exc:  # a probe question must never take the CLI down
                 outcome = {"err": f"{type(exc).__name__}: {str(exc)[:200]}"}
             if self.recording:
-                self.recorded[section][key] = outcome
+                with self._times_lock:  # a record may be written while a timed-out probe's threads still run
+                    self.recorded[section][key] = outcome
             if timed:
                 self.note_time(f"{section} {key.split('|')[0].split(':')[0]}", time.perf_counter() - started)
         if "err" in outcome:
@@ -98,8 +99,9 @@ class Session:
             "synthetic": False,
             "description": description,
         }
-        for section in SECTIONS:
-            document[section] = dict(sorted(self.recorded[section].items()))
+        with self._times_lock:
+            for section in SECTIONS:
+                document[section] = dict(sorted(self.recorded[section].items()))
         return document
 
 
@@ -113,9 +115,10 @@ def load_capture(path: str) -> dict[str, Any]:
     hint = "record one with `topoctl probe --record FILE`"
     if os.path.isdir(path):
         path = os.path.join(path, "capture.json")
+    from topoctl import limits
+
     try:
-        with open(path, "rb") as handle:
-            raw = handle.read()
+        raw = limits.read_file(path, limits.MAX_SNAPSHOT_BYTES)
     except FileNotFoundError:
         raise TopoctlError(f"no such capture: {path}", hint=hint) from None
     except OSError as exc:
@@ -128,7 +131,7 @@ def load_capture(path: str) -> dict[str, Any]:
     if not text.strip():
         raise TopoctlError(f"{path}: not a valid capture (the file is empty)", hint=hint)
     try:
-        data = json.loads(text)
+        data = limits.loads_json(text, path)
     except ValueError as exc:
         where = f" at line {exc.lineno}, column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else ""
         raise TopoctlError(f"{path}: not a valid capture (JSON error: {getattr(exc, 'msg', 'malformed')}{where})",

@@ -261,10 +261,7 @@ class _Collector:
         """
         if self.session.replaying or len(tasks) < 2:
             return [work(*args) for work, args in tasks]
-        from concurrent.futures import ThreadPoolExecutor
-
-        with ThreadPoolExecutor(max_workers=min(32, len(tasks))) as pool:
-            return list(pool.map(lambda task: task[0](*task[1]), tasks))
+        return _daemon_map(tasks, workers=min(32, len(tasks)))
 
     # -- whole machine ----------------------------------------------------------------------------------
     def run(self) -> dict[str, Any]:
@@ -288,6 +285,7 @@ class _Collector:
         gpus, pairs = answers[:count], answers[count:]
         self.mirror_ancestors(pairs)
         self.lap(f"{count} GPUs (NVML, NVLink, sysfs) and {len(ordered)} ordered pairs (P2P x5, PCIe ancestor)")
+        visible = self.cuda_visible(gpus)
         links = {gpu["index"]: gpu.pop("_links") for gpu in gpus}
         nvlink = topology.nvlink_pairs(gpus, links, pairs)
         software = self.software()
@@ -303,6 +301,8 @@ class _Collector:
             "pcie": topology.pcie_tree(gpus, host),
             "software": software,
         }
+        if visible is not None:
+            snapshot["cuda_visible_devices"] = visible
         if self.with_torch:
             self.torch_cross_check(snapshot)
             self.lap("torch cross-check")
@@ -314,6 +314,23 @@ class _Collector:
         snapshot["summary"].update(pcie_checks.summary(snapshot))
         snapshot["unknown"] = dict(sorted(self.unknown.items()))
         return snapshot
+
+    def cuda_visible(self, gpus: list[dict[str, Any]]) -> dict[str, Any] | None:
+        """What CUDA will see under CUDA_VISIBLE_DEVICES (probe/visible.py); None when it is not set (or a
+        capture did not record it)."""
+        import os
+
+        from topoctl.probe.visible import ENV_NAMES, cuda_visible
+
+        if not self.session.replaying and "CUDA_VISIBLE_DEVICES" not in os.environ:
+            return None  # asked (and recorded) only when set: captures without it stay as they were
+        answer = self.session.ask("host", "cuda_env", lambda: {name: os.environ.get(name) for name in ENV_NAMES})
+        value = answer.value.get("CUDA_VISIBLE_DEVICES") if answer.ok and isinstance(answer.value, dict) else None
+        if not isinstance(value, str):
+            return None
+        visible = cuda_visible(value, gpus)
+        visible["device_order"] = answer.value.get("CUDA_DEVICE_ORDER")
+        return visible
 
     def software(self) -> dict[str, Any]:
         packages, unknown = collect_packages(self.session)
@@ -359,25 +376,101 @@ class _Collector:
             pair["torch_can_access_peer"] = peers.get((pair["src"], pair["dst"]))
 
 
+PROBE_TIMEOUT_S = 120.0  # a live probe of 8 GPUs takes about a second (docs/real-hardware); a VM up to a few
+WATCHDOG_GRACE_S = 1.0  # after the deadline, how long the calls still running get before the probe gives up
+
+
+class ProbeTimeout(NoGpuError):
+    """A live probe that did not finish within --timeout: an NVML call that never returned (exit 3)."""
+
+
+def _daemon_map(tasks: list[tuple[Any, tuple[Any, ...]]], workers: int) -> list[Any]:
+    """[work(*args) for work, args in tasks] on `workers` daemon threads, in input order; the first error (in
+    input order) is raised. Daemon threads, unlike a ThreadPoolExecutor's, never keep the process from
+    exiting when an NVML call hangs in one of them (the watchdog then ends the probe)."""
+    import queue
+
+    results: list[Any] = [None] * len(tasks)
+    errors: list[BaseException | None] = [None] * len(tasks)
+    pending: queue.SimpleQueue[int] = queue.SimpleQueue()
+    for position in range(len(tasks)):
+        pending.put(position)
+
+    def worker() -> None:
+        while True:
+            try:
+                position = pending.get_nowait()
+            except queue.Empty:
+                return
+            work, args = tasks[position]
+            try:
+                results[position] = work(*args)
+            except BaseException as exc:  # handed to the caller below, as ThreadPoolExecutor.map would
+                errors[position] = exc
+
+    threads = [threading.Thread(target=worker, name=f"topoctl-probe-{n}", daemon=True) for n in range(workers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for error in errors:
+        if error is not None:
+            raise error
+    return results
+
+
 def run_probe(session: Session, with_torch: bool = False,
-              timings: list[tuple[str, float]] | None = None) -> dict[str, Any]:
+              timings: list[tuple[str, float]] | None = None, timeout: float | None = None) -> dict[str, Any]:
     """Probe through `session` (live or replay). Raises NoGpuError when no GPU is visible.
 
     Pass a list as `timings` to receive (phase, seconds) pairs, also when the probe fails part way.
+    With `timeout` (seconds, live probes only), a watchdog bounds the probe: past the deadline no new NVML call
+    is made (each answers Timeout, so its field is unknown with that reason); a call that still has not
+    returned WATCHDOG_GRACE_S later ends the probe with ProbeTimeout naming that call.
     """
     collector = _Collector(session, with_torch)
     try:
-        return collector.run()
+        if timeout is None or session.replaying:
+            return collector.run()
+        return _watched(collector, timeout)
     finally:
         if timings is not None:
             timings.extend(collector.timings)
 
 
+def _watched(collector: _Collector, timeout: float) -> dict[str, Any]:
+    outcome: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            outcome["snapshot"] = collector.run()
+        except BaseException as exc:  # re-raised in the calling thread
+            outcome["error"] = exc
+
+    collector.nvml.deadline = time.monotonic() + timeout
+    thread = threading.Thread(target=work, name="topoctl-probe", daemon=True)
+    thread.start()
+    thread.join(timeout + WATCHDOG_GRACE_S)
+    if thread.is_alive():
+        hung = collector.nvml.hung_calls()
+        what = (f"NVML call {hung[0][0]} has not returned after {hung[0][1]:.1f} s" if hung
+                else "it is still running (no NVML call in flight)")
+        more = f" ({len(hung) - 1} more calls waiting)" if len(hung) > 1 else ""
+        raise ProbeTimeout(f"the probe did not finish within {timeout:g} s: {what}{more}",
+                           hint="a GPU or the driver is not answering: check `nvidia-smi` and the kernel log "
+                                "(Xid errors); on a slow VM, raise --timeout")
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["snapshot"]
+
+
 def probe_live(with_torch: bool = False, session: Session | None = None,
-               timings: list[tuple[str, float]] | None = None) -> dict[str, Any]:
+               timings: list[tuple[str, float]] | None = None, timeout: float = PROBE_TIMEOUT_S) -> dict[str, Any]:
     """A live probe of this machine, with its source filled in: the one place a live snapshot is made
-    (`topoctl probe` passes its recording session and timings list; show/recommend/check pass nothing)."""
-    snapshot = run_probe(session if session is not None else Session(), with_torch=with_torch, timings=timings)
+    (`topoctl probe` passes its recording session and timings list; show/recommend/check pass nothing).
+    Bounded by `timeout` seconds (the watchdog of run_probe)."""
+    snapshot = run_probe(session if session is not None else Session(), with_torch=with_torch, timings=timings,
+                         timeout=timeout)
     snapshot["source"] = {"kind": "live", "name": snapshot["host"].get("hostname"), "captured_at": None}
     return snapshot
 
@@ -395,6 +488,10 @@ def probe_capture(capture: dict[str, Any], name: str, kind: str = "capture") -> 
             type(count["ok"]) is not int or not 0 <= count["ok"] <= MAX_GPUS):
         raise TopoctlError(f"{name}: not a valid capture (device count {count['ok']!r})",
                            hint="re-record it with `topoctl probe --record FILE`")
+    if isinstance(count, dict) and "ok" in count:
+        from topoctl.limits import check_capture_gpus
+
+        check_capture_gpus(count["ok"], len(capture.get("nvml", {})), name)  # before any per-GPU work
     try:
         snapshot = run_probe(Session(replay=capture), with_torch=bool(capture.get("torch")))
     except (TypeError, ValueError, AttributeError, KeyError, IndexError) as exc:

@@ -48,6 +48,11 @@ class Nvml:
         self._pynvml: Any = None
         self._handles: dict[int, Any] = {}
         self._lock = threading.Lock()
+        # The watchdog (collect.run_probe with a timeout): past `deadline` (time.monotonic()) no new call is made,
+        # each answers Timeout; `in_flight` names the call each thread is inside, so a hung one can be named.
+        self.deadline: float | None = None
+        self.in_flight: dict[int, tuple[str, float]] = {}
+        self._indices: dict[int, int] = {}  # id(handle) -> device index, to name calls by index
 
     # -- plumbing -----------------------------------------------------------------------------------
     def _lib(self) -> Any:
@@ -64,15 +69,38 @@ class Nvml:
         fn = getattr(lib, function, None)
         if fn is None:
             raise ProbeFailure("FunctionNotFound")
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise ProbeFailure("Timeout")  # the probe ran past --timeout: ask nothing more
         timed = self.session.call_times is not None
         started = time.perf_counter() if timed else 0.0
+        thread = threading.get_ident()
+        self.in_flight[thread] = (self._describe(function, args), time.monotonic())
         try:
             return fn(*args)
         except lib.NVMLError as exc:
             raise ProbeFailure(_error_name(exc)) from None
         finally:
+            self.in_flight.pop(thread, None)
             if timed:
                 self.session.note_time(f"nvml {function}", time.perf_counter() - started)
+
+    def _describe(self, function: str, args: tuple[Any, ...]) -> str:
+        """`nvmlDeviceGetP2PStatus(GPU 0, GPU 3, 0)`: a call named the way a user can find it again."""
+        parts = []
+        for arg in args:
+            if id(arg) in self._indices:
+                parts.append(f"GPU {self._indices[id(arg)]}")
+            elif isinstance(arg, int):
+                parts.append(str(arg))
+        if function == "nvmlDeviceGetHandleByIndex" and parts:
+            parts = [f"GPU {parts[0]}"]
+        return f"{function}({', '.join(parts)})"
+
+    def hung_calls(self, now: float | None = None) -> list[tuple[str, float]]:
+        """The calls still running, oldest first, with how long they have run (seconds)."""
+        now = time.monotonic() if now is None else now
+        return sorted(((name, now - started) for name, started in list(self.in_flight.values())),
+                      key=lambda item: -item[1])
 
     def _handle(self, index: int) -> Any:
         handle = self._handles.get(index)
@@ -81,6 +109,7 @@ class Nvml:
                 handle = self._handles.get(index)
                 if handle is None:
                     handle = self._handles[index] = self._call("nvmlDeviceGetHandleByIndex", index)
+                    self._indices[id(handle)] = index
         return handle
 
     def _ask(self, function: str, *indices: Any, live: Any) -> Answer:
@@ -171,17 +200,28 @@ class Nvml:
         """NVLink fabric (NVL72 and other multi-node NVLink): cluster UUID, clique id, state."""
 
         def live() -> dict[str, Any]:
-            lib = self._lib()
-            struct_type = getattr(lib, "c_nvmlGpuFabricInfoV_t", None)
-            if struct_type is None:
-                raise ProbeFailure("FunctionNotFound")
             import ctypes
 
-            info = struct_type()  # the binding expects a pointer to the versioned struct
-            self._call("nvmlDeviceGetGpuFabricInfoV", self._handle(i), ctypes.byref(info))
-            cluster = bytes(info.clusterUuid)
-            return {"state": int(info.state), "status": int(info.status), "clique_id": int(info.cliqueId),
-                    "cluster_uuid": cluster.hex() if any(cluster) else None}
+            lib = self._lib()
+            # The versioned call first; a driver or binding without it (FunctionNotFound) gets the older
+            # nvmlDeviceGetGpuFabricInfo with its own struct (nvidia-ml-py 13.615.71 pynvml.py:7198, 7321), which
+            # answers the same four fields. The answer is recorded under the versioned key either way.
+            for function, struct_name in (("nvmlDeviceGetGpuFabricInfoV", "c_nvmlGpuFabricInfoV_t"),
+                                          ("nvmlDeviceGetGpuFabricInfo", "c_nvmlGpuFabricInfo_t")):
+                struct_type = getattr(lib, struct_name, None)
+                if struct_type is None or getattr(lib, function, None) is None:
+                    continue
+                info = struct_type()  # the binding expects a pointer to the struct
+                try:
+                    self._call(function, self._handle(i), ctypes.byref(info))
+                except ProbeFailure as failure:
+                    if failure.reason == "FunctionNotFound":
+                        continue
+                    raise
+                cluster = bytes(info.clusterUuid)
+                return {"state": int(info.state), "status": int(info.status), "clique_id": int(info.cliqueId),
+                        "cluster_uuid": cluster.hex() if any(cluster) else None}
+            raise ProbeFailure("FunctionNotFound")
 
         return self._ask("nvmlDeviceGetGpuFabricInfoV", i, live=live)
 

@@ -194,11 +194,14 @@ def rule_schema() -> dict[str, Any]:
 # ----------------------------------------------------------------------------------------- one file
 def parse_rule_file(path: str, builtin: bool, validate_schema: bool) -> tuple[list[Rule], list[tuple[str, str]]]:
     """(rules, [(disabled id, reason)]) of one file; RuleFileError on anything wrong."""
+    from topoctl import limits
+
     try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
+        text = limits.read_file(path, limits.MAX_RULE_FILE_BYTES).decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise RuleFileError(path, f"cannot read: {exc}") from None
+    except limits.LimitError as exc:
+        raise RuleFileError(path, exc.message.removeprefix(path).lstrip(": ")) from None
     data = _parse_yaml(path, text)
     if data is None:
         return [], []
@@ -220,9 +223,12 @@ def parse_rule_file(path: str, builtin: bool, validate_schema: bool) -> tuple[li
 def _parse_yaml(path: str, text: str) -> Any:
     import yaml
 
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    try:
-        return yaml.load(text, Loader=loader)  # noqa: S506 - CSafeLoader/SafeLoader: safe_load semantics
+    from topoctl import limits
+
+    try:  # safe_load semantics (libyaml's parser when available), within the limits of topoctl/limits.py
+        return limits.load_yaml(text, path, max_nodes=limits.MAX_RULE_FILE_NODES)
+    except limits.LimitError as exc:
+        raise RuleFileError(path, exc.message.removeprefix(path).lstrip(": ")) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]

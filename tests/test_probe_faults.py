@@ -128,7 +128,7 @@ def test_architecture_unknown_when_both_sources_fail():
 
 
 def test_an_older_binding_without_the_fabric_struct():
-    spec = system("h100-8x-nvswitch", absent=["c_nvmlGpuFabricInfoV_t"])
+    spec = system("h100-8x-nvswitch", absent=["c_nvmlGpuFabricInfoV_t", "c_nvmlGpuFabricInfo_t"])
     snapshot, _, _ = probe(spec)
     assert all(snapshot["unknown"][f"gpus.{i}.fabric"] == "FunctionNotFound" for i in range(8))
 
@@ -333,3 +333,163 @@ def test_timings_charge_a_slow_call_to_itself_not_to_what_waited_for_it():
     p2p_count, p2p_seconds = session.call_times["nvml nvmlDeviceGetP2PStatus"]
     # the fake answers at once: the 280 P2P questions together took less than the handle lookups they waited for
     assert p2p_count == 280 and p2p_seconds < seconds
+
+
+# -- faults through the CLI: a partial snapshot with reasons, or one line and exit 3 ----------------------------
+def cli_probe(spec: dict, monkeypatch, capsys, tmp_path, *args: str, world: dict | None = None):
+    """`topoctl probe --format json -o FILE ARGS` with the fake binding and the spec's world (sysfs, host, packages).
+    Returns (exit code, snapshot or None, stderr, fake)."""
+    import topoctl.probe.capture as capture_module
+
+    module = make_fake_pynvml(spec["nvml"])
+    used = spec["world"] if world is None else world
+    monkeypatch.setattr(capture_module, "Session", lambda record=False: SpecSession(used, record=record))
+    out = tmp_path / "snapshot.json"
+    try:
+        with installed(module):
+            code = main(["probe", "--format", "json", "-o", str(out), *args])
+    finally:
+        module._fake.release.set()  # let a "hung" call return, so no thread outlives the test
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "internal error" not in err, err
+    snapshot = json.loads(out.read_text()) if out.exists() else None
+    return code, snapshot, err, module._fake
+
+
+def test_cli_a_hung_nvml_call_is_named_by_the_watchdog(monkeypatch, capsys, tmp_path):
+    spec = system("h100-8x-nvswitch", faults=[{"function": "nvmlDeviceGetP2PStatus", "device": 3, "hang": True}])
+    code, snapshot, err, fake = cli_probe(spec, monkeypatch, capsys, tmp_path, "--timeout", "0.3",
+                                          "--record", str(tmp_path / "cap.json"))
+    assert code == 3 and snapshot is None  # no snapshot, never a verdict on what was not seen
+    lines = err.strip().splitlines()
+    assert lines[0].startswith("topoctl: error: the probe did not finish within 0.3 s: NVML call "
+                               "nvmlDeviceGetP2PStatus(GPU "), err
+    assert "GPU 3" in lines[0] and "has not returned" in lines[0] and lines[-1].startswith("  hint: ")
+    assert fake.hung and fake.hung[0][0] == "nvmlDeviceGetP2PStatus"
+    recorded = json.loads((tmp_path / "cap.json").read_text())  # the raw answers up to the hang are kept
+    assert recorded["nvml"]["nvmlDeviceGetCount"] == {"ok": 8}
+    assert "nvmlDeviceGetP2PStatus|0|1|0" in recorded["nvml"]  # calls that returned are there
+    assert "nvmlDeviceGetP2PStatus|0|3|0" not in recorded["nvml"]  # the hung one never answered
+
+
+def test_cli_calls_past_the_deadline_are_unknown_with_reason_timeout(monkeypatch, capsys, tmp_path):
+    """A call that is slow but returns (inside the watchdog's grace): the probe ends with a partial snapshot."""
+    spec = system("h100-8x-nvswitch", faults=[{"function": "nvmlDeviceGetP2PStatus", "device": 3, "hang": True,
+                                               "hang_s": 0.5}])
+    code, snapshot, err, _ = cli_probe(spec, monkeypatch, capsys, tmp_path, "--timeout", "0.2")
+    assert code == 0
+    timed_out = [key for key, reason in snapshot["unknown"].items() if reason == "Timeout"]
+    assert timed_out and "reached --timeout" in err
+    assert snapshot["summary"]["all_pairs_p2p"] is not True  # what was not asked is not a working P2P
+
+
+def test_cli_nvml_missing_is_one_line_exit_3(monkeypatch, capsys, tmp_path):
+    with installed(None):
+        code = main(["probe", "--format", "json", "-o", str(tmp_path / "s.json")])
+    err = capsys.readouterr().err
+    assert code == 3 and not (tmp_path / "s.json").exists()
+    assert len(err.strip().splitlines()) == 2 and "nvidia-ml-py" in err
+
+
+def test_cli_driver_without_the_versioned_fabric_call_falls_back_to_the_older_one(monkeypatch, capsys, tmp_path):
+    _, new, _, _ = cli_probe(system("h100-8x-nvswitch"), monkeypatch, capsys, tmp_path)
+    code, old, _, fake = cli_probe(system("h100-8x-nvswitch", driver_generation="r535"), monkeypatch, capsys,
+                                   tmp_path)
+    assert code == 0
+    assert [gpu["fabric"] for gpu in old["gpus"]] == [gpu["fabric"] for gpu in new["gpus"]]
+    assert all(gpu["fabric"]["state"] == "completed" for gpu in old["gpus"])
+    assert not any(key.endswith(".fabric") for key in old["unknown"])
+    called = [name for name, _ in fake.calls]
+    assert "nvmlDeviceGetGpuFabricInfoV" in called and "nvmlDeviceGetGpuFabricInfo" in called
+
+
+def test_cli_not_supported_single_calls_in_a_vm(monkeypatch, capsys, tmp_path):
+    faults = [{"function": "nvmlDeviceGetTopologyCommonAncestor", "error": "NotSupported"},
+              {"function": "nvmlDeviceGetMaxPcieLinkGeneration", "error": "NotSupported"},
+              {"function": "nvmlDeviceGetVirtualizationMode", "device": 1, "error": "NotSupported"}]
+    code, snapshot, _, _ = cli_probe(system("l40s-4x-pcie-2numa", faults=faults), monkeypatch, capsys, tmp_path)
+    assert code == 0
+    unknown = snapshot["unknown"]
+    assert unknown["pairs.0-1.pcie_ancestor"] == "NotSupported" and unknown["gpus.2.pcie.max_gen"] == "NotSupported"
+    assert unknown["gpus.1.virtualization_mode"] == "NotSupported" and snapshot["gpus"][0]["virtualization_mode"]
+    assert all(pair["pcie_ancestor"] is None for pair in snapshot["pairs"])
+
+
+def test_cli_one_gpu_of_eight_lost(monkeypatch, capsys, tmp_path):
+    code, snapshot, _, _ = cli_probe(system("rtx-pro-6000-8x-pcie", lost_gpus=[5]), monkeypatch, capsys, tmp_path)
+    assert code == 0 and snapshot["summary"]["gpu_count"] == 8
+    assert snapshot["unknown"]["gpus.5.name"] == "GpuIsLost"
+    assert snapshot["summary"]["all_pairs_p2p"] is None and snapshot["summary"]["interconnect"] is None
+    assert main(["show", "--topology", str(tmp_path / "snapshot.json")]) == 0
+    assert "?" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("failure", ["PermissionError", "FileNotFoundError"], ids=["unreadable", "absent"])
+def test_cli_sysfs_unreadable_or_absent_in_a_container(failure, monkeypatch, capsys, tmp_path):
+    spec = system("l40s-4x-pcie-2numa")
+    world = copy.deepcopy(spec["world"])
+    from topoctl.probe.capture import ProbeFailure
+
+    world["files"] = {key: ProbeFailure(failure) for key in world.get("files", {})}
+    code, snapshot, _, _ = cli_probe(spec, monkeypatch, capsys, tmp_path, world=world)
+    assert code == 0
+    for gpu in snapshot["gpus"]:
+        at = f"gpus.{gpu['index']}"
+        assert gpu["root_complex"] is None and gpu["numa_node"] is None and gpu["pcie_path"] == []
+        assert snapshot["unknown"][f"{at}.root_complex"] == f"sysfs: {failure}"
+        assert snapshot["unknown"][f"{at}.numa_node"] == "sysfs numa_node unreadable"
+    assert snapshot["summary"]["numa_nodes_spanned"] is None
+    clean, _, _ = probe(system("l40s-4x-pcie-2numa"))  # NVML still answered: what was seen stays seen
+    assert [pair["p2p"] for pair in snapshot["pairs"]] == [pair["p2p"] for pair in clean["pairs"]]
+
+
+def test_cli_mig_on_some_gpus(monkeypatch, capsys, tmp_path):
+    spec = system("h100-8x-nvswitch")
+    for index in (0, 1):
+        spec["nvml"]["gpus"][index]["mig"] = [1, 1]
+    # NVML answers P2P questions about a MIG-enabled GPU with NotSupported (as a VM or MIG does)
+    spec["nvml"]["faults"] = [{"function": "nvmlDeviceGetP2PStatus", "device": 0, "error": "NotSupported"},
+                              {"function": "nvmlDeviceGetP2PStatus", "device": 1, "error": "NotSupported"}]
+    code, snapshot, _, _ = cli_probe(spec, monkeypatch, capsys, tmp_path)
+    assert code == 0
+    assert [gpu["mig_mode"] for gpu in snapshot["gpus"]] == ["enabled"] * 2 + ["disabled"] * 6
+    assert snapshot["summary"]["mig_enabled"] is True
+    assert snapshot["unknown"]["pairs.0-5.p2p.read"] == "NotSupported"
+    assert snapshot["summary"]["all_pairs_p2p"] is None  # not True: pairs with the MIG GPUs were not seen
+
+
+@pytest.mark.parametrize("value, devices, hidden, ended", [
+    ("2,3", [(0, 2), (1, 3)], [0, 1, 4, 5, 6, 7], None),
+    ("7,0", [(0, 7), (1, 0)], [1, 2, 3, 4, 5, 6], None),
+    ("0,2,-1,1", [(0, 0), (1, 2)], [1, 3, 4, 5, 6, 7], "-1"),  # the CUDA guide's own example
+    ("", [], list(range(8)), None),
+    ("UUID3", [(0, 3)], [0, 1, 2, 4, 5, 6, 7], None),
+    ("1,1", [(0, 1)], [0, 2, 3, 4, 5, 6, 7], "1"),
+], ids=["2,3", "7,0", "invalid-ends", "empty", "uuid-prefix", "repeat"])
+def test_cli_cuda_visible_devices_says_what_was_seen_and_the_cuda_ids(value, devices, hidden, ended, monkeypatch,
+                                                                       capsys, tmp_path):
+    spec = system("h100-8x-nvswitch")
+    if value == "UUID3":
+        value = spec["nvml"]["gpus"][3]["uuid"][:12]
+    world = copy.deepcopy(spec["world"])
+    world.setdefault("host", {})["cuda_env"] = {"CUDA_VISIBLE_DEVICES": value, "CUDA_DEVICE_ORDER": None}
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", value)
+    code, snapshot, err, _ = cli_probe(spec, monkeypatch, capsys, tmp_path, "--record", str(tmp_path / "cap.json"),
+                                       world=world)
+    assert code == 0 and len(snapshot["gpus"]) == 8  # NVML sees every GPU; the snapshot lists them all
+    visible = snapshot["cuda_visible_devices"]
+    assert [(d["cuda"], d["gpu"]) for d in visible["cuda_devices"]] == devices
+    assert visible["hidden"] == hidden and visible["ended_at"] == ended
+    note = [line for line in err.splitlines() if line.startswith("topoctl: note: CUDA_VISIBLE_DEVICES=")]
+    assert len(note) == 1 and "saw all 8 GPUs" in note[0]
+    assert all(f"GPU{gpu} as cuda:{cuda}" in note[0] for cuda, gpu in devices)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")  # the replay answers from the capture, not from this process
+    with installed(None):
+        replayed = probe_capture(json.loads((tmp_path / "cap.json").read_text()), name="x")
+    assert replayed["cuda_visible_devices"] == visible
+
+
+def test_cuda_visible_devices_unset_adds_nothing(monkeypatch, capsys, tmp_path):
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    code, snapshot, err, _ = cli_probe(system("l40s-4x-pcie-2numa"), monkeypatch, capsys, tmp_path)
+    assert code == 0 and "cuda_visible_devices" not in snapshot and "CUDA_VISIBLE_DEVICES" not in err

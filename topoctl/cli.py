@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from topoctl.errors import EXIT_INTERNAL, EXIT_PIPE, EXIT_USAGE, TopoctlError, one_line
+from topoctl.errors import EXIT_INTERNAL, EXIT_PIPE, EXIT_USAGE, OutputError, TopoctlError, one_line
 
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "probe": ("topoctl.commands.probe", "What is this machine? GPUs, every pair's P2P and link, PCIe tree, versions."),
@@ -147,6 +147,88 @@ def _report_internal(error: BaseException) -> int:
     return EXIT_INTERNAL
 
 
+_STDOUT_HINT = "free space or give topoctl a writable stdout, or write to a file with -o FILE"
+
+
+class _Guarded:
+    """stdout or stderr as the CLI writes them, so that no state of the channel ends in a traceback.
+
+    stdout (strict): a closed stream, a full disk or an I/O error raises OutputError (exit 74, EX_IOERR), a
+    closed pipe stays a BrokenPipeError (141); stderr (lenient): a message that cannot be written is dropped and
+    the exit code stays the one the message was about. Text the stream's encoding cannot hold (LANG=C,
+    PYTHONIOENCODING=ascii or latin-1) is written with backslash escapes instead of failing.
+    """
+
+    def __init__(self, wrapped: Any, name: str, strict: bool, binary: bool = False) -> None:
+        self.wrapped, self.name, self.strict, self.binary = wrapped, name, strict, binary
+
+    def _failed(self, exc: BaseException | None) -> None:
+        if not self.strict:
+            return
+        if exc is None:
+            raise OutputError(f"cannot write the output: {self.name} is closed", hint=_STDOUT_HINT)
+        why = getattr(exc, "strerror", None) or str(exc)
+        raise OutputError(f"cannot write the output to {self.name}: {why}", hint=_STDOUT_HINT) from None
+
+    def write(self, data: Any) -> int:
+        if self.wrapped is None:
+            self._failed(None)
+            return len(data)
+        try:
+            return self.wrapped.write(data)
+        except UnicodeEncodeError:
+            encoding = getattr(self.wrapped, "encoding", None) or "ascii"
+            return self.wrapped.write(data.encode(encoding, "backslashreplace").decode(encoding))
+        except BrokenPipeError:
+            if not self.strict:
+                return len(data)
+            raise
+        except (OSError, ValueError) as exc:
+            if isinstance(exc, ValueError) and "closed file" not in str(exc):
+                raise
+            self._failed(exc)
+            return len(data)
+
+    def flush(self) -> None:
+        if self.wrapped is None:
+            return
+        try:
+            self.wrapped.flush()
+        except BrokenPipeError:
+            if self.strict:
+                raise
+        except (OSError, ValueError) as exc:
+            self._failed(exc)
+
+    @property
+    def buffer(self) -> Any:
+        inner = getattr(self.wrapped, "buffer", None)
+        if inner is None:
+            raise AttributeError("buffer")
+        return _Guarded(inner, self.name, self.strict, binary=True)
+
+    def isatty(self) -> bool:
+        try:
+            return bool(self.wrapped is not None and self.wrapped.isatty())
+        except (OSError, ValueError):
+            return False
+
+    def __getattr__(self, name: str) -> Any:
+        if self.wrapped is None:
+            raise AttributeError(name)
+        return getattr(self.wrapped, name)
+
+
+def _guard_streams() -> tuple[Any, Any]:
+    """Install the guards for one run of main(); returns what to put back."""
+    saved = (sys.stdout, sys.stderr)
+    if not isinstance(sys.stdout, _Guarded):
+        sys.stdout = _Guarded(sys.stdout, "stdout", strict=True)  # type: ignore[assignment]
+    if not isinstance(sys.stderr, _Guarded):
+        sys.stderr = _Guarded(sys.stderr, "stderr", strict=False)  # type: ignore[assignment]
+    return saved
+
+
 class _QuietFlush:
     """A stream whose flush ignores a closed pipe (Python flushes stdout once more at exit)."""
 
@@ -199,7 +281,26 @@ def main(argv: list[str] | None = None) -> int:
     """
     if argv is None:
         _default_sigpipe()
-    args = list(sys.argv[1:] if argv is None else argv)
+    saved = _guard_streams()
+    try:
+        code = _main(list(sys.argv[1:] if argv is None else argv))
+        if code != EXIT_PIPE:
+            try:
+                sys.stdout.flush()  # what is still buffered fails here, not in the interpreter's exit
+            except OutputError as error:
+                code = _report(error)
+            except BrokenPipeError:
+                _pacify_output()
+                code = EXIT_PIPE
+        return code
+    finally:
+        guarded_out = sys.stdout
+        sys.stdout, sys.stderr = saved
+        if isinstance(guarded_out, _QuietFlush):  # a closed pipe: keep the exit-time flush quiet
+            _pacify_output()
+
+
+def _main(args: list[str]) -> int:
     try:
         result: Any = cli.main(args=args, prog_name="topoctl", standalone_mode=False)
     except TopoctlError as error:

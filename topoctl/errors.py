@@ -12,6 +12,7 @@ EXIT_BLOCKED = 1
 EXIT_USAGE = 2
 EXIT_NO_GPU = 3
 EXIT_INTERNAL = 70  # EX_SOFTWARE (sysexits.h): a bug in topoctl; the message says how to report it
+EXIT_OUTPUT = 74  # EX_IOERR (sysexits.h): the output could not be written (stdout closed, disk full, I/O error)
 EXIT_PIPE = 141  # 128 + SIGPIPE: the reader of stdout went away (`| head -1`), as a shell reports it
 
 
@@ -26,6 +27,12 @@ class TopoctlError(Exception):
         self.hint = hint
         if exit_code is not None:
             self.exit_code = exit_code
+
+
+class OutputError(TopoctlError):
+    """stdout, or an -o file, could not be written: closed, full, an I/O error. Never 1 ("blocking finding")."""
+
+    exit_code = EXIT_OUTPUT
 
 
 class NoGpuError(TopoctlError):

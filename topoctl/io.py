@@ -6,14 +6,18 @@
 - a symlink is written through: the file it points to is replaced atomically, the link stays a link;
 - a FIFO, a character device, a socket, /dev/stdout, /proc/self/fd/N are written into directly (there is
   nothing to rename over: `-o /dev/stdout` and `-o >(gzip > x.gz)` work);
-- a read-only file is refused (exit 2) unless this user may write it anyway (root may); a folder too.
+- a read-only file is refused (exit 2) unless this user may write it anyway (root may); a folder too;
+- a write that fails part way (disk full, I/O error) is an OutputError (exit 74) and leaves the old file intact;
+- the temp file of a run that was killed (SIGKILL, power loss) is removed by the next run writing to that
+  folder, once it is STALE_AFTER_S old: only topoctl's own names (.topoctl-XXXXXXXX.tmp), only this user's.
 """
 from __future__ import annotations
 
 import os
+import re
 import stat
 
-from topoctl.errors import TopoctlError
+from topoctl.errors import OutputError, TopoctlError
 
 
 def _link_chain(path: str) -> list[str]:
@@ -78,16 +82,17 @@ class Destination:
         except BrokenPipeError:
             raise
         except OSError as exc:
-            raise TopoctlError(f"cannot write {self.path}: {exc.strerror or exc}",
-                               hint="check the path and its permissions") from None
+            raise OutputError(f"cannot write {self.path}: {exc.strerror or exc}",
+                              hint="check the path, its permissions and the free space") from None
 
     def _write_atomic(self, text: str) -> None:
         import tempfile  # here, not at import: printing to stdout needs none of it
 
         path, target = self.path, self.target
         directory = os.path.dirname(target)
+        remove_stale_temp_files(directory)
         try:
-            fd, tmp = tempfile.mkstemp(prefix=".topoctl-", dir=directory)
+            fd, tmp = tempfile.mkstemp(prefix=TEMP_PREFIX, suffix=TEMP_SUFFIX, dir=directory)
         except OSError as exc:
             raise TopoctlError(f"cannot write {path}: {exc.strerror or exc}",
                                hint="check that the folder exists and is writable") from None
@@ -108,8 +113,39 @@ class Destination:
                 os.unlink(tmp)
             except OSError:
                 pass
-            raise TopoctlError(f"cannot write {path}: {exc.strerror or exc}",
-                               hint="check the path and its permissions") from None
+            raise OutputError(f"cannot write {path}: {exc.strerror or exc}",
+                              hint="check the path, its permissions and the free space; the old file is intact") from None
+
+
+TEMP_PREFIX, TEMP_SUFFIX = ".topoctl-", ".tmp"
+# What mkstemp names ours: the prefix, 8 random characters, the suffix (without it: topoctl 0.1's name).
+_TEMP_NAME = re.compile(r"\.topoctl-[A-Za-z0-9_]{8}(?:\.tmp)?\Z")
+STALE_AFTER_S = 600  # far longer than any write takes (a snapshot is written in milliseconds)
+
+
+def remove_stale_temp_files(directory: str, now: float | None = None) -> list[str]:
+    """Remove the temp files a killed topoctl left in `directory`: only topoctl's own names, only regular
+    files of this user, only those untouched for STALE_AFTER_S (a run writing now is never disturbed).
+    Returns the names removed; never fails (a folder that cannot be listed is left as it is)."""
+    import time
+
+    removed: list[str] = []
+    try:
+        names = [name for name in os.listdir(directory) if _TEMP_NAME.match(name)]
+    except OSError:
+        return removed
+    cutoff = (time.time() if now is None else now) - STALE_AFTER_S
+    for name in names:
+        path = os.path.join(directory, name)
+        try:
+            info = os.lstat(path)
+            if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid() or info.st_mtime > cutoff:
+                continue
+            os.unlink(path)
+            removed.append(name)
+        except OSError:
+            continue
+    return removed
 
 
 def check_destination(path: str) -> None:
@@ -126,10 +162,39 @@ def write_atomic(path: str, text: str) -> None:
 
 
 def emit(text: str, output: str | None) -> None:
-    """Write to `output` atomically, or to stdout when no output path is given."""
+    """Write to `output` atomically, or to stdout when no output path is given: the same bytes either way
+    (UTF-8, whatever the locale says; nothing stripped, unlike click.echo, which drops terminal escapes
+    from a pipe only)."""
     if output and output != "-":
         write_atomic(output, text)
     else:
-        import click
+        write_stdout(text)
 
-        click.echo(text, nl=False)
+
+def write_stdout(text: str) -> None:
+    """`text` to stdout as UTF-8 bytes. A closed stdout, a full disk or an I/O error is an OutputError (exit 74);
+    a reader that went away is a BrokenPipeError, which the CLI turns into 141."""
+    import sys
+
+    stream = sys.stdout
+    if stream is None:  # the process was started with stdout closed (`topoctl ... >&-`)
+        raise OutputError("cannot write the output: stdout is closed", hint=STDOUT_HINT)
+    try:
+        buffer = getattr(stream, "buffer", None)
+        if buffer is None:  # a text-only stream (tests, embedding): it takes str
+            stream.write(text)
+            stream.flush()
+            return
+        stream.flush()  # text written before (click.echo) comes first
+        buffer.write(text.encode("utf-8", "surrogateescape"))
+        buffer.flush()
+    except BrokenPipeError:
+        raise
+    except OutputError:
+        raise
+    except (OSError, ValueError) as exc:  # ValueError: "I/O operation on closed file"
+        raise OutputError(f"cannot write the output to stdout: {getattr(exc, 'strerror', None) or exc}",
+                          hint=STDOUT_HINT) from None
+
+
+STDOUT_HINT = "free space or give topoctl a writable stdout, or write to a file with -o FILE"

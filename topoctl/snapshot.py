@@ -49,18 +49,20 @@ def parse_snapshot_text(text: str, origin: str) -> dict[str, Any]:
     stripped = text.lstrip()
     if not stripped:
         raise TopoctlError(f"{origin} is empty", hint=hint)
+    from topoctl import limits
+
     if stripped.startswith("{"):
         try:
-            data = json.loads(text)
+            data = limits.loads_json(text, origin)
         except ValueError as exc:
             where = f" at line {exc.lineno}, column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else ""
             problem = getattr(exc, "msg", None) or "malformed"
             raise TopoctlError(f"{origin}: not valid JSON: {problem}{where}", hint=hint) from None
     else:
-        from topoctl.render import safe_load
-
         try:
-            data = safe_load(text)
+            data = limits.load_yaml(text, origin)  # safe_load semantics, within the limits (topoctl/limits.py)
+        except limits.LimitError:
+            raise
         except Exception as exc:  # yaml.YAMLError and friends
             raise TopoctlError(f"{origin}: not valid YAML: {_yaml_problem(exc)}", hint=hint) from None
     if data is None:
@@ -87,15 +89,18 @@ def load_snapshot(path: str) -> dict[str, Any]:
     if path == "":
         raise TopoctlError("the snapshot file name is empty", hint="pass the file written by `topoctl probe -o FILE`")
     if path == "-":
-        import sys
 
-        return parse_snapshot_text(_decode(sys.stdin.buffer.read(), "<stdin>"), origin="<stdin>")
+        from topoctl.limits import MAX_SNAPSHOT_BYTES, read_stdin
+
+        return parse_snapshot_text(_decode(read_stdin(MAX_SNAPSHOT_BYTES), "<stdin>"),
+                                   origin="<stdin>")
     if os.path.isdir(path):
         raise TopoctlError(f"{path} is a folder, not a snapshot file",
                            hint="pass the file written by `topoctl probe -o FILE`")
     try:
-        with open(path, "rb") as handle:
-            raw = handle.read()
+        from topoctl.limits import MAX_SNAPSHOT_BYTES, read_file
+
+        raw = read_file(path, MAX_SNAPSHOT_BYTES)
     except FileNotFoundError:
         raise TopoctlError(f"no such file: {path}", hint="write one with `topoctl probe -o FILE`") from None
     except OSError as exc:

@@ -16,7 +16,8 @@ Spec (plain dict):
      "p2p": {"read": [[status]*n]*n, "write": ..., "nvlink": ..., "atomics": ..., "pci": ...},
      "ancestor": [[level]*n]*n,
      "driver_generation": None | "r470",    # preset of functions the driver lacks
-     "faults": [{"function": "nvmlDeviceGetArchitecture" | "*", "device": 2 | None, "error": "NotSupported"}],
+     "faults": [{"function": "nvmlDeviceGetArchitecture" | "*", "device": 2 | None, "error": "NotSupported"},
+                {"function": "nvmlDeviceGetP2PStatus", "device": 3, "hang": True}],   # blocks until released
      "lost_gpus": [2]}                      # every call touching these GPUs raises GpuIsLost
 
 A fault matches when its function matches (or is "*") and, if `device` is given, one of the call's device
@@ -26,6 +27,7 @@ older binding would. `"init_error"`: nvmlInit raises that error (LibraryNotFound
 from __future__ import annotations
 
 import ctypes
+import threading
 import types
 from typing import Any
 
@@ -40,7 +42,9 @@ ERROR_CODES = {
 
 # Functions an R470-era driver lacks (NVML answers NVML_ERROR_FUNCTION_NOT_FOUND for a missing symbol).
 DRIVER_GENERATIONS = {
-    "r470": {"nvmlDeviceGetGpuFabricInfoV", "nvmlDeviceGetArchitecture", "nvmlDeviceGetGpuMaxPcieLinkGeneration"},
+    "r470": {"nvmlDeviceGetGpuFabricInfoV", "nvmlDeviceGetGpuFabricInfo", "nvmlDeviceGetArchitecture",
+             "nvmlDeviceGetGpuMaxPcieLinkGeneration"},
+    # has the older, unversioned fabric call only (synthetic preset: the point is the fallback, not the release)
     "r535": {"nvmlDeviceGetGpuFabricInfoV"},
 }
 
@@ -87,6 +91,11 @@ class c_nvmlGpuFabricInfoV_t(ctypes.Structure):
                 ("cliqueId", ctypes.c_uint), ("state", ctypes.c_uint), ("healthMask", ctypes.c_uint)]
 
 
+class c_nvmlGpuFabricInfo_t(ctypes.Structure):  # the older, unversioned struct (no version, no healthMask)
+    _fields_ = [("clusterUuid", ctypes.c_ubyte * 16), ("status", ctypes.c_uint), ("cliqueId", ctypes.c_uint),
+                ("state", ctypes.c_uint)]
+
+
 def _error_classes(module: types.ModuleType) -> None:
     class NVMLError(Exception):
         _valClassMapping: dict[int, type] = {}
@@ -128,6 +137,8 @@ class FakeNvml:
         self.missing = set(DRIVER_GENERATIONS.get(spec.get("driver_generation") or "", set()))
         self.missing |= set(spec.get("missing", ()))
         self.lost = set(spec.get("lost_gpus", ()))
+        self.release = threading.Event()  # a "hang" fault blocks until this is set (tests set it when done)
+        self.hung: list[tuple[str, tuple[Any, ...]]] = []
 
     def error(self, name: str) -> Exception:
         return self.module.NVMLError(ERROR_CODES[name])
@@ -143,6 +154,10 @@ class FakeNvml:
             if fault.get("function", "*") not in ("*", function):
                 continue
             if fault.get("device") is not None and fault["device"] not in devices:
+                continue
+            if fault.get("hang"):  # a call that does not return (a hung GPU or driver), until released
+                self.hung.append((function, args))
+                self.release.wait(fault.get("hang_s", 60))
                 continue
             raise self.error(fault["error"])
         if devices & self.lost:
@@ -167,6 +182,7 @@ def make_fake_pynvml(spec: dict[str, Any]) -> types.ModuleType:
     for name, value in CONSTANTS.items():
         setattr(module, name, value)
     module.c_nvmlGpuFabricInfoV_t = c_nvmlGpuFabricInfoV_t
+    module.c_nvmlGpuFabricInfo_t = c_nvmlGpuFabricInfo_t
 
     def api(function: str):
         def decorate(body):
@@ -292,8 +308,15 @@ def make_fake_pynvml(spec: dict[str, Any]) -> types.ModuleType:
     def _link_remote(handle: Handle, number: int) -> _Struct:
         return _Struct(busId=link(handle, number)[3])
 
+    @api("nvmlDeviceGetGpuFabricInfo")
+    def _fabric_old(handle: Handle, pointer: Any) -> None:
+        _fabric_answer(handle, pointer)
+
     @api("nvmlDeviceGetGpuFabricInfoV")
     def _fabric(handle: Handle, pointer: Any) -> None:
+        _fabric_answer(handle, pointer)
+
+    def _fabric_answer(handle: Handle, pointer: Any) -> None:
         fabric = state.gpu(handle).get("fabric")
         if fabric is None:
             raise state.error("NotSupported")

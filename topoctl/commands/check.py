@@ -90,6 +90,9 @@ def command(ctx, files, topology, system, fallback_system, expect, sglang_versio
     requested = requested_version(sglang_version)  # a bad version fails before the target is probed
     command_launch = None
     if command_tokens:
+        from topoctl.limits import check_tokens
+
+        check_tokens(list(command_tokens), "the command after --")
         try:
             command_launch = launchers.read_command(list(command_tokens))
         except launchers.Unsupported as error:

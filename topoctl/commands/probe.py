@@ -19,8 +19,11 @@ from topoctl.render import dump, to_json
               help="Also import torch to cross-check P2P (torch.cuda.can_device_access_peer), CUDA runtime and NCCL.")
 @click.option("--description", default="", metavar="TEXT", help="A note stored in the --record capture.")
 @click.option("--timings", is_flag=True, help="Print how long each probe phase took to stderr (slow VMs, slow drivers).")
+@click.option("--timeout", "timeout", type=click.FloatRange(min=0.1, max=3600), default=120.0, show_default=True,
+              metavar="S", help="Give up after S seconds (a hung GPU or driver): calls not made are unknown "
+                               "(Timeout); a call that never returns ends the probe with exit 3, naming it.")
 def command(fmt: str, output: str | None, record: str | None, from_capture: str | None, with_torch: bool,
-            description: str, timings: bool) -> int:
+            description: str, timings: bool, timeout: float) -> int:
     """Probe GPUs, every ordered pair's P2P status and link, NVLink/NVSwitch, the PCIe tree, NUMA placement,
     host and software versions, and print a Snapshot that `show`, `recommend` and `check` read.
 
@@ -57,7 +60,7 @@ def command(fmt: str, output: str | None, record: str | None, from_capture: str 
             session.call_times = {}
         phases: list[tuple[str, float]] = []
         try:
-            snapshot = probe_live(with_torch=with_torch, session=session, timings=phases)
+            snapshot = probe_live(with_torch=with_torch, session=session, timings=phases, timeout=timeout)
         except Exception:
             if record:  # the raw answers of a failed probe are what a bug report needs: keep them if we can
                 try:
@@ -77,5 +80,21 @@ def command(fmt: str, output: str | None, record: str | None, from_capture: str 
                                "(summed over threads)", err=True)
         if record:
             write_atomic(record, to_json(session.capture_document(description)))
+    _notes(snapshot)
     emit(dump(snapshot, fmt), output)
     return 0
+
+
+def _notes(snapshot: dict) -> None:
+    """What people must know about what was (not) seen: CUDA_VISIBLE_DEVICES, calls cut by --timeout."""
+    from topoctl.errors import one_line
+
+    visible = snapshot.get("cuda_visible_devices")
+    if isinstance(visible, dict):
+        from topoctl.probe.visible import describe
+
+        click.echo(f"topoctl: note: {one_line(describe(visible, len(snapshot['gpus'])))}", err=True)
+    timed_out = sum(1 for reason in (snapshot.get("unknown") or {}).values() if reason == "Timeout")
+    if timed_out:
+        click.echo(f"topoctl: warning: the probe reached --timeout: {timed_out} fields were not read (unknown, "
+                   "reason Timeout)", err=True)

@@ -8,7 +8,6 @@ rejected with its line number, because its meaning depends on running it.
 from __future__ import annotations
 
 import re
-import shlex
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
@@ -113,12 +112,15 @@ def parse_env_text(text: str, origin: str) -> list[tuple[int, str, str]]:
 
 def read_env_file(path: str) -> tuple[str, list[tuple[int, str, str]]]:
     if path == "-":
-        import sys
 
-        return "<stdin>", parse_env_text(sys.stdin.read(), "<stdin>")
+        from topoctl.limits import MAX_LAUNCH_ENV_BYTES, decode, read_stdin
+
+        raw = read_stdin(MAX_LAUNCH_ENV_BYTES)
+        return "<stdin>", parse_env_text(decode(raw, "<stdin>", hint="launch.env is UTF-8 text"), "<stdin>")
+    from topoctl import limits
+
     try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
+        text = limits.read_file(path, limits.MAX_LAUNCH_ENV_BYTES).decode("utf-8")
     except FileNotFoundError:
         raise TopoctlError(f"no such file: {path}", hint="write one with `topoctl recommend -o launch.env`") from None
     except IsADirectoryError:
@@ -429,7 +431,8 @@ def split_command(tokens: list[str]) -> tuple[dict[str, str], list[str]]:
                 and not rest[index].startswith("-m"):
             index += 2 if rest[index] in _PYTHON_OPTIONS_WITH_VALUE else 1
         if index < len(rest):
-            module = rest[index + 1] if rest[index] == "-m" else rest[index][2:] if rest[index].startswith("-m") else None
+            module = (rest[index + 1] if index + 1 < len(rest) else None) if rest[index] == "-m" \
+                else rest[index][2:] if rest[index].startswith("-m") else None
             step = 2 if rest[index] == "-m" else 1
             if module == "sglang.launch_server":
                 return env, rest[index + step:]
@@ -466,7 +469,9 @@ def parse_env_file(path: str, flags_for: Any) -> ParsedLaunch:
         return parsed
     number, value = last[ARGS_KEY]
     try:
-        tokens = shlex.split(value)
+        from topoctl.limits import split_words
+
+        tokens = split_words(value, f"{origin}:{number}")  # shlex.split, in linear time and within the limits
     except ValueError as exc:
         raise TopoctlError(f"{origin}:{number}: {ARGS_KEY} is not a valid argument list: {exc}",
                            hint="quote the flags the way a shell would") from None

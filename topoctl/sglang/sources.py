@@ -108,8 +108,10 @@ def _convert(node: Any, loader: Any) -> _Node:
 def _yaml_documents(path: str, text: str) -> list[_Node]:
     import yaml
 
-    try:
-        nodes = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
+    from topoctl.limits import compose_yaml_all
+
+    try:  # within the limits of topoctl/limits.py: depth, aliases (expanded size), integer size
+        nodes = compose_yaml_all(text, path)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         at = f"{path}:{mark.line + 1}" if mark is not None else path
@@ -124,9 +126,10 @@ def _yaml_documents(path: str, text: str) -> list[_Node]:
 
 
 def _read_text(path: str) -> str:
+    from topoctl import limits
+
     try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
+        text = limits.read_file(path, limits.MAX_LAUNCH_FILE_BYTES).decode("utf-8")
     except FileNotFoundError:
         raise TopoctlError(f"no such file: {path}", hint="give launch files, manifests, scripts or folders") from None
     except (OSError, UnicodeDecodeError) as exc:
@@ -415,9 +418,11 @@ def read_file(path: str, found_in_folder: bool = False) -> tuple[str, list[Found
 def _flat_mapping(text: str) -> bool:
     import yaml
 
+    from topoctl.limits import LimitError, load_yaml
+
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError:
+        data = load_yaml(text, "<flat mapping>")  # safe_load semantics within the limits
+    except (yaml.YAMLError, LimitError):
         return False
     return isinstance(data, dict) and bool(data) and all(not isinstance(v, dict) for v in data.values())
 

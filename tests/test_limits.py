@@ -1,0 +1,252 @@
+"""topoctl/limits.py: each limit's worst case stays under a bound counted in operations or bytes (never time).
+
+Operations are counted with sys.setprofile (Python and C function calls made while parsing) or the YAML
+composer's own count of nodes; bytes with tracemalloc's peak or with a reader that counts what it hands out.
+"""
+from __future__ import annotations
+
+import glob
+import io
+import json
+import os
+import shlex
+import sys
+import tracemalloc
+
+import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from topoctl import limits
+from topoctl.limits import LimitError
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def calls_made(function, *args):
+    """(result or exception, number of function calls - Python and C - made while running function(*args))."""
+    count = [0]
+
+    def profile(frame, event, arg):
+        if event in ("call", "c_call"):
+            count[0] += 1
+
+    sys.setprofile(profile)
+    try:
+        outcome = function(*args)
+    except Exception as exc:  # the limits raise; the count is what matters
+        outcome = exc
+    finally:
+        sys.setprofile(None)
+    return outcome, count[0]
+
+
+def peak_bytes(function, *args):
+    tracemalloc.start()
+    try:
+        try:
+            function(*args)
+        except Exception:
+            pass
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+# -- file size ------------------------------------------------------------------------------------------------
+class CountingReader(io.RawIOBase):
+    """An endless file (like /dev/zero) that counts the bytes it hands out."""
+
+    def __init__(self) -> None:
+        self.handed = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        size = len(buffer)
+        buffer[:size] = b"\0" * size
+        self.handed += size
+        return size
+
+
+@pytest.mark.parametrize("limit", [limits.MAX_SNAPSHOT_BYTES, limits.MAX_RULE_FILE_BYTES, limits.MAX_LAUNCH_ENV_BYTES,
+                                   limits.MAX_MODEL_CONFIG_BYTES])
+def test_an_endless_file_is_read_only_up_to_the_limit(limit):
+    reader = CountingReader()
+    with pytest.raises(LimitError) as caught:
+        limits.read_bounded(io.BufferedReader(reader), limit, "/dev/zero")
+    assert reader.handed <= limit + 1 + io.DEFAULT_BUFFER_SIZE
+    assert "larger than" in caught.value.message and caught.value.exit_code == 2
+
+
+def test_dev_zero_as_a_snapshot_is_one_line_exit_2(capsys):
+    from topoctl.cli import main
+
+    assert main(["show", "--topology", "/dev/zero"]) == 2
+    assert "larger than 16 MiB" in capsys.readouterr().err
+
+
+# -- nesting depth --------------------------------------------------------------------------------------------
+def test_deep_yaml_stops_at_the_depth_limit_after_that_many_nodes():
+    text = "[" * 900 + "]" * 900
+    loader = limits.yaml_loader("deep.yaml", text=text)
+    with pytest.raises(LimitError, match="nested deeper than 64 levels"):
+        loader.get_single_data()
+    assert loader.events <= limits.MAX_DEPTH + 1
+    # deeper than libyaml's own bound (1,000 flow levels): its scanner refuses it first, a YAMLError the
+    # readers word as "not valid YAML"; either way nothing deep is ever built
+    with pytest.raises((LimitError, yaml.YAMLError)):
+        limits.load_yaml("[" * 100_000 + "]" * 100_000, "deep.yaml")
+
+
+def test_deep_block_yaml_stops_too():
+    text = "".join(f"{' ' * i}a:\n" for i in range(2000))
+    loader = limits.yaml_loader("deep.yaml", text=text)
+    with pytest.raises(LimitError):
+        loader.get_single_data()
+    assert loader.events <= 2 * limits.MAX_DEPTH + 2  # a key and a mapping per level
+
+
+def test_deep_json_is_refused_in_bounded_memory():
+    text = "[" * 200_000 + "]" * 200_000
+    with pytest.raises(LimitError, match="nested deeper"):
+        limits.loads_json(text, "deep.json")
+    assert peak_bytes(limits.loads_json, text, "deep.json") < 1_000_000  # the 400 KB text aside
+
+
+def test_json_just_past_the_depth_limit_is_refused_and_at_it_accepted():
+    assert limits.loads_json("[" * 64 + "]" * 64, "ok.json")
+    with pytest.raises(LimitError):
+        limits.loads_json("[" * 65 + "]" * 65, "deep.json")
+
+
+# -- YAML aliases ---------------------------------------------------------------------------------------------
+LAUGHS = "a: &a [x,x,x,x,x,x,x,x,x,x]\n" + "".join(
+    f"{chr(98 + i)}: &{chr(98 + i)} [{','.join(['*' + chr(97 + i)] * 10)}]\n" for i in range(9))
+
+
+def test_an_alias_bomb_is_refused_after_composing_its_few_nodes():
+    assert len(LAUGHS) < 500  # ten levels of ten: 10**10 values if expanded
+    loader = limits.yaml_loader("laughs.yaml", text=LAUGHS)
+    with pytest.raises(LimitError, match="aliases expanded"):
+        loader.get_single_data()
+    assert loader.events <= 150
+    assert peak_bytes(limits.load_yaml, LAUGHS, "laughs.yaml") < 2_000_000
+
+
+def test_a_rule_file_gets_the_smaller_expansion_bound():
+    text = "a: &a [" + ",".join(["x"] * 1000) + "]\nb: [" + ",".join(["*a"] * 300) + "]\n"
+    assert limits.load_yaml(text, "ok.yaml")  # 300,000 values: fine for a snapshot
+    with pytest.raises(LimitError):
+        limits.load_yaml(text, "site.yaml", max_nodes=limits.MAX_RULE_FILE_NODES)
+
+
+def test_too_many_aliases_and_recursive_aliases():
+    many = "a: &a 1\nb: [" + ",".join(["*a"] * (limits.MAX_ALIASES + 1)) + "]\n"
+    with pytest.raises(LimitError, match="more than 1000 YAML aliases"):
+        limits.load_yaml(many, "x.yaml")
+    for text in ("&a [*a]", "a: &a {b: [1, *a]}"):
+        with pytest.raises(LimitError, match="refers to a value that contains it"):
+            limits.load_yaml(text, "x.yaml")
+
+
+# -- integers and values --------------------------------------------------------------------------------------
+def test_a_huge_yaml_integer_is_refused_before_conversion():
+    text = "x: " + "9" * 1_000_000
+    loader = limits.yaml_loader("big.yaml", text=text)
+    with pytest.raises(LimitError, match="more than 40 digits"):
+        loader.get_single_data()
+    assert loader.events <= 3  # the document, the mapping, the key: refused at the value, never converted
+
+
+@pytest.mark.parametrize("text", ["x: 0x" + "f" * 20, "x: 18446744073709551616", "x: -18446744073709551616"])
+def test_integers_of_64_bits_or_more_are_refused(text):
+    with pytest.raises(LimitError, match="bits"):
+        limits.load_yaml(text, "x.yaml")
+    assert limits.load_yaml("x: 18446744073709551615", "x.yaml") == {"x": 2 ** 64 - 1}
+
+
+@pytest.mark.parametrize("text, words", [("x: .inf", "not finite"), ("x: 2026-01-01", "date"),
+                                         ("x: !!binary aGVsbG8=", "bytes"), ("!!set {a: null}", "set"),
+                                         ("? [a]\n: 1", "unhashable")])
+def test_values_that_are_not_plain_json_are_refused(text, words):
+    with pytest.raises((LimitError, yaml.YAMLError)) as caught:
+        limits.load_yaml(text, "x.yaml")
+    assert words in str(caught.value) or words in getattr(caught.value, "message", "")
+
+
+def test_the_bounded_loader_reads_what_safe_load_reads():
+    """Same semantics as yaml.safe_load, with libyaml's parser and with the pure-Python one."""
+    files = glob.glob(os.path.join(ROOT, "rules", "**", "*.yaml"), recursive=True)
+    files += glob.glob(os.path.join(ROOT, "autoconf", "data", "*.yaml"))
+    assert len(files) >= 5
+    for path in files:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+        expected = yaml.safe_load(text)
+        assert limits.load_yaml(text, path, use_c=False) == expected
+        if limits.has_c_yaml():
+            assert limits.load_yaml(text, path, use_c=True) == expected
+
+
+# -- GPU count ------------------------------------------------------------------------------------------------
+def test_a_capture_claiming_many_gpus_is_refused_before_any_per_gpu_question(monkeypatch):
+    from topoctl.probe.capture import Session
+    from topoctl.probe.collect import probe_capture
+
+    asked = []
+    real_ask = Session.ask
+    monkeypatch.setattr(Session, "ask", lambda self, *args: asked.append(args[:2]) or real_ask(self, *args))
+    capture = {"capture_version": 1, "nvml": {"nvmlInit": {"ok": None}, "nvmlDeviceGetCount": {"ok": 1024}}}
+    assert len(json.dumps(capture)) < 100
+    with pytest.raises(LimitError, match="claims 1024 GPUs"):
+        probe_capture(capture, name="tiny.json")
+    assert asked == []
+
+
+def test_a_real_capture_holds_enough_answers_for_its_gpus():
+    for path in glob.glob(os.path.join(ROOT, "fixtures", "*", "capture.json")):
+        with open(path, encoding="utf-8") as handle:
+            capture = json.load(handle)
+        count = capture["nvml"].get("nvmlDeviceGetCount", {}).get("ok")
+        if isinstance(count, int):
+            limits.check_capture_gpus(count, len(capture["nvml"]), path)
+
+
+# -- launch words ---------------------------------------------------------------------------------------------
+def test_a_long_word_is_split_in_a_constant_number_of_calls():
+    word = "a" * (limits.MAX_WORD_CHARS - 1)
+    result, calls = calls_made(limits.split_words, f"--model-path '{word}' --tp 8", "launch.env:1")
+    assert result == ["--model-path", word, "--tp", "8"]
+    assert calls < 1000  # shlex makes one call or more per character: 65,000+
+    _, shlex_calls = calls_made(shlex.split, f"--model-path '{word}'")
+    assert shlex_calls > 50 * calls  # the measure does see the difference
+
+
+def test_a_word_past_the_limit_and_too_many_words_are_refused():
+    with pytest.raises(LimitError, match="characters long"):
+        limits.split_words("a" * (limits.MAX_WORD_CHARS + 1), "launch.env:1")
+    result, calls = calls_made(limits.split_words, "a " * 1_000_000, "launch.env:1")
+    assert isinstance(result, LimitError) and "more than 4,096 words" in result.message
+    assert calls < 20 * limits.MAX_TOKENS  # it stops at the limit, not after a million words
+
+
+def test_the_launch_command_limit_through_the_cli(capsys):
+    from topoctl.cli import main
+
+    assert main(["check", "--system", "h200-4x-nvswitch-vm", "--", *["--tp-size"] * 5000]) == 2
+    assert "more than 4,096" in capsys.readouterr().err
+
+
+@settings(max_examples=1000, deadline=None, derandomize=True, database=None)
+@given(st.text(alphabet=st.sampled_from(list("ab '\"\\\n\t\r$#é")), max_size=40))
+def test_split_words_is_shlex_split(text):
+    try:
+        expected = shlex.split(text)
+    except ValueError as exc:
+        with pytest.raises(ValueError, match=str(exc)):
+            limits.split_words(text, "x")
+        return
+    assert limits.split_words(text, "x") == expected

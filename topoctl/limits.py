@@ -1,0 +1,397 @@
+"""Limits on every input topoctl reads, checked before (or while) parsing, never after the damage.
+
+Every reader of a file or a launch calls in here: snapshots and captures (topoctl/snapshot.py,
+probe/capture.py), rule files (rules/loader.py), launch.env files and launch commands
+(topoctl/sglang/launch.py, `check -- ...`) and model configs (autoconf/models.py). Past a limit the user
+gets one line and exit 2 (a LimitError is a TopoctlError), never a traceback, a swap storm or a
+minute-long wait. docs/reliability.md lists the limits and what was tried against them.
+
+The numbers are far above anything real (a real 8-GPU capture is about 60 KB, the largest built-in rule
+file about 20 KB, a real config.json a few KB) and low enough that the worst input within them is parsed in
+bounded time and memory.
+
+YAML goes through the C scanner and parser of libyaml when PyYAML has it (about 6x faster than the
+pure-Python one), with PyYAML's own composer and SafeConstructor on top, so the result is what
+`yaml.safe_load` gives; the composer here counts depth, aliases and the size the document would have with
+every alias expanded, and refuses a recursive alias.
+"""
+from __future__ import annotations
+
+import math
+from typing import IO, Any
+
+from topoctl.errors import TopoctlError
+
+KIB, MIB = 1024, 1024 * 1024
+
+# File sizes, in bytes, per kind of input.
+MAX_SNAPSHOT_BYTES = 16 * MIB  # snapshots (--topology, --expect) and captures (--from-capture)
+MAX_RULE_FILE_BYTES = 1 * MIB  # one site rule file (--rules DIR)
+MAX_LAUNCH_ENV_BYTES = 1 * MIB  # one launch.env
+MAX_MODEL_CONFIG_BYTES = 4 * MIB  # one config.json (--model-config, --model-path)
+MAX_LAUNCH_FILE_BYTES = 4 * MIB  # one manifest, compose file or script `check` reads a launch from
+
+# Shape of parsed documents (JSON and YAML alike).
+MAX_DEPTH = 64  # nested lists/mappings; a snapshot is 5 deep, a rule file about 8
+MAX_NODES = 2_000_000  # values in one document, counting every alias as the copy it stands for
+MAX_RULE_FILE_NODES = 200_000  # the same for one rule file (the built-in ones hold about 2,000 in all)
+MAX_ALIASES = 1_000  # YAML alias uses (*name) in one document
+MAX_INT_DIGITS = 40  # digits of one integer (2**64 has 20): anything longer is refused before conversion
+MAX_INT = 2 ** 64  # |integer| must stay below: every count, size and id topoctl reads fits in 64 bits
+
+# Launches (a launch.env's SGLANG_ARGS, or the command after `check --`).
+MAX_TOKENS = 4_096  # words in one launch (SGLang has about 400 flags)
+MAX_WORD_CHARS = 64 * KIB  # characters in one word (a --json-model-override-args value fits)
+
+# GPUs: the snapshot schema's bound (topoctl.snapshot.MAX_GPUS); a capture must also hold at least one
+# answer per ordered pair it claims (see check_capture_gpus), so the work of a replay follows its size.
+HINT = "see docs/reliability.md (Limits)"
+
+
+class LimitError(TopoctlError):
+    """An input past one of the limits above: one line, exit 2."""
+
+    def __init__(self, message: str, hint: str = HINT) -> None:
+        super().__init__(message, hint=hint)
+
+
+def _size(count: int) -> str:
+    if count >= MIB and count % MIB == 0:
+        return f"{count // MIB} MiB"
+    if count >= KIB and count % KIB == 0:
+        return f"{count // KIB} KiB"
+    return f"{count} bytes"
+
+
+# ------------------------------------------------------------------------------------------------ bytes
+def read_bounded(handle: IO[bytes], limit: int, origin: str) -> bytes:
+    """Read at most `limit` bytes from a binary handle; LimitError if there is more (never reads it all)."""
+    data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise LimitError(f"{origin} is larger than {_size(limit)}, the most topoctl reads for this kind of file")
+    return data
+
+
+def read_stdin(limit: int, origin: str = "<stdin>") -> bytes:
+    """At most `limit` bytes of stdin (its binary buffer; a text-only stand-in, as tests use, is encoded)."""
+    import sys
+
+    buffer = getattr(sys.stdin, "buffer", None)
+    if buffer is not None:
+        return read_bounded(buffer, limit, origin)
+    text = sys.stdin.read(limit + 1)
+    data = text.encode("utf-8", "surrogateescape")
+    if len(text) > limit or len(data) > limit:
+        raise LimitError(f"{origin} is larger than {_size(limit)}, the most topoctl reads for this kind of file")
+    return data
+
+
+def read_file(path: str, limit: int) -> bytes:
+    """The bytes of `path` (at most `limit`); OSError is left to the caller, which knows what the file is for."""
+    with open(path, "rb") as handle:
+        return read_bounded(handle, limit, path)
+
+
+def decode(raw: bytes, origin: str, hint: str) -> str:
+    """UTF-8 text (a leading byte-order mark dropped), or a one-line TopoctlError naming the first bad byte."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise TopoctlError(f"{origin} is not UTF-8 text (byte {exc.start} is 0x{raw[exc.start]:02x})",
+                           hint=hint) from None
+    return text[1:] if text.startswith("\ufeff") else text
+
+
+# ---------------------------------------------------------------------------------------- parsed trees
+_PLAIN = (str, bool, type(None))
+
+
+def check_tree(data: Any, origin: str, max_depth: int = MAX_DEPTH, max_nodes: int = MAX_NODES) -> None:
+    """Refuse a parsed document deeper than `max_depth`, with more than `max_nodes` values, an integer of
+    64 bits or more, a number that is not finite, or a value JSON cannot hold (YAML dates, binary, sets).
+
+    Iterative (no recursion), one visit per value: bounded by the document's size.
+    """
+    stack: list[tuple[Any, int]] = [(data, 1)]
+    nodes = 0
+    while stack:
+        value, depth = stack.pop()
+        nodes += 1
+        if nodes > max_nodes:
+            raise LimitError(f"{origin} holds more than {max_nodes:,} values")
+        if isinstance(value, _PLAIN):
+            continue
+        if isinstance(value, int):
+            if not -MAX_INT < value < MAX_INT:
+                raise LimitError(f"{origin} holds an integer of {value.bit_length()} bits (the most is 64)")
+            continue
+        if isinstance(value, float):
+            if not math.isfinite(value):
+                raise LimitError(f"{origin} holds a number that is not finite ({value})",
+                                 hint="write a finite number, or null for an unknown value")
+            continue
+        if isinstance(value, (dict, list)):
+            if depth > max_depth:
+                raise LimitError(f"{origin} is nested deeper than {max_depth} levels")
+            if isinstance(value, dict):
+                for key, item in value.items():
+                    if not isinstance(key, (str, int, float, bool, type(None))):
+                        raise LimitError(f"{origin} has a mapping key of type {type(key).__name__}",
+                                         hint="keys are plain strings or numbers")
+                    stack.append((key, depth + 1))
+                    stack.append((item, depth + 1))
+            else:
+                stack.extend((item, depth + 1) for item in value)
+            continue
+        raise LimitError(f"{origin} holds a value of type {type(value).__name__} (not plain JSON data)",
+                         hint="quote it as a string (YAML reads 2026-01-01 as a date, !!binary as bytes)")
+
+
+def loads_json(text: str, origin: str, max_depth: int = MAX_DEPTH, max_nodes: int = MAX_NODES) -> Any:
+    """json.loads, with nesting too deep for Python's parser turned into a LimitError, then check_tree.
+
+    ValueError (malformed JSON) is left to the caller, which words it for its kind of file.
+    """
+    import json
+
+    try:
+        data = json.loads(text)
+    except RecursionError:
+        raise LimitError(f"{origin} is nested deeper than {max_depth} levels") from None
+    check_tree(data, origin, max_depth=max_depth, max_nodes=max_nodes)
+    return data
+
+
+# ------------------------------------------------------------------------------------------------- YAML
+_LOADERS: dict[bool, Any] = {}
+
+
+def _loader_class(use_c: bool) -> Any:
+    """A SafeLoader whose composer enforces the limits; libyaml's parser underneath when available."""
+    cached = _LOADERS.get(use_c)
+    if cached is not None:
+        return cached
+    import yaml
+    from yaml.composer import Composer
+    from yaml.constructor import SafeConstructor
+    from yaml.events import AliasEvent, ScalarEvent
+    from yaml.resolver import Resolver
+
+    class BoundedComposer(Composer):
+        max_depth = MAX_DEPTH
+        max_nodes = MAX_NODES
+        max_aliases = MAX_ALIASES
+
+        def __init__(self) -> None:
+            Composer.__init__(self)
+            self.depth = 0
+            self.aliases = 0
+            self.expanded = 0  # values so far, each alias counted as the subtree it stands for
+            self.events = 0  # nodes composed: the measure of work the slow-path tests bound
+            self._open: set[str] = set()
+            self._sizes: dict[str, int] = {}
+            self.origin = "<yaml>"
+
+        def _count(self, amount: int) -> None:
+            self.expanded += amount
+            if self.expanded > self.max_nodes:
+                raise LimitError(f"{self.origin} would hold more than {self.max_nodes:,} values with its "
+                                 "aliases expanded")
+
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            self.events += 1
+            event = self.peek_event()
+            if isinstance(event, AliasEvent):
+                self.aliases += 1
+                if self.aliases > self.max_aliases:
+                    raise LimitError(f"{self.origin} uses more than {self.max_aliases} YAML aliases")
+                if event.anchor in self._open:
+                    raise LimitError(f"{self.origin}: YAML alias *{event.anchor} refers to a value that contains it",
+                                     hint="a recursive YAML alias has no plain-data meaning; write the value out")
+                self._count(self._sizes.get(event.anchor, 1))
+                return Composer.compose_node(self, parent, index)
+            if isinstance(event, ScalarEvent):
+                if len(event.value) > MAX_INT_DIGITS and event.implicit[0] and not event.style:
+                    tag = self.resolve(yaml.ScalarNode, event.value, event.implicit)
+                    if tag == "tag:yaml.org,2002:int":
+                        raise LimitError(f"{self.origin} holds an integer of more than {MAX_INT_DIGITS} digits "
+                                         "(the most is 64 bits)")
+                self._count(1)
+                node = Composer.compose_node(self, parent, index)
+                if event.anchor is not None:
+                    self._sizes[event.anchor] = 1
+                return node
+            self.depth += 1
+            if self.depth > self.max_depth:
+                raise LimitError(f"{self.origin} is nested deeper than {self.max_depth} levels")
+            anchor = getattr(event, "anchor", None)
+            start = self.expanded
+            if anchor is not None:
+                self._open.add(anchor)
+            self._count(1)
+            node = Composer.compose_node(self, parent, index)
+            self.depth -= 1
+            if anchor is not None:
+                self._open.discard(anchor)
+                self._sizes[anchor] = self.expanded - start
+            return node
+
+    if use_c:
+        from yaml.cyaml import CParser
+
+        class Loader(BoundedComposer, CParser, SafeConstructor, Resolver):
+            def __init__(self, stream: Any) -> None:
+                CParser.__init__(self, stream)
+                BoundedComposer.__init__(self)
+                SafeConstructor.__init__(self)
+                Resolver.__init__(self)
+    else:
+        from yaml.parser import Parser
+        from yaml.reader import Reader
+        from yaml.scanner import Scanner
+
+        class Loader(Reader, Scanner, Parser, BoundedComposer, SafeConstructor, Resolver):  # type: ignore[no-redef]
+            def __init__(self, stream: Any) -> None:
+                Reader.__init__(self, stream)
+                Scanner.__init__(self)
+                Parser.__init__(self)
+                BoundedComposer.__init__(self)
+                SafeConstructor.__init__(self)
+                Resolver.__init__(self)
+
+    _LOADERS[use_c] = Loader
+    return Loader
+
+
+def has_c_yaml() -> bool:
+    import yaml
+
+    return bool(getattr(yaml, "__with_libyaml__", False))
+
+
+def yaml_loader(origin: str, max_nodes: int = MAX_NODES, max_depth: int = MAX_DEPTH,
+                max_aliases: int = MAX_ALIASES, text: str = "", use_c: bool | None = None) -> Any:
+    """A loader instance over `text` with these limits (tests read its `events` after loading)."""
+    loader = _loader_class(has_c_yaml() if use_c is None else use_c)(text)
+    loader.origin, loader.max_nodes, loader.max_depth, loader.max_aliases = origin, max_nodes, max_depth, max_aliases
+    return loader
+
+
+def load_yaml(text: str, origin: str, max_nodes: int = MAX_NODES, max_depth: int = MAX_DEPTH,
+              max_aliases: int = MAX_ALIASES, use_c: bool | None = None) -> Any:
+    """`yaml.safe_load(text)` within the limits, then check_tree. yaml.YAMLError is left to the caller.
+
+    Only the first document is read when there are several, as safe_load refuses them: so does this.
+    """
+    loader = yaml_loader(origin, max_nodes, max_depth, max_aliases, text, use_c)
+    try:
+        data = loader.get_single_data()
+    except RecursionError:  # not reachable within MAX_DEPTH; kept so that no input can end in a traceback
+        raise LimitError(f"{origin} is nested deeper than {max_depth} levels") from None
+    finally:
+        loader.dispose()
+    check_tree(data, origin, max_depth=max_depth, max_nodes=max_nodes)
+    return data
+
+
+def compose_yaml_all(text: str, origin: str, max_nodes: int = MAX_RULE_FILE_NODES) -> list[Any]:
+    """`yaml.compose_all(text, Loader=SafeLoader)` within the limits (for readers that need the nodes' lines:
+    manifests, compose files). The limits count over all the documents of the file."""
+    loader = yaml_loader(origin, max_nodes=max_nodes, text=text)
+    try:
+        nodes = []
+        while loader.check_node():
+            nodes.append(loader.get_node())
+        return nodes
+    finally:
+        loader.dispose()
+
+
+# ---------------------------------------------------------------------------------------------- launches
+def check_tokens(tokens: list[str], origin: str) -> None:
+    """A launch of at most MAX_TOKENS words of at most MAX_WORD_CHARS characters each."""
+    if len(tokens) > MAX_TOKENS:
+        raise LimitError(f"{origin}: the launch has {len(tokens):,} words, more than {MAX_TOKENS:,}")
+    for position, token in enumerate(tokens):
+        if len(token) > MAX_WORD_CHARS:
+            raise LimitError(f"{origin}: word {position + 1} of the launch is {len(token):,} characters long, "
+                             f"more than {MAX_WORD_CHARS:,}")
+
+
+def split_words(text: str, origin: str) -> list[str]:
+    """`shlex.split(text)` (POSIX rules, no comments) in linear time, within the launch limits.
+
+    shlex builds each word one character at a time by string concatenation, which is quadratic in the
+    word's length (a 1 MB word took about 11 s); this gives the same words (tests/test_limits.py compares
+    the two on generated text) and raises ValueError with shlex's messages on a quote or escape left open.
+    """
+    import re
+
+    special_in_quotes = re.compile(r'["\\]')
+    word_end = re.compile(r"[ \t\r\n'\"\\]")
+    words: list[str] = []
+    current: list[str] = []
+    in_word = False
+    position, length = 0, len(text)
+    while position < length:
+        char = text[position]
+        if char in " \t\r\n":
+            if in_word:
+                words.append("".join(current))
+                current, in_word = [], False
+                if len(words) > MAX_TOKENS:
+                    raise LimitError(f"{origin}: the launch has more than {MAX_TOKENS:,} words")
+            position += 1
+            continue
+        in_word = True
+        if char == "'":
+            end = text.find("'", position + 1)
+            if end < 0:
+                raise ValueError("No closing quotation")
+            current.append(text[position + 1:end])
+            position = end + 1
+        elif char == '"':
+            position += 1
+            while True:
+                found = special_in_quotes.search(text, position)
+                if found is None:
+                    raise ValueError("No closing quotation")
+                stop = found.start()
+                current.append(text[position:stop])
+                position = stop + 1
+                if text[stop] == '"':
+                    break
+                following = text[position:position + 1]  # after a backslash inside double quotes
+                if following == "":
+                    raise ValueError("No escaped character")
+                current.append(following if following in '"\\' else "\\" + following)
+                position += 1
+        elif char == "\\":
+            following = text[position + 1:position + 2]
+            if following == "":
+                raise ValueError("No escaped character")
+            current.append(following)
+            position += 2
+        else:
+            found = word_end.search(text, position)
+            stop = length if found is None else found.start()
+            current.append(text[position:stop])
+            position = stop
+    if in_word:
+        words.append("".join(current))
+    check_tokens(words, origin)
+    return words
+
+
+# ------------------------------------------------------------------------------------------------- GPUs
+def check_capture_gpus(count: int, nvml_answers: int, origin: str) -> None:
+    """A capture claiming `count` GPUs holds at least one NVML answer per ordered pair it claims.
+
+    A real capture holds five P2P answers per ordered pair (errors included), so this never refuses one; it
+    makes the work of a replay (which asks about every pair) follow the size of the file, not one number in it.
+    """
+    needed = count * (count - 1)
+    if nvml_answers < needed:
+        raise LimitError(f"{origin}: not a valid capture (it claims {count} GPUs, {needed:,} ordered pairs, but "
+                         f"holds {nvml_answers:,} NVML answers)",
+                         hint="re-record it with `topoctl probe --record FILE`")
