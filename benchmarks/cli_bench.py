@@ -21,18 +21,19 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=15)
     parser.add_argument("--system", default="h200-4x-nvswitch-vm")
+    parser.add_argument("--model", default="llama-3.1-70b", help="a model that fits on --system")
     options = parser.parse_args()
     python = sys.executable
     with tempfile.TemporaryDirectory() as folder:
         env_file = os.path.join(folder, "launch.env")
         from topoctl.cli import main as topoctl_main
 
-        if topoctl_main(["recommend", "--system", options.system, "--model", "kimi-k2.5", "-o", env_file]) != 0:
+        if topoctl_main(["recommend", "--system", options.system, "--model", options.model, "-o", env_file]) != 0:
             return 1
         commands = {
             "python -c pass": [python, "-c", "pass"],
-            f"topoctl recommend --system {options.system} --model kimi-k2.5": [
-                python, "-m", "topoctl", "recommend", "--system", options.system, "--model", "kimi-k2.5"],
+            f"topoctl recommend --system {options.system} --model {options.model}": [
+                python, "-m", "topoctl", "recommend", "--system", options.system, "--model", options.model],
             f"topoctl check launch.env --system {options.system}": [
                 python, "-m", "topoctl", "check", env_file, "--system", options.system],
             f"topoctl check --system {options.system} -- python -m sglang.launch_server ...": [

@@ -25,6 +25,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cli_startup_common import table  # noqa: E402
 
 SYSTEM = "h200-4x-nvswitch-vm"
+MODEL = "llama-3.1-70b"  # fits on 4x H200 (the launch model refuses what does not fit)
 
 
 def site_rules(folder: str, count: int) -> None:
@@ -121,8 +122,8 @@ def main() -> int:
         rules_dir = os.path.join(folder, "site-rules")
         os.makedirs(rules_dir)
         site_rules(rules_dir, options.rules)
-        subprocess.run([*topoctl, "recommend", "--system", SYSTEM, "--model", "kimi-k2.5", "-o", env_file], check=True)
-        recommend = [*topoctl, "recommend", "--system", SYSTEM, "--model", "kimi-k2.5"]
+        subprocess.run([*topoctl, "recommend", "--system", SYSTEM, "--model", MODEL, "-o", env_file], check=True)
+        recommend = [*topoctl, "recommend", "--system", SYSTEM, "--model", MODEL]
         commands = {
             "python -c pass": ([python, "-c", "pass"], None),
             "topoctl --version": ([*topoctl, "--version"], None),

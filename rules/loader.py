@@ -154,8 +154,8 @@ _PLAIN_FIELDS = ("id", "title", "severity", "message", "remediation", "effect", 
 def _rule_to_plain(rule: Rule) -> dict[str, Any]:
     """A checked rule as plain data (its compiled condition is rebuilt from `when`)."""
     plain = {name: getattr(rule, name) for name in _PLAIN_FIELDS}
-    plain["tests"] = [{"name": case.name, "expect": case.expect, "snapshot": case.snapshot, "request": case.request}
-                      for case in rule.tests]
+    plain["tests"] = [{"name": case.name, "expect": case.expect, "snapshot": case.snapshot, "request": case.request,
+                       "violates": case.violates} for case in rule.tests]
     return plain
 
 
@@ -440,8 +440,8 @@ def _check_tests(raw: Any, fail: Any) -> list[TestCase]:
         if not isinstance(case, dict):
             raise fail(field, "a case must be a mapping")
         for key in case:
-            if key not in ("name", "expect", "snapshot", "request"):
-                raise fail(f"{field}.{key}", f"unknown field {key!r} (allowed: name, expect, snapshot, request)")
+            if key not in ("name", "expect", "snapshot", "request", "violates"):
+                raise fail(f"{field}.{key}", f"unknown field {key!r} (allowed: name, expect, snapshot, request, violates)")
         if not isinstance(case.get("name"), str) or not case["name"].strip():
             raise fail(f"{field}.name", "every case needs a name")
         if case.get("expect") not in EXPECTATIONS:
@@ -457,7 +457,16 @@ def _check_tests(raw: Any, fail: Any) -> list[TestCase]:
             raise fail(f"{field}.request.launch", "must be a mapping of setting: value")
         for setting in launch:
             _check_setting_name(setting, f"{field}.request.launch.{setting}", fail)
-        cases.append(TestCase(name=case["name"].strip(), expect=case["expect"], snapshot=snapshot, request=request))
+        violates = case.get("violates")
+        if violates is not None:
+            if not isinstance(violates, list):
+                raise fail(f"{field}.violates", "must be a list of settings (the launch breaks them)")
+            for setting in violates:
+                _check_setting_name(setting, f"{field}.violates", fail)
+            if case["expect"] == "silent" and violates:
+                raise fail(f"{field}.violates", "a silent case has no effect to assert")
+        cases.append(TestCase(name=case["name"].strip(), expect=case["expect"], snapshot=snapshot, request=request,
+                              violates=list(violates) if violates is not None else None))
     expectations = {case.expect for case in cases}
     if "fire" not in expectations or "silent" not in expectations:
         raise fail("tests", "needs at least one case that must fire and one that must stay silent")

@@ -24,6 +24,7 @@ class TestCase:
     expect: str  # fire | unknown | silent
     snapshot: dict[str, Any]
     request: dict[str, Any]
+    violates: Optional[list[str]] = None  # the settings request.launch breaks, asserted (None: not asserted)
 
 
 @dataclass

@@ -30,6 +30,7 @@ def cache_home(tmp_path, monkeypatch):
     home = tmp_path / "xdg"
     monkeypatch.setenv("XDG_CACHE_HOME", str(home))
     monkeypatch.delenv("TOPOCTL_NO_CACHE", raising=False)
+    monkeypatch.setattr(cache, "SHIPPED_DIR", str(tmp_path / "no-shipped-sections"))  # the user cache alone
     _clear()
     yield home / "topoctl"
     _clear()
@@ -235,3 +236,35 @@ def test_site_rules_are_checked_once_per_content(cache_home, tmp_path, monkeypat
     write_rules(folder, rule_text(specifier=">>0.5"))
     with pytest.raises(TopoctlError, match="invalid PEP 440"):
         load_rules(extra_dirs=[str(folder)])
+
+
+def test_shipped_knowledge_is_fresh():
+    """topoctl/data/compiled/ was built from the knowledge files as they are now (scripts/compile_knowledge.py)."""
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    done = subprocess.run([sys.executable, os.path.join(root, "scripts", "compile_knowledge.py"), "--check"],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_a_cold_run_reads_the_shipped_knowledge_without_yaml(tmp_path):
+    """An empty user cache (a fresh CI job) takes the shipped sections: no YAML parser is imported."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from topoctl.cli import main; "
+            "main(['recommend', '--system', 'rtx-pro-6000-8x-pcie', '--model', 'kimi-k2.5', '--format', 'args']); "
+            "print('yaml' in sys.modules)")
+    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "empty"))
+    env.pop("TOPOCTL_NO_CACHE", None)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout
+    assert out.splitlines()[-1] == "False", out
+
+
+def test_a_shipped_section_of_other_sources_is_not_used(cache_home, monkeypatch, tmp_path):
+    """A shipped section whose sources differ (an edited knowledge file) is ignored: the data is built."""
+    monkeypatch.setattr(cache, "SHIPPED_DIR", str(tmp_path))
+    (tmp_path / "rules.json").write_text(cache.shipped_text([__file__], [{"id": "not-from-these-files"}]))
+    assert "not-from-these-files" not in [rule["id"] for rule in _snapshot_of_knowledge()["rules"]]

@@ -153,3 +153,18 @@ def test_probe_stdout_is_yaml_by_default():
     result = CliRunner().invoke(cli_group, ["probe", "--from-capture", os.path.join(FIXTURES, "rtx-4090-2x-pcie-no-p2p")])
     assert result.exit_code == 0
     assert yaml.safe_load(result.output)["summary"]["gpu_count"] == 2
+
+
+def test_version_is_answered_without_click_and_agrees_with_the_flag_data():
+    import subprocess
+    import sys
+
+    from topoctl.entry import _flag_data_versions, version_text
+    from topoctl.sglang.flags import known_versions, newest_version
+
+    assert _flag_data_versions() == known_versions()
+    assert f"to {newest_version()};" in version_text()
+    code = ("import sys; from topoctl.entry import main; main(['--version']); "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'click' or m == 'topoctl.sglang.flags'))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.splitlines()[-1] == "[]" and out.startswith("topoctl ")

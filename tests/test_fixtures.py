@@ -29,7 +29,8 @@ HOST_KEYS = {"hostname", "kernel", "os", "cpu_model", "cpu_cores_logical", "cpu_
              "memory_bytes", "virtualized", "hypervisor"}
 
 GPU_FIXTURES = [name for name in fixture_dirs() if name != "no-gpu"]
-SYNTHETIC = ["h100-8x-nvswitch", "l40s-4x-pcie-2numa", "no-gpu", "rtx-4090-2x-pcie-no-p2p", "rtx-pro-6000-8x-pcie"]
+# a synthetic system is a fixture folder with a spec.json (scripts/make_synthetic_fixtures.py); the others are real
+SYNTHETIC = [name for name in fixture_dirs() if os.path.isfile(os.path.join(FIXTURES, name, "spec.json"))]
 
 
 def path_of(name: str) -> str:
@@ -66,8 +67,9 @@ def check_shape(snapshot: dict) -> None:
 
 def test_all_expected_fixtures_exist():
     names = set(fixture_dirs())
-    assert set(SYNTHETIC) <= names
-    assert "h200-4x-nvswitch-vm" in names
+    assert {"h100-8x-nvswitch", "l40s-4x-pcie-2numa", "no-gpu", "rtx-4090-2x-pcie-no-p2p",
+            "rtx-pro-6000-8x-pcie"} <= set(SYNTHETIC) <= names  # the field report's system among them
+    assert "h200-4x-nvswitch-vm" in names and "h200-4x-nvswitch-vm" not in SYNTHETIC
 
 
 @pytest.mark.parametrize("name", GPU_FIXTURES)

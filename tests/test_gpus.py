@@ -96,7 +96,9 @@ def test_lookup_never_guesses():
     assert gpus.lookup("NVIDIA H20") is None  # a prefix of H200 is not H200
     assert gpus.lookup("") is None and gpus.lookup() is None
     assert gpus.lookup(compute_capability="9.0") is None  # several products share 9.0
-    assert gpus.lookup(compute_capability="12.0").key == "rtx-pro-6000-blackwell"
+    for cc in {model.compute_capability for model in gpus.models()}:  # a capability alone names one product or none
+        having = [model for model in gpus.models() if model.compute_capability == cc]
+        assert gpus.lookup(compute_capability=cc) == (having[0] if len(having) == 1 else None)
     assert gpus.lookup("nvidia h200").key == "h200-sxm"  # NVML's case is not relied on
 
 

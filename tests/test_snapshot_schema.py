@@ -144,7 +144,7 @@ def test_the_docs_field_list_is_generated_from_the_schema():
 
 def test_the_schema_ships_with_the_package():
     setup = open(os.path.join(ROOT, "setup.cfg"), encoding="utf-8").read()
-    assert "topoctl = data/*.yaml, schema/*.json" in setup
+    assert "topoctl = data/*.yaml, data/compiled/*.json, schema/*.json" in setup
     assert json.load(open(snapshot.SCHEMA_FILE, encoding="utf-8"))["title"].startswith("topoctl snapshot")
 
 

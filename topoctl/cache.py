@@ -28,6 +28,13 @@ What makes a cached section trustworthy:
 
 When the folder cannot be created or written, or TOPOCTL_NO_CACHE=1 is set, everything still works: the data
 is built in memory for this run, as without a cache. Loading a cached section imports only json.
+
+Shipped sections: topoctl/data/compiled/<section>.json holds the built-in sections as
+`scripts/compile_knowledge.py` built them from the shipped files, keyed by the SHA-256 of every source
+file's content (so they hold in any install layout). A run whose user cache has no section (a fresh CI job)
+uses a shipped section whose sources are byte for byte the installed ones instead of parsing the YAML, and
+reads it there every time (a copy in the user cache would save nothing); a source that differs (an edited
+file in a checkout) makes it build as before. tests/test_cache.py fails when the shipped sections are stale.
 """
 from __future__ import annotations
 
@@ -38,6 +45,8 @@ from typing import Any, Callable, Iterable
 
 from topoctl import __version__
 
+SHIPPED_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "compiled")
+_recording: dict[str, tuple[list[str], Any]] | None = None  # scripts/compile_knowledge.py: what was built
 FORMAT = 2  # bump when the layout of a cached section changes without a data file changing
 ENV_DISABLE = "TOPOCTL_NO_CACHE"
 
@@ -96,9 +105,13 @@ def cached(section: str, sources: Iterable[str], build: Callable[[], Any],
     `check` says whether cached data holds what it must (e.g. every built-in rule); data that fails it is
     rebuilt.
     """
+    sources = list(sources)
     folder = cache_dir()
     if folder is None:
-        return build()
+        data = build()
+        if _recording is not None:
+            _recording[section] = (sources, data)
+        return data
     stamp = fingerprint(sources)
     text = json.dumps(stamp, separators=(",", ":"))
     import zlib
@@ -107,9 +120,56 @@ def cached(section: str, sources: Iterable[str], build: Callable[[], Any],
     found = _read(path, stamp)
     if found is not None and (check is None or _holds(check, found[0])):
         return found[0]
+    shipped = _read_shipped(section, sources)
+    if shipped is not None and (check is None or _holds(check, shipped[0])):
+        return shipped[0]  # not copied into the user cache: reading it here costs what a copy would save
     data = build()
     _write(folder, path, stamp, data)
     return data
+
+
+def content_stamp(sources: Iterable[str]) -> list[str]:
+    """The sorted SHA-256 of each source file's bytes ("absent" for a missing one): what a shipped section
+    was built from, whatever folder the files are installed in."""
+    import hashlib
+
+    digests = []
+    for path in sources:
+        try:
+            with open(path, "rb") as handle:
+                digests.append(hashlib.sha256(handle.read()).hexdigest())
+        except OSError:
+            digests.append("absent")
+    return sorted(digests)
+
+
+def _read_shipped(section: str, sources: list[str]) -> tuple[Any] | None:
+    """(data,) of topoctl/data/compiled/<section>.json when it was built from exactly these sources' content."""
+    import hashlib
+
+    try:
+        with open(os.path.join(SHIPPED_DIR, f"{section}.json"), "rb") as handle:
+            header_line, _, body = handle.read().partition(b"\n")
+        header = json.loads(header_line)
+        if not isinstance(header, dict) or header.get("format") != FORMAT:
+            return None
+        if header.get("sources_sha256") != content_stamp(sources):
+            return None
+        if header.get("sha256") != hashlib.sha256(body).hexdigest():
+            return None
+        return (json.loads(body),)
+    except (OSError, ValueError):
+        return None
+
+
+def shipped_text(sources: list[str], data: Any) -> str:
+    """The text of a shipped section file (scripts/compile_knowledge.py writes it)."""
+    import hashlib
+
+    body = json.dumps(data, separators=(",", ":"), ensure_ascii=False, sort_keys=False)
+    header = {"format": FORMAT, "sources_sha256": content_stamp(sources),
+              "sha256": hashlib.sha256(body.encode("utf-8")).hexdigest()}
+    return json.dumps(header, separators=(",", ":")) + "\n" + body
 
 
 def _holds(check: Callable[[Any], bool], data: Any) -> bool:

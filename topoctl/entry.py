@@ -5,16 +5,36 @@ from __future__ import annotations
 import sys
 
 
+def _flag_data_versions() -> list[str]:
+    """The SGLang versions with flag data (topoctl/sglang/data/sglang-<version>.json), oldest first: the same
+    listing as topoctl.sglang.flags.known_versions(), without importing that module (tests hold them equal)."""
+    import os
+    import re
+
+    from packaging.version import Version
+
+    folder = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sglang", "data")
+    name = re.compile(r"^sglang-(?P<version>[0-9][0-9A-Za-z.+-]*)\.json$")
+    try:
+        found = [m.group("version") for m in map(name.match, os.listdir(folder)) if m]
+    except OSError:
+        found = []
+    return sorted(found, key=Version)
+
+
 def version_text() -> str:
     """topoctl's own version and the SGLang releases it has flag data for, the newest named."""
-    from topoctl import __version__
-    from topoctl.sglang.flags import known_versions, newest_version
+    from packaging.version import Version
 
-    versions = known_versions()
+    from topoctl import __version__
+
+    versions = _flag_data_versions()
     text = f"topoctl {__version__}\n"
     if versions:
-        text += (f"SGLang flag data: {len(versions)} versions, {versions[0]} to {newest_version()}; newest known "
-                 f"release {newest_version()} (a newer one is judged with its data, with a warning)\n")
+        finals = [v for v in versions if not Version(v).is_prerelease]
+        newest = finals[-1] if finals else versions[-1]
+        text += (f"SGLang flag data: {len(versions)} versions, {versions[0]} to {newest}; newest known "
+                 f"release {newest} (a newer one is judged with its data, with a warning)\n")
     return text
 
 

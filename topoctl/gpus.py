@@ -117,9 +117,7 @@ def _parse(doc: Any) -> tuple[tuple[Architecture, ...], tuple[GpuModel, ...]]:
 
 @functools.lru_cache(maxsize=None)
 def _data() -> tuple[tuple[Architecture, ...], tuple[GpuModel, ...]]:
-    from topoctl import cache  # the parsed file is kept in the knowledge cache: no YAML parser on warm runs
-
-    return _parse(cache.cached("gpus", [DATA_FILE, __file__], lambda: _load_yaml(DATA_FILE)))
+    return _parse(_load_yaml(DATA_FILE))
 
 
 def architectures() -> tuple[Architecture, ...]:

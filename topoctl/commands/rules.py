@@ -164,7 +164,8 @@ def render_explanation(rule: Any, disabled_reason: str | None = None) -> str:
 @click.option("-v", "--verbose", is_flag=True, help="Print every case, not only the failures.")
 @click.pass_context
 def test(ctx: click.Context, rules_dirs: tuple[str, ...], builtin: bool, verbose: bool) -> None:
-    """Run every rule's own cases (must fire / must stay silent / cannot be decided); exit 1 if one fails.
+    """Run every rule's own cases (must fire / must stay silent / cannot be decided), and report rules whose
+    defaults for one setting differ where both apply; exit 1 if a case fails or defaults conflict.
 
     \b
     Examples:
@@ -172,7 +173,7 @@ def test(ctx: click.Context, rules_dirs: tuple[str, ...], builtin: bool, verbose
       topoctl rules test --rules ./site-rules -v
       topoctl rules test --no-builtin --rules ./site-rules
     """
-    from topoctl.rules.selftest import run_all
+    from topoctl.rules.selftest import default_conflicts, run_all
 
     ruleset = load_rules_for(rules_dirs, builtin=builtin)
     if not ruleset.rules:
@@ -185,8 +186,12 @@ def test(ctx: click.Context, rules_dirs: tuple[str, ...], builtin: bool, verbose
             click.echo(f"FAIL  {result.describe()}  [{result.rule.source_file}]")
         elif verbose:
             click.echo(f"ok    {result.rule.id} :: {result.case.name} ({result.case.expect})")
-    click.echo(f"{len(results) - len(failed)} passed, {len(failed)} failed ({len(ruleset.rules)} rules)")
-    if failed:
+    conflicts = default_conflicts(ruleset.rules)
+    for conflict in conflicts:
+        click.echo(f"CONFLICT  {conflict}")
+    click.echo(f"{len(results) - len(failed)} passed, {len(failed)} failed ({len(ruleset.rules)} rules)"
+               + (f", {len(conflicts)} conflicting defaults" if conflicts else ""))
+    if failed or conflicts:
         ctx.exit(1)
 
 
