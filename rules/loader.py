@@ -91,9 +91,18 @@ def builtin_rules() -> tuple[Rule, ...]:
     here = cache.package_dir(__package__)
     files = builtin_rule_files()
     sources = files + [os.path.join(here, name) for name in ("settings.yaml", "loader.py", "model.py")]
-    plain = cache.cached("rules", sources, lambda: [_rule_to_plain(rule) for rule in _parse_builtin(files)],
+    plain = cache.cached("rules", sources,
+                         lambda: [_with_source(_rule_to_plain(rule), os.path.relpath(rule.source_file, here))
+                                  for rule in _parse_builtin(files)],
                          check=lambda entries: _holds_every_rule(entries, files))
-    return tuple(_rule_from_plain(entry) for entry in plain)
+    return tuple(_rule_from_plain(_with_source(entry, os.path.join(here, entry["source_file"]))) for entry in plain)
+
+
+def _with_source(plain: dict[str, Any], source_file: str) -> dict[str, Any]:
+    """The entry naming its file by `source_file`: the knowledge shipped pre-built (topoctl/data/compiled) and the
+    user cache name a built-in rule's file relative to the package, so they hold wherever topoctl is installed,
+    and each run names the file where it is installed now."""
+    return {**plain, "source_file": source_file.replace(os.sep, "/") if not os.path.isabs(source_file) else source_file}
 
 
 _ID_LINE = re.compile(r"^\s*-\s*id:\s*['\"]?([A-Za-z0-9][A-Za-z0-9._-]*)", re.M)
