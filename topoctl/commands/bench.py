@@ -56,7 +56,7 @@ def command(topology: str | None, model_name: str | None, model_path: str | None
       topoctl bench -o machine.yaml                       # probe, then measure
       topoctl bench --topology machine.yaml --model kimi-k2.5 -o machine.yaml
       topoctl show --topology machine.yaml                # shows the measurements
-      topoctl recommend --topology machine.yaml           # avoids pairs that failed
+      topoctl recommend --topology machine.yaml           # ranks by them
 
     Needs torch (pip install 'topoctl[bench]'). Exit 0 when everything planned was measured (unhealthy
     pairs are results), 1 when the run stopped early (a hang, NCCL init failure, a worker that died),
