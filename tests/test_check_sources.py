@@ -487,3 +487,20 @@ def test_an_unresolved_tp_size_is_not_called_missing(cli, tmp_path):
     code, out, _ = cli(["check", str(path), *H200, "--format", "json"])
     ids = {f["id"] for f in results(out)[0]["findings"] if f["severity"] != "info"}
     assert code == 0 and ids == {"sglang-unresolved-expansion"}, ids
+
+
+def test_a_container_is_judged_by_its_image_sglang_not_the_hosts(cli, tmp_path):
+    """The target (8x RTX PRO 6000) has SGLang 0.5.12 installed; the container runs the image's 0.5.21, which
+    accepts --cuda-graph-max-bs-decode. Judging it by the host's SGLang would block a launch that starts."""
+    compose = tmp_path / "compose.yaml"
+    compose.write_text(
+        "services:\n"
+        "  sglang:\n"
+        "    image: lmsysorg/sglang:v0.5.21-cu129\n"
+        "    command: python3 -m sglang.launch_server --model-path Qwen/Qwen3-32B --tp-size 8"
+        " --disable-custom-all-reduce --cuda-graph-max-bs-decode 256\n")
+    code, out, err = cli(["check", str(compose), "--system", "rtx-pro-6000-8x-pcie"])
+    assert code == 0, out
+    assert "SGLang 0.5.21 from the image tag" in err and "the target has 0.5.12 installed" in err
+    code, out, _ = cli(["check", str(compose), "--system", "rtx-pro-6000-8x-pcie", "--sglang-version", "0.5.12"])
+    assert code == 1 and "sglang-unknown-flag" in out  # an explicit version still wins

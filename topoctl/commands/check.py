@@ -204,19 +204,30 @@ class _VersionChooser:
         from topoctl.sglang.prepare import prepare
 
         where = launch.where or origin
-        dynamo = None
+        dynamo, dynamo_from_image = None, False
         if launch.launcher == "dynamo.sglang":
-            dynamo, _ = self._dynamo(launch, where)
+            dynamo, dynamo_source = self._dynamo(launch, where)
+            dynamo_from_image = dynamo_source.startswith("the image tag")
         tagged = image_sglang_version(launch.image)
-        if self.installed:
+        explicit = self.installed is not None and self.installed_source == "--sglang-version"
+        # A container runs the SGLang of its image, not the host's: an image tag (or the pin of a Dynamo image)
+        # names the version that will read the flags, ahead of what the target has installed.
+        dynamo_image_pin = (dynamo.sglang_pin if dynamo is not None and dynamo_from_image else None)
+        if explicit:
             flags, source = flag_set_for(self.installed), self.installed_source
-            if tagged and requested_version(tagged) != self.installed and source != "--sglang-version":
-                self._note(f"{where}: the image tag {launch.image} names SGLang {requested_version(tagged)}; judged "
-                           f"as {self.installed}, {source} (pass --sglang-version to judge it as the image's)")
         elif tagged:
-            version = requested_version(image_sglang_version(launch.image))
+            version = requested_version(tagged)
             flags, source = flag_set_for(version), f"the image tag {launch.image}"
-            self._note(f"{where}: SGLang {version} from the image tag {launch.image}")
+            self._note(f"{where}: SGLang {version} from the image tag {launch.image}"
+                       + (f" (the target has {self.installed} installed; the container runs its image's)"
+                          if self.installed and self.installed != version else ""))
+        elif dynamo_image_pin:
+            version = requested_version(dynamo_image_pin)
+            flags, source = flag_set_for(version), f"pinned by ai-dynamo {dynamo.version}"
+            self._note(f"{where}: SGLang {version}, the version ai-dynamo {dynamo.version} pins (its wheel's "
+                       "Requires-Dist, extra sglang), which the image runs")
+        elif self.installed:
+            flags, source = flag_set_for(self.installed), self.installed_source
         elif dynamo is not None and dynamo.sglang_pin:
             version = requested_version(dynamo.sglang_pin)
             flags, source = flag_set_for(version), f"pinned by ai-dynamo {dynamo.version}"
