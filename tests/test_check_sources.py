@@ -504,3 +504,17 @@ def test_a_container_is_judged_by_its_image_sglang_not_the_hosts(cli, tmp_path):
     assert "SGLang 0.5.21 from the image tag" in err and "the target has 0.5.12 installed" in err
     code, out, _ = cli(["check", str(compose), "--system", "rtx-pro-6000-8x-pcie", "--sglang-version", "0.5.12"])
     assert code == 1 and "sglang-unknown-flag" in out  # an explicit version still wins
+
+
+@pytest.mark.parametrize("name,text", [
+    ("run.sh", "#!/bin/sh\npython -m sglang.launch_server --model-path M --tp 8 --x {word}\n"),
+    ("compose.yaml", "services:\n  s:\n    image: lmsysorg/sglang:v0.5.21\n"
+                     "    command: python3 -m sglang.launch_server --model-path M --x {word}\n"),
+])
+def test_a_huge_word_in_a_script_or_compose_file_is_a_limit_not_a_hang(cli, tmp_path, name, text):
+    """Scripts and compose commands are split by the same bounded splitter as launch.env (docs/reliability.md):
+    a word past the limit is one line and exit 2."""
+    path = tmp_path / name
+    path.write_text(text.format(word="a" * 300_000))
+    code, _, err = cli(["check", str(path), "--system", "h100-8x-nvswitch"])
+    assert code == 2 and "characters long, more than" in err, err

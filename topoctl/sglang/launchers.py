@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import os
 import re
-import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
 from topoctl.errors import TopoctlError
+from topoctl.limits import split_words
 
 NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _PYTHON_RE = re.compile(r"python(\d+(\.\d+)*)?\Z")
@@ -199,7 +199,7 @@ def _container(tokens: list[str], launch: Launch, program: str) -> list[str]:
             launch.gpus = GpuSet(ids=None if wanted == "all" else [*previous, wanted],
                                  source=f"{program} run --device {value}")
         elif name == "--entrypoint":
-            entrypoint = shlex.split(value) if value else []
+            entrypoint = split_words(value, f"{program} run --entrypoint") if value else []
     if position >= len(tokens):
         raise NotALaunch(f"{program} run: no image named", hint="docker run [OPTIONS] IMAGE [COMMAND] [ARG...]")
     launch.image = tokens[position]
@@ -419,7 +419,7 @@ def read_script(text: str, *, origin: str, base_dir: str = ".", inherit: Launch 
             match = _ASSIGN_RE.match(stripped)
             if match and not _STARTS_LAUNCH.search(stripped):
                 try:
-                    words = shlex.split(stripped, comments=True)
+                    words = _strip_comment(split_words(stripped, f"{origin}:{line_no}"))
                 except ValueError:
                     continue
                 exporting = words and words[0] in ("export", "declare", "readonly")
@@ -445,7 +445,7 @@ def read_script(text: str, *, origin: str, base_dir: str = ".", inherit: Launch 
             unresolved: list[str] = []
             expanded = expand(stripped, {**exported, **variables}, unresolved)
             try:
-                words = _strip_comment(shlex.split(expanded, comments=False))
+                words = _strip_comment(split_words(expanded, where))
             except ValueError as exc:
                 raise TopoctlError(f"{where}: cannot split the launch line: {exc}",
                                    hint="check its quoting") from None
@@ -467,31 +467,35 @@ def read_script(text: str, *, origin: str, base_dir: str = ".", inherit: Launch 
 
 
 def _segments(line: str) -> list[str]:
-    """A logical line split at `;`, `&&`, `||` and a trailing `&` outside quotes."""
-    parts, current, quote, index = [], "", "", 0
-    while index < len(line):
+    """A logical line split at `;`, `&&`, `||` and a trailing `&` outside quotes (linear in the line's length:
+    characters are collected in a list, and the line's last non-blank position is found once)."""
+    parts: list[str] = []
+    current: list[str] = []
+    quote, index, length = "", 0, len(line)
+    last = len(line.rstrip()) - 1  # a `&` here is the trailing one
+    while index < length:
         char = line[index]
         if quote:
-            current += char
+            current.append(char)
             if char == quote:
                 quote = ""
         elif char in "'\"":
             quote = char
-            current += char
+            current.append(char)
         elif char == ";" or (char in "&|" and line[index:index + 2] in ("&&", "||")):
-            parts.append(current)
-            current = ""
+            parts.append("".join(current))
+            current = []
             index += 2 if char in "&|" else 1
             continue
-        elif char == "&" and line[index + 1:].strip() == "":
+        elif char == "&" and index == last:
             index += 1
             continue
         elif char == "#" and (not current or current[-1] in " \t"):
             break
         else:
-            current += char
+            current.append(char)
         index += 1
-    parts.append(current)
+    parts.append("".join(current))
     return parts
 
 

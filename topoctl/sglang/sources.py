@@ -288,14 +288,14 @@ def _pod_spec(path: str, spec: _Node, owner: str, base_dir: str) -> list[Found]:
 # ----------------------------------------------------------------------------------------------- compose
 
 def _compose_words(node: _Node | None) -> list[tuple[str, int, _Node]]:
-    import shlex
+    from topoctl.limits import split_words
 
     if node is None or node.value is None:
         return []
     if isinstance(node.children, list):
         return _words(node)
     try:
-        split = shlex.split(str(node.value))
+        split = split_words(str(node.value), f"line {node.line}")
     except ValueError as exc:
         raise TopoctlError(f"cannot split the command at line {node.line}: {exc}", hint="check its quoting") from None
     return [(word, node.line, node) for word in split]
