@@ -221,7 +221,7 @@ class _VersionChooser:
             self._note(f"{where}: SGLang {version} from the image tag {launch.image}"
                        + (f" (the target has {self.installed} installed; the container runs its image's)"
                           if self.installed and self.installed != version else ""))
-        elif dynamo_image_pin:
+        elif dynamo is not None and dynamo_image_pin:
             version = requested_version(dynamo_image_pin)
             flags, source = flag_set_for(version), f"pinned by ai-dynamo {dynamo.version}"
             self._note(f"{where}: SGLang {version}, the version ai-dynamo {dynamo.version} pins (its wheel's "
