@@ -29,6 +29,15 @@ def github(cli, argv):
     return code, [line for line in out.splitlines() if line], err
 
 
+def the_annotation(cli, argv, rule_id):
+    """check in the github format blocks (exit 1) with exactly one annotation of `rule_id`: that line."""
+    code, lines, _ = github(cli, argv)
+    assert code == 1, lines
+    hit = [line for line in lines if rule_id in line]
+    assert len(hit) == 1, lines
+    return hit[0]
+
+
 def copy_example(tmp_path, relative):
     target = tmp_path / os.path.basename(relative)
     shutil.copy(os.path.join(DEPLOY, relative), target)
@@ -72,20 +81,16 @@ def test_the_example_deployments_block_on_a_two_gpu_machine_at_each_launch_line(
 def test_a_deployment_with_more_tp_than_its_gpu_limit_blocks_at_the_launch(cli, tmp_path):
     path = copy_example(tmp_path, "kubernetes/sglang-deployment.yaml")
     path.write_text(path.read_text().replace("nvidia.com/gpu: 4", "nvidia.com/gpu: 2"))
-    code, lines, _ = github(cli, ["check", str(path), *H200])
-    assert code == 1
-    hit = [line for line in lines if "sglang-tp-exceeds-given-gpus" in line]
-    assert len(hit) == 1 and f"file={path},line={line_of(path, 'command:')}" in hit[0]
-    assert "nvidia.com/gpu: 2" in hit[0]
+    hit = the_annotation(cli, ["check", str(path), *H200], "sglang-tp-exceeds-given-gpus")
+    assert f"file={path},line={line_of(path, 'command:')}" in hit
+    assert "nvidia.com/gpu: 2" in hit
 
 
 def test_a_bad_flag_in_deployment_args_points_at_its_own_line(cli, tmp_path):
     path = copy_example(tmp_path, "kubernetes/sglang-deployment.yaml")
     path.write_text(path.read_text().replace("--cuda-graph-max-bs-decode", "--cuda-graph-max-bs"))
-    code, lines, _ = github(cli, ["check", str(path), *H200, "--sglang-version", "0.5.23"])
-    assert code == 1
-    hit = [line for line in lines if "sglang-ambiguous-flag" in line]
-    assert len(hit) == 1 and f"line={line_of(path, '- --cuda-graph-max-bs')}," in hit[0], lines
+    hit = the_annotation(cli, ["check", str(path), *H200, "--sglang-version", "0.5.23"], "sglang-ambiguous-flag")
+    assert f"line={line_of(path, '- --cuda-graph-max-bs')}," in hit
 
 
 def test_kubernetes_env_is_the_launch_environment(cli, tmp_path):
@@ -193,10 +198,8 @@ def test_a_compose_service_blocks_when_its_gpu_reservation_is_short(cli, tmp_pat
     path = copy_example(tmp_path, "compose/compose.yaml")
     assert cli(["check", str(path), *H200])[0] == 0
     path.write_text(path.read_text().replace("count: 4", "count: 2"))
-    code, lines, _ = github(cli, ["check", str(path), *H200])
-    assert code == 1
-    hit = [line for line in lines if "sglang-tp-exceeds-given-gpus" in line]
-    assert len(hit) == 1 and f"file={path},line={line_of(path, 'entrypoint:')}," in hit[0]
+    hit = the_annotation(cli, ["check", str(path), *H200], "sglang-tp-exceeds-given-gpus")
+    assert f"file={path},line={line_of(path, 'entrypoint:')}," in hit
 
 
 def test_a_compose_env_file_and_environment_are_the_launch_environment(cli, tmp_path):
@@ -218,10 +221,8 @@ def test_a_run_script_uses_what_it_exported_and_blocks_at_the_launch_line(cli, t
     shutil.copy(os.path.join(DEPLOY, "scripts", "sglang-config.yaml"), tmp_path)
     assert cli(["check", str(path), *H200])[0] == 0
     path.write_text(path.read_text().replace("TP_SIZE=4", "TP_SIZE=8"))
-    code, lines, _ = github(cli, ["check", str(path), *H200])
-    assert code == 1
-    hit = [line for line in lines if "topoctl-tp-exceeds-gpus" in line]
-    assert len(hit) == 1 and f"file={path},line={line_of(path, 'python3 -m sglang.launch_server')}," in hit[0]
+    hit = the_annotation(cli, ["check", str(path), *H200], "topoctl-tp-exceeds-gpus")
+    assert f"file={path},line={line_of(path, 'python3 -m sglang.launch_server')}," in hit
 
 
 def test_a_script_with_no_launch_is_said_so(cli, tmp_path):
