@@ -141,7 +141,14 @@ def launch_group(parsed: ParsedLaunch, snapshot: dict[str, Any], tp: int, dp: in
     srt/managers/data_parallel_controller.py; pipeline parallelism not modelled). Without
     it, the first tp x dp GPUs in PCI bus order. When the value cannot be mapped onto the snapshot, every GPU
     (conservatively, with a warning). None: every GPU, by the engine's own default."""
-    from topoctl.cuda_devices import DEVICE_ORDER, VISIBLE_DEVICES, container_devices, parse_visible_devices, pci_order
+    from topoctl.cuda_devices import (
+        DEVICE_ORDER,
+        VISIBLE_DEVICES,
+        container_devices,
+        parse_visible_devices,
+        pci_order,
+        probe_visible,
+    )
 
     needed = tp * dp
     base = max(_raw_int(parsed, "base_gpu_id", 0), 0)
@@ -168,6 +175,13 @@ def launch_group(parsed: ParsedLaunch, snapshot: dict[str, Any], tp: int, dp: in
                           one_line(f"the launch is given {given.count} GPUs ({source}); which ones is decided "
                                    "where it runs, so it is judged on every pair of the target"), "", parsed.where))
         return tuple(machine), items
+    seen = probe_visible(snapshot) if given is None and value is None else None
+    if seen is not None:  # CUDA_VISIBLE_DEVICES where the snapshot was taken: CUDA's devices are those GPUs
+        devices, source = list(seen.gpus), seen.text
+        if max(positions) >= len(devices):
+            if tp > gpu_count:  # more than the machine has: the parallel-size check says so
+                return tuple(devices), items
+            return _too_few(items, tp, dp, positions, len(devices), seen.text, where, tuple(devices))
     if value is None and devices is not machine:
         if tp > len(devices):  # the launcher check says so (tp-exceeds-given-gpus)
             return tuple(devices), items
@@ -267,13 +281,16 @@ def _raw_int(parsed: ParsedLaunch, dest: str | tuple[str, ...], default: int) ->
 
 def _visible_count(parsed: ParsedLaunch, snapshot: dict[str, Any], gpu_count: int) -> int:
     """How many GPUs the launch's CUDA_VISIBLE_DEVICES leaves visible (every GPU without one, or when unknown)."""
-    from topoctl.cuda_devices import DEVICE_ORDER, VISIBLE_DEVICES, container_devices, parse_visible_devices
+    from topoctl.cuda_devices import DEVICE_ORDER, VISIBLE_DEVICES, container_devices, parse_visible_devices, probe_visible
 
     given = getattr(parsed, "gpus", None)
     devices = container_devices(list(given.ids), snapshot)[0] if given is not None and given.ids is not None else None
     if given is not None and given.ids is None and given.count is not None:
         return min(given.count, gpu_count)
     value = parsed.env.get(VISIBLE_DEVICES)
+    seen = probe_visible(snapshot) if given is None and value is None else None
+    if seen is not None:
+        return len(seen.gpus)
     if value is None:
         return gpu_count if devices is None else len(devices)
     visible = parse_visible_devices(value, snapshot, parsed.env.get(DEVICE_ORDER), devices)
