@@ -21,6 +21,7 @@ from topoctl.autoconf.data_files import load
 from topoctl.autoconf.memory import Fit, per_gpu
 from topoctl.autoconf.models import same_model
 from topoctl.autoconf.target import interconnect
+from topoctl.snapshot_view import SnapshotView
 
 KIB = 1024.0
 
@@ -116,7 +117,7 @@ def measured_curves(snapshot: dict[str, Any]) -> dict[str, dict[str, dict[int, C
     of one path, kind and world that differ in `variant` (torch symmetric memory one-shot and two-shot) are
     one curve holding, per size, the slower variant: which one SGLang runs is not read here, so no gain is
     assumed."""
-    rows = ((snapshot.get("measurements") or {}).get("allreduce") or []) if isinstance(snapshot, dict) else []
+    rows = SnapshotView(snapshot).measurement_rows("allreduce")
     grouped: dict[tuple[str, str, int], dict[float, tuple[float, str]]] = {}
     for row in rows:
         if not isinstance(row, dict) or row.get("status", "ok") != "ok":

@@ -173,6 +173,11 @@ class SnapshotView:
         """snapshot.measurements (topoctl bench), or None when nothing was measured."""
         return self.data.get("measurements") or None
 
+    def measurement_rows(self, kind: str) -> list[Any]:
+        """The rows of measurements.<kind> (p2p, allreduce, coalescing, local_copy) as written; [] when none."""
+        rows = (self.measurements or {}).get(kind)
+        return rows if isinstance(rows, list) else []
+
     def allreduce_measurements(self, path: str | None = None) -> list[dict[str, Any]]:
         """The allreduce rows with status ok (optionally of one path): the ones readers may rely on."""
         rows = (self.measurements or {}).get("allreduce") or []
