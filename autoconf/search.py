@@ -140,9 +140,11 @@ def judge_candidate(judge: _Judge, path: str, spec: str | None, launch: dict[str
                       and not finding.effect.get("require")]
     cand.honours_request = (spec == speculative)
     cand.defaults = launch_defaults(report)
+    cand.implied = dict(getattr(report, "implied", None) or {})
+    running = cand.effective  # what SGLang runs: the preferences and remedies are judged on it, as check does
     cand.prefers = sum(1 for setting, value, _ in space.prefer_pairs
-                       if agrees(setting, value, launch, cand.defaults))
-    cand.remedies = sum(1 for setting, value in space.remedies if agrees(setting, value, launch, cand.defaults))
+                       if agrees(setting, value, running, cand.defaults))
+    cand.remedies = sum(1 for setting, value in space.remedies if agrees(setting, value, running, cand.defaults))
     cand.remedies_asked = len(space.remedies)
     cand.departures = sum(1 for setting, value in launch.items()
                           if setting not in ("tp_size",) and not agrees(setting, value, {}, cand.defaults))
@@ -221,7 +223,7 @@ def _fit(cand: Candidate, model: dict[str, Any], gpu: dict[str, Any], version: s
 
     if gpu.get("memory_bytes"):
         cand.fit = memory_fit(model, gpu["memory_bytes"], cand.tp, version, bool(cand.speculative),
-                              cand.launch.get("cuda_graph_max_bs"), req.context_length, req.draft,
+                              cand.effective.get("cuda_graph_max_bs"), req.context_length, req.draft,
                               req.max_running_requests)
 
 
@@ -232,14 +234,23 @@ def _predict(cand: Candidate, model: dict[str, Any], gpu: dict[str, Any], lat: A
 
     if cand.fit is None or not cand.fit.fits:
         return
-    cand.predicted = launch_model.estimate(model, cand.launch, cand.path, gpu, lat, cand.fit, req.objective,
-                                           req.accept_length, req.context_length)
+    cand.predicted = launch_model.estimate(model, cand.effective, cand.runs_path, gpu, lat, cand.fit,
+                                           req.objective, req.accept_length, req.context_length)
     if cand.predicted is not None:
         est = cand.predicted
         cand.allreduce_us = est.allreduce_us
         cand.allreduce_level = LEVELS.get(est.allreduce_level, 1)
         cand.allreduce_basis = [f"launch model: {est.tokens_per_s:.1f} tok/s predicted ({est.objective}); "
-                                f"allreduce: {est.allreduce_source}"]
+                                f"allreduce: {est.allreduce_source}"] + implied_notes(cand)
+
+
+def implied_notes(cand: Candidate) -> list[str]:
+    """What SGLang sets by itself for a candidate, and the path it then runs, for --explain and json."""
+    notes = [f"SGLang sets {setting}={value!r} by itself here ({rule_id})"
+             for setting, (value, rule_id) in sorted(cand.implied.items())]
+    if cand.runs_path != cand.path:
+        notes.append(f"so the launch runs allreduce path {cand.runs_path}, not {cand.path}: priced as {cand.runs_path}")
+    return notes
 
 
 def place(snapshot: dict[str, Any], tp: int, dp: int, visible: ProbeVisible | None = None) -> Placement:
