@@ -194,10 +194,9 @@ def test_a_gpu_count_the_scheduler_places_is_judged_on_every_set_it_may_get(caps
 
 
 def test_a_gpu_count_blocks_when_every_set_it_may_get_is_broken(capsys):
-    # NCCL NVLS forced on three GPUs without an NVSwitch: whichever three the launch gets
-    code, doc, _ = check(capsys, "l40s-4x-pcie-2numa", *PODMAN[:2], "--gpus", "3", *PODMAN[2:], "--tp", "3",
-                         "--enable-nccl-nvls")
+    # two of the 4090 box's two GPUs: the only set there is has no P2P, and custom allreduce is on by default
+    code, doc, _ = check(capsys, "rtx-4090-2x-pcie-no-p2p", *PODMAN[:2], "--gpus", "2", *PODMAN[2:], "--tp", "2")
     assert code == 1
     blocks = [item for item in doc["results"][0]["findings"] if item["severity"] == "block"]
-    assert "nccl-nvls-needs-nvswitch-sm90" in {item["id"] for item in blocks}
+    assert "custom-allreduce-without-p2p" in {item["id"] for item in blocks}
     assert not any("blocks on" in item["message"] for item in blocks)
