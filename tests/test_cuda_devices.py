@@ -130,7 +130,7 @@ def test_integer_ids_name_gpus_by_pci_bus_position_never_by_nvml_index(snapshot,
 def test_an_invalid_entry_ends_the_list_there(snapshot, data):
     order = _bus_rank(snapshot)
     head = data.draw(st.lists(st.integers(0, len(order) - 1), unique=True, max_size=len(order)))
-    invalid = data.draw(st.sampled_from(["-1", str(len(order)), str(len(order) + 7), "x", "GPU", " "]))
+    invalid = data.draw(st.sampled_from(["-1", str(len(order)), str(len(order) + 7), "x", "GPU", "0x1", "1.0"]))
     tail = data.draw(st.lists(st.integers(0, len(order) - 1), max_size=4))
     value = ",".join([*map(str, head), invalid, *map(str, tail)])
     group = parse_visible_devices(value, snapshot, "PCI_BUS_ID")
