@@ -224,7 +224,7 @@ def _judge_any_set(parsed: ParsedLaunch, snapshot: dict[str, Any], ruleset: Any,
         hint = f"add {DEVICE_ORDER}={PCI_BUS_ID_ORDER} next to {VISIBLE_DEVICES}, or name the GPUs by UUID"
         where_said = parsed.lines.get(VISIBLE_DEVICES, "")
     items: list[Item] = [Item("topoctl-gpu-group" if given is not None else "topoctl-gpu-group-unknown",
-                              "info" if given is not None else "warn",
+                              "info",  # what matters is said by each finding that differs between the sets
                               "GPUs the launch runs on" if given is not None else "GPUs of the launch unknown",
                               one_line(f"{why}; so it is judged on every set of {size} of the target's "
                                        f"{len(_machine(snapshot))} GPUs ({len(sets)} sets)"), hint, where_said)]
