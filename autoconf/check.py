@@ -284,36 +284,26 @@ def _ids(group: tuple[int, ...]) -> str:
     return ",".join(str(index) for index in group)
 
 
-def _software(snapshot: dict[str, Any], key: str) -> Any:
-    return (snapshot.get("software") or {}).get(key)
-
-
 def drift(expected: dict[str, Any], actual: dict[str, Any]) -> list[Item]:
     """What changed on the target machine since the snapshot the launch was made for."""
+    from topoctl.snapshot_view import SnapshotView
+
     items: list[Item] = []
-    es, as_ = expected.get("summary") or {}, actual.get("summary") or {}
-    e_count = es.get("gpu_count", len(expected.get("gpus") or []))
-    a_count = as_.get("gpu_count", len(actual.get("gpus") or []))
+    before_view, after_view = SnapshotView(expected), SnapshotView(actual)
+    e_count, a_count = before_view.gpu_count, after_view.gpu_count
     if e_count != a_count:
         items.append(Item("drift-gpu-count", "block", "GPU count changed",
                           f"expected {e_count} GPUs, the machine has {a_count}", "recommend again for this machine"))
-    e_names = sorted(str(g.get("name")) for g in expected.get("gpus") or [])
-    a_names = sorted(str(g.get("name")) for g in actual.get("gpus") or [])
+    e_names, a_names = before_view.gpu_model_names, after_view.gpu_model_names
     if e_names != a_names and e_count == a_count:
         items.append(Item("drift-gpu-model", "block", "GPU model changed",
                           one_line(f"expected {', '.join(sorted(set(e_names)))}, found {', '.join(sorted(set(a_names)))}"),
                           "recommend again for this machine"))
 
-    def p2p_ok(snapshot: dict[str, Any]) -> dict[tuple[int, int], bool | None]:
-        from topoctl.p2p import pair_p2p_ok  # True, False, or None when "unknown"/NVML's U: not verified
-
-        return {(p["src"], p["dst"]): pair_p2p_ok(p.get("p2p")) for p in snapshot.get("pairs") or []
-                if isinstance(p, dict)}
-
     def pairs_text(pairs: list[tuple[int, int]]) -> str:
         return ", ".join(f"{a}->{b}" for a, b in pairs[:6]) + (" ..." if len(pairs) > 6 else "")
 
-    before, after = p2p_ok(expected), p2p_ok(actual)
+    before, after = before_view.pair_p2p_ok, after_view.pair_p2p_ok  # None: "unknown"/NVML's U, not verified
     lost = sorted(pair for pair, ok in before.items() if ok and after.get(pair) is False)
     unverified = sorted(pair for pair, ok in before.items() if ok and pair in after and after[pair] is None)
     missing = sorted(pair for pair, ok in before.items() if ok and pair not in after)
@@ -330,9 +320,9 @@ def drift(expected: dict[str, Any], actual: dict[str, Any]) -> list[Item]:
             what.append(f"{len(missing)} pair(s) that had P2P are missing from the target snapshot")
         items.append(Item("drift-p2p-unknown", "warn", "P2P not verifiable", "; ".join(what),
                           "probe again (topoctl probe); if NVML keeps answering U, check the driver and IOMMU/ACS"))
-    e_gpus = {g.get("index"): g for g in expected.get("gpus") or []}
-    for gpu in actual.get("gpus") or []:
-        before_gpu = e_gpus.get(gpu.get("index"))
+    e_gpus = before_view.gpus_by_index
+    for gpu in after_view.indexed_gpus:
+        before_gpu = e_gpus.get(gpu["index"])
         if not before_gpu:
             continue
         bp, ap = before_gpu.get("pcie") or {}, gpu.get("pcie") or {}
@@ -346,13 +336,13 @@ def drift(expected: dict[str, Any], actual: dict[str, Any]) -> list[Item]:
         if isinstance(bn, int) and isinstance(an, int) and an < bn:
             items.append(Item("drift-nvlink-down", "block", "NVLink links down",
                               f"GPU {gpu.get('index')}: {an} active NVLinks, was {bn}", "check the fabric; recommend again"))
-    if es.get("interconnect") != as_.get("interconnect"):
+    if before_view.interconnect != after_view.interconnect:
         items.append(Item("drift-interconnect", "block", "interconnect changed",
-                          one_line(f"expected {es.get('interconnect')}, found {as_.get('interconnect')}"),
+                          one_line(f"expected {before_view.interconnect}, found {after_view.interconnect}"),
                           "recommend again for this machine"))
     for key, label in (("driver", "driver"), ("cuda_driver", "CUDA (driver)"), ("nccl", "NCCL"),
                        ("sglang", "SGLang"), ("torch", "torch")):
-        b, a = _software(expected, key), _software(actual, key)
+        b, a = before_view.software(key), after_view.software(key)
         if b != a and b is not None:
             items.append(Item(f"drift-{key.replace('_', '-')}-version", "warn", f"{label} version changed",
                               one_line(f"{label} {b} -> {a}"), "re-run `topoctl recommend` and re-test the launch"))

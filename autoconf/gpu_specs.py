@@ -19,9 +19,9 @@ def gpu_bandwidth(name: str | None) -> tuple[float, str] | None:
 def target_gpu(snapshot: dict[str, Any]) -> dict[str, Any]:
     """The first GPU's name, memory and bandwidth (a launch runs on GPUs of one model)."""
     from topoctl import gpus
+    from topoctl.snapshot_view import SnapshotView
 
-    listed = snapshot.get("gpus") or [{}]
-    first = listed[0] if isinstance(listed[0], dict) else {}
+    first = SnapshotView(snapshot).first_gpu
     name = first.get("name")
     memory = first.get("memory_total_bytes")
     memory_source = "snapshot gpus[0].memory_total_bytes"

@@ -21,6 +21,7 @@ from topoctl.autoconf.data_files import load
 from topoctl.autoconf.memory import Fit, per_gpu
 from topoctl.autoconf.models import same_model
 from topoctl.autoconf.target import interconnect
+from topoctl.snapshot_view import SnapshotView
 
 KIB = 1024.0
 
@@ -88,7 +89,7 @@ class Curve:
 def measured_curves(snapshot: dict[str, Any]) -> dict[str, dict[int, Curve]]:
     """Allreduce rows `topoctl bench` wrote into the snapshot (measurements.allreduce, status ok)."""
     out: dict[str, dict[int, Curve]] = {}
-    rows = ((snapshot.get("measurements") or {}).get("allreduce") or []) if isinstance(snapshot, dict) else []
+    rows = SnapshotView(snapshot).measurement_rows("allreduce")
     grouped: dict[tuple[str, int], list[tuple[float, float]]] = {}
     for row in rows:
         if not isinstance(row, dict) or row.get("status", "ok") != "ok":

@@ -23,6 +23,7 @@ from typing import Any
 
 from topoctl.cuda_devices import pci_order
 from topoctl.p2p import measured_health, pair_p2p_ok
+from topoctl.snapshot_view import SnapshotView
 
 EXACT_LIMIT = 5000
 # Link tiers, best first (nvidia-smi topo -m's names); NVLink is split further by its bonded link count.
@@ -81,8 +82,8 @@ def _nvlinks(entry: dict[str, Any]) -> int:
 def pair_views(snapshot: dict[str, Any]) -> dict[tuple[int, int], PairView]:
     """Unordered pairs (low, high) of the snapshot, both directions merged conservatively."""
     directed: dict[tuple[int, int], dict[str, Any]] = {}
-    for entry in snapshot.get("pairs") or []:
-        if isinstance(entry, dict) and isinstance(entry.get("src"), int) and isinstance(entry.get("dst"), int):
+    for entry in SnapshotView(snapshot).pairs or []:
+        if isinstance(entry.get("src"), int) and isinstance(entry.get("dst"), int):
             directed[(entry["src"], entry["dst"])] = entry
     views: dict[tuple[int, int], PairView] = {}
     health = measured_health(snapshot)
@@ -108,8 +109,7 @@ _NO_PAIR = PairView(None, None, UNKNOWN_TIER, 0)
 
 
 def _gpu_facts(snapshot: dict[str, Any]) -> dict[int, dict[str, Any]]:
-    return {gpu["index"]: gpu for gpu in snapshot.get("gpus") or []
-            if isinstance(gpu, dict) and isinstance(gpu.get("index"), int)}
+    return SnapshotView(snapshot).gpus_by_index
 
 
 def _score(group: tuple[int, ...], views: dict[tuple[int, int], PairView], gpus: dict[int, dict[str, Any]],

@@ -51,12 +51,10 @@ def target_info(snapshot: dict[str, Any]) -> dict[str, Any]:
     from topoctl.snapshot_view import SnapshotView
 
     view = SnapshotView(snapshot)
-    source = snapshot.get("source") or {}
-    host = snapshot.get("host") or {}
     return {
-        "system": one_line(view.system_name or host.get("hostname") or "live"),
-        "source": one_line(source.get("kind") or "unknown"),
-        "hostname": one_line(host.get("hostname")) if host.get("hostname") is not None else None,
+        "system": one_line(view.system_name or view.hostname or "live"),
+        "source": one_line(view.source_kind or "unknown"),
+        "hostname": one_line(view.hostname) if view.hostname is not None else None,
         "gpu_count": view.gpu_count,
         "gpu_names": [one_line(name) for name in view.gpu_names],
         "interconnect": one_line(view.interconnect) if view.interconnect else None,

@@ -5,15 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from topoctl.errors import TopoctlError
+from topoctl.snapshot_view import SnapshotView
 
 
 def target_gpu_count(snapshot: dict[str, Any]) -> int:
     """GPUs of the target; a snapshot without any is bad input (exit 2): nothing can be launched on it."""
-    summary = snapshot.get("summary") or {}
-    try:
-        count = int(summary.get("gpu_count") or len(snapshot.get("gpus") or []))
-    except (TypeError, ValueError):
-        count = len(snapshot.get("gpus") or [])
+    count = SnapshotView(snapshot).gpu_count or 0
     if count < 1:
         raise TopoctlError("the target snapshot has no GPU: there is nothing to launch SGLang on",
                            hint="use a snapshot of the machine that will run SGLang (`topoctl probe` there), or --system NAME")
@@ -22,7 +19,7 @@ def target_gpu_count(snapshot: dict[str, Any]) -> int:
 
 def interconnect(snapshot: dict[str, Any]) -> str:
     """The target's interconnect class as the probe summarised it (pcie, nvlink, nvswitch, ...; none)."""
-    return str((snapshot.get("summary") or {}).get("interconnect") or "none")
+    return str(SnapshotView(snapshot).interconnect or "none")
 
 
 def check_parallel_sizes(tp: int, ep: int, gpu_count: int) -> None:

@@ -25,8 +25,11 @@ def _clean(value: Any) -> str:
 
 
 def render(snapshot: dict[str, Any], color: bool = False) -> str:
-    gpus = snapshot["gpus"]
-    pairs = {(p["src"], p["dst"]): p for p in snapshot["pairs"]}
+    from topoctl.snapshot_view import SnapshotView
+
+    view = SnapshotView(snapshot)
+    gpus = view.indexed_gpus
+    pairs = {(p["src"], p["dst"]): p for p in view.pairs or []}
 
     def paint(text: str, code: str) -> str:
         return f"{code}{text}{RESET}" if color else text
@@ -58,15 +61,13 @@ def render(snapshot: dict[str, Any], color: bool = False) -> str:
                      f"PCIe gen {_clean(pcie.get('current_gen'))}/{_clean(pcie.get('max_gen'))} "
                      f"x{_clean(pcie.get('current_width'))}/{_clean(pcie.get('max_width'))}, "
                      f"NVLink {_clean(nvlink.get('active_links'))} active, {_clean(gpu.get('pci_bus_id'))}{note}")
-    summary = snapshot.get("summary", {})
-    software = snapshot.get("software", {})
     lines.append("")
-    lines.append(f"Interconnect: {_clean(summary.get('interconnect'))}; P2P read+write OK on "
-                 f"{summary.get('p2p_pairs_ok')}/{summary.get('p2p_pairs_total')} ordered pairs; "
-                 f"virtualized: {_clean(summary.get('virtualized'))}")
-    lines.append(f"Driver {_clean(software.get('driver'))}, CUDA {_clean(software.get('cuda_driver'))}, "
-                 f"NCCL {_clean(software.get('nccl'))}, torch {_clean(software.get('torch'))}, "
-                 f"SGLang {_clean(software.get('sglang'))}")
+    lines.append(f"Interconnect: {_clean(view.interconnect)}; P2P read+write OK on "
+                 f"{view.summary_value('p2p_pairs_ok')}/{view.summary_value('p2p_pairs_total')} ordered pairs; "
+                 f"virtualized: {_clean(view.summary_value('virtualized'))}")
+    lines.append(f"Driver {_clean(view.software('driver'))}, CUDA {_clean(view.software('cuda_driver'))}, "
+                 f"NCCL {_clean(view.software('nccl'))}, torch {_clean(view.software('torch'))}, "
+                 f"SGLang {_clean(view.software('sglang'))}")
     from topoctl.probe.bench.render import render_measurements, render_pcie_checks
 
     lines.extend(render_pcie_checks(snapshot))

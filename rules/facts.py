@@ -14,6 +14,7 @@ from typing import Any, Callable
 from topoctl.cuda_devices import pci_order
 from topoctl.gpus import architecture_for_sm
 from topoctl.p2p import UNKNOWN_P2P_STATUSES, measured_health, pair_p2p_ok
+from topoctl.snapshot_view import SnapshotView
 from topoctl.vocab import NVLINK_INTERCONNECTS
 
 from . import settings as launch_settings
@@ -46,18 +47,9 @@ SOFTWARE_PACKAGES = ("driver", "cuda_driver", "cuda_runtime", "nccl", "torch", "
                      "vllm", "nvidia_ml_py")
 
 
-def _dig(data: Any, *keys: Any) -> Any:
-    """data[k1][k2]... or UNKNOWN if anything on the way is missing or null."""
-    for key in keys:
-        if isinstance(data, dict):
-            data = data.get(key, _MISSING)
-        elif isinstance(data, list) and isinstance(key, int) and -len(data) <= key < len(data):
-            data = data[key]
-        else:
-            return UNKNOWN
-        if data is _MISSING or data is None:
-            return UNKNOWN
-    return data
+def _known(value: Any) -> Any:
+    """A snapshot value as a fact: what the snapshot leaves out or gives as null is UNKNOWN."""
+    return UNKNOWN if value is None else value
 
 
 def _sm_of_gpu(gpu: Any) -> Any:
@@ -88,13 +80,14 @@ class Context:
     facts_cache); facts that depend on the snapshot alone, and the pair facts, are computed once into it.
     """
 
-    __slots__ = ("snapshot", "request", "launch", "_cache", "_pairs", "_shared", "pair", "pair_label", "unknown_seen",
-                 "_group")
+    __slots__ = ("snapshot", "view", "request", "launch", "_cache", "_pairs", "_shared", "pair", "pair_label",
+                 "unknown_seen", "_group")
 
     def __init__(self, snapshot: dict[str, Any] | None, request: dict[str, Any] | None,
                  shared: dict[str, Any] | None = None) -> None:
         self._shared = shared
         self.snapshot = snapshot if isinstance(snapshot, dict) else {}
+        self.view = SnapshotView(self.snapshot)  # every read of the snapshot's shape goes through it
         self.request = request if isinstance(request, dict) else {}
         launch = self.request.get("launch")
         self.launch: dict[str, Any] = launch if isinstance(launch, dict) else {}
@@ -142,10 +135,8 @@ class Context:
         if self._pairs is None:
             shared = self._shared if self._shared is not None else {}
             if _PAIRS_KEY not in shared:
-                raw = self.snapshot.get("pairs")
                 health = measured_health(self.snapshot)
-                shared[_PAIRS_KEY] = [_pair_facts(entry, health) for entry in raw if isinstance(entry, dict)] \
-                    if isinstance(raw, list) else []
+                shared[_PAIRS_KEY] = [_pair_facts(entry, health) for entry in self.view.pairs or []]
             scope = self.scope()
             if scope is None:
                 self._pairs = shared[_PAIRS_KEY]
@@ -182,7 +173,7 @@ class Context:
 
     def pairs_known(self) -> bool:
         """False when the snapshot has no pair list at all (then pair quantifiers are unknown)."""
-        return isinstance(self.snapshot.get("pairs"), list)
+        return self.view.pairs is not None
 
 
 def _machine_gpus(context: Context) -> list[int]:
@@ -190,11 +181,10 @@ def _machine_gpus(context: Context) -> list[int]:
     order = pci_order(context.snapshot)
     if order:
         return order
-    raw = context.snapshot.get("pairs")
     named: set[int] = set()
-    for entry in raw if isinstance(raw, list) else []:
+    for entry in context.view.pairs or []:
         for end in ("src", "dst"):
-            index = _int_value(entry.get(end)) if isinstance(entry, dict) else None
+            index = _int_value(entry.get(end))
             if index is not None:
                 named.add(index)
     return sorted(named)
@@ -281,23 +271,18 @@ def _pair_facts(entry: dict[str, Any], health: dict[tuple[int, int], tuple[bool,
 
 # ---------------------------------------------------------------------------------------------- resolvers
 def _gpus(context: Context) -> Any:
-    gpus = context.snapshot.get("gpus")
-    return gpus if isinstance(gpus, list) else UNKNOWN
+    return _known(context.view.gpus)
 
 
 def _gpu_count(context: Context) -> Any:
-    count = _dig(context.snapshot, "summary", "gpu_count")
-    if isinstance(count, int) and not isinstance(count, bool):
-        return count
-    gpus = _gpus(context)
-    return len(gpus) if gpus is not UNKNOWN else UNKNOWN
+    return _known(context.view.gpu_count)
 
 
 def _gpu_sms(context: Context) -> Any:
     gpus = _gpus(context)
     if gpus is not UNKNOWN:
         return _all_known([_sm_of_gpu(gpu) for gpu in gpus])
-    capabilities = _dig(context.snapshot, "summary", "compute_capabilities")
+    capabilities = _known(context.view.summary_value("compute_capabilities"))
     if isinstance(capabilities, list):
         return _all_known([_sm_from_capability(capability) for capability in capabilities])
     return UNKNOWN
@@ -317,7 +302,7 @@ def _per_gpu(field: str, summary_field: str | None = None,
         if gpus is not UNKNOWN and all(isinstance(gpu, dict) and gpu.get(field) is not None for gpu in gpus):
             return [gpu[field] for gpu in gpus]
         if summary_field:
-            listed = _dig(context.snapshot, "summary", summary_field)
+            listed = _known(context.view.summary_value(summary_field))
             if isinstance(listed, list) and None not in listed:
                 return list(listed)
         return derive(context) if derive else UNKNOWN
@@ -358,13 +343,13 @@ def _mig_enabled(context: Context) -> Any:
 
 def _summary(field: str, kind: type | tuple[type, ...]) -> Callable[[Context], Any]:
     def resolve(context: Context) -> Any:
-        value = _dig(context.snapshot, "summary", field)
+        value = _known(context.view.summary_value(field))
         return value if isinstance(value, kind) else UNKNOWN
     return resolve
 
 
 def _nvlink_present(context: Context) -> Any:
-    value = _dig(context.snapshot, "nvlink", "present")
+    value = _known(context.view.nvlink_value("present"))
     if isinstance(value, bool):
         return value
     interconnect = context.fact("interconnect")
@@ -374,7 +359,7 @@ def _nvlink_present(context: Context) -> Any:
 
 
 def _bar1_small(context: Context) -> Any:
-    small = _dig(context.snapshot, "summary", "bar1_small_gpus")
+    small = _known(context.view.summary_value("bar1_small_gpus"))
     return len(small) if isinstance(small, list) else UNKNOWN
 
 
@@ -387,11 +372,10 @@ def _all_pairs_p2p(context: Context) -> Any:
         return UNKNOWN if UNKNOWN in oks or not oks else True
     if any(healthy is False for healthy, _ in measured_health(context.snapshot).values()):
         return False  # a pair failed `topoctl bench`'s check (a summary written before it may still say true)
-    value = _dig(context.snapshot, "summary", "all_pairs_p2p")
+    value = _known(context.view.summary_value("all_pairs_p2p"))
     if isinstance(value, bool):
         return value
-    summary = context.snapshot.get("summary")
-    if not context.pairs_known() or (isinstance(summary, dict) and "all_pairs_p2p" in summary):
+    if not context.pairs_known() or context.view.summary_says("all_pairs_p2p"):
         return UNKNOWN  # the probe said null, or there is nothing to derive it from
     oks = [facts["pair.p2p_ok"] for _, facts in context.pairs()]
     if False in oks:
@@ -406,7 +390,7 @@ def _group_or_summary(field: str, from_group: Callable[[list[dict[str, Any]]], A
         group = _group_facts(context)
         if group is not None:
             return from_group(group)
-        value = _dig(context.snapshot, "summary", field)
+        value = _known(context.view.summary_value(field))
         if kind is bool:
             return value if isinstance(value, bool) else UNKNOWN
         return value if isinstance(value, kind) and not isinstance(value, bool) else UNKNOWN
@@ -431,15 +415,15 @@ def _group_size(context: Context) -> Any:
 
 
 def _virtualized(context: Context) -> Any:
-    value = _dig(context.snapshot, "summary", "virtualized")
+    value = _known(context.view.summary_value("virtualized"))
     if isinstance(value, bool):
         return value
-    value = _dig(context.snapshot, "host", "virtualized")
+    value = _known(context.view.host_value("virtualized"))
     return value if isinstance(value, bool) else UNKNOWN
 
 
 def _cpu_vendor(context: Context) -> Any:
-    model = _dig(context.snapshot, "host", "cpu_model")
+    model = _known(context.view.host_value("cpu_model"))
     if not isinstance(model, str):
         return UNKNOWN
     lowered = model.lower()
@@ -451,21 +435,21 @@ def _cpu_vendor(context: Context) -> Any:
 
 
 def _root_complex_count(context: Context) -> Any:
-    complexes = _dig(context.snapshot, "pcie", "root_complexes")
+    complexes = _known(context.view.pcie_value("root_complexes"))
     if isinstance(complexes, list):
         return len(complexes)
-    groups = _dig(context.snapshot, "summary", "root_complex_groups")
+    groups = _known(context.view.summary_value("root_complex_groups"))
     return len(groups) if isinstance(groups, list) else UNKNOWN
 
 
 def _downtrained(context: Context) -> Any:
-    listed = _dig(context.snapshot, "summary", "downtrained_gpus")
+    listed = _known(context.view.summary_value("downtrained_gpus"))
     return len(listed) if isinstance(listed, list) else UNKNOWN
 
 
 def _software(package: str) -> Callable[[Context], Any]:
     def resolve(context: Context) -> Any:
-        value = _dig(context.snapshot, "software", package)
+        value = _known(context.view.software(package))
         return str(value) if isinstance(value, (str, int, float)) and not isinstance(value, bool) else UNKNOWN
     return resolve
 
@@ -547,9 +531,9 @@ FACTS: dict[str, tuple[str, str, Callable[[Context], Any]]] = {
                      _summary("interconnect", str)),
     "nvlink.present": ("bool", "any NVLink between the GPUs", _nvlink_present),
     "nvswitch": ("bool", "GPUs reach each other through NVSwitch (null in VMs that hide the switch)",
-                 lambda context: _bool(_dig(context.snapshot, "nvlink", "nvswitch"))),
+                 lambda context: _bool(context.view.nvlink_value("nvswitch"))),
     "nvlink.switch_hidden": ("bool", "a VM hides the remote end of NVLinks",
-                             lambda context: _bool(_dig(context.snapshot, "nvlink", "switch_hidden"))),
+                             lambda context: _bool(context.view.nvlink_value("switch_hidden"))),
     "nvlink.all_pairs": ("bool", "every pair of the launch's GPU group has NVLink",
                          _group_or_summary("nvlink_all_pairs", _group_nvlink_all, bool)),
     "all_pairs_p2p": ("bool", "P2P read and write OK for every pair of the launch's GPU group (unknown if any is "
@@ -565,14 +549,14 @@ FACTS: dict[str, tuple[str, str, Callable[[Context], Any]]] = {
     "group.size": ("int", "GPUs in the launch's group", _group_size),
     "virtualized": ("bool", "running in a VM (summary.virtualized, else host.virtualized)", _virtualized),
     "iommu.mode": ("str", "translated | passthrough | mixed | off, from the GPUs' IOMMU groups (probe/pcie_checks.py)",
-                   lambda context: _str(_dig(context.snapshot, "summary", "iommu_mode"))),
+                   lambda context: _str(context.view.summary_value("iommu_mode"))),
     "bar1.small_gpu_count": ("int", "GPUs whose BAR1 is smaller than their memory (NVML)", _bar1_small),
-    "hypervisor": ("str", "the hypervisor's name when known", lambda context: _str(_dig(context.snapshot, "host", "hypervisor"))),
+    "hypervisor": ("str", "the hypervisor's name when known", lambda context: _str(context.view.host_value("hypervisor"))),
     "numa_nodes_spanned": ("int", "NUMA nodes the GPUs sit on", _summary("numa_nodes_spanned", int)),
-    "host.numa_nodes": ("int", "NUMA nodes of the host", lambda context: _int(_dig(context.snapshot, "host", "numa_nodes"))),
+    "host.numa_nodes": ("int", "NUMA nodes of the host", lambda context: _int(context.view.host_value("numa_nodes"))),
     "host.cpu_vendor": ("str", "amd | intel | arm | other, from the CPU model", _cpu_vendor),
     "pcie.virtual": ("bool", "the PCIe tree is a VM's virtual one",
-                     lambda context: _bool(_dig(context.snapshot, "pcie", "virtual"))),
+                     lambda context: _bool(context.view.pcie_value("virtual"))),
     "pcie.root_complex_count": ("int", "PCIe root complexes holding GPUs", _root_complex_count),
     "pcie.downtrained_gpu_count": ("int", "GPUs whose PCIe link runs below its maximum", _downtrained),
     "software.sglang": (VERSION_FACT_TYPE, "the TARGET SGLang version: request.sglang_version, else the installed one",

@@ -2,10 +2,14 @@
 
 Every problem in a rule file ends in one line naming the file, the rule and the field, raised as a
 TopoctlError, so that a user extending the knowledge gets told exactly what to fix and the CLI never
-shows a traceback. Checks run in two layers: precise Python checks (fields, facts, operators, PEP 440
-specifiers, settings, test cases), then the published JSON Schema (rules/schema/rule.schema.json) for
-everything else. Built-in files are schema-validated by the test suite rather than on every start, which
-keeps `topoctl rules list` fast; a user's files are always validated.
+shows a traceback. Checks run in two layers: the published JSON Schema (rules/schema/rule.schema.json)
+owns the structure (fields, types, closed sets); its first error becomes the line, with the field's
+description from the schema as the hint. Then the semantic checks a schema cannot express: facts,
+operators against fact types, PEP 440 specifiers, setting names and value types, units against kinds,
+cases that fire and stay silent, unique ids. A site file is checked when its content is first seen (the
+knowledge cache keeps the result). Built-in files are schema-checked by scripts/compile_knowledge.py and
+the test suite rather than at run time (jsonschema's import and validation cost more than `rules list`
+itself), so their semantic checks run on the schema's word.
 """
 from __future__ import annotations
 
@@ -19,16 +23,9 @@ from topoctl import vocab
 from topoctl.errors import TopoctlError
 
 from . import settings as launch_settings
-from .conditions import FORBID_OPERATORS, ConditionError, check_operand, compile_condition
-from .model import SEVERITIES, Rule, RuleSet, TestCase
+from .conditions import ConditionError, check_operand, compile_condition
+from .model import Rule, RuleSet, TestCase
 
-RULE_FIELDS = ("id", "title", "severity", "scope", "tags", "when", "effect", "message", "remediation", "evidence",
-               "tests")
-REQUIRED_FIELDS = ("id", "title", "severity", "when", "effect", "message", "remediation", "evidence", "tests")
-FILE_FIELDS = ("schema_version", "rules", "disable")
-EFFECT_FIELDS = ("forbid", "require", "prefer", "defaults", "implies")
-EXPECTATIONS = ("fire", "unknown", "silent")
-RULE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{2,99}$")
 RULE_FILE_SUFFIXES = (".yaml", ".yml")
 FIX_HINT = "see docs/rules.md; `topoctl rules schema` prints the rule file schema"
 
@@ -36,14 +33,15 @@ FIX_HINT = "see docs/rules.md; `topoctl rules schema` prints the rule file schem
 class RuleFileError(TopoctlError):
     """A rule file that cannot be used; the message names file, rule and field on one line."""
 
-    def __init__(self, path: str, message: str, rule_id: str | None = None, field: str | None = None) -> None:
+    def __init__(self, path: str, message: str, rule_id: str | None = None, field: str | None = None,
+                 hint: str | None = None) -> None:
         where = path
         if rule_id is not None:
             where += f": rule {rule_id!r}"
         if field:
             where += f": field {field!r}"
         text = " ".join(f"{where}: {message}".split())  # one line, always
-        super().__init__(text, hint=FIX_HINT)
+        super().__init__(text, hint=" ".join(f"{hint}; {FIX_HINT}".split()) if hint else FIX_HINT)
         self.path, self.rule_id, self.field = path, rule_id, field
 
 
@@ -202,7 +200,9 @@ def rule_schema() -> dict[str, Any]:
 
 # ----------------------------------------------------------------------------------------- one file
 def parse_rule_file(path: str, builtin: bool, validate_schema: bool) -> tuple[list[Rule], list[tuple[str, str]]]:
-    """(rules, [(disabled id, reason)]) of one file; RuleFileError on anything wrong."""
+    """(rules, [(disabled id, reason)]) of one file: the schema's structure first (validate_schema=False only
+    for the built-in files, which scripts/compile_knowledge.py and the tests hold to the schema), then the
+    semantic checks; RuleFileError on anything wrong."""
     from topoctl import limits
 
     try:
@@ -214,18 +214,10 @@ def parse_rule_file(path: str, builtin: bool, validate_schema: bool) -> tuple[li
     data = _parse_yaml(path, text)
     if data is None:
         return [], []
-    if not isinstance(data, dict):
-        raise RuleFileError(path, f"a rule file is a mapping with rules: and/or disable:, got {type(data).__name__}")
-    for key in data:
-        if key not in FILE_FIELDS:
-            raise RuleFileError(path, f"unknown field {key!r} (allowed: {', '.join(FILE_FIELDS)})", field=str(key))
-    raw_rules = data.get("rules") or []
-    if not isinstance(raw_rules, list):
-        raise RuleFileError(path, "rules: must be a list", field="rules")
-    rules = [_build_rule(path, position, raw, builtin) for position, raw in enumerate(raw_rules)]
-    disables = _parse_disables(path, data.get("disable") or [])
     if validate_schema:
         validate_against_schema(path, data)
+    rules = [_build_rule(path, raw, builtin) for raw in data.get("rules") or []]
+    disables = [(entry["id"], entry["reason"].strip()) for entry in data.get("disable") or []]
     return rules, disables
 
 
@@ -257,25 +249,9 @@ def _rule_id_near(text: str, line: int) -> str | None:
     return found or "?"
 
 
-def _parse_disables(path: str, entries: Any) -> list[tuple[str, str]]:
-    if not isinstance(entries, list):
-        raise RuleFileError(path, "disable: must be a list of {id, reason}", field="disable")
-    result = []
-    for position, entry in enumerate(entries):
-        field = f"disable[{position}]"
-        if not isinstance(entry, dict) or set(entry) != {"id", "reason"}:
-            raise RuleFileError(path, "each disable entry needs exactly id and reason", field=field)
-        rule_id, reason = entry["id"], entry["reason"]
-        if not isinstance(rule_id, str) or not rule_id:
-            raise RuleFileError(path, "id must be a rule id", field=f"{field}.id")
-        if not isinstance(reason, str) or not reason.strip():
-            raise RuleFileError(path, f"disabling {rule_id!r} needs a written reason", field=f"{field}.reason")
-        result.append((rule_id, reason.strip()))
-    return result
-
-
 def validate_against_schema(path: str, data: Any) -> None:
-    """Check a parsed rule file against the published JSON Schema; one-line error on the best match."""
+    """Check a parsed rule file against the published JSON Schema: the structure. The schema's best-matching
+    error becomes one line (file, rule, field, what is wrong) with the field's schema description as hint."""
     import jsonschema
 
     validator = jsonschema.Draft202012Validator(rule_schema())
@@ -288,8 +264,67 @@ def validate_against_schema(path: str, data: Any) -> None:
         raw = data["rules"][location[1]]
         rule_id = raw.get("id") if isinstance(raw, dict) and isinstance(raw.get("id"), str) else f"#{location[1]}"
         location = location[2:]
-    message = error.message if len(error.message) <= 160 else error.message[:157] + "..."
-    raise RuleFileError(path, message, rule_id=rule_id, field=_dotted(location) or None)
+    field, message = schema_problem(error, location)
+    raise RuleFileError(path, message, rule_id=rule_id, field=field or None, hint=_schema_hint(error))
+
+
+def _schema_hint(error: Any) -> str | None:
+    """The first sentence of the failing field's description in the schema (what the field is for), if any."""
+    description = error.schema.get("description") if isinstance(error.schema, dict) else None
+    if not isinstance(description, str) or not description.strip():
+        return None
+    sentence = description.split(". ")[0].rstrip(".")
+    return sentence if len(sentence) <= 300 else sentence[:297] + "..."
+
+
+_TYPE_WORDS = {"object": "a mapping", "array": "a list", "string": "text", "number": "a number",
+               "integer": "an integer", "boolean": "true or false", "null": "null"}
+
+
+def _kind(value: Any) -> str:
+    """What a YAML value is, in the schema's words (never the value: it may be long or odd)."""
+    for name, kinds in (("boolean", bool), ("integer", int), ("number", float), ("string", str),
+                        ("array", list), ("object", dict)):
+        if isinstance(value, kinds):
+            return _TYPE_WORDS[name]
+    return "null" if value is None else type(value).__name__
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def schema_problem(error: Any, location: list[Any]) -> tuple[str, str]:
+    """(field, message) for a jsonschema error, in the loader's words: `unknown field 'x' (allowed: ...)`,
+    `missing`, `must be one of ...`, `must be a mapping, got text`; any other check keeps jsonschema's text."""
+    field = _dotted(location)
+    schema = error.schema if isinstance(error.schema, dict) else {}
+    check, expected, value = error.validator, error.validator_value, error.instance
+    if check == "additionalProperties" and isinstance(value, dict):
+        allowed = list(schema.get("properties") or {})
+        extra = [key for key in value if key not in allowed]
+        key = str(extra[0]) if extra else "?"
+        return _dotted([*location, key]), f"unknown field {key!r} (allowed: {', '.join(allowed)})"
+    if check == "required" and isinstance(value, dict):
+        missing = next((key for key in expected if key not in value), "?")
+        return _dotted([*location, missing]), "missing"
+    if check == "enum":
+        return field, f"must be one of {', '.join(str(item) for item in expected)}, got {_short(value)}"
+    if check == "const":
+        return field, f"must be {expected!r}, got {_short(value)}"
+    if check == "type":
+        wanted = " or ".join(_TYPE_WORDS.get(name, name) for name in ([expected] if isinstance(expected, str)
+                                                                      else expected))
+        return field, f"must be {wanted}, got {_kind(value)}"
+    if check in ("minLength", "pattern") and isinstance(value, str) and not value.strip():
+        return field, "must be non-empty text"
+    if check == "pattern":
+        return field, f"must match {expected}, got {_short(value)}"
+    if check == "minItems":
+        return field, f"needs at least {expected} entr{'y' if expected == 1 else 'ies'}, got {len(value)}"
+    message = error.message
+    return field, message if len(message) <= 160 else message[:157] + "..."
 
 
 def _dotted(location: Iterable[Any]) -> str:
@@ -300,27 +335,13 @@ def _dotted(location: Iterable[Any]) -> str:
 
 
 # ----------------------------------------------------------------------------------------- one rule
-def _build_rule(path: str, position: int, raw: Any, builtin: bool) -> Rule:
-    if not isinstance(raw, dict):
-        raise RuleFileError(path, "a rule must be a mapping", rule_id=f"#{position}")
-    rule_id = raw.get("id")
-    if not isinstance(rule_id, str) or not RULE_ID.match(rule_id):
-        raise RuleFileError(path, f"id must match {RULE_ID.pattern}, got {rule_id!r}", rule_id=f"#{position}", field="id")
+def _build_rule(path: str, raw: dict[str, Any], builtin: bool) -> Rule:
+    """A rule the schema has passed: its semantic checks, then the Rule."""
+    rule_id = raw["id"]
 
     def fail(field: str, message: str) -> RuleFileError:
         return RuleFileError(path, message, rule_id=rule_id, field=field)
 
-    for key in raw:
-        if key not in RULE_FIELDS:
-            raise fail(str(key), f"unknown field {key!r} (allowed: {', '.join(RULE_FIELDS)})")
-    for key in REQUIRED_FIELDS:
-        if key not in raw:
-            raise fail(key, "missing")
-    for key in ("title", "message", "remediation"):
-        if not isinstance(raw[key], str) or not raw[key].strip():
-            raise fail(key, "must be non-empty text")
-    if raw["severity"] not in SEVERITIES:
-        raise fail("severity", f"must be one of {', '.join(SEVERITIES)}, got {raw['severity']!r}")
     try:
         condition = compile_condition(raw["when"], "when")
     except ConditionError as error:
@@ -329,8 +350,6 @@ def _build_rule(path: str, position: int, raw: Any, builtin: bool) -> Rule:
     if raw["severity"] == "block" and not (effect["forbid"] or effect["require"]):
         raise fail("effect", "a block rule must forbid or require a setting, so a launch can avoid it")
     evidence = raw["evidence"]
-    if not isinstance(evidence, list) or not evidence or not all(isinstance(item, dict) for item in evidence):
-        raise fail("evidence", "needs at least one evidence entry (source, level, summary, scope)")
     _check_evidence(evidence, fail)
     tests = _check_tests(raw["tests"], fail)
     return Rule(id=rule_id, title=raw["title"].strip(), severity=raw["severity"], message=raw["message"].strip(),
@@ -343,16 +362,9 @@ def _check_evidence(evidence: list[dict[str, Any]], fail: Any) -> None:
     """What the schema cannot say about evidence numbers: each names a kind whose unit it uses, and its configs
     name only settings, env:NAME, an allreduce path, the model, the interconnect or a descriptive key."""
     for position, item in enumerate(evidence):
-        numbers = item.get("numbers") or []
-        if not isinstance(numbers, list):
-            continue  # the schema's to report
-        for index, number in enumerate(numbers):
-            if not isinstance(number, dict):
-                continue
+        for index, number in enumerate(item.get("numbers") or []):
             field = f"evidence[{position}].numbers[{index}]"
-            kind = number.get("kind")
-            if kind not in vocab.EVIDENCE_KINDS:
-                raise fail(f"{field}.kind", f"must be one of {', '.join(vocab.EVIDENCE_KINDS)}, got {kind!r}")
+            kind = number["kind"]  # one of vocab.EVIDENCE_KINDS: the schema's enum (tests/test_vocab.py)
             units = vocab.EVIDENCE_UNITS[kind]
             if units is not None and number.get("unit") not in units:
                 raise fail(f"{field}.unit", f"a {kind} number is in {' or '.join(units)}, got {number.get('unit')!r}")
@@ -368,9 +380,7 @@ _EVIDENCE_EXTRA_KEYS = (vocab.EVIDENCE_PATH_KEY, vocab.EVIDENCE_MODEL_KEY, vocab
                         *vocab.EVIDENCE_DESCRIPTIVE_KEYS)
 
 
-def _check_evidence_config(config: Any, field: str, fail: Any) -> None:
-    if not isinstance(config, dict):
-        raise fail(field, "must be a mapping of setting: value (e.g. {allreduce: nccl, speculative_algorithm: null})")
+def _check_evidence_config(config: dict[str, Any], field: str, fail: Any) -> None:
     for key, value in config.items():
         if key in _EVIDENCE_EXTRA_KEYS:
             if key == vocab.EVIDENCE_INTERCONNECT_KEY and value not in vocab.INTERCONNECTS:
@@ -382,27 +392,15 @@ def _check_evidence_config(config: Any, field: str, fail: Any) -> None:
         _check_setting_value(key, value, f"{field}.{key}", fail)
 
 
-def _check_effect(raw: Any, fail: Any) -> dict[str, Any]:
-    if not isinstance(raw, dict):
-        raise fail("effect", "must be a mapping of forbid/require/prefer/defaults/implies")
-    for key in raw:
-        if key not in EFFECT_FIELDS:
-            raise fail(f"effect.{key}", f"unknown field {key!r} (allowed: {', '.join(EFFECT_FIELDS)})")
-    forbid = raw.get("forbid") or []
-    if not isinstance(forbid, list):
-        raise fail("effect.forbid", "must be a list of {setting, values|eq|has_token|...}")
+def _check_effect(raw: dict[str, Any], fail: Any) -> dict[str, Any]:
+    """Setting names and values, and each forbid operator's operand against its setting's type (the schema
+    has already held the shape: a mapping of forbid/require/prefer/defaults/implies, one operator a forbid)."""
     checked_forbid = []
-    for position, entry in enumerate(forbid):
+    for position, entry in enumerate(raw.get("forbid") or []):
         field = f"effect.forbid[{position}]"
-        if isinstance(entry, str):
-            entry = {"setting": entry}
-        if not isinstance(entry, dict) or "setting" not in entry:
-            raise fail(field, "needs setting:")
         setting = entry["setting"]
         _check_setting_name(setting, f"{field}.setting", fail)
-        operators = [key for key in entry if key != "setting"]
-        if len(operators) > 1 or any(op not in FORBID_OPERATORS for op in operators):
-            raise fail(field, f"at most one of {', '.join(FORBID_OPERATORS)}, got {operators}")
+        operators = [key for key in entry if key != "setting"]  # the schema's forbid properties: FORBID_OPERATORS
         if operators:
             try:
                 check_operand(f"{field}.{operators[0]}", setting, launch_settings.setting_type(setting),
@@ -413,8 +411,6 @@ def _check_effect(raw: Any, fail: Any) -> dict[str, Any]:
     result: dict[str, Any] = {"forbid": checked_forbid}
     for key in ("require", "prefer", "defaults", "implies"):
         mapping = raw.get(key) or {}
-        if not isinstance(mapping, dict):
-            raise fail(f"effect.{key}", "must be a mapping of setting: value")
         for setting, value in mapping.items():
             _check_setting_name(setting, f"effect.{key}.{setting}", fail)
             _check_setting_value(setting, value, f"effect.{key}.{setting}", fail)
@@ -440,27 +436,12 @@ def _check_setting_value(setting: str, value: Any, field: str, fail: Any) -> Non
                                                                          if kind == "str" else ""))
 
 
-def _check_tests(raw: Any, fail: Any) -> list[TestCase]:
-    if not isinstance(raw, list):
-        raise fail("tests", "must be a list of cases {name, expect, snapshot, request}")
+def _check_tests(raw: list[dict[str, Any]], fail: Any) -> list[TestCase]:
     cases = []
     for position, case in enumerate(raw):
         field = f"tests[{position}]"
-        if not isinstance(case, dict):
-            raise fail(field, "a case must be a mapping")
-        for key in case:
-            if key not in ("name", "expect", "snapshot", "request", "violates"):
-                raise fail(f"{field}.{key}", f"unknown field {key!r} (allowed: name, expect, snapshot, request, violates)")
-        if not isinstance(case.get("name"), str) or not case["name"].strip():
-            raise fail(f"{field}.name", "every case needs a name")
-        if case.get("expect") not in EXPECTATIONS:
-            raise fail(f"{field}.expect", f"must be one of {', '.join(EXPECTATIONS)}, got {case.get('expect')!r}")
         snapshot = case.get("snapshot") or {}
         request = case.get("request") or {}
-        if not isinstance(snapshot, dict):
-            raise fail(f"{field}.snapshot", "must be a mapping (a partial snapshot)")
-        if not isinstance(request, dict):
-            raise fail(f"{field}.request", "must be a mapping")
         launch = request.get("launch") or {}
         if not isinstance(launch, dict):
             raise fail(f"{field}.request.launch", "must be a mapping of setting: value")
@@ -468,8 +449,6 @@ def _check_tests(raw: Any, fail: Any) -> list[TestCase]:
             _check_setting_name(setting, f"{field}.request.launch.{setting}", fail)
         violates = case.get("violates")
         if violates is not None:
-            if not isinstance(violates, list):
-                raise fail(f"{field}.violates", "must be a list of settings (the launch breaks them)")
             for setting in violates:
                 _check_setting_name(setting, f"{field}.violates", fail)
             if case["expect"] == "silent" and violates:

@@ -37,9 +37,25 @@ def record() -> dict[str, str]:
             if not section.startswith("site-")}
 
 
+def check_rule_files() -> None:
+    """The built-in rule files against the rule schema (the loader trusts their structure at run time)."""
+    from topoctl.limits import load_yaml
+    from topoctl.rules.loader import builtin_rule_files, validate_against_schema
+
+    for path in builtin_rule_files():
+        with open(path, encoding="utf-8") as handle:
+            validate_against_schema(path, load_yaml(handle.read(), path))
+
+
 def main(argv: list[str]) -> int:
     from topoctl.cache import SHIPPED_DIR
+    from topoctl.errors import TopoctlError
 
+    try:
+        check_rule_files()
+    except TopoctlError as error:
+        print(f"{error.message}\n  hint: {error.hint}", file=sys.stderr)
+        return 2
     wanted = record()
     if "--check" in argv:
         present = sorted(name[:-5] for name in os.listdir(SHIPPED_DIR)) if os.path.isdir(SHIPPED_DIR) else []

@@ -34,7 +34,7 @@ BAD_FILES = {
         with_number("{metric: decode throughput, value: 50, unit: tok/s, config: {allreduce: nccl}}"), "kind"),
     "evidence config in words": (
         with_number('{metric: decode throughput, kind: throughput, value: 50, unit: tok/s, config: "EAGLE-3, NCCL"}'),
-        "must be a mapping of setting: value"),
+        "field 'evidence[0].numbers[0].config': must be a mapping, got text"),
     "evidence config with an unknown key": (
         with_number("{metric: decode throughput, kind: throughput, value: 50, unit: tok/s, config: {cuda_graph_maxbs: 8}}"),
         "unknown key 'cuda_graph_maxbs'"),
@@ -48,6 +48,15 @@ BAD_FILES = {
         with_number("{metric: decode throughput, kind: throughput, value: 50, unit: tok/s, config: {tp_size: eight}}"),
         "tp_size takes a int"),
     "pair fact outside a quantifier": (rule_text().replace("gpu.sm_majors, any_in: [12]", "pair.link, eq: SYS"), "pair fact"),
+    # structure: the schema's errors, in the loader's words
+    "missing field": (rule_text().replace("    severity: block\n", ""), "field 'severity': missing"),
+    "blank title": (rule_text().replace("title: A site rule for tests", "title: '   '"),
+                    "field 'title': must be non-empty text"),
+    "unknown effect field": (rule_text().replace("  effect:\n", "  effect:\n      forbids: []\n", 1),
+                             "field 'effect.forbids': unknown field 'forbids' (allowed: forbid, require"),
+    "evidence not a list": (rule_text().replace(
+        "    evidence:\n      - source: measured:site-box-1\n        level: measured\n        summary: Seen on our machine.\n"
+        "        scope: our 8x SM120 box\n", "    evidence: none\n"), "field 'evidence': must be a list, got text"),
 }
 
 
@@ -59,6 +68,7 @@ def test_bad_rule_file_is_one_line_naming_file_rule_and_field(tmp_path, name):
         load_rules(extra_dirs=[str(tmp_path)])
     message = caught.value.message
     assert needle in message
+    assert caught.value.hint and "\n" not in caught.value.hint  # every error says where to look
     assert str(path) in message and "site-sm120-symm-mem" in message
     assert "\n" not in message
 
@@ -95,6 +105,20 @@ def test_duplicate_of_a_builtin_id(tmp_path):
         load_rules(extra_dirs=[str(tmp_path)])
 
 
+def test_a_bad_id_and_a_bad_file_shape_are_told_by_the_schema(tmp_path):
+    write_rules(tmp_path, rule_text(rule_id="x"))
+    with pytest.raises(TopoctlError, match=r"rule 'x': field 'id': must match \^\[A-Za-z0-9\]") as caught:
+        load_rules(extra_dirs=[str(tmp_path)])
+    assert "Stable identifier" in caught.value.hint  # the schema's description of the field
+    write_rules(tmp_path, "- just a list\n")
+    with pytest.raises(TopoctlError, match=r"site\.yaml: must be a mapping, got a list"):
+        load_rules(extra_dirs=[str(tmp_path)])
+    write_rules(tmp_path, "rules: []\nextras: 1\n")
+    with pytest.raises(TopoctlError, match=r"field 'extras': unknown field 'extras' \(allowed: schema_version, rules, "
+                                           r"disable\)"):
+        load_rules(extra_dirs=[str(tmp_path)])
+
+
 def test_disable_entry_needs_reason(tmp_path):
     write_rules(tmp_path, "disable:\n  - id: nccl-ll128-without-nvlink\n    reason: ''\n")
     with pytest.raises(TopoctlError, match=r"site\.yaml: field 'disable\[0\]\.reason'"):
@@ -114,3 +138,16 @@ def test_cli_exits_2_without_traceback(tmp_path, capsys, name):
     assert "Traceback" not in err
     assert err.startswith("topoctl: error: ") and "site-sm120-symm-mem" in err
     assert len([line for line in err.splitlines() if line.startswith("topoctl: error")]) == 1
+
+
+def test_the_schema_spells_the_closed_sets_the_loader_relies_on():
+    """The loader no longer repeats these checks: the schema must hold exactly the sets the code knows."""
+    from topoctl import vocab
+    from topoctl.rules.conditions import FORBID_OPERATORS
+    from topoctl.rules.loader import rule_schema
+
+    defs = rule_schema()["$defs"]
+    assert set(defs["forbid"]["properties"]) == {"setting", *FORBID_OPERATORS}
+    assert defs["number"]["properties"]["kind"]["enum"] == list(vocab.EVIDENCE_KINDS)
+    assert defs["rule"]["properties"]["severity"]["enum"] == list(vocab.SEVERITIES)
+    assert defs["evidence"]["properties"]["level"]["enum"] == list(vocab.EVIDENCE_LEVELS)

@@ -1,10 +1,16 @@
-"""The typed view of a snapshot (topoctl/snapshot_view.py) answers from the validated data."""
+"""The typed view of a snapshot (topoctl/snapshot_view.py) answers from the validated data, and a partial
+snapshot (a rule's test case) reads as unknown where it says nothing."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from topoctl.catalogue import list_systems, system_snapshot
+from topoctl.p2p import pair_p2p_ok
+from topoctl.snapshot import SCHEMA_VERSION, validate_snapshot
 from topoctl.snapshot_view import SnapshotView
+from topoctl.vocab import INTERCONNECTS, SOFTWARE_KEYS
 
 
 @pytest.mark.parametrize("name", list_systems())
@@ -39,3 +45,107 @@ def test_software_keys_are_the_vocabulary_and_measurements_rows_filter():
     view = SnapshotView(data)
     assert [row["path"] for row in view.allreduce_measurements()] == ["nccl"]
     assert view.allreduce_measurements("custom") == []
+
+
+# ------------------------------------------------------------------- any valid snapshot: the view agrees
+P2P_STATUSES = ["OK", "CNS", "GNS", "TNS", "DR", "NS", "U", "unknown"]
+VERSIONS = st.one_of(st.none(), st.sampled_from(["0.5.12", "2.8.0+cu128", "570.133.20", "12.8", ""]))
+
+
+@st.composite
+def valid_snapshots(draw):
+    """Snapshots built to the schema (topoctl/schema/snapshot.schema.json) and its cross-field rules: GPU
+    indices 0..n-1 in any order, every ordered pair once, summary.gpu_count equal to the GPUs listed."""
+    count = draw(st.integers(1, 5))
+    order = draw(st.permutations(range(count)))
+    names = st.sampled_from(["NVIDIA H200", "NVIDIA L40S", "NVIDIA RTX PRO 6000 Blackwell Server Edition"])
+    gpus = []
+    for index in order:
+        gpu = {"index": index, "name": draw(names)}
+        if draw(st.booleans()):
+            gpu["pci_bus_id"] = f"00000000:{0x18 + 0x10 * draw(st.integers(0, 15)) + index:02X}:00.0"
+        gpus.append(gpu)
+    pairs = []
+    for src, dst in draw(st.permutations([(i, j) for i in range(count) for j in range(count) if i != j])):
+        pair = {"src": src, "dst": dst,
+                "p2p": {key: draw(st.sampled_from(P2P_STATUSES)) for key in ("read", "write", "nvlink", "atomics", "pci")}}
+        if draw(st.booleans()):
+            pair["link"] = draw(st.sampled_from(["NV18", "PIX", "PXB", "PHB", "NODE", "SYS"]))
+        pairs.append(pair)
+    summary = {"gpu_count": count,
+               "interconnect": draw(st.sampled_from([*INTERCONNECTS, None])),
+               "iommu_mode": draw(st.sampled_from(["translated", "passthrough", None]))}
+    if draw(st.booleans()):
+        summary["gpu_names"] = sorted({gpu["name"] for gpu in gpus})
+    software = {key: draw(VERSIONS) for key in SOFTWARE_KEYS if draw(st.booleans())}
+    data = {"schema_version": SCHEMA_VERSION, "gpus": gpus, "pairs": pairs, "software": software,
+            "summary": summary}
+    if draw(st.booleans()):
+        data["host"] = {"hostname": draw(st.sampled_from(["node-1", "gpu.example"])),
+                        "cpu_model": "AMD EPYC 9654", "numa_nodes": draw(st.integers(1, 8))}
+    validate_snapshot(data, origin="generated")  # the strategy only builds what the loader accepts
+    return data
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=valid_snapshots(), group_size=st.integers(0, 5))
+def test_any_valid_snapshot_reads_the_same_through_the_view(data, group_size):
+    view = SnapshotView(data)
+    assert view.gpu_count == data["summary"]["gpu_count"] == len(data["gpus"])
+    assert view.summary_gpu_count == data["summary"]["gpu_count"]
+    assert view.interconnect == data["summary"]["interconnect"]
+    assert view.summary_value("iommu_mode") == data["summary"]["iommu_mode"]
+    assert view.summary_says("gpu_names") == ("gpu_names" in data["summary"])
+    assert view.gpu_names == sorted({gpu["name"] for gpu in data["gpus"]})
+    assert view.gpu_model_names == sorted(gpu["name"] for gpu in data["gpus"])
+    assert view.gpus is data["gpus"] and view.indexed_gpus == data["gpus"]
+    assert view.first_gpu is data["gpus"][0]
+    assert view.gpus_by_index == {gpu["index"]: gpu for gpu in data["gpus"]}
+    assert all(view.gpu(gpu["index"]) is gpu for gpu in data["gpus"])
+    assert view.pci_bus_ids == {gpu["pci_bus_id"]: gpu["index"] for gpu in data["gpus"] if "pci_bus_id" in gpu}
+    assert view.pairs == data["pairs"]
+    group = [gpu["index"] for gpu in data["gpus"]][:group_size]
+    expected = [p for p in data["pairs"] if p["src"] in group and p["dst"] in group]
+    got = view.pairs_of(group)
+    assert [(p.src, p.dst, p.p2p, p.link) for p in got] == [(p["src"], p["dst"], p["p2p"], p.get("link"))
+                                                             for p in expected]
+    assert len(got) == len(group) * (len(group) - 1)
+    assert view.pair_p2p_ok == {(p["src"], p["dst"]): pair_p2p_ok(p["p2p"]) for p in data["pairs"]}
+    for key in SOFTWARE_KEYS:
+        assert view.software(key) == data["software"].get(key)
+    assert view.hostname == data.get("host", {}).get("hostname")
+    assert view.host_value("numa_nodes") == data.get("host", {}).get("numa_nodes")
+    assert view.measurements is None and view.allreduce_measurements() == []
+
+
+SECTIONS = ("gpus", "pairs", "summary", "software", "host", "nvlink", "pcie", "source", "measurements")
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=valid_snapshots(), left_out=st.sets(st.sampled_from(SECTIONS)),
+       junk=st.sampled_from([None, "x", 3, [], {}]))
+def test_a_partial_snapshot_answers_none_never_raises(data, left_out, junk):
+    """A rule's test case gives only the sections it needs (or nonsense): what is missing reads as unknown."""
+    partial = {key: value for key, value in data.items() if key not in left_out}
+    for key in sorted(left_out)[:1]:
+        partial[key] = junk  # one section given as nonsense instead of left out
+    view = SnapshotView(partial)
+    listed = partial.get("gpus") if isinstance(partial.get("gpus"), list) else None
+    assert view.gpus == listed
+    if isinstance(partial.get("summary"), dict) and "gpu_count" in partial["summary"]:
+        assert view.gpu_count == partial["summary"]["gpu_count"]
+    else:
+        assert view.gpu_count == (len(listed) if listed is not None else None)
+        assert view.summary_gpu_count is None and view.interconnect is None
+    if not isinstance(partial.get("pairs"), list):
+        assert view.pairs is None and view.pairs_of(range(5)) == [] and view.pair_p2p_ok == {}
+    if not isinstance(partial.get("software"), dict) or not partial["software"]:
+        assert all(view.software(key) is None for key in SOFTWARE_KEYS)
+    assert view.nvlink_value("present") is None and view.pcie_value("virtual") is None
+    view.gpu_names, view.first_gpu, view.hostname, view.system_name, view.measurements  # noqa: B018
+
+
+def test_a_view_of_nothing():
+    view = SnapshotView(None)
+    assert (view.gpus, view.gpu_count, view.pairs, view.interconnect) == (None, None, None, None)
+    assert view.indexed_gpus == [] and view.gpu_names == [] and view.first_gpu == {}

@@ -20,6 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from topoctl.snapshot_view import SnapshotView
+
 PCI_BUS_ID_ORDER = "PCI_BUS_ID"
 VISIBLE_DEVICES = "CUDA_VISIBLE_DEVICES"
 DEVICE_ORDER = "CUDA_DEVICE_ORDER"
@@ -39,21 +41,15 @@ def _bus_key(bus_id: Any) -> tuple[int, ...] | None:
         return None
 
 
-def _gpus(snapshot: dict[str, Any]) -> list[dict[str, Any]]:
-    gpus = snapshot.get("gpus") if isinstance(snapshot, dict) else None
-    return [gpu for gpu in gpus if isinstance(gpu, dict) and isinstance(gpu.get("index"), int)] \
-        if isinstance(gpus, list) else []
-
-
 def pci_order(snapshot: dict[str, Any]) -> list[int]:
     """The snapshot's GPU indices in ascending PCI bus id order: CUDA's device order under
     CUDA_DEVICE_ORDER=PCI_BUS_ID. GPUs whose bus id is unknown come last, by index. A snapshot without a GPU
     list but with a GPU count gives 0..count-1."""
-    gpus = _gpus(snapshot)
+    view = SnapshotView(snapshot)
+    gpus = view.indexed_gpus
     if not gpus:
-        summary = snapshot.get("summary") if isinstance(snapshot, dict) else None
-        count = summary.get("gpu_count") if isinstance(summary, dict) else None
-        return list(range(count)) if isinstance(count, int) and not isinstance(count, bool) and count > 0 else []
+        count = view.summary_gpu_count
+        return list(range(count)) if count is not None and count > 0 else []
 
     def key(gpu: dict[str, Any]) -> tuple[int, tuple[int, ...], int]:
         bus = _bus_key(gpu.get("pci_bus_id"))
@@ -93,7 +89,7 @@ class VisibleGroup:
 
 
 def _same_gpus(snapshot: dict[str, Any]) -> bool:
-    kinds = {(gpu.get("name"), gpu.get("compute_capability")) for gpu in _gpus(snapshot)}
+    kinds = {(gpu.get("name"), gpu.get("compute_capability")) for gpu in SnapshotView(snapshot).indexed_gpus}
     return len(kinds) <= 1 and None not in {name for name, _ in kinds}
 
 
@@ -106,7 +102,8 @@ def parse_visible_devices(value: str, snapshot: dict[str, Any], device_order: st
     with mixed GPUs the mapping is unknown (gpus None). `devices`: the GPUs CUDA can see at all, in its order
     (a container given some of the GPUs); default every GPU of the snapshot."""
     order = list(devices) if devices is not None else pci_order(snapshot)
-    uuids = {str(gpu.get("uuid")): gpu["index"] for gpu in _gpus(snapshot) if gpu.get("uuid") and gpu["index"] in order}
+    uuids = {str(gpu.get("uuid")): gpu["index"] for gpu in SnapshotView(snapshot).indexed_gpus
+             if gpu.get("uuid") and gpu["index"] in order}
     ordered_by_bus = str(device_order or "").strip().upper() == PCI_BUS_ID_ORDER
     notes: list[str] = []
     chosen: list[int] = []
@@ -156,8 +153,9 @@ def container_devices(ids: list[str], snapshot: dict[str, Any]) -> tuple[list[in
     GPU indices as nvidia-smi numbers them, i.e. NVML's, or UUIDs; NVIDIA Container Toolkit, "Specialized
     Configurations with Docker"), in the order CUDA inside sees them (PCI bus order); (None, why) when an id
     names no GPU of the snapshot."""
-    by_index = {gpu["index"] for gpu in _gpus(snapshot)}
-    uuids = {str(gpu.get("uuid")).lower(): gpu["index"] for gpu in _gpus(snapshot) if gpu.get("uuid")}
+    gpus = SnapshotView(snapshot).indexed_gpus
+    by_index = {gpu["index"] for gpu in gpus}
+    uuids = {str(gpu.get("uuid")).lower(): gpu["index"] for gpu in gpus if gpu.get("uuid")}
     chosen: set[int] = set()
     for raw in ids:
         entry = str(raw).strip()

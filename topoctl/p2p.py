@@ -88,7 +88,9 @@ def measured_health(snapshot: Any) -> "dict[tuple[int, int], tuple[bool, Any]]":
 
     A pair that failed the check (hung, corrupted or crawled) is treated everywhere as a pair without working
     P2P, whatever NVML said: the measurement is what was seen. Pairs bench did not check are absent."""
-    measurements = snapshot.get("measurements") if isinstance(snapshot, dict) else None
+    from topoctl.snapshot_view import SnapshotView
+
+    measurements = SnapshotView(snapshot).measurements
     rows = measurements.get("p2p") if isinstance(measurements, dict) else None
     out: "dict[tuple[int, int], tuple[bool, Any]]" = {}
     for row in rows if isinstance(rows, list) else []:

@@ -1,22 +1,23 @@
-"""A small typed view of a validated snapshot, for readers: one way to ask for the GPU count, the
-interconnect, the pairs of a group of GPUs, a software version or the measurements.
+"""A small typed view of a snapshot, for readers: one way to ask for the GPU count, the interconnect, the GPUs,
+the pairs of a group of GPUs, a summary line, a software version or the measurements.
 
     view = SnapshotView(load_snapshot("machine.yaml"))
     view.gpu_count, view.interconnect, view.software("sglang"), view.pairs_of([0, 1])
 
-The snapshot must have passed topoctl.snapshot.validate_snapshot (every loader does that), so the view reads
-fields directly and never guesses; what the probe could not read is None.
+A snapshot that passed topoctl.snapshot.validate_snapshot (every loader does that) has every section the
+view reads. A partial snapshot (a rule's test case, `snapshot: {pairs: [...]}`) may leave any section out:
+then the view answers None (or an empty list where it says so), which readers take as "not known", never
+a crash. What the probe could not read is None too. Only this module reads the snapshot's raw shape for
+readers; probe/ writes it, topoctl/snapshot.py validates it.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any, Iterable, NamedTuple
 
 from topoctl.vocab import SOFTWARE_KEYS
 
 
-@dataclass(frozen=True)
-class Pair:
+class Pair(NamedTuple):  # not a dataclass: this class is made on every start-up path, 10x cheaper so
     src: int
     dst: int
     p2p: dict[str, str]
@@ -31,46 +32,151 @@ class Pair:
         return pair_p2p_ok(self.p2p)
 
 
+def _section(data: dict[str, Any], key: str) -> dict[str, Any]:
+    value = data.get(key)
+    return value if isinstance(value, dict) else {}
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 class SnapshotView:
-    def __init__(self, data: dict[str, Any]) -> None:
-        self.data = data
+    def __init__(self, data: dict[str, Any] | None) -> None:
+        self.data: dict[str, Any] = data if isinstance(data, dict) else {}
+
+    # ------------------------------------------------------------------------------------------ GPUs
+    @property
+    def gpus(self) -> list[Any] | None:
+        """snapshot.gpus as listed, or None when the snapshot has no GPU list (only a partial one lacks it)."""
+        gpus = self.data.get("gpus")
+        return gpus if isinstance(gpus, list) else None
 
     @property
-    def gpu_count(self) -> int:
-        return len(self.data["gpus"])  # the loader holds summary.gpu_count to it
+    def indexed_gpus(self) -> list[dict[str, Any]]:
+        """The GPU entries that carry an index (every one in a validated snapshot), in the snapshot's order."""
+        return [gpu for gpu in self.gpus or [] if isinstance(gpu, dict) and _is_int(gpu.get("index"))]
 
     @property
-    def interconnect(self) -> str | None:
-        return self.data["summary"].get("interconnect")
+    def gpus_by_index(self) -> dict[int, dict[str, Any]]:
+        return {gpu["index"]: gpu for gpu in self.indexed_gpus}
+
+    @property
+    def gpu_count(self) -> int | None:
+        """summary.gpu_count (the loader holds it to len(gpus)); without one, the GPUs listed; else None."""
+        count = self.summary_value("gpu_count")
+        if _is_int(count):
+            return int(count)
+        gpus = self.gpus
+        return len(gpus) if gpus is not None else None
+
+    @property
+    def summary_gpu_count(self) -> int | None:
+        """summary.gpu_count alone (a partial snapshot may give a count and no GPU list)."""
+        count = self.summary_value("gpu_count")
+        return int(count) if _is_int(count) else None
 
     @property
     def gpu_names(self) -> list[str]:
-        names = self.data["summary"].get("gpu_names")
-        return list(names) if names else sorted({str(gpu.get("name")) for gpu in self.data["gpus"]})
+        """summary.gpu_names (distinct, sorted), else the distinct names of the GPUs listed."""
+        names = self.summary_value("gpu_names")
+        return list(names) if names else sorted({str(gpu.get("name")) for gpu in self.gpus or []
+                                                 if isinstance(gpu, dict)})
 
     @property
-    def system_name(self) -> str | None:
-        return (self.data.get("source") or {}).get("name")
+    def gpu_model_names(self) -> list[str]:
+        """One name per GPU (sorted, repeats kept): what a change of GPU model is judged by."""
+        return sorted(str(gpu.get("name")) for gpu in self.gpus or [] if isinstance(gpu, dict))
+
+    @property
+    def first_gpu(self) -> dict[str, Any]:
+        """The first GPU listed ({} when none): a launch runs on GPUs of one model."""
+        gpus = self.gpus
+        return gpus[0] if gpus and isinstance(gpus[0], dict) else {}
 
     def gpu(self, index: int) -> dict[str, Any]:
-        return next(gpu for gpu in self.data["gpus"] if gpu["index"] == index)
+        return next(gpu for gpu in self.indexed_gpus if gpu["index"] == index)
+
+    @property
+    def pci_bus_ids(self) -> dict[str, int]:
+        """pci_bus_id -> GPU index, for the GPUs whose bus id the probe read."""
+        return {gpu["pci_bus_id"]: gpu["index"] for gpu in self.indexed_gpus if gpu.get("pci_bus_id")}
+
+    # ----------------------------------------------------------------------------------------- pairs
+    @property
+    def pairs(self) -> list[dict[str, Any]] | None:
+        """The pair entries (mappings) of snapshot.pairs, or None when the snapshot has no pair list."""
+        pairs = self.data.get("pairs")
+        return [pair for pair in pairs if isinstance(pair, dict)] if isinstance(pairs, list) else None
 
     def pairs_of(self, group: Iterable[int]) -> list[Pair]:
         """Every ordered pair within `group` (GPU indices), in the snapshot's order."""
         members = set(group)
-        return [Pair(p["src"], p["dst"], p["p2p"], p.get("link"), p.get("nvlinks")) for p in self.data["pairs"]
-                if p["src"] in members and p["dst"] in members]
+        return [Pair(p["src"], p["dst"], p["p2p"], p.get("link"), p.get("nvlinks")) for p in self.pairs or []
+                if p.get("src") in members and p.get("dst") in members]
 
+    @property
+    def pair_p2p_ok(self) -> dict[tuple[int, int], bool | None]:
+        """(src, dst) -> read and write both OK (True, False, or None when unknown), for every pair listed."""
+        from topoctl.p2p import pair_p2p_ok
+
+        return {(p["src"], p["dst"]): pair_p2p_ok(p.get("p2p")) for p in self.pairs or []}
+
+    # --------------------------------------------------------------------------------------- summary
+    @property
+    def interconnect(self) -> str | None:
+        """summary.interconnect: one of topoctl.vocab.INTERCONNECTS, or None when unknown."""
+        return self.summary_value("interconnect")
+
+    def summary_value(self, field: str) -> Any:
+        """summary.<field>, or None when the summary does not say."""
+        return _section(self.data, "summary").get(field)
+
+    def summary_says(self, field: str) -> bool:
+        """Whether the summary has the line at all (a null there is the probe's "unknown")."""
+        return field in _section(self.data, "summary")
+
+    def host_value(self, field: str) -> Any:
+        """host.<field> (hostname, cpu_model, numa_nodes, virtualized, hypervisor, ...), or None."""
+        return _section(self.data, "host").get(field)
+
+    def nvlink_value(self, field: str) -> Any:
+        """nvlink.<field> (present, nvswitch, switch_hidden, ...), or None."""
+        return _section(self.data, "nvlink").get(field)
+
+    def pcie_value(self, field: str) -> Any:
+        """pcie.<field> (virtual, root_complexes), or None."""
+        return _section(self.data, "pcie").get(field)
+
+    # -------------------------------------------------------------------------------- software, host
     def software(self, key: str) -> str | None:
         """A version from software.*; `key` must be one of topoctl.vocab.SOFTWARE_KEYS."""
         if key not in SOFTWARE_KEYS:
             raise KeyError(f"software key {key!r} is not one of {', '.join(SOFTWARE_KEYS)}")
-        return self.data["software"].get(key)
+        return _section(self.data, "software").get(key)
 
+    @property
+    def system_name(self) -> str | None:
+        return _section(self.data, "source").get("name")
+
+    @property
+    def source_kind(self) -> str | None:
+        return _section(self.data, "source").get("kind")
+
+    @property
+    def hostname(self) -> str | None:
+        return _section(self.data, "host").get("hostname")
+
+    # ---------------------------------------------------------------------------------- measurements
     @property
     def measurements(self) -> dict[str, Any] | None:
         """snapshot.measurements (topoctl bench), or None when nothing was measured."""
         return self.data.get("measurements") or None
+
+    def measurement_rows(self, kind: str) -> list[Any]:
+        """The rows of measurements.<kind> (p2p, allreduce, coalescing, local_copy) as written; [] when none."""
+        rows = (self.measurements or {}).get(kind)
+        return rows if isinstance(rows, list) else []
 
     def allreduce_measurements(self, path: str | None = None) -> list[dict[str, Any]]:
         """The allreduce rows with status ok (optionally of one path): the ones readers may rely on."""

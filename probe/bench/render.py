@@ -30,23 +30,27 @@ def _us(value: Any) -> str:
 
 def render_pcie_checks(snapshot: dict[str, Any]) -> list[str]:
     """One line: ACS redirect, IOMMU mode, BAR1, as far as the probe saw them."""
-    summary = snapshot.get("summary") or {}
-    if all(summary.get(key) is None for key in ("acs_redirect_pairs", "bar1_small_gpus", "iommu_mode")):
+    from topoctl.snapshot_view import SnapshotView
+
+    view = SnapshotView(snapshot)
+    if all(view.summary_value(key) is None for key in ("acs_redirect_pairs", "bar1_small_gpus", "iommu_mode")):
         return []  # nothing seen (an older capture, or a machine that answers none of it)
-    acs = summary.get("acs_redirect_pairs")
+    acs = view.summary_value("acs_redirect_pairs")
     acs_text = "unknown" if acs is None else ("redirect on " + ", ".join(f"{a}->{b}" for a, b in acs) if acs else "no redirect")
-    bar1 = summary.get("bar1_small_gpus")
+    bar1 = view.summary_value("bar1_small_gpus")
     bar1_text = "unknown" if bar1 is None else (f"smaller than memory on GPU {', '.join(map(str, bar1))}" if bar1
                                                 else "covers GPU memory")
-    sizes = {size for gpu in snapshot.get("gpus") or []
+    sizes = {size for gpu in view.indexed_gpus
              if isinstance(size := (gpu.get("bar1") or {}).get("total_bytes"), int)}
     if len(sizes) == 1:
         bar1_text += f" ({next(iter(sizes)) / 1024 ** 3:.4g} GiB)"
-    return [f"PCIe checks: ACS {acs_text}; IOMMU {_clean(summary.get('iommu_mode') or 'unknown')}; BAR1 {bar1_text}"]
+    return [f"PCIe checks: ACS {acs_text}; IOMMU {_clean(view.summary_value('iommu_mode') or 'unknown')}; BAR1 {bar1_text}"]
 
 
 def render_measurements(snapshot: dict[str, Any]) -> list[str]:
-    m = snapshot.get("measurements")
+    from topoctl.snapshot_view import SnapshotView
+
+    m = SnapshotView(snapshot).measurements
     if not isinstance(m, dict):
         return []
     versions = m.get("versions") or {}

@@ -117,8 +117,9 @@ def target_version(snapshot: dict, requested: str | None) -> str | None:
     if requested is not None:
         return requested
     from topoctl.sglang.flags import normalise_version
+    from topoctl.snapshot_view import SnapshotView
 
-    installed = (snapshot.get("software") or {}).get("sglang")
+    installed = SnapshotView(snapshot).software("sglang")
     if installed is None or not str(installed).strip():
         return None
     try:

@@ -7,6 +7,7 @@ from typing import Any
 import click
 
 from topoctl.errors import TopoctlError
+from topoctl.snapshot_view import SnapshotView
 
 EXIT_INCOMPLETE = 1  # the run stopped early (hang, worker failure, NCCL init failure); what was measured is kept
 EXIT_INTERRUPTED = 130
@@ -88,7 +89,8 @@ def command(topology: str | None, model_name: str | None, model_path: str | None
     torch = _import_torch()
     snapshot = _snapshot(topology)
     count = _world_size(torch, backend, world_size, snapshot)
-    gpus = [gpu["index"] for gpu in snapshot["gpus"]][:count] if backend == "nccl" else list(range(count))
+    gpus = [gpu["index"] for gpu in SnapshotView(snapshot).indexed_gpus][:count] if backend == "nccl" \
+        else list(range(count))
     plan = planning.build_plan(count, model, size_list, token_list, budget_s, timeout_s, backend=backend)
     if count == 1 and not quiet:
         click.echo("topoctl bench: one GPU: no P2P pairs to check; measuring the single-GPU paths "
@@ -156,7 +158,7 @@ def _snapshot(topology: str | None) -> dict[str, Any]:
 
 def _world_size(torch: Any, backend: str, requested: int | None, snapshot: dict[str, Any]) -> int:
     if backend == "gloo":
-        return requested or len(snapshot["gpus"])
+        return requested or SnapshotView(snapshot).gpu_count or 0
     from topoctl.errors import NoGpuError
 
     if not torch.cuda.is_available():
@@ -170,7 +172,7 @@ def _world_size(torch: Any, backend: str, requested: int | None, snapshot: dict[
 
 
 def _versions(torch: Any, snapshot: dict[str, Any]) -> dict[str, Any]:
-    software = snapshot.get("software") or {}
+    view = SnapshotView(snapshot)
     nccl = None
     try:
         version = torch.cuda.nccl.version()
@@ -179,14 +181,14 @@ def _versions(torch: Any, snapshot: dict[str, Any]) -> dict[str, Any]:
         nccl = None
     return {"torch": str(torch.__version__), "nccl": nccl,
             "cuda_runtime": str(torch.version.cuda) if torch.version.cuda else None,
-            "driver": software.get("driver"), "sglang": software.get("sglang")}
+            "driver": view.software("driver"), "sglang": view.software("sglang")}
 
 
 def _gpu_map(snapshot: dict[str, Any]) -> Any:
     """torch device order -> snapshot (NVML) indices, by PCI bus id; torch's order where a bus id is unknown."""
     from topoctl.probe.topology import bus_key
 
-    by_bus = {bus_key(gpu.get("pci_bus_id")): gpu["index"] for gpu in snapshot["gpus"] if gpu.get("pci_bus_id")}
+    by_bus = {bus_key(bus): index for bus, index in SnapshotView(snapshot).pci_bus_ids.items()}
 
     def mapping(bus_ids: list[str | None]) -> list[int]:
         return [by_bus.get(bus_key(bus), position) for position, bus in enumerate(bus_ids)]

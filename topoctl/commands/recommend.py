@@ -27,13 +27,13 @@ FORMATS = ("env", "args", "json", "yaml")
 
 def _list_systems() -> str:
     from topoctl.catalogue import list_systems, system_snapshot
+    from topoctl.snapshot_view import SnapshotView
 
     lines = []
     for name in list_systems():
         try:
-            summary = system_snapshot(name).get("summary") or {}
-            names = ", ".join(summary.get("gpu_names") or [])
-            lines.append(f"{name}\t{summary.get('gpu_count')}x {names}, {summary.get('interconnect')}")
+            view = SnapshotView(system_snapshot(name))
+            lines.append(f"{name}\t{view.gpu_count}x {', '.join(view.gpu_names)}, {view.interconnect}")
         except TopoctlError:
             lines.append(f"{name}\t(unreadable)")
     return "\n".join(lines) + ("\n" if lines else "")
