@@ -224,6 +224,33 @@ def _fit(cand: Candidate, model: dict[str, Any], gpu: dict[str, Any], version: s
                               req.max_running_requests, launch=cand.launch)
 
 
+def measured_to_run(unfit: list[Candidate], evidence: list[Any], snapshot: dict[str, Any],
+                    model: dict[str, Any] | None) -> list[Candidate]:
+    """Candidates the memory model says do not load, but that a measurement shows running on this machine
+    (a measured throughput of this very launch and model): the measurement wins over the model, and the fit
+    says so. The memory model is an estimate (computed weight bytes, SGLang's reserve rules); a run is a fact."""
+    from topoctl.autoconf.cost import interconnect, throughput
+    from topoctl.autoconf.evidence import LEVELS
+
+    if not unfit or not evidence:
+        return []
+    link = interconnect(snapshot)
+    out = []
+    for cand in unfit:
+        found = throughput(cand, evidence, model, link)
+        if found:
+            cand.estimate, cand.estimate_level, cand.estimate_basis = found
+        basis = [ev for ev in cand.estimate_basis if ev.kind == "throughput" and ev.rank >= LEVELS["measured"]]
+        if cand.estimate is None or not basis or cand.fit is None or cand.fit.why.startswith("KV cache holds"):
+            continue
+        cand.fit.fits = True
+        cand.fit.notes.append(f"the memory model says this launch does not load ({cand.fit.why}), but it was "
+                              f"measured running here ({basis[0].describe()}): the measurement is taken")
+        cand.fit.why = ""
+        out.append(cand)
+    return out
+
+
 def _predict(cand: Candidate, model: dict[str, Any], gpu: dict[str, Any], lat: Any, req: Request) -> None:
     """The launch model's tokens/s for a candidate that loads; its allreduce time replaces the per-call table's."""
     from topoctl.autoconf import launch_model
@@ -318,6 +345,10 @@ def search(snapshot: dict[str, Any], model: dict[str, Any] | None, flags: Any, t
         for key, finding in judge.findings_by_id.items():
             findings_by_id.setdefault(key, finding)
     assert space is not None
+    evidence = collect_evidence([findings_by_id[key] for key in sorted(findings_by_id)], notes)
+    for cand in measured_to_run(unfit, evidence, snapshot, model):
+        unfit.remove(cand)
+        (blocked if cand.blocked_by else candidates).append(cand)
     if model is not None and not candidates and not blocked and unfit:
         best = max(unfit, key=lambda c: (c.fit.kv_cache_bytes, c.tp))
         raise TopoctlError(f"{model['name']} does not fit on this machine: at TP {best.tp} it "
@@ -325,7 +356,6 @@ def search(snapshot: dict[str, Any], model: dict[str, Any] | None, flags: Any, t
                            hint="what would fit: " + what_would_fit(model, unfit, gpu, gpu_count, req, memory_version),
                            exit_code=1)
 
-    evidence = collect_evidence([findings_by_id[key] for key in sorted(findings_by_id)], notes)
     estimate_all(candidates + blocked, evidence, snapshot, model, allreduces)
     if model is not None:
         lat = Latencies(snapshot, evidence)

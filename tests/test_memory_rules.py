@@ -245,3 +245,21 @@ def test_the_draft_comes_out_of_the_reserve_up_to_0_5_13_and_out_of_the_kv_cache
         expected = H200 * with_draft.mem_fraction_static - with_draft.weights_bytes - kv_loses
         assert with_draft.kv_cache_bytes == pytest.approx(expected), version
         assert with_draft.draft_bytes == 2 * 1024 ** 3  # the cost model still reads the draft's weights
+
+
+def test_a_launch_measured_running_here_is_not_dropped_by_the_memory_model(cli):
+    """Kimi-K2.5 + EAGLE-3 on the field report's box, 0.5.12: SGLang's default reserve with the ViT factor
+    (0.814 x 0.9097 = 0.7405 of 102.6 GB = 76.0 GB) is below the 76.2 GB of computed weights, yet the field report
+    measured it running (54.1 tok/s): the measurement is taken, and the fit says why."""
+    import json
+
+    code, out, err = cli(["recommend", "--system", "rtx-pro-6000-8x-pcie", "--model", "kimi-k2.5", "--speculative",
+                          "eagle3", "--draft-model", "/d", "--sglang-version", "0.5.12", "--format", "json"])
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["speculative"]["message"].startswith("EAGLE-3 is slower here: 54.1 tok/s")
+    eagle = next(a for a in [doc["chosen"], *doc["alternatives"]] if a.get("speculative"))
+    assert eagle["fit"]["fits"] and "measured running here" in eagle["fit"]["notes"][-1]
+    # where nothing was measured the memory model decides: Llama-3.1-405B in bf16 on 4x H200 does not load
+    code, _, err = cli(["recommend", "--system", "h200-4x-nvswitch-vm", "--model", "llama-3.1-405b"])
+    assert code == 1 and "does not fit" in err
