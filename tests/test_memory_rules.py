@@ -263,3 +263,20 @@ def test_a_launch_measured_running_here_is_not_dropped_by_the_memory_model(cli):
     # where nothing was measured the memory model decides: Llama-3.1-405B in bf16 on 4x H200 does not load
     code, _, err = cli(["recommend", "--system", "h200-4x-nvswitch-vm", "--model", "llama-3.1-405b"])
     assert code == 1 and "does not fit" in err
+
+
+SRC_ROOT = __import__("os").environ.get("TOPOCTL_SGLANG_SRC", "")
+
+
+@pytest.mark.skipif(not SRC_ROOT, reason="TOPOCTL_SGLANG_SRC names no folder of unpacked SGLang wheels")
+def test_sglangs_own_rule_gives_the_same_fractions_as_the_data():
+    """SGLang's _handle_gpu_memory_settings of every release up to 0.5.13.post1, run from its own source
+    (scripts/check_memory_rules.py), against the evaluator: TOPOCTL_SGLANG_SRC=DIR with DIR/<version>/sglang/."""
+    import subprocess
+    import sys
+
+    script = __import__("os").path.join(__import__("os").path.dirname(__file__), "..", "scripts",
+                                        "check_memory_rules.py")
+    done = subprocess.run([sys.executable, script, SRC_ROOT], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert " 0 differences" in done.stdout
