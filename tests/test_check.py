@@ -38,9 +38,14 @@ def test_blocked_flags_fail(name, version, extra, rule_hint, tmp_path, cli):
 
 
 def test_nccl_tree_env_blocked(cli):
+    # the field report's launch (Kimi-K2.5, TP8) is the one a measurement shows failing
+    code, out, _ = cli(["check", *target("rtx-pro-6000-8x-pcie"), "--model", "kimi-k2.5", "--", "NCCL_ALGO=Tree",
+                        "python", "-m", "sglang.launch_server", "--tp", "8"])
+    assert code == 1 and "nccl-tree-cuda-graph-sm120-pcie" in out
+    # another launch on the same machine was not measured: a warning
     code, out, _ = cli(["check", *target("rtx-pro-6000-8x-pcie"), "--", "NCCL_ALGO=Tree", "python", "-m",
                         "sglang.launch_server", "--tp", "8"])
-    assert code == 1 and "nccl-tree-cuda-graph-sm120-pcie" in out
+    assert code == 0 and "nccl-tree-cuda-graph-sm120-pcie-unmeasured" in out
 
 
 @pytest.mark.parametrize("name,version,extra,rule_hint", [

@@ -93,11 +93,31 @@ def test_a_bad_flag_in_deployment_args_points_at_its_own_line(cli, tmp_path):
     assert f"line={line_of(path, '- --cuda-graph-max-bs')}," in hit
 
 
+def test_a_deployment_given_a_gpu_count_is_judged_on_every_set_the_scheduler_may_give(cli, tmp_path):
+    # nvidia.com/gpu: 2 on the L40S box (synthetic): the kubelet and the device plugin pick the two GPUs. Two of
+    # the six sets have P2P, so the missing-P2P block is a warning naming the pairs, at the container's line
+    path = copy_example(tmp_path, "kubernetes/sglang-deployment.yaml")
+    path.write_text(path.read_text().replace("nvidia.com/gpu: 4", "nvidia.com/gpu: 2").replace('"4"\n', '"2"\n'))
+    l40s = ["--system", "l40s-4x-pcie-2numa", "--sglang-version", "0.5.21"]
+    code, out, _ = cli(["check", str(path), *l40s, "--format", "json"])
+    assert code == 0, out
+    findings = results(out)[0]["findings"]
+    warning = next(f for f in findings if f["id"] == "custom-allreduce-without-p2p")
+    assert warning["severity"] == "warn" and "GPU0-GPU2" in warning["message"]
+    assert not [f for f in findings if f["severity"] == "block"]
+    code, lines, _ = github(cli, ["check", str(path), *l40s])
+    assert code == 0
+    assert any(line.startswith(f"::warning file={path},line={line_of(path, 'command:')}") and "blocks on 4 of the 6 sets"
+               in line for line in lines)
+    assert cli(["check", str(path), *l40s, "--fail-on", "warn"])[0] == 1
+
+
 def test_kubernetes_env_is_the_launch_environment(cli, tmp_path):
     path = copy_example(tmp_path, "kubernetes/sglang-deployment.yaml")
     text = path.read_text().replace("nvidia.com/gpu: 4", "nvidia.com/gpu: 8").replace('"4"\n', '"8"\n')
     path.write_text(text)
-    rtx = [*RTX, "--sglang-version", "0.5.21"]  # the synthetic RTX system has SGLang 0.5.12 installed
+    # the synthetic RTX system has SGLang 0.5.12 installed; Kimi-K2.5 is the launch the Tree block was measured on
+    rtx = [*RTX, "--sglang-version", "0.5.21", "--model", "kimi-k2.5"]
     assert cli(["check", str(path), *rtx])[0] == 0
     path.write_text(text.replace("value: WARN", "value: WARN\n            - name: NCCL_ALGO\n              value: Tree"))
     code, out, _ = cli(["check", str(path), *rtx, "--format", "json"])
@@ -210,7 +230,7 @@ def test_a_compose_env_file_and_environment_are_the_launch_environment(cli, tmp_
     path.write_text(base + "    environment: [NCCL_DEBUG=WARN]\n")
     assert cli(["check", str(path), *RTX])[0] == 0
     path.write_text(base + "    env_file: nccl.env\n")
-    code, out, _ = cli(["check", str(path), *RTX, "--format", "json"])
+    code, out, _ = cli(["check", str(path), *RTX, "--model", "kimi-k2.5", "--format", "json"])
     assert code == 1 and "nccl-tree-cuda-graph-sm120-pcie" in {f["id"] for f in results(out)[0]["findings"]}
 
 
@@ -264,10 +284,11 @@ def test_docker_gpus_env_and_env_file_are_read(cli, tmp_path):
     base = ["docker", "run", "--gpus", '"device=0,1,2,3,4,5,6,7"', "lmsysorg/sglang:v0.5.18-cu129",
             "python3", "-m", "sglang.launch_server", "--model-path", "M", "--tp-size", "8"]
     assert cli(["check", *RTX, "--", *base])[0] == 0
-    code, out, _ = cli(["check", *RTX, "--format", "json", "--", *base[:2], "--env-file", str(env_file),
+    kimi = [*RTX, "--model", "kimi-k2.5"]  # the launch the Tree block was measured on
+    code, out, _ = cli(["check", *kimi, "--format", "json", "--", *base[:2], "--env-file", str(env_file),
                                 *base[2:]])
     assert code == 1 and "nccl-tree-cuda-graph-sm120-pcie" in {f["id"] for f in results(out)[0]["findings"]}
-    code, out, _ = cli(["check", *RTX, "--format", "json", "--", *base[:2], "-e", "NCCL_ALGO=Tree", *base[2:]])
+    code, out, _ = cli(["check", *kimi, "--format", "json", "--", *base[:2], "-e", "NCCL_ALGO=Tree", *base[2:]])
     assert code == 1
     code, out, _ = cli(["check", *RTX, "--format", "json", "--", "docker", "run", "--gpus", "2",
                                 *base[4:]])

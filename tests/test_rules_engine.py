@@ -162,15 +162,47 @@ def test_require_is_violated_by_a_launch_that_keeps_the_default():
 
 
 def test_forbid_without_values_means_leave_it_unset():
-    report = evaluate(RULES, rtx_pro_6000_8x_pcie(), {"tp_size": 8})
-    assert not [item for item in violations(report, {}) if item.finding.rule_id == "nccl-fewer-channels-oom-sm120-pcie"]
-    broken = [item for item in violations(report, {"env:NCCL_MAX_NCHANNELS": 2})
-              if item.finding.rule_id == "nccl-fewer-channels-oom-sm120-pcie"]
-    assert [(item.setting, item.value) for item in broken] == [("env:NCCL_MAX_NCHANNELS", "2")]
+    launch = {"speculative_algorithm": "EAGLE3", "speculative_eagle_topk": 1}
+    report = evaluate(RULES, rtx_pro_6000_8x_pcie(), {"tp_size": 8, "launch": launch})
+
+    def broken(settings):
+        return [(item.setting, item.value) for item in violations(report, settings)
+                if item.finding.rule_id == "speculative-params-all-or-none"]
+
+    assert broken({"speculative_algorithm": "EAGLE3"}) == []
+    assert broken(launch) == [("speculative_eagle_topk", 1)]
+
+
+KIMI = {"name": "kimi-k2.5", "model_type": "kimi_k25", "moe": True}
+
+
+def test_fewer_nccl_channels_block_only_the_measured_launch_and_only_a_lowering_cap():
+    """The field report saw a channel cap fail for Kimi-K2.5 TP8 on 8x SM120 over PCIe; NCCL clamps a cap to
+    its maximum (32 up to 2.24, 64 from 2.25), raises NCCL_MAX_NCHANNELS below 1 to 1, ignores NCCL_MAX_CTAS
+    below 1."""
+    def ids(model, tp, env):
+        report = evaluate(RULES, rtx_pro_6000_8x_pcie(), {"model": model, "tp_size": tp, "launch": env})
+        return {item.finding.rule_id for item in violations(report, env) if "CHANNELS" in item.setting
+                or "CTAS" in item.setting}
+
+    block, warn = "nccl-fewer-channels-oom-sm120-pcie", "nccl-fewer-channels-sm120-pcie-unmeasured"
+    for value in ("1", "4", "8", "16", "31", "0", "-1"):
+        assert ids(KIMI, 8, {"env:NCCL_MAX_NCHANNELS": value}) == {block}, value
+    for value in ("32", "64", "128", "abc", ""):
+        assert ids(KIMI, 8, {"env:NCCL_MAX_NCHANNELS": value}) == set(), value
+    assert ids(KIMI, 8, {"env:NCCL_MAX_CTAS": "4"}) == {block}
+    assert ids(KIMI, 8, {"env:NCCL_MAX_CTAS": "0"}) == set()
+    assert ids(KIMI, 8, {}) == set()
+    qwen = {"name": "qwen3-30b-a3b", "model_type": "qwen3_moe", "moe": True}
+    assert ids(qwen, 8, {"env:NCCL_MAX_NCHANNELS": "4"}) == {warn}
+    assert ids(None, 8, {"env:NCCL_MAX_NCHANNELS": "4"}) == {warn}
+    assert ids(KIMI, 4, {"env:NCCL_MAX_NCHANNELS": "4"}) == {warn}
+    h200 = evaluate(RULES, h200_8x_nvswitch(), {"model": KIMI, "tp_size": 8, "launch": {"env:NCCL_MAX_NCHANNELS": "4"}})
+    assert not [item for item in violations(h200, {"env:NCCL_MAX_NCHANNELS": "4"}) if "fewer-channels" in item.finding.rule_id]
 
 
 def test_forbid_by_nccl_token():
-    report = evaluate(RULES, rtx_pro_6000_8x_pcie(), {"tp_size": 8})
+    report = evaluate(RULES, rtx_pro_6000_8x_pcie(), {"tp_size": 8, "model": KIMI})
     def tree(launch):
         return [item for item in violations(report, launch) if item.finding.rule_id == "nccl-tree-cuda-graph-sm120-pcie"]
 
@@ -194,8 +226,10 @@ def blocks(snapshot, request):
 
 def test_rtx_pro_6000_with_sglang_0_5_12():
     found = blocks(rtx_pro_6000_8x_pcie(), {"sglang_version": "0.5.12", "tp_size": 8})
-    assert {"torch-symm-mem-sm12x-keyerror", "ep-flashinfer-a2a-sm120",
-            "nccl-tree-cuda-graph-sm120-pcie", "nccl-fewer-channels-oom-sm120-pcie", "nccl-nvls-needs-nvswitch-sm90"} == found
+    assert {"torch-symm-mem-sm12x-keyerror", "ep-flashinfer-a2a-sm120"} == found
+    # the NCCL Tree and fewer-channels blocks are the field report's launch: Kimi-K2.5 at TP8
+    assert {"nccl-tree-cuda-graph-sm120-pcie", "nccl-fewer-channels-oom-sm120-pcie"} <= blocks(
+        rtx_pro_6000_8x_pcie(), {"sglang_version": "0.5.12", "tp_size": 8, "model": KIMI})
     # 0.5.12 runs the plain allreduce on SM12x when the fusion is asked for: a warning, not a block.
     report = evaluate(RULES, rtx_pro_6000_8x_pcie(), {"sglang_version": "0.5.12", "tp_size": 8})
     assert finding(report, "flashinfer-allreduce-fusion-sm12x-ignored").status == "fired"
@@ -220,10 +254,22 @@ def test_h200_nvswitch_has_no_blocks_and_prefers_custom_allreduce():
 
 
 def test_eagle3_warning_only_when_asked_for():
-    request = {"tp_size": 8, "model": {"name": "kimi-k2.5", "moe": True}}
+    request = {"tp_size": 8, "model": KIMI}
     assert finding(evaluate(RULES, rtx_pro_6000_8x_pcie(), request), "eagle3-slower-pcie-allreduce-bound") is None
     assert finding(evaluate(RULES, rtx_pro_6000_8x_pcie(), dict(request, speculative="eagle3")),
                    "eagle3-slower-pcie-allreduce-bound").severity == "warn"
+
+
+def test_eagle3_measurement_applies_to_the_measured_model_and_size_only():
+    """Kimi-K2.5 at TP8 was measured; other MoE models and other sizes are the launch model's to decide."""
+    others = [{"name": "deepseek-v3", "model_type": "deepseek_v3", "moe": True},
+              {"name": "qwen3-235b-a22b", "model_type": "qwen3_moe", "moe": True}, None]
+    for model in others:
+        report = evaluate(RULES, rtx_pro_6000_8x_pcie(), {"tp_size": 8, "model": model, "speculative": "eagle3"})
+        assert finding(report, "eagle3-slower-pcie-allreduce-bound") is None, model
+    for tp in (2, 4):
+        report = evaluate(RULES, rtx_pro_6000_8x_pcie(), {"tp_size": tp, "model": KIMI, "speculative": "eagle3"})
+        assert finding(report, "eagle3-slower-pcie-allreduce-bound") is None, tp
 
 
 FIXTURE_BLOCKS = {
@@ -237,7 +283,8 @@ FIXTURE_BLOCKS = {
                                                                   "flashinfer-allreduce-fusion-sm12x"}),
     "h100-8x-nvswitch": ({}, set(), {"torch-symm-mem-sm12x-keyerror", "nccl-nvls-needs-nvswitch-sm90"}),
     "rtx-4090-2x-pcie-no-p2p": ({}, {"custom-allreduce-without-p2p"}, {"torch-symm-mem-sm12x-keyerror"}),
-    "l40s-4x-pcie-2numa": ({}, {"nccl-nvls-needs-nvswitch-sm90"}, {"flashinfer-allreduce-fusion-sm12x"}),
+    # NCCL leaves a forced NVLS off without an NVSwitch: a warning, never a block
+    "l40s-4x-pcie-2numa": ({}, set(), {"flashinfer-allreduce-fusion-sm12x", "nccl-nvls-needs-nvswitch-sm90"}),
 }
 
 

@@ -10,8 +10,11 @@ from topoctl.rules import evaluate, load_rules, violations
 RULES = load_rules()
 
 
-def request(launch, tp=8, version="0.5.12"):
-    return {"tp_size": tp, "sglang_version": version, "launch": launch}
+KIMI = {"name": "kimi-k2.5", "model_type": "kimi_k25", "moe": True}
+
+
+def request(launch, tp=8, version="0.5.12", model=None):
+    return {"tp_size": tp, "sglang_version": version, "launch": launch, "model": model}
 
 
 def broken(snapshot, launch, **kwargs):
@@ -20,14 +23,21 @@ def broken(snapshot, launch, **kwargs):
 
 
 def test_deterministic_inference_sets_nccl_tree_and_the_tree_block_fires_on_sm120_pcie():
-    report, found = broken(rtx_pro_6000_8x_pcie(), {"deterministic_inference": True})
+    report, found = broken(rtx_pro_6000_8x_pcie(), {"deterministic_inference": True}, model=KIMI)
     assert report.implied["env:NCCL_ALGO"] == ("allreduce:tree", "sglang-deterministic-inference-nccl-tree")
     assert ("nccl-tree-cuda-graph-sm120-pcie", "env:NCCL_ALGO") in found
 
 
+def test_deterministic_inference_of_an_unmeasured_launch_is_a_tree_warning():
+    for model, tp in ((None, 8), (KIMI, 4)):
+        _, found = broken(rtx_pro_6000_8x_pcie(), {"deterministic_inference": True}, tp=tp, model=model)
+        assert ("nccl-tree-cuda-graph-sm120-pcie-unmeasured", "env:NCCL_ALGO") in found
+        assert not any(rule == "nccl-tree-cuda-graph-sm120-pcie" for rule, _ in found)
+
+
 def test_sglang_overrides_what_the_launch_says():
     # SGLang assigns os.environ["NCCL_ALGO"]: a launch's own NCCL_ALGO=Ring does not survive.
-    _, found = broken(rtx_pro_6000_8x_pcie(), {"deterministic_inference": True, "env:NCCL_ALGO": "Ring"})
+    _, found = broken(rtx_pro_6000_8x_pcie(), {"deterministic_inference": True, "env:NCCL_ALGO": "Ring"}, model=KIMI)
     assert ("nccl-tree-cuda-graph-sm120-pcie", "env:NCCL_ALGO") in found
 
 
@@ -60,9 +70,12 @@ def test_implied_custom_allreduce_off_satisfies_the_p2p_requirement():
     assert ("custom-allreduce-without-p2p", "custom_all_reduce") not in found
 
 
-def test_symm_mem_forces_nvls_which_blocks_on_pcie_but_not_on_nvswitch():
-    _, found = broken(rtx_pro_6000_8x_pcie(), {"nccl_symm_mem": True})
+def test_symm_mem_forces_nvls_which_pcie_ignores_and_nvswitch_uses():
+    report, found = broken(rtx_pro_6000_8x_pcie(), {"nccl_symm_mem": True})
     assert ("nccl-nvls-needs-nvswitch-sm90", "env:NCCL_NVLS_ENABLE") in found
+    # NCCL finds no NVLS channels without an NVSwitch and turns NVLS off: a warning, not a block
+    assert {item.finding.severity for item in violations(report, {"nccl_symm_mem": True})
+            if item.finding.rule_id == "nccl-nvls-needs-nvswitch-sm90"} == {"warn"}
     _, found = broken(h200_8x_nvswitch(), {"nccl_symm_mem": True})
     assert not any(rule == "nccl-nvls-needs-nvswitch-sm90" for rule, _ in found)
 

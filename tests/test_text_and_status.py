@@ -32,13 +32,16 @@ def test_launch_env_comment_escapes_a_tab(cli, tmp_path):
 
 
 def _unverifiable(tmp_path):
-    """Four NVLink GPUs in a VM that hides the NVSwitch and whose P2P status could not be read: the NVLS and P2P
-    block rules cannot be decided."""
+    """Four NVLink GPUs in a VM that hides the NVSwitch, whose P2P status and compute capability could not be
+    read: the SM12x block rules cannot be decided."""
     path = tmp_path / "box.yaml"
     from rules_helpers import make_snapshot as rules_snapshot
 
-    path.write_text(yaml.safe_dump(rules_snapshot(sm=90, count=4, interconnect="nvswitch", link="NV18", nvlink=True,
-                                                  nvswitch=None, p2p="unknown", name="NVIDIA H200")))
+    snapshot = rules_snapshot(sm=90, count=4, interconnect="nvswitch", link="NV18", nvlink=True, nvswitch=None,
+                              p2p="unknown", name="NVIDIA H200")
+    for gpu in snapshot["gpus"]:
+        gpu["sm"] = gpu["compute_capability"] = None
+    path.write_text(yaml.safe_dump(snapshot))
     return ["--topology", str(path)]
 
 
