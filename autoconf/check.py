@@ -174,11 +174,29 @@ def any_gpu_sets(parsed: ParsedLaunch, snapshot: dict[str, Any]) -> list[tuple[i
 
     given = getattr(parsed, "gpus", None)
     machine = pci_order(snapshot)
-    if given is None or given.ids is not None or given.count is None or not 0 < given.count < len(machine):
+    if given is None:
+        unknown = _order_unknown(parsed, snapshot)
+        if unknown is None or not 0 < unknown.count < len(machine) \
+                or math.comb(len(machine), unknown.count) > ANY_SET_LIMIT:
+            return None
+        return list(itertools.combinations(machine, unknown.count))
+    if given.ids is not None or given.count is None or not 0 < given.count < len(machine):
         return None
     if runtime_pick(given, len(machine)) is not None or math.comb(len(machine), given.count) > ANY_SET_LIMIT:
         return None
     return list(itertools.combinations(machine, given.count))
+
+
+def _order_unknown(parsed: ParsedLaunch, snapshot: dict[str, Any]) -> Any:
+    """The launch's CUDA_VISIBLE_DEVICES when it names `count` GPUs that CUDA's default device order leaves
+    unknown (integer ids without CUDA_DEVICE_ORDER=PCI_BUS_ID, topoctl/cuda_devices.py resolve_visible)."""
+    from topoctl.cuda_devices import DEVICE_ORDER, VISIBLE_DEVICES, parse_visible_devices
+
+    value = parsed.env.get(VISIBLE_DEVICES)
+    if value is None:
+        return None
+    group = parse_visible_devices(value, snapshot, parsed.env.get(DEVICE_ORDER))
+    return group if group.order_unknown else None
 
 
 def _judge_any_set(parsed: ParsedLaunch, snapshot: dict[str, Any], ruleset: Any, request: dict[str, Any],
@@ -187,17 +205,29 @@ def _judge_any_set(parsed: ParsedLaunch, snapshot: dict[str, Any], ruleset: Any,
     """A launch given N GPUs that the scheduler picks: judged on every set it may get. A finding that blocks on
     every set blocks; one that blocks on some sets only is a warning naming the pairs (or sets) it blocks on,
     with a hint to pin the GPUs; warnings of any set are reported once."""
-    given = parsed.gpus
+    given = getattr(parsed, "gpus", None)
     per_set: list[tuple[tuple[int, ...], list[Item]]] = []
     for devices in sets:
         group, group_items = launch_group(parsed, snapshot, tp if tp >= 1 else 1, dp, gpu_count, devices)
         judged = dict(request, gpus=list(group) if group is not None else list(devices))
         per_set.append((devices, [item for item in group_items if item.severity != "info"]
                         + rule_items(parsed, snapshot, ruleset, judged, launch, present)))
-    items: list[Item] = [Item("topoctl-gpu-group", "info", "GPUs the launch runs on", one_line(
-        f"the launch is given {given.count} GPUs ({given.source}); which ones is decided where it runs, so it is "
-        f"judged on every set of {given.count} of the target's {len(_machine(snapshot))} GPUs ({len(sets)} sets)"),
-        "", parsed.where)]
+    size = len(sets[0]) if sets else 0
+    if given is not None:
+        why = f"the launch is given {given.count} GPUs ({given.source}); which ones is decided where it runs"
+        hint, where_said = "", parsed.where
+    else:
+        from topoctl.cuda_devices import DEVICE_ORDER, PCI_BUS_ID_ORDER, VISIBLE_DEVICES
+
+        unknown = _order_unknown(parsed, snapshot)
+        why = unknown.reason if unknown is not None else ""
+        hint = f"add {DEVICE_ORDER}={PCI_BUS_ID_ORDER} next to {VISIBLE_DEVICES}, or name the GPUs by UUID"
+        where_said = parsed.lines.get(VISIBLE_DEVICES, "")
+    items: list[Item] = [Item("topoctl-gpu-group" if given is not None else "topoctl-gpu-group-unknown",
+                              "info",  # what matters is said by each finding that differs between the sets
+                              "GPUs the launch runs on" if given is not None else "GPUs of the launch unknown",
+                              one_line(f"{why}; so it is judged on every set of {size} of the target's "
+                                       f"{len(_machine(snapshot))} GPUs ({len(sets)} sets)"), hint, where_said)]
     keys: dict[tuple[str, str, str], Item] = {}
     blocking: dict[tuple[str, str, str], list[tuple[int, ...]]] = {}
     for devices, found in per_set:
@@ -215,7 +245,7 @@ def _judge_any_set(parsed: ParsedLaunch, snapshot: dict[str, Any], ruleset: Any,
         elif len(bad) == len(sets):
             items.append(item)  # blocks whatever GPUs the launch gets
         else:
-            items.append(_some_sets_warning(item, bad, sets))
+            items.append(_some_sets_warning(item, bad, sets, snapshot if given is None else None))
     return items
 
 
@@ -225,7 +255,8 @@ def _machine(snapshot: dict[str, Any]) -> list[int]:
     return pci_order(snapshot)
 
 
-def _some_sets_warning(item: Item, bad: list[tuple[int, ...]], sets: list[tuple[int, ...]]) -> Item:
+def _some_sets_warning(item: Item, bad: list[tuple[int, ...]], sets: list[tuple[int, ...]],
+                       order_snapshot: dict[str, Any] | None = None) -> Item:
     """A block that holds on some of the sets a scheduler may pick only: a warning naming where it blocks."""
     good = [devices for devices in sets if devices not in bad]
     good_pairs = {pair for devices in good for pair in itertools.combinations(devices, 2)}
@@ -235,6 +266,16 @@ def _some_sets_warning(item: Item, bad: list[tuple[int, ...]], sets: list[tuple[
     else:
         where = "sets " + "; ".join(_ids(devices) for devices in bad[:4]) + (" ..." if len(bad) > 4 else "")
     safe = _ids(good[0])
+    if order_snapshot is not None:  # integer ids under CUDA's default order: the fix is to say the order
+        from topoctl.cuda_devices import visible_devices_value
+
+        return Item(item.id, "warn", item.title,
+                    one_line(f"blocks on {len(bad)} of the {len(sets)} sets of GPUs the ids may name ({where}): "
+                             f"{item.message}"),
+                    one_line(f"set CUDA_DEVICE_ORDER=PCI_BUS_ID so that the ids name known GPUs (GPUs {safe}: "
+                             f"CUDA_VISIBLE_DEVICES={visible_devices_value(good[0], order_snapshot)}), "
+                             f"or follow the rule: {item.remediation}"),
+                    item.where, item.status)
     return Item(item.id, "warn", item.title,
                 one_line(f"blocks on {len(bad)} of the {len(sets)} sets of GPUs the launch may get ({where}): "
                          f"{item.message}"),
@@ -260,6 +301,7 @@ def launch_group(parsed: ParsedLaunch, snapshot: dict[str, Any], tp: int, dp: in
     from topoctl.cuda_devices import (
         DEVICE_ORDER,
         VISIBLE_DEVICES,
+        VisibleGroup,
         container_devices,
         parse_visible_devices,
         pci_order,
@@ -336,6 +378,10 @@ def launch_group(parsed: ParsedLaunch, snapshot: dict[str, Any], tp: int, dp: in
                           "`topoctl recommend --tp-size N` picks the best group"))
         return group, items
     visible = parse_visible_devices(value, snapshot, parsed.env.get(DEVICE_ORDER), devices)
+    if given is None and given_devices is not None:  # one of the sets integer ids may name (any_gpu_sets)
+        whole = parse_visible_devices(value, snapshot, parsed.env.get(DEVICE_ORDER))
+        if whole.order_unknown and len(given_devices) == whole.count:
+            visible = VisibleGroup(tuple(given_devices), notes=whole.notes)
     if visible.gpus is None:
         items.append(Item("topoctl-gpu-group-unknown", "warn", "GPUs of the launch unknown",
                           one_line(f"{visible.reason}; judged on every GPU of the target"),
@@ -420,6 +466,8 @@ def _visible_count(parsed: ParsedLaunch, snapshot: dict[str, Any], gpu_count: in
     if value is None:
         return gpu_count if devices is None else len(devices)
     visible = parse_visible_devices(value, snapshot, parsed.env.get(DEVICE_ORDER), devices)
+    if visible.order_unknown:
+        return visible.count  # how many is known, which ones is not
     return (gpu_count if devices is None else len(devices)) if visible.gpus is None else len(visible.gpus)
 
 

@@ -157,6 +157,30 @@ def path_latencies(evidence: list[Evidence], snapshot: dict[str, Any]) -> dict[s
     return out
 
 
+def measured_latency(cand: Candidate, measured: Any) -> tuple[float, int, str] | None:
+    """Per-call latency of the candidate's path from the snapshot's own allreduce rows (`topoctl bench`),
+    chosen as the launch model chooses them (launch_model.Latencies: the candidate's CUDA-graph kind first, the
+    nearest world size, scaled to the candidate's TP by the curve's rule). Measurements here come before rule
+    evidence and the reference table, as with --model. Without a model the message size is not known: the
+    curve is read at the smallest size measured (one decode step's allreduce is the small end), and the basis
+    says so. None for one GPU (no allreduce) or a path the snapshot has no rows for."""
+    from topoctl.autoconf.evidence import LEVELS
+    from topoctl.autoconf.launch_model import uses_cuda_graph
+
+    world = cand.tp
+    if world <= 1:
+        return None
+    found = measured.measured_curve(cand.runs_path, world, uses_cuda_graph(cand.effective))
+    if found is None:
+        return None
+    curve, note = found
+    kib = curve.points[0][0]
+    scaled = "" if curve.world == world else f"; scaled from {curve.world} to {world} GPUs"
+    return (curve.at(kib, world), LEVELS["measured"],
+            f"{curve.source}{note}{scaled}; read at {kib:g} KiB, the smallest size measured (no model given, "
+            "so the message size is not known)")
+
+
 def allreduces_per_forward(model: dict[str, Any] | None, notes: list[str]) -> int:
     """Allreduces of one forward pass come from the model; without one, paths are ranked by per-call latency."""
     allreduces = (model or {}).get("allreduces_per_forward")
@@ -169,13 +193,16 @@ def allreduces_per_forward(model: dict[str, Any] | None, notes: list[str]) -> in
 def estimate_all(cands: list[Candidate], evidence: list[Evidence], snapshot: dict[str, Any],
                  model: dict[str, Any] | None, allreduces: int) -> None:
     """Each candidate's tok/s from evidence (when any reaches it) and its modelled allreduce time."""
+    from topoctl.autoconf.launch_model import Latencies
+
     latencies = path_latencies(evidence, snapshot)
+    measured = Latencies(snapshot)
     link = interconnect(snapshot)
     for cand in cands:
         found = throughput(cand, evidence, model, link)
         if found:
             cand.estimate, cand.estimate_level, cand.estimate_basis = found
-        latency, level, basis = latencies[cand.runs_path]
+        latency, level, basis = measured_latency(cand, measured) or latencies[cand.runs_path]
         cand.allreduce_us = allreduces * latency
         cand.allreduce_level = level
         cand.allreduce_basis = [basis]

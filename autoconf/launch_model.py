@@ -217,6 +217,14 @@ class Latencies:
                 return self._nearest(cited, world), ""
         return None
 
+    def measured_curve(self, path: str, world: int, cuda_graph: bool = True) -> tuple[Curve, str] | None:
+        """The snapshot's own measured curve for a path (its kind first, as _curve picks it), or None when
+        `topoctl bench` measured that path at no world size above one."""
+        found = self._curve(path, world, cuda_graph)
+        if found is None or not found[0].origin.startswith(MEASURED):
+            return None
+        return found
+
     def _paths(self) -> list[str]:
         return sorted({path for curves in self.measured.values() for path in curves} | set(self.table) | set(self.rules))
 

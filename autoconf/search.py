@@ -301,6 +301,9 @@ def usable_gpu_count(snapshot: dict[str, Any], notes: list[str]) -> tuple[int, P
     visible = probe_visible(snapshot)
     if visible is None:
         return machine, None
+    if not visible.known:
+        notes.append(visible.text)
+        return machine, None
     if not visible.gpus:
         raise TopoctlError(f"{visible.text}: there is no GPU to launch SGLang on",
                            hint="probe again without CUDA_VISIBLE_DEVICES (or with the GPUs the launch will use)")

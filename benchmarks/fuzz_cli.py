@@ -4,14 +4,20 @@ Usage:  python benchmarks/fuzz_cli.py [--cases 300] [--seed 14] [--workers 2] [-
 
 Input kinds: snapshot (show / recommend / check --topology FILE), capture (probe --from-capture FILE), rules
 (rules list / rules test / check --rules DIR), launch.env (check FILE), command (check -- WORDS...), model-config
-(recommend --model-config FILE). Cases: random bytes, random JSON/YAML trees, truncations and one-value mutations
-of a valid document, and the hostile shapes of docs/reliability.md (deep nesting, YAML alias bombs, recursive
-aliases, huge integers, captures claiming many GPUs, long words, many words, NaN, dates, binary).
+(recommend --model-config FILE), kubernetes, compose and script (check FILE: a manifest, a compose file, a shell
+script, each from the examples in examples/deploy). Cases: random bytes, random JSON/YAML trees, truncations and
+one-value mutations of a valid document, and the hostile shapes of docs/reliability.md (deep nesting, YAML alias
+bombs, recursive aliases, huge integers, captures claiming many GPUs, long words, many words, NaN, dates, binary);
+for manifests, compose files and scripts also huge files, many documents / containers / services / launch lines,
+values of the wrong type where the launch is read, alias bombs in the launch's own fields, odd encodings (UTF-16,
+Latin-1, a byte-order mark, NUL bytes, CR line ends), env files that are devices or missing, scripts that source
+themselves, variable-doubling expansion bombs and unbalanced quotes.
 
 A case is an internal error when the exit code is not one the interface allows (0, 1, 2; 3 for a capture of no
 GPU), when stderr holds a traceback, when an error is more than two lines, or when it runs past --timeout.
 Prints one row per kind: cases, internal errors, exit codes seen, worst time, worst peak memory (the child's
-maxrss from wait4). Exit 1 if any internal error was found, with the first few cases saved under --keep.
+own VmHWM at exit; wait4's maxrss where it could not report). Exit 1 if any internal error was found, with the
+first few cases saved under --keep.
 """
 from __future__ import annotations
 
@@ -30,7 +36,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXTURES = os.path.join(ROOT, "fixtures")
 SYSTEM = "h200-4x-nvswitch-vm"
-KINDS = ("snapshot", "capture", "rules", "launch.env", "command", "model-config")
+KINDS = ("snapshot", "capture", "rules", "launch.env", "command", "model-config", "kubernetes", "compose", "script")
 
 
 def read(*parts: str) -> str:
@@ -114,6 +120,162 @@ def document_case(rng: random.Random, valid: dict, yaml_ok: bool = True) -> byte
     return dumps(rng, mutated, yaml_ok)
 
 
+# -- manifests, compose files, scripts ------------------------------------------------------------------------
+def odd_encoding(rng: random.Random, text: str) -> bytes:
+    """The same text as an editor or a tool might have saved it."""
+    return rng.choice([
+        lambda: text.encode("utf-16"), lambda: text.encode("utf-16-le"), lambda: "\ufeff".encode() + text.encode(),
+        lambda: text.encode("latin-1", "replace") + b"\xe9\xff", lambda: text.replace("\n", "\r\n").encode(),
+        lambda: text.replace("\n", "\r").encode(), lambda: text.encode()[: len(text) // 2] + b"\x00" * 50,
+        lambda: text.encode("utf-32"), lambda: text.encode() + b"\xc3", lambda: text.encode("utf-8", "surrogatepass"),
+    ])()
+
+
+def _yaml_docs(text: str) -> list:
+    import yaml
+
+    return [doc for doc in yaml.safe_load_all(text) if doc is not None]
+
+
+def _dump_all(rng: random.Random, docs: list) -> bytes:
+    import yaml
+
+    try:
+        return yaml.safe_dump_all(docs, allow_unicode=True).encode()
+    except Exception:  # a value safe_dump cannot write (NaN keys, ...): JSON is YAML too
+        return json.dumps(docs[0] if docs else None, ensure_ascii=False).encode("utf-8", "surrogatepass")
+
+
+WRONG = [5, -1, 10 ** 30, 3.5, None, True, "", [], {}, [[["deep"]]], {"a": {"b": 1}}, "x" * 100_000,
+         ["--tp-size"] * 5000, "$(id)", "\x1b[31m", float("nan")]
+
+
+def manifest_case(rng: random.Random) -> bytes:
+    text = read("examples", "deploy", "kubernetes", rng.choice(["sglang-deployment.yaml", "dynamo-sglang-worker.yaml"]))
+    docs = _yaml_docs(text)
+    roll = rng.random()
+    if roll < 0.25:
+        return document_case(rng, docs[-1])
+    if roll < 0.35:
+        return odd_encoding(rng, text)
+    if roll < 0.45:  # many documents, or one container with many args
+        n = rng.choice([1000, 20_000])
+        return ("---\n".join([text] * (n // 100)) if rng.random() < 0.5 else
+                text.replace("- --model-path", "- --model-path\n" + "            - --tp-size\n" * n, 1)).encode()
+    if roll < 0.55:  # an alias bomb where the launch is read
+        bomb = _bomb_flow(rng) if rng.random() < 0.7 else "&r [*r]"
+        return text.replace("args:", "args: " + bomb + "\n          x-old-args:", 1).encode()
+    if roll < 0.65:  # deep nesting under spec
+        n = rng.choice([100, 1000, 10_000])
+        return (text + "\n---\nkind: Pod\nspec:\n  containers:\n    - args: " + "[" * n + "]" * n + "\n").encode()
+    # the wrong type somewhere the launch is read
+    doc = copy.deepcopy(docs[-1])
+    node = doc
+    path = rng.choice([["spec", "template", "spec", "containers"], ["spec", "template", "spec", "containers", 0, "args"],
+                       ["spec", "template", "spec", "containers", 0, "env"], ["spec", "template", "spec"],
+                       ["spec", "template", "spec", "containers", 0, "resources", "limits", "nvidia.com/gpu"],
+                       ["spec", "template", "spec", "containers", 0, "command"], ["kind"], ["spec"],
+                       ["spec", "services"], ["spec", "components"]])
+    try:
+        for key in path[:-1]:
+            node = node[key]
+        node[path[-1]] = rng.choice(WRONG)
+    except (KeyError, IndexError, TypeError):
+        doc[rng.choice(["kind", "spec", "items"])] = rng.choice(WRONG)
+    return _dump_all(rng, docs[:-1] + [doc])
+
+
+def _bomb_flow(rng: random.Random) -> str:
+    """An inline alias bomb: `[&a [x,...], &b [*a,...], ...]` as one flow sequence."""
+    levels = rng.choice([4, 9, 12])
+    parts = ["&l0 [x,x,x,x,x,x,x,x,x,x]"] + [f"&l{i} [{','.join(['*l' + str(i - 1)] * 10)}]" for i in range(1, levels)]
+    return "[" + ", ".join(parts) + "]"
+
+
+def compose_case(rng: random.Random, folder: str) -> bytes:
+    text = read("examples", "deploy", "compose", "compose.yaml")
+    docs = _yaml_docs(text)
+    roll = rng.random()
+    if roll < 0.25:
+        return document_case(rng, docs[0])
+    if roll < 0.35:
+        return odd_encoding(rng, text)
+    if roll < 0.45:  # many services, or a huge command
+        n = rng.choice([500, 5000])
+        if rng.random() < 0.5:
+            body = text.split("services:\n", 1)[1]
+            services = "".join(body.replace("  sglang:", f"  sglang{i}:", 1).replace("container_name: sglang",
+                                                                                   f"container_name: s{i}")
+                               for i in range(n // 50))
+            return ("services:\n" + services).encode()
+        return text.replace("--tp-size 4", "--tp-size 4 " * n).encode()
+    if roll < 0.55:  # an alias bomb in the command, or a recursive alias
+        bomb = _bomb_flow(rng) if rng.random() < 0.7 else "&r [*r]"
+        return text.replace("command: >-", "command: " + bomb + "\n    x-old: >-", 1).encode()
+    if roll < 0.7:  # env_file that is a device, a folder, missing, itself, or huge; a .env beside it
+        target = rng.choice(["/dev/zero", "/dev/urandom", "/", "missing.env", "compose.yaml", "big.env", "/proc/self/mem"])
+        if target == "big.env":
+            open(os.path.join(folder, "big.env"), "wb").write(b"A=" + b"x" * rng.choice([10 ** 6, 3 * 10 ** 7]) + b"\n")
+        if rng.random() < 0.5:
+            dot = rng.choice([b"HOME=${HOME}${HOME}\n", b"\xff\xfe\x00", b"A=" + b"${A}" * 10_000 + b"\n", b""])
+            open(os.path.join(folder, ".env"), "wb").write(dot)
+        return text.replace("    environment:", f"    env_file: {target}\n    environment:", 1).encode()
+    doc = copy.deepcopy(docs[0])
+    service = doc["services"]["sglang"]
+    key = rng.choice(["command", "entrypoint", "environment", "deploy", "image", "env_file", "services", "gpus"])
+    if key == "services":
+        doc["services"] = rng.choice(WRONG)
+    elif key == "deploy":
+        service["deploy"] = {"resources": {"reservations": {"devices": rng.choice(WRONG)}}}
+    else:
+        service[key] = rng.choice(WRONG)
+    return _dump_all(rng, [doc])
+
+
+SCRIPT_PIECES = ["\\\n", "'", '"', "$(", ")", "`", "${", "}", "$", "&&", "||", ";", "|", "<<EOF\n", "EOF\n", "#",
+                 "export ", "set -a\n", "source ", ". ", "eval ", "exec ", "python3 -m sglang.launch_server ",
+                 "--tp-size ", "${TP_SIZE}", "8", "\t", "\r", "é", "\x00", "NCCL_ALGO=Tree ", "\n", "docker run ",
+                 "--gpus ", "all ", "--env-file ", "/dev/zero ", "sglang serve ", "env -i ", "nohup "]
+
+
+def script_case(rng: random.Random, folder: str, path: str) -> bytes:
+    text = read("examples", "deploy", "scripts", "run-sglang.sh")
+    roll = rng.random()
+    if roll < 0.2:  # pieces spliced in
+        out = text
+        for _ in range(rng.randint(1, 10)):
+            cut = rng.randint(0, len(out))
+            out = out[:cut] + "".join(rng.choice(SCRIPT_PIECES) for _ in range(rng.randint(1, 8))) + out[cut:]
+        return out.encode("utf-8", "surrogatepass")
+    if roll < 0.3:
+        return odd_encoding(rng, text)
+    if roll < 0.4:  # variable doubling: each name twice the one before
+        n = rng.choice([20, 40, 64])
+        lines = ["V0=x"] + [f"V{i}=$V{i - 1}$V{i - 1}" for i in range(1, n)]
+        return ("#!/bin/sh\n" + "\n".join(lines) + f"\npython3 -m sglang.launch_server --model-path $V{n - 1} "
+                "--tp-size 4\n").encode()
+    if roll < 0.5:  # the script sources itself, or a device, or a chain
+        name = os.path.basename(path)
+        target = rng.choice([name, "./" + name, "/dev/zero", "/dev/stdin", "missing.sh", "/"])
+        return ("#!/bin/bash\n" + rng.choice(["source", "."]) + f" {target}\n" + text).encode()
+    if roll < 0.6:  # huge: many launch lines, a very long line, many continuations
+        n = rng.choice([1000, 50_000])
+        return rng.choice([
+            lambda: (text + "python3 -m sglang.launch_server --tp-size 4\n" * n).encode(),
+            lambda: ("#!/bin/sh\npython3 -m sglang.launch_server --model-path " + "m" * (n * 20) + "\n").encode(),
+            lambda: ("#!/bin/sh\npython3 -m sglang.launch_server \\\n" + "  --tp-size 4 \\\n" * n + "\n").encode(),
+            lambda: ("#!/bin/sh\nexport A='" + "x" * (n * 20) + "\n").encode(),  # unbalanced quote to the end
+        ])()
+    if roll < 0.7:
+        return os.urandom(rng.randint(0, 2000))
+    if roll < 0.8:  # a heredoc / quoting maze around the launch
+        depth = rng.choice([10, 100, 3000])
+        return ("#!/bin/bash\nA=" + "$(" * depth + "echo 4" + ")" * depth + "\npython3 -m sglang.launch_server "
+                "--tp-size $A\n").encode()
+    cut = rng.randint(0, len(text))
+    return (text[:cut] + rng.choice(SCRIPT_PIECES) + text[cut:]).encode()
+
+
 ENV_PIECES = ["SGLANG_ARGS=", "'", '"', "\\", "\n", " ", "#", "export ", "NCCL_ALGO=", "$(x)", "`", "--tp-size", "8",
               "--speculative-algorithm", "EAGLE3", "=", ";", "\t", "\r", "é", "--disable-custom-all-reduce",
               "TOPOCTL_SGLANG_VERSION=", "0.5.12", "--enable-torch-symm-mem", "NCCL_P2P_DISABLE=1"]
@@ -183,16 +345,56 @@ def make_case(kind: str, rng: random.Random, folder: str) -> list[str]:
                  "text_config": {"num_hidden_layers": 61, "hidden_size": 7168}}
         open(path, "wb").write(document_case(rng, valid, yaml_ok=False))
         return ["recommend", "--system", SYSTEM, "--model-config", path]
+    if kind == "kubernetes":
+        manifest = os.path.join(folder, "deploy.yaml")
+        open(manifest, "wb").write(manifest_case(rng))
+        return ["check", manifest, "--system", SYSTEM] + rng.choice([[], ["--format", "json"], ["--format", "junit"]])
+    if kind == "compose":
+        compose = os.path.join(folder, "compose.yaml")
+        open(compose, "wb").write(compose_case(rng, folder))
+        return ["check", compose, "--system", SYSTEM] + rng.choice([[], ["--format", "github"]])
+    if kind == "script":
+        script = os.path.join(folder, rng.choice(["run.sh", "start.bash", "launch"]))
+        data = script_case(rng, folder, script)
+        if not script.endswith(("sh", "bash")) and not data.startswith(b"#!"):
+            data = b"#!/bin/sh\n" + data  # a script without a suffix is known by its #! line
+        open(script, "wb").write(data)
+        return ["check", script, "--system", SYSTEM] + rng.choice([[], ["--format", "json"]])
     raise ValueError(kind)
 
 
 # -- running ---------------------------------------------------------------------------------------------------
-def run_case(argv: list[str], timeout: float, env: dict) -> tuple[int | None, bytes, float, int]:
-    """(exit code or None on timeout, stderr, seconds, peak memory in KiB) of one `python -m topoctl` run."""
+# The child reports its own peak resident memory (VmHWM of its address space) when it exits: wait4's ru_maxrss of
+# a child starts at the RSS of the forked copy of this process (Linux records the old address space's high-water
+# mark at exec), so it would show this script's size, not topoctl's.
+BOOT = ("import atexit, os, runpy, sys\n"
+        "def _hwm():\n"
+        "    try:\n"
+        "        kib = [l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM:')][0]\n"
+        "        open(os.environ['TOPOCTL_FUZZ_HWM'], 'w').write(kib)\n"
+        "    except Exception:\n"
+        "        pass\n"
+        "atexit.register(_hwm)\n"
+        "sys.argv = ['topoctl'] + sys.argv[1:]\n"
+        "runpy.run_module('topoctl', run_name='__main__', alter_sys=True)\n")
+
+
+def run_case(argv: list[str], timeout: float, env: dict, memory_mib: int = 0) -> tuple[int | None, bytes, float, int]:
+    """(exit code or None on timeout, stderr, seconds, peak memory in KiB) of one `python -m topoctl` run; with
+    `memory_mib` the child's address space is capped there (a run past it fails, and counts as an internal error)."""
+    def cap() -> None:
+        if memory_mib:
+            import resource
+
+            resource.setrlimit(resource.RLIMIT_AS, (memory_mib * 2 ** 20, memory_mib * 2 ** 20))
+
     started = time.perf_counter()
+    hwm_handle, hwm_path = tempfile.mkstemp(prefix="topoctl-fuzz-hwm-")
+    os.close(hwm_handle)
+    env = dict(env, TOPOCTL_FUZZ_HWM=hwm_path)
     with tempfile.TemporaryFile() as err:
-        proc = subprocess.Popen([sys.executable, "-m", "topoctl", *argv], stdout=subprocess.DEVNULL, stderr=err,
-                                stdin=subprocess.DEVNULL, env=env)
+        proc = subprocess.Popen([sys.executable, "-c", BOOT, *argv], stdout=subprocess.DEVNULL, stderr=err,
+                                stdin=subprocess.DEVNULL, env=env, preexec_fn=cap)
         timer = threading.Timer(timeout, proc.kill)
         timer.start()
         try:
@@ -204,7 +406,14 @@ def run_case(argv: list[str], timeout: float, env: dict) -> tuple[int | None, by
         err.seek(0)
         stderr = err.read()
     code = None if seconds >= timeout and proc.returncode < 0 else proc.returncode
-    return code, stderr, seconds, usage.ru_maxrss
+    try:
+        with open(hwm_path, encoding="ascii") as handle:
+            peak_kib = int(handle.read() or 0)
+    except (OSError, ValueError):
+        peak_kib = 0
+    os.unlink(hwm_path)
+    # a child killed before it could report (a timeout, the memory cap) falls back to wait4's figure
+    return code, stderr, seconds, peak_kib or usage.ru_maxrss
 
 
 def problem(kind: str, code: int | None, stderr: bytes) -> str | None:
@@ -229,6 +438,8 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds one case may run")
     parser.add_argument("--kinds", default=",".join(KINDS))
+    parser.add_argument("--memory-mib", type=int, default=2048,
+                        help="address-space cap of each case (0: none); a case past it is an internal error")
     parser.add_argument("--keep", default=os.path.join(tempfile.gettempdir(), "topoctl-fuzz-failures"))
     options = parser.parse_args()
     kinds = [kind for kind in options.kinds.split(",") if kind]
@@ -250,7 +461,7 @@ def main() -> int:
             folder = os.path.join(work, f"{kind}-{number}")
             os.makedirs(folder)
             argv = make_case(kind, rng, folder)
-            code, stderr, seconds, kib = run_case(argv, options.timeout, env)
+            code, stderr, seconds, kib = run_case(argv, options.timeout, env, options.memory_mib)
             found = problem(kind, code, stderr)
             with lock:
                 row = rows[kind]
@@ -274,7 +485,8 @@ def main() -> int:
     shutil.rmtree(work, ignore_errors=True)
 
     print(f"topoctl fuzz: {options.cases} cases per kind, seed {options.seed}, {options.workers} workers, "
-          f"{time.perf_counter() - started:.0f} s in all; python {sys.version.split()[0]}, {os.cpu_count()} CPUs")
+          f"{time.perf_counter() - started:.0f} s in all; python {sys.version.split()[0]}, {os.cpu_count()} CPUs"
+          + (f", address space capped at {options.memory_mib} MiB per case" if options.memory_mib else ""))
     print(f"{'input kind':<14} {'cases':>6} {'internal errors':>16} {'worst time':>11} {'worst memory':>13}  exit codes")
     total_internal = 0
     for kind in kinds:

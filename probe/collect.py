@@ -328,9 +328,8 @@ class _Collector:
         value = answer.value.get("CUDA_VISIBLE_DEVICES") if answer.ok and isinstance(answer.value, dict) else None
         if not isinstance(value, str):
             return None
-        visible = cuda_visible(value, gpus)
-        visible["device_order"] = answer.value.get("CUDA_DEVICE_ORDER")
-        return visible
+        order = answer.value.get("CUDA_DEVICE_ORDER")
+        return cuda_visible(value, gpus, order if isinstance(order, str) else None)
 
     def software(self) -> dict[str, Any]:
         packages, unknown = collect_packages(self.session)

@@ -181,3 +181,24 @@ def test_accept_length_is_an_input(capsys):
     high = json.loads(run(capsys, [*argv, "--accept-length", "4"])[1])["chosen"]["estimate"]
     assert high["tokens_per_s"] > low["tokens_per_s"]
     assert any(item["source"] == "--accept-length" for item in high["inputs"])
+
+
+def test_snapshot_measurements_rank_paths_without_a_model(capsys, tmp_path):
+    # without --model, the per-call ranking reads the snapshot's bench rows the way the launch model does
+    # (autoconf/cost.py measured_latency): measured before the rules' numbers and the reference table
+    argv = ["recommend", "--format", "json"]
+    plain = json.loads(run(capsys, [*argv, "--system", "h200-4x-nvswitch-vm"])[1])
+    assert plain["chosen"]["allreduce_path"] != "nccl"  # the reference table puts custom allreduce first here
+    snapshot = system_snapshot("h200-4x-nvswitch-vm")
+    snapshot["measurements"] = {"method": "topoctl bench", "allreduce": [
+        {"path": "nccl", "world_size": 4, "bytes": 8192, "latency_us": {"median": 1.0}, "status": "ok"},
+        {"path": "nccl", "world_size": 4, "bytes": 65536, "latency_us": {"median": 1.5}, "status": "ok"}]}
+    path = tmp_path / "machine.json"
+    path.write_text(json.dumps(snapshot))
+    code, out, err = run(capsys, [*argv, "--topology", str(path)])
+    assert code == 0, err
+    chosen = json.loads(out)["chosen"]
+    assert chosen["allreduce_path"] == "nccl"
+    assert chosen["modelled_allreduce_ms_per_forward"] == 0.001  # 1.0 us at the smallest size measured
+    assert any("snapshot measurements (topoctl bench)" in text and "smallest size measured" in text
+               for text in chosen["evidence"])

@@ -15,8 +15,7 @@ from topoctl.snapshot import system_snapshot
 
 def _snapshot(tmp_path, value: str, order: str | None = "PCI_BUS_ID") -> str:
     snapshot = copy.deepcopy(system_snapshot("l40s-4x-pcie-2numa"))
-    visible = cuda_visible(value, snapshot["gpus"])
-    visible["device_order"] = order
+    visible = cuda_visible(value, snapshot["gpus"], order)
     snapshot["cuda_visible_devices"] = visible
     path = tmp_path / f"l40s-{value.replace(',', '_') or 'none'}.json"
     path.write_text(json.dumps(snapshot))
@@ -95,3 +94,18 @@ def test_a_launch_with_its_own_cuda_visible_devices_is_read_against_the_machine(
                           "CUDA_DEVICE_ORDER=PCI_BUS_ID", "python", "-m", "sglang.launch_server", "--model-path", "/m",
                           "--tp-size", "2"])
     assert code == 0, out + err
+
+
+def test_recommend_on_a_snapshot_probed_with_integer_ids_in_the_default_order(tmp_path, cli):
+    # probed with CUDA_VISIBLE_DEVICES=2,3 and no CUDA_DEVICE_ORDER: which two GPUs CUDA saw is unknown
+    # (CUDA's default order is unspecified past the fastest GPU, topoctl/cuda_devices.py resolve_visible), so
+    # recommend does not claim them: it says so and places the launch with its own CUDA_DEVICE_ORDER=PCI_BUS_ID
+    topology = _snapshot(tmp_path, "2,3", order=None)
+    record = json.loads(open(topology).read())["cuda_visible_devices"]
+    assert record["unknown"] and [d["gpu"] for d in record["cuda_devices"]] == [None, None]
+    code, out, err = cli(["recommend", "--topology", topology, "--model", "llama-3.1-8b", "--tp-size", "2",
+                          "--format", "json"])
+    assert code == 0, err
+    doc = json.loads(out)
+    assert any("which GPUs CUDA sees is unknown" in note and "FASTEST_FIRST" in note for note in doc["notes"])
+    assert doc["placement"]["gpus"] == [0, 1]  # the machine's best pair, written with PCI_BUS_ID ids

@@ -79,68 +79,119 @@ def visible_devices_value(gpus: "tuple[int, ...] | list[int]", snapshot: dict[st
 class VisibleGroup:
     """What a CUDA_VISIBLE_DEVICES value leaves visible, as snapshot GPU indices in CUDA's order.
 
-    `gpus` is None when the value cannot be mapped onto the snapshot (MIG instances, a UUID the snapshot
-    does not know, integer ids under an order topoctl cannot reproduce); `reason` says why, `notes` what was
-    assumed or dropped."""
+    `gpus` is None when the value cannot be mapped onto the snapshot (MIG instances, an ambiguous UUID prefix,
+    a GPU named twice, integer ids under CUDA's default order); `reason` says why, `notes` what was dropped.
+    `ended_at`/`why`: the entry at which CUDA ends the list (an invalid id), and why it is invalid.
+    `order_unknown`: the ids are integers whose GPUs CUDA's default order does not define; `count` of them
+    are valid (any `count` of the visible devices, in an unknown order)."""
 
     gpus: tuple[int, ...] | None
     reason: str = ""
     notes: list[str] = field(default_factory=list)
+    ended_at: str | None = None
+    why: str | None = None
+    order_unknown: bool = False
+    count: int = 0
 
 
-def _same_gpus(snapshot: dict[str, Any]) -> bool:
-    kinds = {(gpu.get("name"), gpu.get("compute_capability")) for gpu in SnapshotView(snapshot).indexed_gpus}
-    return len(kinds) <= 1 and None not in {name for name, _ in kinds}
+FASTEST_FIRST_SOURCE = ("CUDA_DEVICE_ORDER=FASTEST_FIRST (the default) puts the fastest device first by a "
+                        "heuristic and leaves the order of the others unspecified (CUDA C Programming Guide, "
+                        "\"CUDA Environment Variables\"); nothing documents how it orders GPUs of one model")
 
 
-def parse_visible_devices(value: str, snapshot: dict[str, Any], device_order: str | None,
-                          devices: list[int] | None = None) -> VisibleGroup:
-    """The snapshot GPUs a CUDA_VISIBLE_DEVICES value makes visible, read as CUDA does (see the module text).
+def _bus_sorted(gpus: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def key(gpu: dict[str, Any]) -> tuple[int, tuple[int, ...], int]:
+        bus = _bus_key(gpu.get("pci_bus_id"))
+        return (0, bus, gpu["index"]) if bus is not None else (1, (), gpu["index"])
+    return sorted(gpus, key=key)
 
-    Integer ids are positions in PCI bus order when CUDA_DEVICE_ORDER=PCI_BUS_ID. Under the default
-    FASTEST_FIRST order the same holds only when every GPU is the same model (nothing to order them by);
-    with mixed GPUs the mapping is unknown (gpus None). `devices`: the GPUs CUDA can see at all, in its order
-    (a container given some of the GPUs); default every GPU of the snapshot."""
-    order = list(devices) if devices is not None else pci_order(snapshot)
-    uuids = {str(gpu.get("uuid")): gpu["index"] for gpu in SnapshotView(snapshot).indexed_gpus
-             if gpu.get("uuid") and gpu["index"] in order}
-    ordered_by_bus = str(device_order or "").strip().upper() == PCI_BUS_ID_ORDER
-    notes: list[str] = []
+
+def resolve_visible(value: str, device_order: str | None, gpus: list[dict[str, Any]],
+                    devices: list[int] | None = None) -> VisibleGroup:
+    """The machine GPUs (snapshot indices, in CUDA's device order) a CUDA_VISIBLE_DEVICES value makes visible,
+    or why that cannot be known. The one place topoctl reads the variable: the probe's record
+    (probe/visible.py), check's launch group and recommend's placement all come here.
+
+    `gpus`: the machine's GPUs as the snapshot lists them (`index`, `pci_bus_id`, `uuid`); `devices`: the GPUs
+    CUDA can see at all before the variable applies (a container given some of them), in PCI bus order;
+    default every GPU. Sources:
+
+    - CUDA C Programming Guide, "CUDA Environment Variables" (docs.nvidia.com/cuda/cuda-programming-guide/
+      05-appendices/environment-variables.html): unset, every device; empty, none; a comma-separated list of
+      integer indices or GPU UUIDs (`GPU-...`, any prefix naming one GPU uniquely) or MIG instances
+      (`MIG-...`), enumerated in the list's order; at an invalid index only the devices before it are visible
+      (`0,2,-1,1` gives 0 and 2).
+    - Integer indices count in CUDA's own device order, which CUDA_DEVICE_ORDER sets: PCI_BUS_ID, ascending
+      PCI bus id, the order nvidia-smi lists GPUs in; FASTEST_FIRST (the default), fastest first and the rest
+      unspecified. The guide's "as determined by nvidia-smi" holds under PCI_BUS_ID: under the default, users
+      and NVIDIA staff report `CUDA_VISIBLE_DEVICES=0` selecting the fastest GPU, not nvidia-smi's GPU 0
+      (github.com/NVIDIA/DIGITS/issues/1358, NVIDIA/nvidia-docker/issues/262, tensorflow/tensorflow/issues/152,
+      gpustack/gpustack/issues/1633). NVML's index is not CUDA's ("The NVML index may not correlate with other
+      APIs, such as the CUDA device index", nvmlDeviceGetIndex), so integer ids are never read as NVML indices.
+    - A tie-break of FASTEST_FIRST among GPUs of one model (by PCI bus id) is claimed in third-party text
+      (microsoft/onnxruntime pull 28066) but not in NVIDIA's documentation: integer ids under FASTEST_FIRST on
+      more than one device are `order_unknown` (gpus None), never guessed.
+    - A GPU named twice: the guide does not say what CUDA does; unknown (gpus None). A UUID no GPU of the
+      snapshot has: unknown too (CUDA would end the list there, but the snapshot may be a built-in system whose
+      UUIDs are not the target's)."""
+    by_index = {gpu["index"]: gpu for gpu in gpus if isinstance(gpu.get("index"), int)}
+    if devices is None:
+        order = [gpu["index"] for gpu in _bus_sorted(list(by_index.values()))]
+    else:
+        order = [index for index in devices if index in by_index]
+    by_bus = str(device_order or "").strip().upper() == PCI_BUS_ID_ORDER
     chosen: list[int] = []
-    for raw in str(value).split(","):
+    integers = 0
+    ended_at = why = None
+    entries = [] if str(value).strip() == "" else str(value).split(",")
+    for raw in entries:
         entry = raw.strip()
         if entry.upper().startswith("MIG-"):
             return VisibleGroup(None, f"{VISIBLE_DEVICES} names a MIG instance ({entry}): topoctl cannot map MIG "
                                       "instances onto the snapshot's GPUs")
+        index: int | None = None
         if entry.upper().startswith("GPU-"):
-            matches = [index for uuid, index in uuids.items() if uuid.lower().startswith(entry.lower())]
-            if len(matches) != 1:
-                return VisibleGroup(None, f"{VISIBLE_DEVICES} entry {entry!r} matches "
-                                          f"{'no GPU' if not matches else 'several GPUs'} of the snapshot by UUID")
+            matches = [i for i in order if str(by_index[i].get("uuid") or "").lower().startswith(entry.lower())]
+            if len(matches) > 1:
+                return VisibleGroup(None, f"{VISIBLE_DEVICES} entry {entry!r} is a UUID prefix of several GPUs: "
+                                          "CUDA's documentation asks for a prefix naming one GPU")
+            if not matches:  # invalid to CUDA on this machine, but a built-in system's UUIDs are not the target's
+                return VisibleGroup(None, f"{VISIBLE_DEVICES} entry {entry!r} matches no GPU of the snapshot by "
+                                          "UUID")
             index = matches[0]
         else:
             try:
                 position = int(entry)
             except ValueError:
-                position = -1
-            if not 0 <= position < len(order):
-                if entry:
-                    notes.append(f"{VISIBLE_DEVICES} entry {entry!r} is not a device: CUDA hides it and every "
-                                 "entry after it")
-                break
-            if not ordered_by_bus and not _same_gpus(snapshot):
-                return VisibleGroup(None, f"{VISIBLE_DEVICES}={value} uses integer ids without "
-                                          f"{DEVICE_ORDER}={PCI_BUS_ID_ORDER} on a machine with different GPU "
-                                          "models: CUDA's default order (fastest first) cannot be reproduced")
-            index = order[position]
+                ended_at, why = entry, "not an index or a GPU UUID"
+            else:
+                if not 0 <= position < len(order):
+                    ended_at, why = entry, f"no device {position} (CUDA has {len(order)})"
+                elif not by_bus and len(order) > 1:
+                    integers += 1
+                    index = -1 - position  # placeholder: the GPU is not known under FASTEST_FIRST
+                else:
+                    index = order[position]
+        if index is None:
+            break
         if index in chosen:
-            notes.append(f"{VISIBLE_DEVICES} names GPU {index} twice")
-            continue
+            return VisibleGroup(None, f"{VISIBLE_DEVICES}={value} names a device twice ({entry}): CUDA's "
+                                      "documentation does not say what a repeat does")
         chosen.append(index)
-    if chosen and not ordered_by_bus and any(entry.strip().isdigit() for entry in str(value).split(",")):
-        notes.append(f"integer ids read in PCI bus order ({DEVICE_ORDER} is not {PCI_BUS_ID_ORDER}; every GPU is "
-                     "the same model, so CUDA's fastest-first order has nothing to tell them apart by)")
-    return VisibleGroup(tuple(chosen), notes=notes)
+    notes = ([f"{VISIBLE_DEVICES} entry {ended_at!r} is invalid ({why}): CUDA hides it and every entry after it"]
+             if ended_at is not None else [])
+    if integers:
+        return VisibleGroup(None, f"{VISIBLE_DEVICES}={value} uses integer ids without {DEVICE_ORDER}="
+                                  f"{PCI_BUS_ID_ORDER}: {FASTEST_FIRST_SOURCE}, so which GPUs they name is unknown",
+                            notes, ended_at, why, order_unknown=True, count=len(chosen))
+    return VisibleGroup(tuple(chosen), notes=notes, ended_at=ended_at, why=why)
+
+
+def parse_visible_devices(value: str, snapshot: dict[str, Any], device_order: str | None,
+                          devices: list[int] | None = None) -> VisibleGroup:
+    """resolve_visible on a snapshot's GPUs (a snapshot without a GPU list: GPUs 0..count-1, no UUIDs)."""
+    gpus = SnapshotView(snapshot).indexed_gpus or [{"index": index} for index in pci_order(snapshot)]
+    return resolve_visible(value, device_order, gpus, devices)
 
 
 def first_gpus(snapshot: dict[str, Any], count: int) -> tuple[int, ...]:
@@ -176,29 +227,35 @@ class ProbeVisible:
 
     gpus: tuple[int, ...]
     text: str
+    known: bool = True  # False: which GPUs CUDA sees is unknown (gpus is then every GPU, and text says why)
 
 
 def probe_visible(snapshot: dict[str, Any]) -> ProbeVisible | None:
     """The GPUs CUDA sees on the target, when the snapshot says CUDA sees fewer (or others) than NVML; None
     when it does not say (CUDA_VISIBLE_DEVICES was not set at probe time).
 
-    The recorded value is read as check reads a launch's own CUDA_VISIBLE_DEVICES (parse_visible_devices, with
-    the recorded CUDA_DEVICE_ORDER), so both commands count the same GPUs; when that cannot map it (MIG
-    instances, integer ids on mixed GPUs without PCI_BUS_ID), the probe's own mapping (`cuda_devices[].gpu`) is
-    used."""
+    The recorded value is read by resolve_visible, with the recorded CUDA_DEVICE_ORDER, as check reads a
+    launch's own CUDA_VISIBLE_DEVICES, so the probe, check and recommend count the same GPUs. When which GPUs
+    it names is unknown (integer ids under CUDA's default order, MIG instances), every GPU is kept and the
+    text says why."""
     recorded = snapshot.get("cuda_visible_devices") if isinstance(snapshot, dict) else None
     if not isinstance(recorded, dict) or not isinstance(recorded.get("value"), str):
         return None
     value = recorded["value"]
-    group = parse_visible_devices(value, snapshot, recorded.get("device_order")) if value.strip() else VisibleGroup(())
-    gpus = group.gpus
-    if gpus is None:
-        devices = recorded.get("cuda_devices") or []
-        gpus = tuple(d["gpu"] for d in devices if isinstance(d, dict) and isinstance(d.get("gpu"), int)
-                     and not isinstance(d.get("gpu"), bool))
+    order_value = recorded.get("device_order")
+    group = parse_visible_devices(value, snapshot, order_value if isinstance(order_value, str) else None)
     order = pci_order(snapshot)
-    gpus = tuple(index for index in gpus if index in order)
+    if group.gpus is None:
+        return ProbeVisible(tuple(order), one_line_text(
+            f"{VISIBLE_DEVICES}={value!r} was set when the snapshot was taken, but which GPUs CUDA sees is unknown "
+            f"({group.reason}); every GPU is considered: probe again with {DEVICE_ORDER}={PCI_BUS_ID_ORDER} or "
+            "with GPU UUIDs"), known=False)
+    gpus = tuple(index for index in group.gpus if index in order)
     shown = ",".join(str(index) for index in gpus) or "none"
     text = (f"CUDA sees {len(gpus)} of the {len(order)} GPUs ({VISIBLE_DEVICES}={value!r} when the snapshot was "
             f"taken): GPUs {shown}")
     return ProbeVisible(gpus, text)
+
+
+def one_line_text(text: str) -> str:
+    return " ".join(text.split())

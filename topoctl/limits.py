@@ -42,6 +42,10 @@ MAX_INT = 2 ** 64  # |integer| must stay below: every count, size and id topoctl
 # Launches (a launch.env's SGLANG_ARGS, or the command after `check --`).
 MAX_TOKENS = 4_096  # words in one launch (SGLang has about 400 flags)
 MAX_WORD_CHARS = 64 * KIB  # characters in one word (a --json-model-override-args value fits)
+# Characters a script's variable expansions may produce in all ($A$A on each line doubles them): a few times
+# the largest script, so a script costs at most that much work and memory whatever it says.
+MAX_EXPANSION_CHARS = 4 * MAX_LAUNCH_FILE_BYTES
+MAX_LAUNCHES_PER_FILE = 256  # SGLang launches one manifest, compose file or script may hold (each is judged)
 
 # GPUs: the snapshot schema's bound (topoctl.snapshot.MAX_GPUS); a capture must also hold at least one
 # answer per ordered pair it claims (see check_capture_gpus), so the work of a replay follows its size.

@@ -135,13 +135,15 @@ def parse_gpus(value: str, how: str) -> GpuSet:
 def read_docker_env_file(path: str) -> list[tuple[int, str, str]]:
     """docker's --env-file format: NAME=VALUE per line as written (no quote removal), `#` comments; a bare NAME
     takes the host's value (unknown here, left out)."""
+    from topoctl import limits
+
     out = []
-    try:
-        with open(path, encoding="utf-8") as handle:
-            lines = handle.read().splitlines()
+    hint = "give the path relative to the file that names it, or to the current folder"
+    try:  # bounded like a launch.env (an env file of /dev/zero ends, and one line says so)
+        raw = limits.read_file(path, limits.MAX_LAUNCH_ENV_BYTES)
     except OSError as exc:
-        raise TopoctlError(f"cannot read --env-file {path}: {exc.strerror or exc}",
-                           hint="give the path relative to the file that names it, or to the current folder") from None
+        raise TopoctlError(f"cannot read --env-file {path}: {exc.strerror or exc}", hint=hint) from None
+    lines = limits.decode(raw, f"env file {path}", hint="save it as UTF-8 text").splitlines()
     for number, line in enumerate(lines, 1):
         text = line.strip()
         if not text or text.startswith("#") or "=" not in text:
@@ -397,6 +399,19 @@ def read_script(text: str, *, origin: str, base_dir: str = ".", inherit: Launch 
     launch line are replaced by what the script set; a launch's environment is what was exported before it
     plus its own assignments (a plain `NAME=value` is a shell variable, seen in expansions but not by the
     server). `set -a` exports what follows. Control flow is not followed: every launch line is read."""
+    from topoctl.limits import MAX_EXPANSION_CHARS, MAX_LAUNCHES_PER_FILE, LimitError
+
+    expanded_chars = 0
+
+    def bounded(text: str, where: str) -> str:
+        """Variable expansions, counted: `V1=$V0$V0` line after line doubles them, so they are held to a total."""
+        nonlocal expanded_chars
+        expanded_chars += len(text)
+        if expanded_chars > MAX_EXPANSION_CHARS:
+            raise LimitError(f"{where}: the script's variable expansions exceed {MAX_EXPANSION_CHARS:,} characters "
+                             "(a variable that doubles itself?)")
+        return text
+
     variables: dict[str, str] = {}
     exported: dict[str, str] = dict(inherit.env) if inherit else {}
     exported_where: dict[str, str] = dict(inherit.env_where) if inherit else {}
@@ -427,7 +442,7 @@ def read_script(text: str, *, origin: str, base_dir: str = ".", inherit: Launch 
                     name, eq, value = word.partition("=")
                     if not eq or not NAME_RE.match(name):
                         continue
-                    value = expand(value, {**exported, **variables}, [])
+                    value = bounded(expand(value, {**exported, **variables}, []), where)
                     variables[name] = value
                     if exporting or auto_export or name in exported:
                         exported[name] = value
@@ -443,7 +458,7 @@ def read_script(text: str, *, origin: str, base_dir: str = ".", inherit: Launch 
             if not _STARTS_LAUNCH.search(stripped):
                 continue
             unresolved: list[str] = []
-            expanded = expand(stripped, {**exported, **variables}, unresolved)
+            expanded = bounded(expand(stripped, {**exported, **variables}, unresolved), where)
             try:
                 words = _strip_comment(split_words(expanded, where))
             except ValueError as exc:
@@ -455,6 +470,8 @@ def read_script(text: str, *, origin: str, base_dir: str = ".", inherit: Launch 
             if inherit is not None:
                 launch.gpus, launch.image = inherit.gpus, inherit.image
             launch.unresolved = unresolved
+            if len(launches) >= MAX_LAUNCHES_PER_FILE:
+                raise LimitError(f"{where}: more than {MAX_LAUNCHES_PER_FILE} SGLang launches in {origin}")
             try:
                 launches.append(read_command(words, where=where, base_dir=base_dir, launch=launch, depth=depth))
             except Unsupported as error:  # another server: said when the script starts no SGLang at all

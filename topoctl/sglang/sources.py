@@ -23,7 +23,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from topoctl.errors import TopoctlError
+from topoctl.errors import TopoctlError, one_line
+from topoctl.limits import MAX_LAUNCHES_PER_FILE, LimitError
 from topoctl.sglang.launchers import (
     GpuSet,
     Launch,
@@ -235,7 +236,8 @@ def _k8s_gpus(container: _Node, path: str) -> GpuSet | None:
 
 def _kubernetes(path: str, doc: _Node, base_dir: str) -> list[Found]:
     kind = str(doc.value.get("kind"))
-    name = str((doc.value.get("metadata") or {}).get("name") or "")
+    metadata = doc.value.get("metadata")
+    name = str(metadata.get("name") or "") if isinstance(metadata, dict) else ""
     out: list[Found] = []
     if kind == "List":
         items = doc.get("items")
@@ -247,6 +249,8 @@ def _kubernetes(path: str, doc: _Node, base_dir: str) -> list[Found]:
         components = doc.at("spec", "components")
         for component in (components.children if components is not None and isinstance(components.children, list)
                           else []):
+            if not isinstance(component.value, dict):
+                continue
             spec = component.at("podTemplate", "spec")
             if spec is not None:
                 out.extend(_pod_spec(path, spec, f"{kind} {name} / component {component.value.get('name')}", base_dir))
@@ -268,6 +272,8 @@ def _pod_spec(path: str, spec: _Node, owner: str, base_dir: str) -> list[Found]:
     containers = spec.get("containers")
     for container in (containers.children if containers is not None and isinstance(containers.children, list)
                       else []):
+        if not isinstance(container.value, dict):
+            continue
         label = f"{owner} / container {container.value.get('name')}"
         command, args = container.get("command"), container.get("args")
         env, env_where = _k8s_env(container, path)
@@ -308,6 +314,8 @@ def _compose(path: str, doc: _Node, base_dir: str) -> list[Found]:
     project_env = {key: value for _, key, value in read_docker_env_file(dot_env)} if os.path.isfile(dot_env) else {}
     for name, service in (services.children.items() if services is not None and isinstance(services.children, dict)
                           else []):
+        if not isinstance(service.value, dict):
+            continue
         label = f"service {name}"
         env: dict[str, str] = {}
         env_where: dict[str, str] = {}
@@ -333,12 +341,20 @@ def _compose(path: str, doc: _Node, base_dir: str) -> list[Found]:
         gpus = None
         devices = service.at("deploy", "resources", "reservations", "devices")
         for device in (devices.children if devices is not None and isinstance(devices.children, list) else []):
+            if not isinstance(device.value, dict):
+                continue
             capabilities = device.value.get("capabilities") or []
+            capabilities = capabilities if isinstance(capabilities, list) else [capabilities]
             if "gpu" not in [str(c) for c in capabilities] and device.value.get("driver") != "nvidia":
                 continue
             count = device.value.get("count")
             ids = device.value.get("device_ids")
-            gpus = GpuSet(count=None if count in (None, "all") else int(count),
+            if count not in (None, "all") and (isinstance(count, bool) or not str(count).isdigit()
+                                               or len(str(count)) > 6):
+                raise TopoctlError(f"{path}:{device.line}: deploy.resources.reservations.devices count "
+                                   f"{one_line(str(count), limit=40)!s} is not a number of GPUs",
+                                   hint='give a whole number or "all"')
+            gpus = GpuSet(count=None if count in (None, "all") else int(str(count)),
                           ids=[str(i) for i in ids] if isinstance(ids, list) else None,
                           source=f"deploy.resources.reservations.devices ({path}:{device.line})")
         if gpus is None and service.get("gpus") is not None:
@@ -392,6 +408,8 @@ def read_file(path: str, found_in_folder: bool = False) -> tuple[str, list[Found
             elif isinstance(doc.value.get("services"), dict):
                 kinds.add("compose")
                 found.extend(_compose(path, doc, base_dir))
+            if len(found) > MAX_LAUNCHES_PER_FILE:
+                raise LimitError(f"{path}: more than {MAX_LAUNCHES_PER_FILE} containers or services with a launch")
         kind = "+".join(sorted(kinds)) or "yaml"
         if not found:
             what = {"kubernetes": "no Pod, Deployment, StatefulSet, Job or LeaderWorkerSet with a container",
