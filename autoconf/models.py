@@ -393,7 +393,24 @@ def from_config(data: dict[str, Any], name: str, source: str,
         "kv_bytes_per_token_layer": kv_per_token_layer,
         "allreduces_per_forward": 2 * layers,
         "allreduce_bytes_per_token": hidden * ACTIVATION_BYTES,
+        # what SGLang reads to decide whether the model is multimodal and how much memory its ViT takes
+        # (autoconf/memory.py, sglang-memory.yaml section multimodal)
+        "architectures": [str(a) for a in architectures],
+        "has_text_config": isinstance(nested, dict),
+        "has_audio_config": isinstance(data.get("audio_config"), dict),
+        "vision_config": _vision(data.get("vision_config")),
     }
+
+
+def _vision(config: Any) -> dict[str, int | None] | None:
+    """The ViT size SGLang's adjust_mem_fraction_for_vlm reads from config.json's vision_config."""
+    if not isinstance(config, dict):
+        return None
+    out: dict[str, int | None] = {}
+    for key in ("num_hidden_layers", "hidden_size"):
+        value = config.get(key)
+        out[key] = value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+    return out
 
 
 IDENTITY_KEYS = ("architecture", "model_type", "layers", "hidden_size", "heads", "kv_heads", "head_dim",

@@ -140,7 +140,7 @@ def _side(cand: Candidate | None) -> dict[str, Any] | None:
 
 
 def speculative_comparison(candidates: list[Candidate], winner: Candidate, speculative: str | None, forced: bool,
-                           blocked: list[Candidate]) -> dict[str, Any] | None:
+                           blocked: list[Candidate], unfit: list[Candidate] | None = None) -> dict[str, Any] | None:
     """With vs without speculative decoding, when it was asked for: which was emitted and why."""
     if not speculative:
         return None
@@ -150,8 +150,13 @@ def speculative_comparison(candidates: list[Candidate], winner: Candidate, specu
                            "with": _side(with_spec), "without": _side(without),
                            "emitted": "with" if winner.speculative else "without"}
     name = speculative.upper().replace("EAGLE3", "EAGLE-3")
-    if with_spec is None:
-        reasons = sorted({f.rule_id for c in blocked if c.speculative for f, _ in c.blocked_by})
+    unfit_spec = max((c for c in unfit or [] if c.speculative and c.fit is not None),
+                     key=lambda c: c.fit.kv_cache_bytes, default=None)
+    reasons = sorted({f.rule_id for c in blocked if c.speculative for f, _ in c.blocked_by})
+    if with_spec is None and unfit_spec is not None and not reasons:
+        out["verdict"] = "does not fit"
+        out["message"] = f"{name} does not fit in memory here: it {unfit_spec.fit.why}"
+    elif with_spec is None:
         out["verdict"] = "blocked"
         out["message"] = f"{name} is blocked on this machine (rules: {', '.join(reasons) or 'none'})"
     elif without is None:

@@ -186,7 +186,7 @@ def parallel_options(model: dict[str, Any] | None, gpu_count: int, req: Request)
 
 
 def what_would_fit(model: dict[str, Any], unfit: list[Candidate], gpu: dict[str, Any], gpu_count: int,
-                   req: Request) -> str:
+                   req: Request, version: str | None = None) -> str:
     """What the user can change so that the model loads: more GPUs, a quantized checkpoint, a shorter context."""
     from topoctl.autoconf.memory import fit as memory_fit
 
@@ -195,7 +195,7 @@ def what_would_fit(model: dict[str, Any], unfit: list[Candidate], gpu: dict[str,
     for n in (2, 4, 8, 16, 32, 64):
         if n <= gpu_count or (model.get("heads") or 1) % n:
             continue
-        if memory_fit(model, memory, n, None, False).fits:
+        if memory_fit(model, memory, n, version, False).fits:
             hints.append(f"{n} GPUs like these (TP {n})")
             break
     else:
@@ -208,7 +208,7 @@ def what_would_fit(model: dict[str, Any], unfit: list[Candidate], gpu: dict[str,
             continue
         scaled = dict(model, parts_bytes={k: v * factor for k, v in model["parts_bytes"].items()},
                       replicated_attention_bytes=(model.get("replicated_attention_bytes") or 0) * factor)
-        if memory_fit(scaled, memory, gpu_count, None, False).fits:
+        if memory_fit(scaled, memory, gpu_count, version, False).fits:
             hints.append(f"{label} (about {weights * factor / 1e9:.0f} GB) on these {gpu_count} GPUs")
             break
     if req.context_length:
@@ -224,7 +224,34 @@ def _fit(cand: Candidate, model: dict[str, Any], gpu: dict[str, Any], version: s
     if gpu.get("memory_bytes"):
         cand.fit = memory_fit(model, gpu["memory_bytes"], cand.tp, version, bool(cand.speculative),
                               cand.effective.get("cuda_graph_max_bs"), req.context_length, req.draft,
-                              req.max_running_requests)
+                              req.max_running_requests, launch=cand.effective)
+
+
+def measured_to_run(unfit: list[Candidate], evidence: list[Any], snapshot: dict[str, Any],
+                    model: dict[str, Any] | None) -> list[Candidate]:
+    """Candidates the memory model says do not load, but that a measurement shows running on this machine
+    (a measured throughput of this very launch and model): the measurement wins over the model, and the fit
+    says so. The memory model is an estimate (computed weight bytes, SGLang's reserve rules); a run is a fact."""
+    from topoctl.autoconf.cost import interconnect, throughput
+    from topoctl.autoconf.evidence import LEVELS
+
+    if not unfit or not evidence:
+        return []
+    link = interconnect(snapshot)
+    out = []
+    for cand in unfit:
+        found = throughput(cand, evidence, model, link)
+        if found:
+            cand.estimate, cand.estimate_level, cand.estimate_basis = found
+        basis = [ev for ev in cand.estimate_basis if ev.kind == "throughput" and ev.rank >= LEVELS["measured"]]
+        if cand.estimate is None or not basis or cand.fit is None or cand.fit.why.startswith("KV cache holds"):
+            continue
+        cand.fit.fits = True
+        cand.fit.notes.append(f"the memory model says this launch does not load ({cand.fit.why}), but it was "
+                              f"measured running here ({basis[0].describe()}): the measurement is taken")
+        cand.fit.why = ""
+        out.append(cand)
+    return out
 
 
 def _predict(cand: Candidate, model: dict[str, Any], gpu: dict[str, Any], lat: Any, req: Request) -> None:
@@ -317,6 +344,7 @@ def search(snapshot: dict[str, Any], model: dict[str, Any] | None, flags: Any, t
     if ep > 1:
         options = [(tp, dp) for tp, dp in options if tp >= ep and tp % ep == 0]
     version = flags.version
+    memory_version = getattr(flags, "requested", None) or version  # memory.py says how a newer one is matched
     spec_options = _spec_options(req.speculative, req.force_speculative)
     gpu = target_gpu(snapshot)
     allreduces = allreduces_per_forward(model, notes)
@@ -349,7 +377,7 @@ def search(snapshot: dict[str, Any], model: dict[str, Any] | None, flags: Any, t
             cand, report = judge_candidate(judge, path, spec, launch, tp_space, req.speculative)
             reports_of[id(cand)] = report
             if model is not None:
-                _fit(cand, model, gpu, version, req)
+                _fit(cand, model, gpu, memory_version, req)
             if cand.fit is not None and not cand.fit.fits:
                 unfit.append(cand)
             else:
@@ -357,13 +385,17 @@ def search(snapshot: dict[str, Any], model: dict[str, Any] | None, flags: Any, t
         for key, finding in judge.findings_by_id.items():
             findings_by_id.setdefault(key, finding)
     assert space is not None
+    evidence = collect_evidence([findings_by_id[key] for key in sorted(findings_by_id)], notes)
+    for cand in measured_to_run(unfit, evidence, snapshot, model):
+        unfit.remove(cand)
+        (blocked if cand.blocked_by else candidates).append(cand)
     if model is not None and not candidates and not blocked and unfit:
         best = max(unfit, key=lambda c: (c.fit.kv_cache_bytes, c.tp))
         raise TopoctlError(f"{model['name']} does not fit on this machine: at TP {best.tp} it "
                            f"{best.fit.why}",
-                           hint="what would fit: " + what_would_fit(model, unfit, gpu, gpu_count, req), exit_code=1)
+                           hint="what would fit: " + what_would_fit(model, unfit, gpu, gpu_count, req, memory_version),
+                           exit_code=1)
 
-    evidence = collect_evidence([findings_by_id[key] for key in sorted(findings_by_id)], notes)
     estimate_all(candidates + blocked, evidence, snapshot, model, allreduces)
     if model is not None:
         lat = Latencies(snapshot, evidence)
@@ -383,7 +415,8 @@ def search(snapshot: dict[str, Any], model: dict[str, Any] | None, flags: Any, t
     result = Result(snapshot, model, flags, target_version, winner.tp, ep, req.speculative, req.force_speculative,
                     winner, candidates, blocked, list(reports_of[id(winner)].findings), reasons, decided,
                     speculative_comparison([c for c in candidates if c.tp == winner.tp], winner, req.speculative,
-                                           req.force_speculative, blocked),
+                                           req.force_speculative, blocked,
+                                           [c for c in unfit if c.tp == winner.tp]),
                     faster_paths(winner, [c for c in candidates if c.tp == winner.tp], paths), notes, evidence,
                     sorted((str(k), str(v)) for k, v in (getattr(ruleset, "disabled", None) or {}).items()))
     result.placement = placements[(winner.tp, winner.dp)]

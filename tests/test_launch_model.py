@@ -71,7 +71,7 @@ def test_mem_fraction_static_is_sglang_0_5_12s_rule():
     fraction, graph_bs, source = memory.static_fraction(150754820096, 4, "0.5.12", mla=False, speculative=False,
                                                         cuda_graph_max_bs=None)
     assert graph_bs == 512 and fraction == round((143770 - 14800) / 143770, 3)
-    assert "0.5.12 server_args.py" in source
+    assert source.startswith("SGLang 0.5.12;") and "0.5.10rc0..0.5.13.post1 (0.5.10rc0 server_args.py:1260-1308)" in source
     # 0.5.5 has no piecewise reserve and 2 GB for EAGLE (server_args.py:785-823)
     old, _, _ = memory.static_fraction(150754820096, 4, "0.5.5", mla=False, speculative=True, cuda_graph_max_bs=None)
     assert old == round((143770 - (14800 - 58 * 8 + 2048)) / 143770, 3)
