@@ -2,7 +2,9 @@
 launch was made for, reported as text, json, JUnit XML or GitHub annotations."""
 from __future__ import annotations
 
+import itertools
 import json
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,7 +41,6 @@ class Outcome:
 def judge(parsed: ParsedLaunch, snapshot: dict[str, Any], flags: Any, ruleset: Any, gpu_count: int,
           model: dict | None = None, expect: dict[str, Any] | None = None) -> Outcome:
     """`gpu_count`: the target's GPUs, as `search.target_gpu_count(snapshot)` gives them (at least 1)."""
-    import topoctl.rules as rules_api
     from topoctl.autoconf.search import check_parallel_sizes
     from topoctl.errors import TopoctlError
 
@@ -62,35 +63,17 @@ def judge(parsed: ParsedLaunch, snapshot: dict[str, Any], flags: Any, ruleset: A
     # Data-parallel replicas, each on its own TP group, unless DP attention runs inside the one TP group
     # (SGLang 0.5.12 srt/managers/data_parallel_controller.py: launch_dp_attention_schedulers).
     dp = 1 if dp < 1 or _raw_flag(parsed, "enable_dp_attention") else dp
-    group, group_items = launch_group(parsed, snapshot, tp if tp >= 1 else 1, dp, gpu_count)
-    outcome.items.extend(group_items)
     request = {"model": model, "speculative": spec.lower() if isinstance(spec, str) else None, "tp_size": tp,
-               "ep_size": ep, "dp_size": dp, "gpus": list(group) if group is not None else None,
-               "sglang_version": flags.requested, "launch": launch}
-    report = rules_api.evaluate(ruleset, snapshot, request)
-    seen: set[str] = set()
-    for violation in rules_api.violations(report, launch):
-        finding = violation.finding
-        key = f"{finding.rule_id}:{violation.setting}"
-        if key in seen:
-            continue
-        seen.add(key)
-        if finding.severity not in ("block", "warn"):
-            continue
-        written = parsed.written.get(violation.setting, f"{violation.setting} left at its default")
-        if violation.setting in report.implied:  # SGLang sets it by itself for this launch (effect.implies)
-            value, because = report.implied[violation.setting]
-            written = f"{violation.setting}={value} set by SGLang itself ({because})"
-        status = finding.status_text
-        message = one_line(f"{written}: {finding.message}" + (f" (cannot verify: {', '.join(finding.unknown_facts)} unknown)"
-                                                               if finding.status == "unknown" else ""))
-        outcome.items.append(Item(finding.rule_id, finding.severity, one_line(finding.title), message,
-                                  one_line(finding.remediation), one_line(violation.detail), status))
-    for finding in report.findings:
-        if finding.severity == "warn" and finding.status == "fired" and not finding.effect.get("forbid") \
-                and not finding.effect.get("require") and finding.rule_id not in {i.id for i in outcome.items}:
-            outcome.items.append(Item(finding.rule_id, "warn", one_line(finding.title), one_line(finding.message),
-                                      one_line(finding.remediation)))
+               "ep_size": ep, "dp_size": dp, "gpus": None, "sglang_version": flags.requested, "launch": launch}
+    sets = any_gpu_sets(parsed, snapshot)
+    if sets is None:
+        group, group_items = launch_group(parsed, snapshot, tp if tp >= 1 else 1, dp, gpu_count)
+        outcome.items.extend(group_items)
+        request["gpus"] = list(group) if group is not None else None
+        outcome.items.extend(rule_items(parsed, snapshot, ruleset, request, launch, {i.id for i in outcome.items}))
+    else:
+        outcome.items.extend(_judge_any_set(parsed, snapshot, ruleset, request, launch, sets, tp, dp, gpu_count,
+                                            {i.id for i in outcome.items}))
     visible = _visible_count(parsed, snapshot, gpu_count)
     if "tp_size" not in launch and visible > tp:  # written but not read (an unresolved $TP): not "not given"
         seen_gpus = f"the target's {gpu_count} GPUs" if visible == gpu_count else f"the {visible} visible GPUs"
@@ -131,8 +114,138 @@ def judge(parsed: ParsedLaunch, snapshot: dict[str, Any], flags: Any, ruleset: A
     return outcome
 
 
-def launch_group(parsed: ParsedLaunch, snapshot: dict[str, Any], tp: int, dp: int,
-                 gpu_count: int) -> tuple[tuple[int, ...] | None, list[Item]]:
+def rule_items(parsed: ParsedLaunch, snapshot: dict[str, Any], ruleset: Any, request: dict[str, Any],
+               launch: dict[str, Any], present: set[str]) -> list[Item]:
+    """The rules' findings on one launch and GPU group (request["gpus"]), as check reports them; `present`:
+    ids already reported (a warning without forbid/require is not repeated)."""
+    import topoctl.rules as rules_api
+
+    report = rules_api.evaluate(ruleset, snapshot, request)
+    items: list[Item] = []
+    seen: set[str] = set()
+    for violation in rules_api.violations(report, launch):
+        finding = violation.finding
+        key = f"{finding.rule_id}:{violation.setting}"
+        if key in seen:
+            continue
+        seen.add(key)
+        if finding.severity not in ("block", "warn"):
+            continue
+        written = parsed.written.get(violation.setting, f"{violation.setting} left at its default")
+        if violation.setting in report.implied:  # SGLang sets it by itself for this launch (effect.implies)
+            value, because = report.implied[violation.setting]
+            written = f"{violation.setting}={value} set by SGLang itself ({because})"
+        status = finding.status_text
+        message = one_line(f"{written}: {finding.message}" + (f" (cannot verify: {', '.join(finding.unknown_facts)} unknown)"
+                                                               if finding.status == "unknown" else ""))
+        items.append(Item(finding.rule_id, finding.severity, one_line(finding.title), message,
+                          one_line(finding.remediation), one_line(violation.detail), status))
+    for finding in report.findings:
+        if finding.severity == "warn" and finding.status == "fired" and not finding.effect.get("forbid") \
+                and not finding.effect.get("require") and finding.rule_id not in present | {i.id for i in items}:
+            items.append(Item(finding.rule_id, "warn", one_line(finding.title), one_line(finding.message),
+                              one_line(finding.remediation)))
+    return items
+
+
+# Runtimes that, given a number of GPUs and no ids, give GPUs 0..N-1 (nvidia-smi's indices): Docker Engine
+# (moby daemon/nvidia_linux.go, setNvidiaGPUs: NVIDIA_VISIBLE_DEVICES=countToDevices(count), "0,1,...,count-1";
+# Compose's `count:` / `gpus:` reach the engine as the same device request) and nerdctl
+# (pkg/cmd/container/run_gpus.go: nvidia.WithDevices(0..count-1)). Podman and Kubernetes: not defined here
+# (the kubelet's device manager and the device plugin pick free GPUs), so any N of the machine.
+RUNTIME_PICKS = ("docker run --gpus", "nerdctl run --gpus", "deploy.resources.reservations.devices", "gpus: ")
+ANY_SET_LIMIT = 500  # sets of N GPUs judged one by one; beyond, every pair of the machine (said)
+
+
+def runtime_pick(given: Any, machine: int) -> list[str] | None:
+    """The host GPU ids a runtime gives a launch that asks for a number of GPUs, where that is defined."""
+    if given is None or given.ids is not None or given.count is None or not 0 < given.count < machine:
+        return None
+    if not str(getattr(given, "source", "")).startswith(RUNTIME_PICKS):
+        return None
+    return [str(index) for index in range(given.count)]
+
+
+def any_gpu_sets(parsed: ParsedLaunch, snapshot: dict[str, Any]) -> list[tuple[int, ...]] | None:
+    """Every set of GPUs a launch given only a number of them may get (a Kubernetes `nvidia.com/gpu: N`, podman
+    `--gpus N`), each in the PCI bus order CUDA inside numbers them; None when the GPUs are known (ids, all, a
+    runtime that picks 0..N-1, no container) or there are more than ANY_SET_LIMIT sets."""
+    from topoctl.cuda_devices import pci_order
+
+    given = getattr(parsed, "gpus", None)
+    machine = pci_order(snapshot)
+    if given is None or given.ids is not None or given.count is None or not 0 < given.count < len(machine):
+        return None
+    if runtime_pick(given, len(machine)) is not None or math.comb(len(machine), given.count) > ANY_SET_LIMIT:
+        return None
+    return list(itertools.combinations(machine, given.count))
+
+
+def _judge_any_set(parsed: ParsedLaunch, snapshot: dict[str, Any], ruleset: Any, request: dict[str, Any],
+                   launch: dict[str, Any], sets: list[tuple[int, ...]], tp: int, dp: int, gpu_count: int,
+                   present: set[str]) -> list[Item]:
+    """A launch given N GPUs that the scheduler picks: judged on every set it may get. A finding that blocks on
+    every set blocks; one that blocks on some sets only is a warning naming the pairs (or sets) it blocks on,
+    with a hint to pin the GPUs; warnings of any set are reported once."""
+    given = parsed.gpus
+    per_set: list[tuple[tuple[int, ...], list[Item]]] = []
+    for devices in sets:
+        group, group_items = launch_group(parsed, snapshot, tp if tp >= 1 else 1, dp, gpu_count, devices)
+        judged = dict(request, gpus=list(group) if group is not None else list(devices))
+        per_set.append((devices, [item for item in group_items if item.severity != "info"]
+                        + rule_items(parsed, snapshot, ruleset, judged, launch, present)))
+    items: list[Item] = [Item("topoctl-gpu-group", "info", "GPUs the launch runs on", one_line(
+        f"the launch is given {given.count} GPUs ({given.source}); which ones is decided where it runs, so it is "
+        f"judged on every set of {given.count} of the target's {len(_machine(snapshot))} GPUs ({len(sets)} sets)"),
+        "", parsed.where)]
+    keys: dict[tuple[str, str, str], Item] = {}
+    blocking: dict[tuple[str, str, str], list[tuple[int, ...]]] = {}
+    for devices, found in per_set:
+        for item in found:
+            key = (item.id, item.title, item.where)
+            keys.setdefault(key, item)
+            if item.severity == "block":
+                blocking.setdefault(key, [])
+                if devices not in blocking[key]:
+                    blocking[key].append(devices)
+    for key, item in keys.items():
+        bad = blocking.get(key)
+        if bad is None:
+            items.append(item)  # a warning: once
+        elif len(bad) == len(sets):
+            items.append(item)  # blocks whatever GPUs the launch gets
+        else:
+            items.append(_some_sets_warning(item, bad, sets))
+    return items
+
+
+def _machine(snapshot: dict[str, Any]) -> list[int]:
+    from topoctl.cuda_devices import pci_order
+
+    return pci_order(snapshot)
+
+
+def _some_sets_warning(item: Item, bad: list[tuple[int, ...]], sets: list[tuple[int, ...]]) -> Item:
+    """A block that holds on some of the sets a scheduler may pick only: a warning naming where it blocks."""
+    good = [devices for devices in sets if devices not in bad]
+    good_pairs = {pair for devices in good for pair in itertools.combinations(devices, 2)}
+    bad_pairs = sorted({pair for devices in bad for pair in itertools.combinations(devices, 2)} - good_pairs)
+    if bad_pairs:
+        where = "pairs " + ", ".join(f"GPU{a}-GPU{b}" for a, b in bad_pairs[:8]) + (" ..." if len(bad_pairs) > 8 else "")
+    else:
+        where = "sets " + "; ".join(_ids(devices) for devices in bad[:4]) + (" ..." if len(bad) > 4 else "")
+    safe = _ids(good[0])
+    return Item(item.id, "warn", item.title,
+                one_line(f"blocks on {len(bad)} of the {len(sets)} sets of GPUs the launch may get ({where}): "
+                         f"{item.message}"),
+                one_line(f"pin the GPUs the launch gets (for example GPUs {safe}: docker --gpus '\"device={safe}\"', "
+                         "or a node and device plugin setting that gives those), or follow the rule: "
+                         f"{item.remediation}"),
+                item.where, item.status)
+
+
+def launch_group(parsed: ParsedLaunch, snapshot: dict[str, Any], tp: int, dp: int, gpu_count: int,
+                 given_devices: tuple[int, ...] | None = None) -> tuple[tuple[int, ...] | None, list[Item]]:
     """The GPUs the launch runs on (snapshot indices), and what check says about them.
 
     CUDA_VISIBLE_DEVICES (launch.env, or the environment before the command) names the visible GPUs, read as
@@ -140,8 +253,18 @@ def launch_group(parsed: ParsedLaunch, snapshot: dict[str, Any], tp: int, dp: in
     gpu_id_step + tp_rank x gpu_id_step (sglang 0.5.12 srt/entrypoints/engine.py and
     srt/managers/data_parallel_controller.py; pipeline parallelism not modelled). Without
     it, the first tp x dp GPUs in PCI bus order. When the value cannot be mapped onto the snapshot, every GPU
-    (conservatively, with a warning). None: every GPU, by the engine's own default."""
-    from topoctl.cuda_devices import DEVICE_ORDER, VISIBLE_DEVICES, container_devices, parse_visible_devices, pci_order
+    (conservatively, with a warning). None: every GPU, by the engine's own default.
+
+    `given_devices`: the GPUs a container given only a number of GPUs sees, for one of the sets it may get
+    (any_gpu_sets)."""
+    from topoctl.cuda_devices import (
+        DEVICE_ORDER,
+        VISIBLE_DEVICES,
+        container_devices,
+        parse_visible_devices,
+        pci_order,
+        probe_visible,
+    )
 
     needed = tp * dp
     base = max(_raw_int(parsed, "base_gpu_id", 0), 0)
@@ -155,7 +278,16 @@ def launch_group(parsed: ParsedLaunch, snapshot: dict[str, Any], tp: int, dp: in
     given = getattr(parsed, "gpus", None)  # docker --gpus / nvidia.com/gpu: what the launcher gives the launch
     source = str(getattr(given, "source", ""))
     devices = machine
-    if given is not None and given.ids is not None:
+    picked = runtime_pick(given, len(machine))
+    if given_devices is not None:  # one possible set of GPUs of a launch given a number of them ("any N")
+        devices = list(given_devices)
+    elif picked is not None:
+        mapped, _ = container_devices(picked, snapshot)
+        if mapped is not None:
+            devices = mapped
+            source += (f": the runtime gives GPUs {','.join(picked)} (NVIDIA_VISIBLE_DEVICES=0..N-1, "
+                       "moby daemon/nvidia_linux.go countToDevices; pin device ids to choose others)")
+    elif given is not None and given.ids is not None:
         mapped, why = container_devices(list(given.ids), snapshot)
         if mapped is None:
             items.append(Item("topoctl-gpu-group-unknown", "warn", "GPUs of the launch unknown",
@@ -166,8 +298,16 @@ def launch_group(parsed: ParsedLaunch, snapshot: dict[str, Any], tp: int, dp: in
     elif given is not None and given.count is not None and given.count < len(machine):
         items.append(Item("topoctl-gpu-group", "info", "GPUs the launch runs on",
                           one_line(f"the launch is given {given.count} GPUs ({source}); which ones is decided "
-                                   "where it runs, so it is judged on every pair of the target"), "", parsed.where))
+                                   f"where it runs, and there are more than {ANY_SET_LIMIT} sets of them, so it is "
+                                   "judged on every pair of the target"), "", parsed.where))
         return tuple(machine), items
+    seen = probe_visible(snapshot) if given is None and value is None and given_devices is None else None
+    if seen is not None:  # CUDA_VISIBLE_DEVICES where the snapshot was taken: CUDA's devices are those GPUs
+        devices, source = list(seen.gpus), seen.text
+        if max(positions) >= len(devices):
+            if tp > gpu_count:  # more than the machine has: the parallel-size check says so
+                return tuple(devices), items
+            return _too_few(items, tp, dp, positions, len(devices), seen.text, where, tuple(devices))
     if value is None and devices is not machine:
         if tp > len(devices):  # the launcher check says so (tp-exceeds-given-gpus)
             return tuple(devices), items
@@ -267,13 +407,16 @@ def _raw_int(parsed: ParsedLaunch, dest: str | tuple[str, ...], default: int) ->
 
 def _visible_count(parsed: ParsedLaunch, snapshot: dict[str, Any], gpu_count: int) -> int:
     """How many GPUs the launch's CUDA_VISIBLE_DEVICES leaves visible (every GPU without one, or when unknown)."""
-    from topoctl.cuda_devices import DEVICE_ORDER, VISIBLE_DEVICES, container_devices, parse_visible_devices
+    from topoctl.cuda_devices import DEVICE_ORDER, VISIBLE_DEVICES, container_devices, parse_visible_devices, probe_visible
 
     given = getattr(parsed, "gpus", None)
     devices = container_devices(list(given.ids), snapshot)[0] if given is not None and given.ids is not None else None
     if given is not None and given.ids is None and given.count is not None:
         return min(given.count, gpu_count)
     value = parsed.env.get(VISIBLE_DEVICES)
+    seen = probe_visible(snapshot) if given is None and value is None else None
+    if seen is not None:
+        return len(seen.gpus)
     if value is None:
         return gpu_count if devices is None else len(devices)
     visible = parse_visible_devices(value, snapshot, parsed.env.get(DEVICE_ORDER), devices)

@@ -52,7 +52,7 @@ def applies(ev: Evidence, cand: Candidate, model: dict[str, Any] | None, link: s
     """Whether a number measured under ev.config speaks of this candidate: every setting the evidence names
     agrees with the candidate (a setting the candidate leaves out takes SGLang's default); settings the
     evidence does not name do not disqualify it."""
-    if ev.path is not None and ev.path != cand.path:
+    if ev.path is not None and ev.path != cand.runs_path:
         return False
     for key, value in ev.config.items():
         if key in DESCRIPTIVE_KEYS:
@@ -65,7 +65,7 @@ def applies(ev: Evidence, cand: Candidate, model: dict[str, Any] | None, link: s
             if not model_matches(value, model):
                 return False
             continue
-        if not agrees(key, value, cand.launch, cand.defaults):
+        if not agrees(key, value, cand.effective, cand.defaults):
             return False
     return True
 
@@ -90,7 +90,7 @@ def throughput(cand: Candidate, evidence: list[Evidence], model: dict[str, Any] 
             named |= set(table.table()["allreduce_paths"][base.path])
         if "speculative_algorithm" in base.config:
             named |= set(SPEC_GROUP)
-        unmeasured = unmeasured_settings(cand.launch, cand.defaults, named)
+        unmeasured = unmeasured_settings(cand.effective, cand.defaults, named)
         if not unmeasured:
             return value, level, basis
         cand.estimate_withheld.append(f"not carried: {base.describe()}: this launch sets {', '.join(unmeasured)}, "
@@ -175,7 +175,7 @@ def estimate_all(cands: list[Candidate], evidence: list[Evidence], snapshot: dic
         found = throughput(cand, evidence, model, link)
         if found:
             cand.estimate, cand.estimate_level, cand.estimate_basis = found
-        latency, level, basis = latencies[cand.path]
+        latency, level, basis = latencies[cand.runs_path]
         cand.allreduce_us = allreduces * latency
         cand.allreduce_level = level
         cand.allreduce_basis = [basis]

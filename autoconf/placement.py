@@ -175,29 +175,41 @@ def _ids(group: tuple[int, ...]) -> str:
     return ",".join(str(index) for index in group)
 
 
-def choose_gpus(snapshot: dict[str, Any], n_gpus: int) -> Placement:
+def _usable(order: list[int], allowed: "tuple[int, ...] | list[int] | None") -> list[int]:
+    """The GPUs a launch may use, in PCI bus order: every GPU, or those CUDA sees (`allowed`)."""
+    return list(order) if allowed is None else [index for index in order if index in set(allowed)]
+
+
+def choose_gpus(snapshot: dict[str, Any], n_gpus: int, allowed: "tuple[int, ...] | list[int] | None" = None,
+                allowed_text: str = "") -> Placement:
     """The best group of `n_gpus` GPUs of the snapshot for one launch (see the module text), with reasons.
 
-    n_gpus at or above the machine's GPU count gives every GPU. Raises ValueError for n_gpus < 1."""
+    `allowed`: the only GPUs the launch may use (those CUDA sees where the snapshot was taken,
+    cuda_devices.probe_visible), said first in the reasons as `allowed_text`. n_gpus at or above the number of
+    usable GPUs gives every one of them. Raises ValueError for n_gpus < 1."""
     if n_gpus < 1:
         raise ValueError("a launch needs at least one GPU")
     order = pci_order(snapshot)
+    usable = _usable(order, allowed)
     position = {index: place for place, index in enumerate(order)}
     gpus = _gpu_facts(snapshot)
     views = pair_views(snapshot)
-    if n_gpus >= len(order):
-        score = _score(tuple(order), views, gpus, position)
-        placement = _placement(tuple(order), score, len(order), gpus)
-        placement.reasons = [f"every GPU of the machine ({len(order)})"]
+    lead = [allowed_text] if allowed is not None and allowed_text else []
+    if n_gpus >= len(usable):
+        score = _score(tuple(usable), views, gpus, position)
+        placement = _placement(tuple(usable), score, len(order), gpus)
+        placement.reasons = lead + [f"every GPU of the machine ({len(order)})" if len(usable) == len(order)
+                                    else f"GPUs {_ids(tuple(usable))} of {len(order)}: every GPU CUDA sees"]
         return placement
-    ranked, exact = _groups(order, n_gpus, views, gpus, position)
+    ranked, exact = _groups(usable, n_gpus, views, gpus, position)
     ranked.sort()
     best_score, best = ranked[0]
     best = tuple(sorted(best, key=lambda index: position[index]))
     placement = _placement(best, best_score, len(order), gpus)
     pair_count = n_gpus * (n_gpus - 1) // 2
-    reasons = [f"GPUs {_ids(best)} of {len(order)}: the best group of {n_gpus}"
-               + ("" if exact else f" found by a greedy search (more than {EXACT_LIMIT} groups to compare)")]
+    reasons = lead + [f"GPUs {_ids(best)} of {len(order)}: the best group of {n_gpus}"
+                      + (f" among the {len(usable)} CUDA sees" if len(usable) < len(order) else "")
+                      + ("" if exact else f" found by a greedy search (more than {EXACT_LIMIT} groups to compare)")]
     if n_gpus > 1:
         reasons.append(_p2p_text(best_score, pair_count))
         reasons.append(f"slowest link inside the group: {_describe_link(best_score)}")
@@ -228,7 +240,8 @@ def _placement(group: tuple[int, ...], score: tuple, machine: int, gpus: dict[in
                      worst_link=worst if len(group) > 1 else None, numa_nodes=tuple(numa))
 
 
-def choose_replicas(snapshot: dict[str, Any], tp: int, dp: int) -> Placement:
+def choose_replicas(snapshot: dict[str, Any], tp: int, dp: int, allowed: "tuple[int, ...] | list[int] | None" = None,
+                    allowed_text: str = "") -> Placement:
     """GPUs for `dp` data-parallel replicas of `tp` GPUs each: the best TP group first, then the best group of
     the GPUs left, and so on (greedy, deterministic). Only pairs inside a replica matter: replicas do not
     allreduce together. gpus lists the replicas in rank order (SGLang gives replica d the visible devices
@@ -238,17 +251,20 @@ def choose_replicas(snapshot: dict[str, Any], tp: int, dp: int) -> Placement:
     if tp < 1 or dp < 1:
         raise ValueError("tp and dp must be at least 1")
     if dp == 1:
-        return choose_gpus(snapshot, tp)
+        return choose_gpus(snapshot, tp, allowed, allowed_text)
     order = pci_order(snapshot)
-    if tp * dp > len(order):
-        raise ValueError(f"{dp} replicas of {tp} GPUs need {tp * dp} GPUs; the machine has {len(order)}")
+    usable = _usable(order, allowed)
+    if tp * dp > len(usable):
+        raise ValueError(f"{dp} replicas of {tp} GPUs need {tp * dp} GPUs; the machine has {len(usable)}"
+                         + (" that CUDA sees" if len(usable) < len(order) else ""))
     position = {index: place for place, index in enumerate(order)}
     gpus = _gpu_facts(snapshot)
     views = pair_views(snapshot)
-    left = list(order)
+    left = list(usable)
     replicas: list[tuple[int, ...]] = []
     scores = []
-    reasons = [f"{dp} replicas of {tp} GPUs, each the best group of the GPUs left (greedy, replica by replica)"]
+    reasons = ([allowed_text] if allowed is not None and allowed_text else []) + \
+        [f"{dp} replicas of {tp} GPUs, each the best group of the GPUs left (greedy, replica by replica)"]
     for number in range(dp):
         ranked, _ = _groups(left, tp, views, gpus, position)
         ranked.sort()

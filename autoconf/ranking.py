@@ -55,8 +55,9 @@ def require_a_launch(candidates: list[Candidate], blocked: list[Candidate]) -> N
 
 
 def winner_reasons(winner: Candidate, space: Space, paths: dict[str, Any], given_tp: bool,
-                   gpu_count: int) -> tuple[dict[str, list[str]], set[str]]:
-    """(setting -> rule ids / topoctl reasons behind its value, the settings something decided)."""
+                   gpu_count: int, machine_gpus: int | None = None) -> tuple[dict[str, list[str]], set[str]]:
+    """(setting -> rule ids / topoctl reasons behind its value, the settings something decided). `gpu_count`:
+    the GPUs the launch may use (those CUDA sees); `machine_gpus`: the machine's, when more."""
     reasons = {key: list(value) for key, value in space.reasons.items()}
     decided = set(reasons)
     decided.update(setting for setting, _, _ in space.prefer_pairs)
@@ -66,7 +67,7 @@ def winner_reasons(winner: Candidate, space: Space, paths: dict[str, Any], given
     tp, dp = winner.tp, winner.dp
     # the GPUs it runs on, when that is not every GPU (placement.py; render writes CUDA_VISIBLE_DEVICES)
     on_gpus = ""
-    if winner.gpus and len(winner.gpus) < gpu_count:
+    if winner.gpus and len(winner.gpus) < (machine_gpus or gpu_count):
         on_gpus = f": GPUs {_ids(winner.gpus)}"
         if dp > 1 and len(winner.gpus) == tp * dp:
             on_gpus += " (replicas " + " / ".join(_ids(winner.gpus[start:start + tp])

@@ -94,12 +94,25 @@ def rendered(result: Result) -> table.Rendered:
     return result.memo["rendered"]
 
 
+def basis(cand: Candidate) -> str:
+    """Where the number a candidate is ranked by comes from, in words: rule evidence at its level, the launch
+    model with the origin of its allreduce latency (measured in the snapshot, cited reference table, field
+    report, assumed), or the per-call allreduce latency alone."""
+    if cand.estimate is not None:
+        return f"rule evidence, {LEVEL_NAMES[cand.estimate_level]}"
+    if cand.predicted is not None:
+        return f"launch model; allreduce latency: {cand.predicted.allreduce_origin}"
+    return f"{LEVEL_NAMES[cand.allreduce_level]} per-call allreduce latency"
+
+
 def _candidate_doc(cand: Candidate) -> dict[str, Any]:
     return {
         "config": cand.label(),
         "allreduce_path": cand.path,
         "speculative": cand.speculative,
         "level": LEVEL_NAMES[cand.level],
+        "basis": basis(cand),
+        "allreduce_origin": cand.predicted.allreduce_origin if cand.predicted is not None else None,
         "estimated_tok_s": round(cand.estimate, 3) if cand.estimate is not None else None,
         "estimate_formula": estimate_formula(cand),
         "modelled_allreduce_ms_per_forward": round(cand.allreduce_us / 1000.0, 3),
@@ -210,7 +223,7 @@ def render_env(result: Result) -> str:
         lines.append(comment(f"Model: {model['name']}: {model['allreduces_per_forward']} allreduces per forward pass, "
                              f"{model['allreduce_bytes_per_token']} bytes each per token"))
     chosen = doc["chosen"]
-    lines.append(comment(f"Chosen: {chosen['config']} (evidence: {chosen['level']})"))
+    lines.append(comment(f"Chosen: {chosen['config']} (evidence: {chosen['basis']})"))
     if chosen["estimate_formula"]:
         lines.append(comment(f"Expected: {chosen['estimate_formula']}"))
     for item in doc["disabled"]:
@@ -308,9 +321,9 @@ def explain(result: Result) -> str:
                  + (f"; target {result.target_version}" if result.target_version else "; no installed SGLang known"))
     chosen = doc["chosen"]
     per = "per forward" if model else "per call (no model given)"
-    lines.append(f"chosen: {chosen['config']}  [evidence: {chosen['level']}"
+    lines.append(f"chosen: {chosen['config']}  [evidence: {chosen['basis']}"
                  + (f", {round(chosen['estimated_tok_s'], 1):g} tok/s expected" if chosen['estimated_tok_s'] is not None else "")
-                 + f", modelled allreduce {chosen['modelled_allreduce_ms_per_forward']:g} ms {per}]")
+                 + f", allreduce {chosen['modelled_allreduce_ms_per_forward']:g} ms {per}]")
     if chosen["estimate_formula"]:
         lines.append(f"  estimate: {one_line(chosen['estimate_formula'])}")
     if chosen.get("estimate"):
@@ -319,7 +332,8 @@ def explain(result: Result) -> str:
                      f"weights {est['weights_ms']:g} + allreduce {est['allreduce_ms']:g} + overhead {est['overhead_ms']:g}"
                      + (f"; EAGLE-3 cycle {est['cycle_ms']:g} ms" if est.get("cycle_ms") else ""))
         for item in est["inputs"]:
-            lines.append(f"    input: {item['name']} = {item['value']:g} {item['unit']} ({one_line(item['source'])})")
+            lines.append(f"    input: {item['name']} = {item['value']:g} {item['unit']} [{one_line(item['origin'])}] "
+                         f"({one_line(item['source'])})")
     if chosen.get("fit"):
         fit = chosen["fit"]
         lines.append(f"  memory per GPU: weights {fit['weights_bytes_per_gpu'] / 1e9:.1f} GB, KV cache "
@@ -367,7 +381,7 @@ def explain(result: Result) -> str:
             value = f", {round(alt['estimated_tok_s'], 1):g} tok/s" if alt["estimated_tok_s"] is not None else ""
             if not value and alt.get("predicted_tok_s") is not None:
                 value = f", {round(alt['predicted_tok_s'], 1):g} tok/s predicted"
-            lines.append(f"  {index}. TP {alt['tp_size']}: {alt['config']} [{alt['level']}{value}, "
+            lines.append(f"  {index}. TP {alt['tp_size']}: {alt['config']} [{alt['basis']}{value}, "
                          f"allreduce {alt['modelled_allreduce_ms_per_forward']:g} ms {per}]")
     for offer in doc["offers"]:
         lines.append(f"offered: allreduce path {offer['allreduce_path']} [{offer['level']}]: "

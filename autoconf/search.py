@@ -43,6 +43,7 @@ from topoctl.autoconf.target import (  # noqa: F401 - re-exported
     rules_request,
     target_gpu_count,
 )
+from topoctl.cuda_devices import ProbeVisible, probe_visible
 from topoctl.rules.engine import launch_defaults
 from topoctl.sglang import spelling as table
 
@@ -139,9 +140,11 @@ def judge_candidate(judge: _Judge, path: str, spec: str | None, launch: dict[str
                       and not finding.effect.get("require")]
     cand.honours_request = (spec == speculative)
     cand.defaults = launch_defaults(report)
+    cand.implied = dict(getattr(report, "implied", None) or {})
+    running = cand.effective  # what SGLang runs: the preferences and remedies are judged on it, as check does
     cand.prefers = sum(1 for setting, value, _ in space.prefer_pairs
-                       if agrees(setting, value, launch, cand.defaults))
-    cand.remedies = sum(1 for setting, value in space.remedies if agrees(setting, value, launch, cand.defaults))
+                       if agrees(setting, value, running, cand.defaults))
+    cand.remedies = sum(1 for setting, value in space.remedies if agrees(setting, value, running, cand.defaults))
     cand.remedies_asked = len(space.remedies)
     cand.departures = sum(1 for setting, value in launch.items()
                           if setting not in ("tp_size",) and not agrees(setting, value, {}, cand.defaults))
@@ -220,7 +223,7 @@ def _fit(cand: Candidate, model: dict[str, Any], gpu: dict[str, Any], version: s
 
     if gpu.get("memory_bytes"):
         cand.fit = memory_fit(model, gpu["memory_bytes"], cand.tp, version, bool(cand.speculative),
-                              cand.launch.get("cuda_graph_max_bs"), req.context_length, req.draft,
+                              cand.effective.get("cuda_graph_max_bs"), req.context_length, req.draft,
                               req.max_running_requests)
 
 
@@ -231,24 +234,51 @@ def _predict(cand: Candidate, model: dict[str, Any], gpu: dict[str, Any], lat: A
 
     if cand.fit is None or not cand.fit.fits:
         return
-    cand.predicted = launch_model.estimate(model, cand.launch, cand.path, gpu, lat, cand.fit, req.objective,
-                                           req.accept_length, req.context_length)
+    cand.predicted = launch_model.estimate(model, cand.effective, cand.runs_path, gpu, lat, cand.fit,
+                                           req.objective, req.accept_length, req.context_length)
     if cand.predicted is not None:
         est = cand.predicted
         cand.allreduce_us = est.allreduce_us
         cand.allreduce_level = LEVELS.get(est.allreduce_level, 1)
         cand.allreduce_basis = [f"launch model: {est.tokens_per_s:.1f} tok/s predicted ({est.objective}); "
-                                f"allreduce: {est.allreduce_source}"]
+                                f"allreduce: {est.allreduce_source}"] + implied_notes(cand)
 
 
-def place(snapshot: dict[str, Any], tp: int, dp: int) -> Placement:
+def implied_notes(cand: Candidate) -> list[str]:
+    """What SGLang sets by itself for a candidate, and the path it then runs, for --explain and json."""
+    notes = [f"SGLang sets {setting}={value!r} by itself here ({rule_id})"
+             for setting, (value, rule_id) in sorted(cand.implied.items())]
+    if cand.runs_path != cand.path:
+        notes.append(f"so the launch runs allreduce path {cand.runs_path}, not {cand.path}: priced as {cand.runs_path}")
+    return notes
+
+
+def place(snapshot: dict[str, Any], tp: int, dp: int, visible: ProbeVisible | None = None) -> Placement:
     """The GPUs a (TP, DP) option runs on: one TP group, or each data-parallel replica's group
-    (autoconf/placement.py). A snapshot whose GPU list is shorter than its stated GPU count gets every GPU
-    it lists."""
+    (autoconf/placement.py), among the GPUs CUDA sees when the snapshot says it sees fewer than NVML. A
+    snapshot whose GPU list is shorter than its stated GPU count gets every GPU it lists."""
+    allowed = visible.gpus if visible is not None else None
+    text = visible.text if visible is not None else ""
     try:
-        return choose_replicas(snapshot, tp, dp)
+        return choose_replicas(snapshot, tp, dp, allowed, text)
     except ValueError:
-        return choose_gpus(snapshot, max(1, tp * dp))
+        return choose_gpus(snapshot, max(1, tp * dp), allowed, text)
+
+
+def usable_gpu_count(snapshot: dict[str, Any], notes: list[str]) -> tuple[int, ProbeVisible | None]:
+    """How many GPUs a launch can use on the target: those CUDA sees when the snapshot records
+    CUDA_VISIBLE_DEVICES (probe/visible.py), else every GPU. A target where CUDA sees none is bad input."""
+    from topoctl.errors import TopoctlError
+
+    machine = target_gpu_count(snapshot)
+    visible = probe_visible(snapshot)
+    if visible is None:
+        return machine, None
+    if not visible.gpus:
+        raise TopoctlError(f"{visible.text}: there is no GPU to launch SGLang on",
+                           hint="probe again without CUDA_VISIBLE_DEVICES (or with the GPUs the launch will use)")
+    notes.append(f"{visible.text}; the launch is placed on those only")
+    return len(visible.gpus), visible
 
 
 def search(snapshot: dict[str, Any], model: dict[str, Any] | None, flags: Any, target_version: str | None,
@@ -263,20 +293,27 @@ def search(snapshot: dict[str, Any], model: dict[str, Any] | None, flags: Any, t
     req = request or Request(speculative, draft_model, force_speculative, tp_size, ep_size)
     if ruleset is None:
         ruleset = rules_api.load_rules()
-    gpu_count = target_gpu_count(snapshot)
+    notes: list[str] = [] if flags.exact else [flags.note]
+    machine_count = target_gpu_count(snapshot)
+    gpu_count, visible = usable_gpu_count(snapshot, notes)
     ep = req.ep_size or 1
     if ep > 1 and model is not None and not model.get("moe"):
         raise TopoctlError(f"--ep-size {ep}: {model['name']} is a dense model; expert parallelism needs experts",
                            hint="leave --ep-size out for a dense model")
     options = parallel_options(model, gpu_count, req)
-    for tp, dp in options:
-        check_parallel_sizes(tp * dp if req.dp_size else tp, ep if tp >= ep else ep, gpu_count)
-        if tp % ep:
-            check_parallel_sizes(tp, ep, gpu_count)
+    try:
+        for tp, dp in options:
+            check_parallel_sizes(tp * dp if req.dp_size else tp, ep if tp >= ep else ep, gpu_count)
+            if tp % ep:
+                check_parallel_sizes(tp, ep, gpu_count)
+    except TopoctlError as error:
+        if visible is not None and error.message.startswith("--tp-size"):
+            error.message = error.message.replace("GPUs of the target", "GPUs CUDA sees on the target")
+            error.hint = f"{visible.text}; " + (error.hint or "")
+        raise
     if ep > 1:
         options = [(tp, dp) for tp, dp in options if tp >= ep and tp % ep == 0]
     version = flags.version
-    notes: list[str] = [] if flags.exact else [flags.note]
     spec_options = _spec_options(req.speculative, req.force_speculative)
     gpu = target_gpu(snapshot)
     allreduces = allreduces_per_forward(model, notes)
@@ -290,7 +327,7 @@ def search(snapshot: dict[str, Any], model: dict[str, Any] | None, flags: Any, t
     space = None
     for tp, dp in options:
         # the GPUs of this option (each replica's TP group with DP > 1): what the rules judge and render writes
-        placement = placements[(tp, dp)] = place(snapshot, tp, dp)
+        placement = placements[(tp, dp)] = place(snapshot, tp, dp, visible)
         base_launch: dict[str, Any] = {"tp_size": tp}
         if dp != 1:
             base_launch["dp_size"] = dp
@@ -334,7 +371,7 @@ def search(snapshot: dict[str, Any], model: dict[str, Any] | None, flags: Any, t
     winner = candidates[0]
     paths = table.table()["allreduce_paths"]
     winner_space = settings_space(reports_of[id(winner)].findings) if model is not None else space
-    reasons, decided = winner_reasons(winner, winner_space, paths, bool(req.tp_size), gpu_count)
+    reasons, decided = winner_reasons(winner, winner_space, paths, bool(req.tp_size), gpu_count, machine_count)
     tied = ties(winner, candidates)
     if tied and winner.predicted is not None:
         notes.append("tie: " + "; ".join(c.label() + f" (TP {c.tp})" for c in tied[:4])

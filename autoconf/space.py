@@ -53,6 +53,20 @@ class Candidate:
     remedies_asked: int = 0  # preferences of blocking rules that fired for this candidate's (TP, DP) option
     gpus: tuple[int, ...] = ()  # the GPUs it runs on (snapshot indices; autoconf/placement.py)
     estimate_withheld: list[str] = field(default_factory=list)  # numbers measured on another launch, and why
+    # What SGLang sets by itself for this launch (the rules' effect.implies, report.implied): setting -> (value,
+    # rule id). The launch as SGLang runs it (`effective`) and the allreduce path that runs (`runs_path`) are what
+    # the cost, the evidence and the rule preferences judge, the way check judges a launch.
+    implied: dict[str, tuple[Any, str]] = field(default_factory=dict)
+
+    @property
+    def effective(self) -> dict[str, Any]:
+        if not self.implied:
+            return self.launch
+        return {**self.launch, **{setting: value for setting, (value, _) in self.implied.items()}}
+
+    @property
+    def runs_path(self) -> str:
+        return running_path(self.path, self.effective, self.implied)
 
     @property
     def speculative(self) -> str | None:
@@ -101,6 +115,19 @@ class Candidate:
 
     def canonical(self) -> str:
         return repr(sorted((k, repr(v)) for k, v in self.launch.items()))
+
+
+def running_path(path: str, effective: dict[str, Any], implied: dict[str, Any]) -> str:
+    """The allreduce path a launch runs on once SGLang has set what it sets by itself: `path` unless an implied
+    setting changes one of the paths' settings (deterministic inference turns custom allreduce off: the custom
+    path runs as NCCL); then the path whose every setting the launch as run has, the most specific first."""
+    paths = table.table()["allreduce_paths"]
+    if not any(setting in implied for settings in paths.values() for setting in settings):
+        return path
+    for name, settings in sorted(paths.items(), key=lambda item: (-len(item[1]), item[0])):
+        if all(agrees(setting, value, effective) for setting, value in settings.items()):
+            return name
+    return path
 
 
 @dataclass

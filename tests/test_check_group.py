@@ -160,8 +160,43 @@ def test_docker_gpus_devices_are_the_group(capsys):
     assert code == 0 and "custom-allreduce-without-p2p" not in ids(doc)
 
 
-def test_docker_gpu_count_judges_every_pair(capsys):
+def test_docker_gpu_count_is_the_first_gpus_the_engine_gives(capsys):
+    # Docker Engine turns --gpus N into NVIDIA_VISIBLE_DEVICES=0,...,N-1 (moby daemon/nvidia_linux.go): on the
+    # L40S box GPUs 0 and 1 share a socket and have P2P, so --tp 2 is clean there (it used to be judged on
+    # every pair of the machine and blocked)
     code, doc, _ = check(capsys, "l40s-4x-pcie-2numa", *DOCKER[:2], "--gpus", "2", *DOCKER[2:], "--tp", "2")
     messages = [item["message"] for item in doc["results"][0]["findings"] if item["id"] == "topoctl-gpu-group"]
-    assert any("which ones is decided where it runs" in message for message in messages)
+    assert any("judged on GPUs 0,1 of 4" in message and "countToDevices" in message for message in messages)
+    assert code == 0 and "custom-allreduce-without-p2p" not in ids(doc)
+    # three GPUs are 0,1,2; the ranks on devices 1 and 2 (--base-gpu-id 1) cross the sockets: blocked
+    code, doc, _ = check(capsys, "l40s-4x-pcie-2numa", *DOCKER[:2], "--gpus", "3", *DOCKER[2:], "--tp", "2",
+                         "--base-gpu-id", "1")
     assert code == 1 and "custom-allreduce-without-p2p" in ids(doc)
+
+
+PODMAN = ["podman", "run", "lmsysorg/sglang:v0.5.12", "python3", "-m", "sglang.launch_server", "--model-path", "X"]
+
+
+def test_a_gpu_count_the_scheduler_places_is_judged_on_every_set_it_may_get(capsys):
+    # podman --gpus 2: which two is not defined here, so any two of the four. Two of the six sets (0,1 and
+    # 2,3) have P2P: the block becomes a warning naming the pairs without it, with a hint to pin the GPUs
+    code, doc, _ = check(capsys, "l40s-4x-pcie-2numa", *PODMAN[:2], "--gpus", "2", *PODMAN[2:], "--tp", "2")
+    assert code == 0, doc
+    findings = doc["results"][0]["findings"]
+    info = next(item for item in findings if item["id"] == "topoctl-gpu-group")
+    assert "judged on every set of 2 of the target's 4 GPUs (6 sets)" in info["message"]
+    warning = next(item for item in findings if item["id"] == "custom-allreduce-without-p2p")
+    assert warning["severity"] == "warn"
+    assert "blocks on 4 of the 6 sets" in warning["message"]
+    assert "GPU0-GPU2, GPU0-GPU3, GPU1-GPU2, GPU1-GPU3" in warning["message"]
+    assert "pin the GPUs" in warning["remediation"] and "device=0,1" in warning["remediation"]
+    assert not [item for item in findings if item["severity"] == "block"]
+
+
+def test_a_gpu_count_blocks_when_every_set_it_may_get_is_broken(capsys):
+    # two of the 4090 box's two GPUs: the only set there is has no P2P, and custom allreduce is on by default
+    code, doc, _ = check(capsys, "rtx-4090-2x-pcie-no-p2p", *PODMAN[:2], "--gpus", "2", *PODMAN[2:], "--tp", "2")
+    assert code == 1
+    blocks = [item for item in doc["results"][0]["findings"] if item["severity"] == "block"]
+    assert "custom-allreduce-without-p2p" in {item["id"] for item in blocks}
+    assert not any("blocks on" in item["message"] for item in blocks)

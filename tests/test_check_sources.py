@@ -93,6 +93,25 @@ def test_a_bad_flag_in_deployment_args_points_at_its_own_line(cli, tmp_path):
     assert f"line={line_of(path, '- --cuda-graph-max-bs')}," in hit
 
 
+def test_a_deployment_given_a_gpu_count_is_judged_on_every_set_the_scheduler_may_give(cli, tmp_path):
+    # nvidia.com/gpu: 2 on the L40S box (synthetic): the kubelet and the device plugin pick the two GPUs. Two of
+    # the six sets have P2P, so the missing-P2P block is a warning naming the pairs, at the container's line
+    path = copy_example(tmp_path, "kubernetes/sglang-deployment.yaml")
+    path.write_text(path.read_text().replace("nvidia.com/gpu: 4", "nvidia.com/gpu: 2").replace('"4"\n', '"2"\n'))
+    l40s = ["--system", "l40s-4x-pcie-2numa", "--sglang-version", "0.5.21"]
+    code, out, _ = cli(["check", str(path), *l40s, "--format", "json"])
+    assert code == 0, out
+    findings = results(out)[0]["findings"]
+    warning = next(f for f in findings if f["id"] == "custom-allreduce-without-p2p")
+    assert warning["severity"] == "warn" and "GPU0-GPU2" in warning["message"]
+    assert not [f for f in findings if f["severity"] == "block"]
+    code, lines, _ = github(cli, ["check", str(path), *l40s])
+    assert code == 0
+    assert any(line.startswith(f"::warning file={path},line={line_of(path, 'command:')}") and "blocks on 4 of the 6 sets"
+               in line for line in lines)
+    assert cli(["check", str(path), *l40s, "--fail-on", "warn"])[0] == 1
+
+
 def test_kubernetes_env_is_the_launch_environment(cli, tmp_path):
     path = copy_example(tmp_path, "kubernetes/sglang-deployment.yaml")
     text = path.read_text().replace("nvidia.com/gpu: 4", "nvidia.com/gpu: 8").replace('"4"\n', '"8"\n')

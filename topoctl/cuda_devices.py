@@ -167,3 +167,38 @@ def container_devices(ids: list[str], snapshot: dict[str, Any]) -> tuple[list[in
             return None, f"the launch is given GPU {entry!r}, which names no single GPU of the snapshot"
         chosen.add(matches[0])
     return [index for index in pci_order(snapshot) if index in chosen], ""
+
+
+@dataclass
+class ProbeVisible:
+    """What CUDA could see where the snapshot was taken (the probe records `cuda_visible_devices` when
+    CUDA_VISIBLE_DEVICES was set): the snapshot GPUs in CUDA's order, and one line saying so."""
+
+    gpus: tuple[int, ...]
+    text: str
+
+
+def probe_visible(snapshot: dict[str, Any]) -> ProbeVisible | None:
+    """The GPUs CUDA sees on the target, when the snapshot says CUDA sees fewer (or others) than NVML; None
+    when it does not say (CUDA_VISIBLE_DEVICES was not set at probe time).
+
+    The recorded value is read as check reads a launch's own CUDA_VISIBLE_DEVICES (parse_visible_devices, with
+    the recorded CUDA_DEVICE_ORDER), so both commands count the same GPUs; when that cannot map it (MIG
+    instances, integer ids on mixed GPUs without PCI_BUS_ID), the probe's own mapping (`cuda_devices[].gpu`) is
+    used."""
+    recorded = snapshot.get("cuda_visible_devices") if isinstance(snapshot, dict) else None
+    if not isinstance(recorded, dict) or not isinstance(recorded.get("value"), str):
+        return None
+    value = recorded["value"]
+    group = parse_visible_devices(value, snapshot, recorded.get("device_order")) if value.strip() else VisibleGroup(())
+    gpus = group.gpus
+    if gpus is None:
+        devices = recorded.get("cuda_devices") or []
+        gpus = tuple(d["gpu"] for d in devices if isinstance(d, dict) and isinstance(d.get("gpu"), int)
+                     and not isinstance(d.get("gpu"), bool))
+    order = pci_order(snapshot)
+    gpus = tuple(index for index in gpus if index in order)
+    shown = ",".join(str(index) for index in gpus) or "none"
+    text = (f"CUDA sees {len(gpus)} of the {len(order)} GPUs ({VISIBLE_DEVICES}={value!r} when the snapshot was "
+            f"taken): GPUs {shown}")
+    return ProbeVisible(gpus, text)

@@ -1,0 +1,133 @@
+"""The launch model reads `topoctl bench` rows by kind: a decode launch with CUDA graphs (SGLang's default)
+takes the CUDA-graph rows, an eager one (--disable-cuda-graph) the eager rows; one kind alone is used for
+both and the source says so. --explain and json name where every input came from.
+
+Real rows: fixtures/h200-1x-vm (a real 1x H200 run, docs/bench.md). Synthetic rows: written here in the
+format bench writes, on the shipped 8x H100 NVSwitch system (synthetic, see its README)."""
+from __future__ import annotations
+
+import copy
+import json
+import os
+
+from conftest import FIXTURES
+
+from topoctl.autoconf import launch_model, memory, models
+from topoctl.autoconf.gpu_specs import target_gpu
+from topoctl.snapshot import system_snapshot
+
+SIZES = (4096, 16384, 65536, 262144, 1048576)
+
+
+def _real() -> dict:
+    with open(os.path.join(FIXTURES, "h200-1x-vm", "snapshot.json"), encoding="utf-8") as handle:
+        return json.load(handle)
+
+
+def test_real_rows_are_not_merged_across_graph_and_eager():
+    curves = launch_model.measured_curves(_real())
+    graph = curves[launch_model.GRAPH]["torch_symm_mem"][1]
+    eager = curves[launch_model.EAGER]["torch_symm_mem"][1]
+    # 4 KiB: one-shot 3.809 us / two-shot 3.6 us in a CUDA graph; 16.259 / 10.7 us eager (the slower kept)
+    assert dict(graph.points)[4.0] == 3.809 and dict(eager.points)[4.0] == 16.259
+    assert len(graph.points) == len({p[0] for p in graph.points}) == 14  # one point per size, not two
+    assert "CUDA-graph rows" in graph.source and "eager rows" in eager.source
+    # NCCL's CUDA-graph rows are unavailable at world size 1 (empty capture): only eager rows exist
+    assert "nccl" in curves[launch_model.EAGER] and "nccl" not in curves[launch_model.GRAPH]
+
+
+def _rows(path: str, graph: bool, us: float) -> list[dict]:
+    return [{"path": path, "world_size": 8, "gpus": list(range(8)), "bytes": size, "dtype": "bfloat16",
+             "cuda_graph": graph, "latency_us": {"median": us, "p10": us * 0.98, "p90": us * 1.05},
+             "repetitions": 100, "status": "ok", "reason": None} for size in SIZES]
+
+
+def _snapshot(rows: list[dict]) -> dict:
+    snapshot = copy.deepcopy(system_snapshot("h100-8x-nvswitch"))
+    snapshot["measurements"] = {"method": "synthetic (tests/test_launch_model_measured.py)", "backend": "nccl",
+                                "gpus": list(range(8)), "p2p": [], "allreduce": rows, "coalescing": []}
+    return snapshot
+
+
+def _write(tmp_path, rows: list[dict], name: str) -> str:
+    path = tmp_path / f"{name}.json"
+    path.write_text(json.dumps(_snapshot(rows)))
+    return str(path)
+
+
+# NCCL faster than custom allreduce in a CUDA graph (20 against 30 us); eagerly custom is much the faster (3
+# against 200 us), so rows merged across the two kinds would pick custom allreduce for a CUDA-graph launch.
+BOTH = _rows("nccl", True, 20.0) + _rows("nccl", False, 200.0) + _rows("custom", True, 30.0) + _rows("custom", False, 3.0)
+
+
+def _per_call(snapshot: dict, path: str, launch: dict) -> launch_model.Estimate:
+    gpu = target_gpu(snapshot)
+    model = models.profile("llama-3.1-70b")
+    fit = memory.fit(model, gpu["memory_bytes"], 8, "0.5.12", False)
+    est = launch_model.estimate(model, dict({"tp_size": 8}, **launch), path, gpu, launch_model.Latencies(snapshot), fit)
+    assert est is not None
+    return est
+
+
+def test_graph_launch_takes_graph_rows_and_eager_launch_eager_rows():
+    snapshot = _snapshot(BOTH)
+    graph = _per_call(snapshot, "nccl", {})
+    eager = _per_call(snapshot, "nccl", {"cuda_graph": False})
+    assert graph.allreduce_us == 160 * 20.0 and eager.allreduce_us == 160 * 200.0
+    assert "nccl CUDA-graph rows" in graph.allreduce_source and "nccl eager rows" in eager.allreduce_source
+    assert _per_call(snapshot, "custom", {"cuda_graph": False}).allreduce_us == 160 * 3.0
+
+
+def test_one_kind_measured_is_used_and_said(tmp_path, cli):
+    snapshot = _snapshot(_rows("nccl", False, 5.0) + _rows("custom", False, 80.0))
+    est = _per_call(snapshot, "nccl", {})
+    assert est.allreduce_us == 160 * 5.0
+    assert "only eager rows were measured for nccl" in est.allreduce_source
+    code, out, err = cli(["recommend", "--topology", _write(tmp_path, _rows("nccl", False, 5.0)
+                                                             + _rows("custom", False, 80.0), "eager-only"),
+                          "--model", "llama-3.1-70b", "--format", "json"])
+    assert code == 0, err
+    inputs = {item["name"]: item for item in json.loads(out)["chosen"]["estimate"]["inputs"]}
+    call = inputs["allreduce latency per call (decode)"]
+    assert call["value"] == 5.0 and "only eager rows were measured" in call["source"]
+    assert call["origin"].startswith("measured in the snapshot (nccl eager rows")
+
+
+def test_recommend_follows_the_graph_rows_end_to_end(tmp_path, cli):
+    # graphs on by default: NCCL's 20 us graph rows win over custom's 30 us, whatever the eager rows say
+    code, out, err = cli(["recommend", "--topology", _write(tmp_path, BOTH, "both"), "--model", "llama-3.1-70b"])
+    assert code == 0, err
+    args = next(line for line in out.splitlines() if line.startswith("SGLANG_ARGS="))
+    assert "--disable-custom-all-reduce" in args  # NCCL chosen
+    flipped = _rows("nccl", True, 30.0) + _rows("nccl", False, 3.0) + _rows("custom", True, 20.0) + \
+        _rows("custom", False, 200.0)
+    code, out, err = cli(["recommend", "--topology", _write(tmp_path, flipped, "flipped"), "--model", "llama-3.1-70b"])
+    assert code == 0, err
+    args = next(line for line in out.splitlines() if line.startswith("SGLANG_ARGS="))
+    assert "--disable-custom-all-reduce" not in args  # custom's graph rows are the faster ones now
+
+
+def test_explain_says_measured_not_modelled(tmp_path, cli):
+    code, out, err = cli(["recommend", "--topology", _write(tmp_path, BOTH, "both"), "--model", "llama-3.1-70b",
+                          "--explain", "-o", str(tmp_path / "launch.env")])
+    assert code == 0, err
+    text = out + err
+    chosen = next(line for line in text.splitlines() if line.startswith("chosen:"))
+    assert "modelled" not in chosen
+    assert "allreduce latency: measured in the snapshot (nccl CUDA-graph rows)" in chosen
+    call = next(line for line in text.splitlines() if "input: allreduce latency per call" in line)
+    assert "[measured in the snapshot (nccl CUDA-graph rows)]" in call
+
+
+def test_explain_names_the_cited_table_and_the_field_report(cli):
+    code, out, err = cli(["recommend", "--system", "h100-8x-nvswitch", "--model", "llama-3.1-70b", "--explain"])
+    assert code == 0, err
+    text = out + err
+    call = next(line for line in text.splitlines() if "input: allreduce latency per call" in line)
+    assert "[cited reference table]" in call and "PR #2904" in call
+    code, out, err = cli(["recommend", "--system", "rtx-pro-6000-8x-pcie", "--model", "kimi-k2.5", "--explain"])
+    assert code == 0, err
+    text = out + err
+    call = next(line for line in text.splitlines() if "input: allreduce latency per call" in line)
+    assert "[field report]" in call
+    assert "[field report (fitted)]" in next(line for line in text.splitlines() if "overhead per layer" in line)
