@@ -209,7 +209,8 @@ def what_would_fit(model: dict[str, Any], unfit: list[Candidate], gpu: dict[str,
         scaled = dict(model, parts_bytes={k: v * factor for k, v in model["parts_bytes"].items()},
                       replicated_attention_bytes=(model.get("replicated_attention_bytes") or 0) * factor)
         if memory_fit(scaled, memory, gpu_count, version, False).fits:
-            hints.append(f"{label} (about {weights * factor / 1e9:.0f} GB) on these {gpu_count} GPUs")
+            where = "this GPU" if gpu_count == 1 else f"these {gpu_count} GPUs"
+            hints.append(f"{label} (about {weights * factor / 1e9:.0f} GB) on {where}")
             break
     if req.context_length:
         best = max(unfit, key=lambda c: c.fit.kv_tokens if c.fit else 0)
