@@ -23,6 +23,7 @@ import types
 from packaging.version import Version
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # grep_releases, beside this script
 from topoctl.autoconf import memory  # noqa: E402
 
 SRC = ""
@@ -98,13 +99,9 @@ def main(argv: list[str]) -> int:
         print("usage: check_memory_rules.py SRC_ROOT (one unpacked SGLang wheel per release folder)", file=sys.stderr)
         return 2
     SRC = argv[0]
-    found = []
-    for name in os.listdir(SRC):
-        try:
-            found.append((Version(name), name))
-        except Exception:
-            continue
-    releases = [name for version, name in sorted(found) if version < Version("0.5.14")
+    from grep_releases import releases as in_order
+
+    releases = [name for name in in_order(SRC) if Version(name) < Version("0.5.14")
                 and os.path.isfile(os.path.join(SRC, name, "sglang/srt/server_args.py"))]
     bad = cases = 0
     for v in releases:

@@ -28,22 +28,13 @@ import ast
 import os
 import sys
 
-from packaging.version import InvalidVersion, Version
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from grep_releases import releases  # noqa: E402  (the release folders in version order, one definition)
 
 LISTS = ("multimodal_model_archs", "piecewise_cuda_graph_disabled_model_archs",
          "multimodal_piecewise_cuda_graph_supported_model_archs",
          "multimodal_breakable_cuda_graph_supported_model_archs", "mm_disabled_models")
 PATH = "sglang/srt/configs/model_config.py"
-
-
-def releases(root: str) -> list[str]:
-    found = []
-    for name in os.listdir(root):
-        try:
-            found.append((Version(name), name))
-        except InvalidVersion:
-            continue
-    return [name for _, name in sorted(found)]
 
 
 def _strings(node: ast.AST, constants: dict[str, list[str]]) -> list[str]:
