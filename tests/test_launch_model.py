@@ -159,13 +159,19 @@ def test_throughput_objective_counts_every_replica(capsys):
     assert thr["chosen"]["estimate"]["tokens_per_s"] > lat["chosen"]["estimate"]["tokens_per_s"]
 
 
-def test_snapshot_measurements_come_first(capsys, tmp_path):
+def _fast_nccl_snapshot(tmp_path) -> str:
+    """The 4x H200 system with bench rows that make NCCL faster than every other path (synthetic rows)."""
     snapshot = system_snapshot("h200-4x-nvswitch-vm")
     snapshot["measurements"] = {"method": "topoctl bench", "allreduce": [
         {"path": "nccl", "world_size": 4, "bytes": 8192, "latency_us": {"median": 1.0}, "status": "ok"},
         {"path": "nccl", "world_size": 4, "bytes": 65536, "latency_us": {"median": 1.5}, "status": "ok"}]}
     path = tmp_path / "machine.json"
     path.write_text(json.dumps(snapshot))
+    return str(path)
+
+
+def test_snapshot_measurements_come_first(capsys, tmp_path):
+    path = _fast_nccl_snapshot(tmp_path)
     code, out, err = run(capsys, ["recommend", "--topology", str(path), "--model", "qwen3-235b-a22b", "--format", "json"])
     assert code == 0, err
     doc = json.loads(out)
@@ -189,12 +195,7 @@ def test_snapshot_measurements_rank_paths_without_a_model(capsys, tmp_path):
     argv = ["recommend", "--format", "json"]
     plain = json.loads(run(capsys, [*argv, "--system", "h200-4x-nvswitch-vm"])[1])
     assert plain["chosen"]["allreduce_path"] != "nccl"  # the reference table puts custom allreduce first here
-    snapshot = system_snapshot("h200-4x-nvswitch-vm")
-    snapshot["measurements"] = {"method": "topoctl bench", "allreduce": [
-        {"path": "nccl", "world_size": 4, "bytes": 8192, "latency_us": {"median": 1.0}, "status": "ok"},
-        {"path": "nccl", "world_size": 4, "bytes": 65536, "latency_us": {"median": 1.5}, "status": "ok"}]}
-    path = tmp_path / "machine.json"
-    path.write_text(json.dumps(snapshot))
+    path = _fast_nccl_snapshot(tmp_path)
     code, out, err = run(capsys, [*argv, "--topology", str(path)])
     assert code == 0, err
     chosen = json.loads(out)["chosen"]
