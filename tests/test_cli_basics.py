@@ -8,7 +8,7 @@ import sys
 
 import pytest
 from click.testing import CliRunner
-from conftest import FIXTURES
+from conftest import FIXTURES, examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -164,7 +164,7 @@ _RELEASES = st.builds(lambda release, pre, post: ".".join(map(str, release)) + p
                       st.one_of(st.just(""), st.integers(0, 5).map(lambda n: f".post{n}")))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(first=_RELEASES, second=_RELEASES)
 def test_version_order_without_packaging_is_pep_440s(first, second):
     """`--version` sorts release names without importing packaging; the order must be packaging's."""

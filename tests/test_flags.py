@@ -6,6 +6,7 @@ import json
 from importlib import resources
 
 import pytest
+from conftest import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from packaging.version import Version
@@ -270,7 +271,7 @@ def _tokens():
     return st.one_of(st.sampled_from(opts), cut, with_value, noise)
 
 
-@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(600), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(version=st.sampled_from(VERSIONS), token=_tokens())
 def test_resolve_agrees_with_argparse(version, token):
     fs, parser = _pair(version)
@@ -283,7 +284,7 @@ def test_resolve_agrees_with_argparse(version, token):
         assert r.kind == kind, (token, r, kind)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(token=st.text(max_size=40))
 def test_resolve_never_crashes(token):
     for v in VERSIONS:
@@ -292,7 +293,7 @@ def test_resolve_never_crashes(token):
         assert (r.flag is not None) == r.ok
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(minor=st.integers(5, 30), micro=st.integers(0, 40),
        post=st.one_of(st.none(), st.integers(0, 5)),
        pre=st.one_of(st.none(), st.tuples(st.sampled_from(["a", "b", "rc"]), st.integers(0, 3))),

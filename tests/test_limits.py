@@ -15,6 +15,7 @@ import tracemalloc
 
 import pytest
 import yaml
+from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -240,7 +241,7 @@ def test_the_launch_command_limit_through_the_cli(capsys):
     assert "more than 4,096" in capsys.readouterr().err
 
 
-@settings(max_examples=1000, deadline=None, derandomize=True, database=None)
+@settings(max_examples=examples(1000), deadline=None)
 @given(st.text(alphabet=st.sampled_from(list("ab '\"\\\n\t\r$#é")), max_size=40))
 def test_split_words_is_shlex_split(text):
     try:

@@ -5,7 +5,7 @@ import os
 import re
 
 import pytest
-from conftest import FIXTURES
+from conftest import FIXTURES, examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -124,21 +124,21 @@ def matrices(draw, labels):
     return n, cells
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(matrices(LINK_LABELS), st.integers(0, 4), st.booleans())
 def test_topo_m_round_trip(matrix, nics, underline):
     n, cells = matrix
     assert parse_topo_matrix(render_topo_m(n, cells, nics, underline)) == cells
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(matrices(P2P_LABELS), st.booleans())
 def test_p2p_round_trip(matrix, underline):
     n, cells = matrix
     assert parse_p2p_matrix(render_p2p(n, cells, underline)) == cells
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(matrices(P2P_LABELS), st.sampled_from(["\r\n", "\n"]), st.integers(0, 3))
 def test_p2p_parser_ignores_line_endings_and_leading_blank_lines(matrix, newline, blanks):
     n, cells = matrix
@@ -146,7 +146,7 @@ def test_p2p_parser_ignores_line_endings_and_leading_blank_lines(matrix, newline
     assert parse_p2p_matrix(text.replace("\n", newline)) == cells
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(st.text(alphabet=st.characters(blacklist_categories=["Cs"]), max_size=200))
 def test_parsers_raise_parse_error_or_answer_on_any_text(text):
     for parser in (parse_topo_matrix, parse_p2p_matrix):
@@ -157,7 +157,7 @@ def test_parsers_raise_parse_error_or_answer_on_any_text(text):
         assert isinstance(result, dict)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(matrices(P2P_LABELS))
 def test_p2p_parser_rejects_an_unknown_status(matrix):
     n, cells = matrix

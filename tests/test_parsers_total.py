@@ -13,6 +13,7 @@ import json
 import os
 
 import yaml
+from conftest import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -21,7 +22,7 @@ from topoctl.errors import TopoctlError
 EXAMPLES = 1000
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXTURES = os.path.join(ROOT, "fixtures")
-SETTINGS = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
+SETTINGS = settings(max_examples=examples(EXAMPLES), deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
                                            HealthCheck.data_too_large, HealthCheck.function_scoped_fixture])
 

@@ -5,6 +5,7 @@ import copy
 import itertools
 
 import pytest
+from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -117,7 +118,7 @@ def _synthetic(count, broken):
     return {"gpus": gpus, "pairs": pairs}
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(st.integers(2, 7), st.sets(st.tuples(st.integers(0, 6), st.integers(0, 6)), max_size=6), st.integers(1, 7))
 def test_exact_search_finds_a_p2p_group_whenever_one_exists(count, broken_raw, size):
     size = min(size, count)

@@ -1,6 +1,7 @@
 """Property tests for the pure PCIe helpers: sysfs path splitting and PCI bus id normalisation."""
 from __future__ import annotations
 
+from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -20,7 +21,7 @@ def bdfs(draw):
     return f"{draw(hexstr(4))}:{draw(hexstr(2))}:{draw(hexstr(2))}.{draw(st.integers(0, 7))}"
 
 
-@settings(max_examples=200)
+@settings(max_examples=examples(200))
 @given(hexstr(4), hexstr(2), st.lists(bdfs(), min_size=1, max_size=8), st.booleans())
 def test_split_sysfs_path(domain, bus, chain, upper):
     root = f"pci{domain}:{bus}"
@@ -48,7 +49,7 @@ def test_split_sysfs_path_examples():
     assert split_sysfs_path("") == (None, [])
 
 
-@settings(max_examples=200)
+@settings(max_examples=examples(200))
 @given(st.integers(0, 0xFFFF), st.integers(0, 0xFF), st.integers(0, 0x1F), st.integers(0, 7), st.booleans())
 def test_bus_id_forms_agree(domain, bus, device, function, upper):
     """NVML's 8-digit upper-case form, torch's lower-case form and sysfs's 4-digit form name one device."""

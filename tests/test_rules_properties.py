@@ -7,6 +7,7 @@
 """
 from __future__ import annotations
 
+from conftest import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rules_helpers import h200_8x_nvswitch, knock_out, make_snapshot, rtx_4090_2x_no_p2p, rtx_pro_6000_8x_pcie
@@ -32,7 +33,7 @@ requests = st.fixed_dictionaries({}, optional={
 })
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(snapshot=snapshots, request=requests)
 def test_engine_never_crashes_on_any_shape(snapshot, request):
     report = evaluate(RULES, snapshot, request)
@@ -57,7 +58,7 @@ BASES = {
 }
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(base=st.sampled_from(sorted(BASES)), knocked=st.lists(st.sampled_from(KNOCKABLE), max_size=6, unique=True))
 def test_unknown_facts_never_let_a_block_rule_pass(base, knocked):
     snapshot, request = BASES[base]

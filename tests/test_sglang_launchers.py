@@ -6,6 +6,7 @@ import json
 import os
 
 import pytest
+from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -88,7 +89,7 @@ def test_the_dynamo_version_an_image_tag_names():
     assert launchers.image_dynamo_version("lmsysorg/sglang:v0.5.21") is None
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(st.lists(st.text(alphabet="-=$'\" abcdmnpsx/.019evgu", max_size=8), max_size=10))
 def test_reading_any_command_either_gives_a_launch_or_says_why(words):
     try:
@@ -99,7 +100,7 @@ def test_reading_any_command_either_gives_a_launch_or_says_why(words):
     assert launch.launcher in ("sglang.launch_server", "sglang serve", "dynamo.sglang", "flags")
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(st.text(alphabet="python3 -m sglang.launch_server export A=1 \\\n;&|'\"$#{}()", max_size=120))
 def test_reading_any_script_either_gives_launches_or_says_why(text):
     try:

@@ -10,6 +10,7 @@ import sys
 
 import jsonschema
 import pytest
+from conftest import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -112,7 +113,7 @@ BASE = system_snapshot("rtx-4090-2x-pcie-no-p2p")
 PATHS = [path for path in _paths(BASE) if path]
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.tuples(st.sampled_from(PATHS), LEAF_VALUES), min_size=1, max_size=3))
 def test_our_validator_gives_the_jsonschema_verdict(changes):
     data = copy.deepcopy(BASE)

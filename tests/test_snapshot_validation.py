@@ -8,6 +8,7 @@ import os
 import tempfile
 
 import pytest
+from conftest import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -248,7 +249,7 @@ def mutated(draw):
     return data
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=mutated())
 def test_mutated_snapshots_load_or_fail_cleanly(cli, data):
     with tempfile.TemporaryDirectory() as folder:

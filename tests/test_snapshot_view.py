@@ -3,6 +3,7 @@ snapshot (a rule's test case) reads as unknown where it says nothing."""
 from __future__ import annotations
 
 import pytest
+from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -87,7 +88,7 @@ def valid_snapshots(draw):
     return data
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(data=valid_snapshots(), group_size=st.integers(0, 5))
 def test_any_valid_snapshot_reads_the_same_through_the_view(data, group_size):
     view = SnapshotView(data)
@@ -121,7 +122,7 @@ def test_any_valid_snapshot_reads_the_same_through_the_view(data, group_size):
 SECTIONS = ("gpus", "pairs", "summary", "software", "host", "nvlink", "pcie", "source", "measurements")
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(data=valid_snapshots(), left_out=st.sets(st.sampled_from(SECTIONS)),
        junk=st.sampled_from([None, "x", 3, [], {}]))
 def test_a_partial_snapshot_answers_none_never_raises(data, left_out, junk):
