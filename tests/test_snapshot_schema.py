@@ -48,6 +48,26 @@ def test_the_schema_is_a_valid_json_schema_with_a_versioned_id():
     assert snapshot.schema()["properties"]["schema_version"]["const"] == snapshot.SCHEMA_VERSION
 
 
+def _arrays_without_items(node, where="#"):
+    """Every array type in a schema that does not say what its items are."""
+    if isinstance(node, list):
+        return [found for n, item in enumerate(node) for found in _arrays_without_items(item, f"{where}/{n}")]
+    if not isinstance(node, dict):
+        return []
+    types = node.get("type")
+    names = [types] if isinstance(types, str) else (types or [])
+    found = [where] if "array" in names and "items" not in node and "prefixItems" not in node else []
+    return found + [f for key, value in node.items() for f in _arrays_without_items(value, f"{where}/{key}")]
+
+
+@pytest.mark.parametrize("path", ["topoctl/schema/snapshot.schema.json", "rules/schema/rule.schema.json"])
+def test_every_array_in_the_schemas_says_what_its_items_are(path):
+    """An array without `items` accepts anything inside, and readers then meet what they cannot read
+    (`summary.acs_redirect_pairs: [0]` once crashed `topoctl show`)."""
+    with open(os.path.join(ROOT, path), encoding="utf-8") as handle:
+        assert _arrays_without_items(json.load(handle)) == []
+
+
 @pytest.mark.parametrize("name", list_systems())
 def test_every_built_in_system_meets_the_schema(name):
     data = system_snapshot(name)

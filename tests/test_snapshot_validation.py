@@ -269,3 +269,27 @@ def test_mutated_snapshots_load_or_fail_cleanly(cli, data):
 def test_list_systems_are_all_valid():
     for name in list_systems():
         system_snapshot(name)
+
+
+@pytest.mark.parametrize("pairs", [[0], [[0]], [[0, 1, 2]], [["0", 1]], [[0, -1]], 7])
+def test_summary_pair_lists_must_be_pairs_of_gpu_indices(cli, tmp_path, pairs):
+    """Regression: `summary.acs_redirect_pairs: [0]` met the schema (an array of anything) and `topoctl show`
+    crashed unpacking it (exit 70). Now it is one line naming the field, exit 2."""
+    for key in ("acs_redirect_pairs", "p2p_failed_health_check"):
+        data = fixture("h200-4x-nvswitch-vm")
+        data["summary"][key] = pairs
+        path = tmp_path / "s.json"
+        path.write_text(json.dumps(data))
+        code, out, err = cli(["show", "--topology", str(path)])
+        assert code == 2, (key, pairs, code, err)
+        assert f"summary.{key}" in err and "Traceback" not in err
+
+
+def test_acs_redirect_pairs_show_as_pairs(cli, tmp_path):
+    data = fixture("h200-4x-nvswitch-vm")
+    data["summary"]["acs_redirect_pairs"] = [[0, 1], [1, 0]]
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps(data))
+    code, out, err = cli(["show", "--topology", str(path)])
+    assert code == 0, err
+    assert "ACS redirect on 0->1, 1->0" in out
