@@ -1,14 +1,18 @@
-"""The gates themselves cannot pass by chance: every property test draws the same examples on every run of
-the suite and of CI (tests/conftest.py's hypothesis profiles), and its example count follows the profile."""
+"""The gates themselves: every property test draws the same examples on every run of the suite and of CI
+(tests/conftest.py's hypothesis profiles) and its example count follows the profile; the commit-msg hook
+(.pre-commit-config.yaml, scripts/check_commit_msg.py) holds commit subjects to 72 characters."""
 from __future__ import annotations
 
 import glob
 import importlib
 import os
 import re
+import subprocess
+import sys
 
 import pytest
-from conftest import HYPOTHESIS_PROFILE, TESTS
+import yaml
+from conftest import HYPOTHESIS_PROFILE, ROOT, TESTS
 
 PROPERTY_MODULES = sorted(os.path.basename(path)[:-3] for path in glob.glob(os.path.join(TESTS, "test_*.py"))
                           if re.search(r"^@given", open(path, encoding="utf-8").read(), re.M))
@@ -43,3 +47,41 @@ def test_example_counts_go_through_the_profile():
         text = open(path, encoding="utf-8").read()
         assert not re.search(r"max_examples=(?!examples\()", text), path
         assert "derandomize=" not in text, path
+
+
+def _commit_msg(tmp_path, text: str) -> "subprocess.CompletedProcess[str]":
+    path = tmp_path / "COMMIT_EDITMSG"
+    path.write_text(text, encoding="utf-8")
+    return subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "check_commit_msg.py"), str(path)],
+                          capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.parametrize("text", [
+    "Say what every snapshot schema array holds\n\nThe why, in a body of any length " + "x" * 200 + "\n",
+    "A" * 72 + "\n",
+    "\n# Please enter the commit message\nFix the loader\n",
+    "Fix the loader\n\n# ------------------------ >8 ------------------------\n" + "+" + "y" * 100 + "\n",
+])
+def test_commit_msg_hook_accepts_a_short_subject(tmp_path, text):
+    result = _commit_msg(tmp_path, text)
+    assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.parametrize(("text", "says"), [
+    ("A" * 73 + "\n", "73 characters, more than 72"),
+    ("check: split the judge; add the oracle; rename the flags table so that it says what it is\n", "more than 72"),
+    ("Fix the loader\nbecause it broke\n", "second line is not blank"),
+    ("# only a comment\n\n", "empty"),
+])
+def test_commit_msg_hook_rejects_what_the_rule_forbids(tmp_path, text, says):
+    result = _commit_msg(tmp_path, text)
+    assert result.returncode == 1 and says in result.stderr, result.stderr
+
+
+def test_the_pre_commit_config_runs_the_subject_check_at_commit_msg():
+    with open(os.path.join(ROOT, ".pre-commit-config.yaml"), encoding="utf-8") as handle:
+        config = yaml.safe_load(handle)
+    assert "commit-msg" in config["default_install_hook_types"]
+    hooks = {hook["id"]: hook for repo in config["repos"] for hook in repo["hooks"]}
+    hook = hooks["commit-subject-length"]
+    assert hook["stages"] == ["commit-msg"] and hook["entry"] == "python scripts/check_commit_msg.py"
