@@ -10,12 +10,24 @@
 4. NUMA nodes the group spans: fewest; then down-trained PCIe links in the group: fewest;
 5. the lowest GPU indices (PCI bus order): deterministic ties.
 
-Pure: a snapshot (plain data) in, a Placement with its reasons out. Groups are enumerated exactly up to
-EXACT_LIMIT combinations (every case up to 12 GPUs; 16 GPUs in groups of up to 3 or from 13); beyond that a
-greedy search grows a group from every GPU (said in the reasons).
+Pure: a snapshot (plain data) in, a Placement with its reasons out. The search, for n usable GPUs, groups
+of k and d replicas (a snapshot holds at most topoctl.snapshot.MAX_GPUS = 128 GPUs):
+
+- the pairs are read once (pair_views, O(n^2)) and scored once into a matrix of integers (_Matrix, O(n^2));
+- exact, on machines of at most EXACT_GPUS (16) GPUs where there are at most EXACT_LIMIT (5,000) groups
+  (every case up to 12 GPUs; 16 GPUs in groups of up to 3 or from 13): every group is compared on the matrix,
+  O(EXACT_LIMIT x k^2) per group chosen, and gives what scoring every group in full gives;
+- otherwise greedy: from each start, add the GPU that keeps the grown group's score best, with each GPU's
+  sum of pairs to the group updated as it grows: O(k x n) per start. One start per class of alike GPUs
+  (the same pairs to the rest, counted), at most MAX_STARTS (16): O(16 x k x n) per group, so
+  O(16 x n^2) for d replicas of k (d x k <= n). The reasons say when the greedy search chose.
+
+At the ceiling (128 GPUs) every (TP, DP) option is placed in well under a second on a 2-core runner
+(docs/performance.md).
 """
 from __future__ import annotations
 
+import heapq
 import itertools
 import math
 from dataclasses import dataclass, field
@@ -26,6 +38,8 @@ from topoctl.p2p import measured_health, pair_p2p_ok
 from topoctl.snapshot_view import SnapshotView
 
 EXACT_LIMIT = 5000
+EXACT_GPUS = 16  # beyond, the greedy search: a replica loop over 100 GPUs would compare C(100, 2) pairs each
+MAX_STARTS = 16  # greedy starts per group (one per class of alike GPUs, the most promising first)
 # Link tiers, best first (nvidia-smi topo -m's names); NVLink is split further by its bonded link count.
 LINK_TIERS = {"NV": 0, "PIX": 1, "PXB": 2, "PHB": 3, "NODE": 4, "SYS": 5}
 UNKNOWN_TIER = 6
@@ -126,19 +140,144 @@ def _score(group: tuple[int, ...], views: dict[tuple[int, int], PairView], gpus:
     return (not_ok, failing, worst, tuple(links), numa_count, downtrained, order)
 
 
+@dataclass(frozen=True)
+class _Matrix:
+    """The usable GPUs' pairs scored once, as small integers, for the greedy search.
+
+    weights[a][b] (a, b positions in `gpus`) packs one pair's part of a group's score into one integer, in
+    digits of base n^2 (more than the pairs of any group): P2P not working (most significant), P2P failing,
+    then one digit per link rank, the worst rank highest. Summed over a set of pairs (a group's, or those one
+    GPU adds to a group), two sums of as many pairs compare exactly as the groups' scores do on their first
+    four keys: the worst link and the sorted links compare as counts per rank, worst first."""
+    gpus: tuple[int, ...]  # snapshot GPU indices, in PCI bus order
+    weights: tuple[tuple[int, ...], ...]
+    numa: tuple[int, ...]  # one small number per distinct NUMA node value (None included)
+    downtrained: tuple[bool, ...]
+    seeds: tuple[tuple[int, ...], ...]  # classes of alike GPUs (positions, lowest first): one start each
+
+
+_LAST_MATRIX: list[tuple[Any, tuple[int, ...], _Matrix]] = []  # (views, usable, matrix) of the last build
+
+
+def _matrix(usable: list[int], views: dict[tuple[int, int], PairView], gpus: dict[int, dict[str, Any]]) -> _Matrix:
+    """The matrix of `usable` (see _Matrix), built once for the same pair views (the same object: recommend
+    reads them once and places every (TP, DP) option with them)."""
+    for seen_views, seen_usable, matrix in _LAST_MATRIX:
+        if seen_views is views and seen_usable == tuple(usable):
+            return matrix
+    matrix = _build_matrix(usable, views, gpus)
+    _LAST_MATRIX[:] = [(views, tuple(usable), matrix)]
+    return matrix
+
+
+def _build_matrix(usable: list[int], views: dict[tuple[int, int], PairView],
+                  gpus: dict[int, dict[str, Any]]) -> _Matrix:
+    count = len(usable)
+    pair_of = [[views.get((a, b) if a < b else (b, a), _NO_PAIR) for b in usable] for a in usable]
+    ranks = sorted({(pair.tier, -pair.nvlinks) for row in pair_of for pair in row})
+    base = count * count + 1
+    failing_digit, not_ok_digit = base ** len(ranks), base ** (len(ranks) + 1)
+    weight_of = {pair: base ** ranks.index((pair.tier, -pair.nvlinks))
+                 + (not_ok_digit if pair.p2p_ok is not True else 0) + (failing_digit if pair.p2p_ok is False else 0)
+                 for pair in {pair for row in pair_of for pair in row}}
+    weights = tuple(tuple(0 if a == b else weight_of[pair] for b, pair in enumerate(row))
+                    for a, row in enumerate(pair_of))
+    numa = tuple(gpus.get(index, {}).get("numa_node") for index in usable)
+    downtrained = tuple(((gpus.get(index) or {}).get("pcie") or {}).get("downtrained") is True for index in usable)
+    node_ids: dict[str, int] = {}
+    numa_ids = tuple(node_ids.setdefault(repr(node), len(node_ids)) for node in numa)
+    return _Matrix(tuple(usable), weights, numa_ids, downtrained, _alike(weights, downtrained))
+
+
+def _alike(weights: tuple[tuple[int, ...], ...], downtrained: tuple[bool, ...]) -> tuple[tuple[int, ...], ...]:
+    """Classes of GPUs whose pairs to the rest are alike: the same links and P2P answers, counted (a sorted
+    row of the matrix), and the same PCIe link state. GPUs that swap without changing any pair always are
+    (every GPU of a copy of one board, a socket of identical cards), so one greedy start serves a class:
+    O(n^2 log n) to build."""
+    classes: dict[tuple[Any, ...], list[int]] = {}
+    for a, row in enumerate(weights):
+        classes.setdefault((tuple(sorted(row)), downtrained[a]), []).append(a)
+    return tuple(sorted(tuple(members) for members in classes.values()))
+
+
+def _grow(matrix: _Matrix, seed: int, pool: list[int], size: int) -> list[int]:
+    """The greedy group from `seed`: add, one at a time, the GPU of `pool` that keeps the grown group's score
+    best. Each GPU's sum of pairs to the group is kept up to date as the group grows, and its key packs
+    (pair sum, new NUMA node, down-trained, position) into one integer: O(size x len(pool)) per group."""
+    span = 2 * len(matrix.gpus)
+    tail = {other: matrix.downtrained[other] * len(matrix.gpus) + other for other in pool}
+    numa = matrix.numa
+    added = {other: matrix.weights[seed][other] for other in pool if other != seed}
+    group, nodes = [seed], {numa[seed]}
+    while len(group) < size and added:
+        best = min(added, key=lambda other: ((added[other] << 1) + (numa[other] not in nodes)) * span + tail[other])
+        del added[best]
+        group.append(best)
+        nodes.add(numa[best])
+        row = matrix.weights[best]
+        for other in added:
+            added[other] += row[other]
+    return group
+
+
+def _starts(matrix: _Matrix, pool: list[int], size: int) -> list[int]:
+    """One start per class of alike GPUs still in the pool (the lowest), at most MAX_STARTS of them: those whose own
+    best size-1 pairs are best (a group's pairs include the start's)."""
+    left = set(pool)
+    firsts = [next(member for member in members if member in left) for members in matrix.seeds
+              if any(member in left for member in members)]
+    if len(firsts) <= MAX_STARTS:
+        return firsts
+    return sorted(firsts, key=lambda a: (sorted(matrix.weights[a][b] for b in pool if b != a)[:size - 1], a))[
+        :MAX_STARTS]
+
+
+def _greedy(matrix: _Matrix, pool: list[int], size: int, views: dict[tuple[int, int], PairView],
+            gpus: dict[int, dict[str, Any]], position: dict[int, int]) -> list[tuple[tuple, tuple[int, ...]]]:
+    """(score, group) of the distinct groups the greedy search grows from each start."""
+    found: dict[tuple[int, ...], tuple] = {}
+    for seed in _starts(matrix, pool, size):
+        group = tuple(sorted(matrix.gpus[a] for a in _grow(matrix, seed, pool, size)))
+        if group not in found:
+            found[group] = _score(group, views, gpus, position)
+    return [(score, group) for group, score in found.items()]
+
+
+def _exact(matrix: _Matrix, pool: list[int], size: int, views: dict[tuple[int, int], PairView],
+           gpus: dict[int, dict[str, Any]], position: dict[int, int]) -> list[tuple[tuple, tuple[int, ...]]]:
+    """The best two of every group of `size` in the pool, as _score ranks them: each group keyed by its pair
+    sum (the score's first four keys), NUMA nodes, down-trained links and positions, which orders groups as
+    _score does; only the two kept are scored in full (their reasons need it)."""
+    weights, numa, downtrained = matrix.weights, matrix.numa, matrix.downtrained
+
+    def key(group: tuple[int, ...]) -> tuple:
+        total = sum(weights[a][b] for a, b in itertools.combinations(group, 2))
+        return (total, len({numa[a] for a in group}), sum(downtrained[a] for a in group), group)
+
+    best = heapq.nsmallest(2, itertools.combinations(pool, size), key=key)
+    return [(_score(found, views, gpus, position), found) for found in
+            (tuple(matrix.gpus[a] for a in group) for group in best)]
+
+
+def _exact_enough(candidates: int, size: int) -> bool:
+    """Whether every group is compared: at most EXACT_LIMIT groups of a machine of at most EXACT_GPUS."""
+    return candidates <= EXACT_GPUS and math.comb(candidates, size) <= EXACT_LIMIT
+
+
 def _groups(candidates: list[int], size: int, views: dict[tuple[int, int], PairView],
-            gpus: dict[int, dict[str, Any]], position: dict[int, int]) -> tuple[list[tuple[tuple, tuple[int, ...]]], bool]:
-    """(score, group) of every group considered, and whether the enumeration was exact."""
-    if math.comb(len(candidates), size) <= EXACT_LIMIT:
-        return [(_score(group, views, gpus, position), group) for group in itertools.combinations(candidates, size)], True
-    found = []
-    for seed in candidates:  # greedy: grow from each GPU, adding the GPU that keeps the group's score best
-        group: tuple[int, ...] = (seed,)
-        while len(group) < size:
-            group = min((tuple(sorted(group + (other,))) for other in candidates if other not in group),
-                        key=lambda grown: _score(grown, views, gpus, position))
-        found.append((_score(group, views, gpus, position), group))
-    return found, False
+            gpus: dict[int, dict[str, Any]], position: dict[int, int],
+            matrix: _Matrix | None = None) -> tuple[list[tuple[tuple, tuple[int, ...]]], bool]:
+    """(score, group) of every group considered, and whether the enumeration was exact.
+
+    Exact (every group compared; the best two kept) up to EXACT_LIMIT groups; beyond, the greedy search. Both
+    read the pair matrix (`matrix`, built over the candidates when not given)."""
+    if matrix is None:
+        matrix = _matrix(candidates, views, gpus)
+    slot = {index: a for a, index in enumerate(matrix.gpus)}
+    pool = [slot[index] for index in candidates]
+    if _exact_enough(len(candidates), size):
+        return _exact(matrix, pool, size, views, gpus, position), True
+    return _greedy(matrix, pool, size, views, gpus, position), False
 
 
 def _describe_link(score: tuple) -> str:
@@ -181,19 +320,20 @@ def _usable(order: list[int], allowed: "tuple[int, ...] | list[int] | None") -> 
 
 
 def choose_gpus(snapshot: dict[str, Any], n_gpus: int, allowed: "tuple[int, ...] | list[int] | None" = None,
-                allowed_text: str = "") -> Placement:
+                allowed_text: str = "", views: dict[tuple[int, int], PairView] | None = None) -> Placement:
     """The best group of `n_gpus` GPUs of the snapshot for one launch (see the module text), with reasons.
 
     `allowed`: the only GPUs the launch may use (those CUDA sees where the snapshot was taken,
     cuda_devices.probe_visible), said first in the reasons as `allowed_text`. n_gpus at or above the number of
-    usable GPUs gives every one of them. Raises ValueError for n_gpus < 1."""
+    usable GPUs gives every one of them. `views`: pair_views(snapshot), when the caller has read them already.
+    Raises ValueError for n_gpus < 1."""
     if n_gpus < 1:
         raise ValueError("a launch needs at least one GPU")
     order = pci_order(snapshot)
     usable = _usable(order, allowed)
     position = {index: place for place, index in enumerate(order)}
     gpus = _gpu_facts(snapshot)
-    views = pair_views(snapshot)
+    views = pair_views(snapshot) if views is None else views
     lead = [allowed_text] if allowed is not None and allowed_text else []
     if n_gpus >= len(usable):
         score = _score(tuple(usable), views, gpus, position)
@@ -209,7 +349,8 @@ def choose_gpus(snapshot: dict[str, Any], n_gpus: int, allowed: "tuple[int, ...]
     pair_count = n_gpus * (n_gpus - 1) // 2
     reasons = lead + [f"GPUs {_ids(best)} of {len(order)}: the best group of {n_gpus}"
                       + (f" among the {len(usable)} CUDA sees" if len(usable) < len(order) else "")
-                      + ("" if exact else f" found by a greedy search (more than {EXACT_LIMIT} groups to compare)")]
+                      + ("" if exact else f" found by a greedy search (more than {EXACT_GPUS} GPUs or {EXACT_LIMIT} groups "
+                         "to compare)")]
     if n_gpus > 1:
         reasons.append(_p2p_text(best_score, pair_count))
         reasons.append(f"slowest link inside the group: {_describe_link(best_score)}")
@@ -241,7 +382,7 @@ def _placement(group: tuple[int, ...], score: tuple, machine: int, gpus: dict[in
 
 
 def choose_replicas(snapshot: dict[str, Any], tp: int, dp: int, allowed: "tuple[int, ...] | list[int] | None" = None,
-                    allowed_text: str = "") -> Placement:
+                    allowed_text: str = "", views: dict[tuple[int, int], PairView] | None = None) -> Placement:
     """GPUs for `dp` data-parallel replicas of `tp` GPUs each: the best TP group first, then the best group of
     the GPUs left, and so on (greedy, deterministic). Only pairs inside a replica matter: replicas do not
     allreduce together. gpus lists the replicas in rank order (SGLang gives replica d the visible devices
@@ -251,7 +392,7 @@ def choose_replicas(snapshot: dict[str, Any], tp: int, dp: int, allowed: "tuple[
     if tp < 1 or dp < 1:
         raise ValueError("tp and dp must be at least 1")
     if dp == 1:
-        return choose_gpus(snapshot, tp, allowed, allowed_text)
+        return choose_gpus(snapshot, tp, allowed, allowed_text, views)
     order = pci_order(snapshot)
     usable = _usable(order, allowed)
     if tp * dp > len(usable):
@@ -259,14 +400,15 @@ def choose_replicas(snapshot: dict[str, Any], tp: int, dp: int, allowed: "tuple[
                          + (" that CUDA sees" if len(usable) < len(order) else ""))
     position = {index: place for place, index in enumerate(order)}
     gpus = _gpu_facts(snapshot)
-    views = pair_views(snapshot)
+    views = pair_views(snapshot) if views is None else views
+    matrix = _matrix(usable, views, gpus)
     left = list(usable)
     replicas: list[tuple[int, ...]] = []
     scores = []
     reasons = ([allowed_text] if allowed is not None and allowed_text else []) + \
         [f"{dp} replicas of {tp} GPUs, each the best group of the GPUs left (greedy, replica by replica)"]
     for number in range(dp):
-        ranked, _ = _groups(left, tp, views, gpus, position)
+        ranked, _ = _groups(left, tp, views, gpus, position, matrix)
         ranked.sort()
         score, group = ranked[0]
         group = tuple(sorted(group, key=lambda index: position[index]))

@@ -52,6 +52,16 @@ def fixture_dirs() -> list[str]:
 
 
 @pytest.fixture
+def large_snapshot() -> Callable[[int], dict]:
+    """benchmarks/large_snapshots.py's synthetic N-GPU snapshot (copies of an 8-GPU reference system)."""
+    if os.path.join(ROOT, "benchmarks") not in sys.path:
+        sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+    from large_snapshots import synthetic_snapshot
+
+    return synthetic_snapshot
+
+
+@pytest.fixture
 def fixtures_root() -> str:
     return FIXTURES
 

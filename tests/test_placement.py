@@ -9,7 +9,7 @@ from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from topoctl.autoconf.placement import EXACT_LIMIT, choose_gpus, pair_views
+from topoctl.autoconf.placement import EXACT_GPUS, EXACT_LIMIT, choose_gpus, pair_views
 from topoctl.catalogue import system_snapshot
 
 
@@ -136,7 +136,8 @@ def test_large_machines_use_the_greedy_search():
     snapshot = _synthetic(24, [])
     placement = choose_gpus(snapshot, 12)  # C(24, 12) is far beyond EXACT_LIMIT
     assert len(placement.gpus) == 12 and placement.p2p_ok is True
-    assert any(f"greedy search (more than {EXACT_LIMIT}" in reason for reason in placement.reasons)
+    assert any(f"greedy search (more than {EXACT_GPUS} GPUs or {EXACT_LIMIT} groups" in reason
+               for reason in placement.reasons)
 
 
 def test_replicas_each_get_a_group_with_p2p():
