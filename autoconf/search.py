@@ -108,20 +108,30 @@ class _Judge:
     """Evaluates the rules for one launch after another, sharing the snapshot's facts and every finding."""
 
     def __init__(self, ruleset: Any, snapshot: dict[str, Any], model: dict[str, Any] | None, tp: int, ep: int,
-                 version: str | None, dp: int = 1, gpus: tuple[int, ...] = ()):
+                 version: str | None, dp: int = 1, gpus: tuple[int, ...] = (),
+                 facts_cache: dict[str, Any] | None = None):
         import topoctl.rules as rules_api
 
         self.rules_api, self.ruleset, self.snapshot = rules_api, ruleset, snapshot
         self.model, self.tp, self.ep, self.version, self.dp = model, tp, ep, version, dp
         self.gpus = gpus  # the launch's GPUs in rank order (placement): what the rules' pair quantifiers judge
-        self.facts_cache: dict[str, Any] = {}  # facts of the snapshot alone, read once for every evaluation
+        # facts of the snapshot alone, read once for every evaluation (and shared by every TP option's judge)
+        self.facts_cache: dict[str, Any] = {} if facts_cache is None else facts_cache
         self.findings_by_id: dict[str, Any] = {}
+        self.reports: dict[tuple[str | None, str], Any] = {}  # one evaluation per distinct launch
 
     def report(self, spec: str | None, launch: dict[str, Any]) -> Any:
-        request = rules_request(self.model, spec, self.tp, self.ep, self.version, dict(launch), self.gpus, self.dp)
-        report = self.rules_api.evaluate(self.ruleset, self.snapshot, request, self.facts_cache)
-        for finding in report.findings:
-            self.findings_by_id.setdefault(finding.rule_id, finding)
+        """The rules' report for one launch; the same settings (candidates of different paths often write the
+        same ones) are evaluated once: a report depends on the snapshot, the judge's sizes and the launch only."""
+        key = (spec, repr(sorted(launch.items(), key=lambda item: item[0])))
+        report = self.reports.get(key)
+        if report is None:
+            request = rules_request(self.model, spec, self.tp, self.ep, self.version, dict(launch), self.gpus,
+                                    self.dp)
+            report = self.reports[key] = self.rules_api.evaluate(self.ruleset, self.snapshot, request,
+                                                                 self.facts_cache)
+            for finding in report.findings:
+                self.findings_by_id.setdefault(finding.rule_id, finding)
         return report
 
     def findings(self) -> list[Any]:
@@ -281,16 +291,18 @@ def implied_notes(cand: Candidate) -> list[str]:
     return notes
 
 
-def place(snapshot: dict[str, Any], tp: int, dp: int, visible: ProbeVisible | None = None) -> Placement:
+def place(snapshot: dict[str, Any], tp: int, dp: int, visible: ProbeVisible | None = None,
+          views: dict[tuple[int, int], Any] | None = None) -> Placement:
     """The GPUs a (TP, DP) option runs on: one TP group, or each data-parallel replica's group
     (autoconf/placement.py), among the GPUs CUDA sees when the snapshot says it sees fewer than NVML. A
-    snapshot whose GPU list is shorter than its stated GPU count gets every GPU it lists."""
+    snapshot whose GPU list is shorter than its stated GPU count gets every GPU it lists. `views`: the
+    snapshot's pairs (placement.pair_views), read once for every option."""
     allowed = visible.gpus if visible is not None else None
     text = visible.text if visible is not None else ""
     try:
-        return choose_replicas(snapshot, tp, dp, allowed, text)
+        return choose_replicas(snapshot, tp, dp, allowed, text, views)
     except ValueError:
-        return choose_gpus(snapshot, max(1, tp * dp), allowed, text)
+        return choose_gpus(snapshot, max(1, tp * dp), allowed, text, views)
 
 
 def usable_gpu_count(snapshot: dict[str, Any], notes: list[str]) -> tuple[int, ProbeVisible | None]:
@@ -312,29 +324,52 @@ def usable_gpu_count(snapshot: dict[str, Any], notes: list[str]) -> tuple[int, P
     return len(visible.gpus), visible
 
 
-def search(snapshot: dict[str, Any], model: dict[str, Any] | None, flags: Any, target_version: str | None,
-           speculative: str | None = None, draft_model: str | None = None, force_speculative: bool = False,
-           tp_size: int | None = None, ep_size: int | None = None, ruleset: Any = None,
-           request: Request | None = None) -> Result:
-    import topoctl.rules as rules_api
-    from topoctl.autoconf.gpu_specs import target_gpu
-    from topoctl.autoconf.launch_model import Latencies
+@dataclass
+class _Pool:
+    """Every candidate of a search, by what became of it, and what each one's rules said."""
+    candidates: list[Candidate] = field(default_factory=list)
+    blocked: list[Candidate] = field(default_factory=list)
+    unfit: list[Candidate] = field(default_factory=list)  # the memory model says they do not load
+    reports_of: dict[int, Any] = field(default_factory=dict)  # id(candidate) -> its rules report
+    findings_by_id: dict[str, Any] = field(default_factory=dict)
+    placements: dict[tuple[int, int], Placement] = field(default_factory=dict)
+    space: Space | None = None  # the last TP option's settings space (the one without a model speaks of)
+
+    def add(self, cand: Candidate) -> None:
+        if cand.fit is not None and not cand.fit.fits:
+            self.unfit.append(cand)
+        else:
+            (self.blocked if cand.blocked_by else self.candidates).append(cand)
+
+
+@dataclass
+class _Plan:
+    """What a search needs before it judges anything: the request, the sizes to try and where."""
+    req: Request
+    ruleset: Any
+    notes: list[str]
+    machine_count: int
+    gpu_count: int
+    visible: ProbeVisible | None
+    ep: int
+    options: list[tuple[int, int]]
+    version: Any  # the flags' version (flags.version)
+    memory_version: Any
+    rules_version: Any
+
+
+def _checked_options(model: dict[str, Any] | None, gpu_count: int, visible: ProbeVisible | None, req: Request,
+                     ep: int) -> list[tuple[int, int]]:
+    """The (TP, DP) options, each checked against the GPUs the launch can use (a clear error otherwise)."""
     from topoctl.errors import TopoctlError
 
-    req = request or Request(speculative, draft_model, force_speculative, tp_size, ep_size)
-    if ruleset is None:
-        ruleset = rules_api.load_rules()
-    notes: list[str] = [] if flags.exact else [flags.note]
-    machine_count = target_gpu_count(snapshot)
-    gpu_count, visible = usable_gpu_count(snapshot, notes)
-    ep = req.ep_size or 1
     if ep > 1 and model is not None and not model.get("moe"):
         raise TopoctlError(f"--ep-size {ep}: {model['name']} is a dense model; expert parallelism needs experts",
                            hint="leave --ep-size out for a dense model")
     options = parallel_options(model, gpu_count, req)
     try:
         for tp, dp in options:
-            check_parallel_sizes(tp * dp if req.dp_size else tp, ep if tp >= ep else ep, gpu_count)
+            check_parallel_sizes(tp * dp if req.dp_size else tp, ep, gpu_count)
             if tp % ep:
                 check_parallel_sizes(tp, ep, gpu_count)
     except TopoctlError as error:
@@ -344,84 +379,143 @@ def search(snapshot: dict[str, Any], model: dict[str, Any] | None, flags: Any, t
         raise
     if ep > 1:
         options = [(tp, dp) for tp, dp in options if tp >= ep and tp % ep == 0]
+    return options
+
+
+def _plan(snapshot: dict[str, Any], model: dict[str, Any] | None, flags: Any, target_version: str | None,
+          req: Request, ruleset: Any) -> _Plan:
+    if ruleset is None:
+        import topoctl.rules as rules_api
+
+        ruleset = rules_api.load_rules()
+    notes: list[str] = [] if flags.exact else [flags.note]
+    machine_count = target_gpu_count(snapshot)
+    gpu_count, visible = usable_gpu_count(snapshot, notes)
+    ep = req.ep_size or 1
+    options = _checked_options(model, gpu_count, visible, req, ep)
     version = flags.version
     memory_version = getattr(flags, "requested", None) or version  # memory.py says how a newer one is matched
-    spec_options = _spec_options(req.speculative, req.force_speculative)
-    gpu = target_gpu(snapshot)
-    allreduces = allreduces_per_forward(model, notes)
+    return _Plan(req, ruleset, notes, machine_count, gpu_count, visible, ep, options, version, memory_version,
+                 target_version or version)
 
-    candidates: list[Candidate] = []
-    blocked: list[Candidate] = []
-    unfit: list[Candidate] = []
-    reports_of: dict[int, Any] = {}
-    findings_by_id: dict[str, Any] = {}
-    placements: dict[tuple[int, int], Placement] = {}
-    space = None
-    for tp, dp in options:
+
+def _base_launch(tp: int, dp: int, ep: int, req: Request) -> dict[str, Any]:
+    launch: dict[str, Any] = {"tp_size": tp}
+    if dp != 1:
+        launch["dp_size"] = dp
+    if ep != 1:
+        launch["ep_size"] = ep
+    for name in ("context_length", "max_running_requests"):
+        if getattr(req, name):
+            launch[name] = getattr(req, name)
+    return launch
+
+
+def _judge_options(snapshot: dict[str, Any], model: dict[str, Any] | None, plan: _Plan,
+                   gpu: dict[str, Any]) -> _Pool:
+    """Every candidate of every (TP, DP) option, judged by the rules and fitted by the memory model."""
+    from topoctl.autoconf.placement import pair_views
+
+    req, pool = plan.req, _Pool()
+    spec_options = _spec_options(req.speculative, req.force_speculative)
+    views = pair_views(snapshot)  # the pairs, read once for every option's placement
+    facts_cache: dict[str, Any] = {}  # the snapshot's facts, read once for every option's rules
+    for tp, dp in plan.options:
         # the GPUs of this option (each replica's TP group with DP > 1): what the rules judge and render writes
-        placement = placements[(tp, dp)] = place(snapshot, tp, dp, visible)
-        base_launch: dict[str, Any] = {"tp_size": tp}
-        if dp != 1:
-            base_launch["dp_size"] = dp
-        if ep != 1:
-            base_launch["ep_size"] = ep
-        for name in ("context_length", "max_running_requests"):
-            if getattr(req, name):
-                base_launch[name] = getattr(req, name)
-        judge = _Judge(ruleset, snapshot, model, tp, ep, target_version or version, dp, placement.gpus)
+        placement = pool.placements[(tp, dp)] = place(snapshot, tp, dp, plan.visible, views)
+        base_launch = _base_launch(tp, dp, plan.ep, req)
+        judge = _Judge(plan.ruleset, snapshot, model, tp, plan.ep, plan.rules_version, dp, placement.gpus,
+                       facts_cache)
         for spec in spec_options:
             judge.report(spec, base_launch)
         tp_space = settings_space(judge.findings())
-        if space is None or tp == options[-1][0]:
-            space = tp_space
-        for path, spec, launch in launches(tp_space, base_launch, version, spec_options, req.draft_model):
+        if pool.space is None or tp == plan.options[-1][0]:
+            pool.space = tp_space
+        for path, spec, launch in launches(tp_space, base_launch, plan.version, spec_options, req.draft_model):
             cand, report = judge_candidate(judge, path, spec, launch, tp_space, req.speculative)
-            reports_of[id(cand)] = report
+            pool.reports_of[id(cand)] = report
             if model is not None:
-                _fit(cand, model, gpu, memory_version, req)
-            if cand.fit is not None and not cand.fit.fits:
-                unfit.append(cand)
-            else:
-                (blocked if cand.blocked_by else candidates).append(cand)
+                _fit(cand, model, gpu, plan.memory_version, req)
+            pool.add(cand)
         for key, finding in judge.findings_by_id.items():
-            findings_by_id.setdefault(key, finding)
-    assert space is not None
-    evidence = collect_evidence([findings_by_id[key] for key in sorted(findings_by_id)], notes)
-    for cand in measured_to_run(unfit, evidence, snapshot, model):
-        unfit.remove(cand)
-        (blocked if cand.blocked_by else candidates).append(cand)
-    if model is not None and not candidates and not blocked and unfit:
-        best = max(unfit, key=lambda c: (c.fit.kv_cache_bytes, c.tp))
+            pool.findings_by_id.setdefault(key, finding)
+    return pool
+
+
+def _settle_unfit(pool: _Pool, evidence: list[Evidence], snapshot: dict[str, Any], model: dict[str, Any] | None,
+                  gpu: dict[str, Any], plan: _Plan) -> None:
+    """Move the launches a measurement shows running back in; with none left that loads, say what would fit."""
+    from topoctl.errors import TopoctlError
+
+    for cand in measured_to_run(pool.unfit, evidence, snapshot, model):
+        pool.unfit.remove(cand)
+        (pool.blocked if cand.blocked_by else pool.candidates).append(cand)
+    if model is not None and not pool.candidates and not pool.blocked and pool.unfit:
+        best = max(pool.unfit, key=lambda c: (c.fit.kv_cache_bytes, c.tp))
         raise TopoctlError(f"{model['name']} does not fit on this machine: at TP {best.tp} it "
                            f"{best.fit.why}",
-                           hint="what would fit: " + what_would_fit(model, unfit, gpu, gpu_count, req, memory_version),
+                           hint="what would fit: " + what_would_fit(model, pool.unfit, gpu, plan.gpu_count, plan.req,
+                                                                    plan.memory_version),
                            exit_code=1)
 
-    estimate_all(candidates + blocked, evidence, snapshot, model, allreduces)
+
+def _price(pool: _Pool, evidence: list[Evidence], snapshot: dict[str, Any], model: dict[str, Any] | None,
+           gpu: dict[str, Any], req: Request, allreduces: Any) -> None:
+    """Each launch's expected cost: the per-call table, then the launch model where a model is known."""
+    from topoctl.autoconf.launch_model import Latencies
+
+    estimate_all(pool.candidates + pool.blocked, evidence, snapshot, model, allreduces)
     if model is not None:
         lat = Latencies(snapshot, evidence)
-        for cand in candidates + blocked:
+        for cand in pool.candidates + pool.blocked:
             _predict(cand, model, gpu, lat, req)
-    rank(candidates, blocked)
-    require_a_launch(candidates, blocked)
+
+
+def _result(snapshot: dict[str, Any], model: dict[str, Any] | None, flags: Any, target_version: str | None,
+            plan: _Plan, pool: _Pool, evidence: list[Evidence], gpu: dict[str, Any]) -> Result:
+    """The winner, the reasons behind its settings, ties and comparisons: what every renderer reads."""
+    req, notes, candidates, blocked = plan.req, plan.notes, pool.candidates, pool.blocked
     winner = candidates[0]
     paths = table.table()["allreduce_paths"]
-    winner_space = settings_space(reports_of[id(winner)].findings) if model is not None else space
-    reasons, decided = winner_reasons(winner, winner_space, paths, bool(req.tp_size), gpu_count, machine_count)
+    assert pool.space is not None
+    winner_space = settings_space(pool.reports_of[id(winner)].findings) if model is not None else pool.space
+    reasons, decided = winner_reasons(winner, winner_space, paths, bool(req.tp_size), plan.gpu_count,
+                                      plan.machine_count)
     tied = ties(winner, candidates)
     if tied and winner.predicted is not None:
         notes.append("tie: " + "; ".join(c.label() + f" (TP {c.tp})" for c in tied[:4])
                      + f" predict the same {winner.score:.1f} tok/s as the chosen launch; it was chosen by the rules' "
                      "preferences and the fewest departures from SGLang's defaults")
-    result = Result(snapshot, model, flags, target_version, winner.tp, ep, req.speculative, req.force_speculative,
-                    winner, candidates, blocked, list(reports_of[id(winner)].findings), reasons, decided,
-                    speculative_comparison([c for c in candidates if c.tp == winner.tp], winner, req.speculative,
-                                           req.force_speculative, blocked,
-                                           [c for c in unfit if c.tp == winner.tp]),
-                    faster_paths(winner, [c for c in candidates if c.tp == winner.tp], paths), notes, evidence,
-                    sorted((str(k), str(v)) for k, v in (getattr(ruleset, "disabled", None) or {}).items()))
-    result.placement = placements[(winner.tp, winner.dp)]
-    result.unfit = unfit
+    same_tp = [c for c in candidates if c.tp == winner.tp]
+    result = Result(snapshot, model, flags, target_version, winner.tp, plan.ep, req.speculative, req.force_speculative,
+                    winner, candidates, blocked, list(pool.reports_of[id(winner)].findings), reasons, decided,
+                    speculative_comparison(same_tp, winner, req.speculative, req.force_speculative, blocked,
+                                           [c for c in pool.unfit if c.tp == winner.tp]),
+                    faster_paths(winner, same_tp, paths), notes, evidence,
+                    sorted((str(k), str(v)) for k, v in (getattr(plan.ruleset, "disabled", None) or {}).items()))
+    result.placement = pool.placements[(winner.tp, winner.dp)]
+    result.unfit = pool.unfit
     result.gpu = gpu
     result.objective = req.objective
     return result
+
+
+def search(snapshot: dict[str, Any], model: dict[str, Any] | None, flags: Any, target_version: str | None,
+           speculative: str | None = None, draft_model: str | None = None, force_speculative: bool = False,
+           tp_size: int | None = None, ep_size: int | None = None, ruleset: Any = None,
+           request: Request | None = None) -> Result:
+    """Run the stages in order: plan the options, judge every candidate, settle those that do not load,
+    price and rank the rest, and keep the result."""
+    from topoctl.autoconf.gpu_specs import target_gpu
+
+    req = request or Request(speculative, draft_model, force_speculative, tp_size, ep_size)
+    plan = _plan(snapshot, model, flags, target_version, req, ruleset)
+    gpu = target_gpu(snapshot)
+    allreduces = allreduces_per_forward(model, plan.notes)
+    pool = _judge_options(snapshot, model, plan, gpu)
+    evidence = collect_evidence([pool.findings_by_id[key] for key in sorted(pool.findings_by_id)], plan.notes)
+    _settle_unfit(pool, evidence, snapshot, model, gpu, plan)
+    _price(pool, evidence, snapshot, model, gpu, req, allreduces)
+    rank(pool.candidates, pool.blocked)
+    require_a_launch(pool.candidates, pool.blocked)
+    return _result(snapshot, model, flags, target_version, plan, pool, evidence, gpu)

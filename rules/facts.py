@@ -173,7 +173,7 @@ class Context:
 
     def pairs_known(self) -> bool:
         """False when the snapshot has no pair list at all (then pair quantifiers are unknown)."""
-        return self.view.pairs is not None
+        return isinstance(self.snapshot.get("pairs"), list)  # what view.pairs tests, without copying the list
 
 
 def _machine_gpus(context: Context) -> list[int]:
