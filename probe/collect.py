@@ -485,7 +485,9 @@ def probe_capture(capture: dict[str, Any], name: str, kind: str = "capture") -> 
     count = capture.get("nvml", {}).get("nvmlDeviceGetCount")
     if isinstance(count, dict) and "ok" in count and (
             type(count["ok"]) is not int or not 0 <= count["ok"] <= MAX_GPUS):
-        raise TopoctlError(f"{name}: not a valid capture (device count {count['ok']!r})",
+        above = type(count["ok"]) is int and count["ok"] > MAX_GPUS
+        raise TopoctlError(f"{name}: not a valid capture (device count {count['ok']!r}"
+                           + (f", more than {MAX_GPUS}, the most one snapshot may hold)" if above else ")"),
                            hint="re-record it with `topoctl probe --record FILE`")
     if isinstance(count, dict) and "ok" in count:
         from topoctl.limits import check_capture_gpus

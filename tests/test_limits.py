@@ -200,9 +200,9 @@ def test_a_capture_claiming_many_gpus_is_refused_before_any_per_gpu_question(mon
     asked = []
     real_ask = Session.ask
     monkeypatch.setattr(Session, "ask", lambda self, *args: asked.append(args[:2]) or real_ask(self, *args))
-    capture = {"capture_version": 1, "nvml": {"nvmlInit": {"ok": None}, "nvmlDeviceGetCount": {"ok": 1024}}}
+    capture = {"capture_version": 1, "nvml": {"nvmlInit": {"ok": None}, "nvmlDeviceGetCount": {"ok": 128}}}
     assert len(json.dumps(capture)) < 100
-    with pytest.raises(LimitError, match="claims 1024 GPUs"):
+    with pytest.raises(LimitError, match="claims 128 GPUs"):
         probe_capture(capture, name="tiny.json")
     assert asked == []
 

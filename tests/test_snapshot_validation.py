@@ -76,7 +76,7 @@ MUTATIONS = {
     "gpu-numa-string": (_set(["gpus", 0, "numa_node"], "0"), "gpus[0].numa_node"),
     "gpu-root-complex-int": (_set(["gpus", 0, "root_complex"], 0), "gpus[0].root_complex"),
     "gpu-memory-float": (_set(["gpus", 0, "memory_total_bytes"], 2.5e10), "gpus[0].memory_total_bytes"),
-    "too-many-gpus": (lambda d: d.update(gpus=[{"index": i} for i in range(1025)]), "more than 1024"),
+    "too-many-gpus": (lambda d: d.update(gpus=[{"index": i} for i in range(129)]), "more than 128"),
     "pairs-empty": (_set(["pairs"], []), "pairs lists 0 ordered pairs"),
     "pairs-one-missing": (lambda d: d["pairs"].pop(), "pairs lists 1 ordered pairs"),
     "pair-duplicate": (lambda d: d["pairs"].__setitem__(1, copy.deepcopy(d["pairs"][0])), "appears twice"),

@@ -21,7 +21,10 @@ if TYPE_CHECKING:
     from typing_extensions import TypeGuard
 
 SCHEMA_VERSION = 1  # the probe writes it (probe/collect.py imports it from here); loading accepts only it
-MAX_GPUS = 1024  # far above any one host: a snapshot or capture listing more GPUs is corruption
+# The most GPUs one snapshot (one host) may list. The largest single machines hold 16 (HGX-2 / DGX-2 class);
+# 128 leaves eight times that, keeps every command within its speed goals (docs/performance.md) and a probed
+# snapshot near 5 MB, within the 16 MiB snapshot limit. A snapshot or capture listing more is refused (exit 2).
+MAX_GPUS = 128
 SCHEMA_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "schema", "snapshot.schema.json")
 
 
@@ -334,6 +337,10 @@ def validate_snapshot(data: Any, origin: str) -> None:
     The schema (snapshot.schema.json) through _validate, then the checks across fields; no schema library
     on the start-up path. Values from the file are never echoed, only their type or a number.
     """
+    gpus = data.get("gpus") if isinstance(data, dict) else None
+    if isinstance(gpus, list) and len(gpus) > MAX_GPUS:
+        raise TopoctlError(f"{origin}: lists {len(gpus)} GPUs, more than {MAX_GPUS}, the most one snapshot may hold",
+                           hint="a snapshot describes one host: probe each machine on its own (`topoctl probe -o FILE`)")
     try:
         _check(data)
     except _Invalid as problem:
