@@ -17,6 +17,7 @@ as free memory after loading less total x (1 - mem_fraction_static)).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from packaging.version import Version
@@ -91,8 +92,15 @@ def model_lists() -> dict[str, list[dict[str, Any]]]:
     return load("sglang-model-lists.yaml")["lists"]
 
 
+@lru_cache(maxsize=None)
+def _version(text: str) -> Version:
+    """A release parsed once per run: the range checks below compare the same few dozen versions thousands of
+    times per recommend (every candidate's fit walks every variant's range)."""
+    return Version(text)
+
+
 def in_range(versions: list[str], release: str) -> bool:
-    return Version(str(versions[0])) <= Version(release) <= Version(str(versions[1]))
+    return _version(str(versions[0])) <= _version(str(release)) <= _version(str(versions[1]))
 
 
 def variant(section: str, release: str) -> dict[str, Any]:
@@ -110,12 +118,14 @@ def model_list(name: str, release: str) -> list[str]:
     return []
 
 
+@lru_cache(maxsize=None)
 def target_release(version: str | None) -> tuple[str, str]:
     """(the known release whose rules apply, how it was chosen) for a target SGLang version.
 
     Matched as topoctl matches SGLang versions everywhere (topoctl/sglang/flags.py match_version): exact, the
     release a pre-release or dev build leads to, the nearest older known release, or, newer than every known
-    release, the newest. No version: the newest known release."""
+    release, the newest. No version: the newest known release. Matched once per version and run: every
+    candidate's fit asks again."""
     from topoctl.sglang.flags import match_version, newest_version
 
     if not version:
