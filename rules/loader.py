@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Iterable
 
@@ -55,11 +56,12 @@ def load_rules(extra_dirs: list[str] | None = None, disabled: dict[str, str] | N
     """
     rules: list[Rule] = list(builtin_rules()) if builtin else []
     file_disables: list[tuple[str, str, str]] = []  # (path, id, reason)
+    warnings: list[str] = []
     for directory in extra_dirs or []:
-        for path in rule_files(directory):
-            file_rules, disables = _site_file(path)
-            rules.extend(file_rules)
-            file_disables.extend((path, rule_id, reason) for rule_id, reason in disables)
+        site = site_rules(directory)
+        rules.extend(site.rules)
+        file_disables.extend(site.disables)
+        warnings.extend(site.warnings)
     _reject_duplicates(rules)
     known = {rule.id for rule in rules}
     switched_off: dict[str, str] = {}
@@ -74,7 +76,9 @@ def load_rules(extra_dirs: list[str] | None = None, disabled: dict[str, str] | N
             raise TopoctlError(f"--disable {rule_id}: a reason is required (ID=REASON)",
                                hint="the reason is shown in every report, so write why the rule does not apply")
         switched_off[rule_id] = reason.strip()
-    return RuleSet(rules, switched_off)
+    ruleset = RuleSet(rules, switched_off)
+    ruleset.warnings = warnings
+    return ruleset
 
 
 @lru_cache(maxsize=1)
@@ -118,31 +122,70 @@ def _holds_every_rule(entries: Any, files: list[str]) -> bool:
     return all(set(_PLAIN_FIELDS) <= set(entry) and "tests" in entry for entry in entries)
 
 
-def _site_file(path: str) -> tuple[list[Rule], list[tuple[str, str]]]:
-    """A site rule file, fully checked (schema and semantics) the first time its content is seen, then
-    served from the knowledge cache under the SHA-256 of its bytes: an edit is a new content, so it is
-    checked again. A file with a problem is never stored, so its error is reported on every run."""
-    import hashlib
+@dataclass
+class SiteRules:
+    """What one --rules folder (or file) gives: its rules, its disables (path, id, reason), and warnings."""
+    rules: list[Rule] = field(default_factory=list)
+    disables: list[tuple[str, str, str]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
+
+def _site_code() -> list[str]:
+    """The code and data a checked site rule depends on: a change to any of them checks every file again."""
     from topoctl import cache
 
-    try:
-        with open(path, "rb") as handle:
-            digest = hashlib.sha256(handle.read()).hexdigest()
-    except OSError:
-        return parse_rule_file(path, builtin=False, validate_schema=True)  # reports the read error
     here = cache.package_dir(__package__)
-    code = [os.path.join(here, name) for name in ("settings.yaml", "loader.py", "model.py", "conditions.py",
+    return [os.path.join(here, name) for name in ("settings.yaml", "loader.py", "model.py", "conditions.py",
                                                   "facts.py", os.path.join("schema", "rule.schema.json"))]
 
-    def build() -> dict[str, Any]:
-        file_rules, disables = parse_rule_file(path, builtin=False, validate_schema=True)
-        return {"rules": [_rule_to_plain(rule) for rule in file_rules], "disables": [list(d) for d in disables]}
 
-    plain = cache.cached(f"site-{digest[:32]}", code, build,
-                         check=lambda doc: all(entry["source_file"] == path for entry in doc["rules"]))
-    return ([_rule_from_plain(entry) for entry in plain["rules"]],
-            [(str(rule_id), str(reason)) for rule_id, reason in plain["disables"]])
+def site_rules(directory: str) -> SiteRules:
+    """The rule files of a --rules folder (or one file), each fully checked (schema and semantics) the first
+    time its content is seen. The folder has one cache entry (topoctl/cache.py, keyed by its real path): each
+    file's checked rules under the SHA-256 of its bytes. Every run reads every file and uses its entry only
+    when the bytes are the same, so an edit is checked again, and a file with a problem is never stored (its
+    error is reported on every run). A file that holds no rules (empty, or comments only) is a warning
+    naming it; a folder with no rules at all is an error (exit 2): a site's blocking rules are never dropped
+    without a word."""
+    from topoctl import cache
+
+    files = rule_files(directory)
+    code = _site_code()
+    real = os.path.realpath(directory)
+    stored = cache.read_section("site", code, real)
+    known: dict[str, Any] = stored.get("files", {}) if isinstance(stored, dict) else {}
+    entries: dict[str, Any] = {}
+    out = SiteRules()
+    for path in files:
+        name = os.path.basename(path)
+        entry = entries[name] = _site_entry(path, known.get(name))
+        out.rules.extend(_rule_from_plain({**plain, "source_file": path}) for plain in entry["rules"])
+        out.disables.extend((path, str(rule_id), str(reason)) for rule_id, reason in entry["disables"])
+        if not entry["rules"] and not entry["disables"]:
+            out.warnings.append(f"{path} holds no rules (it is empty or only comments): nothing in it is checked")
+    if not out.rules and not out.disables:
+        raise TopoctlError(f"--rules {directory}: holds no rules ({len(files)} rule file"
+                           f"{'' if len(files) == 1 else 's'}, each empty or only comments)",
+                           hint="write rules in it (see docs/rules.md), or leave --rules out")
+    if entries != known:
+        cache.store_section("site", code, real, {"files": entries})
+    return out
+
+
+def _site_entry(path: str, known: Any) -> dict[str, Any]:
+    """One site file's checked content as plain data: `known` (its cached entry) when the file's bytes are the
+    ones it was built from, else parsed and checked now."""
+    import hashlib
+
+    data = _read_rule_file(path)
+    digest = hashlib.sha256(data).hexdigest()
+    if isinstance(known, dict) and known.get("sha256") == digest and isinstance(known.get("rules"), list) \
+            and isinstance(known.get("disables"), list):
+        return known
+    file_rules, disables = _parse_rule_text(path, _decode(path, data), builtin=False, validate_schema=True)
+    return {"sha256": digest, "rules": [{k: v for k, v in _rule_to_plain(rule).items() if k != "source_file"}
+                                        for rule in file_rules],
+            "disables": [list(d) for d in disables]}
 
 
 def _parse_builtin(files: list[str]) -> list[Rule]:
@@ -170,7 +213,20 @@ def _rule_from_plain(plain: dict[str, Any]) -> Rule:
     """The Rule of a plain entry written by _rule_to_plain (already checked when it was written)."""
     fields = {name: plain[name] for name in _PLAIN_FIELDS}
     tests = [TestCase(**case) for case in plain["tests"]]
-    return Rule(condition=compile_condition(plain["when"], "when"), tests=tests, **fields)
+    return Rule(condition=_compiled(plain["when"]), tests=tests, **fields)
+
+
+_CONDITIONS: dict[str, Any] = {}  # a condition's JSON text -> its compiled form
+
+
+def _compiled(when: Any) -> Any:
+    """compile_condition for a checked condition, once per distinct condition and process (a compiled
+    condition is a pure function of the facts: rules that share one share it)."""
+    key = json.dumps(when, sort_keys=True, separators=(",", ":"), default=repr)
+    found = _CONDITIONS.get(key)
+    if found is None:
+        found = _CONDITIONS[key] = compile_condition(when, "when")
+    return found
 
 
 def builtin_rule_files() -> list[str]:
@@ -185,8 +241,12 @@ def rule_files(directory: str) -> list[str]:
         return [directory]
     if not os.path.isdir(directory):
         raise TopoctlError(f"--rules {directory}: no such folder", hint="pass a folder of *.yaml rule files")
-    return sorted(os.path.join(directory, name) for name in os.listdir(directory)
-                  if name.endswith(RULE_FILE_SUFFIXES) and os.path.isfile(os.path.join(directory, name)))
+    files = sorted(os.path.join(directory, name) for name in os.listdir(directory)
+                   if name.endswith(RULE_FILE_SUFFIXES) and os.path.isfile(os.path.join(directory, name)))
+    if not files:
+        raise TopoctlError(f"--rules {directory}: no rule files (*.yaml, *.yml) in this folder",
+                           hint="pass the folder that holds the site's rule files, or leave --rules out")
+    return files
 
 
 @lru_cache(maxsize=1)
@@ -203,14 +263,30 @@ def parse_rule_file(path: str, builtin: bool, validate_schema: bool) -> tuple[li
     """(rules, [(disabled id, reason)]) of one file: the schema's structure first (validate_schema=False only
     for the built-in files, which scripts/compile_knowledge.py and the tests hold to the schema), then the
     semantic checks; RuleFileError on anything wrong."""
+    return _parse_rule_text(path, _decode(path, _read_rule_file(path)), builtin, validate_schema)
+
+
+def _read_rule_file(path: str) -> bytes:
+    """A rule file's bytes, at most limits.MAX_RULE_FILE_BYTES; RuleFileError naming it otherwise."""
     from topoctl import limits
 
     try:
-        text = limits.read_file(path, limits.MAX_RULE_FILE_BYTES).decode("utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        return limits.read_file(path, limits.MAX_RULE_FILE_BYTES)
+    except OSError as exc:
         raise RuleFileError(path, f"cannot read: {exc}") from None
     except limits.LimitError as exc:
         raise RuleFileError(path, exc.message.removeprefix(path).lstrip(": ")) from None
+
+
+def _decode(path: str, data: bytes) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise RuleFileError(path, f"cannot read: {exc}") from None
+
+
+def _parse_rule_text(path: str, text: str, builtin: bool, validate_schema: bool) -> tuple[
+        list[Rule], list[tuple[str, str]]]:
     data = _parse_yaml(path, text)
     if data is None:
         return [], []
@@ -252,9 +328,11 @@ def _rule_id_near(text: str, line: int) -> str | None:
 def validate_against_schema(path: str, data: Any) -> None:
     """Check a parsed rule file against the published JSON Schema: the structure. The schema's best-matching
     error becomes one line (file, rule, field, what is wrong) with the field's schema description as hint."""
+    validator = _validator()
+    if validator.is_valid(data):  # the common case: no error tree to build and rank
+        return
     import jsonschema
 
-    validator = jsonschema.Draft202012Validator(rule_schema())
     error = jsonschema.exceptions.best_match(validator.iter_errors(data))
     if error is None:
         return
@@ -266,6 +344,14 @@ def validate_against_schema(path: str, data: Any) -> None:
         location = location[2:]
     field, message = schema_problem(error, location)
     raise RuleFileError(path, message, rule_id=rule_id, field=field or None, hint=_schema_hint(error))
+
+
+@lru_cache(maxsize=1)
+def _validator() -> Any:
+    """The rule file schema's validator, built once per process (building it checks the schema itself)."""
+    import jsonschema
+
+    return jsonschema.Draft202012Validator(rule_schema())
 
 
 def _schema_hint(error: Any) -> str | None:
@@ -343,7 +429,7 @@ def _build_rule(path: str, raw: dict[str, Any], builtin: bool) -> Rule:
         return RuleFileError(path, message, rule_id=rule_id, field=field)
 
     try:
-        condition = compile_condition(raw["when"], "when")
+        condition = _compiled(raw["when"])
     except ConditionError as error:
         raise fail(error.field, error.message) from None
     effect = _check_effect(raw["effect"], fail)

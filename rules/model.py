@@ -123,6 +123,7 @@ class RuleSet:
     def __init__(self, rules: list[Rule], disabled: dict[str, str] | None = None) -> None:
         self.rules = rules
         self.disabled: dict[str, str] = dict(disabled or {})
+        self.warnings: list[str] = []  # what the loader tells the user (a site file that holds no rules)
         self._by_id = {rule.id: rule for rule in rules}
 
     def get(self, rule_id: str) -> Rule:

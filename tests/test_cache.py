@@ -121,7 +121,7 @@ def test_corrupt_cache_file_is_ignored_and_rewritten(cache_home):
     assert _snapshot_of_knowledge() == expected
     for path in files:  # rewritten whole: a header line with the fingerprint and digest, then the data
         header, data = _parts(path)
-        assert "fingerprint" in header and len(header["sha256"]) == 64 and data is not None
+        assert "fingerprint" in header and len(header["hmac"]) == 64 and data is not None
     assert _snapshot_of_knowledge() == expected
 
 
@@ -137,11 +137,16 @@ def _rules_file(cache_home):
 
 
 def _rewrite(path, header, data, fix_digest):
+    """Rewrite a cache file's data; `fix_digest`: with every checksum an attacker without the install's key
+    can compute (a SHA-256 of the data, and an HMAC under a guessed key)."""
     import hashlib
+    import hmac
 
     body = json.dumps(data, separators=(",", ":")).encode()
     if fix_digest:
-        header = dict(header, sha256=hashlib.sha256(body).hexdigest())
+        stamp = json.dumps(header["fingerprint"], separators=(",", ":")).encode()
+        header = dict(header, sha256=hashlib.sha256(body).hexdigest(),
+                      hmac=hmac.new(b"\0" * cache.KEY_BYTES, stamp + b"\n" + body, "sha256").hexdigest())
     with open(path, "wb") as handle:
         handle.write(json.dumps(header).encode() + b"\n" + body)
 
@@ -150,7 +155,8 @@ def _rewrite(path, header, data, fix_digest):
 @pytest.mark.parametrize("tamper", ["drop-a-block-rule", "empty", "weaken-a-block-rule", "add-a-rule"])
 def test_tampered_rules_are_ignored_and_rebuilt(cache_home, tamper, fix_digest):
     """A cached rules section that lost a rule (a warm `check` would pass what a cold one blocks), or whose
-    content was edited, is not served: the digest or the check against the shipped rule files catches it."""
+    content was edited, is not served: the HMAC under the install's key (issue: a recomputed unkeyed SHA-256
+    once turned a block into info) or the check against the shipped rule files catches it."""
     expected = _snapshot_of_knowledge()
     path = _rules_file(cache_home)
     header, rules = _parts(path)
@@ -167,11 +173,6 @@ def test_tampered_rules_are_ignored_and_rebuilt(cache_home, tamper, fix_digest):
         rules.append(dict(rules[0], id="smuggled-in"))
     _rewrite(path, header, rules, fix_digest)
     got = _snapshot_of_knowledge()
-    if tamper == "weaken-a-block-rule" and fix_digest:
-        # same ids, valid digest: someone with write access to the cache folder rewrote it consistently.
-        # The ids still hold, so this one is served; the cache folder is private (0700) to its user.
-        assert got["rules"][block]["severity"] == "info"
-        return
     assert got == expected
     assert _parts(path)[1] == on_disk  # rebuilt on disk too
 
@@ -179,7 +180,31 @@ def test_tampered_rules_are_ignored_and_rebuilt(cache_home, tamper, fix_digest):
 def test_cache_folder_is_private_and_files_are_whole(cache_home):
     _snapshot_of_knowledge()
     assert stat.S_IMODE(os.stat(cache_home).st_mode) == 0o700
+    key = cache_home / cache.KEY_FILE
+    assert stat.S_IMODE(os.stat(key).st_mode) == 0o600 and len(key.read_bytes()) == cache.KEY_BYTES
     assert not [name for name in os.listdir(cache_home) if name.startswith(".tmp-")]
+
+
+@pytest.mark.parametrize("spoil", ["readable-by-others", "short", "a-folder"])
+def test_a_key_others_could_read_or_a_bad_key_is_replaced(cache_home, spoil):
+    """A key file another user could read (or write) is no key: a new one is made and every section rebuilt."""
+    import shutil
+
+    expected = _snapshot_of_knowledge()
+    key = cache_home / cache.KEY_FILE
+    old = key.read_bytes()
+    if spoil == "readable-by-others":
+        key.chmod(0o644)
+    elif spoil == "short":
+        key.write_bytes(b"x")
+    else:
+        key.unlink()
+        key.mkdir()
+    cache._keys.clear()
+    if spoil == "a-folder":
+        shutil.rmtree(key)  # a folder cannot be replaced by a rename: the key is made anew once it is gone
+    assert _snapshot_of_knowledge() == expected
+    assert key.read_bytes() != old and stat.S_IMODE(os.stat(key).st_mode) == 0o600
 
 
 def test_unwritable_cache_folder_still_works(tmp_path, monkeypatch):

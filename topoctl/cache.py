@@ -17,14 +17,18 @@ What makes a cached section trustworthy:
 - Files are written to a temporary name in the same folder and renamed into place (atomic on POSIX), so
   concurrent CI jobs never read half a file. A file that cannot be read or parsed, or whose fingerprint
   does not match, is ignored and rewritten.
-- What is read back is checked, not trusted: the file stores the SHA-256 of its data's JSON text, and a
-  section can name what it must contain (`check`: the rules section must hold every rule id the shipped
-  rule files define). Content edited by hand, cut short or emptied fails either test, is ignored and is
-  rebuilt from the shipped files.
+- What is read back is checked, not trusted: the file stores an HMAC-SHA256 of its fingerprint and data
+  under a key of this install (`key` in the cache folder: 32 random bytes, mode 0600, made on first use and
+  replaced when it is not a private regular file of this user), and a section can name what it must contain
+  (`check`: the rules section must hold every rule id the shipped rule files define). Content edited by
+  hand, cut short, emptied or rewritten with a recomputed checksum fails, is ignored and is rebuilt from the
+  sources: without the key no one can forge a cache file that turns a block into info.
 - The content is JSON of plain data (no pickle, nothing is executed on load). A section is only stored when
   JSON gives back exactly what was built (so int keys, tuples or dates in some data file cannot make a
   warm run differ from a cold one); otherwise it is simply not cached.
-- Only built-in knowledge is cached. Site rules (--rules-dir) are always read and validated.
+- Site rules (--rules DIR) are cached per folder (store_section/read_section: one file per folder, keyed by
+  its real path), each rule file's entry under the SHA-256 of its bytes; every run reads every rule file and
+  uses an entry only when its content is the same (rules/loader.py).
 
 When the folder cannot be created or written, or TOPOCTL_NO_CACHE=1 is set, everything still works: the data
 is built in memory for this run, as without a cache. Loading a cached section imports only json.
@@ -49,6 +53,9 @@ SHIPPED_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "
 _recording: dict[str, tuple[list[str], Any]] | None = None  # scripts/compile_knowledge.py: what was built
 FORMAT = 2  # bump when the layout of a cached section changes without a data file changing
 ENV_DISABLE = "TOPOCTL_NO_CACHE"
+KEY_FILE = "key"  # the install's HMAC key, beside the cached sections
+KEY_BYTES = 32
+_keys: dict[str, bytes | None] = {}  # cache folder -> its key, read once per process
 
 
 def cache_dir() -> str | None:
@@ -113,10 +120,7 @@ def cached(section: str, sources: Iterable[str], build: Callable[[], Any],
             _recording[section] = (sources, data)
         return data
     stamp = fingerprint(sources)
-    text = json.dumps(stamp, separators=(",", ":"))
-    import zlib
-
-    path = os.path.join(folder, f"{section}-{__version__}-{zlib.crc32(text.encode()):08x}.json")
+    path = _section_path(folder, section, stamp)
     found = _read(path, stamp)
     if found is not None and (check is None or _holds(check, found[0])):
         return found[0]
@@ -126,6 +130,100 @@ def cached(section: str, sources: Iterable[str], build: Callable[[], Any],
     data = build()
     _write(folder, path, stamp, data)
     return data
+
+
+def _section_path(folder: str, section: str, stamp: list[Any]) -> str:
+    import zlib
+
+    text = json.dumps(stamp, separators=(",", ":"))
+    return os.path.join(folder, f"{section}-{__version__}-{zlib.crc32(text.encode()):08x}.json")
+
+
+def read_section(section: str, sources: Iterable[str], key: str) -> Any:
+    """What store_section stored for (`section`, the fingerprint of `sources`, `key`), or None when there is
+    none, it is stale, or it fails its HMAC (or caching is off). `key` tells apart the entries of one section
+    (a site rule folder's real path)."""
+    folder = cache_dir()
+    if folder is None:
+        return None
+    stamp = [*fingerprint(sources), key]
+    found = _read(_section_path(folder, section, stamp), stamp)
+    return None if found is None else found[0]
+
+
+def store_section(section: str, sources: Iterable[str], key: str, data: Any) -> None:
+    """Store `data` for read_section (plain JSON data; silently nothing when caching is off or fails)."""
+    folder = cache_dir()
+    if folder is None:
+        return
+    stamp = [*fingerprint(sources), key]
+    _write(folder, _section_path(folder, section, stamp), stamp, data)
+
+
+def install_key(folder: str) -> bytes | None:
+    """The HMAC key of the cache folder: read once per process; made (mode 0600, atomically) when absent,
+    and replaced when it is not a regular file of this user that only this user can read, or is not 32
+    bytes. None when it can be neither read nor made (then nothing is cached)."""
+    if folder in _keys:
+        return _keys[folder]
+    path = os.path.join(folder, KEY_FILE)
+    key = _read_key(path)
+    if key is None:
+        key = _new_key(folder, path)
+    _keys[folder] = key
+    return key
+
+
+def _read_key(path: str) -> bytes | None:
+    import stat
+
+    try:
+        handle = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return None
+    try:
+        info = os.fstat(handle)
+        private = stat.S_ISREG(info.st_mode) and stat.S_IMODE(info.st_mode) & 0o077 == 0 and \
+            info.st_uid == os.getuid()
+        key = os.read(handle, KEY_BYTES + 1) if private else b""
+    except OSError:
+        return None
+    finally:
+        os.close(handle)
+    return key if len(key) == KEY_BYTES else None
+
+
+def _new_key(folder: str, path: str) -> bytes | None:
+    import tempfile
+
+    temporary = None
+    try:
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(prefix=".tmp-", suffix=".key", dir=folder)  # mode 0600
+        key = os.urandom(KEY_BYTES)
+        with os.fdopen(handle, "wb") as out:
+            out.write(key)
+        os.replace(temporary, path)
+        temporary = None
+        return key
+    except OSError:
+        return None
+    finally:
+        if temporary is not None:
+            try:
+                os.unlink(temporary)
+            except OSError:
+                pass
+
+
+def _mac(folder: str, stamp: list[Any], body: bytes) -> str | None:
+    """HMAC-SHA256 of a section's fingerprint and data under the install's key (None: no key, no cache)."""
+    import hmac
+
+    key = install_key(folder)
+    if key is None:
+        return None
+    return hmac.new(key, json.dumps(stamp, separators=(",", ":")).encode() + b"\n" + body, "sha256").hexdigest()
 
 
 def content_stamp(sources: Iterable[str]) -> list[str]:
@@ -180,9 +278,9 @@ def _holds(check: Callable[[Any], bool], data: Any) -> bool:
 
 
 def _read(path: str, stamp: list[Any]) -> tuple[Any] | None:
-    """(data,) from a cache file whose fingerprint equals `stamp` and whose data matches its digest; None for
-    absent, unreadable, stale or altered. The file is two lines: a header (fingerprint, sha256) and the data."""
-    import hashlib
+    """(data,) from a cache file whose fingerprint equals `stamp` and whose data matches its HMAC; None for
+    absent, unreadable, stale or altered. The file is two lines: a header (fingerprint, hmac) and the data."""
+    import hmac
 
     try:
         with open(path, "rb") as handle:
@@ -190,7 +288,8 @@ def _read(path: str, stamp: list[Any]) -> tuple[Any] | None:
         header = json.loads(header_line)
         if not isinstance(header, dict) or header.get("fingerprint") != stamp:
             return None
-        if header.get("sha256") != hashlib.sha256(body).hexdigest():
+        mac = _mac(os.path.dirname(path), stamp, body)
+        if mac is None or not isinstance(header.get("hmac"), str) or not hmac.compare_digest(header["hmac"], mac):
             return None
         return (json.loads(body),)
     except (OSError, ValueError):  # ValueError: not JSON, or not UTF-8
@@ -199,8 +298,6 @@ def _read(path: str, stamp: list[Any]) -> tuple[Any] | None:
 
 def _write(folder: str, path: str, stamp: list[Any], data: Any) -> None:
     """Store `data` atomically; give up silently when the folder is not writable or the data is not plain."""
-    import hashlib
-
     try:
         body = json.dumps(data, separators=(",", ":"), ensure_ascii=False)
         if json.loads(body) != data:
@@ -208,13 +305,15 @@ def _write(folder: str, path: str, stamp: list[Any], data: Any) -> None:
     except (TypeError, ValueError):
         return
     encoded = body.encode("utf-8")
-    header = json.dumps({"fingerprint": stamp, "sha256": hashlib.sha256(encoded).hexdigest()},
-                        separators=(",", ":"))
     import tempfile
 
     temporary = None
     try:
         os.makedirs(folder, mode=0o700, exist_ok=True)
+        mac = _mac(folder, stamp, encoded)
+        if mac is None:
+            return  # no key: nothing this install could trust later
+        header = json.dumps({"fingerprint": stamp, "hmac": mac}, separators=(",", ":"))
         handle, temporary = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=folder)
         with os.fdopen(handle, "wb") as out:
             out.write(header.encode("utf-8") + b"\n" + encoded)

@@ -88,7 +88,10 @@ def load_rules_for(rules_dirs: tuple[str, ...] | list[str], disabled: tuple[str,
     reason is a usage error (exit 2), because every report shows it."""
     from topoctl.rules import load_rules
 
-    return load_rules(extra_dirs=unique_rule_paths(rules_dirs), disabled=parse_disable(disabled), builtin=builtin)
+    ruleset = load_rules(extra_dirs=unique_rule_paths(rules_dirs), disabled=parse_disable(disabled), builtin=builtin)
+    for warning in ruleset.warnings:  # a site file that holds no rules: said, never silently dropped
+        click.echo(f"topoctl: warning: {warning}", err=True)
+    return ruleset
 
 
 # ------------------------------------------------------------------------------------------ option values

@@ -1,0 +1,157 @@
+"""Site rules (--rules DIR, rules/loader.py site_rules): one cache entry per folder keyed by its real path and
+verified against every file's bytes and the install's HMAC key; a file that holds no rules is a warning that
+names it; a folder with no rules is exit 2. Nothing a site wrote is dropped without a word."""
+from __future__ import annotations
+
+import glob
+import json
+import os
+
+import pytest
+from rules_helpers import rule_text, write_rules
+
+from topoctl import cache
+from topoctl.errors import TopoctlError
+from topoctl.rules import load_rules, loader
+
+SNAPSHOT_SYSTEM = "rtx-pro-6000-8x-pcie"
+
+
+@pytest.fixture
+def cache_home(tmp_path, monkeypatch):
+    home = tmp_path / "xdg"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(home))
+    monkeypatch.delenv("TOPOCTL_NO_CACHE", raising=False)
+    return home / "topoctl"
+
+
+def _schema_checks(monkeypatch):
+    calls = []
+    real = loader.validate_against_schema
+    monkeypatch.setattr(loader, "validate_against_schema", lambda *a: calls.append(a[0]) or real(*a))
+    return calls
+
+
+def _ids(folder) -> list[str]:
+    return [rule.id for rule in load_rules(extra_dirs=[str(folder)], builtin=False).rules]
+
+
+def test_one_cache_file_per_folder_hit_under_any_spelling_of_its_path(cache_home, tmp_path, monkeypatch):
+    folder = tmp_path / "site"
+    for number in range(5):
+        write_rules(folder, rule_text(rule_id=f"site-rule-{number}"), name=f"r{number}.yaml")
+    assert len(_ids(folder)) == 5
+    assert len(glob.glob(str(cache_home / "site-*.json"))) == 1  # the folder's, not one per rule file
+    calls = _schema_checks(monkeypatch)
+    monkeypatch.chdir(tmp_path)
+    link = tmp_path / "link-to-site"
+    link.symlink_to(folder)
+    for spelling in ("site", "./site/", str(folder), str(link)):
+        rules = load_rules(extra_dirs=[spelling], builtin=False).rules
+        assert [rule.id for rule in rules] == [f"site-rule-{number}" for number in range(5)]
+        assert rules[0].source_file == os.path.join(spelling, "r0.yaml")  # named as the user gave it
+    assert calls == []  # every spelling is the same real folder: served from its entry
+    write_rules(folder, rule_text(rule_id="site-edited"), name="r3.yaml")
+    assert "site-edited" in _ids(folder) and calls == [str(folder / "r3.yaml")]  # only the edited file
+
+
+def _cache_file(cache_home):
+    (path,) = glob.glob(str(cache_home / "site-*.json"))
+    return path
+
+
+@pytest.mark.parametrize("how", ["weaken-and-recompute-sha256", "swap-the-source-digest"])
+def test_a_forged_site_entry_is_not_served(cache_home, tmp_path, how):
+    """Turning a cached block rule into info needs the install's key: a recomputed checksum is not enough."""
+    import hashlib
+
+    folder = tmp_path / "site"
+    write_rules(folder, rule_text(severity="block"))
+    assert [rule.severity for rule in load_rules(extra_dirs=[str(folder)], builtin=False).rules] == ["block"]
+    path = _cache_file(cache_home)
+    with open(path, "rb") as handle:
+        header_line, _, body = handle.read().partition(b"\n")
+    header, data = json.loads(header_line), json.loads(body)
+    (entry,) = data["files"].values()
+    entry["rules"][0]["severity"] = "info"
+    if how == "swap-the-source-digest":
+        entry["sha256"] = hashlib.sha256(b"something else").hexdigest()
+    body = json.dumps(data).encode()
+    header["sha256"] = hashlib.sha256(body).hexdigest()
+    with open(path, "wb") as handle:
+        handle.write(json.dumps(header).encode() + b"\n" + body)
+    assert [rule.severity for rule in load_rules(extra_dirs=[str(folder)], builtin=False).rules] == ["block"]
+
+
+def test_a_file_edited_behind_the_cache_is_checked_again(cache_home, tmp_path):
+    folder = tmp_path / "site"
+    path = write_rules(folder, rule_text(severity="block"))
+    _ids(folder)
+    stat = os.stat(path)
+    path.write_text(rule_text(severity="warn"))
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # same mtime: the content decides
+    assert [rule.severity for rule in load_rules(extra_dirs=[str(folder)], builtin=False).rules] == ["warn"]
+
+
+@pytest.mark.parametrize("content", ["", "\n\n", "# our blocking rules live here\n# (to be written)\n", "---\n",
+                                     "rules: []\n"])
+def test_a_site_file_that_holds_no_rules_is_a_warning_naming_it(cli, tmp_path, content):
+    folder = tmp_path / "site"
+    write_rules(folder, rule_text(rule_id="site-kept"), name="a.yaml")
+    empty = write_rules(folder, content, name="b.yaml")
+    code, out, err = cli(["check", "--system", SNAPSHOT_SYSTEM, "--rules", str(folder), "--", "python", "-m",
+                          "sglang.launch_server", "--model-path", "M", "--tp", "8"])
+    assert code in (0, 1), err
+    assert f"topoctl: warning: {empty} holds no rules (it is empty or only comments)" in err
+    ruleset = load_rules(extra_dirs=[str(folder)])
+    assert "site-kept" in ruleset and ruleset.warnings == [
+        f"{empty} holds no rules (it is empty or only comments): nothing in it is checked"]
+
+
+@pytest.mark.parametrize("files", [{}, {"notes.txt": "not a rule file"}, {"a.yaml": ""}, {"a.yaml": "# x\n",
+                                                                                          "b.yml": "\n"}])
+def test_rules_pointing_at_a_folder_with_no_rules_is_exit_2(cli, tmp_path, files):
+    folder = tmp_path / "site"
+    folder.mkdir()
+    for name, text in files.items():
+        (folder / name).write_text(text)
+    with pytest.raises(TopoctlError) as caught:
+        load_rules(extra_dirs=[str(folder)])
+    assert caught.value.exit_code == 2 and str(folder) in caught.value.message
+    for argv in (["rules", "list", "--rules", str(folder)],
+                 ["check", "--system", SNAPSHOT_SYSTEM, "--rules", str(folder), "--", "python", "-m",
+                  "sglang.launch_server", "--model-path", "M", "--tp", "8"],
+                 ["recommend", "--system", SNAPSHOT_SYSTEM, "--rules", str(folder)]):
+        code, out, err = cli(argv)
+        assert code == 2, argv
+        assert f"--rules {folder}:" in err and "hint:" in err and "Traceback" not in err
+
+
+def test_a_folder_of_disables_only_holds_rules_of_its_own_kind(tmp_path):
+    """A file that only switches built-in rules off is not empty: no warning, no error."""
+    folder = tmp_path / "site"
+    builtin = load_rules().rules[0].id
+    write_rules(folder, f"disable:\n  - id: {builtin}\n    reason: not on our machines\n")
+    ruleset = load_rules(extra_dirs=[str(folder)])
+    assert ruleset.disabled == {builtin: "not on our machines"} and ruleset.warnings == []
+
+
+def test_schema_errors_are_still_the_best_matching_one(tmp_path):
+    folder = tmp_path / "site"
+    write_rules(folder, rule_text().replace("severity: block", "severity: fatal"))
+    with pytest.raises(TopoctlError, match="severity.*must be one of"):
+        load_rules(extra_dirs=[str(folder)])
+
+
+def test_conditions_are_compiled_once_per_distinct_condition(cache_home, tmp_path, monkeypatch):
+    folder = tmp_path / "site"
+    for number in range(4):
+        write_rules(folder, rule_text(rule_id=f"site-same-{number}"), name=f"r{number}.yaml")
+    loader._CONDITIONS.clear()
+    compiled = []
+    real = loader.compile_condition
+    monkeypatch.setattr(loader, "compile_condition", lambda *a, **k: compiled.append(1) or real(*a, **k))
+    rules = load_rules(extra_dirs=[str(folder)], builtin=False).rules
+    assert len(rules) == 4 and len(compiled) == 1
+    assert len({id(rule.condition) for rule in rules}) == 1
+    assert cache.cache_dir() is not None
