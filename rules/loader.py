@@ -328,12 +328,11 @@ def _rule_id_near(text: str, line: int) -> str | None:
 def validate_against_schema(path: str, data: Any) -> None:
     """Check a parsed rule file against the published JSON Schema: the structure. The schema's best-matching
     error becomes one line (file, rule, field, what is wrong) with the field's schema description as hint."""
-    validator = _validator()
-    if validator.is_valid(data):  # the common case: no error tree to build and rank
+    if _fast_check()(data):  # the common case: the compiled schema says valid, no jsonschema at all
         return
     import jsonschema
 
-    error = jsonschema.exceptions.best_match(validator.iter_errors(data))
+    error = jsonschema.exceptions.best_match(_validator().iter_errors(data))
     if error is None:
         return
     location = list(error.absolute_path)
@@ -344,6 +343,14 @@ def validate_against_schema(path: str, data: Any) -> None:
         location = location[2:]
     field, message = schema_problem(error, location)
     raise RuleFileError(path, message, rule_id=rule_id, field=field or None, hint=_schema_hint(error))
+
+
+@lru_cache(maxsize=1)
+def _fast_check() -> Any:
+    """The rule schema compiled into Python checks (rules/schema_check.py), once per process."""
+    from .schema_check import compile_schema
+
+    return compile_schema(rule_schema())
 
 
 @lru_cache(maxsize=1)

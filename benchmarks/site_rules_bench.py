@@ -1,0 +1,93 @@
+"""What 1,000 one-rule site rule files cost `topoctl check`, the first time and warm, paired with a run
+without them and with `python -c pass` in the same interleaved rounds.
+
+Usage:  python benchmarks/site_rules_bench.py [--files 1000] [--repeat 7] [--system NAME]
+
+The site files are the shipped rules, one per file under new ids (site-NNNN-<id>), written as YAML: the
+real mix of matchers, specifiers and pair quantifiers. Each command is a fresh process (what a CI job
+pays). "first time": every run with an empty cache folder of its own (XDG_CACHE_HOME), so every file is
+parsed and checked; "warm": the same folder again with the cache filled. Added cost is the median over
+rounds of (this run - the run without --rules in the same round), so load shared by the round cancels.
+Goals (issue 22): first time < 1.5 s, warm added < 100 ms.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def write_site_files(folder: str, count: int) -> None:
+    """`count` files of one rule each: the shipped rules in turn, each under a new id."""
+    import yaml
+
+    from topoctl.rules.loader import builtin_rule_files
+
+    shipped = []
+    for path in builtin_rule_files():
+        with open(path, encoding="utf-8") as handle:
+            shipped.extend((yaml.safe_load(handle) or {}).get("rules") or [])
+    os.makedirs(folder, exist_ok=True)
+    for number in range(count):
+        rule = dict(shipped[number % len(shipped)])
+        rule["id"] = f"site-{number:04d}-{rule['id']}"[:80]
+        with open(os.path.join(folder, f"site-{number:04d}.yaml"), "w", encoding="utf-8") as handle:
+            yaml.safe_dump({"rules": [rule]}, handle, sort_keys=False)
+
+
+def _run(command: list[str], env: dict[str, str], cwd: str) -> float:
+    start = time.perf_counter()
+    done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=cwd, check=False)
+    took = time.perf_counter() - start
+    if done.returncode not in (0, 1):
+        raise SystemExit(f"{' '.join(command[2:6])}: exit {done.returncode}:\n{done.stderr.decode()[-600:]}")
+    return took
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--files", type=int, default=1000)
+    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--system", default="h200-4x-nvswitch-vm")
+    args = parser.parse_args(argv)
+    python = sys.executable
+    with tempfile.TemporaryDirectory() as scratch:
+        site = os.path.join(scratch, "site-rules")
+        write_site_files(site, args.files)
+        launch = [python, "-m", "topoctl", "check", "--system", args.system, "--", "python", "-m",
+                  "sglang.launch_server", "--model-path", "M", "--tp", "4"]
+        with_rules = launch[:4] + ["--rules", site] + launch[4:]
+        warm_env = dict(os.environ, XDG_CACHE_HOME=os.path.join(scratch, "warm-cache"))
+        warm_env.pop("TOPOCTL_NO_CACHE", None)
+        _run(with_rules, warm_env, scratch)  # fill the warm cache (and the page cache)
+        rows: dict[str, list[float]] = {"python -c pass": [], "check (no --rules)": [],
+                                        f"check --rules <{args.files} files> first time": [],
+                                        f"check --rules <{args.files} files> warm": []}
+        for round_number in range(args.repeat):
+            cold_env = dict(warm_env, XDG_CACHE_HOME=os.path.join(scratch, f"cold-{round_number}"))
+            for name, command, env in zip(rows, ([python, "-c", "pass"], launch, with_rules, with_rules),
+                                          (warm_env, warm_env, cold_env, warm_env)):
+                rows[name].append(_run(command, env, scratch))
+    base = rows["python -c pass"]
+    plain = rows["check (no --rules)"]
+    print(f"{'command':48s} {'min s':>7s} {'median s':>9s} {'x pass (min)':>13s} {'x pass (med)':>13s} "
+          f"{'added ms (med of pairs)':>24s}")
+    for name, values in rows.items():
+        added = statistics.median(v - p for v, p in zip(values, plain)) * 1000
+        print(f"{name:48s} {min(values):7.3f} {statistics.median(values):9.3f} {min(values) / min(base):13.2f} "
+              f"{statistics.median(values) / statistics.median(base):13.2f} {added:24.0f}")
+    first = statistics.median(rows[f"check --rules <{args.files} files> first time"])
+    warm_added = statistics.median(w - p for w, p in zip(rows[f"check --rules <{args.files} files> warm"], plain))
+    print(f"\nfirst time {first:.2f} s (goal < 1.5 s); warm added {warm_added * 1000:.0f} ms (goal < 100 ms); "
+          f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}, Python {sys.version.split()[0]}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
