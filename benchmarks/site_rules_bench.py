@@ -65,6 +65,7 @@ def main(argv: list[str] | None = None) -> int:
         with_rules = launch[:4] + ["--rules", site] + launch[4:]
         warm_env = dict(os.environ, XDG_CACHE_HOME=os.path.join(scratch, "warm-cache"))
         warm_env.pop("TOPOCTL_NO_CACHE", None)
+        warm_env.pop("PYTHONDONTWRITEBYTECODE", None)  # as installed: bytecode written once, then read
         _run(with_rules, warm_env, scratch)  # fill the warm cache (and the page cache)
         rows: dict[str, list[float]] = {"python -c pass": [], "check (no --rules)": [],
                                         f"check --rules <{args.files} files> first time": [],
