@@ -67,3 +67,25 @@ def test_without_cache_imports_no_torch_nvml_or_jsonschema(env, launch_env):
     code, modules = _run(_commands(launch_env)[0], env)
     assert code == 0
     assert not [name for name in NEVER if name in modules]
+
+
+# What each command may import at a warm start: a budget of modules in all and of topoctl's own, and what it
+# must not import (issue 22: start-up is mostly imports). Raising a budget is a decision: say why in the commit.
+BUDGETS = {
+    "show": (140, 22, ("packaging", "yaml", "jsonschema", "topoctl.rules", "topoctl.autoconf.search", "hmac")),
+    "check": (180, 46, ("yaml", "jsonschema", "topoctl.autoconf.launch_model", "topoctl.probe.collect")),
+    "recommend": (180, 46, ("yaml", "jsonschema", "topoctl.autoconf.check", "topoctl.probe.collect")),
+}
+
+
+def test_each_command_imports_within_its_budget(env, launch_env):
+    runs = {"show": ["show", "--system", SYSTEM], "check": _commands(launch_env)[1],
+            "recommend": _commands(launch_env)[0]}
+    for command, argv in runs.items():
+        code, modules = _run(argv, env)
+        assert code == 0, argv
+        total, own, never = BUDGETS[command]
+        mine = sorted(name for name in modules if name == "topoctl" or name.startswith("topoctl."))
+        assert len(modules) <= total, (command, len(modules))
+        assert len(mine) <= own, (command, mine)
+        assert not [name for name in (*NEVER, *never) if name in modules], (command, [n for n in never if n in modules])
