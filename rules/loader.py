@@ -216,13 +216,15 @@ def _rule_from_plain(plain: dict[str, Any]) -> Rule:
     return Rule(condition=_compiled(plain["when"]), tests=tests, **fields)
 
 
-_CONDITIONS: dict[str, Any] = {}  # a condition's JSON text -> its compiled form
+_CONDITIONS: dict[str, Any] = {}  # a condition's repr -> its compiled form
 
 
 def _compiled(when: Any) -> Any:
     """compile_condition for a checked condition, once per distinct condition and process (a compiled
-    condition is a pure function of the facts: rules that share one share it)."""
-    key = json.dumps(when, sort_keys=True, separators=(",", ":"), default=repr)
+    condition is a pure function of the facts: rules that share one share it). Keyed by repr (C-fast; plain
+    YAML/JSON data, so equal text means an equal condition; the same condition written in another key order
+    is merely compiled again)."""
+    key = repr(when)
     found = _CONDITIONS.get(key)
     if found is None:
         found = _CONDITIONS[key] = compile_condition(when, "when")
