@@ -19,8 +19,8 @@ of k and d replicas (a snapshot holds at most topoctl.snapshot.MAX_GPUS = 128 GP
   O(EXACT_LIMIT x k^2) per group chosen, and gives what scoring every group in full gives;
 - otherwise greedy: from each start, add the GPU that keeps the grown group's score best, with each GPU's
   sum of pairs to the group updated as it grows: O(k x n) per start. One start per class of alike GPUs
-  (the same pairs to the rest, counted), at most MAX_STARTS (16): O(16 x k x n) per group, so
-  O(16 x n^2) for d replicas of k (d x k <= n). The reasons say when the greedy search chose.
+  (the same pairs to the rest, counted), at most MAX_STARTS (32): O(32 x k x n) per group, so
+  O(32 x n^2) for d replicas of k (d x k <= n). The reasons say when the greedy search chose.
 
 At the ceiling (128 GPUs) every (TP, DP) option is placed in well under a second on a 2-core runner
 (docs/performance.md).
@@ -39,7 +39,7 @@ from topoctl.snapshot_view import SnapshotView
 
 EXACT_LIMIT = 5000
 EXACT_GPUS = 16  # beyond, the greedy search: a replica loop over 100 GPUs would compare C(100, 2) pairs each
-MAX_STARTS = 16  # greedy starts per group (one per class of alike GPUs, the most promising first)
+MAX_STARTS = 32  # greedy starts per group (one per class of alike GPUs, the most promising first)
 # Link tiers, best first (nvidia-smi topo -m's names); NVLink is split further by its bonded link count.
 LINK_TIERS = {"NV": 0, "PIX": 1, "PXB": 2, "PHB": 3, "NODE": 4, "SYS": 5}
 UNKNOWN_TIER = 6
