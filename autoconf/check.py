@@ -40,9 +40,9 @@ class Outcome:
 
 def judge(parsed: ParsedLaunch, snapshot: dict[str, Any], flags: Any, ruleset: Any, gpu_count: int,
           model: dict | None = None, expect: dict[str, Any] | None = None) -> Outcome:
-    """`gpu_count`: the target's GPUs, as `search.target_gpu_count(snapshot)` gives them (at least 1)."""
-    from topoctl.autoconf.search import check_parallel_sizes
-    from topoctl.errors import TopoctlError
+    """`gpu_count`: the target's GPUs, as `target.target_gpu_count(snapshot)` gives them (at least 1). A launch over
+    several nodes is judged per node (autoconf/nodes.py): its ranks on one node against the target's GPUs."""
+    from topoctl.autoconf.nodes import node_span
 
     outcome = Outcome(parsed.origin, flags_version=flags.version, note="" if flags.exact else flags.note,
                       disabled=sorted((str(k), str(v)) for k, v in (getattr(ruleset, "disabled", None) or {}).items()))
@@ -63,8 +63,14 @@ def judge(parsed: ParsedLaunch, snapshot: dict[str, Any], flags: Any, ruleset: A
     # Data-parallel replicas, each on its own TP group, unless DP attention runs inside the one TP group
     # (SGLang 0.5.12 srt/managers/data_parallel_controller.py: launch_dp_attention_schedulers).
     dp = 1 if dp < 1 or _raw_flag(parsed, "enable_dp_attention") else dp
+    span = node_span(parsed, tp if tp >= 1 else 1, _raw_int(parsed, ("pp_size", "pipeline_parallel_size"), 1),
+                     gpu_count)
+    outcome.items.extend(Item("topoctl-nodes", "info", "nodes the launch spans", one_line(message), "", where)
+                         for message, where in span.notes)
+    tp_all, tp = tp, (span.tp_per_node if tp >= 1 else tp)
     request = {"model": model, "speculative": spec.lower() if isinstance(spec, str) else None, "tp_size": tp,
-               "ep_size": ep, "dp_size": dp, "gpus": None, "sglang_version": flags.requested, "launch": launch}
+               "ep_size": min(ep, tp) if span.nodes != 1 else ep, "dp_size": dp, "gpus": None,
+               "sglang_version": flags.requested, "launch": launch}
     sets = any_gpu_sets(parsed, snapshot)
     if sets is None:
         group, group_items = launch_group(parsed, snapshot, tp if tp >= 1 else 1, dp, gpu_count)
@@ -84,15 +90,7 @@ def judge(parsed: ParsedLaunch, snapshot: dict[str, Any], flags: Any, ruleset: A
             f"add --tp-size {visible} to use every {'visible ' if visible != gpu_count else ''}GPU "
             "(topoctl recommend writes it)",
             parsed.lines.get("SGLANG_ARGS", "")))
-    if tp >= 1 and ep >= 1:  # a size below 1 is already a blocking flag problem
-        try:  # the same limits recommend holds --tp-size and --ep-size to: what it refuses, check blocks
-            check_parallel_sizes(tp, ep, gpu_count)
-        except TopoctlError as error:
-            tp_wrong = error.message.startswith("--tp-size")
-            outcome.items.append(Item(
-                "topoctl-tp-exceeds-gpus" if tp_wrong else "topoctl-ep-size-invalid", "block",
-                "tensor parallel size exceeds the GPUs" if tp_wrong else "expert parallel size does not fit the TP size",
-                one_line(error.message), one_line(error.hint or ""), parsed.lines.get("SGLANG_ARGS", "")))
+    outcome.items.extend(_size_items(parsed, tp_all, tp, ep, gpu_count, span))
     made_for = parsed.metadata.get("TOPOCTL_SGLANG_VERSION")
     if made_for:
         from topoctl.sglang.flags import normalise_version
@@ -112,6 +110,36 @@ def judge(parsed: ParsedLaunch, snapshot: dict[str, Any], flags: Any, ruleset: A
     order = {"block": 0, "warn": 1, "info": 2}
     outcome.items.sort(key=lambda item: (order.get(item.severity, 3), item.id, item.message))
     return outcome
+
+
+def _size_items(parsed: ParsedLaunch, tp_all: int, tp_node: int, ep: int, gpu_count: int, span: Any) -> list[Item]:
+    """The limits recommend holds --tp-size and --ep-size to (what it refuses, check blocks), per node: the ranks
+    one node runs against the target's GPUs, --ep-size against the whole TP group. A node count that is only
+    assumed never blocks."""
+    from topoctl.autoconf.target import check_parallel_sizes
+    from topoctl.errors import TopoctlError
+
+    if tp_all < 1 or ep < 1:  # a size below 1 is already a blocking flag problem
+        return []
+    where = parsed.lines.get("SGLANG_ARGS", "")
+    try:
+        check_parallel_sizes(tp_node, 1, gpu_count)
+    except TopoctlError as error:
+        if span.assumed:
+            return []
+        message = error.message if span.nodes == 1 else \
+            f"--tp-size {tp_all} over {span.nodes} nodes ({span.source}) places {tp_node} ranks on each node, " \
+            f"more than the {gpu_count} GPUs of the target"
+        hint = error.hint if span.nodes == 1 else f"use --nnodes {-(-tp_all // gpu_count)} or more, or a TP size " \
+            f"of {gpu_count * (span.nodes or 1)} or less"
+        return [Item("topoctl-tp-exceeds-gpus", "block", "tensor parallel size exceeds the GPUs",
+                     one_line(message), one_line(hint or ""), where)]
+    try:
+        check_parallel_sizes(tp_all, ep, tp_all)
+    except TopoctlError as error:
+        return [Item("topoctl-ep-size-invalid", "block", "expert parallel size does not fit the TP size",
+                     one_line(error.message), one_line(error.hint or ""), where)]
+    return []
 
 
 def rule_items(parsed: ParsedLaunch, snapshot: dict[str, Any], ruleset: Any, request: dict[str, Any],

@@ -74,7 +74,7 @@ def command(ctx, files, topology, system, fallback_system, expect, sglang_versio
       2  bad usage or unreadable input (one line on stderr, with a hint)
     """
     from topoctl.autoconf.check import FORMATTERS, Outcome, failing, judge
-    from topoctl.autoconf.search import target_gpu_count
+    from topoctl.autoconf.target import target_gpu_count
     from topoctl.commands._options import load_rules_for, requested_version, require_value, target_version
     from topoctl.io import emit
     from topoctl.sglang import launchers
@@ -238,7 +238,8 @@ class _VersionChooser:
             self._note(f"{where}: SGLang {flags.version} assumed (no --sglang-version, no SGLang on the target, no "
                        "version in an image tag): the newest with flag data")
         parsed = launch_mod.ParsedLaunch(origin=origin, launcher=launch.launcher, image=launch.image,
-                                         gpus=launch.gpus, where=launch.where, version_source=source)
+                                         gpus=launch.gpus, where=launch.where, version_source=source,
+                                         nodes=launch.nodes)
         for name, value in sorted(launch.env.items()):
             launch_mod.apply_env(parsed, name, value, launch.env_where.get(name, ""))
         prepared = prepare(launch, flags, dynamo)
@@ -254,6 +255,9 @@ class _VersionChooser:
 
 
 _WHOLE_EXPANSION = ("$@", "$*", '"$@"')
+# Variables a scheduler gives every process it starts: LeaderWorkerSet (LWS_LEADER_ADDRESS, LWS_WORKER_INDEX,
+# LWS_GROUP_SIZE), Slurm (SLURM_NODEID, SLURM_NNODES...), Open MPI / PMI ranks.
+_SCHEDULER_VALUE = __import__("re").compile(r"\$\(?\{?(LWS_|SLURM_|OMPI_COMM_WORLD_|PMI_|PMIX_)")
 
 
 def _drop_unresolved(prepared, launch, parsed, flags):
@@ -265,40 +269,54 @@ def _drop_unresolved(prepared, launch, parsed, flags):
 
     whole = re.compile(r"\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|\$\([A-Za-z_][A-Za-z0-9_]*\)|\$[@*]")
     args, wheres, config = [], [], set()
-    dropped = []
+    unknown_words = {u for u in launch.unresolved if u.startswith("$")}
+    named: list[str] = []  # each unknown as the reader should see it: "--tp-size from $1", "$EXTRA_ARGS"
     for index, word in enumerate(prepared.args):
-        if word in _WHOLE_EXPANSION or whole.fullmatch(word):
-            previous = flags.resolve(args[-1]) if args else None
-            takes_value = previous is not None and previous.ok and previous.value is None and \
-                bool((flags.get(previous.option or "") or {}).get("takes_value"))
+        previous = flags.resolve(args[-1]) if args and args[-1].startswith("-") else None
+        takes_value = previous is not None and previous.ok and previous.value is None and \
+            bool((flags.get(previous.option or "") or {}).get("takes_value"))
+        if word in _WHOLE_EXPANSION or whole.fullmatch(word) or (word.startswith("$") and word in unknown_words):
             if not takes_value:  # a value of the flag before it stays (its value is unknown, not checked)
-                dropped.append(word)
+                named.append(word)
                 continue
+        if "$" in word:
+            named.append(f"{args[-1].split('=', 1)[0]} from {word}" if takes_value else word)
         if index in prepared.from_config:
             config.add(len(args))
         args.append(word)
         wheres.append(prepared.where_of[index] if index < len(prepared.where_of) else launch.where)
-    hidden = sorted(set(dropped) | {u for u in launch.unresolved if "$" in u})
-    if hidden:
+    shown = " ".join(named)
+    named += [u for u in dict.fromkeys(launch.unresolved) if "$" in u and u not in shown]
+    scheduled = [item for item in dict.fromkeys(named) if _SCHEDULER_VALUE.search(item)]
+    others = [item for item in dict.fromkeys(named) if item not in scheduled]
+    if others:
         parsed.problems.append(Problem(
-            "unresolved-expansion", "warn",
-            f"{', '.join(hidden)}: set outside what topoctl reads, so the flags or values it stands for are not checked",
+            "unresolved-expansion", "warn", f"{', '.join(others)}: not set in what topoctl reads, so not checked",
             "write the value in the file, or check the launch as it is run (topoctl check -- COMMAND)", launch.where))
+    if scheduled:  # LeaderWorkerSet, Slurm and MPI set these on each node: a value per node, not a mistake
+        parsed.problems.append(Problem(
+            "scheduler-value", "info", f"{', '.join(scheduled)}: set on each node by the scheduler, not checked",
+            "", launch.where))
     return args, wheres, config
 
 
 def _gpu_problems(parsed, launch) -> None:
     """A TP size above the GPUs the launch is given (docker --gpus, nvidia.com/gpu) cannot start: SGLang puts
-    rank i on GPU i of those it sees."""
+    rank i on GPU i of those it sees; over several nodes, the ranks of one node on that node's GPUs."""
+    from topoctl.autoconf.nodes import node_span
     from topoctl.sglang.launch import Problem
 
     gpus = launch.gpus
     visible = gpus.visible() if gpus is not None else None
     tp = parsed.settings.get("tp_size")
-    if visible is None or not isinstance(tp, int) or isinstance(tp, bool):
+    if visible is None or not isinstance(tp, int) or isinstance(tp, bool) or tp < 1:
         return
-    if tp > visible:
+    span = node_span(parsed, tp, 1, visible)
+    if span.tp_per_node > visible and not span.assumed:
+        over = "" if span.nodes == 1 else f" over {span.nodes} nodes places {span.tp_per_node} ranks on each node; it"
         parsed.problems.append(Problem(
             "tp-exceeds-given-gpus", "block",
-            f"--tp-size {tp} needs {tp} GPUs; the launch is given {visible} ({gpus.source}); the server fails when "
-            "a rank finds no GPU", f"give the launch {tp} GPUs, or lower --tp-size to {visible}", launch.where))
+            f"--tp-size {tp}{over} needs {span.tp_per_node} GPUs; the launch is given {visible} ({gpus.source}); "
+            "the server fails when a rank finds no GPU",
+            f"give the launch {span.tp_per_node} GPUs, or lower --tp-size to {visible * (span.nodes or 1)}",
+            launch.where))

@@ -155,6 +155,7 @@ class ParsedLaunch:
     lines: dict[str, str] = field(default_factory=dict)  # NAME -> "file:line" of the assignment that counts
     flags: Any = None  # the SGLang FlagSet the flags were read with (parse_args sets it), for judging them
     gpus: Any = None  # launchers.GpuSet: the GPUs the launch is given (docker --gpus, nvidia.com/gpu), None: all
+    nodes: Any = None  # launchers.Nodes: the nodes its launcher starts it on (srun -N, LeaderWorkerSet size)
     launcher: str = ""  # "sglang.launch_server", "sglang serve", "dynamo.sglang", "flags", "launch.env"
     image: str | None = None  # the container image, when the launch names one
     where: str = ""  # "file:line" of the launch line (empty for a command after `--`)

@@ -73,6 +73,15 @@ class GpuSet:
 
 
 @dataclass
+class Nodes:
+    """How many nodes a launch spans, as what starts it says (srun -N, torchrun --nnodes, a LeaderWorkerSet's
+    size, Dynamo's multinode.nodeCount); None: several, how many is set elsewhere."""
+
+    count: int | None
+    source: str  # how it was written, e.g. "srun -N 2 (run.sh:12)"
+
+
+@dataclass
 class Launch:
     """One launch as its launcher will start it, before the SGLang version reads the arguments."""
 
@@ -87,6 +96,7 @@ class Launch:
     notes: list[str] = field(default_factory=list)  # what was read that a reader may want to know
     unresolved: list[str] = field(default_factory=list)  # words a shell would expand that topoctl cannot see
     arg_where: list[str] | None = None  # per word of args: "file:line" where it was written (manifests)
+    nodes: Nodes | None = None  # the nodes a launcher or scheduler spans it over (None: not said outside SGLang's flags)
 
 
 class NotALaunch(TopoctlError):
@@ -161,6 +171,27 @@ def _resolve_path(path: str, base_dir: str) -> str:
     return beside if os.path.exists(beside) or not os.path.exists(path) else path
 
 
+def _container_option(name: str, value: str, launch: Launch, program: str) -> None:
+    """What one `docker run` option gives the launch: environment (-e, --env-file) or GPUs (--gpus, --device)."""
+    if name in ("-e", "--env"):
+        key, eq, val = value.partition("=")
+        if eq and NAME_RE.match(key):
+            launch.env[key] = val
+            launch.env_where[key] = f"{program} run -e ({launch.where})" if launch.where else f"{program} run -e"
+    elif name == "--env-file":
+        path = _resolve_path(value, launch.base_dir)
+        for number, key, val in read_docker_env_file(path):
+            launch.env[key] = val
+            launch.env_where[key] = f"{path}:{number}"
+    elif name == "--gpus":
+        launch.gpus = parse_gpus(value, f"{program} run --gpus {value}")
+    elif name == "--device" and value.startswith("nvidia.com/gpu="):
+        wanted = value.split("=", 1)[1]
+        previous = launch.gpus.ids if launch.gpus and launch.gpus.ids is not None else []
+        launch.gpus = GpuSet(ids=None if wanted == "all" else [*previous, wanted],
+                             source=f"{program} run --device {value}")
+
+
 def _container(tokens: list[str], launch: Launch, program: str) -> list[str]:
     """Skip `docker run` options, keeping env, GPUs and the image; return the container's command words."""
     position = 0
@@ -183,25 +214,10 @@ def _container(tokens: list[str], launch: Launch, program: str) -> list[str]:
         else:
             value = inline
             position += 1
-        if name in ("-e", "--env"):
-            key, eq, val = value.partition("=")
-            if eq and NAME_RE.match(key):
-                launch.env[key] = val
-                launch.env_where[key] = f"{program} run -e ({launch.where})" if launch.where else f"{program} run -e"
-        elif name == "--env-file":
-            path = _resolve_path(value, launch.base_dir)
-            for number, key, val in read_docker_env_file(path):
-                launch.env[key] = val
-                launch.env_where[key] = f"{path}:{number}"
-        elif name == "--gpus":
-            launch.gpus = parse_gpus(value, f"{program} run --gpus {value}")
-        elif name == "--device" and value.startswith("nvidia.com/gpu="):
-            wanted = value.split("=", 1)[1]
-            previous = launch.gpus.ids if launch.gpus and launch.gpus.ids is not None else []
-            launch.gpus = GpuSet(ids=None if wanted == "all" else [*previous, wanted],
-                                 source=f"{program} run --device {value}")
-        elif name == "--entrypoint":
+        if name == "--entrypoint":
             entrypoint = split_words(value, f"{program} run --entrypoint") if value else []
+        else:
+            _container_option(name, value, launch, program)
     if position >= len(tokens):
         raise NotALaunch(f"{program} run: no image named", hint="docker run [OPTIONS] IMAGE [COMMAND] [ARG...]")
     launch.image = tokens[position]
@@ -227,6 +243,97 @@ def _split_env_words(tokens: list[str], launch: Launch) -> list[str]:
     return tokens[position:]
 
 
+# Programs that run the command after their own options, as their manuals give them: (options that take the next
+# word as their value, how many plain words come before the command). An option written `--name=value` or
+# `-Xvalue` carries its value; any other word starting with `-` is a switch.
+_WRAPPERS: dict[str, tuple[frozenset[str], int]] = {
+    "numactl": (frozenset("-N --cpunodebind -m --membind -C --physcpubind -i --interleave -p --preferred "
+                          "-P --preferred-many -w --weighted-interleave".split()), 0),
+    "taskset": (frozenset(), 1),  # taskset [-a] [-c] MASK|LIST COMMAND
+    "timeout": (frozenset("-s --signal -k --kill-after".split()), 1),  # timeout [OPTIONS] DURATION COMMAND
+    "stdbuf": (frozenset("-i -o -e --input --output --error".split()), 0),
+    "nice": (frozenset("-n --adjustment".split()), 0),
+    "ionice": (frozenset("-c --class -n --classdata -p -P -u".split()), 0),
+    "chrt": (frozenset(), 1),
+    "sudo": (frozenset("-u --user -g --group -h --host -p --prompt -C --close-from -D --chdir -r -t -U".split()), 0),
+    "srun": (frozenset("-N --nodes -n --ntasks --ntasks-per-node -c --cpus-per-task --gres -G --gpus "
+                       "--gpus-per-node --gpus-per-task -p --partition -J --job-name -o --output -e --error -t --time "
+                       "-w --nodelist -x --exclude --mpi --container-image --container-mounts --container-name "
+                       "--container-workdir --container-env --export --mem --mem-per-gpu --cpu-bind -m "
+                       "--distribution -A --account -q --qos -D --chdir --het-group -r --relative --reservation "
+                       "--network --ntasks-per-gpu --cpus-per-gpu --mem-per-cpu -K --kill-on-bad-exit "
+                       "-W --wait".split()), 0),
+    "mpirun": (frozenset("-np -n -c -N -npernode --npernode -H --host -hostfile --hostfile -machinefile "
+                         "--machinefile -x --map-by --bind-to --rank-by -wdir --wdir -ppn -hosts -f "
+                         "--prefix".split()), 0),
+    "torchrun": (frozenset("--nnodes --nproc-per-node --nproc_per_node --node-rank --node_rank --master-addr "
+                           "--master_addr --master-port --master_port --rdzv-backend --rdzv_backend "
+                           "--rdzv-endpoint --rdzv_endpoint --rdzv-id --rdzv_id --rdzv-conf --max-restarts "
+                           "--monitor-interval --log-dir --redirects --tee --local-addr".split()), 0),
+    "nsys": (frozenset("-o --output -t --trace -s --sample -d --duration --delay -y".split()), 1),  # nsys profile
+    "xvfb-run": (frozenset("-a -n -s".split()), 0),
+}
+_WRAPPERS["mpiexec"] = _WRAPPERS["mpirun"]
+_NODE_OPTIONS = {"srun": ("-N", "--nodes"), "torchrun": ("--nnodes",)}
+_TWO_VALUE_OPTIONS = {"mpirun": ("-mca", "--mca", "-genv", "-env"), "mpiexec": ("-mca", "--mca", "-genv", "-env")}
+
+
+def _peel_wrapper(rest: list[str], launch: Launch) -> list[str] | None:
+    """The words after a wrapper's own options (`numactl --interleave=all python ...` -> `python ...`), or None
+    when `rest` does not start with a wrapper. `srun -N 2` and `torchrun --nnodes 2` say the nodes."""
+    program = rest[0].rsplit("/", 1)[-1]
+    if program == "uv" and rest[1:2] == ["run"]:
+        return _skip_options(rest[2:], frozenset("--with --python -p --project --directory --package --extra "
+                                                 "--group --env-file --index --index-url -w --script".split()), 0)
+    if program == "conda" and rest[1:2] == ["run"]:
+        return _skip_options(rest[2:], frozenset("-n --name -p --prefix --cwd".split()), 0)
+    if program == "nsys" and rest[1:2] == ["profile"]:
+        return _skip_options(rest[2:], _WRAPPERS["nsys"][0], 0)
+    if program not in _WRAPPERS:
+        return None
+    options, positional = _WRAPPERS[program]
+    for name, value in _option_values(rest[1:], options, program):
+        if name in _NODE_OPTIONS.get(program, ()):
+            count = value.split(":")[-1]  # torchrun --nnodes 1:4 (elastic): the most
+            launch.nodes = Nodes(int(count) if count.isdigit() else None,
+                                 f"{program} {name} {value}" + (f" ({launch.where})" if launch.where else ""))
+        elif program in ("mpirun", "mpiexec") and name == "-x" and "=" in value:
+            key, _, val = value.partition("=")
+            launch.env[key] = val
+    return _skip_options(rest[1:], options, positional, _TWO_VALUE_OPTIONS.get(program, ()))
+
+
+def _option_values(words: list[str], options: frozenset[str], program: str) -> list[tuple[str, str]]:
+    """(option, value) pairs a wrapper is given before its command."""
+    out = []
+    position = 0
+    while position < len(words) and words[position].startswith("-") and words[position] != "--":
+        name, eq, value = words[position].partition("=")
+        if not eq and name in options and position + 1 < len(words):
+            value = words[position + 1]
+            position += 1
+        elif not eq and not name.startswith("--") and len(name) > 2 and name[:2] in options:
+            name, value = name[:2], name[2:]  # srun -N2
+        out.append((name, value))
+        position += 1
+    return out
+
+
+def _skip_options(words: list[str], options: frozenset[str], positional: int,
+                  two_values: tuple[str, ...] = ()) -> list[str]:
+    position = 0
+    while position < len(words) and words[position].startswith("-") and len(words[position]) > 1:
+        word = words[position]
+        position += 1
+        if word == "--":
+            break
+        if word in two_values:
+            position += 2
+        elif "=" not in word and word in options:
+            position += 1
+    return words[position + positional:]
+
+
 def read_command(tokens: list[str], *, where: str = "", base_dir: str = ".", launch: Launch | None = None,
                  env: dict[str, str] | None = None, depth: int = 0) -> Launch:
     """The launch a command line starts; NotALaunch / Unsupported (both TopoctlError) when it is none."""
@@ -240,50 +347,76 @@ def read_command(tokens: list[str], *, where: str = "", base_dir: str = ".", lau
         if not rest:
             raise NotALaunch("no command after the environment assignments",
                              hint="e.g. NCCL_DEBUG=INFO python -m sglang.launch_server --model-path M --tp-size 8")
-        program = rest[0].rsplit("/", 1)[-1]
-        if program == "env":
-            rest = rest[1:]
-            while rest and rest[0].startswith("-"):
-                option = rest.pop(0)
-                if option in ("-i", "--ignore-environment", "-"):
-                    launch.env.clear()
-                elif option in ("-u", "--unset") and rest:
-                    launch.env.pop(rest.pop(0), None)
-                elif option.startswith("--unset="):
-                    launch.env.pop(option.split("=", 1)[1], None)
-                elif option == "--":
-                    break
-            continue
-        if program in ("exec", "nohup", "time", "stdbuf"):
-            rest = rest[1:]
-            while program == "exec" and rest and rest[0].startswith("-"):
-                rest = rest[2:] if rest[0] == "-a" else rest[1:]
-            continue
-        if program in _SHELLS:
-            index, script_at = 1, None
-            while index < len(rest) and rest[index].startswith("-"):
-                if re.fullmatch(r"-[a-z]*c[a-z]*", rest[index]):
-                    script_at = index + 1
-                index += 2 if rest[index] == "-o" else 1
-            if script_at is None:
-                raise NotALaunch(f"{program} running a script file ({_shown(rest)}): pass the script itself to check it",
-                                 hint="topoctl check SCRIPT.sh reads the launch in it")
-            if index >= len(rest):
-                raise NotALaunch(f"{program} -c: no script", hint="give the script after -c")
-            if depth > 4:
-                raise NotALaunch("shells nested too deep", hint="write the launch command directly")
-            found = read_script(rest[index], origin=where or "<command>", base_dir=base_dir, inherit=launch,
-                                depth=depth + 1, report_line=False)
-            if not found:
-                raise NotALaunch(f"{program} -c: no launch in the script", hint="the script should hold the launch")
-            return found[-1]
-        if program in ("docker", "podman", "nerdctl") and len(rest) >= 2 and rest[1] == "run":
-            rest = _container(rest[2:], launch, program)
-            continue
-        if program in ("docker", "podman") and len(rest) >= 3 and rest[1] == "container" and rest[2] == "run":
-            rest = _container(rest[3:], launch, program)
-            continue
-        break
+        step = _unwrap(rest, launch, where, base_dir, depth)
+        if isinstance(step, Launch):
+            return step
+        if step is None:
+            return _launcher(rest, launch)
+        rest = step
+
+
+def _unwrap(rest: list[str], launch: Launch, where: str, base_dir: str, depth: int) -> list[str] | Launch | None:
+    """One layer around the server peeled: the words inside it, the launch of a `bash -c` script, or None when
+    `rest` starts with the launcher itself."""
+    program = rest[0].rsplit("/", 1)[-1]
+    if program == "env":
+        return _env_program(rest[1:], launch)
+    if program in ("exec", "nohup", "time", "command", "builtin"):
+        rest = rest[1:]
+        while program in ("exec", "time") and rest and rest[0].startswith("-"):
+            rest = rest[2:] if rest[0] == "-a" else rest[1:]
+        return rest
+    peeled = _peel_wrapper(rest, launch)
+    if peeled is not None:
+        return peeled
+    if program in _SHELLS:
+        return _shell_command(rest, program, launch, where, base_dir, depth)
+    if program in ("docker", "podman", "nerdctl") and len(rest) >= 2 and rest[1] == "run":
+        return _container(rest[2:], launch, program)
+    if program in ("docker", "podman") and len(rest) >= 3 and rest[1] == "container" and rest[2] == "run":
+        return _container(rest[3:], launch, program)
+    return None
+
+
+def _env_program(rest: list[str], launch: Launch) -> list[str]:
+    """`env [-i] [-u NAME] ...`: the words after env's options, its changes made to the launch's environment."""
+    while rest and rest[0].startswith("-"):
+        option = rest.pop(0)
+        if option in ("-i", "--ignore-environment", "-"):
+            launch.env.clear()
+        elif option in ("-u", "--unset") and rest:
+            launch.env.pop(rest.pop(0), None)
+        elif option.startswith("--unset="):
+            launch.env.pop(option.split("=", 1)[1], None)
+        elif option == "--":
+            break
+    return rest
+
+
+def _shell_command(rest: list[str], program: str, launch: Launch, where: str, base_dir: str, depth: int) -> Launch:
+    """`bash -c 'SCRIPT'`: the script's last launch."""
+    index, script_at = 1, None
+    while index < len(rest) and rest[index].startswith("-"):
+        if re.fullmatch(r"-[a-z]*c[a-z]*", rest[index]):
+            script_at = index + 1
+        index += 2 if rest[index] == "-o" else 1
+    if script_at is None:
+        raise NotALaunch(f"{program} running a script file ({_shown(rest)}): pass the script itself to check it",
+                         hint="topoctl check SCRIPT.sh reads the launch in it")
+    if index >= len(rest):
+        raise NotALaunch(f"{program} -c: no script", hint="give the script after -c")
+    if depth > 4:
+        raise NotALaunch("shells nested too deep", hint="write the launch command directly")
+    found = read_script(rest[index], origin=where or "<command>", base_dir=base_dir, inherit=launch,
+                        depth=depth + 1, report_line=False)
+    if not found:
+        raise NotALaunch(f"{program} -c: no launch in the script", hint="the script should hold the launch")
+    return found[-1]
+
+
+def _launcher(rest: list[str], launch: Launch) -> Launch:
+    """The launcher and the words it hands on: SGLang's flags alone, `sglang serve`, `python -m ...`."""
+    program = rest[0].rsplit("/", 1)[-1]
     if rest[0].startswith("-"):
         launch.launcher, launch.args = "flags", rest
         return launch
@@ -295,37 +428,42 @@ def read_command(tokens: list[str], *, where: str = "", base_dir: str = ".", lau
     if program in _OTHER_SERVERS_PROGRAMS:
         raise Unsupported(_OTHER_SERVERS_PROGRAMS[program], _shown(rest))
     if _PYTHON_RE.match(program):
-        index = 1
-        while index < len(rest) and rest[index].startswith("-") and not rest[index].startswith("-m"):
-            index += 2 if rest[index] in _PYTHON_OPTIONS_WITH_VALUE else 1
-        if index < len(rest):
-            module = rest[index + 1] if rest[index] == "-m" and index + 1 < len(rest) else \
-                rest[index][2:] if rest[index].startswith("-m") else None
-            step = 2 if rest[index] == "-m" else 1
-            if module == "sglang.launch_server":
-                launch.launcher, launch.args = "sglang.launch_server", rest[index + step:]
-                return launch
-            if module == "dynamo.sglang":
-                launch.launcher, launch.args = "dynamo.sglang", rest[index + step:]
-                return launch
-            if module == "dynamo.frontend":
-                raise NotALaunch("Dynamo's frontend (python -m dynamo.frontend): it routes requests and starts no "
-                                 "engine; the workers (python -m dynamo.sglang) are checked",
-                                 hint="check the files that hold the workers")
-            for prefix, server in _OTHER_SERVERS_MODULES.items():
-                if module and (module == prefix or module.startswith(prefix + ".")):
-                    raise Unsupported(server, _shown(rest))
+        return _python_module(rest, launch)
+    raise _not_sglang(rest)
+
+
+def _python_target(rest: list[str]) -> tuple[str | None, int]:
+    """The module of `python [switches] -m MODULE` (or `-mMODULE`) and where its arguments start."""
+    index = 1
+    while index < len(rest) and rest[index].startswith("-") and not rest[index].startswith("-m"):
+        index += 2 if rest[index] in _PYTHON_OPTIONS_WITH_VALUE else 1
+    if index >= len(rest):
+        return None, index
+    if rest[index] == "-m":
+        return (rest[index + 1] if index + 1 < len(rest) else None), index + 2
+    return (rest[index][2:] if rest[index].startswith("-m") else None), index + 1
+
+
+def _python_module(rest: list[str], launch: Launch) -> Launch:
+    """`python [switches] -m MODULE ARGS`: SGLang's server or Dynamo's SGLang worker."""
+    module, start = _python_target(rest)
+    if module in ("sglang.launch_server", "dynamo.sglang"):
+        launch.launcher, launch.args = str(module), rest[start:]
+        return launch
+    if module == "dynamo.frontend":
+        raise NotALaunch("Dynamo's frontend (python -m dynamo.frontend): it routes requests and starts no "
+                         "engine; the workers (python -m dynamo.sglang) are checked",
+                         hint="check the files that hold the workers")
+    for prefix, server in _OTHER_SERVERS_MODULES.items():
+        if module and (module == prefix or module.startswith(prefix + ".")):
+            raise Unsupported(server, _shown(rest))
     raise _not_sglang(rest)
 
 
 # ----------------------------------------------------------------------------------------------- shell scripts
 
-_ASSIGN_RE = re.compile(r"^(?:export\s+|declare\s+-x\s+|readonly\s+|local\s+)?([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
 _EXPANSION_RE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::?[-=]([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)"
                            r"|\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
-_STARTS_LAUNCH = re.compile(r"(^|[\s/;&|(])(python[0-9.]*\s+(-\S+\s+)*-m\s*(sglang\.launch_server|dynamo\.sglang)\b|"
-                            r"sglang\s+serve\b|(docker|podman)\s+(container\s+)?run\b|vllm\s+serve\b|trtllm-serve\b|"
-                            r"python[0-9.]*\s+(-\S+\s+)*-m\s*(vllm|tensorrt_llm)\.)")
 
 
 def expand(text: str, variables: dict[str, str], unresolved: list[str], kubernetes: bool = False,
@@ -351,183 +489,57 @@ def expand(text: str, variables: dict[str, str], unresolved: list[str], kubernet
     return _EXPANSION_RE.sub(replace, text)
 
 
-def _logical_lines(text: str) -> list[tuple[int, str]]:
-    """(first line number, text) with backslash-newline continuations joined and comments dropped."""
-    out: list[tuple[int, str]] = []
-    buffer = ""
-    start = 0
-    quote = ""
-    for number, raw in enumerate(text.splitlines(), 1):
-        line = raw
-        if not buffer:
-            start = number
-            if not quote and line.lstrip().startswith("#"):
-                continue
-        # track quotes across lines (a multi-line '...' argument list)
-        for char in line:
-            if quote:
-                if char == quote:
-                    quote = ""
-            elif char in "'\"":
-                quote = char
-        if line.endswith("\\") and not quote:
-            buffer += line[:-1] + " "
-            continue
-        buffer += line
-        if quote:
-            buffer += "\n"
-            continue
-        out.append((start, buffer))
-        buffer = ""
-    if buffer.strip():
-        out.append((start, buffer))
-    return out
-
-
-def _strip_comment(words: list[str]) -> list[str]:
-    for index, word in enumerate(words):
-        if word.startswith("#"):
-            return words[:index]
-    return words
-
-
 def read_script(text: str, *, origin: str, base_dir: str = ".", inherit: Launch | None = None, depth: int = 0,
                 line_offset: int = 0, report_line: bool = True) -> list[Launch]:
-    """Every launch in a shell script, each with the variables assigned and exported before it.
-
-    Assignments (`export NAME=value`, `NAME=value`) are followed line by line; `$NAME` and `${NAME:-x}` in a
-    launch line are replaced by what the script set; a launch's environment is what was exported before it
-    plus its own assignments (a plain `NAME=value` is a shell variable, seen in expansions but not by the
-    server). `set -a` exports what follows. Control flow is not followed: every launch line is read."""
+    """Every launch in a shell script (topoctl/shell.py reads it with bash's grammar), each with the variables
+    exported before it: a plain `NAME=value` is a shell variable, seen in expansions but not by the server; a
+    launch's own `NAME=value` words are its environment. Every branch is read, functions at their calls."""
+    from topoctl import shell
     from topoctl.limits import MAX_EXPANSION_CHARS, MAX_LAUNCHES_PER_FILE, LimitError
 
-    expanded_chars = 0
-
-    def bounded(text: str, where: str) -> str:
-        """Variable expansions, counted: `V1=$V0$V0` line after line doubles them, so they are held to a total."""
-        nonlocal expanded_chars
-        expanded_chars += len(text)
-        if expanded_chars > MAX_EXPANSION_CHARS:
-            raise LimitError(f"{where}: the script's variable expansions exceed {MAX_EXPANSION_CHARS:,} characters "
-                             "(a variable that doubles itself?)")
-        return text
-
-    variables: dict[str, str] = {}
-    exported: dict[str, str] = dict(inherit.env) if inherit else {}
-    exported_where: dict[str, str] = dict(inherit.env_where) if inherit else {}
-    auto_export = False
+    try:
+        commands = shell.commands(text, origin=origin, line_offset=line_offset, max_chars=MAX_EXPANSION_CHARS,
+                                  inherit_env=dict(inherit.env) if inherit else None)
+    except shell.ShellLimitError as error:
+        raise LimitError(error.message, hint=error.hint or "") from None
     launches: list[Launch] = []
     other: Unsupported | None = None
-    for number, line in _logical_lines(text):
-        line_no = number + line_offset
-        where = f"{origin}:{line_no}" if report_line else origin
-        for segment in _segments(line):
-            stripped = segment.strip()
-            if not stripped:
-                continue
-            if stripped in ("set -a", "set -o allexport"):
-                auto_export = True
-                continue
-            if stripped in ("set +a", "set +o allexport"):
-                auto_export = False
-                continue
-            match = _ASSIGN_RE.match(stripped)
-            if match and not _STARTS_LAUNCH.search(stripped):
-                try:
-                    words = _strip_comment(split_words(stripped, f"{origin}:{line_no}"))
-                except ValueError:
-                    continue
-                exporting = words and words[0] in ("export", "declare", "readonly")
-                for word in words:
-                    name, eq, value = word.partition("=")
-                    if not eq or not NAME_RE.match(name):
-                        continue
-                    value = bounded(expand(value, {**exported, **variables}, []), where)
-                    variables[name] = value
-                    if exporting or auto_export or name in exported:
-                        exported[name] = value
-                        exported_where[name] = f"{origin}:{line_no}"
-                continue
-            export_only = re.match(r"^export\s+([A-Za-z_][A-Za-z0-9_]*(\s+[A-Za-z_][A-Za-z0-9_]*)*)\s*$", stripped)
-            if export_only:
-                for name in export_only.group(1).split():
-                    if name in variables:
-                        exported[name] = variables[name]
-                        exported_where[name] = f"{origin}:{line_no}"
-                continue
-            if not _STARTS_LAUNCH.search(stripped):
-                continue
-            unresolved: list[str] = []
-            expanded = bounded(expand(stripped, {**exported, **variables}, unresolved), where)
-            try:
-                words = _strip_comment(split_words(expanded, where))
-            except ValueError as exc:
-                raise TopoctlError(f"{where}: cannot split the launch line: {exc}",
-                                   hint="check its quoting") from None
-            words = _from_launch_start(words)
-            launch = Launch(launcher="", where=where, base_dir=base_dir, env=dict(exported),
-                            env_where=dict(exported_where))
-            if inherit is not None:
-                launch.gpus, launch.image = inherit.gpus, inherit.image
-            launch.unresolved = unresolved
+    for command in commands:
+        launch = _script_launch(command, origin, base_dir, inherit, depth, report_line)
+        if isinstance(launch, Unsupported):
+            other = other or launch
+        elif launch is not None:
             if len(launches) >= MAX_LAUNCHES_PER_FILE:
-                raise LimitError(f"{where}: more than {MAX_LAUNCHES_PER_FILE} SGLang launches in {origin}")
-            try:
-                launches.append(read_command(words, where=where, base_dir=base_dir, launch=launch, depth=depth))
-            except Unsupported as error:  # another server: said when the script starts no SGLang at all
-                other = other or error
-            except NotALaunch:  # `docker run -d redis`, `sglang version`: not a server launch, read on
-                continue
+                raise LimitError(f"{launch.where}: more than {MAX_LAUNCHES_PER_FILE} SGLang launches in {origin}")
+            launches.append(launch)
     if not launches and other is not None:
         raise other
     return launches
 
 
-def _segments(line: str) -> list[str]:
-    """A logical line split at `;`, `&&`, `||` and a trailing `&` outside quotes (linear in the line's length:
-    characters are collected in a list, and the line's last non-blank position is found once)."""
-    parts: list[str] = []
-    current: list[str] = []
-    quote, index, length = "", 0, len(line)
-    last = len(line.rstrip()) - 1  # a `&` here is the trailing one
-    while index < length:
-        char = line[index]
-        if quote:
-            current.append(char)
-            if char == quote:
-                quote = ""
-        elif char in "'\"":
-            quote = char
-            current.append(char)
-        elif char == ";" or (char in "&|" and line[index:index + 2] in ("&&", "||")):
-            parts.append("".join(current))
-            current = []
-            index += 2 if char in "&|" else 1
-            continue
-        elif char == "&" and index == last:
-            index += 1
-            continue
-        elif char == "#" and (not current or current[-1] in " \t"):
-            break
-        else:
-            current.append(char)
-        index += 1
-    parts.append("".join(current))
-    return parts
+def _script_launch(command: Any, origin: str, base_dir: str, inherit: Launch | None, depth: int,
+                   report_line: bool) -> Launch | Unsupported | None:
+    """The launch one command of a script starts, the other server it starts, or None."""
+    where = f"{origin}:{command.line}" if report_line else origin
+    env_where = {name: (inherit.env_where.get(name, "") if inherit and not line else f"{origin}:{line}")
+                 for name, line in command.env_line.items()}
+    launch = Launch(launcher="", where=where, base_dir=base_dir, env=dict(command.env), env_where=env_where)
+    if inherit is not None:
+        launch.gpus, launch.image, launch.nodes = inherit.gpus, inherit.image, inherit.nodes
+    launch.unresolved = list(command.unknown)
+    tokens = [word.text for word in command.words]
+    from topoctl.limits import check_tokens
 
-
-def _from_launch_start(words: list[str]) -> list[str]:
-    """Drop words a shell line holds before the command (`if`, `then`, `do`, `(`, `{`, `!`, `timeout 60`)."""
-    skip = {"then", "do", "else", "{", "(", "!", "if", "while", "until", "command", "builtin"}
-    position = 0
-    while position < len(words) and words[position] in skip:
-        position += 1
-    if position < len(words) and words[position] == "timeout":
-        position += 1
-        while position < len(words) and words[position].startswith("-"):
-            position += 1
-        position += 1  # the duration
-    return words[position:]
+    check_tokens(tokens, where)
+    try:
+        found = read_command(tokens, where=where, base_dir=base_dir, launch=launch, depth=depth)
+    except Unsupported as error:  # another server: said when the script starts no SGLang at all
+        return error
+    except NotALaunch:  # `docker run -d redis`, `sglang version`, `echo`: not a server launch, read on
+        return None
+    if found.args and tokens[-len(found.args):] == found.args and found is launch:
+        found.arg_where = [f"{origin}:{word.line}" for word in command.words[-len(found.args):]]
+    return found
 
 
 def image_sglang_version(image: str | None) -> str | None:

@@ -28,6 +28,7 @@ from topoctl.limits import MAX_LAUNCHES_PER_FILE, LimitError
 from topoctl.sglang.launchers import (
     GpuSet,
     Launch,
+    Nodes,
     NotALaunch,
     Unsupported,
     expand,
@@ -45,8 +46,6 @@ _POD_PATHS: dict[str, list[tuple[str, ...]]] = {
     "DaemonSet": [("spec", "template", "spec")],
     "Job": [("spec", "template", "spec")],
     "CronJob": [("spec", "jobTemplate", "spec", "template", "spec")],
-    "LeaderWorkerSet": [("spec", "leaderWorkerTemplate", "leaderTemplate", "spec"),
-                        ("spec", "leaderWorkerTemplate", "workerTemplate", "spec")],
 }
 _SCRIPT_SUFFIXES = (".sh", ".bash")
 _YAML_SUFFIXES = (".yaml", ".yml")
@@ -245,16 +244,10 @@ def _kubernetes(path: str, doc: _Node, base_dir: str) -> list[Found]:
             if isinstance(item.value, dict):
                 out.extend(_kubernetes(path, item, base_dir))
         return out
-    if kind == "DynamoGraphDeployment":  # nvidia.com/v1beta1: spec.components[].podTemplate.spec
-        components = doc.at("spec", "components")
-        for component in (components.children if components is not None and isinstance(components.children, list)
-                          else []):
-            if not isinstance(component.value, dict):
-                continue
-            spec = component.at("podTemplate", "spec")
-            if spec is not None:
-                out.extend(_pod_spec(path, spec, f"{kind} {name} / component {component.value.get('name')}", base_dir))
-        return out
+    if kind == "DynamoGraphDeployment":
+        return _dynamo_graph(path, doc, f"{kind} {name}", base_dir)
+    if kind == "LeaderWorkerSet":
+        return _leader_worker_set(path, doc, f"{kind} {name}", base_dir)
     paths: list[tuple[str, ...]] | None = _POD_PATHS.get(kind)
     if paths is None:
         return []
@@ -267,28 +260,115 @@ def _kubernetes(path: str, doc: _Node, base_dir: str) -> list[Found]:
     return out
 
 
-def _pod_spec(path: str, spec: _Node, owner: str, base_dir: str) -> list[Found]:
+def _dynamo_graph(path: str, doc: _Node, owner: str, base_dir: str) -> list[Found]:
+    """Dynamo's DynamoGraphDeployment: nvidia.com/v1beta1 `spec.components[].podTemplate.spec` (the form of
+    ai-dynamo's dynamo/profiler/templates/dgd/sglang/*.yaml) and v1alpha1 `spec.services.NAME.extraPodSpec.
+    mainContainer` with `resources.limits.gpu` and `envs` (the form of ai-dynamo's components/backends/sglang/
+    deploy/*.yaml); `multinode.nodeCount` is the nodes one worker spans (the operator adds --nnodes)."""
+    out: list[Found] = []
+    components = doc.at("spec", "components")
+    for component in (components.children if components is not None and isinstance(components.children, list)
+                      else []):
+        if not isinstance(component.value, dict):
+            continue
+        spec = component.at("podTemplate", "spec")
+        if spec is not None:
+            out.extend(_pod_spec(path, spec, f"{owner} / component {component.value.get('name')}", base_dir,
+                                 nodes=_multinode(component, path)))
+    services = doc.at("spec", "services")
+    for service_name, service in (services.children.items() if services is not None
+                                  and isinstance(services.children, dict) else []):
+        main = service.at("extraPodSpec", "mainContainer")
+        if main is None or not isinstance(main.value, dict):
+            continue
+        found = _container_found(path, main, f"{owner} / service {service_name}", base_dir,
+                                 extra_env=_named_values(service.get("envs"), path),
+                                 gpus=_dynamo_gpus(service, path), nodes=_multinode(service, path))
+        out.append(found)
+    return out
+
+
+def _multinode(node: _Node, path: str) -> Nodes | None:
+    count = node.at("multinode", "nodeCount")
+    if count is None or count.value is None:
+        return None
+    text = str(count.value)
+    return Nodes(int(text) if text.isdigit() else None, f"multinode.nodeCount: {text} ({path}:{count.line})")
+
+
+def _dynamo_gpus(service: _Node, path: str) -> GpuSet | None:
+    for section in ("limits", "requests"):
+        node = service.at("resources", section, "gpu")
+        if node is not None and node.value is not None and str(node.value).isdigit():
+            count = int(str(node.value))
+            return GpuSet(count=count, source=f"resources.{section}.gpu: {count} ({path}:{node.line})")
+    return None
+
+
+def _named_values(node: _Node | None, path: str) -> tuple[dict[str, str], dict[str, str]]:
+    env: dict[str, str] = {}
+    where: dict[str, str] = {}
+    for item in (node.children if node is not None and isinstance(node.children, list) else []):
+        name, value = item.get("name"), item.get("value")
+        if name is None or value is None or value.value is None:
+            continue
+        text = value.value
+        env[str(name.value)] = "true" if text is True else "false" if text is False else str(text)
+        where[str(name.value)] = f"{path}:{name.line}"
+    return env, where
+
+
+def _leader_worker_set(path: str, doc: _Node, owner: str, base_dir: str) -> list[Found]:
+    """LeaderWorkerSet (leaderworkerset.x-k8s.io): a group of `size` pods, one leader and size-1 workers, each
+    pod one node; LWS gives every container LWS_GROUP_SIZE, LWS_LEADER_ADDRESS and LWS_WORKER_INDEX."""
+    size = doc.at("spec", "leaderWorkerTemplate", "size")
+    text = str(size.value) if size is not None and size.value is not None else ""
+    nodes = Nodes(int(text) if text.isdigit() else None,
+                  f"LeaderWorkerSet size: {text} ({path}:{size.line})" if size is not None
+                  else "LeaderWorkerSet without a size in the file")
+    extra = ({"LWS_GROUP_SIZE": text}, {"LWS_GROUP_SIZE": nodes.source}) if text.isdigit() else ({}, {})
+    out: list[Found] = []
+    for keys, role in ((("spec", "leaderWorkerTemplate", "leaderTemplate", "spec"), "leader"),
+                       (("spec", "leaderWorkerTemplate", "workerTemplate", "spec"), "worker")):
+        spec = doc.at(*keys)
+        if spec is not None:
+            out.extend(_pod_spec(path, spec, f"{owner} {role}", base_dir, nodes=nodes, extra_env=extra))
+    return out
+
+
+def _pod_spec(path: str, spec: _Node, owner: str, base_dir: str, nodes: Nodes | None = None,
+              extra_env: tuple[dict[str, str], dict[str, str]] | None = None) -> list[Found]:
     out = []
     containers = spec.get("containers")
     for container in (containers.children if containers is not None and isinstance(containers.children, list)
                       else []):
         if not isinstance(container.value, dict):
             continue
-        label = f"{owner} / container {container.value.get('name')}"
-        command, args = container.get("command"), container.get("args")
-        env, env_where = _k8s_env(container, path)
-        gpus = _k8s_gpus(container, path)
-        image = container.value.get("image")
-        words = _words(command) + _words(args)
-        line = (command or args or container).line
-        if not words:
-            out.append(Found(path, container.line, label, kind="kubernetes",
-                             none_reason=f"{label}: no command or args (it runs its image's default command, "
-                                         "not visible here)"))
-            continue
-        out.append(_from_words(path, label, "kubernetes", words, env, env_where, gpus,
-                               str(image) if image else None, base_dir, line, kubernetes=True))
+        out.append(_container_found(path, container, f"{owner} / container {container.value.get('name')}",
+                                    base_dir, extra_env=extra_env, nodes=nodes))
     return out
+
+
+def _container_found(path: str, container: _Node, label: str, base_dir: str,
+                     extra_env: tuple[dict[str, str], dict[str, str]] | None = None, gpus: GpuSet | None = None,
+                     nodes: Nodes | None = None) -> Found:
+    """One Kubernetes container: its command + args, env, image and GPUs."""
+    command, args = container.get("command"), container.get("args")
+    env, env_where = _k8s_env(container, path)
+    if extra_env:
+        env, env_where = {**extra_env[0], **env}, {**extra_env[1], **env_where}
+    gpus = gpus or _k8s_gpus(container, path)
+    image = container.value.get("image")
+    words = _words(command) + _words(args)
+    line = (command or args or container).line
+    if not words:
+        return Found(path, container.line, label, kind="kubernetes",
+                     none_reason=f"{label}: no command or args (it runs its image's default command, not visible here)")
+    found = _from_words(path, label, "kubernetes", words, env, env_where, gpus, str(image) if image else None,
+                        base_dir, line, kubernetes=True)
+    if found.launch is not None and nodes is not None:
+        found.launch.nodes = nodes
+    return found
 
 
 # ----------------------------------------------------------------------------------------------- compose
