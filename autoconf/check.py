@@ -33,6 +33,7 @@ class Outcome:
     note: str = ""
     disabled: list[tuple[str, str]] = field(default_factory=list)  # (rule id, written reason): in every format
     skipped: str = ""  # a file (or container) with no SGLang launch in it: why; reported, never "ok"
+    error: str = ""  # a file (or launch) that could not be checked: why; reported, and the check ends with exit 2
 
     def count(self, severity: str) -> int:
         return sum(1 for item in self.items if item.severity == severity)
@@ -582,6 +583,10 @@ def quoteattr(text: str) -> str:
 def format_text(outcomes: list[Outcome], fail_on: str) -> str:
     lines = []
     for outcome in outcomes:
+        if outcome.error:
+            lines.append(f"{outcome.origin}: not checked")
+            lines.append(f"  ERROR {one_line(outcome.error)}")
+            continue
         if outcome.skipped:
             lines.append(f"{outcome.origin}: no launch checked")
             lines.append(f"  NONE  {one_line(outcome.skipped)}")
@@ -606,8 +611,12 @@ def format_json(outcomes: list[Outcome], fail_on: str) -> str:
          "ok": not failing(o, fail_on), "blocking": o.count("block"), "warnings": o.count("warn"),
          "findings": [item.__dict__ for item in o.items],
          "disabled": [{"rule_id": rule_id, "reason": reason} for rule_id, reason in o.disabled]} for o in outcomes
-        if not o.skipped],
-        "no_launch": [{"origin": o.origin, "reason": o.skipped} for o in outcomes if o.skipped]}
+        if not o.skipped and not o.error],
+        "no_launch": [{"origin": o.origin, "reason": o.skipped} for o in outcomes if o.skipped and not o.error]}
+    errors = [{"origin": o.origin, "message": o.error} for o in outcomes if o.error]
+    if errors:  # only when a file could not be checked: reports of runs without errors keep their form
+        doc["errors"] = errors
+        doc["ok"] = False
     return json.dumps(doc, indent=2, sort_keys=True) + "\n"
 
 
@@ -615,9 +624,18 @@ def format_junit(outcomes: list[Outcome], fail_on: str) -> str:
     lines = ['<?xml version="1.0" encoding="UTF-8"?>']
     total = sum(max(len(o.items), 1) + len(o.disabled) for o in outcomes)
     failures = sum(1 for o in outcomes for i in o.items if _fails(i, fail_on))
-    skipped = sum(len(o.disabled) + (1 if o.skipped else 0) for o in outcomes)
-    lines.append(f'<testsuites name="topoctl check" tests="{total}" failures="{failures}" skipped="{skipped}">')
+    skipped = sum(len(o.disabled) + (1 if o.skipped and not o.error else 0) for o in outcomes)
+    errors = sum(1 for o in outcomes if o.error)
+    lines.append(f'<testsuites name="topoctl check" tests="{total}" failures="{failures}" skipped="{skipped}"'
+                 + (f' errors="{errors}"' if errors else "") + ">")
     for o in outcomes:
+        if o.error:
+            lines.append(f'  <testsuite name={quoteattr(one_line(o.origin))} tests="1" failures="0" errors="1">')
+            lines.append(f'    <testcase classname="topoctl.check" name={quoteattr(one_line(o.origin))}>')
+            lines.append(f'      <error message={quoteattr(one_line("not checked: " + o.error))}/>')
+            lines.append("    </testcase>")
+            lines.append("  </testsuite>")
+            continue
         if o.skipped:
             lines.append(f'  <testsuite name={quoteattr(one_line(o.origin))} tests="1" failures="0" skipped="1">')
             lines.append(f'    <testcase classname="topoctl.check" name={quoteattr(one_line(o.origin))}>')
@@ -671,6 +689,9 @@ def format_github(outcomes: list[Outcome], fail_on: str) -> str:
         path, line_no = _origin_file_line(o.origin)
         origin_part = (f"file={_gh_prop(path)}," + (f"line={line_no}," if line_no else "")
                        if o.origin and o.origin not in ("<command>", "<stdin>") else "")
+        if o.error:
+            lines.append(f"::error {origin_part}title={_gh_prop('not checked')}::{_gh(o.error)}")
+            continue
         if o.skipped:
             lines.append(f"::notice {origin_part}title={_gh_prop('no launch')}::{_gh(o.skipped)}")
             continue

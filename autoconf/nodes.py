@@ -56,12 +56,14 @@ def node_span(parsed: Any, tp: int, pp: int, gpus_per_node: int) -> NodeSpan:
     the count its launcher gives; else assumed, said so."""
     written, where = _written(parsed, "nnodes")
     outside = _outside(parsed)
+    tp_written, _ = _written(parsed, "tp_size")
+    tp_known = tp_written is None or tp_written.isdigit()
     if written is None:
         return _no_flag(parsed, tp, outside, where)
     if written.isdigit() and int(written) >= 1:
-        return _span(int(written), f"--nnodes {written}", tp, pp, where)
+        return _span(int(written), f"--nnodes {written}", tp, pp, where, tp_known)
     if outside is not None and outside.count:
-        span = _span(outside.count, outside.source, tp, pp, where)
+        span = _span(outside.count, outside.source, tp, pp, where, tp_known)
         span.notes.insert(0, (f"--nnodes {written}: not written in the file; taken as {outside.count}, the nodes "
                               f"{outside.source} starts", where))
         return span
@@ -83,13 +85,14 @@ def _no_flag(parsed: Any, tp: int, outside: Any, where: str) -> NodeSpan:
     return span
 
 
-def _span(nodes: int, source: str, tp: int, pp: int, where: str) -> NodeSpan:
+def _span(nodes: int, source: str, tp: int, pp: int, where: str, tp_known: bool = True) -> NodeSpan:
     per_group = max(nodes // max(pp, 1), 1)
     tp_per_node = max(tp // per_group, 1)
     span = NodeSpan(nodes, tp_per_node, source)
     if nodes > 1:
-        span.notes.append((f"spans {nodes} nodes ({source}): TP {tp} places {tp_per_node} ranks on each node "
-                           "(SGLang: tp_size // (nnodes // pp_size)); GPU and P2P verdicts are per node, against "
+        placed = f"TP {tp} places {tp_per_node} ranks on each node (SGLang: tp_size // (nnodes // pp_size))" \
+            if tp_known else "the TP size is not known here, so neither is how many ranks each node runs"
+        span.notes.append((f"spans {nodes} nodes ({source}): {placed}; GPU and P2P verdicts are per node, against "
                            "the target as one node", where))
     return span
 

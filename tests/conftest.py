@@ -14,6 +14,7 @@ from hypothesis import settings
 TESTS = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(TESTS)
 FIXTURES = os.path.join(ROOT, "fixtures")
+LAUNCH_CORPUS = os.path.join(TESTS, "data", "launch_corpus")  # launch files in public forms, with expected.yaml
 if TESTS not in sys.path:
     sys.path.insert(0, TESTS)
 # The knowledge cache (topoctl/cache.py) goes to a folder of this test run, never the user's ~/.cache.

@@ -249,7 +249,7 @@ def test_a_script_with_no_launch_is_said_so(cli, tmp_path):
     path = tmp_path / "prepare.sh"
     path.write_text("#!/bin/sh\nexport HF_HOME=/models\nhuggingface-cli download Qwen/Qwen3-32B\n")
     code, out, _ = cli(["check", str(path), *H200])
-    assert code == 0 and "no launch line" in out and "ok:" not in out
+    assert code == 0 and "no command of the script starts an SGLang server" in out and "ok:" not in out
 
 
 def test_a_value_the_script_cannot_see_is_a_warning_not_a_block(cli, tmp_path):
@@ -403,14 +403,15 @@ def test_broken_yaml_is_exit_2_with_its_line(cli, tmp_path):
     assert code == 2 and f"{path}:" in err and "not valid YAML" in err and "Traceback" not in err
 
 
-def test_a_helm_template_in_a_folder_is_reported_not_fatal(cli, tmp_path):
+def test_a_bad_file_in_a_folder_is_reported_with_the_others_then_exit_2(cli, tmp_path):
     (tmp_path / "templates").mkdir()
     template = tmp_path / "templates" / "deployment.yaml"
     template.write_text("{{- if .Values.enabled }}\napiVersion: apps/v1\nkind: Deployment\n{{- end }}\n")
     shutil.copy(os.path.join(DEPLOY, "compose", "compose.yaml"), tmp_path)
     code, out, err = cli(["check", str(tmp_path), *H200])
-    assert code == 0, err
+    assert code == 2 and "1 of 2 file(s) or launch(es) could not be checked" in err, err
     assert f"{template}:" in out and "not read:" in out and "not valid YAML" in out
+    assert "compose.yaml" in out and "ERROR" in out  # the other file was checked, the bad one has its line
     assert cli(["check", str(template), *H200])[0] == 2  # named on the command line: bad input
 
 

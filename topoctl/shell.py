@@ -142,7 +142,7 @@ def _arith(expression: str, lookup: Callable[[str], str | None]) -> str | None:
     if "\x00" in text or not _ARITH_OK.match(text) or len(text) > 200:
         return None
     try:
-        tree = ast.parse(text.replace("/", "//").replace("////", "//"), mode="eval")
+        tree = ast.parse(text.strip().replace("/", "//").replace("////", "//"), mode="eval")
     except SyntaxError:
         return None
     allowed = (ast.Expression, ast.BinOp, ast.UnaryOp, ast.Constant, ast.Add, ast.Sub, ast.Mult, ast.FloorDiv,
@@ -244,7 +244,7 @@ class _Reader:
             values = self.lookup(name) if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]", name) else None
             if values is None:
                 return self._unknown(written)
-            return self._values_fields(values[:1], quoted, False)
+            return self._values_fields(values[:1], quoted or self._opaque(name), False)
         return self._expansion(node, written, quoted)
 
     def _expansion(self, node: Any, written: str, quoted: bool) -> Fields:
@@ -288,7 +288,17 @@ class _Reader:
             return self._unknown(written)
         if values is None:
             return self._unknown(written)
-        return self._values_fields(values if index in ("@", "*") else values[:1], quoted, index == "@")
+        return self._values_fields(values if index in ("@", "*") else values[:1], quoted or self._opaque(name),
+                                   index == "@")
+
+    def _opaque(self, name: str) -> bool:
+        """A value holding something unknown (`$(hostname)`) stays one word: how it would split is not known."""
+        if name.isdigit():
+            frame = self.frames[-1]
+            index = int(name)
+            return bool(frame.positional and 0 < index <= len(frame.positional)
+                        and frame.positional[index - 1].unknown)
+        return bool(self.variable_unknown.get(name))
 
     def _default(self, name: str, values: list[str] | None, operator: str, operand: Any, written: str,
                  quoted: bool) -> Fields:

@@ -73,12 +73,12 @@ def command(ctx, files, topology, system, fallback_system, expect, sglang_versio
       1  a blocking finding (or a warning with --fail-on warn)
       2  bad usage or unreadable input (one line on stderr, with a hint)
     """
-    from topoctl.autoconf.check import FORMATTERS, Outcome, failing, judge
+    from topoctl.autoconf.check import FORMATTERS, failing
     from topoctl.autoconf.target import target_gpu_count
+    from topoctl.check import sources as sources_mod
     from topoctl.commands._options import load_rules_for, requested_version, require_value, target_version
     from topoctl.io import emit
     from topoctl.sglang import launchers
-    from topoctl.sglang import sources as sources_mod
     from topoctl.snapshot import load_snapshot
     from topoctl.target import resolve_target
 
@@ -101,7 +101,7 @@ def command(ctx, files, topology, system, fallback_system, expect, sglang_versio
             raise TopoctlError("the command after `--` has no SGLang flags",
                                hint="e.g. -- python -m sglang.launch_server --model-path M --tp 8")
     snapshot = resolve_target(topology=topology, system=system, fallback_system=fallback_system)
-    read_files = [(path, *sources_mod.read_file(path, found_in_folder=in_folder))
+    read_files = [(path, in_folder, *sources_mod.read_file(path, found_in_folder=in_folder))
                   for path, in_folder in sources_mod.expand_paths(list(files))]
     gpu_count = target_gpu_count(snapshot)
     expected = load_snapshot(expect) if expect else None
@@ -115,27 +115,57 @@ def command(ctx, files, topology, system, fallback_system, expect, sglang_versio
     chooser = _VersionChooser(installed, "--sglang-version" if requested else "the target's installed SGLang",
                               dynamo_version)
 
-    entries: list = []  # a ParsedLaunch to judge, or (origin, why there is no launch), in file order
-    for path, kind, founds in read_files:
+    entries: list = []  # a ParsedLaunch to judge, an Outcome already decided (no launch, an error), in file order
+    for path, in_folder, kind, founds in read_files:
         for found in founds:
-            if kind == "launch.env":
-                entries.append(chooser.env_file(path))
-            elif found.launch is not None:
-                entries.append(chooser.parse(found.launch, _label(found)))
-            else:
-                entries.append((_label(found), found.none_reason))
+            entries.append(_entry(chooser, path, kind, found, in_folder))
     if command_launch is not None:
         entry = chooser.parse(command_launch, "<command>")
         if isinstance(entry, tuple):
             raise TopoctlError(entry[1], hint="topoctl checks SGLang's language-model server launches")
         entries.append(entry)
-    outcomes = [Outcome(entry[0], skipped=entry[1]) if isinstance(entry, tuple)
-                else judge(entry, snapshot, entry.flags, ruleset, gpu_count, model=model, expect=expected)
-                for entry in entries]
+    outcomes = [_judged(entry, snapshot, ruleset, gpu_count, model, expected) for entry in entries]
     emit(FORMATTERS[fmt](outcomes, fail_on), output)
     for line in chooser.notes:  # after the report is written: a failed write is the only thing said
         click.echo(f"topoctl: note: {line}", err=True)
+    errors = [o for o in outcomes if o.error]
+    if errors:  # every file was reported first; then the run is bad input (exit 2)
+        raise TopoctlError(f"{len(errors)} of {len(outcomes)} file(s) or launch(es) could not be checked "
+                           f"(first: {errors[0].origin}: {errors[0].error})",
+                           hint="the report names each one; fix or remove them, the others were checked")
     return EXIT_BLOCKED if any(failing(o, fail_on) for o in outcomes) else 0
+
+
+def _entry(chooser, path: str, kind: str, found, in_folder: bool):
+    """What one found launch becomes before judging: a ParsedLaunch, or an Outcome (no launch, not checked). A
+    file named on the command line that cannot be checked stops the run at once (exit 2); in a folder run it is
+    reported with the others, and the run ends with exit 2."""
+    from topoctl.autoconf.check import Outcome
+
+    if kind == "unreadable" or found.kind == "unreadable":
+        return Outcome(_label(found), error=found.none_reason)
+    try:
+        if kind == "launch.env":
+            return chooser.env_file(path)
+        if found.launch is not None:
+            entry = chooser.parse(found.launch, _label(found))
+            return Outcome(entry[0], skipped=entry[1]) if isinstance(entry, tuple) else entry
+    except TopoctlError as error:  # one launch that cannot be read (a version without data) stops no other
+        if not in_folder:
+            raise
+        return Outcome(_label(found), error=error.message + (f" ({error.hint})" if error.hint else ""))
+    return Outcome(_label(found), skipped=found.none_reason)
+
+
+def _judged(entry, snapshot, ruleset, gpu_count, model, expected):
+    from topoctl.autoconf.check import Outcome, judge
+
+    if isinstance(entry, Outcome):
+        return entry
+    try:
+        return judge(entry, snapshot, entry.flags, ruleset, gpu_count, model=model, expect=expected)
+    except TopoctlError as error:
+        return Outcome(entry.origin, error=error.message)
 
 
 def _label(found) -> str:
@@ -240,6 +270,7 @@ class _VersionChooser:
         parsed = launch_mod.ParsedLaunch(origin=origin, launcher=launch.launcher, image=launch.image,
                                          gpus=launch.gpus, where=launch.where, version_source=source,
                                          nodes=launch.nodes)
+        _said_problems(parsed, launch, flags, source, self._note)
         for name, value in sorted(launch.env.items()):
             launch_mod.apply_env(parsed, name, value, launch.env_where.get(name, ""))
         prepared = prepare(launch, flags, dynamo)
@@ -256,8 +287,37 @@ class _VersionChooser:
 
 _WHOLE_EXPANSION = ("$@", "$*", '"$@"')
 # Variables a scheduler gives every process it starts: LeaderWorkerSet (LWS_LEADER_ADDRESS, LWS_WORKER_INDEX,
-# LWS_GROUP_SIZE), Slurm (SLURM_NODEID, SLURM_NNODES...), Open MPI / PMI ranks.
-_SCHEDULER_VALUE = __import__("re").compile(r"\$\(?\{?(LWS_|SLURM_|OMPI_COMM_WORLD_|PMI_|PMIX_)")
+# LWS_GROUP_SIZE), Slurm (SLURM_NODEID, SLURM_NNODES...), SkyPilot (SKYPILOT_NODE_RANK, SKYPILOT_NODE_IPS),
+# Open MPI / PMI ranks.
+_SCHEDULER_VALUE = __import__("re").compile(r"\$.*?\b(LWS|SLURM|SKYPILOT|OMPI_COMM_WORLD|PMI|PMIX)_")
+
+
+def _judged_env(name: str) -> bool:
+    """Environment variables whose value check judges (NCCL, CUDA, SGLang, torch, the settings table); an
+    unknown HF_TOKEN or a mount path is not worth a warning."""
+    from topoctl.sglang import spelling
+
+    return name.startswith(("NCCL_", "CUDA_", "SGLANG_", "TORCH_", "NVSHMEM_", "PYTORCH_")) \
+        or name in spelling.env_names()
+
+
+def _said_problems(parsed, launch, flags, source: str, note) -> None:
+    """What the reader of a launch should know before its findings: parts of the file that were skipped, and a
+    floating image tag with the version assumed for it and why."""
+    from topoctl.sglang.launch import Problem
+    from topoctl.sglang.launchers import floating_tag
+
+    for text in launch.notes:
+        parsed.problems.append(Problem("skipped" if text.startswith(("skipped", "not rendered")) else "note", "info",
+                                       text, "", launch.where))
+    why = floating_tag(launch.image)
+    if why is not None:
+        text = (f"image {launch.image}: {why}; judged as SGLang {flags.version} ({source}), which may not be what "
+                "it pulls")
+        parsed.problems.append(Problem("floating-image-tag", "info", text,
+                                       "pin the image to a release tag (lmsysorg/sglang:v0.5.21-cu129), or pass "
+                                       "--sglang-version", launch.where))
+        note(f"{launch.where or parsed.origin}: {text}")
 
 
 def _drop_unresolved(prepared, launch, parsed, flags):
@@ -285,8 +345,8 @@ def _drop_unresolved(prepared, launch, parsed, flags):
             config.add(len(args))
         args.append(word)
         wheres.append(prepared.where_of[index] if index < len(prepared.where_of) else launch.where)
-    shown = " ".join(named)
-    named += [u for u in dict.fromkeys(launch.unresolved) if "$" in u and u not in shown]
+    named += [f"{name}={value}" for name, value in sorted(launch.env.items())
+              if "$" in value and _judged_env(name) and any(u in value for u in launch.unresolved)]
     scheduled = [item for item in dict.fromkeys(named) if _SCHEDULER_VALUE.search(item)]
     others = [item for item in dict.fromkeys(named) if item not in scheduled]
     if others:

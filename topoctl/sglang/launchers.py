@@ -97,6 +97,9 @@ class Launch:
     unresolved: list[str] = field(default_factory=list)  # words a shell would expand that topoctl cannot see
     arg_where: list[str] | None = None  # per word of args: "file:line" where it was written (manifests)
     nodes: Nodes | None = None  # the nodes a launcher or scheduler spans it over (None: not said outside SGLang's flags)
+    mounts: dict[str, str] = field(default_factory=dict)  # mount path -> ConfigMap name (Kubernetes volumes)
+    files: dict[str, tuple[str, str, int]] = field(default_factory=dict)  # path -> (text, file, first line): files
+    # the launch sees that live inside the manifest (a ConfigMap's key), read instead of the disk
 
 
 class NotALaunch(TopoctlError):
@@ -551,6 +554,30 @@ def image_sglang_version(image: str | None) -> str | None:
         return None
     match = re.match(r"v?(\d+\.\d+\.\d+(?:\.post\d+)?)(?![\d.])", tag)
     return match.group(1) if match else None
+
+
+_FLOATING_TAGS = re.compile(r"(latest|dev|nightly|main|stable)([-_.].*)?\Z")
+
+
+def floating_tag(image: str | None) -> str | None:
+    """Why an SGLang or Dynamo image names no release (`:latest`, `:dev`, `:nightly-...`, a digest, no tag), or
+    None when its tag names one or the image is another program's."""
+    if not image:
+        return None
+    name, _, digest = image.partition("@")
+    last = name.rsplit("/", 1)[-1]
+    repository, _, tag = last.partition(":")
+    if "sglang" not in repository and "dynamo" not in name:
+        return None
+    if digest:
+        return f"the digest {digest[:19]}... names an image, not a release"
+    if not tag:
+        return "no tag: Docker takes :latest, which moves"
+    if _FLOATING_TAGS.match(tag):
+        return f"the tag :{tag} moves from release to release"
+    if image_sglang_version(image) is None and image_dynamo_version(image) is None:
+        return f"the tag :{tag} names no release"
+    return None
 
 
 def image_dynamo_version(image: str | None) -> str | None:

@@ -195,12 +195,14 @@ def _known_args(words: list[str], wheres: list[str], table: dict[str, dict[str, 
 
 # ----------------------------------------------------------------------------------------------- --config
 
-def _compose_yaml(path: str) -> tuple[Any, dict[str, int]]:
-    """The YAML document and the line (1-based) of each top-level key."""
+def _compose_yaml(path: str, text: str | None = None) -> tuple[Any, dict[str, int]]:
+    """The YAML document and the line (1-based) of each top-level key; `text`: the file's text when it is held
+    elsewhere (a ConfigMap's key)."""
     import yaml
 
-    with open(path, encoding="utf-8") as handle:
-        text = handle.read()
+    if text is None:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
     node = yaml.compose(text, Loader=yaml.SafeLoader)
     lines: dict[str, int] = {}
     if isinstance(node, yaml.MappingNode):
@@ -219,12 +221,18 @@ def _flag_for_key(flags: Any, key: str, any_spelling: bool) -> dict[str, Any] | 
     return None
 
 
-def config_words(path: str, flags: Any, shown: str) -> tuple[list[str], list[str], list[Problem]]:
-    """The words SGLang's ConfigArgumentMerger makes of a config file, with where each came from."""
+def config_words(path: str, flags: Any, shown: str, held: tuple[str, str, int] | None = None) -> tuple[
+        list[str], list[str], list[Problem]]:
+    """The words SGLang's ConfigArgumentMerger makes of a config file, with where each came from. `held`: the
+    file as a manifest holds it (text, manifest, line of its first line): lines point into the manifest."""
     version = _version(flags)
     problems: list[Problem] = []
+    if held is not None:
+        shown = held[1]
     try:
-        data, lines = _compose_yaml(path)
+        data, lines = _compose_yaml(path, held[0] if held is not None else None)
+        if held is not None:
+            lines = {key: line + held[2] - 1 for key, line in lines.items()}
     except OSError as exc:
         raise FileNotFoundError(str(exc)) from None
     except Exception as exc:  # noqa: BLE001 - yaml's errors: SGLang fails on them too
@@ -256,23 +264,23 @@ def config_words(path: str, flags: Any, shown: str) -> tuple[list[str], list[str
                                         f"(\"Unsupported config option ... with action {action}\"); the server will "
                                         "not start", "give this flag on the command line instead", where))
                 continue
-        new: list[str] = []
-        if isinstance(value, bool):
-            if version < CONFIG_PARSER_FROM or store_true:
-                if value:
-                    new = [f"--{key}"]
-            else:
-                new = [f"--{key}", str(value).lower()]
-        elif isinstance(value, list):
-            if value:
-                new = [f"--{key}", *(str(item) for item in value)]
-        elif isinstance(value, dict):
-            new = [f"--{key}", json.dumps(value) if version >= CONFIG_DICT_JSON_FROM else str(value)]
-        else:
-            new = [f"--{key}", str(value)]
+        new = _value_words(key, value, store_true, version)
         words.extend(new)
         wheres.extend([where] * len(new))
     return words, wheres, problems
+
+
+def _value_words(key: str, value: Any, store_true: bool, version: Version) -> list[str]:
+    """The words ConfigArgumentMerger writes for one key of the config file, by version."""
+    if isinstance(value, bool):
+        if version < CONFIG_PARSER_FROM or store_true:
+            return [f"--{key}"] if value else []
+        return [f"--{key}", str(value).lower()]
+    if isinstance(value, list):
+        return [f"--{key}", *(str(item) for item in value)] if value else []
+    if isinstance(value, dict):
+        return [f"--{key}", json.dumps(value) if version >= CONFIG_DICT_JSON_FROM else str(value)]
+    return [f"--{key}", str(value)]
 
 
 def _merge_config(args: list[str], wheres: list[str], flags: Any, launch: Launch, prepared: Prepared) -> tuple[
@@ -312,9 +320,10 @@ def _merge_config(args: list[str], wheres: list[str], flags: Any, launch: Launch
     path = shown if os.path.isabs(shown) else os.path.join(launch.base_dir, shown)
     if not os.path.exists(path) and os.path.exists(shown):
         path = shown
+    held = launch.files.get(shown)  # a ConfigMap of the manifest, mounted where the launch reads it
     try:
         words, word_wheres, problems = config_words(path, flags, os.path.relpath(path) if not os.path.isabs(shown)
-                                                    else shown)
+                                                    else shown, held)
     except (FileNotFoundError, IsADirectoryError, PermissionError, UnicodeDecodeError):
         prepared.problems.append(Problem("config-not-read", "warn",
                                          f"--config {shown}: not found beside the launch, so the flags in it are not "

@@ -248,6 +248,11 @@ def _kubernetes(path: str, doc: _Node, base_dir: str) -> list[Found]:
         return _dynamo_graph(path, doc, f"{kind} {name}", base_dir)
     if kind == "LeaderWorkerSet":
         return _leader_worker_set(path, doc, f"{kind} {name}", base_dir)
+    api = str(doc.value.get("apiVersion") or "")
+    if api.startswith("ome.io/") and kind in ("ClusterServingRuntime", "ServingRuntime"):
+        return _ome_runtime(path, doc, f"{kind} {name}", base_dir)
+    if api.startswith("serving.kserve.io/"):
+        return _kserve(path, doc, kind, name, base_dir)
     paths: list[tuple[str, ...]] | None = _POD_PATHS.get(kind)
     if paths is None:
         return []
@@ -318,6 +323,50 @@ def _named_values(node: _Node | None, path: str) -> tuple[dict[str, str], dict[s
     return env, where
 
 
+def _ome_runtime(path: str, doc: _Node, owner: str, base_dir: str) -> list[Found]:
+    """OME's ClusterServingRuntime / ServingRuntime (ome.io/v1beta1, the form of sgl-project/ome
+    config/runtimes/srt/*.yaml): `engineConfig` and `decoderConfig` each run a `runner` container on one node,
+    or a `leader` and `worker` (size workers) as one LeaderWorkerSet group of size + 1 nodes; `routerConfig`
+    runs the router. OME sets MODEL_PATH and PARALLELISM_SIZE from the model it serves (not in the file)."""
+    out: list[Found] = []
+    for section in ("engineConfig", "decoderConfig", "routerConfig"):
+        config = doc.at("spec", section)
+        if config is None:
+            continue
+        runner = config.get("runner")
+        if runner is not None and isinstance(runner.value, dict):
+            out.append(_container_found(path, runner, f"{owner} / {section} runner", base_dir))
+        size_node = config.at("worker", "size")
+        size = int(size_node.value) + 1 if size_node is not None and str(size_node.value).isdigit() else None
+        nodes = Nodes(size, f"{section}.worker.size: {size_node.value} + the leader ({path}:{size_node.line})"
+                      if size_node is not None and size is not None else f"{section}: leader and workers, size not given")
+        extra = ({"LWS_GROUP_SIZE": str(size)}, {"LWS_GROUP_SIZE": nodes.source}) if size else None
+        for role in ("leader", "worker"):
+            role_runner = config.at(role, "runner")
+            if role_runner is not None and isinstance(role_runner.value, dict):
+                out.append(_container_found(path, role_runner, f"{owner} / {section} {role}", base_dir,
+                                            extra_env=extra, nodes=nodes))
+    return out
+
+
+def _kserve(path: str, doc: _Node, kind: str, name: str, base_dir: str) -> list[Found]:
+    """KServe: an InferenceService's `spec.predictor` containers (a custom container) or its `model` (args the
+    serving runtime's command receives), and a ServingRuntime / ClusterServingRuntime's `spec.containers`."""
+    owner = f"{kind} {name}"
+    if kind in ("ServingRuntime", "ClusterServingRuntime"):
+        spec = doc.get("spec")
+        return _pod_spec(path, spec, owner, base_dir) if spec is not None else []
+    predictor = doc.at("spec", "predictor")
+    if predictor is None:
+        return []
+    out = _pod_spec(path, predictor, f"{owner} predictor", base_dir) if predictor.get("containers") else []
+    model = predictor.get("model")
+    if model is not None and isinstance(model.value, dict) and (model.get("args") or model.get("command")):
+        out.append(_container_found(path, model, f"{owner} predictor model (runtime "
+                                                 f"{model.value.get('runtime') or 'chosen by KServe'})", base_dir))
+    return out
+
+
 def _leader_worker_set(path: str, doc: _Node, owner: str, base_dir: str) -> list[Found]:
     """LeaderWorkerSet (leaderworkerset.x-k8s.io): a group of `size` pods, one leader and size-1 workers, each
     pod one node; LWS gives every container LWS_GROUP_SIZE, LWS_LEADER_ADDRESS and LWS_WORKER_INDEX."""
@@ -340,12 +389,35 @@ def _pod_spec(path: str, spec: _Node, owner: str, base_dir: str, nodes: Nodes | 
               extra_env: tuple[dict[str, str], dict[str, str]] | None = None) -> list[Found]:
     out = []
     containers = spec.get("containers")
+    volumes = _config_volumes(spec)
     for container in (containers.children if containers is not None and isinstance(containers.children, list)
                       else []):
         if not isinstance(container.value, dict):
             continue
-        out.append(_container_found(path, container, f"{owner} / container {container.value.get('name')}",
-                                    base_dir, extra_env=extra_env, nodes=nodes))
+        found = _container_found(path, container, f"{owner} / container {container.value.get('name')}",
+                                 base_dir, extra_env=extra_env, nodes=nodes)
+        if found.launch is not None:
+            found.launch.mounts = _mounts(container, volumes)
+        out.append(found)
+    return out
+
+
+def _config_volumes(spec: _Node) -> dict[str, str]:
+    """Pod volumes backed by a ConfigMap: volume name -> ConfigMap name."""
+    volumes = spec.get("volumes")
+    out = {}
+    for volume in (volumes.children if volumes is not None and isinstance(volumes.children, list) else []):
+        if isinstance(volume.value, dict) and isinstance(volume.value.get("configMap"), dict):
+            out[str(volume.value.get("name"))] = str(volume.value["configMap"].get("name"))
+    return out
+
+
+def _mounts(container: _Node, volumes: dict[str, str]) -> dict[str, str]:
+    mounts = container.get("volumeMounts")
+    out = {}
+    for mount in (mounts.children if mounts is not None and isinstance(mounts.children, list) else []):
+        if isinstance(mount.value, dict) and str(mount.value.get("name")) in volumes:
+            out[str(mount.value.get("mountPath"))] = volumes[str(mount.value.get("name"))]
     return out
 
 
@@ -461,56 +533,155 @@ def _is_script(path: str, text: str) -> bool:
 
 
 def read_file(path: str, found_in_folder: bool = False) -> tuple[str, list[Found]]:
-    """(kind, what the file holds) for one file; kind is launch.env, kubernetes, compose, script or unknown.
+    """(kind, what the file holds) for one file or Helm chart folder; kind is launch.env, kubernetes, compose,
+    script, dockerfile, skypilot, helm or unknown.
 
-    A file named on the command line that cannot be read is bad input (TopoctlError, exit 2). One found by
-    walking a folder is reported as holding no launch, with the reason: folders hold other YAML too (Helm
-    templates with `{{ }}`, CI files), and a check of a folder must not fail on them."""
+    A file that cannot be read is bad input: named on the command line it is exit 2 at once (TopoctlError);
+    one found by walking a folder is reported as unreadable with its reason and line (kind "unreadable"), the
+    other files are still checked, and the check ends with exit 2."""
     if found_in_folder:
         try:
             return read_file(path)
         except TopoctlError as error:
             return "unreadable", [Found(path, _error_line(error.message, path), kind="unreadable",
                                         none_reason=f"not read: {error.message}")]
+    from topoctl.check import dockerfile, helm
+
     base_dir = os.path.dirname(path) or "."
     if path.endswith(".env") or path == "-":  # `-`: a launch.env on stdin
         return "launch.env", [Found(path, 1, kind="launch.env")]
+    if helm.is_chart(path):
+        return "helm", read_chart(path)
     text = _read_text(path)
     if path.endswith(_YAML_SUFFIXES):
-        found: list[Found] = []
-        kinds = set()
-        for doc in _yaml_documents(path, text):
-            if not isinstance(doc.value, dict):
-                continue
-            if "apiVersion" in doc.value and "kind" in doc.value:
-                kinds.add("kubernetes")
-                found.extend(_kubernetes(path, doc, base_dir))
-            elif isinstance(doc.value.get("services"), dict):
-                kinds.add("compose")
-                found.extend(_compose(path, doc, base_dir))
-            if len(found) > MAX_LAUNCHES_PER_FILE:
-                raise LimitError(f"{path}: more than {MAX_LAUNCHES_PER_FILE} containers or services with a launch")
-        kind = "+".join(sorted(kinds)) or "yaml"
-        if not found:
-            what = {"kubernetes": "no Pod, Deployment, StatefulSet, Job or LeaderWorkerSet with a container",
-                    "compose": "no service", "yaml": "neither a Kubernetes manifest nor a compose file"
-                    + ("; a flat mapping like an SGLang --config file, read with the launch that names it"
-                       if _flat_mapping(text) else "")}
-            found = [Found(path, 1, kind=kind, none_reason=f"{path}: no launch ({what.get(kind, 'no container')})")]
-        return kind, found
+        return read_yaml_text(path, text, base_dir)
+    if dockerfile.is_dockerfile(path):
+        return "dockerfile", dockerfile.read_dockerfile(path, text, base_dir)
     if _is_script(path, text):
+        return "script", _read_script_file(path, text, base_dir)
+    return "unknown", [Found(path, 1, kind="unknown", none_reason=f"{path}: no launch (not a launch.env, manifest, "
+                                                                  "compose file, Dockerfile or shell script)")]
+
+
+def _read_script_file(path: str, text: str, base_dir: str) -> list[Found]:
+    try:
+        launches = read_script(text, origin=path, base_dir=base_dir)
+    except Unsupported as error:
+        return [Found(path, 1, kind="script", unsupported=error.server, none_reason=error.message)]
+    except NotALaunch as error:
+        return [Found(path, 1, kind="script", none_reason=f"{path}: {error.message}")]
+    if not launches:
+        return [Found(path, 1, kind="script", none_reason=f"{path}: no launch: no command of the script starts an "
+                                                          "SGLang server")]
+    return [Found(path, int(launch.where.rsplit(":", 1)[1]), kind="script", launch=launch) for launch in launches]
+
+
+def read_yaml_text(path: str, text: str, base_dir: str, line_map: list[int] | None = None) -> tuple[str, list[Found]]:
+    """The launches of a YAML file's documents: Kubernetes kinds, compose services, a SkyPilot task."""
+    from topoctl.check import skypilot
+
+    found: list[Found] = []
+    kinds = set()
+    documents = _yaml_documents(path, text)
+    config_maps = _config_maps(path, documents)
+    for doc in documents:
+        if not isinstance(doc.value, dict):
+            continue
+        if "apiVersion" in doc.value and "kind" in doc.value:
+            kinds.add("kubernetes")
+            found.extend(_follow_config_maps(_kubernetes(path, doc, base_dir), config_maps))
+        elif isinstance(doc.value.get("services"), dict):
+            kinds.add("compose")
+            found.extend(_compose(path, doc, base_dir))
+        elif skypilot.is_task(doc):
+            kinds.add("skypilot")
+            found.extend(skypilot.read_task(path, doc, base_dir))
+        if len(found) > MAX_LAUNCHES_PER_FILE:
+            raise LimitError(f"{path}: more than {MAX_LAUNCHES_PER_FILE} containers or services with a launch")
+    kind = "+".join(sorted(kinds)) or "yaml"
+    if not found:
+        what = {"kubernetes": "no Pod, Deployment, StatefulSet, Job, LeaderWorkerSet, DynamoGraphDeployment, OME "
+                              "or KServe runtime with a container",
+                "compose": "no service", "yaml": "neither a Kubernetes manifest, a compose file nor a SkyPilot task"
+                + ("; a flat mapping like an SGLang --config file, read with the launch that names it"
+                   if _flat_mapping(text) else "")}
+        found = [Found(path, 1, kind=kind, none_reason=f"{path}: no launch ({what.get(kind, 'no container')})")]
+    return kind, found
+
+
+def read_chart(chart_dir: str) -> list[Found]:
+    """A Helm chart's launches: `helm template` when helm is on PATH, else its templates by plain substitution
+    (what was not rendered is said in each launch's notes)."""
+    from topoctl.check import helm
+
+    rendered = helm.with_helm(chart_dir)
+    how = "helm template"
+    if rendered is None:
+        rendered, how = helm.plain(chart_dir), "plain substitution of values.yaml (helm is not on PATH)"
+    out: list[Found] = []
+    for template in rendered:
         try:
-            launches = read_script(text, origin=path, base_dir=base_dir)
-        except Unsupported as error:
-            return "script", [Found(path, 1, kind="script", unsupported=error.server, none_reason=error.message)]
-        except NotALaunch as error:
-            return "script", [Found(path, 1, kind="script", none_reason=f"{path}: {error.message}")]
-        if not launches:
-            return "script", [Found(path, 1, kind="script", none_reason=f"{path}: no launch line")]
-        return "script", [Found(path, int(launch.where.rsplit(":", 1)[1]), kind="script", launch=launch)
-                          for launch in launches]
-    return "unknown", [Found(path, 1, kind="unknown",
-                             none_reason=f"{path}: no launch (not a launch.env, manifest, compose file or shell script)")]
+            _, founds = read_yaml_text(template.path, template.text, os.path.dirname(template.path))
+        except TopoctlError as error:
+            founds = [Found(template.path, 1, kind="unreadable", none_reason=f"not read ({how}): {error.message}")]
+        for item in founds:
+            _remap(item, template)
+            if item.launch is not None:
+                item.launch.notes.append(f"Helm chart {chart_dir} rendered by {how}")
+                item.launch.notes.extend(f"not rendered: {part}" for part in template.not_rendered[:8])
+        out.extend(item for item in founds if item.launch is not None or "no launch (" not in item.none_reason)
+    if not out:
+        out = [Found(chart_dir, 1, kind="helm", none_reason=f"{chart_dir}: no launch in the chart's templates "
+                                                            f"(rendered by {how})")]
+    return out
+
+
+def _remap(item: Found, template: Any) -> None:
+    """Lines of a rendered template back to the template file's lines."""
+    lines = template.lines
+
+    def back(where: str) -> str:
+        head, _, number = where.rpartition(":")
+        if head == template.path and number.isdigit() and 0 < int(number) <= len(lines):
+            return f"{head}:{lines[int(number) - 1]}"
+        return where
+
+    if not lines:
+        return
+    item.line = int(back(f"{template.path}:{item.line}").rsplit(":", 1)[1])
+    launch = item.launch
+    if launch is not None:
+        launch.where = back(launch.where)
+        launch.arg_where = [back(w) for w in launch.arg_where] if launch.arg_where else launch.arg_where
+        launch.env_where = {k: back(v) for k, v in launch.env_where.items()}
+
+
+def _config_maps(path: str, documents: list[_Node]) -> dict[str, dict[str, tuple[str, int]]]:
+    """ConfigMaps of the manifest: name -> key -> (text, line of the value's first line)."""
+    out: dict[str, dict[str, tuple[str, int]]] = {}
+    for doc in documents:
+        if not isinstance(doc.value, dict) or doc.value.get("kind") != "ConfigMap":
+            continue
+        name = str((doc.value.get("metadata") or {}).get("name") or "")
+        data = doc.get("data")
+        for key, node in (data.children.items() if data is not None and isinstance(data.children, dict) else []):
+            offset = node.line + (1 if node.style in ("|", ">") else 0)
+            out.setdefault(name, {})[key] = (str(node.value), offset)
+    return out
+
+
+def _follow_config_maps(founds: list[Found], config_maps: dict[str, dict[str, tuple[str, int]]]) -> list[Found]:
+    """A launch whose `--config` names a file in a ConfigMap of the same manifest mounted in its pod reads it."""
+    if not config_maps:
+        return founds
+    for item in founds:
+        launch = item.launch
+        if launch is None or not launch.mounts:
+            continue
+        for mount_path, config_map in launch.mounts.items():
+            for key, (text, line) in config_maps.get(config_map, {}).items():
+                launch.files[f"{mount_path.rstrip('/')}/{key}"] = (text, item.path, line)
+    return founds
 
 
 def _flat_mapping(text: str) -> bool:
@@ -531,18 +702,28 @@ def _error_line(message: str, path: str) -> int:
 
 
 def _wanted_in_folder(name: str) -> bool:
+    from topoctl.check.dockerfile import is_dockerfile
+
     if name.endswith(".env"):
         return "launch" in name
-    return name.endswith(_YAML_SUFFIXES + _SCRIPT_SUFFIXES)
+    return name.endswith(_YAML_SUFFIXES + _SCRIPT_SUFFIXES) or is_dockerfile(name)
 
 
 def expand_paths(paths: list[str]) -> list[tuple[str, bool]]:
     """(file, found in a folder) for the files as given and the launch-like files under each folder (sorted,
-    hidden and tool folders skipped)."""
+    hidden and tool folders skipped; a Helm chart folder is one entry)."""
+    from topoctl.check.helm import is_chart
+
     out: list[tuple[str, bool]] = []
     for path in paths:
-        if os.path.isdir(path):
+        if is_chart(path):
+            out.append((path, False))
+        elif os.path.isdir(path):
             for root, dirs, files in os.walk(path):
+                if is_chart(root):  # a Helm chart is read as one: rendered, its templates are not files of their own
+                    out.append((root, True))
+                    dirs[:] = []
+                    continue
                 dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and not d.startswith("."))
                 out.extend((os.path.join(root, name), True) for name in sorted(files) if _wanted_in_folder(name))
         elif path == "-" or os.path.exists(path):
