@@ -92,6 +92,10 @@ def judge(parsed: ParsedLaunch, snapshot: dict[str, Any], flags: Any, ruleset: A
             "(topoctl recommend writes it)",
             parsed.lines.get("SGLANG_ARGS", "")))
     outcome.items.extend(_size_items(parsed, tp_all, tp, ep, gpu_count, span))
+    if not any(item.severity == "block" and item.id.endswith("tp-exceeds-gpus") for item in outcome.items):
+        from topoctl.autoconf.check_memory import memory_items
+
+        outcome.items.extend(memory_items(parsed, snapshot, flags, tp_all, model, Item))
     made_for = parsed.metadata.get("TOPOCTL_SGLANG_VERSION")
     if made_for:
         from topoctl.sglang.flags import normalise_version

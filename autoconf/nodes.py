@@ -28,7 +28,7 @@ class NodeSpan:
     assumed: bool = False  # the count is an assumption: a size that does not fit is not a block
 
 
-def _written(parsed: Any, dest: str) -> tuple[str | None, str]:
+def written_value(parsed: Any, dest: str) -> tuple[str | None, str]:
     """The value of a flag as written in the launch's arguments (the last one counts), and where."""
     flags, args = getattr(parsed, "flags", None), list(getattr(parsed, "args", []) or [])
     value: str | None = None
@@ -54,9 +54,9 @@ def _outside(parsed: Any) -> Any:
 def node_span(parsed: Any, tp: int, pp: int, gpus_per_node: int) -> NodeSpan:
     """The launch's nodes: SGLang's `--nnodes` (default 1); when its value is not written in what topoctl reads,
     the count its launcher gives; else assumed, said so."""
-    written, where = _written(parsed, "nnodes")
+    written, where = written_value(parsed, "nnodes")
     outside = _outside(parsed)
-    tp_written, _ = _written(parsed, "tp_size")
+    tp_written, _ = written_value(parsed, "tp_size")
     tp_known = tp_written is None or tp_written.isdigit()
     if written is None:
         return _no_flag(parsed, tp, outside, where)

@@ -1,0 +1,109 @@
+"""The memory fit of a launch check judges: the same fit recommend runs (autoconf/memory.py `fit`), for the
+model the launch serves, on the target's GPU, with the launch's own settings.
+
+The model: `topoctl check --model NAME` (a built-in profile); else the launch's `--model-path` when it is a
+folder with a config.json (read as recommend reads one, autoconf/models.py `from_model_dir`); else a built-in
+profile whose Hugging Face id the `--model-path` names (`deepseek-ai/DeepSeek-V3`). None of these: no fit, and
+nothing said (most launches name a model id topoctl has no profile of).
+
+The launch's settings go in as SGLang takes them: `--context-length`, `--max-running-requests`, `--cuda-graph-max-bs`,
+`--disable-cuda-graph` and the speculative algorithm reach `fit`'s reserve; a `--mem-fraction-static` the
+launch gives replaces SGLang's default fraction in the same KV formula (KV = GPU memory x fraction - weights -
+draft, autoconf/memory.py), since SGLang then skips its own reserve. `--chunked-prefill-size` moves only the
+default reserve; with a given fraction it does not matter, else the reserve uses SGLang's default for the GPU
+(not modelled). Weights too large for the fraction block (SGLang fails to allocate its KV cache); a KV cache smaller
+than one request of the launch's --context-length warns (without one, SGLang takes the model's length and caps
+a request to what the KV cache holds: its scheduler's max_req_input_len)."""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from topoctl.errors import TopoctlError, one_line
+
+
+def launch_model(parsed: Any, named: dict[str, Any] | None) -> tuple[dict[str, Any] | None, str]:
+    """(model profile, where it came from) for the launch, or (None, "")."""
+    if named is not None:
+        return named, "--model"
+    path = parsed.settings.get("model_path")
+    if not isinstance(path, str) or not path or "$" in path:
+        return None, ""
+    from topoctl.autoconf import models
+
+    if os.path.isdir(path) and os.path.isfile(os.path.join(models.resolve_model_dir(path), "config.json")):
+        try:
+            return models.from_model_dir(path), f"{path}/config.json"
+        except TopoctlError:
+            return None, ""
+    wanted = path.strip("/").lower()
+    for name, entry in models.builtin_models().items():
+        source = str(entry.get("source") or "").lower()
+        if f"huggingface.co/{wanted}/" in source:
+            return models.profile(name), f"the built-in profile {name} (--model-path {path})"
+    return None, ""
+
+
+def _gpu_bytes(snapshot: dict[str, Any]) -> int | None:
+    from topoctl.snapshot_view import SnapshotView
+
+    sizes: list[int] = []
+    for gpu in SnapshotView(snapshot).indexed_gpus:
+        size = gpu.get("memory_total_bytes")
+        if isinstance(size, int) and size > 0:
+            sizes.append(size)
+    return min(sizes) if sizes else None
+
+
+def _int_setting(parsed: Any, name: str) -> int | None:
+    value = parsed.settings.get(name)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def memory_items(parsed: Any, snapshot: dict[str, Any], flags: Any, tp: int, named: dict[str, Any] | None,
+                 item: Any) -> list[Any]:
+    """Check's findings from the memory fit (`item` builds one: autoconf/check.py's Item)."""
+    from topoctl.autoconf.check import _raw_flag
+    from topoctl.autoconf.memory import fit
+    from topoctl.autoconf.nodes import written_value
+
+    model, source = launch_model(parsed, named)
+    gpu_bytes = _gpu_bytes(snapshot)
+    if model is None or gpu_bytes is None or tp < 1:
+        return []
+    launch = {k: v for k, v in parsed.settings.items() if k != "model_path"}
+    if _raw_flag(parsed, "disable_cuda_graph"):
+        launch["disable_cuda_graph"] = True
+    context = _int_setting(parsed, "context_length")  # the model's own length: SGLang caps a request to the pool
+    spec = launch.get("speculative_algorithm")
+    result = fit(model, gpu_bytes, tp, flags.requested or flags.version, bool(spec),
+                 _int_setting(parsed, "cuda_graph_max_bs"), None, None, _int_setting(parsed, "max_running_requests"),
+                 launch=launch)
+    fraction, how = result.mem_fraction_static, f"SGLang's default {result.mem_fraction_static:.3g}"
+    given, _ = written_value(parsed, "mem_fraction_static")
+    kv = result.kv_cache_bytes
+    if given is not None:
+        try:
+            fraction, how = float(given), f"--mem-fraction-static {given}"
+        except ValueError:
+            return []
+        kv = result.kv_cache_bytes + gpu_bytes * (fraction - result.mem_fraction_static)
+    tokens = int(kv // result.kv_bytes_per_token) if kv > 0 and result.kv_bytes_per_token else 0
+    weights = result.weights_bytes / 1e9
+    facts = (f"{model.get('name') or 'the model'} ({source}) at TP {tp}: {weights:.1f} GB of weights per GPU"
+             + (f" + {result.draft_bytes / 1e9:.1f} GB draft" if result.draft_bytes else "")
+             + f", {how} of {gpu_bytes / 1e9:.1f} GB")
+    where = parsed.lines.get("SGLANG_ARGS", "") or parsed.where
+    if kv <= 0:
+        return [item("topoctl-model-does-not-fit", "block", "the model does not fit in GPU memory",
+                     one_line(f"{facts}: no room is left for the KV cache; SGLang stops at start-up (not enough "
+                              "memory for the KV cache)"),
+                     "use more GPUs (a larger --tp-size), a quantized checkpoint, or a larger --mem-fraction-static "
+                     "(topoctl recommend --model ... says what fits)", where)]
+    out: list[Any] = []  # a launch that fits adds nothing to the report (reports of today stay as they are)
+    if isinstance(context, int) and context > 0 and tokens < context:
+        out.append(item("topoctl-kv-below-one-request", "warn", "KV cache below one full-context request",
+                        one_line(f"{facts}: the KV cache holds {tokens} tokens, less than one request of the full "
+                                 f"context ({context}); SGLang caps such a request or fails it"),
+                        "give --context-length a smaller value, use more GPUs, or raise --mem-fraction-static", where))
+    return out
