@@ -57,15 +57,20 @@ def command(ctx, files, topology, system, fallback_system, expect, sglang_versio
 
     \b
     PATH: launch.env files, Kubernetes manifests (Pod, Deployment, StatefulSet,
-    Job, LeaderWorkerSet...), Docker Compose files, shell scripts, or folders of
-    them (in folders: *.yaml, *.yml, *.sh, *launch*.env). Every launch found is
-    reported with its file and line; a file with none is said so.
+    Job, LeaderWorkerSet, DynamoGraphDeployment, OME and KServe runtimes...),
+    Docker Compose files, shell scripts, Dockerfiles, SkyPilot tasks, Helm
+    charts, or folders of them (in folders: *.yaml, *.yml, *.sh, Dockerfile*,
+    *launch*.env; a folder with Chart.yaml is a chart). Every launch found is
+    reported with its file and line; a file with none is said so; a file that
+    cannot be read is reported with the others, then exit 2.
 
     \b
     Launchers: python -m sglang.launch_server, sglang serve [MODEL],
     python -m dynamo.sglang, or the SGLang flags alone; wrapped in NAME=VALUE
-    words, env, exec, bash -c '...', docker run / podman run. SGLang's
-    --config FILE.yaml is read and merged the way the SGLang version does.
+    words, env, exec, nohup, numactl, taskset, timeout, stdbuf, srun, mpirun,
+    uv run, bash -c '...', docker run / podman run. SGLang's --config FILE.yaml
+    is read and merged the way the SGLang version does. A launch over several
+    nodes (--nnodes, srun -N, LeaderWorkerSet size) is judged per node.
 
     \b
     Exit codes:
