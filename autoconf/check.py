@@ -95,7 +95,14 @@ def judge(parsed: ParsedLaunch, snapshot: dict[str, Any], flags: Any, ruleset: A
     if not any(item.severity == "block" and item.id.endswith("tp-exceeds-gpus") for item in outcome.items):
         from topoctl.autoconf.check_memory import memory_items
 
-        outcome.items.extend(memory_items(parsed, snapshot, flags, tp_all, model, Item))
+        def measured() -> list[Any]:  # only asked when the memory model says the launch does not load
+            import topoctl.rules as rules_api
+            from topoctl.autoconf.evidence import collect_evidence
+
+            report = rules_api.evaluate(ruleset, snapshot, request)
+            return collect_evidence([f for f in report.findings if f.status == "fired"])
+
+        outcome.items.extend(memory_items(parsed, snapshot, flags, tp_all, model, Item, measured))
     made_for = parsed.metadata.get("TOPOCTL_SGLANG_VERSION")
     if made_for:
         from topoctl.sglang.flags import normalise_version

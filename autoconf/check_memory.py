@@ -60,9 +60,26 @@ def _int_setting(parsed: Any, name: str) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+def _measured_running(found: list[Any], model: dict[str, Any], launch: dict[str, Any], tp: int) -> Any:
+    """A measured throughput of this model at this TP size under settings the launch has (the rules' evidence on
+    this target): a run is a fact, and it wins over the memory model, as in recommend (search.measured_to_run)."""
+    from topoctl.autoconf.evidence import LEVELS
+
+    for evidence in found:
+        config = evidence.config or {}
+        if evidence.kind != "throughput" or evidence.rank < LEVELS["measured"]:
+            continue
+        if str(config.get("model") or "") != str(model.get("name") or "") or config.get("tp_size", tp) != tp:
+            continue
+        if all(launch.get(key) == value for key, value in config.items() if key in launch and key != "tp_size"):
+            return evidence
+    return None
+
+
 def memory_items(parsed: Any, snapshot: dict[str, Any], flags: Any, tp: int, named: dict[str, Any] | None,
-                 item: Any) -> list[Any]:
-    """Check's findings from the memory fit (`item` builds one: autoconf/check.py's Item)."""
+                 item: Any, measured: Any = None) -> list[Any]:
+    """Check's findings from the memory fit (`item` builds one: autoconf/check.py's Item; `measured()` gives the
+    rules' evidence, asked only when the fit says the launch does not load)."""
     from topoctl.autoconf.check import _raw_flag
     from topoctl.autoconf.memory import fit
     from topoctl.autoconf.nodes import written_value
@@ -94,6 +111,8 @@ def memory_items(parsed: Any, snapshot: dict[str, Any], flags: Any, tp: int, nam
              + (f" + {result.draft_bytes / 1e9:.1f} GB draft" if result.draft_bytes else "")
              + f", {how} of {gpu_bytes / 1e9:.1f} GB")
     where = parsed.lines.get("SGLANG_ARGS", "") or parsed.where
+    if kv <= 0 and measured is not None and _measured_running(measured(), model, launch, tp) is not None:
+        return []  # measured running on this machine: the estimate gives way, as recommend's search does
     if kv <= 0:
         return [item("topoctl-model-does-not-fit", "block", "the model does not fit in GPU memory",
                      one_line(f"{facts}: no room is left for the KV cache; SGLang stops at start-up (not enough "

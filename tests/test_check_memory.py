@@ -50,3 +50,14 @@ def test_the_model_folder_of_the_launch_is_read(cli, tmp_path):
 def test_a_model_topoctl_has_no_profile_of_is_not_judged_for_memory(cli):
     code, out, _ = cli([*H100, *CMD, "--model-path", "someone/unknown-model", "--tp", "1"])
     assert code == 0 and findings(out) == {}
+
+
+def test_a_launch_measured_running_here_is_not_blocked_by_the_estimate(cli, tmp_path):
+    """Kimi-K2.5 with EAGLE-3 on 8x RTX PRO 6000: the memory model leaves no KV cache, the field report measured
+    it running (54 tok/s, a rule's evidence); the run wins, as in recommend."""
+    env = tmp_path / "launch.env"
+    target = ["--system", "rtx-pro-6000-8x-pcie", "--model", "kimi-k2.5"]
+    assert cli(["recommend", *target, "--speculative", "eagle3", "--draft-model", "/d", "--force-speculative",
+                "-o", str(env)])[0] == 0
+    code, out, _ = cli(["check", str(env), *target])
+    assert code == 0 and "topoctl-model-does-not-fit" not in out
