@@ -30,6 +30,53 @@ def target_gpu(snapshot: dict[str, Any]) -> dict[str, Any]:
         memory = model.memory_bytes if model else None
         memory_source = f"topoctl/data/gpus.yaml {model.key}" if model and memory else "unknown"
     bandwidth = gpu_bandwidth(name)
-    return {"name": name, "memory_bytes": int(memory) if memory else None, "memory_source": memory_source,
-            "bandwidth": bandwidth[0] if bandwidth else None,
-            "bandwidth_source": bandwidth[1] if bandwidth else "no bandwidth known for this GPU"}
+    out = {"name": name, "memory_bytes": int(memory) if memory else None, "memory_source": memory_source,
+           "bandwidth": bandwidth[0] if bandwidth else None,
+           "bandwidth_source": bandwidth[1] if bandwidth else "no bandwidth known for this GPU"}
+    measured = decode_step_bandwidth(snapshot)
+    if measured is not None:
+        out["decode_step_bandwidth"], out["decode_step_source"] = measured
+    return out
+
+
+class MeasuredBandwidth:
+    """Achieved bandwidth by the bytes a layer streams, from `topoctl bench`'s decode-step rows (one-token
+    passes captured in a CUDA graph): piecewise linear in log(bytes per layer), flat beyond the rows."""
+
+    def __init__(self, points: list[tuple[float, float]]):
+        self.points = sorted(points)
+
+    def __call__(self, layer_bytes: float) -> float:
+        import math
+
+        pts = self.points
+        if layer_bytes <= pts[0][0]:
+            return pts[0][1]
+        if layer_bytes >= pts[-1][0]:
+            return pts[-1][1]
+        for (x0, y0), (x1, y1) in zip(pts, pts[1:]):
+            if x0 <= layer_bytes <= x1:
+                share = (math.log(layer_bytes) - math.log(x0)) / (math.log(x1) - math.log(x0))
+                return y0 + (y1 - y0) * share
+        return pts[-1][1]
+
+
+def decode_step_bandwidth(snapshot: dict[str, Any]) -> tuple[MeasuredBandwidth, str] | None:
+    """The achieved bandwidth `topoctl bench` measured for decode-step weight reads on this machine
+    (snapshot measurements.decode_step, rows of one token in a CUDA graph), or None when none was measured."""
+    from topoctl.snapshot_view import SnapshotView
+
+    rows = [r for r in SnapshotView(snapshot).measurement_rows("decode_step")
+            if isinstance(r, dict) and r.get("status", "ok") == "ok" and r.get("tokens") == 1 and r.get("cuda_graph")
+            and r.get("moe_experts") in (None, "one batched product per layer")]
+    points = []
+    for row in rows:
+        try:
+            points.append((float(row["bytes_per_layer"]), float(row["graph_bandwidth_gb_s"]) * 1e9))
+        except (KeyError, TypeError, ValueError):
+            continue
+    if not points:
+        return None
+    models = sorted({str(r.get("model")) for r in rows})
+    return MeasuredBandwidth(points), (f"snapshot measurements.decode_step (topoctl bench): {len(points)} one-token "
+                                       f"passes in a CUDA graph ({', '.join(models)}), read at this layer size")

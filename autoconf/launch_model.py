@@ -32,6 +32,7 @@ CITED = "cited reference table"
 FIELD_REPORT = "field report"
 ASSUMED = "assumed"
 COMPUTED = "computed"
+MEASURED_HERE = "measured on this machine"
 NO_ALLREDUCE = "none (one GPU: no allreduce)"
 ORIGINS = {"measured": MEASURED, "cited": CITED, "field-report": FIELD_REPORT, "assumed": ASSUMED}
 
@@ -63,9 +64,17 @@ class Estimate:
     allreduce_source: str = ""
     allreduce_level: str = "modelled"
     allreduce_origin: str = ASSUMED  # where the per-call allreduce latency came from (ORIGINS)
+    band: float = 1.0  # the prediction is within tokens_per_s / band .. x band for 80% of similar held-out cases
+    band_source: str = ""
+    moe: bool = False  # the model has routed experts (its speculative gains take the MoE band)
+
+    def band_text(self) -> str:
+        return f"{self.tokens_per_s / self.band:.1f}-{self.tokens_per_s * self.band:.1f} tok/s"
 
     def to_dict(self) -> dict[str, Any]:
         return {"tokens_per_s": round(self.tokens_per_s, 2), "objective": self.objective, "batch": self.batch,
+                "band": {"factor": round(self.band, 3), "low_tok_s": round(self.tokens_per_s / self.band, 2),
+                         "high_tok_s": round(self.tokens_per_s * self.band, 2), "source": self.band_source},
                 "step_ms": round(self.step_us / 1000, 4), "allreduce_ms": round(self.allreduce_us / 1000, 4),
                 "weights_ms": round(self.weights_us / 1000, 4), "overhead_ms": round(self.overhead_us / 1000, 4),
                 "cycle_ms": round(self.cycle_us / 1000, 4) if self.cycle_us is not None else None,
@@ -263,14 +272,54 @@ class Latencies:
 
 # ------------------------------------------------------------------------------------------ the model
 
-def accept_length(model: dict[str, Any], given: float | None) -> tuple[float, str]:
+FIT_ORIGIN = "fitted on the public corpus (benchmarks/data/public-decode.yaml)"
+
+
+def fitted_terms() -> tuple[Any, dict[str, Any]]:
+    """The fitted decode terms and the fit's record (autoconf/data/decode-fit.yaml, written by
+    benchmarks/launch_model_checks.py --write); the defaults of decode_terms when no fit is stored."""
+    from topoctl.autoconf.decode_terms import Terms
+
+    try:
+        doc = load("decode-fit.yaml") or {}
+    except FileNotFoundError:
+        doc = {}
+    return Terms.from_dict(doc.get("terms") or {}), doc
+
+
+def band_group(model: dict[str, Any], speculative: bool) -> str:
+    """Which held-out cases a prediction's band comes from: speculative, plain MLA, plain MoE or plain dense."""
+    if speculative:
+        return "speculative"
+    if model.get("attention") == "mla":
+        return "plain-mla"
+    return "plain-moe" if model.get("moe") else "plain-dense"
+
+
+def band_of(group: str) -> tuple[float, str]:
+    """(factor, source) of the uncertainty band of a group; 1.0 when the fit records none."""
+    _, doc = fitted_terms()
+    factor = float((doc.get("bands") or {}).get(group) or 1.0)
+    rule = doc.get("band_rule") or "no fit recorded"
+    return factor, f"{rule}, {group} cases of {doc.get('corpus', 'the corpus')}"
+
+
+def accept_length(model: dict[str, Any], given: float | None, draft: Any = None) -> tuple[float, str, str]:
+    """(accept length, source, origin): --accept-length, else a value measured for the same model, else the
+    fitted function of the draft shape (decode_terms.accept_length)."""
+    from topoctl.autoconf.decode_terms import accept_length as from_shape
+
     if given:
-        return float(given), "--accept-length"
+        return float(given), "--accept-length", "--accept-length"
     table = load("costs.yaml").get("accept_length") or {}
     for row in table.get("measured") or ():
         if same_model(str(row["model"]), model):
-            return float(row["value"]), " ".join(str(row["source"]).split())
-    return float(table.get("default", 2.0)), " ".join(str(table.get("default_source", "default")).split())
+            return float(row["value"]), " ".join(str(row["source"]).split()), FIELD_REPORT + " (fitted)"
+    terms, _ = fitted_terms()
+    if draft is None:
+        return float(table.get("default", 2.0)), " ".join(str(table.get("default_source", "default")).split()), "published"
+    shape = f"{draft.steps} steps, topk {draft.topk}, {draft.draft_tokens} draft tokens"
+    return from_shape(terms, draft), f"from the draft shape ({shape}), decode_terms.accept_length", FIT_ORIGIN
 
 
 def uses_cuda_graph(launch: dict[str, Any]) -> bool:
@@ -281,71 +330,167 @@ def uses_cuda_graph(launch: dict[str, Any]) -> bool:
     return value is None or normalize("cuda_graph", value) is not False
 
 
-def forward_us(model: dict[str, Any], tp: int, path: str, tokens: int, bandwidth: float, lat: Latencies,
-               kv_read_bytes: float = 0.0, cuda_graph: bool = True) -> tuple[float, float, float, float, Latency]:
-    """(step, weights, allreduce, overhead us, the per-call latency used) of one forward pass over `tokens`
-    tokens."""
-    active = sum(per_gpu(model["active_parts_bytes"], model, tp).values())
-    weights = (active + kv_read_bytes) / bandwidth * 1e6
-    call = lat.lookup(path, tokens * model["allreduce_bytes_per_token"], tp, cuda_graph)
-    allreduce = model["allreduces_per_forward"] * call.us
-    overhead = float(load("costs.yaml")["overhead"]["per_layer_us"]) * model["layers"]
-    return weights + allreduce + overhead, weights, allreduce, overhead, call
+def _draft_shape(model: dict[str, Any], launch: dict[str, Any], tp: int) -> Any:
+    from topoctl.autoconf.decode_terms import Draft
+
+    steps = int(launch.get("speculative_num_steps") or 3)
+    topk = int(launch.get("speculative_eagle_topk") or 1)
+    tokens = int(launch.get("speculative_num_draft_tokens") or steps + 1)
+    return Draft(steps=steps, topk=topk, draft_tokens=tokens, bytes_per_gpu=draft_read_bytes(model, tp))
+
+
+def _term_inputs(feat: Any, terms: Any, gpu: dict[str, Any], model: dict[str, Any]) -> list[Input]:
+    """The inputs of one forward pass, each with its origin."""
+    from topoctl.autoconf.decode_terms import achieved_bandwidth
+
+    layer_bytes = feat.per_layer_bytes()
+    measured = feat.measured_bandwidth is not None
+    inputs = [Input("memory bandwidth (datasheet)", feat.bandwidth / 1e9, "GB/s", gpu["bandwidth_source"], "datasheet"),
+              Input("achieved bandwidth at this layer size", achieved_bandwidth(feat, terms, layer_bytes) / 1e9, "GB/s",
+                    (gpu.get("decode_step_source") or "") if measured else
+                    f"datasheet x {terms.eta(feat.family):.3f} ({feat.family}) x s/(s+{terms.half_mb:.2f} MB), "
+                    f"s = {layer_bytes / 1e6:.1f} MB a layer streams per GPU",
+                    MEASURED_HERE if measured else FIT_ORIGIN),
+              Input("weight bytes read per forward per GPU", feat.read_bytes(1, terms.rho) / 1e9, "GB",
+                    model["weight_bytes_source"] + "; one embedding row, the experts a token is routed to")]
+    per_layer = terms.mla_us if feat.mla else terms.attention_us
+    inputs.append(Input("overhead per MLA layer" if feat.mla else "overhead per attention layer", per_layer, "us",
+                        "decode_terms.PARAMETERS", FIT_ORIGIN))
+    if feat.moe_layers:
+        inputs.append(Input("overhead per MoE layer", terms.moe_us, "us", f"{feat.moe_layers} MoE layers", FIT_ORIGIN))
+    inputs.append(Input("scheduler overhead per step", terms.step_us, "us", "sampling, scheduling, launch", FIT_ORIGIN))
+    if feat.allreduces:
+        inputs.append(Input("allreduces per forward pass", feat.allreduces, "calls", "2 per layer under tensor parallelism"))
+    return inputs
+
+
+def _spec_inputs(feat: Any, terms: Any, draft: Any, length: float, source: str, origin: str) -> list[Input]:
+    inputs = [Input("draft weight bytes per GPU (one forward)", draft.bytes_per_gpu / 1e9, "GB",
+                    "one decoder layer + fc + lm_head over a 32000-token draft vocabulary, bf16", ASSUMED),
+              Input("draft overhead per forward", terms.draft_us + (terms.draft_tp_us if feat.allreduces else 0.0), "us",
+                    "draft_us" + (" + draft_tp_us (TP > 1)" if feat.allreduces else ""), FIT_ORIGIN),
+              Input("per-token cost of the verify pass", terms.token_us, "us per token per layer",
+                    f"{draft.draft_tokens} tokens verified", FIT_ORIGIN),
+              Input("speculative cycle overhead", terms.cycle_us, "us", "tree build, verify bookkeeping", FIT_ORIGIN),
+              Input("accept length", length, "tokens per cycle", source, origin)]
+    if feat.moe_layers:
+        inputs.insert(3, Input("distinct experts read by the verify pass", feat.distinct_experts(draft.draft_tokens, terms.rho),
+                               "experts per MoE layer", f"E x (1 - (1 - k/E)^(1 + {terms.rho:.3f} x (T - 1))), "
+                               f"T = {draft.draft_tokens}, E = {feat.experts}, k = {feat.active_experts}", FIT_ORIGIN))
+    return inputs
 
 
 def estimate(model: dict[str, Any], launch: dict[str, Any], path: str, gpu: dict[str, Any], lat: Latencies,
              memory: Fit, objective: str = "latency", accept: float | None = None,
              context_tokens: int | None = None) -> Estimate | None:
-    """The predicted tokens/s of one candidate; None when the GPU's bandwidth is unknown."""
-    bandwidth = gpu.get("bandwidth")
-    if not bandwidth:
+    """The predicted tokens/s of one candidate, with its band; None when the GPU's bandwidth is unknown."""
+    from topoctl.autoconf import decode_terms
+
+    if not gpu.get("bandwidth"):
         return None
     tp = int(launch.get("tp_size") or 1)
-    dp = int(launch.get("dp_size") or 1)
     graph = uses_cuda_graph(launch)
-    costs = load("costs.yaml")
-    overhead_source = " ".join(str(costs["overhead"]["source"]).split())
-    inputs = [Input("memory bandwidth", bandwidth / 1e9, "GB/s", gpu["bandwidth_source"], "datasheet"),
-              Input("active weight bytes per GPU", sum(per_gpu(model["active_parts_bytes"], model, tp).values()) / 1e9,
-                    "GB", model["weight_bytes_source"]),
-              Input("allreduces per forward pass", model["allreduces_per_forward"], "calls",
-                    "2 per layer under tensor parallelism"),
-              Input("overhead per layer", float(costs["overhead"]["per_layer_us"]), "us", overhead_source,
-                    FIELD_REPORT + " (fitted)")]
-    batch = 1
-    kv_read = 0.0
-    if objective == "throughput":
-        context = context_tokens or int(costs.get("throughput_context_tokens", 4096))
-        batch = max(1, min(memory.cuda_graph_max_bs, memory.kv_tokens // max(context, 1)))
-        kv_read = batch * (context / 2) * memory.kv_bytes_per_token
-        inputs.append(Input("streams per replica", batch, "requests",
-                            f"min(CUDA graph max batch {memory.cuda_graph_max_bs}, KV tokens {memory.kv_tokens} / "
-                            f"context {context})"))
-    step, weights, allreduce, overhead, call = forward_us(model, tp, path, batch, bandwidth, lat, kv_read, graph)
+    terms, _ = fitted_terms()
+    spec = bool(launch.get("speculative_algorithm"))
+    draft = _draft_shape(model, launch, tp) if spec else None
+    batch, kv_read, batch_inputs = _batch(objective, memory, context_tokens)
+    counts = (batch,) if draft is None else (batch, batch * draft.topk, batch * draft.draft_tokens)
+    feat = decode_features(model, tp, path, gpu, lat, graph, counts)
+    feat.base_bytes += kv_read
+    feat.measured_bandwidth = gpu.get("decode_step_bandwidth")
+    inputs = _term_inputs(feat, terms, gpu, model) + batch_inputs
+    call = lat.lookup(path, batch * model["allreduce_bytes_per_token"], tp, graph)
     mode = "" if graph else "; the launch decodes eagerly (--disable-cuda-graph)"
     inputs.append(Input("allreduce latency per call (decode)", call.us, "us", call.source + mode, call.origin))
-    replicas = dp if objective == "throughput" else 1  # latency: one stream, whatever the replicas
-    if not launch.get("speculative_algorithm"):
-        rate = replicas * batch / step * 1e6
-        return Estimate(rate, step, allreduce, weights, overhead, objective, inputs, batch=batch,
-                        allreduce_source=call.source, allreduce_level=call.level, allreduce_origin=call.origin)
-    steps = int(launch.get("speculative_num_steps") or 3)
-    topk = int(launch.get("speculative_eagle_topk") or 1)
-    draft_tokens = int(launch.get("speculative_num_draft_tokens") or steps + 1)
-    verify, _, verify_ar, _, verify_call = forward_us(model, tp, path, batch * draft_tokens, bandwidth, lat, kv_read,
-                                                      graph)
-    draft_weights = memory.draft_bytes
-    draft_call = lat.lookup(path, batch * topk * model["allreduce_bytes_per_token"], tp, graph)
-    draft_step = draft_weights / bandwidth * 1e6 + 2 * draft_call.us + float(costs["overhead"]["per_layer_us"])
-    cycle = verify + steps * draft_step
-    length, length_source = accept_length(model, accept)
-    fitted = length_source.startswith("fitted on the field")
-    length_origin = "--accept-length" if accept else FIELD_REPORT + " (fitted)" if fitted else "published"
-    inputs += [Input("allreduce latency per call (verify)", verify_ar / max(model["allreduces_per_forward"], 1), "us",
-                     verify_call.source, verify_call.origin),
-               Input("draft weight bytes per GPU", draft_weights / 1e9, "GB", "; ".join(memory.notes) or "draft model"),
-               Input("accept length", length, "tokens per cycle", length_source, length_origin)]
-    rate = replicas * batch * length / cycle * 1e6
-    return Estimate(rate, verify, verify_ar + steps * 2 * draft_call.us, weights, overhead, objective, inputs,
-                    cycle_us=cycle, batch=batch, allreduce_source=verify_call.source, allreduce_level=call.level,
-                    allreduce_origin=verify_call.origin)
+    parts = decode_terms.forward_parts(feat, terms, batch)
+    step = sum(parts.values())
+    replicas = int(launch.get("dp_size") or 1) if objective == "throughput" else 1
+    factor, band_source = band_of(band_group(model, spec))
+    est = Estimate(replicas * batch / step * 1e6, step, parts["allreduce"], parts["weights"],
+                   parts["overhead"] + parts["tokens"], objective, inputs, batch=batch, allreduce_source=call.source,
+                   allreduce_level=call.level, allreduce_origin=call.origin, band=factor, band_source=band_source,
+                   moe=bool(feat.experts))
+    if draft is None:
+        return est
+    length, source, origin = accept_length(model, accept, draft)
+    est.inputs += _spec_inputs(feat, terms, draft, length, source, origin)
+    cycle = decode_terms.cycle_us(feat, terms, draft) if batch == 1 else _batched_cycle(feat, terms, draft, batch)
+    est.tokens_per_s = replicas * batch * length / cycle * 1e6
+    est.cycle_us = cycle
+    est.step_us = decode_terms.forward_us(feat, terms, batch * draft.draft_tokens)
+    return est
+
+
+def _batched_cycle(feat: Any, terms: Any, draft: Any, batch: int) -> float:
+    from topoctl.autoconf import decode_terms
+
+    verify = decode_terms.forward_us(feat, terms, batch * draft.draft_tokens)
+    return verify + (draft.steps + 1) * decode_terms.draft_forward_us(feat, terms, draft) + terms.cycle_us
+
+
+def _batch(objective: str, memory: Fit, context_tokens: int | None) -> tuple[int, float, list[Input]]:
+    """(streams per replica, KV bytes read per step, their inputs): one stream for the latency objective;
+    min(CUDA graph max batch, KV tokens / context) for throughput, each reading half its context's KV."""
+    if objective != "throughput":
+        return 1, 0.0, []
+    context = context_tokens or int(load("costs.yaml").get("throughput_context_tokens", 4096))
+    batch = max(1, min(memory.cuda_graph_max_bs, memory.kv_tokens // max(context, 1)))
+    kv_read = batch * (context / 2) * memory.kv_bytes_per_token
+    return batch, kv_read, [Input("streams per replica", batch, "requests",
+                                  f"min(CUDA graph max batch {memory.cuda_graph_max_bs}, KV tokens {memory.kv_tokens} / "
+                                  f"context {context})")]
+
+
+# ------------------------------------------------------------------------ decode-step features and terms
+
+def _moe_layers(model: dict[str, Any]) -> int:
+    """MoE layers of a profile: the router holds hidden x experts weights in each of them."""
+    experts = model.get("experts") or 0
+    router = (model.get("parts_params") or {}).get("router") or 0
+    return int(round(router / (model["hidden_size"] * experts))) if experts else 0
+
+
+def draft_read_bytes(model: dict[str, Any], tp: int) -> float:
+    """Bytes one EAGLE-3 draft forward reads per GPU: one decoder layer of the target's width, the fc that
+    joins the target's three hidden states, and an lm_head over the draft vocabulary, in bf16."""
+    from topoctl.autoconf.decode_terms import DRAFT_VOCAB
+
+    hidden = model["hidden_size"]
+    heads, kv, head_dim = model["heads"], model["kv_heads"], model["head_dim"]
+    layer = 2 * hidden * heads * head_dim + 2 * hidden * kv * head_dim + 3 * hidden * 4 * hidden
+    params = layer + 3 * hidden * hidden + min(DRAFT_VOCAB, model["vocab_size"] or DRAFT_VOCAB) * hidden
+    return params * 2.0 / tp
+
+
+def gpu_family(gpu: dict[str, Any]) -> str:
+    """The GPU's architecture family as topoctl/data/gpus.yaml names it (hopper, blackwell, ...)."""
+    from topoctl import gpus
+
+    if gpu.get("family"):
+        return str(gpu["family"])
+    found = gpus.lookup(gpu.get("name")) if gpu.get("name") else None
+    return found.architecture if found else "other"
+
+
+def decode_features(model: dict[str, Any], tp: int, path: str, gpu: dict[str, Any], lat: Latencies,
+                    cuda_graph: bool = True, token_counts: tuple[int, ...] = (1,)) -> Any:
+    """The features of one launch's decode step (decode_terms.Features): bytes per GPU, layers by kind,
+    experts, the datasheet bandwidth and the per-call allreduce latency at each token count asked for."""
+    from topoctl.autoconf.decode_terms import Features
+
+    active = per_gpu(model["active_parts_bytes"], model, tp)
+    experts = int(model.get("experts") or 0)
+    moe_layers = _moe_layers(model)
+    expert_total = active.get("experts", 0.0)
+    base = sum(v for k, v in active.items() if k != "experts")
+    if not model["parts_bytes"].get("lm_head"):  # tied embeddings: the lm_head read is the embedding matrix
+        base += model["parts_bytes"].get("embed", 0.0) / tp
+    active_k = int(model.get("active_experts") or 0)
+    one_expert = expert_total / (moe_layers * active_k) if moe_layers and active_k else 0.0
+    feat = Features(layers=int(model["layers"]), moe_layers=moe_layers, mla=model.get("attention") == "mla",
+                    experts=experts, active_experts=active_k, base_bytes=base, expert_bytes=one_expert,
+                    bandwidth=float(gpu.get("bandwidth") or 0.0), family=gpu_family(gpu),
+                    allreduces=int(model["allreduces_per_forward"]) if tp > 1 else 0)
+    for tokens in token_counts:
+        feat.allreduce_us[tokens] = lat.lookup(path, tokens * model["allreduce_bytes_per_token"], tp, cuda_graph).us
+    return feat

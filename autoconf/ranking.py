@@ -42,6 +42,34 @@ def rank(candidates: list[Candidate], blocked: list[Candidate]) -> None:
     candidates.sort(key=Candidate.canonical)
     candidates.sort(key=sort_key, reverse=True)
     blocked.sort(key=Candidate.canonical)
+    hold_within_band(candidates)
+
+
+def hold_within_band(candidates: list[Candidate]) -> None:
+    """Speculative decoding is kept only when its predicted gain clears the launch model's band for gains
+    (the held-out error of predicted speedups, autoconf/data/decode-fit.yaml); inside the band the launch
+    without it is put first, and says what would settle the choice. Measured numbers are not second-guessed."""
+    from topoctl.autoconf.launch_model import band_of
+
+    if not candidates or not candidates[0].speculative:
+        return
+    winner = candidates[0]
+    alt = next((c for c in candidates[1:] if not c.speculative and c.tp == winner.tp and c.path == winner.path
+                and len(c.warnings) == len(winner.warnings) and c.remedies_missed == winner.remedies_missed), None)
+    if alt is None or winner.estimate is not None or winner.predicted is None or alt.predicted is None:
+        return
+    moe = bool(winner.fit is not None and getattr(winner.predicted, "moe", False))
+    band, _ = band_of("gain-moe" if moe else "gain-dense")
+    gain = winner.predicted.tokens_per_s / alt.predicted.tokens_per_s
+    if gain >= band:
+        return
+    candidates.remove(alt)
+    candidates.insert(0, alt)
+    alt.uncertain = (f"{winner.speculative.upper().replace('EAGLE3', 'EAGLE-3')} is predicted {gain:.2f}x the launch "
+                     f"without it, inside the launch model's band for speculative gains (x/{band:.2f}): the choice "
+                     "is uncertain and SGLang's default (no speculation) is kept. One measurement settles it: "
+                     "`topoctl bench` on this machine, or `python -m sglang.bench_one_batch_server --batch-size 1` "
+                     "against a server launched with and without the speculative flags")
 
 
 def require_a_launch(candidates: list[Candidate], blocked: list[Candidate]) -> None:
@@ -162,6 +190,9 @@ def speculative_comparison(candidates: list[Candidate], winner: Candidate, specu
     elif without is None:
         out["verdict"] = "forced" if forced else "only"
         out["message"] = f"{name} kept (--force-speculative)" if forced else f"{name} is the only launch left"
+    elif winner.uncertain:
+        out["verdict"] = "uncertain"
+        out["message"] = winner.uncertain + " (--force-speculative keeps it)"
     elif not winner.speculative:
         a, b = out["with"], out["without"]
         shown_a = a["throughput_tok_s"] if a["throughput_tok_s"] is not None else a["estimated_tok_s"]
@@ -179,7 +210,8 @@ def speculative_comparison(candidates: list[Candidate], winner: Candidate, specu
     elif with_spec.estimate is None and with_spec.predicted is not None and without.predicted is not None:
         out["verdict"] = "kept"
         out["message"] = (f"{name} kept: the launch model predicts {with_spec.predicted.tokens_per_s:.1f} tok/s with it "
-                          f"vs {without.predicted.tokens_per_s:.1f} without (modelled)")
+                          f"vs {without.predicted.tokens_per_s:.1f} without, a gain that clears its band for "
+                          "speculative gains (modelled)")
     else:
         out["verdict"] = "kept"
         out["message"] = f"{name} kept: no evidence that it is slower on this machine"

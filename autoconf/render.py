@@ -101,7 +101,8 @@ def basis(cand: Candidate) -> str:
     if cand.estimate is not None:
         return f"rule evidence, {LEVEL_NAMES[cand.estimate_level]}"
     if cand.predicted is not None:
-        return f"launch model; allreduce latency: {cand.predicted.allreduce_origin}"
+        return (f"launch model, {cand.predicted.band_text()} (x/{cand.predicted.band:.2f}, held-out band); "
+                f"allreduce latency: {cand.predicted.allreduce_origin}")
     return f"{LEVEL_NAMES[cand.allreduce_level]} per-call allreduce latency"
 
 

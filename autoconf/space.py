@@ -53,6 +53,7 @@ class Candidate:
     remedies_asked: int = 0  # preferences of blocking rules that fired for this candidate's (TP, DP) option
     gpus: tuple[int, ...] = ()  # the GPUs it runs on (snapshot indices; autoconf/placement.py)
     estimate_withheld: list[str] = field(default_factory=list)  # numbers measured on another launch, and why
+    uncertain: str = ""  # why a choice was left at SGLang's default: its predicted gain is inside the band
     # What SGLang sets by itself for this launch (the rules' effect.implies, report.implied): setting -> (value,
     # rule id). The launch as SGLang runs it (`effective`) and the allreduce path that runs (`runs_path`) are what
     # the cost, the evidence and the rule preferences judge, the way check judges a launch.

@@ -1,59 +1,386 @@
-"""Predicted vs published: the launch model against the field report (fitted) and public results (not fitted).
+"""The launch model against public single-stream decode measurements: fit, leave-one-source-out check, table.
 
-    .venv/bin/python benchmarks/launch_model_checks.py
+    .venv/bin/python benchmarks/launch_model_checks.py            # print the corpus table and LOSO statistics
+    .venv/bin/python benchmarks/launch_model_checks.py --write    # also write autoconf/data/decode-fit.yaml
 
-Prints the table quoted in docs/launch-model.md."""
+The corpus is benchmarks/data/public-decode.yaml (every row with its source and the place in it). The
+parameters of autoconf/decode_terms.py are fitted on the SGLang rows (vLLM rows are printed, never fitted);
+the error quoted is leave-one-source-out: each source's rows are predicted by a fit made without them. The
+uncertainty band of a prediction is the 80th percentile of those held-out errors among cases of its group
+(plain dense, plain MoE, plain MLA, speculative tokens/s, speculative gain on dense and on MoE models), and
+is what `recommend` prints.
+
+The fit is a Nelder-Mead search on the logarithms of the parameters (squared log error of tokens/s, of
+published speedups and of published accept lengths, plus a weak pull towards the defaults so that a
+parameter the corpus says little about stays where it started). It is written here in plain Python: the
+problem has 14 parameters and ~35 rows, and a numerical library would be a new dependency for that alone.
+"""
 from __future__ import annotations
 
-from topoctl.autoconf import launch_model, memory, models
-from topoctl.autoconf.gpu_specs import target_gpu
+import argparse
+import math
+import os
+import statistics
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+from topoctl.autoconf import decode_terms as terms_mod
+from topoctl.autoconf import launch_model, models
+from topoctl.autoconf.data_files import read_yaml
 from topoctl.snapshot import system_snapshot
 
-EAGLE3 = {"speculative_algorithm": "eagle3", "speculative_num_steps": 3, "speculative_eagle_topk": 1,
-          "speculative_num_draft_tokens": 4}
-# Qwen3-8B, from its config.json (https://huggingface.co/Qwen/Qwen3-8B/blob/main/config.json)
-QWEN3_8B = {"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "hidden_size": 4096,
-            "intermediate_size": 12288, "num_hidden_layers": 36, "num_attention_heads": 32, "num_key_value_heads": 8,
-            "head_dim": 128, "vocab_size": 151936, "tie_word_embeddings": False, "torch_dtype": "bfloat16"}
+HERE = os.path.dirname(os.path.abspath(__file__))
+CORPUS = os.path.join(HERE, "data", "public-decode.yaml")
+FIT_FILE = os.path.join(HERE, os.pardir, "autoconf", "data", "decode-fit.yaml")
+FITTED = ["eta_hopper", "eta_blackwell", "half_mb", "attention_us", "mla_us", "moe_us", "step_us", "rho",
+          "token_us", "draft_us", "draft_tp_us", "cycle_us", "accept_a", "accept_tree"]
+PRIOR_WEIGHT = 0.02
+BAND_QUANTILE = 0.8
+MIN_BAND_CASES = 3
+NVLINK_GPUS = ("h100-sxm", "h200-sxm", "b200")
 
 
-def predict(system: str, model: dict, tp: int, path: str, spec: bool, version: str = "0.5.12") -> float:
-    snap = system_snapshot(system)
-    gpu = target_gpu(snap)
-    fit = memory.fit(model, gpu["memory_bytes"], tp, version, spec)
-    launch = dict({"tp_size": tp}, **(EAGLE3 if spec else {}))
-    est = launch_model.estimate(model, launch, path, gpu, launch_model.Latencies(snap), fit)
-    assert est is not None
-    return est.tokens_per_s
+@dataclass
+class Case:
+    row: dict[str, Any]
+    feat: Any
+    draft: Any  # decode_terms.Draft or None
+
+    @property
+    def id(self) -> str:
+        return str(self.row["id"])
+
+    @property
+    def source(self) -> str:
+        return str(self.row["source"])
+
+    @property
+    def fitted(self) -> bool:
+        """SGLang rows of the releases the model is for; vLLM rows and releases before 0.5 are shown only."""
+        if self.row.get("engine", "sglang") != "sglang":
+            return False
+        release = str(self.row.get("sglang") or "")
+        return not release or not release.startswith("0.4")
+
+    @property
+    def group(self) -> str:
+        if self.draft is not None:
+            return "speculative"
+        if self.feat.mla:
+            return "plain-mla"
+        return "plain-moe" if self.feat.experts else "plain-dense"
 
 
-def main() -> None:
-    kimi = models.profile("kimi-k2.5")
-    llama = models.profile("llama-3.1-8b")
-    qwen = models.from_config(QWEN3_8B, "qwen3-8b", "Qwen/Qwen3-8B config.json")
-    rows = [
-        ("fitted", "Kimi-K2.5 TP8, 8x RTX PRO 6000 PCIe, NCCL, no speculation", 89.5,
-         predict("rtx-pro-6000-8x-pcie", kimi, 8, "nccl", False)),
-        ("fitted", "Kimi-K2.5 TP8, 8x RTX PRO 6000 PCIe, NCCL, EAGLE-3", 54.1,
-         predict("rtx-pro-6000-8x-pcie", kimi, 8, "nccl", True)),
-        ("fitted", "Kimi-K2.5 TP8, 8x RTX PRO 6000 PCIe, custom allreduce, EAGLE-3", 38.0,
-         predict("rtx-pro-6000-8x-pcie", kimi, 8, "custom", True)),
-    ]
-    plain_h100 = predict("h100-8x-nvswitch", llama, 1, "nccl", False)
-    eagle_h100 = predict("h100-8x-nvswitch", llama, 1, "nccl", True)
-    plain_h200 = predict("h200-2x-nvswitch-vm", qwen, 1, "nccl", False)
-    eagle_h200 = predict("h200-2x-nvswitch-vm", qwen, 1, "nccl", True)
-    rows += [
-        ("check", "Llama-3.1-8B-Instruct, 1x H100, SGLang, no speculation (tok/s)", 158.34, plain_h100),
-        ("check", "Llama-3.1-8B-Instruct, 1x H100, SGLang, EAGLE-3 speedup (x)", 373.25 / 158.34, eagle_h100 / plain_h100),
-        ("check", "Qwen3-8B, 1x H200, SGLang, no speculation (tok/s)", 187.0, plain_h200),
-        ("check", "Qwen3-8B, 1x H200, SGLang, EAGLE-3 speedup (x)", 365.0 / 187.0, eagle_h200 / plain_h200),
-    ]
-    print("| kind | configuration | published / measured | predicted | error |")
-    print("|---|---|---|---|---|")
-    for kind, label, published, predicted in rows:
-        print(f"| {kind} | {label} | {published:.3g} | {predicted:.3g} | {100 * (predicted / published - 1):+.1f}% |")
+# ----------------------------------------------------------------------------------------- the corpus
+
+def _profile(name: str, corpus_models: dict[str, Any]) -> dict[str, Any]:
+    entry = corpus_models.get(name)
+    if entry is None:
+        return models.profile(name)
+    if "builtin" in entry:
+        config = dict(models.builtin_models()[entry["builtin"]]["config"])
+        for key in entry.get("drop") or ():
+            config.pop(key, None)
+        config.update(entry.get("set") or {})
+        return models.from_config(config, name, str(entry["source"]))
+    return models.from_config(dict(entry["config"]), name, str(entry["source"]))
+
+
+def _gpu(key: str) -> dict[str, Any]:
+    from topoctl import gpus
+
+    found = next(m for m in gpus.models() if m.key == key)
+    return {"name": found.key, "family": found.architecture, "bandwidth": float(found.memory_bandwidth_gb_s or 0) * 1e9,
+            "memory_bytes": found.memory_bytes}
+
+
+LATENCIES: dict[str, Any] = {}
+
+
+def _latencies(nvlink: bool) -> Any:
+    system = "h100-8x-nvswitch" if nvlink else "rtx-pro-6000-8x-pcie"
+    if system not in LATENCIES:
+        LATENCIES[system] = launch_model.Latencies(system_snapshot(system))
+    return LATENCIES[system]
+
+
+def _draft(row: dict[str, Any], profile: dict[str, Any]) -> Any:
+    spec = row.get("spec")
+    if not spec:
+        return None
+    return terms_mod.Draft(steps=int(spec["steps"]), topk=int(spec["topk"]), draft_tokens=int(spec["draft_tokens"]),
+                           bytes_per_gpu=launch_model.draft_read_bytes(profile, int(row["tp"])))
+
+
+def load_cases(path: str = CORPUS) -> tuple[dict[str, Any], list[Case]]:
+    doc = read_yaml(path)
+    cases = []
+    for row in doc["cases"]:
+        profile = _profile(str(row["model"]), doc.get("models") or {})
+        nvlink = row["gpu"] in NVLINK_GPUS
+        draft = _draft(row, profile)
+        counts = (1,) if draft is None else (1, draft.topk, draft.draft_tokens)
+        feat = launch_model.decode_features(profile, int(row["tp"]), "custom" if nvlink else "nccl", _gpu(row["gpu"]),
+                                            _latencies(nvlink), bool(row.get("cuda_graph", True)), counts)
+        cases.append(Case(row, feat, draft))
+    return doc, cases
+
+
+# ----------------------------------------------------------------------------------------- predictions
+
+def _baseline(case: Case, by_id: dict[str, Case]) -> Case | None:
+    return by_id.get(str(case.row.get("baseline") or ""))
+
+
+def predict(case: Case, terms: Any, published_accept: bool = True) -> float:
+    accept = case.row.get("accept") if published_accept else None
+    return terms_mod.tokens_per_s(case.feat, terms, case.draft, accept)
+
+
+def predicted_speedup(case: Case, terms: Any, published_accept: bool = True) -> float:
+    plain = terms_mod.tokens_per_s(case.feat, terms)
+    return predict(case, terms, published_accept) / plain
+
+
+def _loss_terms(case: Case, terms: Any) -> list[float]:
+    out = []
+    if case.row.get("tok_s"):
+        out.append(terms_mod.log_ratio(predict(case, terms), float(case.row["tok_s"])))
+    if case.row.get("speedup"):
+        out.append(math.log(predicted_speedup(case, terms) / float(case.row["speedup"])))
+    if case.draft is not None and case.row.get("accept"):
+        out.append(math.log(terms_mod.accept_length(terms, case.draft) / float(case.row["accept"])))
+    return out
+
+
+def loss(vector: list[float], cases: list[Case]) -> float:
+    terms = terms_mod.Terms.from_vector(FITTED, [math.exp(v) for v in vector])
+    total = sum(e * e for case in cases for e in _loss_terms(case, terms))
+    for name, value in zip(FITTED, vector):
+        total += PRIOR_WEIGHT * (value - math.log(terms_mod.PARAMETERS[name][0])) ** 2
+    return total
+
+
+# ----------------------------------------------------------------------------------------- the fit
+
+def _simplex(start: list[float], scale: float = 0.4) -> list[list[float]]:
+    points = [list(start)]
+    for i in range(len(start)):
+        point = list(start)
+        point[i] += scale
+        points.append(point)
+    return points
+
+
+def nelder_mead(func: Any, start: list[float], iterations: int = 3000, tol: float = 1e-9) -> list[float]:
+    """Minimise `func` from `start` (Nelder and Mead's simplex search, standard coefficients)."""
+    points = _simplex(start)
+    values = [func(p) for p in points]
+    for _ in range(iterations):
+        order = sorted(range(len(points)), key=values.__getitem__)
+        points, values = [points[i] for i in order], [values[i] for i in order]
+        if values[-1] - values[0] < tol:
+            break
+        centroid = [sum(c) / (len(points) - 1) for c in zip(*points[:-1])]
+        worst = points[-1]
+        reflected = [c + (c - w) for c, w in zip(centroid, worst)]
+        value = func(reflected)
+        if value < values[0]:
+            expanded = [c + 2 * (c - w) for c, w in zip(centroid, worst)]
+            exp_value = func(expanded)
+            points[-1], values[-1] = (expanded, exp_value) if exp_value < value else (reflected, value)
+        elif value < values[-2]:
+            points[-1], values[-1] = reflected, value
+        else:
+            _contract_or_shrink(func, points, values, centroid)
+    return points[min(range(len(points)), key=values.__getitem__)]
+
+
+def _contract_or_shrink(func: Any, points: list[list[float]], values: list[float], centroid: list[float]) -> None:
+    worst = points[-1]
+    contracted = [c + 0.5 * (w - c) for c, w in zip(centroid, worst)]
+    value = func(contracted)
+    if value < values[-1]:
+        points[-1], values[-1] = contracted, value
+        return
+    best = points[0]
+    for i in range(1, len(points)):
+        points[i] = [b + 0.5 * (p - b) for b, p in zip(best, points[i])]
+        values[i] = func(points[i])
+
+
+def fit(cases: list[Case], restarts: int = 2) -> Any:
+    train = [c for c in cases if c.fitted]
+    vector = [math.log(terms_mod.PARAMETERS[name][0]) for name in FITTED]
+    for _ in range(restarts):  # restarting from the last optimum lets the simplex leave a collapsed shape
+        vector = nelder_mead(lambda v: loss(v, train), vector)
+    return terms_mod.Terms.from_vector(FITTED, [math.exp(v) for v in vector])
+
+
+# ----------------------------------------------------------------------------------------- LOSO
+
+@dataclass
+class Held:
+    case: Case
+    predicted: float | None  # tok/s, published accept length where the source gives one
+    predicted_own: float | None  # tok/s, the accept length from the draft shape
+    speedup: float | None  # predicted speedup over the plain launch (accept from the shape)
+    measured_speedup: float | None
+
+
+def _measured_speedup(case: Case, by_id: dict[str, Case]) -> float | None:
+    if case.row.get("speedup"):
+        return float(case.row["speedup"])
+    base = _baseline(case, by_id)
+    if base is not None and case.row.get("tok_s") and base.row.get("tok_s"):
+        return float(case.row["tok_s"]) / float(base.row["tok_s"])
+    return None
+
+
+def leave_one_source_out(cases: list[Case]) -> list[Held]:
+    by_id = {c.id: c for c in cases}
+    out = []
+    for source in sorted({c.source for c in cases}):
+        terms = fit([c for c in cases if c.source != source])
+        for case in (c for c in cases if c.source == source):
+            tok = case.row.get("tok_s")
+            spec = case.draft is not None
+            out.append(Held(case, predict(case, terms) if tok else None, predict(case, terms, False) if tok else None,
+                            predicted_speedup(case, terms, False) if spec else None,
+                            _measured_speedup(case, by_id) if spec else None))
+    return out
+
+
+def quantile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return 0.0
+    index = min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))
+    return ordered[index]
+
+
+def gain_group(case: Case) -> str:
+    """Speculative gains are judged against cases of the same kind: MoE (expert reads grow with the verify
+    pass) or dense."""
+    return "gain-moe" if case.feat.experts else "gain-dense"
+
+
+def bands(held: list[Held]) -> dict[str, float]:
+    """The band of each group: the 80th percentile of |ln(predicted / measured)| over held-out SGLang cases."""
+    errors: dict[str, list[float]] = {}
+    for h in held:
+        if not h.case.fitted:
+            continue
+        if h.predicted_own is not None:
+            errors.setdefault(h.case.group, []).append(abs(math.log(h.predicted_own / float(h.case.row["tok_s"]))))
+        if h.speedup is not None and h.measured_speedup is not None:
+            errors.setdefault(gain_group(h.case), []).append(abs(math.log(h.speedup / h.measured_speedup)))
+    plain = [e for group, v in errors.items() if group.startswith("plain") for e in v]
+    out = {}
+    for group, values in sorted(errors.items()):
+        # a group of fewer than MIN_BAND_CASES held-out cases says too little: it takes all plain cases' band
+        pool = values if len(values) >= MIN_BAND_CASES or not group.startswith("plain") else plain
+        out[group] = round(math.exp(quantile(pool, BAND_QUANTILE)), 3)
+    return out
+
+
+# ----------------------------------------------------------------------------------------- report
+
+def _ratio_stats(ratios: list[float]) -> str:
+    if not ratios:
+        return "no cases"
+    worst = max(ratios, key=lambda r: abs(math.log(r)))
+    median_abs = math.exp(statistics.median(abs(math.log(r)) for r in ratios))
+    return (f"{len(ratios)} cases, median |error| {median_abs:.3f}x, worst {worst:.3f} "
+            f"(median ratio {statistics.median(ratios):.3f})")
+
+
+def keep_drop(h: Held, band: float) -> tuple[str, str]:
+    """(predicted decision, measured decision) for a case with a measured gain."""
+    measured = "keep" if (h.measured_speedup or 0) > 1.0 else "drop"
+    gain = h.speedup or 0.0
+    predicted = "keep" if gain > band else "drop" if gain < 1.0 / band else "uncertain"
+    return predicted, measured
+
+
+def print_table(held: list[Held], band: dict[str, float]) -> None:
+    print("| case | source | engine | GPU x TP | speculative | measured | predicted (published accept) | "
+          "predicted (accept from shape) | band | ratio |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for h in held:
+        row = h.case.row
+        spec = row.get("spec")
+        shape = f"{spec['algorithm']} {spec['steps']}/{spec['topk']}/{spec['draft_tokens']}" if spec else "-"
+        b = band.get(h.case.group, 1.0)
+        if row.get("tok_s"):
+            measured, ratio = f"{row['tok_s']:g} tok/s", (h.predicted_own or 0) / float(row["tok_s"])
+            pub = f"{h.predicted:.1f}" if row.get("accept") else "-"
+            own = f"{h.predicted_own:.1f}"
+        else:
+            b = band.get(gain_group(h.case), 1.0)
+            measured, ratio = f"{row['speedup']:g}x", (h.speedup or 0) / float(row["speedup"])
+            pub, own = "-", f"{h.speedup:.2f}x"
+        print(f"| {h.case.id} | {h.case.source} | {row.get('engine', 'sglang')} | {row['gpu']} x{row['tp']} | {shape} | "
+              f"{measured} | {pub} | {own} | x/{b:.2f} | {ratio:.3f} |")
+
+
+def print_stats(held: list[Held], band: dict[str, float]) -> dict[str, Any]:
+    fitted = [h for h in held if h.case.fitted and h.predicted_own is not None]
+    plain = [h.predicted_own / float(h.case.row["tok_s"]) for h in fitted if h.case.draft is None]  # type: ignore[operator]
+    spec_own = [h.predicted_own / float(h.case.row["tok_s"]) for h in fitted if h.case.draft is not None]  # type: ignore[operator]
+    spec_pub = [h.predicted / float(h.case.row["tok_s"]) for h in fitted  # type: ignore[operator]
+                if h.case.draft is not None and h.case.row.get("accept")]
+    print()
+    print("Leave-one-source-out, SGLang rows (each source predicted by a fit without it):")
+    print(f"- without speculation: {_ratio_stats(plain)}")
+    print(f"- with speculation, accept length from the draft shape: {_ratio_stats(spec_own)}")
+    print(f"- with speculation, the published accept length: {_ratio_stats(spec_pub)}")
+    decisions = [(h, *keep_drop(h, band.get(gain_group(h.case), 1.0))) for h in held
+                 if h.case.fitted and h.measured_speedup is not None]
+    right = sum(1 for _, p, m in decisions if p == m)
+    wrong = [h.case.id for h, p, m in decisions if p not in (m, "uncertain")]
+    unsure = [h.case.id for h, p, _ in decisions if p == "uncertain"]
+    print(f"- keep/drop of speculation on {len(decisions)} cases with a measured gain: {right} right, "
+          f"{len(wrong)} wrong ({', '.join(wrong) or 'none'}), {len(unsure)} uncertain ({', '.join(unsure) or 'none'})")
+    print(f"- bands (80th percentile of held-out |error|, as a factor): {band}")
+    return {"plain": plain, "spec_own": spec_own, "spec_pub": spec_pub, "right": right, "wrong": wrong,
+            "uncertain": unsure, "decisions": len(decisions)}
+
+
+def write_fit(path: str, terms: Any, band: dict[str, float], cases: list[Case]) -> None:
+    import yaml
+
+    fitted = [c for c in cases if c.fitted]
+    doc = {"generated_by": "benchmarks/launch_model_checks.py --write (do not edit by hand)",
+           "corpus": "benchmarks/data/public-decode.yaml",
+           "cases_fitted": len(fitted), "sources_fitted": len({c.source for c in fitted}),
+           "terms": {k: round(v, 5) for k, v in terms.as_dict().items()},
+           "bands": band,
+           "band_rule": f"{int(BAND_QUANTILE * 100)}th percentile of leave-one-source-out |ln(predicted/measured)|"}
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write("# Fitted terms of the launch model (autoconf/decode_terms.py) and the uncertainty bands of its\n"
+                     "# predictions, from the public decode corpus. Regenerate with the command in generated_by.\n")
+        yaml.safe_dump(doc, handle, sort_keys=False)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--write", action="store_true", help="write autoconf/data/decode-fit.yaml")
+    args = parser.parse_args(argv)
+    _, cases = load_cases()
+    held = leave_one_source_out(cases)
+    band = bands(held)
+    print_table(held, band)
+    print_stats(held, band)
+    full = fit(cases)
+    print(f"\nFitted on all {sum(c.fitted for c in cases)} SGLang rows: "
+          + ", ".join(f"{k} {v:.4g}" for k, v in full.as_dict().items()))
+    if args.write:
+        write_fit(FIT_FILE, full, band, cases)
+        print(f"wrote {os.path.relpath(FIT_FILE)}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

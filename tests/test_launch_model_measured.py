@@ -130,4 +130,5 @@ def test_explain_names_the_cited_table_and_the_field_report(cli):
     text = out + err
     call = next(line for line in text.splitlines() if "input: allreduce latency per call" in line)
     assert "[field report]" in call
-    assert "[field report (fitted)]" in next(line for line in text.splitlines() if "overhead per layer" in line)
+    overhead = next(line for line in text.splitlines() if "overhead per MLA layer" in line)
+    assert "[fitted on the public corpus (benchmarks/data/public-decode.yaml)]" in overhead

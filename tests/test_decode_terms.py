@@ -1,0 +1,100 @@
+"""The decode-step terms (autoconf/decode_terms.py): the arithmetic the fit works on, checked against the
+numbers the terms stand for (distinct experts of a verify pass, accept length by draft shape) and against
+the public corpus and the H200 decode-step rows (benchmarks/data/)."""
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+import yaml
+from conftest import ROOT
+
+from topoctl.autoconf import decode_terms, launch_model, models
+from topoctl.autoconf.gpu_specs import target_gpu
+from topoctl.snapshot import system_snapshot
+
+CORPUS = os.path.join(ROOT, "benchmarks", "data", "public-decode.yaml")
+DECODE_STEP = os.path.join(ROOT, "benchmarks", "data", "h200-decode-step.json")
+
+
+def features(name: str, tp: int = 1, system: str = "h200-1x-vm", path: str = "custom"):
+    snap = system_snapshot(system)
+    return launch_model.decode_features(models.profile(name), tp, path, target_gpu(snap), launch_model.Latencies(snap),
+                                        True, (1, 4, 16))
+
+
+def test_tokens_of_a_verify_pass_read_more_distinct_experts():
+    # 128 experts, top-8, tokens routed independently: 4 tokens touch about 29 experts, 16 about 82, not 8
+    feat = features("qwen3-30b-a3b")
+    assert feat.distinct_experts(1, 1.0) == pytest.approx(8)
+    assert feat.distinct_experts(4, 1.0) == pytest.approx(29.3, abs=0.2)
+    assert feat.distinct_experts(16, 1.0) == pytest.approx(82.4, abs=0.5)
+    assert feat.distinct_experts(16, 0.0) == pytest.approx(8)  # fully correlated routing: one token's experts
+
+
+def test_a_multi_token_pass_costs_more_on_moe_than_on_a_dense_model():
+    terms = decode_terms.Terms()
+    moe, dense = features("qwen3-30b-a3b"), features("llama-3.1-8b")
+    moe_growth = decode_terms.forward_us(moe, terms, 4) / decode_terms.forward_us(moe, terms, 1)
+    dense_growth = decode_terms.forward_us(dense, terms, 4) / decode_terms.forward_us(dense, terms, 1)
+    assert moe_growth > 1.3 > dense_growth
+
+
+def test_accept_length_grows_with_the_draft_shape():
+    terms = launch_model.fitted_terms()[0]
+    chain = decode_terms.Draft(3, 1, 4, 1e8)
+    tree = decode_terms.Draft(7, 4, 16, 1e8)
+    assert 1.0 < decode_terms.accept_length(terms, chain) < decode_terms.accept_length(terms, tree) < 8.0
+
+
+def test_the_corpus_names_a_source_and_a_place_for_every_row():
+    doc = yaml.safe_load(open(CORPUS, encoding="utf-8"))
+    cases = doc["cases"]
+    assert len(cases) >= 30
+    for case in cases:
+        assert case["source"] in doc["sources"], case["id"]
+        assert case["place"], case["id"]
+        assert case.get("tok_s") or case.get("speedup"), case["id"]
+    public = {k for k, v in doc["sources"].items() if v["url"]}
+    assert all(doc["sources"][k]["url"].startswith("https://") for k in public)
+    assert {c.get("engine", "sglang") for c in cases} == {"sglang", "vllm"}
+
+
+def test_the_stored_fit_is_the_fit_of_the_corpus_as_it_is():
+    doc = yaml.safe_load(open(CORPUS, encoding="utf-8"))
+    fitted = [c for c in doc["cases"] if c.get("engine", "sglang") == "sglang"
+              and not str(c.get("sglang") or "").startswith("0.4")]
+    record = launch_model.fitted_terms()[1]
+    assert record["cases_fitted"] == len(fitted)  # regenerate: benchmarks/launch_model_checks.py --write
+    assert set(record["bands"]) >= {"plain-dense", "plain-moe", "speculative", "gain-dense", "gain-moe"}
+
+
+def _rows():
+    return json.load(open(DECODE_STEP, encoding="utf-8"))
+
+
+def test_h200_decode_step_rows_agree_with_the_plain_torch_check():
+    doc = _rows()
+    assert doc["gpu"] == "NVIDIA H200"
+    dense = [r for r in doc["rows"] if r["model"] == "llama-3.1-8b"]
+    for row in dense:
+        # the graph, the plain-torch pass and a device copy of the same bytes agree within 15%
+        assert row["plain_bandwidth_gb_s"] == pytest.approx(row["graph_bandwidth_gb_s"], rel=0.15)
+        assert row["graph_bandwidth_gb_s"] < row["copy_bandwidth_gb_s"] < 4800
+    shard = next(r for r in doc["rows"] if r["model"] == "llama-3.1-70b (TP 8 shard)" and r["tokens"] == 1)
+    assert shard["graph_bandwidth_gb_s"] < dense[0]["graph_bandwidth_gb_s"]  # smaller matrices stream slower
+
+
+def test_measured_decode_step_rows_come_first(tmp_path):
+    snap = system_snapshot("h200-1x-vm")
+    snap.setdefault("measurements", {})["decode_step"] = _rows()["rows"]
+    gpu = target_gpu(snap)
+    model = models.profile("llama-3.1-8b")
+    from topoctl.autoconf import memory
+
+    fit = memory.fit(model, gpu["memory_bytes"], 1, "0.5.12", False)
+    est = launch_model.estimate(model, {"tp_size": 1}, "nccl", gpu, launch_model.Latencies(snap), fit)
+    item = next(i for i in est.inputs if i.name == "achieved bandwidth at this layer size")
+    assert item.origin == launch_model.MEASURED_HERE
+    assert item.value == pytest.approx(3728, rel=0.02)  # the one-token graph row of this model's layer size
