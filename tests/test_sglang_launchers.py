@@ -118,7 +118,7 @@ DATA = os.path.join(os.path.dirname(prepare.__file__), "data")
 
 def test_dynamo_tables_carry_their_sources_and_pins():
     versions = prepare.dynamo_versions()
-    assert versions[0] == "1.0.2" and versions[-1] == "1.6.1"
+    assert versions[0] == "1.0.0" and versions[-1] == "1.6.1" and len(versions) == 16  # every 1.x release
     pins = {}
     for version in versions:
         doc = json.load(open(os.path.join(DATA, f"dynamo-{version}.json"), encoding="utf-8"))
@@ -127,8 +127,18 @@ def test_dynamo_tables_carry_their_sources_and_pins():
         assert "--namespace" in doc["dynamo_options"] and doc["parse_steps"]
         pins[version] = doc["sglang_pin"]
         assert bool(doc["router_options"]) == (version >= "1.5")
-    assert pins == {"1.0.2": "0.5.9", "1.1.1": "0.5.10.post1", "1.2.1": "0.5.11", "1.3.1": "0.5.14", "1.4.2": "0.5.16",
-                    "1.5.1": "0.5.18", "1.6.1": "0.5.21"}
+    assert pins == {"1.0.0": "0.5.9", "1.0.1": "0.5.9", "1.0.2": "0.5.9", "1.1.0": "0.5.10.post1",
+                    "1.1.1": "0.5.10.post1", "1.2.0.post1": "0.5.11", "1.2.1": "0.5.11", "1.3.0.post1": "0.5.14",
+                    "1.3.1": "0.5.14", "1.4.0": "0.5.16", "1.4.1": "0.5.16", "1.4.2": "0.5.16", "1.5.0": "0.5.18",
+                    "1.5.1": "0.5.18", "1.6.0": "0.5.21", "1.6.1": "0.5.21"}
+
+
+def test_a_dynamo_image_tag_maps_to_its_exact_release_and_pin():
+    """The 1.5.0 image runs ai-dynamo 1.5.0 (SGLang 0.5.18), not the 1.4.2 before it; a tag 1.3.0 is the
+    release PyPI ships as 1.3.0.post1."""
+    assert (prepare.load_dynamo("1.5.0").version, prepare.load_dynamo("1.5.0").sglang_pin) == ("1.5.0", "0.5.18")
+    table = prepare.load_dynamo("1.3.0")
+    assert table.version == "1.3.0.post1" and table.sglang_pin == "0.5.14"
 
 
 def test_a_dynamo_version_between_tables_uses_the_nearest_older():

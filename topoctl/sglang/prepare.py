@@ -109,6 +109,11 @@ def load_dynamo(version: str | None) -> DynamoTable:
             want = Version(version.lstrip("v"))
         except Exception:  # noqa: BLE001
             raise TopoctlError(f"{version!r} is not an ai-dynamo version", hint="e.g. 1.6.1") from None
+        # an image tag names the release (1.3.0) that PyPI may only have as a post release (1.3.0.post1)
+        same = [v for v in known if Version(v).release == want.release and Version(v).is_postrelease
+                and not want.is_postrelease]
+        if same:
+            want = Version(same[-1])
         older = [v for v in known if Version(v) <= want]
         if not older:
             raise TopoctlError(f"no Dynamo option data for ai-dynamo {version} or older",
