@@ -168,3 +168,30 @@ def test_exit_code_table_says_when_recommend_exits_1():
     from topoctl.commands.recommend import command
 
     assert "1 no launch passes the rules" in command.help
+
+
+# ------------------------------------------------------------------------------------------------ Pythons
+
+def _setup_cfg():
+    import configparser
+
+    parser = configparser.ConfigParser()
+    parser.read(os.path.join(ROOT, "setup.cfg"), encoding="utf-8")
+    return parser
+
+
+def test_the_supported_pythons_are_the_same_in_readme_and_metadata_and_include_this_run():
+    """The classifiers name the tested versions; python_requires starts at the lowest; the README states the
+    same; and the interpreter running this suite is one of them (a run on another one shows what to add)."""
+    import sys
+
+    config = _setup_cfg()
+    classifiers = config["metadata"]["classifiers"].split("\n")
+    tested = sorted(re.findall(r"^Programming Language :: Python :: (3\.\d+)$", "\n".join(classifiers), re.M))
+    assert tested, "no classifier names a Python version"
+    lowest = min(tested, key=lambda v: tuple(map(int, v.split("."))))
+    assert config["options"]["python_requires"].strip() == f">={lowest}"
+    quick = _read("README.md").split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    assert f"with Python {', '.join(tested)}, from a clone" in quick
+    assert f"Python: {', '.join(tested)}, the one interpreter" in quick
+    assert f"{sys.version_info[0]}.{sys.version_info[1]}" in tested, "this suite ran on an untested Python"
