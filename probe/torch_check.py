@@ -16,7 +16,7 @@ def _torch_facts() -> dict[str, Any]:
     try:
         import torch
     except ImportError:
-        raise ProbeFailure("torch not installed (pip install 'topoctl[torch]')") from None
+        raise ProbeFailure("torch not installed (pip install torch; from a clone of topoctl: pip install '.[torch]')") from None
     facts: dict[str, Any] = {"torch": torch.__version__, "cuda_runtime": torch.version.cuda,
                              "nccl": None, "devices": [], "peer": {}}
     if not torch.cuda.is_available():

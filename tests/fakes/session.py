@@ -45,7 +45,7 @@ class SpecSession(Session):
         if section == "files":
             raise ProbeFailure("FileNotFoundError")
         if section == "torch":
-            raise ProbeFailure("torch not installed (pip install 'topoctl[torch]')")
+            raise ProbeFailure("torch not installed (pip install torch; from a clone of topoctl: pip install '.[torch]')")
         raise ProbeFailure(f"no answer for {section}:{key}")
 
 

@@ -59,9 +59,10 @@ def command(topology: str | None, model_name: str | None, model_path: str | None
       topoctl show --topology machine.yaml                # shows the measurements
       topoctl recommend --topology machine.yaml           # ranks by them
 
-    Needs torch (pip install 'topoctl[bench]'). Exit 0 when everything planned was measured (unhealthy
-    pairs are results), 1 when the run stopped early (a hang, NCCL init failure, a worker that died),
-    130 on Ctrl-C; the output file holds what was measured either way.
+    Needs torch (pip install torch; from a clone of topoctl: pip install '.[bench]'). Exit 0 when
+    everything planned was measured (unhealthy pairs are results), 1 when the run stopped early (a hang,
+    NCCL init failure, a worker that died), 130 on Ctrl-C; the output file holds what was measured either
+    way.
     """
     from topoctl.commands._options import require_value
     from topoctl.io import check_destination, emit, write_atomic
@@ -146,7 +147,8 @@ def _import_torch() -> Any:
         import torch
     except ImportError:
         raise TopoctlError("topoctl bench needs torch, which is not installed",
-                           hint="pip install 'topoctl[bench]' (or the torch build for your CUDA)") from None
+                           hint="pip install torch (the build for your CUDA); "
+                                "from a clone of topoctl: pip install '.[bench]'") from None
     return torch
 
 
