@@ -105,16 +105,28 @@ class Session:
         return document
 
 
+def _capture_path(path: str) -> str:
+    """A folder means its capture.json; a bare name that is no file here means the built-in capture of that
+    name (the reference systems, and `no-gpu`, shipped in the package), so that an installed topoctl replays
+    them without a clone of the repository."""
+    import os
+
+    if os.path.isdir(path):
+        return os.path.join(path, "capture.json")
+    if os.path.exists(path) or "/" in path or os.sep in path or path.startswith("."):
+        return path
+    from topoctl.catalogue import builtin_capture
+
+    return builtin_capture(path) or path
+
+
 def load_capture(path: str) -> dict[str, Any]:
     """Read a capture file (JSON) written by `topoctl probe --record`, or a fixture folder holding capture.json.
 
     Errors name the JSON parser's position, never a line or a value of the file.
     """
-    import os
-
-    hint = "record one with `topoctl probe --record FILE`"
-    if os.path.isdir(path):
-        path = os.path.join(path, "capture.json")
+    hint = "record one with `topoctl probe --record FILE`, or name a built-in capture (topoctl recommend --list-systems)"
+    path = _capture_path(path)
     from topoctl import limits
 
     try:

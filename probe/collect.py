@@ -32,11 +32,12 @@ from topoctl.probe.nvml import (
 from topoctl.probe.software import collect_packages, cuda_from_torch_local, nccl_from_wheel
 from topoctl.snapshot import MAX_GPUS, SCHEMA_VERSION
 
+WITHOUT_A_GPU = "without a GPU, show, recommend and check take --system NAME or --topology FILE"
 NO_GPU_HINTS = {
     "BindingMissing": ("the NVML Python binding (nvidia-ml-py) is not installed",
-                       "pip install nvidia-ml-py, or run topoctl with --system NAME / --topology FILE"),
+                       f"pip install nvidia-ml-py; {WITHOUT_A_GPU}"),
     "LibraryNotFound": ("NVML (libnvidia-ml.so) was not found: no NVIDIA driver on this machine",
-                        "install the NVIDIA driver, or use --system NAME / --topology FILE on a machine without GPUs"),
+                        f"install the NVIDIA driver; {WITHOUT_A_GPU}"),
     "DriverNotLoaded": ("the NVIDIA driver is not loaded",
                         "check `nvidia-smi`; in a container, run it with the GPUs exposed (--gpus all)"),
     "NoPermission": ("NVML refused access (no permission)",

@@ -328,15 +328,36 @@ def _rule_id_near(text: str, line: int) -> str | None:
 
 
 def validate_against_schema(path: str, data: Any) -> None:
-    """Check a parsed rule file against the published JSON Schema: the structure. The schema's best-matching
-    error becomes one line (file, rule, field, what is wrong) with the field's schema description as hint."""
+    """Check a parsed rule file against the published JSON Schema: the structure. Every problem of the file is
+    reported at once, on one line: the schema's best-matching error first (file, rule, field, what is wrong,
+    with the field's schema description as hint), then the others of the file, so that a site's author fixes
+    them in one pass rather than one run per mistake."""
     if _fast_check()(data):  # the common case: the compiled schema says valid, no jsonschema at all
         return
     import jsonschema
 
-    error = jsonschema.exceptions.best_match(_validator().iter_errors(data))
+    errors = list(_validator().iter_errors(data))
+    error = jsonschema.exceptions.best_match(errors)
     if error is None:
         return
+    rule_id, field, message = _located(data, error)
+    others = []
+    for other in sorted(errors, key=lambda item: [str(part) for part in item.absolute_path]):
+        text = _located_text(data, jsonschema.exceptions.best_match([other]))
+        if text not in others and text != _located_text(data, error):
+            others.append(text)
+    if others:
+        shown = others[:MAX_LISTED_SCHEMA_PROBLEMS]
+        rest = len(others) - len(shown)
+        message += (f" (and {len(others)} more: " + "; ".join(shown) + (f"; {rest} more" if rest else "") + ")")
+    raise RuleFileError(path, message, rule_id=rule_id, field=field or None, hint=_schema_hint(error))
+
+
+MAX_LISTED_SCHEMA_PROBLEMS = 20
+
+
+def _located(data: Any, error: Any) -> tuple[str | None, str, str]:
+    """(rule id or #index, field, message) of one schema error."""
     location = list(error.absolute_path)
     rule_id = None
     if len(location) >= 2 and location[0] == "rules" and isinstance(location[1], int):
@@ -344,7 +365,13 @@ def validate_against_schema(path: str, data: Any) -> None:
         rule_id = raw.get("id") if isinstance(raw, dict) and isinstance(raw.get("id"), str) else f"#{location[1]}"
         location = location[2:]
     field, message = schema_problem(error, location)
-    raise RuleFileError(path, message, rule_id=rule_id, field=field or None, hint=_schema_hint(error))
+    return rule_id, field, message
+
+
+def _located_text(data: Any, error: Any) -> str:
+    rule_id, field, message = _located(data, error)
+    where = (f"rule {rule_id!r}: " if rule_id is not None else "") + (f"field {field!r}: " if field else "")
+    return where + message
 
 
 @lru_cache(maxsize=1)

@@ -195,3 +195,15 @@ def test_the_supported_pythons_are_the_same_in_readme_and_metadata_and_include_t
     assert f"with Python {', '.join(tested)}, from a clone" in quick
     assert f"Python: {', '.join(tested)}, the one interpreter" in quick
     assert f"{sys.version_info[0]}.{sys.version_info[1]}" in tested, "this suite ran on an untested Python"
+
+
+def test_exit_code_table_says_what_a_missing_output_folder_exits_with(cli, tmp_path):
+    """`-o` into a folder that does not exist is found before the work: exit 2, as the table says (74 is for a
+    write that fails after the work)."""
+    table = _read("README.md").split("## Exit codes", 1)[1].split("\n## ", 1)[0]
+    row = next(line for line in table.splitlines() if line.startswith("| 2 |"))
+    assert "`-o FILE` whose folder does not exist" in row
+    missing = str(tmp_path / "no-such-folder" / "launch.env")
+    code, out, err = cli(["recommend", "--system", "h200-1x-vm", "-o", missing])
+    assert (code, out) == (2, "") and "does not exist" in err and "hint:" in err
+    assert not os.path.exists(os.path.dirname(missing))

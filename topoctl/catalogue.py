@@ -25,6 +25,23 @@ def list_systems() -> list[str]:
     return sorted(name for name in entries if os.path.isfile(os.path.join(root, name, "snapshot.json")))
 
 
+def builtin_capture(name: str) -> str | None:
+    """The path of built-in capture `name` (a reference system's, or one shipped as a capture alone, such
+    as `no-gpu`), or None."""
+    entry = os.path.join(_systems_dir(), name, "capture.json")
+    return entry if os.path.isfile(entry) else None
+
+
+def list_captures() -> list[str]:
+    """Names of every built-in capture: the reference systems and the captures shipped alone (`no-gpu`)."""
+    root = _systems_dir()
+    try:
+        entries = os.listdir(root)
+    except OSError:
+        return []
+    return sorted(name for name in entries if os.path.isfile(os.path.join(root, name, "capture.json")))
+
+
 def _systems_dir() -> str:
     from topoctl.cache import package_dir  # a plain folder lookup: no importlib.resources on the start-up path
 

@@ -77,6 +77,8 @@ def command(ctx, files, topology, system, fallback_system, expect, sglang_versio
       0  clean (warnings alone too, unless --fail-on warn)
       1  a blocking finding (or a warning with --fail-on warn)
       2  bad usage or unreadable input (one line on stderr, with a hint)
+      3  no target given (--topology, --system) and the probe sees no GPU here
+         (--fallback-system NAME uses a built-in system instead)
     """
     from topoctl.autoconf.check import FORMATTERS, failing
     from topoctl.autoconf.target import target_gpu_count

@@ -14,7 +14,8 @@ from topoctl.render import dump, to_json
 @click.option("--record", metavar="PATH",
               help="Also save every raw answer (NVML calls, sysfs reads) to PATH, for replay with --from-capture.")
 @click.option("--from-capture", "from_capture", metavar="PATH",
-              help="Replay a capture (file, or a fixture folder holding capture.json) instead of asking the hardware.")
+              help="Replay a capture (a file, a folder holding capture.json, or the name of a built-in one: "
+                   "a --list-systems name or no-gpu) instead of asking the hardware.")
 @click.option("--with-torch", is_flag=True,
               help="Also import torch to cross-check P2P (torch.cuda.can_device_access_peer), CUDA runtime and NCCL.")
 @click.option("--description", default="", metavar="TEXT", help="A note stored in the --record capture.")

@@ -22,21 +22,89 @@ from topoctl.commands._options import (  # noqa: F401 - flag_set_for: also impor
 )
 from topoctl.errors import TopoctlError
 
-FORMATS = ("env", "args", "json", "yaml")
+FORMATS = ("env", "args", "json", "yaml", "table")
 
 
-def _list_systems() -> str:
+def _system_rows() -> list[dict]:
     from topoctl.catalogue import list_systems, system_snapshot
     from topoctl.snapshot_view import SnapshotView
 
-    lines = []
+    rows = []
     for name in list_systems():
         try:
             view = SnapshotView(system_snapshot(name))
-            lines.append(f"{name}\t{view.gpu_count}x {', '.join(view.gpu_names)}, {view.interconnect}")
+            rows.append({"name": name, "gpu_count": view.gpu_count, "gpu_names": list(view.gpu_names),
+                         "interconnect": view.interconnect})
         except TopoctlError:
-            lines.append(f"{name}\t(unreadable)")
+            rows.append({"name": name, "gpu_count": None, "gpu_names": [], "interconnect": None})
+    return rows
+
+
+def _list_systems(fmt: str = "env") -> str:
+    """The built-in systems: name TAB description, one a line; as a document with --format json or yaml."""
+    rows = _system_rows()
+    if fmt in ("json", "yaml"):
+        return _listing_document({"systems": rows}, fmt)
+    lines = [f"{row['name']}\t{row['gpu_count']}x {', '.join(row['gpu_names'])}, {row['interconnect']}"
+             if row["gpu_count"] is not None else f"{row['name']}\t(unreadable)" for row in rows]
     return "\n".join(lines) + ("\n" if lines else "")
+
+
+def _list_models(fmt: str) -> str:
+    from topoctl.autoconf.models import builtin_models, list_models_text, profile
+
+    if fmt not in ("json", "yaml"):
+        return list_models_text()
+    rows = []
+    for name in sorted(builtin_models()):
+        prof = profile(name)
+        rows.append({"name": name, "architecture": prof["architecture"], "layers": prof["layers"], "moe": prof["moe"],
+                     "attention": prof["attention"], "quantization": prof["quantization"]["label"],
+                     "total_params": prof["total_params"], "active_params": prof["active_params"],
+                     "weight_bytes": prof["weight_bytes"], "source": builtin_models()[name].get("source")})
+    return _listing_document({"models": rows}, fmt)
+
+
+def _listing_document(data: dict, fmt: str) -> str:
+    import json
+
+    if fmt == "json":
+        return json.dumps(data, indent=2, sort_keys=True) + "\n"
+    from topoctl.render import dump
+
+    return dump(data, "yaml")
+
+
+def _listing(list_systems: bool, list_models: bool, fmt: str) -> str | None:
+    """What --list-systems / --list-models print (tab-separated text, or json/yaml with --format), or None."""
+    if list_systems and list_models:
+        raise TopoctlError("give --list-systems or --list-models, not both")
+    if list_systems:
+        return _list_systems(fmt)
+    if list_models:
+        return _list_models(fmt)
+    return None
+
+
+def _check_speculative(speculative: str | None, draft_model: str | None, force_speculative: bool) -> None:
+    if speculative and not draft_model:
+        raise TopoctlError("--speculative eagle3 needs --draft-model PATH", hint="the EAGLE-3 draft model to verify with")
+    if draft_model and not speculative:
+        raise TopoctlError("--draft-model needs --speculative eagle3",
+                           hint="add --speculative eagle3, or leave --draft-model out")
+    if force_speculative and not speculative:
+        raise TopoctlError("--force-speculative needs --speculative eagle3")
+
+
+def _output(result, fmt: str, top: int) -> str:
+    if fmt == "table":
+        from topoctl.autoconf.render import document
+        from topoctl.autoconf.table import render_table
+
+        return render_table(document(result), top)
+    from topoctl.autoconf.render import render
+
+    return render(result, fmt)
 
 
 @click.command("recommend")
@@ -79,20 +147,24 @@ def _list_systems() -> str:
                    "published EAGLE-3 acceptance length; docs/launch-model.md).")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="env", show_default=True,
               help="env: launch.env to source; args: the SGLang flags on one line; json / yaml: everything, with "
-                   "the evidence.")
+                   "the evidence; table: the passing launches ranked, best first (--top). With --list-systems or "
+                   "--list-models, json and yaml print the list as a document.")
+@click.option("--top", type=click.IntRange(min=1), default=10, show_default=True, metavar="N",
+              help="With --format table: how many ranked launches to show.")
 @click.option("--explain", is_flag=True, help="Print the reasoning and the blocked alternatives to stderr.")
 @rules_options
 @click.option("-o", "--output", metavar="FILE", help="Write to FILE atomically instead of stdout.")
 def command(topology, system, list_systems, fallback_system, list_models, model_name, model_path, model_config,
             sglang_version, speculative, draft_model,
             force_speculative, tp_size, ep_size, dp_size, objective, context_length, max_running_requests, accept_length,
-            fmt, explain, rules_dirs, disabled, output):
+            fmt, top, explain, rules_dirs, disabled, output):
     """Recommend the fastest SGLang launch known to work on the target machine.
 
     \b
     Examples:
       topoctl recommend --system rtx-pro-6000-8x-pcie --model kimi-k2.5 > launch.env
       topoctl recommend --topology machine.yaml --model-config config.json --format args
+      topoctl recommend --system h200-4x-nvswitch-vm --model llama-3.1-70b --format table --top 5
       topoctl recommend --system h200-4x-nvswitch-vm --model qwen3-235b-a22b \\
           --speculative eagle3 --draft-model /models/eagle3 --explain -o launch.env
 
@@ -102,13 +174,9 @@ def command(topology, system, list_systems, fallback_system, list_models, model_
     """
     from topoctl.io import emit
 
-    if list_systems:
-        emit(_list_systems(), output)
-        return 0
-    if list_models:
-        from topoctl.autoconf.models import list_models_text
-
-        emit(list_models_text(), output)
+    listing = _listing(list_systems, list_models, fmt)
+    if listing is not None:
+        emit(listing, output)
         return 0
     require_value("--model", model_name, "name a built-in profile (kimi-k2.5, deepseek-v3, ...) or leave it out")
     require_value("--model-config", model_config, "give the path of the model's config.json, or leave it out")
@@ -117,13 +185,7 @@ def command(topology, system, list_systems, fallback_system, list_models, model_
     if sum(1 for given in (model_name, model_path, model_config) if given) > 1:
         raise TopoctlError("give one of --model, --model-path and --model-config, not both",
                            hint="they all name the model; --model-path reads a model folder, --model-config a config.json")
-    if speculative and not draft_model:
-        raise TopoctlError("--speculative eagle3 needs --draft-model PATH", hint="the EAGLE-3 draft model to verify with")
-    if draft_model and not speculative:
-        raise TopoctlError("--draft-model needs --speculative eagle3",
-                           hint="add --speculative eagle3, or leave --draft-model out")
-    if force_speculative and not speculative:
-        raise TopoctlError("--force-speculative needs --speculative eagle3")
+    _check_speculative(speculative, draft_model, force_speculative)
     from topoctl.autoconf import models
 
     model = None
@@ -141,7 +203,6 @@ def command(topology, system, list_systems, fallback_system, list_models, model_
     flags = flag_set_for(version)
     ruleset = load_rules_for(rules_dirs, disabled)
     from topoctl.autoconf.render import explain as explain_text
-    from topoctl.autoconf.render import render
     from topoctl.autoconf.search import Request, search
 
     draft = None
@@ -152,5 +213,5 @@ def command(topology, system, list_systems, fallback_system, list_models, model_
     result = search(snapshot, model, flags, version, ruleset=ruleset, request=request)
     if explain:
         click.echo(explain_text(result), err=True, nl=False)
-    emit(render(result, fmt), output)
+    emit(_output(result, fmt, top), output)
     return 0

@@ -32,7 +32,7 @@ def command() -> None:
     """
 
 
-@command.command("list")
+@command.command("list", short_help='Every rule: id, severity, title and where it comes from.')
 @rules_options
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 @click.option("--severity", type=click.Choice(["block", "warn", "prefer", "info"]), help="Only rules of this severity.")
@@ -71,7 +71,7 @@ def list_rules(rules_dirs: tuple[str, ...], disabled: tuple[str, ...], fmt: str,
     click.echo(f"{len(rules)} rules" + (f", {len(ruleset.disabled)} disabled" if ruleset.disabled else ""))
 
 
-@command.command("explain")
+@command.command("explain", short_help='What a rule says, why (its evidence), when it applies, its effect.')
 @click.argument("rule_id")
 @rules_options
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
@@ -157,7 +157,7 @@ def render_explanation(rule: Any, disabled_reason: str | None = None) -> str:
     return "\n".join(lines)
 
 
-@command.command("test")
+@command.command("test", short_help="Run every rule's own cases (must fire / must stay silent).")
 @rules_options(disable=False)
 @click.option("--builtin/--no-builtin", default=True, show_default=True,
               help="Include the built-in rules (--no-builtin tests only the files given with --rules).")
@@ -195,7 +195,7 @@ def test(ctx: click.Context, rules_dirs: tuple[str, ...], builtin: bool, verbose
         ctx.exit(1)
 
 
-@command.command("schema")
+@command.command("schema", short_help='Print the JSON Schema of a rule file.')
 def schema() -> None:
     """Print the JSON Schema of a rule file (rules/schema/rule.schema.json).
 
@@ -208,7 +208,7 @@ def schema() -> None:
     click.echo(json.dumps(rule_schema(), indent=2))
 
 
-@command.command("facts")
+@command.command("facts", short_help="The facts a rule's `when` may name, their types and sources.")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 def facts(fmt: str) -> None:
     """The facts a rule's `when` may name, their types, and where they come from.

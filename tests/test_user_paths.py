@@ -1,0 +1,136 @@
+"""The sharp edges a new user met, each held to what the docs and hints say (issue: every documented path works).
+
+Hints name options that the command printing them takes; a capture listed as built-in replays by its name;
+`--format json` is JSON; help texts show whole summaries and every exit code; a site rule file's schema
+problems come all at once; `recommend --format table` ranks what launch.env writes the winner of.
+"""
+from __future__ import annotations
+
+import json
+import re
+
+import click
+import pytest
+import yaml
+
+from topoctl.catalogue import list_captures, list_systems
+
+
+def _options(*words: str) -> set[str]:
+    from topoctl.cli import cli
+
+    command: click.Command = cli
+    ctx = click.Context(cli)
+    for word in words:
+        command = command.get_command(ctx, word)  # type: ignore[attr-defined]
+    return {name for param in command.params if isinstance(param, click.Option) for name in param.opts}
+
+
+@pytest.mark.parametrize("words", [["probe", "--from-capture", "no-gpu"], ["show"], ["recommend"], ["check", "x.env"]])
+def test_the_no_gpu_hint_names_only_options_of_commands_that_take_them(cli, monkeypatch, words):
+    import topoctl.probe.collect as collect
+    from topoctl.errors import NoGpuError
+
+    if words[0] != "probe":  # the live probe of a machine without a driver, as no-gpu's capture has it
+        monkeypatch.setattr(collect, "probe_live", lambda *a, **k: (_ for _ in ()).throw(
+            NoGpuError("no GPU visible (test)", hint=collect.NO_GPU_HINTS["LibraryNotFound"][1])))
+    code, out, err = cli(words)
+    assert code == 3, err
+    hint = err.split("hint:", 1)[1]
+    named = re.findall(r"(\w+) take (--[a-z-]+) NAME or (--[a-z-]+) FILE", hint)
+    assert named or "--" not in hint, hint
+    for reason, (_, text) in collect.NO_GPU_HINTS.items():
+        topoctl_options = {option for option in re.findall(r"--[a-z-]+", text) if option != "--gpus"}  # docker's
+        for commands, first, second in re.findall(r"([a-z, ]+) take (--[a-z-]+) NAME or (--[a-z-]+) FILE", text):
+            assert {first, second} == topoctl_options, (reason, text)
+            names = [name for name in re.split(r",\s*|\s+and\s+", commands.strip(" ,")) if name]
+            assert names == ["show", "recommend", "check"], names
+            for command in names:
+                assert {first, second} <= _options(command), (reason, command)
+        assert not topoctl_options or " take " in text, (reason, text)
+    assert "--system" not in _options("probe") and "--system" not in _options("bench")
+
+
+def test_every_listed_capture_replays_by_its_name_from_any_folder(cli, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # an installed topoctl, no clone: the names must work without fixtures/
+    assert "no-gpu" in list_captures() and set(list_systems()) < set(list_captures())
+    code, out, err = cli(["probe", "--from-capture", "no-gpu"])
+    assert code == 3 and out == "" and "no GPU visible" in err and "hint:" in err
+    code, out, err = cli(["probe", "--from-capture", "h200-2x-nvswitch-vm"])
+    assert code == 0, err
+    assert yaml.safe_load(out)["summary"]["gpu_count"] == 2
+    code, out, err = cli(["probe", "--from-capture", "no-such-capture"])
+    assert code == 2 and "no such capture" in err and "--list-systems" in err
+
+
+@pytest.mark.parametrize("fmt", ["json", "yaml"])
+def test_list_systems_and_list_models_print_documents_with_format_json_and_yaml(cli, fmt):
+    load = json.loads if fmt == "json" else yaml.safe_load
+    code, out, err = cli(["recommend", "--list-systems", "--format", fmt])
+    assert code == 0, err
+    systems = load(out)["systems"]
+    assert [row["name"] for row in systems] == list_systems()
+    assert all(row["gpu_count"] >= 1 and row["gpu_names"] and row["interconnect"] for row in systems)
+    code, out, err = cli(["recommend", "--list-models", "--format", fmt])
+    assert code == 0, err
+    models = load(out)["models"]
+    assert "kimi-k2.5" in {row["name"] for row in models} and all(row["weight_bytes"] > 0 for row in models)
+    code, text, _ = cli(["recommend", "--list-systems"])
+    assert [line.split("\t")[0] for line in text.splitlines()] == list_systems()
+
+
+def test_rules_help_shows_whole_summaries():
+    from click.testing import CliRunner
+
+    from topoctl.cli import cli as group
+
+    result = CliRunner().invoke(group, ["rules", "--help"], terminal_width=80)
+    listing = result.output.split("Commands:", 1)[1]
+    assert "..." not in listing, listing
+    for name in ("explain", "facts", "list", "schema", "test"):
+        assert re.search(rf"^  {name} +\S", listing, re.M), name
+
+
+def test_check_help_names_every_exit_code_check_can_end_with(cli):
+    code, out, _ = cli(["check", "--help"])
+    block = out.split("Exit codes:", 1)[1].split("Options:", 1)[0]
+    assert [int(code) for code in re.findall(r"^\s+(\d+)\s", block, re.M)] == [0, 1, 2, 3]
+
+
+def test_a_site_rule_file_reports_every_schema_problem_at_once(cli, tmp_path):
+    good = {"title": "t", "severity": "warn", "scope": "s",
+            "when": {"all": [{"fact": "gpu.sm_majors", "any_in": [12]}]},
+            "effect": {"forbid": [{"setting": "torch_symm_mem", "values": [True]}]},
+            "message": "m", "remediation": "r",
+            "evidence": [{"source": "field-report", "reference": "x", "level": "measured", "summary": "s",
+                          "scope": {"gpus": "SM120"}}],
+            "tests": [{"name": "a", "expect": "fire", "snapshot": {"gpus": [{"index": 0, "sm": 120}]}},
+                      {"name": "b", "expect": "silent", "snapshot": {"gpus": [{"index": 0, "sm": 90}]}}]}
+    first = {"id": "site-a", **good, "severity": "blocker", "colour": "red"}
+    second = {"id": "site-b", **{k: v for k, v in good.items() if k != "message"}}
+    path = tmp_path / "site.yaml"
+    path.write_text(yaml.safe_dump({"schema_version": 1, "rules": [first, second]}))
+    code, out, err = cli(["rules", "test", "--rules", str(path)])
+    assert code == 2
+    line = err.splitlines()[0]
+    for problem in ("rule 'site-a': field 'severity': must be one of", "rule 'site-a': field 'colour': unknown field",
+                    "rule 'site-b': field 'message': missing"):
+        assert problem in line, line
+    assert "(and 2 more: " in line and len(err.splitlines()) == 2  # one line, and its hint
+
+
+def test_recommend_table_ranks_what_launch_env_writes_the_winner_of(cli):
+    target = ["--system", "h200-4x-nvswitch-vm", "--model", "llama-3.1-70b"]
+    code, table, err = cli(["recommend", *target, "--format", "table", "--top", "3"])
+    assert code == 0, err
+    lines = table.splitlines()
+    assert lines[0].split() == ["RANK", "TP", "DP", "LAUNCH", "TOK/S", "EVIDENCE"]
+    rows = lines[1:-1]
+    assert [row.split()[0] for row in rows] == ["1", "2", "3"]
+    doc = json.loads(cli(["recommend", *target, "--format", "json"])[1])
+    assert doc["chosen"]["config"] in rows[0]
+    assert [alt["config"] for alt in doc["alternatives"][:2]] == [re.split(r"\s{2,}", row)[3] for row in rows[1:]]
+    speeds = [float(re.split(r"\s{2,}", row)[4]) for row in rows]
+    assert speeds == sorted(speeds, reverse=True)
+    total = 1 + len(doc["alternatives"])
+    assert lines[-1].startswith(f"{total} passing launch(es) on h200-4x-nvswitch-vm, {total - 3} more not shown")
