@@ -730,6 +730,14 @@ def failing(outcome: Outcome, fail_on: str) -> bool:
     return any(_fails(item, fail_on) for item in outcome.items)
 
 
-FORMATTERS = {"text": format_text, "json": format_json, "junit": format_junit, "github": format_github}
+def format_sarif(outcomes: list[Outcome], fail_on: str) -> str:
+    """SARIF 2.1.0 for code scanning: a renderer of its own (autoconf/sarif.py)."""
+    from topoctl.autoconf.sarif import format_sarif as render
+
+    return render(outcomes, fail_on)
+
+
+FORMATTERS = {"text": format_text, "json": format_json, "junit": format_junit, "github": format_github,
+              "sarif": format_sarif}
 
 __all__ = ["Item", "Outcome", "Problem", "judge", "drift", "FORMATTERS", "failing"]

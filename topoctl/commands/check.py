@@ -35,9 +35,11 @@ class _CheckCommand(click.Command):
 @click.option("--dynamo-version", metavar="X.Y.Z", help="ai-dynamo release that runs `python -m dynamo.sglang` launches "
               "(default: the image tag's, else the newest known).")
 @click.option("--model", "model_name", metavar="NAME", help="Built-in model profile the launch serves (optional).")
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "junit", "github"]), default="text", show_default=True,
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "junit", "github", "sarif"]), default="text",
+              show_default=True,
               help="text: for people; json: one result per launch with its findings; junit: JUnit XML, one test case "
-                   "per finding; github: ::error/::warning annotations (file and line) for GitHub Actions.")
+                   "per finding; github: ::error/::warning annotations (file and line) for GitHub Actions; sarif: "
+                   "SARIF 2.1.0 for code scanning (GitHub, GitLab).")
 @click.option("--fail-on", type=click.Choice(["block", "warn"]), default="block", show_default=True,
               help="Exit 1 on blocking findings only, or on warnings too.")
 @rules_options
@@ -52,6 +54,7 @@ def command(ctx, files, topology, system, fallback_system, expect, sglang_versio
       topoctl check launch.env --topology machine.yaml
       topoctl check deploy/ --system h200-4x-nvswitch-vm --format github
       topoctl check deploy/*/launch.env --system h200-4x-nvswitch-vm --format junit -o check.xml
+      topoctl check deploy/ --system h200-4x-nvswitch-vm --format sarif -o topoctl.sarif
       topoctl check --system rtx-pro-6000-8x-pcie -- python -m sglang.launch_server --model-path M --tp 8
       topoctl check --system h200-4x-nvswitch-vm -- sglang serve Qwen/Qwen3-8B --tp-size 4
 
