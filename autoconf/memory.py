@@ -43,6 +43,8 @@ class Fit:
     max_running_requests: int | None = None
     notes: list[str] = field(default_factory=list)
     reserve: dict[str, Any] = field(default_factory=dict)  # Reserve.to_dict(): what went into mem_fraction_static
+    context_source: str = ""  # where context_length (the context one request must fit in) comes from
+    context_only: bool = False  # it loads, but no request of context_length fits in its KV cache
 
     @property
     def weights_bytes(self) -> float:
@@ -61,7 +63,8 @@ class Fit:
             "kv_bytes_per_token_per_gpu": round(self.kv_bytes_per_token, 1),
             "kv_cache_bytes_per_gpu": round(self.kv_cache_bytes),
             "kv_cache_tokens": self.kv_tokens,
-            "context_length": self.context_length,
+            "context_length": self.context_length, "context_source": self.context_source or None,
+            "fits_at_this_context": not self.context_only,
             "full_context_requests": (self.kv_tokens // self.context_length) if self.context_length else None,
             "max_running_requests": self.max_running_requests,
             "kv_tokens_per_running_request": (self.kv_tokens // self.max_running_requests
@@ -277,6 +280,8 @@ def sglang_reserve(gpu_bytes: int, tp: int, version: str | None, model: dict[str
     gpu_mib = gpu_bytes // MIB  # SGLang reads nvidia-smi memory.total, whole MiB
     mla = model.get("attention") == "mla"
     chunked, graph_bs = buckets(gpu_mib, tp, release)
+    if launch.get("chunked_prefill_size"):
+        chunked = int(launch["chunked_prefill_size"])  # the launch's own --chunked-prefill-size
     bucket_rule = variant("buckets", release)
     if cuda_graph_max_bs:
         graph_bs = int(cuda_graph_max_bs)
@@ -296,11 +301,15 @@ def sglang_reserve(gpu_bytes: int, tp: int, version: str | None, model: dict[str
     count = len(prefill_sizes(graph_rule["tokens"], max_tokens)) if on else 0
     prefill = _prefill_term(graph_rule, on, mla, max_tokens, count)
     rule = variant("reserve", release)
+    graph_off = decode_graph_off(launch)
     terms = {"base": float(rule["base_mib"]),
              "activation": max(chunked, rule["activation_min_tokens"]) * float(rule["activation_mib_per_token"]),
-             "decode_cuda_graphs": (0.0 if rule["decode_graph_needs_cuda_graph"] and launch.get("disable_cuda_graph")
+             "decode_cuda_graphs": (0.0 if rule["decode_graph_needs_cuda_graph"] and graph_off
                                     else graph_bs * float(rule["decode_graph_mib_per_bs"])),
              "tp": tp / 8 * float(rule["tp_mib_per_8"])}
+    dp_term = _dp_attention_mib(rule, launch, graph_bs)
+    if dp_term:
+        terms["dp_attention"] = dp_term
     before_floor = bool((graph_rule.get("reserve") or {}).get("before_floor", True))
     if prefill and before_floor:
         terms["prefill_cuda_graphs"] = prefill
@@ -308,6 +317,9 @@ def sglang_reserve(gpu_bytes: int, tp: int, version: str | None, model: dict[str
     if gpu_mib > rule["floor_above_gib"] * 1024 and reserved < rule["floor_mib"]:
         terms["floor"] = rule["floor_mib"] - reserved
         reserved = float(rule["floor_mib"])
+    if str(launch.get("moe_a2a_backend") or "").lower() == "deepep" and not graph_off and rule.get("deepep_a2a_mib"):
+        terms["deepep_a2a"] = float(rule["deepep_a2a_mib"])  # on top of the floor
+        reserved += terms["deepep_a2a"]
     algorithm = str(launch.get("speculative_algorithm") or "").upper()
     if algorithm:
         table = rule["speculative_mib"]
@@ -331,6 +343,31 @@ def sglang_reserve(gpu_bytes: int, tp: int, version: str | None, model: dict[str
                  f"({_short(mm_rule['cite'])})" if factor is not None else ""))
     return Reserve(fraction, graph_bs, chunked, reserved, terms, on, why, count, multimodal, factor, release, source,
                    str(rule.get("draft_weights", "kv_budget")), terms.get("speculative", 0.0))
+
+
+def decode_graph_off(launch: dict[str, Any]) -> bool:
+    """Whether the launch turns SGLang's decode CUDA graph off: `--disable-cuda-graph` is the setting
+    `cuda_graph` set false in a candidate (topoctl/sglang/data/spelling.yaml), or `disable_cuda_graph` true in
+    a launch read from its flags."""
+    from topoctl.rules.settings import normalize
+
+    if launch.get("disable_cuda_graph"):
+        return True
+    value = launch.get("cuda_graph")
+    return value is not None and normalize("cuda_graph", value) is False
+
+
+def _dp_attention_mib(rule: dict[str, Any], launch: dict[str, Any], graph_bs: int) -> float:
+    """SGLang's DP-attention padding reserve: graph max bs x dp x 3 MiB, and x 1.5 more above 300 (before the
+    floor; sglang-memory.yaml reserve.dp_attention cites each release)."""
+    term = rule.get("dp_attention") or {}
+    if not launch.get("enable_dp_attention") or not term:
+        return 0.0
+    dp = int(launch.get("dp_size") or 1)
+    mib = graph_bs * dp * float(term["mib_per_bs_dp"])
+    if graph_bs > int(term["large_bs_above"]):
+        mib += graph_bs * dp * float(term["large_mib_per_bs_dp"])
+    return mib
 
 
 def static_fraction(gpu_bytes: int, tp: int, version: str | None, mla: bool, speculative: bool,
@@ -404,7 +441,55 @@ def fit(model: dict[str, Any], gpu_bytes: int, tp: int, version: str | None, spe
     reserve = sglang_reserve(gpu_bytes, tp, version, model, launch, cuda_graph_max_bs, context_length,
                              max_running_requests)
     fraction, graph_bs, source = reserve.fraction, reserve.graph_bs, reserve.source
+    if launch.get("mem_fraction_static"):
+        fraction = float(launch["mem_fraction_static"])
+        source = f"the launch's own --mem-fraction-static {fraction:g} (SGLang's default here: {reserve.fraction:g})"
     weights = weights_per_gpu(model, tp)
+    from_kv, extra, notes = _draft_share(model, draft, tp, speculative, reserve)
+    per_token = kv_bytes_per_token(model, tp)
+    if speculative:
+        per_token += per_token / model["layers"]  # the draft's one layer keeps its own KV
+    kv = gpu_bytes * fraction - sum(weights.values()) - from_kv
+    tokens = int(kv // per_token) if kv > 0 else 0
+    context, context_source = judged_context(model, context_length)
+    result = Fit(True, gpu_bytes, fraction, source, graph_bs, weights, extra, per_token, kv, tokens,
+                 context, notes=notes, max_running_requests=max_running_requests, reserve=reserve.to_dict(),
+                 context_source=context_source)
+    if kv <= 0:
+        result.fits = False
+        result.why = (f"needs {sum(weights.values()) / 1e9:.1f} GB of weights per GPU"
+                      + (f" + {from_kv / 1e9:.1f} GB draft" if from_kv else "")
+                      + f", more than the {gpu_bytes * fraction / 1e9:.1f} GB SGLang leaves for weights and KV cache "
+                      f"(mem_fraction_static {fraction:.4g} of {gpu_bytes / 1e9:.1f} GB)")
+    elif context and tokens < context:
+        result.context_only = True
+        text = (f"does not fit at this context: the KV cache holds {tokens} tokens per GPU, less than one "
+                f"request of {context} tokens ({context_source}); --context-length {tokens} would fit")
+        if context_length:  # the context the user asked: the launch does not fit
+            result.fits = False
+            result.why = text
+        else:  # the model's own context, not asked for: said, not held against the launch (SGLang caps a request)
+            result.notes.append(text)
+    return result
+
+
+def judged_context(model: dict[str, Any], asked: int | None) -> tuple[int | None, str]:
+    """The context one request must fit in: the model's own max_position_embeddings, capped by what the
+    user asks (--context-length); what SGLang serves by default is the model's own context."""
+    own = model.get("max_context")
+    if asked and own:
+        return min(int(asked), int(own)), (f"--context-length {asked}" if asked <= own
+                                           else f"the model's max_position_embeddings {own} (--context-length {asked} asked)")
+    if asked:
+        return int(asked), f"--context-length {asked}"
+    if own:
+        return int(own), f"the model's max_position_embeddings {own} (--context-length sets a shorter one)"
+    return None, "no context length known"
+
+
+def _draft_share(model: dict[str, Any], draft: dict[str, Any] | None, tp: int, speculative: bool,
+                 reserve: Reserve) -> tuple[float, float, list[str]]:
+    """(draft bytes taken from the KV budget, draft bytes per GPU, notes)."""
     notes = []
     extra, draft_note = (draft_bytes(model, draft, tp) if speculative else (0.0, ""))
     if draft_note:
@@ -414,23 +499,5 @@ def fit(model: dict[str, Any], gpu_bytes: int, tp: int, version: str | None, spe
         # reserve's speculative share; only what exceeds that share is taken from the KV cache (modelled)
         notes.append(f"SGLang {reserve.release} loads the draft after sizing the KV cache: its weights come out of "
                      f"the {reserve.speculative_mib:.0f} MiB speculative reserve (sglang-memory.yaml)")
-        from_kv = max(0.0, extra - reserve.speculative_mib * MIB)
-    else:
-        from_kv = extra
-    per_token = kv_bytes_per_token(model, tp)
-    if speculative:
-        per_token += per_token / model["layers"]  # the draft's one layer keeps its own KV
-    kv = gpu_bytes * fraction - sum(weights.values()) - from_kv
-    tokens = int(kv // per_token) if kv > 0 else 0
-    result = Fit(True, gpu_bytes, fraction, source, graph_bs, weights, extra, per_token, kv, tokens,
-                 context_length, notes=notes, max_running_requests=max_running_requests, reserve=reserve.to_dict())
-    if kv <= 0:
-        result.fits = False
-        result.why = (f"needs {sum(weights.values()) / 1e9:.1f} GB of weights per GPU"
-                      + (f" + {from_kv / 1e9:.1f} GB draft" if from_kv else "")
-                      + f", more than the {gpu_bytes * fraction / 1e9:.1f} GB SGLang leaves for weights and KV cache "
-                      f"(mem_fraction_static {fraction:.4g} of {gpu_bytes / 1e9:.1f} GB)")
-    elif context_length and tokens < context_length:
-        result.fits = False
-        result.why = (f"KV cache holds {tokens} tokens per GPU, fewer than --context-length {context_length}")
-    return result
+        return max(0.0, extra - reserve.speculative_mib * MIB), extra, notes
+    return extra, extra, notes

@@ -195,37 +195,44 @@ def parallel_options(model: dict[str, Any] | None, gpu_count: int, req: Request)
     return options or [(gpu_count, 1)]
 
 
+def _more_gpus_hint(model: dict[str, Any], memory: int, gpu_count: int, req: Request, version: str | None) -> list[str]:
+    """The smallest TP of more GPUs like these that holds the model at the context asked; with a fixed
+    --tp-size, that size is named as the one to change."""
+    from topoctl.autoconf.memory import fit as memory_fit
+
+    for n in (2, 4, 8, 16, 32, 64):
+        if n <= gpu_count or (model.get("heads") or 1) % n or (req.tp_size and n <= req.tp_size):
+            continue
+        if memory_fit(model, memory, n, version, False, context_length=req.context_length).fits:
+            prefix = f"--tp-size {n} (instead of {req.tp_size}) on " if req.tp_size else ""
+            return [f"{prefix}{n} GPUs like these (TP {n})"]
+    return ["more GPUs than one node of these holds"] if gpu_count < 64 else []
+
+
 def what_would_fit(model: dict[str, Any], unfit: list[Candidate], gpu: dict[str, Any], gpu_count: int,
                    req: Request, version: str | None = None) -> str:
     """What the user can change so that the model loads: more GPUs, a quantized checkpoint, a shorter context."""
     from topoctl.autoconf.memory import fit as memory_fit
 
     memory = gpu.get("memory_bytes") or 0
-    hints = []
-    for n in (2, 4, 8, 16, 32, 64):
-        if n <= gpu_count or (model.get("heads") or 1) % n:
-            continue
-        if memory_fit(model, memory, n, version, False).fits:
-            hints.append(f"{n} GPUs like these (TP {n})")
-            break
-    else:
-        if gpu_count < 64:
-            hints.append("more GPUs than one node of these holds")
+    hints = _more_gpus_hint(model, memory, gpu_count, req, version)
     bits = (model.get("quantization") or {}).get("bits") or 16
     weights = model["weight_bytes"]
+    tp = req.tp_size or gpu_count  # a fixed --tp-size stays what it is
     for label, factor in (("an FP8 checkpoint", 8 / bits), ("an int4 checkpoint", 4.5 / bits)):
         if factor >= 1:
             continue
         scaled = dict(model, parts_bytes={k: v * factor for k, v in model["parts_bytes"].items()},
                       replicated_attention_bytes=(model.get("replicated_attention_bytes") or 0) * factor)
-        if memory_fit(scaled, memory, gpu_count, version, False).fits:
-            where = "this GPU" if gpu_count == 1 else f"these {gpu_count} GPUs"
+        if memory_fit(scaled, memory, tp, version, False, context_length=req.context_length).fits:
+            where = ("this GPU" if tp == 1 else f"{tp} GPUs like these at TP {tp}") if req.tp_size else \
+                ("this GPU" if gpu_count == 1 else f"these {gpu_count} GPUs")
             hints.append(f"{label} (about {weights * factor / 1e9:.0f} GB) on {where}")
             break
-    if req.context_length:
-        best = max(unfit, key=lambda c: c.fit.kv_tokens if c.fit else 0)
-        if best.fit is not None and best.fit.kv_tokens > 0:
-            hints.append(f"--context-length {best.fit.kv_tokens} or less")
+    fits_context = [c for c in unfit if c.fit is not None and c.fit.context_only and (not req.tp_size or c.tp == req.tp_size)]
+    if fits_context:
+        best = max(fits_context, key=lambda c: c.fit.kv_tokens)
+        hints.append(f"--context-length {best.fit.kv_tokens} or less (TP {best.tp})")
     return "; ".join(hints) or "nothing on this machine"
 
 
@@ -255,7 +262,7 @@ def measured_to_run(unfit: list[Candidate], evidence: list[Any], snapshot: dict[
         if found:
             cand.estimate, cand.estimate_level, cand.estimate_basis = found
         basis = [ev for ev in cand.estimate_basis if ev.kind == "throughput" and ev.rank >= LEVELS["measured"]]
-        if cand.estimate is None or not basis or cand.fit is None or cand.fit.why.startswith("KV cache holds"):
+        if cand.estimate is None or not basis or cand.fit is None or cand.fit.context_only:
             continue
         cand.fit.fits = True
         cand.fit.notes.append(f"the memory model says this launch does not load ({cand.fit.why}), but it was "

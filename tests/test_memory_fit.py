@@ -1,0 +1,97 @@
+"""The memory fit of a launch against SGLang's own rules (autoconf/memory.py, autoconf/data/sglang-memory.yaml):
+a launch fits only with KV room for one request of the context; the launch's own --disable-cuda-graph,
+--mem-fraction-static, --chunked-prefill-size, DP attention and DeepEP change what SGLang reserves. The
+numbers are worked by hand from the lines of each release's wheel named in the tests."""
+from __future__ import annotations
+
+import pytest
+
+from topoctl.autoconf import memory, models
+
+H200_MIB = 143771  # nvidia-smi memory.total of an H200 (fixtures/h200-1x-vm)
+H200 = H200_MIB * memory.MIB
+
+
+def reserve(release, tp=1, launch=None, model="llama-3.1-8b"):
+    return memory.sglang_reserve(H200, tp, release, models.profile(model), launch or {})
+
+
+def test_disable_cuda_graph_drops_the_decode_graph_term_from_0_5_15():
+    # 0.5.19 arg_groups/memory_hook.py reserve_for_graph_mb: the decode graph term only when the decode CUDA
+    # graph backend is not DISABLED; a candidate carries --disable-cuda-graph as cuda_graph=False
+    on = reserve("0.5.19")
+    off = reserve("0.5.19", launch={"cuda_graph": False})
+    assert on.terms["decode_cuda_graphs"] > 0 and off.terms["decode_cuda_graphs"] == 0
+    assert memory.decode_graph_off({"disable_cuda_graph": True}) and memory.decode_graph_off({"cuda_graph": False})
+    # before 0.5.15 the term is added whatever the launch (0.5.12 server_args.py, reserved_mem += max_bs * 2)
+    assert reserve("0.5.12", launch={"cuda_graph": False}).terms["decode_cuda_graphs"] > 0
+
+
+def test_dp_attention_pads_the_reserve_by_graph_batch_times_dp():
+    # 0.5.12 server_args.py:1554-1562: enable_dp_attention adds max_bs x dp x 3, and x 1.5 more above 300 MiB
+    launch = {"enable_dp_attention": True, "dp_size": 8}
+    res = reserve("0.5.12", tp=8, launch=launch)
+    assert res.graph_bs == 512  # 60-160 GiB bucket at TP >= 4
+    assert res.terms["dp_attention"] == 512 * 8 * 3 + 512 * 8 * 1.5
+    plain = reserve("0.5.12", tp=8)
+    assert "dp_attention" not in plain.terms
+    # both are above the 10 GiB floor: the fraction moves by the term exactly
+    assert res.reserved_mib - plain.reserved_mib == pytest.approx(512 * 8 * 4.5)
+
+
+def test_deepep_reserves_2_gib_on_top_of_the_floor_from_0_5_16():
+    # 0.5.16 server_args.py:4082-4083 and reserve_for_deepep_a2a_mb (:4198-4210): 2 * 1024 with
+    # moe_a2a_backend deepep and a decode CUDA graph; absent from 0.5.15 (no reserve_for_deepep in its wheel)
+    launch = {"moe_a2a_backend": "deepep"}
+    assert reserve("0.5.16", tp=8, launch=launch, model="deepseek-v3").terms["deepep_a2a"] == 2048
+    assert reserve("0.5.23", tp=8, launch=launch, model="deepseek-v3").terms["deepep_a2a"] == 2048
+    assert "deepep_a2a" not in reserve("0.5.15", tp=8, launch=launch, model="deepseek-v3").terms
+    off = dict(launch, cuda_graph=False)
+    assert "deepep_a2a" not in reserve("0.5.19", tp=8, launch=off, model="deepseek-v3").terms
+
+
+def test_a_launch_s_own_mem_fraction_static_and_chunked_prefill_size_are_used():
+    model = models.profile("llama-3.1-8b")
+    own = memory.fit(model, H200, 1, "0.5.12", False, launch={"mem_fraction_static": 0.7})
+    assert own.mem_fraction_static == 0.7 and "--mem-fraction-static 0.7" in own.mem_fraction_source
+    # activation term: max(chunked_prefill_size, 2048) x 1.5 (0.5.5 server_args.py:785-823)
+    assert reserve("0.5.12", launch={"chunked_prefill_size": 4096}).terms["activation"] == 4096 * 1.5
+    assert reserve("0.5.12").terms["activation"] == 8192 * 1.5  # the 60-160 GiB bucket's default
+
+
+def test_fits_only_with_room_for_one_request_of_the_context():
+    # Kimi-K2.5 (262144-token context) on 8x RTX PRO 6000: it loads, but one request of its own context does
+    # not fit in the KV cache; the fit says so and names the context that would
+    model = models.profile("kimi-k2.5")
+    gpu = 97887 * memory.MIB
+    full = memory.fit(model, gpu, 8, "0.5.12", False)
+    assert full.context_only and full.context_length == model["max_context"]
+    assert full.fits  # the model's own context, not asked for: said in the notes, not held against the launch
+    assert any(f"--context-length {full.kv_tokens} would fit" in note for note in full.notes)
+    assert not full.to_dict()["fits_at_this_context"]
+    asked = memory.fit(model, gpu, 8, "0.5.12", False, context_length=200000)
+    assert not asked.fits and "does not fit at this context" in asked.why
+    short = memory.fit(model, gpu, 8, "0.5.12", False, context_length=32768)
+    assert short.fits and short.context_length == 32768 and not short.context_only
+    # what the user asks is capped by the model's own context
+    assert memory.fit(model, gpu, 8, "0.5.12", False, context_length=10**7).context_length == model["max_context"]
+
+
+def test_a_1t_fp8_model_does_not_fit_8x_h200_at_128k_and_does_on_16(cli):
+    # Moonshot's deploy guidance: "The smallest deployment unit for Kimi-K2 FP8 weights with 128k seqlen on
+    # mainstream H200 or H20 platform is a cluster with 16 GPUs" (Kimi-K2-Instruct docs/deploy_guidance.md)
+    config = dict(models.builtin_models()["kimi-k2.5"]["config"]["text_config"])
+    config.update(architectures=["DeepseekV3ForCausalLM"], model_type="kimi_k2", max_position_embeddings=131072,
+                  quantization_config={"quant_method": "fp8", "weight_block_size": [128, 128]})
+    model = models.from_config(config, "kimi-k2-fp8", "Kimi-K2 FP8 (test)")
+    fit8 = memory.fit(model, H200, 8, "0.5.12", False, context_length=131072)
+    assert not fit8.fits and "does not fit at this context" in fit8.why
+    assert memory.fit(model, H200, 16, "0.5.12", False, context_length=131072).fits
+
+
+def test_the_hint_keeps_a_fixed_tp_size(cli):
+    code, _, err = cli(["recommend", "--system", "h200-4x-nvswitch-vm", "--model", "deepseek-v3", "--tp-size", "2"])
+    assert code == 1
+    hint = err.split("hint")[1]
+    assert "--tp-size 8 (instead of 2)" in hint or "--tp-size 4 (instead of 2)" in hint
+    assert "these 4 GPUs" not in hint
