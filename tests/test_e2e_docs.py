@@ -219,7 +219,7 @@ def test_every_dollar_example_prints_what_the_doc_shows(cli, monkeypatch, doc, c
 
 
 HELP_COMMANDS = [[], ["probe"], ["show"], ["recommend"], ["check"], ["rules"], ["rules", "list"],
-                 ["rules", "explain"], ["rules", "test"], ["rules", "schema"], ["rules", "facts"]]
+                 ["rules", "explain"], ["rules", "test"], ["rules", "schema"], ["rules", "facts"], ["completion"]]
 
 # Examples whose exit code is not 0 on a machine without a GPU (the tests make every machine one).
 EXPECTED_EXIT = {
@@ -278,7 +278,7 @@ def test_the_help_texts_have_examples(cli):
     examples = _help_examples(cli)
     owners = {owner for owner, _ in examples}
     assert owners == {"topoctl", "probe", "show", "recommend", "check", "rules", "rules list",
-                      "rules explain", "rules test", "rules schema", "rules facts"}, owners
+                      "rules explain", "rules test", "rules schema", "rules facts", "completion"}, owners
     assert len(examples) >= 25
 
 

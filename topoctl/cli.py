@@ -23,6 +23,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "recommend": ("topoctl.commands.recommend", "The fastest launch known to work here (> launch.env)."),
     "check": ("topoctl.commands.check", "Is this launch safe on that machine? Exit code for CI."),
     "rules": ("topoctl.commands.rules", "List, explain, test and publish the schema of the knowledge rules."),
+    "completion": ("topoctl.commands.completion", "Shell completion for bash, zsh or fish (system and model names too)."),
 }
 
 

@@ -20,12 +20,14 @@ _Decorated = Callable[..., Any]
 def target_options(function: _Decorated) -> _Decorated:
     """`--topology FILE`, `--system NAME` and `--fallback-system NAME`: the machine a command works on
     (topoctl.target.resolve_target); without --topology and --system, this machine is probed."""
+    from topoctl.commands.completion import complete_systems
+
     function = click.option(
-        "--fallback-system", metavar="NAME",
+        "--fallback-system", metavar="NAME", shell_complete=complete_systems,
         help="When neither --topology nor --system is given and this machine shows no GPU, use this built-in "
              "system instead of failing with exit 3 (announced on stderr).")(function)
     function = click.option(
-        "--system", metavar="NAME",
+        "--system", metavar="NAME", shell_complete=complete_systems,
         help="A built-in reference system as the target (`topoctl recommend --list-systems`).")(function)
     return click.option(
         "--topology", metavar="FILE",

@@ -6,6 +6,7 @@ from typing import Any
 
 import click
 
+from topoctl.commands.completion import complete_models
 from topoctl.errors import TopoctlError
 from topoctl.snapshot_view import SnapshotView
 
@@ -17,7 +18,7 @@ EXIT_INTERRUPTED = 130
 @click.option("--topology", metavar="FILE",
               help="Snapshot of this machine (from `topoctl probe -o FILE`) to add the measurements to; "
                    "default: probe this machine now.")
-@click.option("--model", "model_name", metavar="NAME",
+@click.option("--model", "model_name", metavar="NAME", shell_complete=complete_models,
               help="Built-in model profile: its per-step allreduce sizes (hidden x tokens x dtype bytes) join the sweep.")
 @click.option("--model-path", metavar="DIR", help="A model folder (or its config.json): same as --model, read from it.")
 @click.option("--budget-s", type=float, default=None, metavar="S",

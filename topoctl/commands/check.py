@@ -11,6 +11,7 @@ from __future__ import annotations
 import click
 
 from topoctl.commands._options import rules_options, target_options
+from topoctl.commands.completion import complete_models
 from topoctl.errors import EXIT_BLOCKED, TopoctlError
 
 
@@ -34,7 +35,8 @@ class _CheckCommand(click.Command):
               "known; an assumed version is said on stderr).")
 @click.option("--dynamo-version", metavar="X.Y.Z", help="ai-dynamo release that runs `python -m dynamo.sglang` launches "
               "(default: the image tag's, else the newest known).")
-@click.option("--model", "model_name", metavar="NAME", help="Built-in model profile the launch serves (optional).")
+@click.option("--model", "model_name", metavar="NAME", shell_complete=complete_models,
+              help="Built-in model profile the launch serves (optional).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "junit", "github", "sarif"]), default="text",
               show_default=True,
               help="text: for people; json: one result per launch with its findings; junit: JUnit XML, one test case "

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import click
 
+from topoctl.commands.completion import complete_captures
 from topoctl.io import check_destination, emit, write_atomic
 from topoctl.render import dump, to_json
 
@@ -13,7 +14,7 @@ from topoctl.render import dump, to_json
 @click.option("-o", "--output", metavar="FILE", help="Write the snapshot to FILE (atomically) instead of stdout.")
 @click.option("--record", metavar="PATH",
               help="Also save every raw answer (NVML calls, sysfs reads) to PATH, for replay with --from-capture.")
-@click.option("--from-capture", "from_capture", metavar="PATH",
+@click.option("--from-capture", "from_capture", metavar="PATH", shell_complete=complete_captures,
               help="Replay a capture (a file, a folder holding capture.json, or the name of a built-in one: "
                    "a --list-systems name or no-gpu) instead of asking the hardware.")
 @click.option("--with-torch", is_flag=True,

@@ -20,6 +20,7 @@ from topoctl.commands._options import (  # noqa: F401 - flag_set_for: also impor
     target_options,
     target_version,
 )
+from topoctl.commands.completion import complete_models
 from topoctl.errors import TopoctlError
 
 FORMATS = ("env", "args", "json", "yaml", "table")
@@ -111,7 +112,7 @@ def _output(result, fmt: str, top: int) -> str:
 @target_options
 @click.option("--list-systems", is_flag=True, help="List the built-in reference systems and exit.")
 @click.option("--list-models", is_flag=True, help="List the built-in model profiles (properties, weight bytes, source) and exit.")
-@click.option("--model", "model_name", metavar="NAME",
+@click.option("--model", "model_name", metavar="NAME", shell_complete=complete_models,
               help="Built-in model profile (kimi-k2.5, deepseek-v3, llama-3.1-70b, gpt-oss-120b, ...; --list-models).")
 @click.option("--model-path", metavar="DIR",
               help="The model folder SGLang is given: its config.json, and the exact weight bytes from "

@@ -13,6 +13,7 @@ from typing import Any
 import click
 
 from topoctl.commands._options import load_rules_for, rules_options
+from topoctl.commands.completion import complete_rule_ids
 from topoctl.errors import TopoctlError
 from topoctl.vocab import evidence_config_text
 
@@ -72,7 +73,7 @@ def list_rules(rules_dirs: tuple[str, ...], disabled: tuple[str, ...], fmt: str,
 
 
 @command.command("explain", short_help='What a rule says, why (its evidence), when it applies, its effect.')
-@click.argument("rule_id")
+@click.argument("rule_id", shell_complete=complete_rule_ids)
 @rules_options
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def explain(rule_id: str, rules_dirs: tuple[str, ...], disabled: tuple[str, ...], fmt: str) -> None:
