@@ -217,3 +217,95 @@ def test_sarif_levels_follow_fail_on_and_disabled_rules_are_listed(cli):
     code, run = _sarif(cli, ["--system", "h200-2x-nvswitch-vm", "--disable", "nccl-p2p-disable-on-nvlink=we measured it",
                              *launch])
     assert run["properties"]["disabled_rules"] == [{"id": "nccl-p2p-disable-on-nvlink", "reason": "we measured it"}]
+
+
+# ------------------------------------------------------------------------------------------------ completion
+
+def _complete(words: str, incomplete: str) -> list[str]:
+    from click.shell_completion import ShellComplete
+
+    from topoctl.cli import cli as group
+
+    completer = ShellComplete(group, {}, "topoctl", "_TOPOCTL_COMPLETE")
+    return [item.value for item in completer.get_completions(words.split(), incomplete) if item.type == "plain"]
+
+
+def test_completion_completes_commands_system_model_capture_and_rule_names():
+    from topoctl.autoconf.models import builtin_models
+    from topoctl.rules import load_rules
+
+    assert "completion" in _complete("", "") and "recommend" in _complete("", "re")
+    for words in ("recommend --system", "show --system", "check --fallback-system", "recommend --fallback-system"):
+        assert _complete(words, "") == list_systems(), words
+    assert _complete("recommend --system", "h200-2") == ["h200-2x-nvswitch-vm"]
+    assert _complete("probe --from-capture", "no") == ["no-gpu"]
+    for words in ("recommend --model", "check --model", "bench --model"):
+        assert _complete(words, "") == sorted(builtin_models()), words
+    assert _complete("rules explain", "nccl-p2p-d") == ["nccl-p2p-disable-on-nvlink"]
+    assert set(_complete("rules explain", "")) == {rule.id for rule in load_rules().rules}
+    assert _complete("recommend --format", "") == ["env", "args", "json", "yaml", "table"]
+
+
+@pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
+def test_completion_prints_each_shells_script_and_the_console_script_answers_it(cli, shell):
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    code, out, err = cli(["completion", shell])
+    assert code == 0 and err == ""
+    assert "_TOPOCTL_COMPLETE" in out and f"{shell}_complete" in out
+    script = shutil.which("topoctl", path=os.path.dirname(sys.executable))
+    if script is None:
+        pytest.skip("no topoctl console script beside this interpreter")
+    # what the script asks the console script at a <TAB>, as bash's script does it
+    env = dict(os.environ, _TOPOCTL_COMPLETE="bash_complete", COMP_WORDS="topoctl recommend --system rtx", COMP_CWORD="3")
+    done = subprocess.run([script], env=env, capture_output=True, text=True, timeout=60)
+    assert done.stdout.split() == ["plain,rtx-4090-2x-pcie-no-p2p", "plain,rtx-pro-6000-8x-pcie"], done.stdout + done.stderr
+
+
+def test_completion_rejects_other_shells(cli):
+    code, out, err = cli(["completion", "tcsh"])
+    assert code == 2 and "tcsh" in err and "hint:" in err
+
+
+# ------------------------------------------------------------------------------------------------ Dockerfile
+
+def test_the_dockerfile_installs_this_package_on_the_supported_python():
+    import configparser
+    import os
+
+    from tests.conftest import ROOT
+
+    text = open(os.path.join(ROOT, "Dockerfile"), encoding="utf-8").read()
+    base = re.search(r"^FROM python:(\d+\.\d+)-slim$", text, re.M)
+    config = configparser.ConfigParser()
+    config.read(os.path.join(ROOT, "setup.cfg"))
+    tested = re.findall(r"Python :: (3\.\d+)$", config["metadata"]["classifiers"], re.M)
+    assert base and base.group(1) in tested, (base, tested)
+    assert re.search(r"^RUN pip install --no-cache-dir /tmp/topoctl ", text, re.M)
+    assert 'ENTRYPOINT ["topoctl"]' in text
+    ignored = open(os.path.join(ROOT, ".dockerignore"), encoding="utf-8").read().split()
+    for needed in ("setup.cfg", "pyproject.toml", "README.md", "topoctl", "probe", "rules", "autoconf", "fixtures"):
+        assert needed not in ignored, needed
+
+
+def test_the_docker_image_builds_and_checks_the_example_deployments(tmp_path):
+    """Where a docker daemon answers (not on this project's CI machines, which have the client alone)."""
+    import shutil
+    import subprocess
+
+    from tests.conftest import ROOT
+
+    if shutil.which("docker") is None:
+        pytest.skip("no docker client")
+    if subprocess.run(["docker", "info"], capture_output=True, timeout=60).returncode != 0:
+        pytest.skip("no docker daemon answers here")
+    tag = "topoctl-test:latest"
+    built = subprocess.run(["docker", "build", "-q", "-t", tag, ROOT], capture_output=True, text=True, timeout=1200)
+    assert built.returncode == 0, built.stderr[-3000:]
+    ran = subprocess.run(["docker", "run", "--rm", "-v", f"{ROOT}:/work:ro", tag, "check", "examples/deploy",
+                          "--system", "h200-4x-nvswitch-vm"], capture_output=True, text=True, timeout=600)
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert "no launch checked" in ran.stdout
