@@ -309,3 +309,19 @@ def test_the_docker_image_builds_and_checks_the_example_deployments(tmp_path):
                           "--system", "h200-4x-nvswitch-vm"], capture_output=True, text=True, timeout=600)
     assert ran.returncode == 0, ran.stdout + ran.stderr
     assert "no launch checked" in ran.stdout
+
+
+def test_show_says_that_gloo_measurements_are_not_the_gpus_figures():
+    """`topoctl bench --backend gloo` measures CPU processes; show must not present them as the GPUs' P2P."""
+    from topoctl.catalogue import system_snapshot
+    from topoctl.probe.bench.render import render_measurements
+
+    snapshot = system_snapshot("h200-2x-nvswitch-vm")
+    snapshot["measurements"] = {"method": "topoctl bench", "measured_at": "t", "backend": "gloo", "gpus": [0, 1],
+                                "versions": {"torch": "2.13.0+cpu"}, "complete": True,
+                                "p2p": [{"src": 0, "dst": 1, "healthy": True, "bandwidth_gbps": {"one_way": 3.1}}]}
+    lines = render_measurements(snapshot)
+    assert "CPU processes 0,1" in lines[0] and "GPUs" not in lines[0]
+    assert lines[1].startswith("  NOT GPU figures: --backend gloo ran on CPU processes")
+    snapshot["measurements"]["backend"] = "nccl"
+    assert "GPUs 0,1" in render_measurements(snapshot)[0] and "NOT GPU" not in "\n".join(render_measurements(snapshot))

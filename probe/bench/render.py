@@ -58,6 +58,10 @@ def render_measurements(snapshot: dict[str, Any]) -> list[str]:
     lines = [f"Measured ({_clean(m.get('method'))}, {_clean(m.get('measured_at'))}, backend {_clean(m.get('backend'))}, "
              f"torch {_clean(versions.get('torch'))}, NCCL {_clean(versions.get('nccl'))}; GPUs "
              f"{','.join(_clean(g) for g in m.get('gpus') or [])}; {state}):"]
+    if m.get("backend") == "gloo":  # CPU processes: the harness was checked, not these GPUs
+        lines[0] = lines[0].replace("; GPUs ", "; CPU processes ", 1)
+        lines.append("  NOT GPU figures: --backend gloo ran on CPU processes (a check of the harness); "
+                     "run `topoctl bench` on the GPUs for their P2P and allreduce numbers")
     p2p = [row for row in m.get("p2p") or [] if isinstance(row, dict)]
     if p2p:
         healthy = [row for row in p2p if row.get("healthy")]
