@@ -19,8 +19,9 @@ def _load_yaml(text: str) -> Any:
 
 def read_yaml(path: str) -> Any:
     """One YAML data file, parsed with the C loader where PyYAML has it."""
-    with open(path, encoding="utf-8") as handle:
-        return _load_yaml(handle.read())
+    from topoctl import limits
+
+    return _load_yaml(limits.read_text(path, limits.MAX_DATA_FILE_BYTES))
 
 
 @functools.lru_cache(maxsize=None)

@@ -113,10 +113,11 @@ _ID_LINE = re.compile(r"^\s*-\s*id:\s*['\"]?([A-Za-z0-9][A-Za-z0-9._-]*)", re.M)
 def _holds_every_rule(entries: Any, files: list[str]) -> bool:
     """Whether cached rules are exactly the rules the shipped files define (ids read from the text: no YAML
     parser on the warm path), each with the fields a Rule needs."""
+    from topoctl import limits
+
     wanted: list[str] = []
     for path in files:
-        with open(path, encoding="utf-8") as handle:
-            wanted += _ID_LINE.findall(handle.read())
+        wanted += _ID_LINE.findall(limits.read_text(path, limits.MAX_DATA_FILE_BYTES))
     if not isinstance(entries, list) or sorted(entry["id"] for entry in entries) != sorted(wanted):
         return False
     return all(set(_PLAIN_FIELDS) <= set(entry) and "tests" in entry for entry in entries)
@@ -276,7 +277,7 @@ def _read_rule_file(path: str) -> bytes:
         return limits.read_file(path, limits.MAX_RULE_FILE_BYTES)
     except OSError as exc:
         raise RuleFileError(path, f"cannot read: {exc}") from None
-    except limits.LimitError as exc:
+    except (limits.LimitError, limits.NotAFileError) as exc:
         raise RuleFileError(path, exc.message.removeprefix(path).lstrip(": ")) from None
 
 

@@ -27,8 +27,9 @@ def setting_table() -> dict[str, dict[str, Any]]:
 def _read_table(path: str) -> dict[str, dict[str, Any]]:
     import yaml
 
-    with open(path, encoding="utf-8") as handle:
-        text = handle.read()
+    from topoctl import limits
+
+    text = limits.read_text(path, limits.MAX_DATA_FILE_BYTES)
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     return dict(yaml.load(text, Loader=loader)["settings"])  # noqa: S506 - a safe loader
 

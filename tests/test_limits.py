@@ -86,7 +86,18 @@ def test_dev_zero_as_a_snapshot_is_one_line_exit_2(capsys):
     from topoctl.cli import main
 
     assert main(["show", "--topology", "/dev/zero"]) == 2
-    assert "larger than 16 MiB" in capsys.readouterr().err
+    assert "/dev/zero is a character device, not a regular file" in capsys.readouterr().err
+
+
+def test_a_file_past_the_limit_is_refused_by_its_size_before_reading(tmp_path, monkeypatch):
+    big = tmp_path / "big.yaml"
+    with open(big, "wb") as handle:  # sparse: 1 GiB of size, no bytes written
+        handle.truncate(1024 ** 3)
+    read: list[int] = []
+    monkeypatch.setattr(limits, "read_bounded", lambda handle, limit, origin: read.append(limit) or b"")
+    with pytest.raises(LimitError, match="larger than 1 MiB"):
+        limits.read_file(str(big), limits.MAX_RULE_FILE_BYTES)
+    assert read == []
 
 
 # -- nesting depth --------------------------------------------------------------------------------------------
@@ -251,3 +262,95 @@ def test_split_words_is_shlex_split(text):
             limits.split_words(text, "x")
         return
     assert limits.split_words(text, "x") == expected
+
+
+# -- the one reading layer: regular files only, wherever a path is reached from ---------------------------------
+LAUNCH = ["python", "-m", "sglang.launch_server", "--model-path", "m", "--tp-size", "4"]
+SYSTEM_ARGS = ["--system", "h200-4x-nvswitch-vm"]
+
+
+def _fifo(folder, name: str) -> str:
+    path = os.path.join(str(folder), name)
+    os.mkfifo(path)  # no writer: a plain open() of it would block forever
+    return path
+
+
+def _refused(err: str, path: str) -> bool:
+    lines = err.strip().splitlines()
+    return len(lines) == 2 and f"{path} is a FIFO, not a regular file" in lines[0]
+
+
+@pytest.mark.parametrize("surface", ["topology", "capture", "launch.env", "model-config"])
+def test_a_fifo_named_on_the_command_line_is_one_line_exit_2(cli, tmp_path, surface):
+    fifo = _fifo(tmp_path, {"launch.env": "launch.env", "rules": "site.yaml"}.get(surface, "input.json"))
+    argv = {"topology": ["show", "--topology", fifo],
+            "capture": ["probe", "--from-capture", fifo],
+            "launch.env": ["check", fifo, *SYSTEM_ARGS],
+            "model-config": ["recommend", *SYSTEM_ARGS, "--model-config", fifo]}[surface]
+    code, _, err = cli(argv)
+    assert code == 2 and _refused(err, fifo), err
+
+
+def test_fifos_reached_indirectly_are_refused_by_name(cli, tmp_path):
+    """Inside a folder, a docker --env-file, a compose env_file, an SGLang --config, a model folder's weights."""
+    env_fifo = _fifo(tmp_path, "vars.env")
+    code, _, err = cli(["check", *SYSTEM_ARGS, "--", "docker", "run", "--gpus", "all", "--env-file", env_fifo,
+                        "img", *LAUNCH])
+    assert code == 2 and _refused(err, env_fifo), err
+
+    compose = tmp_path / "compose.yaml"
+    compose.write_text("services:\n  s:\n    image: lmsysorg/sglang:v0.5.12\n    env_file: vars.env\n"
+                       f"    command: {' '.join(LAUNCH)}\n")
+    code, _, err = cli(["check", str(compose), *SYSTEM_ARGS])
+    assert code == 2 and "vars.env is a FIFO" in err, err
+
+    config_fifo = _fifo(tmp_path, "server.yaml")
+    code, _, err = cli(["check", *SYSTEM_ARGS, "--sglang-version", "0.5.12", "--", *LAUNCH, "--config", config_fifo])
+    assert code == 2 and _refused(err, config_fifo), err
+
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text(json.dumps({"num_hidden_layers": 2, "hidden_size": 64,
+                                                   "num_attention_heads": 4, "vocab_size": 100}))
+    weights = _fifo(model, "model.safetensors")
+    code, _, err = cli(["recommend", *SYSTEM_ARGS, "--model-path", str(model)])
+    assert code == 2 and _refused(err, weights), err
+
+
+def test_a_fifo_inside_a_checked_folder_is_named_and_never_opened(cli, tmp_path):
+    (tmp_path / "launch.env").write_text("SGLANG_ARGS='--model-path m --tp-size 4'\n")
+    _fifo(tmp_path, "deploy.yaml")
+    code, out, err = cli(["check", str(tmp_path), *SYSTEM_ARGS])
+    assert code in (0, 1, 2) and "deploy.yaml" in out + err and "FIFO" in out + err
+
+
+def test_a_fifo_as_the_knowledge_cache_is_not_read(cli, tmp_path, monkeypatch):
+    from topoctl import cache
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.delenv("TOPOCTL_NO_CACHE", raising=False)
+    folder = tmp_path / "topoctl"
+    folder.mkdir()
+    for name in ("rules", "gpus", "rule-settings"):  # every section the command may look up, as FIFOs
+        for stamp in range(1):
+            _fifo(folder, f"{name}-{stamp}.json")
+    assert cache._read(str(folder / "rules-0.json"), []) is None
+    code, _, err = cli(["check", *SYSTEM_ARGS, "--", *LAUNCH])
+    assert code in (0, 1), err
+
+
+def test_an_sglang_config_file_goes_through_the_bounded_loader(cli, tmp_path):
+    bomb = tmp_path / "bomb.yaml"  # 485 bytes that safe_load expands to 10^9 values
+    bomb.write_text("a: &a [x,x,x,x,x,x,x,x,x,x]\n" + "".join(
+        f"{chr(98 + i)}: &{chr(98 + i)} [{','.join(['*' + chr(97 + i)] * 10)}]\n" for i in range(9)))
+    code, _, err = cli(["check", *SYSTEM_ARGS, "--sglang-version", "0.5.12", "--", *LAUNCH, "--config", str(bomb)])
+    assert code == 2 and "aliases expanded" in err, err
+    big = tmp_path / "big.yaml"
+    big.write_bytes(b"# " + b"x" * (limits.MAX_LAUNCH_FILE_BYTES + 1))
+    code, _, err = cli(["check", *SYSTEM_ARGS, "--sglang-version", "0.5.12", "--", *LAUNCH, "--config", str(big)])
+    assert code == 2 and "larger than 4 MiB" in err, err
+    latin = tmp_path / "latin.yaml"
+    latin.write_bytes(b"tp-size: 4\nserved-model-name: caf\xe9\n")
+    code, _, err = cli(["check", *SYSTEM_ARGS, "--sglang-version", "0.5.12", "--", *LAUNCH, "--config", str(latin)])
+    assert code == 2 and f"{latin} is not UTF-8" in err, err
+

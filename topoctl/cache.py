@@ -47,7 +47,8 @@ import os
 import sys
 from typing import Any, Callable, Iterable
 
-from topoctl import __version__
+from topoctl import __version__, limits
+from topoctl.errors import TopoctlError
 
 SHIPPED_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "compiled")
 _recording: dict[str, tuple[list[str], Any]] | None = None  # scripts/compile_knowledge.py: what was built
@@ -234,9 +235,8 @@ def content_stamp(sources: Iterable[str]) -> list[str]:
     digests = []
     for path in sources:
         try:
-            with open(path, "rb") as handle:
-                digests.append(hashlib.sha256(handle.read()).hexdigest())
-        except OSError:
+            digests.append(hashlib.sha256(limits.read_file(path, limits.MAX_DATA_FILE_BYTES)).hexdigest())
+        except (OSError, TopoctlError):  # the one reading layer: a FIFO or device in its place is not read
             digests.append("absent")
     return sorted(digests)
 
@@ -246,8 +246,8 @@ def _read_shipped(section: str, sources: list[str]) -> tuple[Any] | None:
     import hashlib
 
     try:
-        with open(os.path.join(SHIPPED_DIR, f"{section}.json"), "rb") as handle:
-            header_line, _, body = handle.read().partition(b"\n")
+        raw = limits.read_file(os.path.join(SHIPPED_DIR, f"{section}.json"), limits.MAX_CACHE_BYTES)
+        header_line, _, body = raw.partition(b"\n")
         header = json.loads(header_line)
         if not isinstance(header, dict) or header.get("format") != FORMAT:
             return None
@@ -256,7 +256,7 @@ def _read_shipped(section: str, sources: list[str]) -> tuple[Any] | None:
         if header.get("sha256") != hashlib.sha256(body).hexdigest():
             return None
         return (json.loads(body),)
-    except (OSError, ValueError):
+    except (OSError, ValueError, TopoctlError):  # TopoctlError: past the size limit, a FIFO or device
         return None
 
 
@@ -283,8 +283,7 @@ def _read(path: str, stamp: list[Any]) -> tuple[Any] | None:
     import hmac
 
     try:
-        with open(path, "rb") as handle:
-            header_line, _, body = handle.read().partition(b"\n")
+        header_line, _, body = limits.read_file(path, limits.MAX_CACHE_BYTES).partition(b"\n")
         header = json.loads(header_line)
         if not isinstance(header, dict) or header.get("fingerprint") != stamp:
             return None
@@ -292,7 +291,7 @@ def _read(path: str, stamp: list[Any]) -> tuple[Any] | None:
         if mac is None or not isinstance(header.get("hmac"), str) or not hmac.compare_digest(header["hmac"], mac):
             return None
         return (json.loads(body),)
-    except (OSError, ValueError):  # ValueError: not JSON, or not UTF-8
+    except (OSError, ValueError, TopoctlError):  # ValueError: not JSON, or not UTF-8; TopoctlError: a FIFO...
         return None
 
 

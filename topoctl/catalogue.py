@@ -54,7 +54,8 @@ def system_snapshot(name: str) -> dict[str, Any]:
     if "/" in name or os.sep in name or name.startswith(".") or not os.path.isfile(entry):
         known = ", ".join(list_systems()) or "(none installed)"
         raise TopoctlError(f"unknown system {name!r}", hint=f"built-in systems: {known}")
-    with open(entry, "rb") as handle:
-        data = json.loads(handle.read())
+    from topoctl import limits
+
+    data = json.loads(limits.read_file(entry, limits.MAX_SNAPSHOT_BYTES))
     validate_snapshot(data, origin=f"system {name}")
     return data

@@ -63,8 +63,10 @@ def _read_yaml(path: str) -> Any:
     import yaml
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    with open(path, encoding="utf-8") as handle:
-        return yaml.load(handle, Loader=loader)  # noqa: S506 - a safe loader
+    from topoctl import limits
+
+    text = limits.read_text(path, limits.MAX_DATA_FILE_BYTES)  # shipped data, through the one reading layer
+    return yaml.load(text, Loader=loader)  # noqa: S506 - a safe loader
 
 
 def _load_yaml(path: str) -> Any:

@@ -17,7 +17,10 @@ every alias expanded, and refuses a recursive alias.
 """
 from __future__ import annotations
 
+import errno
 import math
+import os
+import stat
 from typing import IO, Any
 
 from topoctl.errors import TopoctlError
@@ -30,6 +33,8 @@ MAX_RULE_FILE_BYTES = 1 * MIB  # one site rule file (--rules DIR)
 MAX_LAUNCH_ENV_BYTES = 1 * MIB  # one launch.env
 MAX_MODEL_CONFIG_BYTES = 4 * MIB  # one config.json (--model-config, --model-path)
 MAX_LAUNCH_FILE_BYTES = 4 * MIB  # one manifest, compose file or script `check` reads a launch from
+MAX_CACHE_BYTES = 16 * MIB  # one knowledge cache section (the largest shipped one is about 120 KB)
+MAX_DATA_FILE_BYTES = 16 * MIB  # one file shipped with topoctl (the largest is about 1 MB)
 
 # Shape of parsed documents (JSON and YAML alike).
 MAX_DEPTH = 64  # nested lists/mappings; a snapshot is 5 deep, a rule file about 8
@@ -72,7 +77,7 @@ def read_bounded(handle: IO[bytes], limit: int, origin: str) -> bytes:
     """Read at most `limit` bytes from a binary handle; LimitError if there is more (never reads it all)."""
     data = handle.read(limit + 1)
     if len(data) > limit:
-        raise LimitError(f"{origin} is larger than {_size(limit)}, the most topoctl reads for this kind of file")
+        raise _too_large(origin, limit)
     return data
 
 
@@ -90,10 +95,80 @@ def read_stdin(limit: int, origin: str = "<stdin>") -> bytes:
     return data
 
 
+class NotAFileError(TopoctlError):
+    """A path that names a FIFO, a device or a socket where topoctl reads a file: one line, exit 2.
+
+    Opening a FIFO with no writer blocks forever and a device may never end (or act when opened: a watchdog,
+    a tape), so such a path is refused by its type, before it is opened.
+    """
+
+    def __init__(self, path: str, kind: str) -> None:
+        super().__init__(f"{path} is {kind}, not a regular file",
+                         hint="topoctl reads regular files only: copy the content into a file"
+                              " (or pipe it to `-` where the option reads stdin)")
+
+
+_SPECIAL = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+            (stat.S_ISSOCK, "a socket"))
+
+
+def _check_regular(path: str, mode: int) -> None:
+    if stat.S_ISDIR(mode):  # callers word a folder for what the file is for
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
+    if not stat.S_ISREG(mode):
+        kind = next((name for test, name in _SPECIAL if test(mode)), "not a regular file")
+        raise NotAFileError(path, kind)
+
+
+def _too_large(origin: str, limit: int) -> LimitError:
+    return LimitError(f"{origin} is larger than {_size(limit)}, the most topoctl reads for this kind of file")
+
+
+def open_regular(path: str) -> IO[bytes]:
+    """`path` opened for reading in binary, when it is a regular file (the one door every reader uses).
+
+    The type is checked before opening (a FIFO, device or socket is a NotAFileError, exit 2) and again on
+    the open file, in case the name was swapped in between; O_NONBLOCK keeps even that open from blocking.
+    OSError (missing, a folder, no permission) is left to the caller, which knows what the file is for.
+    """
+    _check_regular(path, os.stat(path).st_mode)
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+    handle = os.fdopen(os.open(path, flags), "rb")
+    try:
+        _check_regular(path, os.fstat(handle.fileno()).st_mode)
+    except BaseException:
+        handle.close()
+        raise
+    return handle
+
+
 def read_file(path: str, limit: int) -> bytes:
-    """The bytes of `path` (at most `limit`); OSError is left to the caller, which knows what the file is for."""
-    with open(path, "rb") as handle:
+    """The bytes of the regular file `path`, at most `limit`: its size is checked before reading (LimitError)
+    and reading stops at `limit` + 1 bytes whatever the size said. A FIFO, device or socket is a NotAFileError;
+    OSError is left to the caller, which knows what the file is for."""
+    with open_regular(path) as handle:
+        if os.fstat(handle.fileno()).st_size > limit:
+            raise _too_large(path, limit)
         return read_bounded(handle, limit, path)
+
+
+def read_text(path: str, limit: int, hint: str = "save it as UTF-8 text") -> str:
+    """read_file, decoded as UTF-8 (a leading byte-order mark dropped); bad bytes are exit 2 naming the path."""
+    return decode(read_file(path, limit), path, hint)
+
+
+def read_head(path: str, count: int) -> tuple[bytes, int]:
+    """(the first `count` bytes, the size) of the regular file `path`: for headers of files too large to read."""
+    with open_regular(path) as handle:
+        size = os.fstat(handle.fileno()).st_size
+        return handle.read(count), size
+
+
+def read_at(path: str, offset: int, count: int) -> bytes:
+    """`count` bytes of the regular file `path` from `offset` (a header past its first bytes)."""
+    with open_regular(path) as handle:
+        handle.seek(offset)
+        return handle.read(count)
 
 
 def decode(raw: bytes, origin: str, hint: str) -> str:
@@ -296,6 +371,21 @@ def load_yaml(text: str, origin: str, max_nodes: int = MAX_NODES, max_depth: int
         loader.dispose()
     check_tree(data, origin, max_depth=max_depth, max_nodes=max_nodes)
     return data
+
+
+def load_yaml_node(text: str, origin: str, max_nodes: int = MAX_NODES) -> tuple[Any, Any]:
+    """(load_yaml's result, the composed root node): for readers that also need where each key is (lines).
+    yaml.YAMLError is left to the caller."""
+    loader = yaml_loader(origin, max_nodes=max_nodes, text=text)
+    try:
+        node = loader.get_single_node()
+        data = loader.construct_document(node) if node is not None else None
+    except RecursionError:  # as in load_yaml: not reachable within MAX_DEPTH
+        raise LimitError(f"{origin} is nested deeper than {MAX_DEPTH} levels") from None
+    finally:
+        loader.dispose()
+    check_tree(data, origin, max_nodes=max_nodes)
+    return data, node
 
 
 def compose_yaml_all(text: str, origin: str, max_nodes: int = MAX_RULE_FILE_NODES) -> list[Any]:

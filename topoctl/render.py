@@ -18,12 +18,11 @@ def to_yaml(data: Any) -> str:
     return yaml.dump(data, Dumper=dumper, sort_keys=False, allow_unicode=True, default_flow_style=False, width=120)
 
 
-def safe_load(text: str) -> Any:
-    """yaml.safe_load's meaning with the C loader when PyYAML has it."""
-    import yaml
+def safe_load(text: str, origin: str = "<yaml>") -> Any:
+    """yaml.safe_load's meaning, within the limits of topoctl/limits.py (the one bounded YAML loader)."""
+    from topoctl import limits
 
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    return yaml.load(text, Loader=loader)  # noqa: S506 - CSafeLoader/SafeLoader: safe_load semantics
+    return limits.load_yaml(text, origin)
 
 
 def dump(data: Any, fmt: str) -> str:

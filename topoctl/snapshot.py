@@ -128,8 +128,9 @@ class _Invalid(Exception):
 @functools.lru_cache(maxsize=1)
 def schema() -> dict[str, Any]:
     """The published JSON Schema of a snapshot (topoctl/schema/snapshot.schema.json)."""
-    with open(SCHEMA_FILE, encoding="utf-8") as handle:
-        return json.load(handle)
+    from topoctl import limits
+
+    return json.loads(limits.read_file(SCHEMA_FILE, limits.MAX_DATA_FILE_BYTES))
 
 
 def _kind(value: Any) -> str:

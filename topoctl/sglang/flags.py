@@ -275,8 +275,9 @@ class FlagSet:
 
 @functools.lru_cache(maxsize=None)
 def _load_doc(version: str) -> dict[str, Any]:
-    with open(_index()[version], "rb") as handle:
-        return json.loads(handle.read())
+    from topoctl import limits
+
+    return json.loads(limits.read_file(_index()[version], limits.MAX_DATA_FILE_BYTES))
 
 
 def newest_version() -> str | None:

@@ -122,8 +122,9 @@ def load_dynamo(version: str | None) -> DynamoTable:
         exact = Version(chosen) == want
         note = "" if exact else f"no option data for ai-dynamo {version}; using {chosen}, the nearest older"
         requested = str(want)
-    with open(os.path.join(_data_dir(), f"dynamo-{chosen}.json"), encoding="utf-8") as handle:
-        doc = json.load(handle)
+    from topoctl import limits
+
+    doc = json.loads(limits.read_file(os.path.join(_data_dir(), f"dynamo-{chosen}.json"), limits.MAX_DATA_FILE_BYTES))
     return DynamoTable(chosen, requested, exact, doc.get("sglang_pin"), doc.get("dynamo_options") or {},
                        doc.get("router_options") or {}, note)
 
@@ -205,15 +206,17 @@ def _compose_yaml(path: str, text: str | None = None) -> tuple[Any, dict[str, in
     elsewhere (a ConfigMap's key)."""
     import yaml
 
+    from topoctl import limits
+
+    # the one reading layer: a regular file within the size limit, UTF-8, YAML within the limits
     if text is None:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
-    node = yaml.compose(text, Loader=yaml.SafeLoader)
+        text = limits.read_text(path, limits.MAX_LAUNCH_FILE_BYTES)
+    data, node = limits.load_yaml_node(text, path)
     lines: dict[str, int] = {}
     if isinstance(node, yaml.MappingNode):
         for key_node, _value in node.value:
             lines[str(key_node.value)] = key_node.start_mark.line + 1
-    return yaml.safe_load(text), lines
+    return data, lines
 
 
 def _flag_for_key(flags: Any, key: str, any_spelling: bool) -> dict[str, Any] | None:
@@ -240,6 +243,8 @@ def config_words(path: str, flags: Any, shown: str, held: tuple[str, str, int] |
             lines = {key: line + held[2] - 1 for key, line in lines.items()}
     except OSError as exc:
         raise FileNotFoundError(str(exc)) from None
+    except TopoctlError:  # past topoctl's limits, a FIFO, not UTF-8: exit 2 naming the file, never a verdict
+        raise
     except Exception as exc:  # noqa: BLE001 - yaml's errors: SGLang fails on them too
         mark = getattr(exc, "problem_mark", None)
         at = f"{shown}:{mark.line + 1}" if mark is not None else shown

@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
@@ -20,8 +21,7 @@ _PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "releas
 
 @functools.lru_cache(maxsize=1)
 def _table() -> tuple[tuple[str, str | None], ...]:
-    with open(_PATH, encoding="utf-8") as handle:
-        doc = json.load(handle)
+    doc = _doc()
     rows = [(entry["version"], entry.get("flashinfer")) for entry in doc["releases"]]
     return tuple(sorted(rows, key=lambda row: Version(row[0])))
 
@@ -59,6 +59,10 @@ def flashinfer_pin(sglang_version: str) -> str | None:
 @functools.lru_cache(maxsize=1)
 def flashinfer_release_versions() -> list[str]:
     """Every flashinfer-python release from the oldest one an SGLang release pins, oldest first."""
-    with open(_PATH, encoding="utf-8") as handle:
-        doc = json.load(handle)
-    return sorted(doc["flashinfer_releases"], key=Version)
+    return sorted(_doc()["flashinfer_releases"], key=Version)
+
+
+def _doc() -> Any:
+    from topoctl import limits
+
+    return json.loads(limits.read_file(_PATH, limits.MAX_DATA_FILE_BYTES))
