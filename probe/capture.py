@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from topoctl import __version__
-from topoctl.errors import TopoctlError
+from topoctl.errors import TopoctlError, one_line
 
 CAPTURE_VERSION = 1
 SECTIONS = ("nvml", "files", "host", "software", "torch")
@@ -160,4 +160,74 @@ def load_capture(path: str) -> dict[str, Any]:
     for section in SECTIONS:
         if not isinstance(data.get(section, {}), dict):
             raise TopoctlError(f"{path}: section {section!r} must be a mapping", hint="re-record the capture")
+    check_answers(data, path)
     return data
+
+
+# ------------------------------------------------------------------------------------ typed answers
+# The type of the value each NVML question answers with, as probe/nvml.py records it: a status or a count is
+# an integer (never a bool: JSON's false would read as NVML's 0, "OK", and a box without P2P would pass), a
+# name a string. A recorded answer of another type is exit 2 naming it, never a value the probe reads.
+_INT, _TEXT, _PAIR, _NONE, _FABRIC = "an integer", "a string", "a list of two integers", "null", "a fabric record"
+NVML_ANSWER_TYPES = {
+    **dict.fromkeys(("nvmlSystemGetCudaDriverVersion", "nvmlDeviceGetCount", "nvmlDeviceGetArchitecture",
+                     "nvmlDeviceGetMemoryInfo", "nvmlDeviceGetVirtualizationMode", "nvmlDeviceGetCurrPcieLinkGeneration",
+                     "nvmlDeviceGetMaxPcieLinkGeneration", "nvmlDeviceGetGpuMaxPcieLinkGeneration",
+                     "nvmlDeviceGetCurrPcieLinkWidth", "nvmlDeviceGetMaxPcieLinkWidth", "nvmlDeviceGetNvLinkState",
+                     "nvmlDeviceGetNvLinkVersion", "nvmlDeviceGetNvLinkRemoteDeviceType", "nvmlDeviceGetP2PStatus",
+                     "nvmlDeviceGetTopologyCommonAncestor", "nvmlDeviceGetPcieReplayCounter"), _INT),
+    **dict.fromkeys(("nvmlSystemGetDriverVersion", "nvmlSystemGetNVMLVersion", "nvmlDeviceGetName",
+                     "nvmlDeviceGetUUID", "nvmlDeviceGetPciInfo", "nvmlDeviceGetNvLinkRemotePciInfo"), _TEXT),
+    **dict.fromkeys(("nvmlDeviceGetCudaComputeCapability", "nvmlDeviceGetMigMode"), _PAIR),
+    "nvmlInit": _NONE,
+    "nvmlDeviceGetGpuFabricInfoV": _FABRIC,
+}
+FILE_ANSWER_TYPES = {"read": _TEXT, "realpath": _TEXT}
+_MAX_ANSWER_INT = 2 ** 64
+
+
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < _MAX_ANSWER_INT
+
+
+def _fits(kind: str, value: Any) -> bool:
+    if kind == _INT:
+        return _is_count(value)
+    if kind == _TEXT:
+        return isinstance(value, str)
+    if kind == _PAIR:
+        return isinstance(value, list) and len(value) == 2 and all(_is_count(item) for item in value)
+    if kind == _NONE:
+        return value is None
+    if not isinstance(value, dict):  # the fabric record probe/nvml.py writes
+        return False
+    uuid = value.get("cluster_uuid")
+    return all(_is_count(value.get(key)) for key in ("state", "status", "clique_id")) \
+        and (uuid is None or isinstance(uuid, str))
+
+
+def _answer_kind(section: str, key: str) -> str | None:
+    if section == "nvml":
+        return NVML_ANSWER_TYPES.get(key.split("|")[0])
+    if section == "files":
+        return FILE_ANSWER_TYPES.get(key.split(":")[0])
+    return None
+
+
+def check_answers(data: dict[str, Any], path: str) -> None:
+    """Every recorded answer is `{"ok": value}` or `{"err": "reason"}`, and an NVML or file answer's value has the
+    type that question answers with; anything else is a TopoctlError (exit 2) naming the answer."""
+    hint = "re-record the capture with `topoctl probe --record FILE` (a hand-edited answer has the wrong type)"
+    for section in SECTIONS:
+        for key, outcome in data.get(section, {}).items():
+            where = f"{path}: {section}[{one_line(key, 120)!r}]"
+            if not isinstance(outcome, dict) or len(outcome) != 1 or not ({"ok", "err"} & set(outcome)):
+                raise TopoctlError(f"{where} must be {{\"ok\": value}} or {{\"err\": reason}}", hint=hint)
+            if "err" in outcome:
+                if not isinstance(outcome["err"], str):
+                    raise TopoctlError(f"{where}.err must be a string reason", hint=hint)
+                continue
+            kind = _answer_kind(section, key)
+            if kind is not None and not _fits(kind, outcome["ok"]):
+                shown = one_line(json.dumps(outcome["ok"]), 40)
+                raise TopoctlError(f"{where}.ok must be {kind}, not {shown}", hint=hint)

@@ -128,3 +128,136 @@ def test_list_models(cli):
     names = [line.split("\t")[0] for line in out.splitlines()]
     assert names == sorted(models.builtin_models()) and "kimi-k2.5" in names
     assert all(os.path.basename(line.split("\t")[-1]) == "config.json" for line in out.splitlines())
+
+
+# -- model inputs are typed at the edge: a wrong type or range is exit 2 naming the field, never a number used --
+def _one_error(err: str) -> str:
+    lines = err.strip().splitlines()
+    assert len(lines) == 2 and lines[1].startswith("  hint:"), err
+    return lines[0]
+
+
+def _folder(tmp_path, config=None, **files):
+    (tmp_path / "config.json").write_text(json.dumps(config or _config("kimi-k2.5")))
+    for name, content in files.items():
+        (tmp_path / name.replace("__", ".")).write_bytes(content if isinstance(content, bytes) else content.encode())
+    return str(tmp_path)
+
+
+def _recommend(cli, *args):
+    return cli(["recommend", "--system", "h200-4x-nvswitch-vm", *args])
+
+
+@pytest.mark.parametrize("key, value", [("n_routed_experts", "384"), ("n_routed_experts", 2.5),
+                                        ("n_routed_experts", True), ("num_attention_heads", 10 ** 9),
+                                        ("num_experts_per_tok", -8), ("vocab_size", ["163840"]),
+                                        ("kv_lora_rank", {"a": 1})])
+def test_a_mistyped_count_in_config_json_is_exit_2_naming_it(cli, tmp_path, key, value):
+    config = _config("deepseek-v3")
+    config[key] = value
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    code, _, err = _recommend(cli, "--model-config", str(path))
+    assert code == 2 and f"{key} must be an integer" in _one_error(err)
+
+
+def test_per_layer_counts_read_as_their_largest():
+    config = _config("deepseek-v3")
+    config["num_experts_per_tok"] = [8] * 61
+    assert models.from_config(config, "x", "test")["active_experts"] == 8
+
+
+def test_null_counts_read_as_absent():
+    config = _config("llama-3.1-8b")
+    config["num_key_value_heads"] = None  # how Hugging Face writes an unset field
+    assert models.from_config(config, "x", "test")["kv_heads"] == config["num_attention_heads"]
+
+
+@pytest.mark.parametrize("quant, field", [
+    ({"quant_method": "compressed-tensors", "config_groups": {"g": {"weights": {"num_bits": -4, "type": "int"}}}},
+     "config_groups.g.weights.num_bits"),
+    ({"quant_method": "gptq", "bits": "4"}, "bits"),
+    ({"quant_method": "awq", "bits": 4, "group_size": 0.5}, "group_size"),
+    ({"quant_method": 8}, "quant_method"),
+    ({"quant_method": "fp8", "ignore": "lm_head"}, "ignore"),
+    ({"quant_method": "gptq", "config_groups": [1]}, "config_groups"),
+])
+def test_a_mistyped_quantization_config_is_exit_2_naming_the_field(cli, tmp_path, quant, field):
+    config = _config("llama-3.1-8b")
+    config["quantization_config"] = quant
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    code, _, err = _recommend(cli, "--model-config", str(path))
+    assert code == 2 and f"quantization_config.{field} must be" in _one_error(err)
+
+
+def test_gptq_group_size_minus_one_is_per_channel_not_negative_bytes():
+    config = _config("llama-3.1-8b")
+    config["quantization_config"] = {"quant_method": "gptq", "bits": 4, "group_size": -1}
+    prof = models.from_config(config, "x", "test")
+    assert prof["weight_bytes"] > 0.25 * prof["total_params"]
+
+
+def _safetensors(tensors: dict, data: bytes | None = None, length: int | None = None) -> bytes:
+    header = json.dumps(tensors).encode()
+    size = max((t["data_offsets"][1] for t in tensors.values() if isinstance(t, dict)), default=0)
+    return struct.pack("<Q", len(header) if length is None else length) + header + (data or b"\0" * size)
+
+
+@pytest.mark.parametrize("content, says", [
+    (b"", "shorter than its 8-byte header length"),
+    (b"\0" * 8, "a header of 0 bytes"),
+    (struct.pack("<Q", 10 ** 12) + b"{}", "a header of 1,000,000,000,000 bytes"),
+    (_safetensors({"w": {"dtype": "BF16", "shape": [4, 4], "data_offsets": [0, 32]}})[:20], "a header of"),
+    (_safetensors({"w": {"dtype": "BF16", "shape": [4, 4], "data_offsets": [0, 31]}}), "data_offsets hold 31 bytes"),
+    (_safetensors({"w": {"dtype": "XX", "shape": [4], "data_offsets": [0, 8]}}), "unknown dtype"),
+    (_safetensors({"w": {"dtype": "BF16", "shape": [-4], "data_offsets": [0, 8]}}), "shape must be"),
+    (struct.pack("<Q", 4) + b"\xff\xfe{}" + b"\0" * 8, "not JSON"),
+])
+def test_a_broken_safetensors_file_is_exit_2_naming_it(cli, tmp_path, content, says):
+    folder = _folder(tmp_path, model__safetensors=content)
+    code, _, err = _recommend(cli, "--model-path", folder)
+    line = _one_error(err)
+    assert code == 2 and "model.safetensors" in line and says in line, line
+
+
+def test_git_lfs_pointers_count_at_the_size_they_name(tmp_path):
+    size = models.profile("llama-3.1-8b")["weight_bytes"]
+    pointer = f"version https://git-lfs.github.com/spec/v1\noid sha256:{'a' * 64}\nsize {int(size)}\n"
+    folder = _folder(tmp_path, _config("llama-3.1-8b"), model__safetensors=pointer)
+    prof = models.from_model_dir(folder)
+    assert prof["weight_bytes"] == pytest.approx(size) and "git-lfs pointers" in prof["weight_bytes_source"]
+
+
+def test_a_git_lfs_pointer_without_a_size_is_exit_2(cli, tmp_path):
+    folder = _folder(tmp_path, model__safetensors="version https://git-lfs.github.com/spec/v1\noid sha256:ab\n")
+    code, _, err = _recommend(cli, "--model-path", folder)
+    assert code == 2 and "git-lfs pointer without a positive `size`" in _one_error(err)
+
+
+@pytest.mark.parametrize("total", [0.5, 0, -5, "16060522496", True, 1024])
+def test_an_index_total_size_that_cannot_be_the_weights_is_exit_2(cli, tmp_path, total):
+    """1024 bytes is a positive integer, but not 8 B parameters' worth: a 1T model must never fit one GPU."""
+    index = json.dumps({"metadata": {"total_size": total}, "weight_map": {}})
+    folder = _folder(tmp_path, _config("llama-3.1-8b"), model__safetensors__index__json=index)
+    code, _, err = _recommend(cli, "--model-path", folder)
+    line = _one_error(err)
+    assert code == 2 and ("total_size must be a positive integer" in line or "more than 8x off" in line), line
+
+
+@pytest.mark.parametrize("index", [{"metadata": [1, 2]}, {"weight_map": [["a", "b"]]}, [1]])
+def test_list_valued_index_metadata_is_exit_2(cli, tmp_path, index):
+    folder = _folder(tmp_path, model__safetensors__index__json=json.dumps(index))
+    code, _, err = _recommend(cli, "--model-path", folder)
+    assert code == 2 and "model.safetensors.index.json" in _one_error(err)
+
+
+@pytest.mark.parametrize("ref", [b"\xff\xfe\x00", b"../../etc", b"a/b"])
+def test_a_refs_main_that_is_not_a_commit_is_exit_2(cli, tmp_path, ref):
+    repo = tmp_path / "models--org--m"
+    (repo / "snapshots" / "abc").mkdir(parents=True)
+    (repo / "snapshots" / "abc" / "config.json").write_text(json.dumps(_config("qwen3-32b")))
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_bytes(ref)
+    code, _, err = _recommend(cli, "--model-path", str(repo))
+    assert code == 2 and "refs/main" in _one_error(err)
