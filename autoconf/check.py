@@ -351,8 +351,7 @@ def launch_group(parsed: ParsedLaunch, snapshot: dict[str, Any], tp: int, dp: in
     needed = tp * dp
     base = max(_raw_int(parsed, "base_gpu_id", 0), 0)
     step = max(_raw_int(parsed, "gpu_id_step", 1), 1)
-    positions = [base + dp_rank * tp * step + tp_rank * step for dp_rank in range(dp) for tp_rank in range(tp)]
-    spread = positions != list(range(needed))
+    positions, spread = _rank_positions(tp, dp, base, step)
     where = parsed.lines.get(VISIBLE_DEVICES, "")
     value = parsed.env.get(VISIBLE_DEVICES)
     items: list[Item] = []
@@ -442,6 +441,19 @@ def launch_group(parsed: ParsedLaunch, snapshot: dict[str, Any], tp: int, dp: in
                                   else f", the first {needed} of them" if needed < len(visible.gpus) else "") + ")"),
                       "", where))
     return group, items
+
+
+def _rank_positions(tp: int, dp: int, base: int, step: int) -> tuple[list[int], bool]:
+    """(the visible device index of each rank, whether they are other than the first tp x dp), built only when
+    they could fit a snapshot: past MAX_GPUS ranks (`--tp-size 1000000000`) the highest index alone stands for
+    them, which is all the checks below read of a group that cannot fit."""
+    from topoctl.snapshot import MAX_GPUS
+
+    needed = tp * dp
+    if needed > MAX_GPUS:
+        return [base + (needed - 1) * step], True
+    positions = [base + dp_rank * tp * step + tp_rank * step for dp_rank in range(dp) for tp_rank in range(tp)]
+    return positions, positions != list(range(needed))
 
 
 def _too_few(items: list[Item], tp: int, dp: int, positions: list[int], available: int, what: str, where: str,

@@ -354,3 +354,25 @@ def test_an_sglang_config_file_goes_through_the_bounded_loader(cli, tmp_path):
     code, _, err = cli(["check", *SYSTEM_ARGS, "--sglang-version", "0.5.12", "--", *LAUNCH, "--config", str(latin)])
     assert code == 2 and f"{latin} is not UTF-8" in err, err
 
+
+# -- counts a user gives: checked against the target before anything is built in proportion -----------------------
+@pytest.mark.parametrize("flags", [["--tp-size", "1000000000"], ["--dp-size", "1000000000"],
+                                   ["--tp-size", "100000", "--dp-size", "100000"],
+                                   ["--base-gpu-id", "1000000000", "--gpu-id-step", "1000000000"]])
+def test_huge_parallel_sizes_are_judged_without_building_every_rank(cli, flags, monkeypatch):
+    import tracemalloc
+
+    tracemalloc.start()
+    code, out, _ = cli(["check", *SYSTEM_ARGS, "--", "python", "-m", "sglang.launch_server", "--model-path", "m",
+                        *flags])
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert code == 1 and "BLOCK" in out
+    assert peak < 200 * 1024 * 1024  # one position per rank would be 8 GB
+
+
+@pytest.mark.parametrize("version", ["1" * 5000, "0." + "9" * 5000, "v" + "1." * 3000 + "1"])
+def test_a_5000_digit_version_is_one_line_exit_2(cli, version):
+    code, _, err = cli(["check", *SYSTEM_ARGS, "--sglang-version", version, "--", *LAUNCH])
+    lines = err.strip().splitlines()
+    assert code == 2 and len(lines) == 2 and "is not an SGLang version" in lines[0] and len(lines[0]) < 200

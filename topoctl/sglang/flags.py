@@ -28,7 +28,7 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from topoctl.errors import TopoctlError
+from topoctl.errors import TopoctlError, one_line
 
 _DATA_DIR = "data"
 _NAME_RE = re.compile(r"^sglang-(?P<version>[0-9][0-9A-Za-z.+-]*)\.json$")
@@ -61,16 +61,19 @@ def known_versions() -> list[str]:
     return sorted(_index(), key=Version)
 
 
+MAX_VERSION_CHARS = 64  # the longest real spelling (0.5.12rc1.post3+cu129.torch2.8) is about 30
+
+
 def _parse_version(text: str) -> Version:
     """The public part of a version (`v0.5.12`, ` 0.5.12 `, `0.5.12+cu129` -> 0.5.12): a local label such as
     +cu129 is a build tag of the same release, with the same flags."""
     try:
-        if not str(text).strip():
+        if not str(text).strip() or len(str(text)) > MAX_VERSION_CHARS:  # a 5000-digit number is no release
             raise InvalidVersion(text)
         return Version(Version(str(text).strip()).public)
-    except InvalidVersion:
+    except (InvalidVersion, ValueError):  # ValueError: a component past Python's 4,300-digit int conversion
         raise TopoctlError(
-            f"{str(text)!r} is not an SGLang version",
+            f"{one_line(repr(str(text)), 80)} is not an SGLang version",
             hint="give a release version such as " + ", ".join(known_versions()[-2:] or ["0.5.23"])
             + " (a leading v and a build tag such as +cu129 are accepted)",
         ) from None
