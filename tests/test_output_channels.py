@@ -250,3 +250,88 @@ def test_sigkill_during_a_write_leaves_the_target_intact_and_the_next_run_cleans
     assert result.returncode == 0, result.stderr
     assert not os.path.exists(temp)  # the next run writing there removed it
     assert target.read_text().startswith("#") and sorted(p.name for p in tmp_path.iterdir()) == ["launch.env", "where"]
+
+
+# -- the CLI settles its own streams: 74 or the verdict, never Python's exit-time 120 ----------------------------
+CHECK_NO_P2P = ["check", "--system", "rtx-4090-2x-pcie-no-p2p", "--sglang-version", "0.5.12", "--",
+                "python", "-m", "sglang.launch_server", "--model-path", "m", "--tp-size", "2"]
+
+
+@pytest.mark.parametrize("unbuffered", ["", "1"])
+def test_version_with_stdout_closed_or_full_is_74_without_a_traceback(unbuffered):
+    env = {"PYTHONUNBUFFERED": unbuffered} if unbuffered else {}
+    closed = topoctl(["--version"], stdout=subprocess.DEVNULL, env=env, close_fds=True,
+                     preexec_fn=lambda: os.close(1))
+    assert closed.returncode == 74 and b"Traceback" not in closed.stderr and b"stdout is closed" in closed.stderr
+    if os.path.exists(FULL):
+        with open(FULL, "w") as full:
+            result = topoctl(["--version"], stdout=full, env=env)
+        assert result.returncode == 74 and b"Traceback" not in result.stderr
+
+
+@needs_dev_full
+@pytest.mark.parametrize("unbuffered", ["", "1"])
+@pytest.mark.parametrize("args, code", [(CHECK_NO_P2P, 1), (["probe", "--from-capture", "fixtures/no-gpu"], 3),
+                                        (RECOMMEND, 0)])
+def test_a_verdict_survives_stderr_closed_or_full(args, code, unbuffered):
+    env = {"PYTHONUNBUFFERED": unbuffered} if unbuffered else {}
+    with open(FULL, "w") as full:
+        on_full = topoctl(args, stdout=subprocess.DEVNULL, stderr=full, env=env)
+    closed = topoctl(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
+                     preexec_fn=lambda: os.close(2))
+    assert (on_full.returncode, closed.returncode) == (code, code)
+
+
+@needs_dev_full
+@pytest.mark.parametrize("unbuffered", ["", "1"])
+def test_stdout_full_or_read_only_is_74_buffered_or_not(tmp_path, unbuffered):
+    env = {"PYTHONUNBUFFERED": unbuffered} if unbuffered else {}
+    read_only = tmp_path / "ro"
+    read_only.write_text("")
+    for args in (RECOMMEND, CHECK_NO_P2P, ["rules", "list"]):
+        with open(FULL, "w") as full:
+            assert topoctl(args, stdout=full, env=env).returncode == 74
+        with open(read_only) as handle:  # a descriptor open for reading only: every write is EBADF
+            result = topoctl(args, stdout=handle, env=env)
+        assert result.returncode == 74 and b"Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM", "SIGHUP"])
+def test_a_signal_during_a_dash_o_write_removes_the_temp_file_then_acts(tmp_path, monkeypatch, signame):
+    import topoctl.io as topo_io
+
+    number = getattr(signal, signame)
+    seen: list[int] = []
+    previous = signal.signal(number, lambda signum, _frame: seen.append(signum)) if signame != "SIGINT" else None
+    original = topo_io._fill
+
+    def slow_fill(fd, tmp, target, text):
+        assert os.path.exists(tmp)
+        os.kill(os.getpid(), number)  # arrives while the temp file exists
+        original(fd, tmp, target, text)
+
+    monkeypatch.setattr(topo_io, "_fill", slow_fill)
+    target = tmp_path / "launch.env"
+    try:
+        with pytest.raises(KeyboardInterrupt if signame == "SIGINT" else topo_io.Interrupted):
+            write_atomic(str(target), "X=1\n")
+    finally:
+        if previous is not None:
+            signal.signal(number, previous)
+    assert os.listdir(tmp_path) == []  # no temp file, and no half-written target
+    assert seen == ([] if signame == "SIGINT" else [number])  # then the handler that was there ran
+
+
+def test_sigterm_during_dash_o_ends_the_process_by_that_signal_with_no_temp_file(tmp_path):
+    """A real process, terminated at random moments of `recommend -o`: never a temp file left behind."""
+    left = []
+    for attempt in range(12):
+        out = tmp_path / f"run{attempt}"
+        out.mkdir()
+        child = subprocess.Popen([sys.executable, "-m", "topoctl", *RECOMMEND, "-o", str(out / "launch.env")],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(0.3 + attempt * 0.08)
+        child.send_signal(signal.SIGTERM if attempt % 2 else signal.SIGINT)
+        child.wait(timeout=60)
+        left += [name for name in os.listdir(out) if name.startswith(".topoctl-")]
+    assert left == []

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import re
 import stat
+from typing import Any
 
 from topoctl.errors import OutputError, TopoctlError
 
@@ -91,30 +92,111 @@ class Destination:
         path, target = self.path, self.target
         directory = os.path.dirname(target)
         remove_stale_temp_files(directory)
-        try:
-            fd, tmp = tempfile.mkstemp(prefix=TEMP_PREFIX, suffix=TEMP_SUFFIX, dir=directory)
-        except OSError as exc:
-            raise TopoctlError(f"cannot write {path}: {exc.strerror or exc}",
-                               hint="check that the folder exists and is writable") from None
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-                handle.write(text)
-                handle.flush()
-                os.fsync(handle.fileno())
-            if os.path.exists(target):
-                os.chmod(tmp, os.stat(target).st_mode & 0o777)
-            else:
-                umask = os.umask(0)
-                os.umask(umask)
-                os.chmod(tmp, 0o666 & ~umask)
-            os.replace(tmp, target)
-        except OSError as exc:
+        with _signals_raise():
+            mask = _block_signals()  # no signal between creating the temp file and knowing its name
             try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise OutputError(f"cannot write {path}: {exc.strerror or exc}",
-                              hint="check the path, its permissions and the free space; the old file is intact") from None
+                try:
+                    fd, tmp = tempfile.mkstemp(prefix=TEMP_PREFIX, suffix=TEMP_SUFFIX, dir=directory)
+                except OSError as exc:
+                    raise TopoctlError(f"cannot write {path}: {exc.strerror or exc}",
+                                       hint="check that the folder exists and is writable") from None
+                try:
+                    _restore_signals(mask)  # a signal from here on removes the temp file, then ends the run
+                    _fill(fd, tmp, target, text)
+                except BaseException as exc:
+                    _block_signals()
+                    try:
+                        os.unlink(tmp)
+                    except OSError:
+                        pass
+                    if isinstance(exc, OSError):
+                        raise OutputError(f"cannot write {path}: {exc.strerror or exc}",
+                                          hint="check the path, its permissions and the free space; "
+                                               "the old file is intact") from None
+                    raise
+            finally:
+                _restore_signals(mask)
+
+
+def _fill(fd: int, tmp: str, target: str, text: str) -> None:
+    """Write `text` into the temp file, give it the target's mode (or the umask's), rename it over the target."""
+    with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+        handle.write(text)
+        handle.flush()
+        os.fsync(handle.fileno())
+    if os.path.exists(target):
+        os.chmod(tmp, os.stat(target).st_mode & 0o777)
+    else:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
+    os.replace(tmp, target)
+
+
+# -- signals while a temp file exists ---------------------------------------------------------------------
+# SIGINT raises KeyboardInterrupt by itself; SIGTERM and SIGHUP would end the process on the spot and leave the
+# temp file behind, so while one exists they raise Interrupted: the temp file is removed, then the signal is
+# raised again with the handler that was there before (the default ends the process by that signal).
+_CLEANUP_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP")
+
+
+class Interrupted(BaseException):
+    """SIGTERM or SIGHUP arrived while an -o temp file existed (a BaseException: nothing may swallow it)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(f"signal {signum}")
+        self.signum = signum
+
+
+def _signal_numbers() -> list[int]:
+    import signal
+
+    return [getattr(signal, name) for name in _CLEANUP_SIGNALS if hasattr(signal, name)]
+
+
+def _block_signals() -> Any:
+    """Block the cleanup signals (delivered when unblocked); the mask to restore, or None where it cannot be set."""
+    import signal
+    import threading
+
+    if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.pthread_sigmask(signal.SIG_BLOCK, _signal_numbers())
+
+
+def _restore_signals(mask: Any) -> None:
+    import signal
+
+    if mask is not None:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+
+
+class _signals_raise:
+    """While inside: SIGTERM and SIGHUP raise Interrupted; on the way out the old handlers come back, and an
+    Interrupted is raised again as its signal (so the process ends the way it would have, minus the temp file)."""
+
+    def __enter__(self) -> None:
+        import signal
+        import threading
+
+        self.old: dict[int, Any] = {}
+        if threading.current_thread() is not threading.main_thread():
+            return
+
+        def handler(signum: int, _frame: Any) -> None:
+            raise Interrupted(signum)
+
+        for number in _signal_numbers():
+            if number != signal.SIGINT and signal.getsignal(number) is not signal.SIG_IGN:
+                self.old[number] = signal.signal(number, handler)
+
+    def __exit__(self, kind: Any, exc: Any, _tb: Any) -> None:
+        import signal
+
+        for number, previous in self.old.items():
+            signal.signal(number, previous)
+        if isinstance(exc, Interrupted) and exc.signum in self.old:
+            os.kill(os.getpid(), exc.signum)  # the old handler now: by default the process ends here
 
 
 TEMP_PREFIX, TEMP_SUFFIX = ".topoctl-", ".tmp"
