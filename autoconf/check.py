@@ -347,7 +347,6 @@ def launch_group(parsed: ParsedLaunch, snapshot: dict[str, Any], tp: int, dp: in
         pci_order,
         probe_visible,
     )
-
     needed = tp * dp
     base = max(_raw_int(parsed, "base_gpu_id", 0), 0)
     step = max(_raw_int(parsed, "gpu_id_step", 1), 1)
@@ -611,17 +610,19 @@ def format_text(outcomes: list[Outcome], fail_on: str) -> str:
             lines.append(f"  ERROR {one_line(outcome.error)}")
             continue
         if outcome.skipped:
-            lines.append(f"{outcome.origin}: no launch checked")
+            lines.append(f"{one_line(outcome.origin)}: no launch checked")
             lines.append(f"  NONE  {one_line(outcome.skipped)}")
             continue
+        # everything that comes from the input (names, paths, values) on one line: a container named
+        # "x\n::error::..." must not print a line a CI log reads as its own annotation
         head = f"{outcome.origin}: SGLang {outcome.flags_version}" + (f" ({outcome.note})" if outcome.note else "")
-        lines.append(head)
+        lines.append(one_line(head))
         for rule_id, reason in outcome.disabled:
             lines.append(f"  OFF   {one_line(rule_id)}: disabled: {one_line(reason)}")
         for item in outcome.items:
-            lines.append(f"  {item.severity.upper():5} {item.id}: {item.message}")
+            lines.append(f"  {item.severity.upper():5} {one_line(item.id)}: {one_line(item.message)}")
             if item.remediation:
-                lines.append(f"        fix: {item.remediation}")
+                lines.append(f"        fix: {one_line(item.remediation)}")
         verdict = "FAIL" if failing(outcome, fail_on) else "ok"
         lines.append(f"  {verdict}: {outcome.count('block')} blocking, {outcome.count('warn')} warning(s)")
     return "\n".join(lines) + "\n"

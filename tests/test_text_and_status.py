@@ -55,3 +55,20 @@ def test_recommend_findings_carry_status_text(cli, tmp_path):
     assert all(f["status_text"] == f["status"] for f in findings if f["status"] != "unknown")
     for finding in unknown:
         assert f"{finding['rule_id']} (cannot verify)" in err
+
+
+def test_names_from_a_manifest_cannot_forge_a_ci_annotation(cli, tmp_path):
+    """A container, a deployment and an argument carrying newlines and `::error`: every text line topoctl prints
+    starts with what topoctl put there (GitHub Actions reads a line starting `::error` as an annotation)."""
+    manifest = tmp_path / "deploy.yaml"
+    manifest.write_text(
+        'apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: "dep\\n::error::meta"}\nspec:\n  template:\n'
+        '    spec:\n      containers:\n      - name: "srv\\n::error file=x::forged\\r\\n::warning::w"\n'
+        '        image: "lmsysorg/sglang:v0.5.12\\n::error::image"\n'
+        '        command: [python3, -m, sglang.launch_server, --model-path, "m\\n::error::model", --tp-size, "2"]\n')
+    for fmt in ("text", "github", "junit"):
+        code, out, err = cli(["check", str(manifest), "--system", "rtx-4090-2x-pcie-no-p2p", "--format", fmt])
+        assert code == 1, err
+        forged = [line for line in (out + err).splitlines()
+                  if line.startswith(("::error file=x::", "::error::", "::warning::w"))]
+        assert forged == [], fmt

@@ -12,7 +12,7 @@ import click
 
 from topoctl.commands._options import rules_options, target_options
 from topoctl.commands.completion import complete_models
-from topoctl.errors import EXIT_BLOCKED, TopoctlError
+from topoctl.errors import EXIT_BLOCKED, TopoctlError, one_line
 
 
 class _CheckCommand(click.Command):
@@ -139,11 +139,11 @@ def command(ctx, files, topology, system, fallback_system, expect, sglang_versio
     outcomes = [_judged(entry, snapshot, ruleset, gpu_count, model, expected) for entry in entries]
     emit(FORMATTERS[fmt](outcomes, fail_on), output)
     for line in chooser.notes:  # after the report is written: a failed write is the only thing said
-        click.echo(f"topoctl: note: {line}", err=True)
+        click.echo(f"topoctl: note: {one_line(line)}", err=True)
     errors = [o for o in outcomes if o.error]
     if errors:  # every file was reported first; then the run is bad input (exit 2)
         raise TopoctlError(f"{len(errors)} of {len(outcomes)} file(s) or launch(es) could not be checked "
-                           f"(first: {errors[0].origin}: {errors[0].error})",
+                           f"(first: {one_line(errors[0].origin)}: {one_line(errors[0].error)})",
                            hint="the report names each one; fix or remove them, the others were checked")
     return EXIT_BLOCKED if any(failing(o, fail_on) for o in outcomes) else 0
 
