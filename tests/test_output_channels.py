@@ -335,3 +335,17 @@ def test_sigterm_during_dash_o_ends_the_process_by_that_signal_with_no_temp_file
         child.wait(timeout=60)
         left += [name for name in os.listdir(out) if name.startswith(".topoctl-")]
     assert left == []
+
+
+def test_ctrl_c_while_the_command_modules_load_is_130_not_a_traceback(monkeypatch, capsys):
+    import types
+
+    from topoctl import entry
+
+    class Loading(types.ModuleType):
+        def __getattr__(self, name):
+            raise KeyboardInterrupt  # what a Ctrl-C in the middle of `import topoctl.io` looks like to main
+
+    monkeypatch.setitem(sys.modules, "topoctl.io", Loading("topoctl.io"))
+    assert entry.main(["recommend", "--system", SYSTEM]) == 130
+    assert capsys.readouterr().err == "topoctl: interrupted\n"

@@ -131,21 +131,25 @@ def settle_streams(code: int) -> int:
     return code
 
 
-def main(argv: list[str] | None = None) -> int:
-    """The console script (`topoctl`, `python -m topoctl`): with no `argv`, stdout and stderr are settled
-    here and the exit code is final; with `argv` (tests, embedding), the streams are left open."""
-    args = sys.argv[1:] if argv is None else argv
+def _dispatch(args: list[str], argv: list[str] | None) -> int:
     from topoctl.io import Interrupted
 
     try:
         if list(args) == ["--version"]:
-            code = _print_version()
-        else:
-            from topoctl.cli import main as cli_main
+            return _print_version()
+        from topoctl.cli import main as cli_main
 
-            code = cli_main(argv)
+        return cli_main(argv)
     except Interrupted as stop:  # SIGTERM/SIGHUP during -o, under a handler that did not end the process
-        code = 128 + stop.signum
+        return 128 + stop.signum
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The console script (`topoctl`, `python -m topoctl`): with no `argv`, stdout and stderr are settled
+    here and the exit code is final; with `argv` (tests, embedding), the streams are left open."""
+    args = sys.argv[1:] if argv is None else argv
+    try:
+        code = _dispatch(args, argv)
     except KeyboardInterrupt:  # Ctrl-C while the command's modules were still being imported
         _say("topoctl: interrupted\n")
         code = 130
