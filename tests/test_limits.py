@@ -376,3 +376,19 @@ def test_a_5000_digit_version_is_one_line_exit_2(cli, version):
     code, _, err = cli(["check", *SYSTEM_ARGS, "--sglang-version", version, "--", *LAUNCH])
     lines = err.strip().splitlines()
     assert code == 2 and len(lines) == 2 and "is not an SGLang version" in lines[0] and len(lines[0]) < 200
+
+
+def test_a_fifo_as_a_helm_template_or_an_entrypoint_script_is_never_opened(cli, tmp_path):
+    chart = tmp_path / "chart"
+    (chart / "templates").mkdir(parents=True)
+    (chart / "Chart.yaml").write_text("apiVersion: v2\nname: sglang\nversion: 0.1.0\n")
+    (chart / "values.yaml").write_text("tp: 4\n")
+    template = _fifo(chart / "templates", "deployment.yaml")
+    code, out, err = cli(["check", str(chart), *SYSTEM_ARGS])
+    assert code in (0, 1, 2) and (code != 2 or "deployment.yaml" in out + err)
+    _fifo(tmp_path, "entrypoint.sh")
+    (tmp_path / "Dockerfile").write_text('FROM lmsysorg/sglang:v0.5.12\nENTRYPOINT ["/entrypoint.sh"]\n'
+                                         'CMD ["python3", "-m", "sglang.launch_server", "--model-path", "m"]\n')
+    code, _, err = cli(["check", str(tmp_path / "Dockerfile"), *SYSTEM_ARGS])
+    assert code in (0, 1, 2), err
+    assert os.path.exists(template)

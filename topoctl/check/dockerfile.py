@@ -114,10 +114,12 @@ def _stages(path: str, text: str) -> list[_Stage]:
 def _runs_its_arguments(script: str, base_dir: str) -> bool:
     """An entrypoint script beside the Dockerfile that hands over to its arguments (`exec "$@"`)."""
     candidate = os.path.join(base_dir, os.path.basename(script))
-    try:
-        with open(candidate, encoding="utf-8", errors="replace") as handle:
-            text = handle.read(256 * 1024)
-    except OSError:
+    from topoctl import limits
+    from topoctl.errors import TopoctlError
+
+    try:  # the one reading layer: a FIFO or device in its place is not opened
+        text = limits.read_head(candidate, 256 * 1024)[0].decode("utf-8", "replace")
+    except (OSError, TopoctlError):
         return False
     return re.search(r'(^|\s)(exec\s+)?"\$@"', text) is not None
 

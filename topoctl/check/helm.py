@@ -218,8 +218,9 @@ def plain(chart_dir: str) -> list[Rendered]:
         if not name.endswith((".yaml", ".yml")):
             continue
         path = os.path.join(templates, name)
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            lines = handle.read(4 * 1024 * 1024).splitlines()
+        from topoctl import limits  # the one reading layer: regular files, the size checked first
+
+        lines = limits.read_file(path, limits.MAX_LAUNCH_FILE_BYTES).decode("utf-8", "replace").splitlines()
         renderer = _Renderer(values, chart)
         renderer.path = path
         renderer.render(lines, list(range(1, len(lines) + 1)), dict(renderer.base))
