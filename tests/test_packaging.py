@@ -99,3 +99,22 @@ def test_the_unpacked_sdist_runs_its_own_tests(dist, tmp_path):
     assert done.returncode == 0, done.stdout[-5000:] + done.stderr[-2000:]
     summary = done.stdout.strip().splitlines()[-1]
     assert re.search(r"\d+ passed", summary) and "failed" not in summary and "error" not in summary, summary
+
+
+def test_every_python_package_of_the_source_is_in_the_metadata():
+    """An installed topoctl (not editable) imports only the packages setup.cfg lists: a new folder with an
+    __init__.py that is not listed works in a clone and fails after `pip install` (ModuleNotFoundError)."""
+    import configparser
+
+    config = configparser.ConfigParser()
+    config.read(os.path.join(ROOT, "setup.cfg"), encoding="utf-8")
+    mapping = {line.split("=")[1].strip(): line.split("=")[0].strip()
+               for line in config["options"]["package_dir"].strip().splitlines()}
+    listed = set(config["options"]["packages"].split())
+    found = set()
+    for source, package in mapping.items():
+        for folder, _, names in os.walk(os.path.join(ROOT, source)):
+            if "__init__.py" in names and "__pycache__" not in folder:
+                relative = os.path.relpath(folder, os.path.join(ROOT, source))
+                found.add(package if relative == "." else package + "." + relative.replace(os.sep, "."))
+    assert found - listed == set(), sorted(found - listed)
