@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 
 import pytest
+from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -67,7 +68,7 @@ def _old_greedy(snapshot, candidates, size, seeds=None):
     return sorted(found)
 
 
-@settings(max_examples=150, deadline=None, derandomize=True)
+@settings(max_examples=examples(150), deadline=None)
 @given(snapshots(), st.integers(1, 8))
 def test_up_to_8_gpus_the_search_gives_what_scoring_every_group_gives(snapshot, size):
     order = pci_order(snapshot)
@@ -82,7 +83,7 @@ def test_up_to_8_gpus_the_search_gives_what_scoring_every_group_gives(snapshot, 
     assert any(reason.startswith(f"next best: GPUs {runner} (") for reason in placement.reasons)
 
 
-@settings(max_examples=60, deadline=None, derandomize=True)
+@settings(max_examples=examples(60), deadline=None)
 @given(snapshots(4, 8), st.integers(1, 4))
 def test_replicas_up_to_8_gpus_are_the_best_group_of_the_gpus_left(snapshot, tp):
     order = pci_order(snapshot)
@@ -97,7 +98,7 @@ def test_replicas_up_to_8_gpus_are_the_best_group_of_the_gpus_left(snapshot, tp)
     assert choose_replicas(snapshot, tp, dp).replicas == tuple(expected)
 
 
-@settings(max_examples=40, deadline=None, derandomize=True)
+@settings(max_examples=examples(40), deadline=None)
 @given(snapshots(17, 20), st.integers(2, 6))
 def test_the_greedy_step_on_the_matrix_is_the_full_scores_step(snapshot, size):
     """Past EXACT_GPUS: grown from the same start, the matrix's greedy step picks what full scoring picks."""

@@ -7,6 +7,7 @@ import copy
 import jsonschema
 import pytest
 import yaml
+from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -59,7 +60,7 @@ def test_every_builtin_file_is_valid_to_both(number):
     assert VALIDATOR.is_valid(DOCUMENTS[number]) and CHECK(DOCUMENTS[number])
 
 
-@settings(max_examples=400, deadline=None, derandomize=True)
+@settings(max_examples=examples(400), deadline=None)
 @given(st.data())
 def test_mutations_get_the_same_verdict(data):
     document = copy.deepcopy(data.draw(st.sampled_from(DOCUMENTS)))
