@@ -91,7 +91,12 @@ class _StubMeta(type):
         return cls
 
     __ror__ = __and__ = __rand__ = __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __or__
-    __truediv__ = __rtruediv__ = __floordiv__ = __mod__ = __pow__ = __neg__ = __or__
+    __truediv__ = __rtruediv__ = __floordiv__ = __mod__ = __pow__ = __or__
+
+    def __neg__(cls) -> Any:  # unary: `-torch.finfo(...).max` at module level
+        return cls
+
+    __pos__ = __abs__ = __invert__ = __neg__
 
     def __hash__(cls) -> int:
         return id(cls)

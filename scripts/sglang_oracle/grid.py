@@ -1,0 +1,122 @@
+"""The launches the oracle judges: every reference system, TP sizes that fit it, and the flags and environment
+variables topoctl's rules speak of, alone and in pairs.
+
+Deterministic: the same release gets the same launches on every run. Singles cover every option at every TP
+size of every system; each release adds a different window of option pairs at the system's largest TP size,
+so that the releases together cover every pair; the MoE architecture is crossed with the options whose outcome
+depends on it (FlashInfer fusion's auto-on, expert parallelism, DP attention).
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+
+SYSTEMS = (
+    "h200-1x-vm", "h200-2x-nvswitch-vm", "h200-4x-nvswitch-vm", "h100-8x-nvswitch", "b200-8x-nvswitch",
+    "l40s-4x-pcie-2numa", "rtx-4090-2x-pcie-no-p2p", "rtx-pro-6000-8x-pcie",
+)
+GPU_COUNTS = {"h200-1x-vm": 1, "h200-2x-nvswitch-vm": 2, "h200-4x-nvswitch-vm": 4, "h100-8x-nvswitch": 8,
+              "b200-8x-nvswitch": 8, "l40s-4x-pcie-2numa": 4, "rtx-4090-2x-pcie-no-p2p": 2,
+              "rtx-pro-6000-8x-pcie": 8}
+DENSE, MOE = "LlamaForCausalLM", "Qwen3MoeForCausalLM"
+DRAFT = ["--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", "draft"]
+
+
+@dataclass(frozen=True)
+class Option:
+    name: str
+    argv: tuple[str, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()
+    moe: bool = False  # crossed with the MoE architecture too
+    expert: bool = False  # takes --ep-size TP
+
+
+OPTIONS = (
+    Option("base", moe=True),
+    Option("disable-custom-ar", ("--disable-custom-all-reduce",)),
+    Option("torch-symm-mem", ("--enable-torch-symm-mem",)),
+    Option("nccl-symm-mem", ("--enable-symm-mem",)),
+    Option("fusion-flag", ("--enable-flashinfer-allreduce-fusion",), moe=True),
+    Option("fusion-backend-auto", ("--flashinfer-allreduce-fusion-backend", "auto"), moe=True),
+    Option("fusion-backend-cutedsl", ("--flashinfer-allreduce-fusion-backend", "cutedsl")),
+    Option("fusion-enforce-off", ("--enforce-disable-flashinfer-allreduce-fusion",), moe=True),
+    Option("deterministic", ("--enable-deterministic-inference",), moe=True),
+    Option("dp-attention", ("--enable-dp-attention",), moe=True),
+    Option("a2a-flashinfer", ("--moe-a2a-backend", "flashinfer"), moe=True, expert=True),
+    Option("a2a-flashinfer-cutlass", ("--moe-a2a-backend", "flashinfer", "--moe-runner-backend", "flashinfer_cutlass"),
+           moe=True, expert=True),
+    Option("a2a-deepep", ("--moe-a2a-backend", "deepep"), expert=True),
+    Option("eagle3-default", tuple(DRAFT)),
+    Option("eagle3-partial", (*DRAFT, "--speculative-num-steps", "3")),
+    Option("eagle3-all", (*DRAFT, "--speculative-num-steps", "3", "--speculative-eagle-topk", "1",
+                          "--speculative-num-draft-tokens", "4")),
+    Option("eagle3-partial-adaptive", (*DRAFT, "--speculative-num-steps", "3", "--speculative-adaptive")),
+    Option("eagle3-topk-only", (*DRAFT, "--speculative-eagle-topk", "1")),
+    Option("eagle3-topk-adaptive", (*DRAFT, "--speculative-eagle-topk", "1", "--speculative-adaptive")),
+    Option("p2p-check", ("--enable-p2p-check",)),
+    Option("nccl-nvls", ("--enable-nccl-nvls",)),
+    Option("no-cuda-graph", ("--disable-cuda-graph",)),
+    Option("cuda-graph-bs-128", ("--cuda-graph-max-bs", "128")),
+    Option("skip-p2p-check", env=(("SGLANG_SKIP_P2P_CHECK", "1"),)),
+    Option("pcie-ipc", env=(("SGLANG_ENABLE_PCIE_IPC_ALLREDUCE", "1"),)),
+    Option("custom-ar-v1", env=(("SGLANG_OPT_USE_CUSTOM_ALL_REDUCE_V2", "0"),)),
+    Option("symm-no-multicast", env=(("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"),)),
+    Option("nccl-ll128", env=(("NCCL_PROTO", "LL128"),)),
+    Option("nccl-tree", env=(("NCCL_ALGO", "Tree"),)),
+    Option("nccl-p2p-disable", env=(("NCCL_P2P_DISABLE", "1"),)),
+    Option("nccl-nchannels", env=(("NCCL_NCHANNELS", "4"),)),
+    Option("nccl-min-channels", env=(("NCCL_MIN_NCHANNELS", "8"),)),
+)
+PAIRS_PER_RELEASE = 24
+
+
+@dataclass
+class Launch:
+    id: int
+    system: str
+    arch: str
+    tp: int
+    options: tuple[str, ...]
+    argv: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+
+
+def tp_sizes(system: str) -> list[int]:
+    return [tp for tp in (1, 2, 4, 8) if tp <= GPU_COUNTS[system]]
+
+
+def _build(options: tuple[Option, ...], system: str, arch: str, tp: int) -> Launch:
+    argv = ["--tp-size", str(tp)]
+    env: dict[str, str] = {}
+    for option in options:
+        argv.extend(option.argv)
+        env.update(dict(option.env))
+        if option.name == "dp-attention":
+            argv.extend(["--dp-size", str(tp)])
+    if any(option.expert for option in options):
+        argv.extend(["--ep-size", str(tp)])
+    names = tuple(option.name for option in options if option.name != "base")
+    return Launch(0, system, arch, tp, names or ("base",), argv, env)
+
+
+def _pairs(release_index: int) -> list[tuple[Option, Option]]:
+    every = list(itertools.combinations(OPTIONS[1:], 2))
+    start = (release_index * PAIRS_PER_RELEASE) % len(every)
+    window = every[start:start + PAIRS_PER_RELEASE]
+    return window + every[:PAIRS_PER_RELEASE - len(window)]
+
+
+def launches(release_index: int) -> list[Launch]:
+    """Every launch of the grid for the release at this index (of releases.json's list)."""
+    out: list[Launch] = []
+    for system in SYSTEMS:
+        for tp in tp_sizes(system):
+            for option in OPTIONS:
+                out.append(_build((option,), system, DENSE, tp))
+                if option.moe:
+                    out.append(_build((option,), system, MOE, tp))
+        for first, second in _pairs(release_index):
+            out.append(_build((first, second), system, DENSE, max(tp_sizes(system))))
+    for number, launch in enumerate(out):
+        launch.id = number
+    return out
