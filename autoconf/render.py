@@ -106,10 +106,22 @@ def basis(cand: Candidate) -> str:
     return f"{LEVEL_NAMES[cand.allreduce_level]} per-call allreduce latency"
 
 
+def runs_label(cand: Candidate) -> str:
+    """What the launch runs, in recommend's words: the allreduce SGLang uses at that TP on that machine once it
+    has set what it sets by itself (its gates, through the rules' `implies`), and none for one GPU per replica,
+    where there is no tensor-parallel allreduce at all."""
+    label = cand.label()
+    runs = "none (TP 1: no allreduce)" if cand.tp <= 1 else cand.runs_path
+    if runs == cand.path:
+        return label
+    return label.replace(f"allreduce={cand.path}", f"allreduce={runs}", 1)
+
+
 def _candidate_doc(cand: Candidate) -> dict[str, Any]:
     return {
-        "config": cand.label(),
+        "config": runs_label(cand),
         "allreduce_path": cand.path,
+        "allreduce_runs": None if cand.tp <= 1 else cand.runs_path,
         "speculative": cand.speculative,
         "level": LEVEL_NAMES[cand.level],
         "basis": basis(cand),
