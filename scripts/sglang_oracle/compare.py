@@ -28,6 +28,7 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent.parent
 DEFAULT_DATA = REPO / "tests" / "data" / "oracle"
+KNOWN = "known-disagreements.txt"  # in the data folder: the disagreements not yet fixed, one line each
 
 # The built-in model profile check is given for each architecture the oracle served.
 MODELS = {"LlamaForCausalLM": "llama-3.1-8b", "Qwen3MoeForCausalLM": "qwen3-30b-a3b"}
@@ -217,8 +218,9 @@ class ImpliedSettings:
         self.snapshots: dict[str, Any] = {}
         self.resolve = resolve_target
 
-    def of(self, version: str, launch: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-        """(the launch's settings as topoctl reads them, {setting: value} topoctl says SGLang sets itself)."""
+    def of(self, version: str, launch: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+        """(the launch's settings as topoctl reads them, {setting: value} topoctl says SGLang sets itself,
+        the defaults rules say SGLang uses in their scope for settings the launch leaves out)."""
         from topoctl.autoconf.models import profile
         from topoctl.rules import evaluate
         from topoctl.sglang.flags import load_flag_set
@@ -236,21 +238,23 @@ class ImpliedSettings:
         request = {"tp_size": tp, "ep_size": settings.get("ep_size") or 1, "dp_size": 1, "gpus": None,
                    "sglang_version": version, "launch": settings, "model": profile(MODELS[launch["arch"]]),
                    "speculative": str(settings.get("speculative_algorithm") or "").lower() or None}
+        from topoctl.rules.engine import launch_defaults
+
         report = evaluate(self.ruleset, self.snapshots[system], request)
-        return settings, {setting: value for setting, (value, _) in report.implied.items()}
+        return settings, {setting: value for setting, (value, _) in report.implied.items()}, launch_defaults(report)
 
 
 def implied_disagreements(doc: dict[str, Any], launch: dict[str, Any], implied: ImpliedSettings) -> list[str]:
     """Where topoctl's picture of the settings SGLang ends with differs from SGLang's own."""
     if launch["outcome"]["kind"] != "ok":
         return []
-    settings, says = implied.of(doc["version"], launch)
+    settings, says, defaults = implied.of(doc["version"], launch)
     found = []
     for setting in IMPLIED_FROM_POST_INIT:
         known, final = final_setting(setting, launch)
         if not known:
             continue
-        believed = says.get(setting, settings.get(setting, _written_default(setting)))
+        believed = says.get(setting, settings.get(setting, defaults.get(setting, _written_default(setting))))
         if _norm(believed) != _norm(final):
             found.append(f"{setting}: topoctl {believed!r}, SGLang {final!r}")
     return found
@@ -302,8 +306,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", nargs="*", default=None)
     parser.add_argument("--limit", type=int, default=200, help="disagreements printed")
     parser.add_argument("--settings", action="store_true", help="compare the settings SGLang ends with too")
+    parser.add_argument("--write-known", action="store_true",
+                        help=f"write the disagreements to DATA/{KNOWN} (the list the test holds check to)")
     args = parser.parse_args(argv)
     disagreements, counts = compare(load(args.data, args.only), args.settings)
+    if args.write_known:
+        (args.data / KNOWN).write_text("".join(f"{line}\n" for line in sorted({d.line() for d in disagreements})))
     for item in disagreements[: args.limit]:
         print(item.line())
     print(f"{counts['compared']} launches compared ({counts['oracle-error']} the oracle could not run), "
