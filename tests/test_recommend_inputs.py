@@ -162,7 +162,7 @@ def test_rules_test_without_any_rule_is_exit_2(cli, tmp_path):
     assert "hint:" in err
     (tmp_path / "empty").mkdir()
     code, out, err = cli(["rules", "test", "--no-builtin", "--rules", str(tmp_path / "empty")])
-    one_line_error(code, out, err, "no rules to test")
+    one_line_error(code, out, err, "no rule files")
 
 
 def test_same_rules_path_twice_is_read_once(cli, tmp_path):
