@@ -18,6 +18,7 @@ from topoctl.probe import pcie_checks, topology
 from topoctl.probe.capture import Session
 from topoctl.probe.files import Files
 from topoctl.probe.host import collect_host
+from topoctl.probe.network import collect_network
 from topoctl.probe.nvml import (
     FABRIC_STATE,
     MAX_NVLINKS,
@@ -309,6 +310,10 @@ class _Collector:
             self.lap("torch cross-check")
         pcie_checks.collect(self.session, self.nvml, self.files, snapshot, self.unknown)
         self.lap("PCIe checks (ACS, IOMMU, BAR1, counters)")
+        network = collect_network(self.files, host, gpus, self.unknown)
+        if network is not None:  # None: a capture from before NICs were probed (no false "no NIC")
+            snapshot["network"] = network
+        self.lap("NICs (RDMA, interfaces, GPUDirect)")
         self.nvml.shutdown()
         self.lap("nvml shutdown")
         snapshot["summary"] = topology.summarize(snapshot)

@@ -35,7 +35,9 @@ def render(snapshot: dict[str, Any], color: bool = False) -> str:
         return f"{code}{text}{RESET}" if color else text
 
     width = 9
-    header = "".ljust(6) + "".join(f"GPU{g['index']}".ljust(width) for g in gpus) + "NUMA  Root complex"
+    nics = view.network.rdma or []
+    header = ("".ljust(6) + "".join(f"GPU{g['index']}".ljust(width) for g in gpus)
+              + "".join(f"NIC{n}".ljust(6) for n in range(len(nics))) + "NUMA  Root complex")
     lines = [paint(header, BOLD) if color else header]
     for gpu in gpus:
         cells = []
@@ -50,7 +52,8 @@ def render(snapshot: dict[str, Any], color: bool = False) -> str:
             mark = _p2p_mark(pair)
             text = f"{_clean(pair.get('link') or '?')}{mark}".ljust(width)
             cells.append(paint(text, GREEN if mark == "+" else RED if mark == "-" else YELLOW))
-        lines.append(f"GPU{gpu['index']}".ljust(6) + "".join(cells)
+        nic_cells = "".join(_clean(view.network.link(gpu["index"], nic.name) or "?").ljust(6) for nic in nics)
+        lines.append(f"GPU{gpu['index']}".ljust(6) + "".join(cells) + nic_cells
                      + _clean(gpu.get("numa_node")).ljust(6) + _clean(gpu.get("root_complex")))
     lines.append("")
     for gpu in gpus:
@@ -68,6 +71,7 @@ def render(snapshot: dict[str, Any], color: bool = False) -> str:
     lines.append(f"Driver {_clean(view.software('driver'))}, CUDA {_clean(view.software('cuda_driver'))}, "
                  f"NCCL {_clean(view.software('nccl'))}, torch {_clean(view.software('torch'))}, "
                  f"SGLang {_clean(view.software('sglang'))}")
+    lines.extend(network_lines(view))
     from topoctl.probe.bench.render import render_measurements, render_pcie_checks
 
     lines.extend(render_pcie_checks(snapshot))
@@ -80,5 +84,36 @@ def render(snapshot: dict[str, Any], color: bool = False) -> str:
         lines.append(f"Unknown: {len(unknown)} field(s) could not be read (see `unknown` in the snapshot)")
     lines.append("")
     lines.append("Legend: NV# = # bonded NVLinks; PIX/PXB/PHB/NODE/SYS as nvidia-smi topo -m; "
-                 "+ P2P read+write OK, - not OK, ? unknown")
+                 "+ P2P read+write OK, - not OK, ? unknown" + ("; NIC# = RDMA device above" if nics else ""))
     return "\n".join(lines) + "\n"
+
+
+def _nic_line(number: int, nic: Any) -> str:
+    transport = {"ib": "InfiniBand", "roce": "RoCE", "mixed": "IB+RoCE"}.get(nic.transport or "", "link layer ?")
+    rate = f"{nic.rate_gbps:g} Gb/s" if nic.rate_gbps else "no active port"
+    ports = f"port {','.join(str(port) for port in nic.active_ports)} active" if nic.active_ports else "no port ACTIVE"
+    return (f"NIC{number}: {_clean(nic.name)} ({transport}, {rate}, {ports}, NUMA {_clean(nic.numa_node)}, "
+            f"{_clean(nic.pci_bus_id)})")
+
+
+def network_lines(view: Any) -> list[str]:
+    """The NIC legend, the interfaces with their speed and GPUDirect RDMA readiness (nothing on a snapshot made
+    before NICs were probed)."""
+    network = view.network
+    if not network.present:
+        return []
+    nics = network.rdma
+    lines = [""]
+    if nics is None:
+        lines.append("RDMA NICs: unknown (see `unknown`)")
+    elif not nics:
+        lines.append("RDMA NICs: none (/sys/class/infiniband lists no device): between nodes NCCL uses TCP sockets")
+    lines.extend(_nic_line(number, nic) for number, nic in enumerate(nics or []))
+    interfaces = network.physical_interfaces
+    if interfaces is not None:
+        described = [f"{_clean(i.name)} {i.speed_mbps // 1000 if i.speed_mbps else '?'} Gb/s" for i in interfaces]
+        lines.append("Interfaces up (PCI devices): " + (", ".join(described) or "none"))
+    ready = network.gpudirect_ready
+    state = {True: "ready", False: "not possible", None: "unknown"}[ready]
+    lines.append(f"GPUDirect RDMA: {state} ({_clean(network.gpudirect.get('reason'))})")
+    return lines

@@ -12,9 +12,12 @@ readers; probe/ writes it, topoctl/snapshot.py validates it.
 """
 from __future__ import annotations
 
-from typing import Any, Iterable, NamedTuple
+from typing import TYPE_CHECKING, Any, Iterable, NamedTuple
 
 from topoctl.vocab import SOFTWARE_KEYS
+
+if TYPE_CHECKING:
+    from topoctl.network_view import NetworkView
 
 
 class Pair(NamedTuple):  # not a dataclass: this class is made on every start-up path, 10x cheaper so
@@ -183,3 +186,11 @@ class SnapshotView:
         rows = (self.measurements or {}).get("allreduce") or []
         return [row for row in rows if isinstance(row, dict) and row.get("status") == "ok"
                 and (path is None or row.get("path") == path)]
+
+    # -------------------------------------------------------------------------------------- network
+    @property
+    def network(self) -> "NetworkView":
+        """The NICs (topoctl/network_view.py); `.present` is False on a snapshot made before NICs were probed."""
+        from topoctl.network_view import NetworkView
+
+        return NetworkView(self.data.get("network"))

@@ -20,7 +20,8 @@ from typing import Any, Callable, Iterator
 from topoctl.probe.capture import Answer, ProbeFailure, Session
 
 # Questions whose missing answer would read as a fact ("no IOMMU"): a spec must state them to get one.
-UNSTATED = ("listdir:/sys/class/iommu", "listdir:/sys/kernel/iommu_groups")
+UNSTATED = ("listdir:/sys/class/iommu", "listdir:/sys/kernel/iommu_groups", "listdir:/sys/class/infiniband",
+            "listdir:/sys/class/net")
 
 
 class SpecSession(Session):
