@@ -18,6 +18,7 @@ from topoctl.snapshot_view import SnapshotView
 from topoctl.vocab import NVLINK_INTERCONNECTS
 
 from . import settings as launch_settings
+from .network_facts import register as register_network_facts
 
 
 class _Unknown:
@@ -586,6 +587,7 @@ FACTS: dict[str, tuple[str, str, Callable[[Context], Any]]] = {
 }
 for _package in SOFTWARE_PACKAGES:
     FACTS[f"software.{_package}"] = (VERSION_FACT_TYPE, f"{_package} version from the snapshot", _software(_package))
+register_network_facts(FACTS, UNKNOWN)  # network.*, request.nnodes (rules/network_facts.py)
 
 # Facts read from the snapshot alone (not from the request: software.sglang is the requested target version
 # when one is given), so one evaluation's value holds for every request on the same snapshot.

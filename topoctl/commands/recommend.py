@@ -8,6 +8,7 @@ has to probe this machine live.
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import click
 
@@ -135,6 +136,10 @@ def _output(result, fmt: str, top: int) -> str:
               help="Expert parallel size (default 1; at most --tp-size and a divisor of it).")
 @click.option("--dp-size", type=click.IntRange(min=1),
               help="Data-parallel replicas (default: the GPUs left over by the TP size; TP x DP at most the GPU count).")
+@click.option("--nnodes", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Nodes like the target the launch spans: TP and memory are judged over all of them, and the output "
+                   "adds each node's SGLang flags (--nnodes, --node-rank and --dist-init-addr as variables the "
+                   "launcher fills) and NCCL's network settings from the probed NICs.")
 @click.option("--objective", type=click.Choice(["latency", "throughput"]), default="latency", show_default=True,
               help="latency: one stream's tokens/s; throughput: tokens/s of every replica at the batch the KV cache "
                    "and the CUDA graphs allow.")
@@ -157,8 +162,8 @@ def _output(result, fmt: str, top: int) -> str:
 @click.option("-o", "--output", metavar="FILE", help="Write to FILE atomically instead of stdout.")
 def command(topology, system, list_systems, fallback_system, list_models, model_name, model_path, model_config,
             sglang_version, speculative, draft_model,
-            force_speculative, tp_size, ep_size, dp_size, objective, context_length, max_running_requests, accept_length,
-            fmt, top, explain, rules_dirs, disabled, output):
+            force_speculative, tp_size, ep_size, dp_size, nnodes, objective, context_length, max_running_requests,
+            accept_length, fmt, top, explain, rules_dirs, disabled, output):
     """Recommend the fastest SGLang launch known to work on the target machine.
 
     \b
@@ -168,6 +173,7 @@ def command(topology, system, list_systems, fallback_system, list_models, model_
       topoctl recommend --system h200-4x-nvswitch-vm --model llama-3.1-70b --format table --top 5
       topoctl recommend --system h200-4x-nvswitch-vm --model qwen3-235b-a22b \\
           --speculative eagle3 --draft-model /models/eagle3 --explain -o launch.env
+      topoctl recommend --system h100-8x-8nic-ib --model deepseek-v3 --nnodes 2 -o two-nodes.env
 
     \b
     Exit codes: 0 written; 1 no launch passes the rules, or the model does not fit
@@ -211,8 +217,47 @@ def command(topology, system, list_systems, fallback_system, list_models, model_
         draft = models.from_model_dir(draft_model)  # a local draft folder: its own bytes
     request = Request(speculative.lower() if speculative else None, draft_model, force_speculative, tp_size, ep_size,
                       dp_size, objective, context_length, max_running_requests, accept_length, draft)
+    if nnodes > 1 and model is not None:
+        from topoctl.autoconf.network import split_over_nodes
+
+        model = split_over_nodes(model, nnodes)
     result = search(snapshot, model, flags, version, ruleset=ruleset, request=request)
+    nodes = _nodes(result, snapshot, nnodes, ruleset) if nnodes > 1 else None
     if explain:
         click.echo(explain_text(result), err=True, nl=False)
-    emit(_output(result, fmt, top), output)
+    emit(_with_nodes(_output(result, fmt, top), fmt, nodes), output)
     return 0
+
+
+def _nodes(result: Any, snapshot: dict[str, Any], nnodes: int, ruleset: Any) -> Any:
+    """One node's part of an N-node launch: TP over every node's GPUs, the node flags and NCCL's network
+    settings (autoconf/network.py), with the network rules' findings (rules/knowledge/network.yaml)."""
+    from topoctl.autoconf.network import node_settings
+    from topoctl.rules import evaluate
+
+    result.winner.launch["tp_size"] = result.tp_size * nnodes
+    result.tp_size *= nnodes
+    settings = node_settings(snapshot, nnodes)
+    report = evaluate(ruleset, snapshot, {"nnodes": nnodes, "tp_size": result.tp_size})
+    settings.notes.extend(f"{finding.severity} {finding.rule_id}: {finding.title}" for finding in report.findings
+                          if finding.rule_id.startswith("net-") and finding.status == "fired"
+                          and finding.severity != "info")
+    return settings
+
+
+def _with_nodes(text: str, fmt: str, nodes: Any) -> str:
+    if nodes is None:
+        return text
+    from topoctl.autoconf import network
+
+    if fmt in ("env", "table"):
+        return text + "\n".join(network.env_lines(nodes)) + "\n"
+    if fmt == "args":
+        return text.rstrip("\n") + " " + " ".join(nodes.args) + "\n"
+    import json
+
+    from topoctl.render import dump, safe_load
+
+    doc = json.loads(text) if fmt == "json" else safe_load(text)
+    doc["nodes"] = network.document(nodes)
+    return dump(doc, fmt)
