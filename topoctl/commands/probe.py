@@ -11,7 +11,9 @@ from topoctl.render import dump, to_json
 @click.command("probe")
 @click.option("--format", "fmt", type=click.Choice(["yaml", "json"]), default="yaml", show_default=True,
               help="Output format of the snapshot.")
-@click.option("-o", "--output", metavar="FILE", help="Write the snapshot to FILE (atomically) instead of stdout.")
+@click.option("-o", "--output", metavar="FILE",
+              help="Write the snapshot to FILE (atomically) instead of stdout; %N in FILE is this node's name "
+                   "(SLURMD_NODENAME, else the short hostname), for `srun topoctl probe -o nodes/%N.yaml`.")
 @click.option("--record", metavar="PATH",
               help="Also save every raw answer (NVML calls, sysfs reads) to PATH, for replay with --from-capture.")
 @click.option("--from-capture", "from_capture", metavar="PATH", shell_complete=complete_captures,
@@ -48,6 +50,7 @@ def command(fmt: str, output: str | None, record: str | None, from_capture: str 
                            hint="--record saves a live probe; --from-capture replays a saved one")
     # Where the results go is checked before probing: a typo in a folder name must not cost a probe, nor
     # hide its outcome (exit 3 on a machine without a GPU).
+    record, output = _node_named(record), _node_named(output)
     for option, path in (("--record", record), ("-o", output)):
         if path == "":
             raise TopoctlError(f"{option} is empty", hint=f"give a file name, or leave {option} out")
@@ -85,6 +88,19 @@ def command(fmt: str, output: str | None, record: str | None, from_capture: str 
     _notes(snapshot)
     emit(dump(snapshot, fmt), output)
     return 0
+
+
+def _node_named(path: str | None) -> str | None:
+    """`%N` in a file name is this node's name (Slurm's SLURMD_NODENAME, else the short hostname), `%%` a `%`:
+    the filename pattern of Slurm, which srun expands in its own --output but not in a program's arguments, so
+    `srun --ntasks-per-node=1 topoctl probe -o nodes/%N.yaml` writes one file per node."""
+    if not path or "%" not in path:
+        return path
+    import os
+    import socket
+
+    name = os.environ.get("SLURMD_NODENAME") or socket.gethostname().split(".")[0]
+    return path.replace("%%", "\0").replace("%N", name).replace("\0", "%")
 
 
 def _notes(snapshot: dict) -> None:
