@@ -9,7 +9,10 @@ import pytest
 from topoctl.cli import main
 
 ORDER = "CUDA_DEVICE_ORDER=PCI_BUS_ID"  # integer ids in PCI bus order (topoctl/cuda_devices.py resolve_visible)
-LAUNCH = ["python", "-m", "sglang.launch_server", "--model-path", "X"]
+# SGLang 0.5.12 serves custom allreduce over PCIe only with its first kernel: the launch asks for it, so that
+# the group logic below meets a custom allreduce SGLang really runs (rules/knowledge/allreduce.yaml).
+V1 = "SGLANG_OPT_USE_CUSTOM_ALL_REDUCE_V2=0"
+LAUNCH = [V1, "python", "-m", "sglang.launch_server", "--model-path", "X"]
 
 
 def check(capsys, system, *command, env_file=None, fmt="json"):
@@ -72,7 +75,7 @@ def test_launch_env_visible_devices_count(tmp_path, capsys):
     env.write_text("CUDA_DEVICE_ORDER='PCI_BUS_ID'\nCUDA_VISIBLE_DEVICES='2,3'\nSGLANG_ARGS='--tp-size 2'\n")
     code, doc, _ = check(capsys, "l40s-4x-pcie-2numa", env_file=env)
     assert code == 0 and "custom-allreduce-without-p2p" not in ids(doc)
-    env.write_text("CUDA_DEVICE_ORDER='PCI_BUS_ID'\nCUDA_VISIBLE_DEVICES='0,3'\nSGLANG_ARGS='--tp-size 2'\n")
+    env.write_text(f"{V1}\nCUDA_DEVICE_ORDER='PCI_BUS_ID'\nCUDA_VISIBLE_DEVICES='0,3'\nSGLANG_ARGS='--tp-size 2'\n")
     code, doc, _ = check(capsys, "l40s-4x-pcie-2numa", env_file=env)
     assert code == 1 and "custom-allreduce-without-p2p" in ids(doc)
 
@@ -167,7 +170,7 @@ def test_tp_size_hint_counts_the_visible_gpus(capsys):
     assert "topoctl-tp-size-not-given" not in ids(doc)
 
 
-DOCKER = ["docker", "run", "lmsysorg/sglang:v0.5.12", "python3", "-m", "sglang.launch_server", "--model-path", "X"]
+DOCKER = ["docker", "run", "-e", V1, "lmsysorg/sglang:v0.5.12", "python3", "-m", "sglang.launch_server", "--model-path", "X"]
 
 
 def test_docker_gpus_devices_are_the_group(capsys):
@@ -196,7 +199,7 @@ def test_docker_gpu_count_is_the_first_gpus_the_engine_gives(capsys):
     assert code == 1 and "custom-allreduce-without-p2p" in ids(doc)
 
 
-PODMAN = ["podman", "run", "lmsysorg/sglang:v0.5.12", "python3", "-m", "sglang.launch_server", "--model-path", "X"]
+PODMAN = ["podman", "run", "-e", V1, "lmsysorg/sglang:v0.5.12", "python3", "-m", "sglang.launch_server", "--model-path", "X"]
 
 
 def test_a_gpu_count_the_scheduler_places_is_judged_on_every_set_it_may_get(capsys):

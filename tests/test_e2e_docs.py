@@ -333,6 +333,13 @@ CHECK_SAME_SYSTEM_FAILS = {("rtx-pro-6000-8x-pcie", "kimi", version) for version
                            if _writes_the_decode_graph_flag(version) and not _writes_the_decode_graph_flag("0.5.12")}
 
 
+# SGLang 0.5.12 keeps custom allreduce off over PCIe by itself (its V2-only kernel needs NVLink), so a launch
+# written for 0.5.12 on the no-P2P box leaves --disable-custom-all-reduce out; judged as the box's own 0.5.5,
+# where custom allreduce turns on blindly, the same file is rightly blocked.
+CHECK_OTHER_VERSION_BLOCKS = {("rtx-4090-2x-pcie-no-p2p", "none", version) for version in SGLANG_VERSIONS
+                              if version.startswith("0.5.12")}
+
+
 def _cases():
     systems = list_systems()
     return [(s, m, v) for s in systems for m in ("none", "kimi") for v in SGLANG_VERSIONS]
@@ -372,6 +379,8 @@ def test_launch_env_round_trip_in_sh_and_bash_and_check_passes_it(cli, tmp_path,
     code, out, err = cli(["check", "launch.env", "--system", system])
     if (system, model, version) in CHECK_SAME_SYSTEM_FAILS:
         assert code == 1 and "sglang-unknown-flag" in out
+    elif (system, model, version) in CHECK_OTHER_VERSION_BLOCKS:
+        assert code == 1 and "custom-allreduce-without-p2p" in out and "version-mismatch" in out
     else:
         assert code == 0, out + err
     code, out, err = cli(["check", "launch.env", "--system", system, "--format", "junit"])

@@ -253,7 +253,7 @@ def test_sigkill_during_a_write_leaves_the_target_intact_and_the_next_run_cleans
 
 
 # -- the CLI settles its own streams: 74 or the verdict, never Python's exit-time 120 ----------------------------
-CHECK_NO_P2P = ["check", "--system", "rtx-4090-2x-pcie-no-p2p", "--sglang-version", "0.5.12", "--",
+CHECK_NO_P2P = ["check", "--system", "rtx-4090-2x-pcie-no-p2p", "--sglang-version", "0.5.13", "--",
                 "python", "-m", "sglang.launch_server", "--model-path", "m", "--tp-size", "2"]
 
 

@@ -43,7 +43,7 @@ def test_the_untouched_capture_still_blocks_custom_allreduce(cli, tmp_path):
     snapshot = tmp_path / "snap.json"
     code, _, err = cli(["probe", "--from-capture", NO_P2P, "-o", str(snapshot), "--format", "json"])
     assert code == 0, err
-    code, out, _ = cli(["check", "--topology", str(snapshot), "--sglang-version", "0.5.12", "--",
+    code, out, _ = cli(["check", "--topology", str(snapshot), "--sglang-version", "0.5.13", "--",
                         "python", "-m", "sglang.launch_server", "--model-path", "m", "--tp-size", "2"])
     assert code == 1 and "custom-allreduce-without-p2p" in out
 

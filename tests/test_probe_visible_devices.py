@@ -56,7 +56,9 @@ def test_check_judges_cuda_devices_as_the_machine_gpus_they_are(tmp_path, cli):
     code, out, err = cli(["check", "--system", "l40s-4x-pcie-2numa", *launch])
     assert code == 0, out + err
     # CUDA saw GPUs 0 and 2: cuda:0, cuda:1 are GPUs 0 and 2, across the sockets without P2P
-    code, out, err = cli(["check", "--topology", _snapshot(tmp_path, "0,2"), "--format", "json", *launch])
+    # (0.5.13: custom allreduce runs over PCIe; 0.5.12 serves only its NVLink-only V2 kernel)
+    code, out, err = cli(["check", "--topology", _snapshot(tmp_path, "0,2"), "--format", "json",
+                          "--sglang-version", "0.5.13", *launch])
     items = json.loads(out)["results"][0]["findings"]
     assert code == 1, out + err
     group = next(item for item in items if item["id"] == "topoctl-gpu-group")
@@ -81,10 +83,11 @@ def test_check_of_recommend_output_passes_where_cuda_sees_a_cross_socket_pair(tm
     topology = _snapshot(tmp_path, "0,2")
     target = tmp_path / "launch.env"
     code, out, err = cli(["recommend", "--topology", topology, "--model", "llama-3.1-8b", "--tp-size", "2",
-                          "-o", str(target)])
+                          "--sglang-version", "0.5.13", "-o", str(target)])
     assert code == 0, err
     assert "NCCL_P2P_DISABLE='1'" in target.read_text()  # the only pair CUDA sees has no P2P
-    code, out, err = cli(["check", str(target), "--topology", topology, "--fail-on", "warn"])
+    code, out, err = cli(["check", str(target), "--topology", topology, "--fail-on", "warn",
+                          "--sglang-version", "0.5.13"])
     assert code == 0, out + err
 
 

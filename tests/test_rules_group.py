@@ -29,7 +29,9 @@ def _fired(snapshot, request, cache=None):
     ({}, False),                               # no size: every GPU (four, PCIe only)
 ])
 def test_custom_allreduce_without_p2p_judges_the_group(request_, blocked):
-    fired = _fired(system_snapshot("l40s-4x-pcie-2numa"), request_)
+    snapshot = system_snapshot("l40s-4x-pcie-2numa")
+    snapshot["software"]["sglang"] = "0.5.13"  # 0.5.12 serves custom allreduce over NVLink only
+    fired = _fired(snapshot, request_)
     assert ("custom-allreduce-without-p2p" in fired) is blocked
 
 
@@ -39,6 +41,7 @@ def test_an_unknown_pair_outside_the_group_is_not_the_launchs_business():
         if {entry["src"], entry["dst"]} == {6, 7}:
             entry["p2p"]["read"] = "unknown"
     snapshot["summary"]["all_pairs_p2p"] = None
+    snapshot["software"]["sglang"] = "0.5.13"  # 0.5.12 serves custom allreduce over NVLink only
     # a TP2 group (SGLang's gate lets custom allreduce through on two PCIe GPUs) holding the unknown pair
     inside = _fired(snapshot, {"tp_size": 2, "gpus": [6, 7]})
     assert inside.get("custom-allreduce-without-p2p") == "unknown"

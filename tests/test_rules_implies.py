@@ -64,9 +64,10 @@ def test_channel_pinning_from_0_5_18_only():
 def test_implied_custom_allreduce_off_satisfies_the_p2p_requirement():
     from rules_helpers import rtx_4090_2x_no_p2p
 
-    _, found = broken(rtx_4090_2x_no_p2p(), {}, tp=2)
+    # 0.5.13: custom allreduce runs over PCIe again (0.5.12 serves only its NVLink-only V2 kernel)
+    _, found = broken(rtx_4090_2x_no_p2p(), {}, tp=2, version="0.5.13")
     assert ("custom-allreduce-without-p2p", "custom_all_reduce") in found
-    _, found = broken(rtx_4090_2x_no_p2p(), {"deterministic_inference": True}, tp=2)
+    _, found = broken(rtx_4090_2x_no_p2p(), {"deterministic_inference": True}, tp=2, version="0.5.13")
     assert ("custom-allreduce-without-p2p", "custom_all_reduce") not in found
 
 
