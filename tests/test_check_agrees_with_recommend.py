@@ -17,13 +17,14 @@ def findings(cli, argv):
 
 # ---------------------------------------------------------------------------------- speculative parameters
 
-def test_the_number_of_steps_alone_is_one_warning(cli):
-    # SGLang asserts only when the number of steps is missing; with it given it starts (and chooses nothing else).
+def test_the_number_of_steps_alone_is_one_block(cli):
+    # With the number of steps but no top-k, SGLang's post-init fails with a TypeError (the oracle's outcome for
+    # every release it ran; docs/rule-changes.md): one block, nothing else.
     tokens = ["--tp-size", "8", "--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", "/d",
               "--speculative-num-steps", "3"]
     code, items, err = findings(cli, ["check", *H100, "--", *tokens])
-    assert code == 0, err
-    assert [(i["id"], i["severity"]) for i in items] == [("speculative-params-partial", "warn")], items
+    assert code == 1, err
+    assert [(i["id"], i["severity"]) for i in items] == [("speculative-num-steps-without-topk", "block")], items
 
 
 @pytest.mark.parametrize("given", [
