@@ -111,3 +111,18 @@ def test_malformed_data_is_refused():
     entry = {"key": "x", "names": ["X"], "architecture": "hopper", "compute_capability": "9.0", "sources": []}
     with pytest.raises(gpus.GpuDataError):
         gpus._parse({"schema_version": 1, "architectures": good_arch, "gpus": [entry]})
+
+
+NVIDIA_TABLE = "https://docs.nvidia.com/datacenter/tesla/mig-user-guide/supported-gpus.html"
+NVIDIA_LISTED = {"a100-sxm4-80gb", "a100-sxm4-40gb", "h100-sxm", "h100-pcie", "h200-sxm", "h200-nvl", "b200",
+                 "gb200", "rtx-pro-6000-blackwell"}  # the parts NVIDIA's "Supported GPUs" table lists
+
+
+@pytest.mark.parametrize("key", sorted(NVIDIA_LISTED))
+def test_memory_and_capability_agree_with_nvidias_own_table(key):
+    """Where NVIDIA's own table covers a part, the memory size and compute capability here are the ones it
+    states (the line quotes the row), and it is not the first source: the first names the bandwidth's origin."""
+    model = next(model for model in gpus.models() if model.key == key)
+    rows = [source for source in model.sources if source.startswith(NVIDIA_TABLE)]
+    assert len(rows) == 1 and model.sources[0] != rows[0]
+    assert f", {model.compute_capability}, {model.memory_gb:g}GB;" in rows[0]
