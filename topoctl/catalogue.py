@@ -10,7 +10,7 @@ import os
 from typing import Any
 
 from topoctl.errors import TopoctlError
-from topoctl.snapshot import validate_snapshot
+from topoctl.snapshot import validate_shipped_snapshot
 
 SYSTEMS_PACKAGE = "topoctl.systems"
 
@@ -57,5 +57,5 @@ def system_snapshot(name: str) -> dict[str, Any]:
     from topoctl import limits
 
     data = json.loads(limits.read_file(entry, limits.MAX_SNAPSHOT_BYTES))
-    validate_snapshot(data, origin=f"system {name}")
+    validate_shipped_snapshot(data, origin=f"system {name}")
     return data

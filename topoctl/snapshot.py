@@ -1,9 +1,13 @@
 """Loading and checking the Snapshot that everything downstream of the probe reads.
 
+Layer: snapshot (the format everything downstream of the probe reads; docs/architecture.md, "Layers").
+
 A snapshot is plain data whose shape is published as a JSON Schema (topoctl/schema/snapshot.schema.json,
-`topoctl.snapshot.schema()`); validation comes from that file, through a small interpreter of the schema
-keywords it uses (fast enough for every start-up; tests/test_snapshot_schema.py holds it to the jsonschema
-package's verdicts), and only the checks across fields are written here. Readers that want typed answers use
+`topoctl.snapshot.schema()`). A snapshot file is validated against that file by the jsonschema package (a
+well-kept implementation of the whole standard, rather than an interpreter of our own beside it), compiled
+once per process and imported only when a file is loaded: the built-in systems are shipped data that the
+test suite validates, so `--system` runs never pay for the import. Only the checks across fields and the
+wording of the one-line errors are written here. Readers that want typed answers use
 topoctl/snapshot_view.py. The built-in systems live in topoctl/catalogue.py, choosing the target of a command
 in topoctl/target.py.
 """
@@ -155,99 +159,62 @@ def _is_int(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-# JSON Schema types as Python sees them; an integer is a Python int (1.0 is not a GPU index), never a bool.
-_TYPE_TEST = {
-    "object": lambda v: isinstance(v, dict),
-    "array": lambda v: isinstance(v, list),
-    "string": lambda v: isinstance(v, str),
-    "integer": _is_int,
-    "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
-    "boolean": lambda v: isinstance(v, bool),
-    "null": lambda v: v is None,
-}
 _TYPE_WORDS = {"object": "a mapping", "array": "a list", "string": "a string", "integer": "an integer",
                "number": "a number", "boolean": "true or false", "null": "null"}
 
 
-def _child(field: str, key: str) -> str:
-    return f"{field}.{key}" if field else key
-
-
-def _inline(node: Any, defs: dict[str, Any]) -> Any:
-    """The schema with every local $ref replaced by its definition (the snapshot schema has no cycles)."""
-    if isinstance(node, list):
-        return [_inline(item, defs) for item in node]
-    if not isinstance(node, dict):
-        return node
-    ref = node.get("$ref")
-    if isinstance(ref, str):
-        node = {**defs[ref.rsplit("/", 1)[1]], **{k: v for k, v in node.items() if k != "$ref"}}
-        return _inline(node, defs)
-    return {key: (_inline(value, defs) if key not in ("enum", "const", "examples") else value)
-            for key, value in node.items() if key != "$defs"}
-
-
 @functools.lru_cache(maxsize=1)
-def _compiled() -> dict[str, Any]:
-    document = schema()
-    return _inline(document, document["$defs"])
+def validator() -> Any:
+    """The schema compiled by jsonschema, once per process. An integer is a Python int, as in the probe's
+    output: JSON Schema would take 2.0 as an integer, and a GPU index or byte count is never 2.0."""
+    import jsonschema  # start-up: ~0.1 s of imports, paid only when a snapshot file is loaded
+
+    base = jsonschema.Draft202012Validator
+    checker = base.TYPE_CHECKER.redefine("integer", lambda _checker, value: _is_int(value))
+    strict = jsonschema.validators.extend(base, type_checker=checker)
+    return strict(schema())
 
 
-def _validate(value: Any, rule: dict[str, Any], field: str, defs: dict[str, Any] | None = None) -> None:
-    """Check `value` against one schema node, with the keywords snapshot.schema.json uses ($ref, type, enum,
-    const, pattern, minimum, minItems, maxItems, items, required, properties, additionalProperties). Values
-    from the file are never echoed, only their type or a number. `defs` resolves $ref (none in _compiled())."""
-    ref = rule.get("$ref")
-    if ref is not None and defs is not None:
-        rule = {**defs[ref.rsplit("/", 1)[1]], **{k: v for k, v in rule.items() if k != "$ref"}}
-    types = rule.get("type")
-    if types is not None:
-        names = [types] if isinstance(types, str) else types
-        if not any(_TYPE_TEST[name](value) for name in names):
-            raise _Invalid(f"{field} must be {' or '.join(_TYPE_WORDS[name] for name in names)}, got {_kind(value)}")
-    if "const" in rule and not (value == rule["const"] and type(value) is type(rule["const"])):
-        raise _Invalid(f"{field} must be {json.dumps(rule['const'])}")
-    if "enum" in rule and not any(value == choice and type(value) is type(choice) for choice in rule["enum"]):
-        words = " ".join(sorted(str(choice) for choice in rule["enum"] if choice is not None))
-        raise _Invalid(f"{field} must be one of {words}" + (" or null" if None in rule["enum"] else ""))
-    if value is None:
-        return
-    if "pattern" in rule and isinstance(value, str) and not _pattern(rule["pattern"]).search(value):
-        example = (rule.get("examples") or [None])[0]
-        raise _Invalid(f"{field} must be a string like {json.dumps(example)}" if example is not None
-                       else f"{field} does not have the form {rule['pattern']}")
-    if "minimum" in rule and _is_int(value) and value < rule["minimum"]:
-        raise _Invalid(f"{field} must be >= {rule['minimum']}, got {value}")
-    if isinstance(value, list):
-        if "minItems" in rule and len(value) < rule["minItems"]:
-            raise _Invalid(f"{field} is empty" if rule["minItems"] == 1
-                           else f"{field} lists {len(value)} items, fewer than {rule['minItems']}")
-        if "maxItems" in rule and len(value) > rule["maxItems"]:
-            raise _Invalid(f"{field} lists {len(value)} items, more than {rule['maxItems']}")
-        items = rule.get("items")
-        if items is not None:
-            for position, item in enumerate(value):
-                _validate(item, items, f"{field}[{position}]", defs)
-    elif isinstance(value, dict):
-        for key in rule.get("required", ()):
-            if key not in value:
-                raise _Invalid(f"{_child(field, key)} is missing")
-        properties = rule.get("properties", {})
-        for key, sub in properties.items():
-            if key in value:
-                _validate(value[key], sub, _child(field, key), defs)
-        extra = rule.get("additionalProperties")
-        if isinstance(extra, dict):
-            for key, item in value.items():
-                if key not in properties:
-                    _validate(item, extra, _child(field, str(key)), defs)
+def _field(path: Any) -> str:
+    """A jsonschema error path in the messages' form: gpus[0].pcie.link_width."""
+    field = ""
+    for step in path:
+        field = f"{field}[{step}]" if isinstance(step, int) else (f"{field}.{step}" if field else str(step))
+    return field
 
 
-@functools.lru_cache(maxsize=None)
-def _pattern(text: str) -> Any:
-    import re
+def _schema_problem(error: Any) -> str:
+    """One jsonschema error in topoctl's words, naming the field and never echoing the file's values (only
+    their type or a number)."""
+    field, check, expected, value = _field(error.absolute_path), error.validator, error.validator_value, error.instance
+    if check == "type":
+        names = [expected] if isinstance(expected, str) else expected
+        return f"{field} must be {' or '.join(_TYPE_WORDS[name] for name in names)}, got {_kind(value)}"
+    if check == "const":
+        return f"{field} must be {json.dumps(expected)}"
+    if check == "enum":
+        words = " ".join(sorted(str(choice) for choice in expected if choice is not None))
+        return f"{field} must be one of {words}" + (" or null" if None in expected else "")
+    if check == "pattern":
+        example = (error.schema.get("examples") or [None])[0]
+        return (f"{field} must be a string like {json.dumps(example)}" if example is not None
+                else f"{field} does not have the form {expected}")
+    if check == "minimum":
+        return f"{field} must be >= {expected}, got {value}"
+    if check == "minItems":
+        return f"{field} is empty" if expected == 1 else f"{field} lists {len(value)} items, fewer than {expected}"
+    if check == "maxItems":
+        return f"{field} lists {len(value)} items, more than {expected}"
+    if check == "required":
+        missing = next(key for key in expected if key not in value)
+        return f"{f'{field}.' if field else ''}{missing} is missing"
+    return f"{field or 'the snapshot'} does not meet the schema's {check!r}"
 
-    return re.compile(text)
+
+def _first_schema_problem(data: Any) -> str | None:
+    """The first schema problem in the schema's order (the document's fields, depth first); None if valid."""
+    error = next(iter(validator().iter_errors(data)), None)
+    return None if error is None else _schema_problem(error)
 
 
 def _check_schema_version(data: Any) -> None:
@@ -311,7 +278,9 @@ def _check_across_fields(data: dict[str, Any]) -> None:
 
 def _check(data: Any) -> None:
     _check_schema_version(data)
-    _validate(data, _compiled(), "")
+    problem = _first_schema_problem(data)
+    if problem is not None:
+        raise _Invalid(problem)
     _check_across_fields(data)
 
 
@@ -332,11 +301,21 @@ def reconcile_summary(data: dict[str, Any]) -> None:
         summary["p2p_failed_health_check"] = failed
 
 
+def validate_shipped_snapshot(data: Any, origin: str) -> None:
+    """The checks of validate_snapshot that the schema cannot make, for a built-in system: shipped data that
+    tests/test_snapshot_schema.py validates against the schema, so a `--system` run skips that part."""
+    try:
+        _check_schema_version(data)
+        _check_across_fields(data)
+    except _Invalid as problem:
+        raise TopoctlError(f"{origin}: {problem}", hint="reinstall topoctl: a built-in system is damaged") from None
+
+
 def validate_snapshot(data: Any, origin: str) -> None:
     """Check every field downstream code relies on; raise a one-line TopoctlError naming the field otherwise.
 
-    The schema (snapshot.schema.json) through _validate, then the checks across fields; no schema library
-    on the start-up path. Values from the file are never echoed, only their type or a number.
+    The schema (snapshot.schema.json) through jsonschema, then the checks across fields. Values from the file
+    are never echoed, only their type or a number.
     """
     gpus = data.get("gpus") if isinstance(data, dict) else None
     if isinstance(gpus, list) and len(gpus) > MAX_GPUS:
