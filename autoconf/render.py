@@ -318,7 +318,27 @@ def render(result: Result, fmt: str) -> str:
 
 
 def explain(result: Result) -> str:
+    """The --explain text: the target, the model, the chosen launch and why, the settings, the findings and
+    the alternatives, one section after another in that order."""
     doc = document(result)
+    per = "per forward" if result.model else "per call (no model given)"
+    lines = _explain_header(result, doc)
+    lines += _explain_chosen(doc["chosen"], per)
+    for item in doc["disabled"]:
+        lines.append(f"disabled: rule {one_line(item['rule_id'])}: {one_line(item['reason'])}")
+    lines += [f"  evidence: {one_line(item)}" for item in doc["chosen"]["evidence"]]
+    lines += [f"  {item}" for item in doc["chosen"]["estimate_withheld"]]
+    lines += _explain_speculative(result.comparison)
+    lines += _explain_settings(doc)
+    lines += _explain_alternatives(doc, per)
+    for offer in doc["offers"]:
+        lines.append(f"offered: allreduce path {offer['allreduce_path']} [{offer['level']}]: "
+                     + "; ".join(one_line(e) for e in offer["evidence"]))
+    lines += [f"note: {note}" for note in doc["notes"]]
+    return "\n".join(lines) + "\n"
+
+
+def _explain_header(result: Result, doc: dict[str, Any]) -> list[str]:
     target = doc["target"]
     lines = [f"topoctl recommend: {target['system']}: {target['gpu_count']}x {', '.join(target['gpu_names'])}, "
              f"interconnect {target['interconnect']}"]
@@ -332,11 +352,13 @@ def explain(result: Result) -> str:
     lines.append(f"SGLang: flags written for {result.flags.version}"
                  + (f" ({result.flags.note})" if not result.flags.exact else "")
                  + (f"; target {result.target_version}" if result.target_version else "; no installed SGLang known"))
-    chosen = doc["chosen"]
-    per = "per forward" if model else "per call (no model given)"
-    lines.append(f"chosen: {chosen['config']}  [evidence: {chosen['basis']}"
-                 + (f", {round(chosen['estimated_tok_s'], 1):g} tok/s expected" if chosen['estimated_tok_s'] is not None else "")
-                 + f", allreduce {chosen['modelled_allreduce_ms_per_forward']:g} ms {per}]")
+    return lines
+
+
+def _explain_chosen(chosen: dict[str, Any], per: str) -> list[str]:
+    lines = [f"chosen: {chosen['config']}  [evidence: {chosen['basis']}"
+             + (f", {round(chosen['estimated_tok_s'], 1):g} tok/s expected" if chosen['estimated_tok_s'] is not None else "")
+             + f", allreduce {chosen['modelled_allreduce_ms_per_forward']:g} ms {per}]"]
     if chosen["estimate_formula"]:
         lines.append(f"  estimate: {one_line(chosen['estimate_formula'])}")
     if chosen.get("estimate"):
@@ -352,42 +374,44 @@ def explain(result: Result) -> str:
         lines.append(f"  memory per GPU: weights {fit['weights_bytes_per_gpu'] / 1e9:.1f} GB, KV cache "
                      f"{fit['kv_cache_bytes_per_gpu'] / 1e9:.1f} GB = {fit['kv_cache_tokens']} tokens, mem_fraction_static "
                      f"{fit['mem_fraction_static']} ({one_line(fit['mem_fraction_source'])})")
-    for item in doc["disabled"]:
-        lines.append(f"disabled: rule {one_line(item['rule_id'])}: {one_line(item['reason'])}")
-    for item in chosen["evidence"]:
-        lines.append(f"  evidence: {one_line(item)}")
-    for item in chosen["estimate_withheld"]:
-        lines.append(f"  {item}")
-    if result.comparison:
-        comp = result.comparison
-        lines.append(f"speculative: {comp['message']}")
-        for side in ("with", "without"):
-            if comp.get(side):
-                s = comp[side]
-                value = s["throughput_tok_s"] if s["throughput_tok_s"] is not None else s["estimated_tok_s"]
-                lines.append(f"  {side}: {s['config']}: "
-                             + (f"{value:g} tok/s " if value is not None else "")
-                             + f"[{s['level']}] " + "; ".join(one_line(e) for e in s["evidence"]))
-    lines.append("settings:")
-    for item in doc["flags"]:
-        lines.append(f"  {' '.join(item['flag'])}  <- {'; '.join(item['reasons'])}")
-    for item in doc["env_lines"]:
-        lines.append(f"  {item['key']}={item['value']}  <- {'; '.join(item['reasons'])}")
-    for item in doc["problems"]:
-        lines.append(f"  not written: {item['setting']}: {item['reason']}")
+    return lines
+
+
+def _explain_speculative(comp: dict[str, Any] | None) -> list[str]:
+    if not comp:
+        return []
+    lines = [f"speculative: {comp['message']}"]
+    for side in ("with", "without"):
+        if comp.get(side):
+            s = comp[side]
+            value = s["throughput_tok_s"] if s["throughput_tok_s"] is not None else s["estimated_tok_s"]
+            lines.append(f"  {side}: {s['config']}: "
+                         + (f"{value:g} tok/s " if value is not None else "")
+                         + f"[{s['level']}] " + "; ".join(one_line(e) for e in s["evidence"]))
+    return lines
+
+
+def _explain_settings(doc: dict[str, Any]) -> list[str]:
+    lines = ["settings:"]
+    lines += [f"  {' '.join(item['flag'])}  <- {'; '.join(item['reasons'])}" for item in doc["flags"]]
+    lines += [f"  {item['key']}={item['value']}  <- {'; '.join(item['reasons'])}" for item in doc["env_lines"]]
+    lines += [f"  not written: {item['setting']}: {item['reason']}" for item in doc["problems"]]
     if doc["warnings"]:
         lines.append("warnings:")
         lines.extend(f"  {w}" for w in doc["warnings"])
     lines.append("findings:")
-    for f in doc["findings"]:
-        lines.append(f"  [{f['severity']}] {f['rule_id']} ({f['status_text']}): {f['title']}")
+    lines += [f"  [{f['severity']}] {f['rule_id']} ({f['status_text']}): {f['title']}" for f in doc["findings"]]
+    return lines
+
+
+def _explain_alternatives(doc: dict[str, Any], per: str) -> list[str]:
+    lines = []
     if doc["blocked"]:
         lines.append("blocked alternatives:")
         for group in doc["blocked"]:
             lines.append(f"  allreduce={group['allreduce_path']}, speculative={group['speculative']}"
                          + (" (some variants)" if group["partly"] else "") + ":")
-            for rule in group["rules"]:
-                lines.append(f"    {rule['rule_id']}: {rule['reason']}")
+            lines += [f"    {rule['rule_id']}: {rule['reason']}" for rule in group["rules"]]
     if doc["alternatives"]:
         lines.append("other candidates, best first:")
         for index, alt in enumerate(doc["alternatives"], 1):
@@ -396,9 +420,4 @@ def explain(result: Result) -> str:
                 value = f", {round(alt['predicted_tok_s'], 1):g} tok/s predicted"
             lines.append(f"  {index}. TP {alt['tp_size']}: {alt['config']} [{alt['basis']}{value}, "
                          f"allreduce {alt['modelled_allreduce_ms_per_forward']:g} ms {per}]")
-    for offer in doc["offers"]:
-        lines.append(f"offered: allreduce path {offer['allreduce_path']} [{offer['level']}]: "
-                     + "; ".join(one_line(e) for e in offer["evidence"]))
-    for note in doc["notes"]:
-        lines.append(f"note: {note}")
-    return "\n".join(lines) + "\n"
+    return lines

@@ -108,6 +108,27 @@ def collect_host(session: Session, files: Files) -> tuple[dict[str, Any], dict[s
     counts = session.ask("host", "counts", _count_facts)
     if not counts.ok and counts.reason == "NotRecorded":
         counts = session.ask("host", "psutil", _count_facts)  # captures from topoctl 0.1.0 previews
+    cpu = _cpu_answer(session, files)
+    cpu_facts = cpu.value if cpu.ok and isinstance(cpu.value, dict) else {}
+    _cores_and_memory(counts, cpu_facts, host, unknown)
+    model = cpu_facts.get("model")
+    host["cpu_model"] = model if isinstance(model, str) else None
+    if not cpu.ok:
+        unknown["host.cpu_model"] = cpu.reason or "unknown"
+    online = files.read_stripped("/sys/devices/system/node/online")
+    try:
+        host["numa_nodes"] = _count_range_list(online) if online else None
+    except ValueError:
+        host["numa_nodes"] = None
+    if host["numa_nodes"] is None:
+        unknown["host.numa_nodes"] = "sysfs node/online unreadable"
+    hypervisor_flag = cpu_facts.get("hypervisor_flag")
+    _virtualization(files, hypervisor_flag if isinstance(hypervisor_flag, bool) else None, host, unknown)
+    return host, unknown
+
+
+def _cpu_answer(session: Session, files: Files) -> Answer:
+    """The "cpu" question's answer; for captures made before it existed, the recorded /proc/cpuinfo."""
     cpu = session.ask("host", "cpu", _cpu_facts)
     if not cpu.ok and cpu.reason == "NotRecorded":
         # Captures made before the "cpu" question hold the whole file, and their "counts" hold the physical
@@ -115,7 +136,12 @@ def collect_host(session: Session, files: Files) -> tuple[dict[str, Any], dict[s
         text = files.read("/proc/cpuinfo")
         cpu = Answer(True, value={**parse_cpuinfo(text.value), "cores_physical": None}) \
             if text.ok and isinstance(text.value, str) else text
-    cpu_facts = cpu.value if cpu.ok and isinstance(cpu.value, dict) else {}
+    return cpu
+
+
+def _cores_and_memory(counts: Answer, cpu_facts: dict[str, Any], host: dict[str, Any],
+                      unknown: dict[str, str]) -> None:
+    """Logical and physical CPU cores and memory bytes into `host` (physical from the core ids when seen)."""
     for key in ("cpu_cores_logical", "cpu_cores_physical", "memory_bytes"):
         host[key] = counts.value.get(key) if counts.ok else None
     cores = cpu_facts.get("cores_physical")
@@ -127,21 +153,9 @@ def collect_host(session: Session, files: Files) -> tuple[dict[str, Any], dict[s
         if host[key] is None:
             unknown[f"host.{key}"] = (counts.reason if not counts.ok else None) or "unknown"
 
-    model = cpu_facts.get("model")
-    host["cpu_model"] = model if isinstance(model, str) else None
-    if not cpu.ok:
-        unknown["host.cpu_model"] = cpu.reason or "unknown"
-    hypervisor_flag = cpu_facts.get("hypervisor_flag")
-    hypervisor_flag = hypervisor_flag if isinstance(hypervisor_flag, bool) else None
 
-    online = files.read_stripped("/sys/devices/system/node/online")
-    try:
-        host["numa_nodes"] = _count_range_list(online) if online else None
-    except ValueError:
-        host["numa_nodes"] = None
-    if host["numa_nodes"] is None:
-        unknown["host.numa_nodes"] = "sysfs node/online unreadable"
-
+def _virtualization(files: Files, hypervisor_flag: bool | None, host: dict[str, Any], unknown: dict[str, str]) -> None:
+    """`hypervisor` (the DMI vendor or product naming one) and `virtualized` (that, or the CPU flag)."""
     vendor = files.read_stripped("/sys/class/dmi/id/sys_vendor")
     product = files.read_stripped("/sys/class/dmi/id/product_name")
     hypervisor = None
@@ -157,4 +171,3 @@ def collect_host(session: Session, files: Files) -> tuple[dict[str, Any], dict[s
     else:
         host["virtualized"] = None
         unknown["host.virtualized"] = "no CPU flags or DMI data"
-    return host, unknown

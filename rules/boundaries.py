@@ -74,55 +74,65 @@ def problems(rule_id: str, when: Any, evidence: list[dict[str, Any]],
     found: list[str] = []
     named: dict[str, set[str]] = {"sglang": set(), "flashinfer": set()}
     for index, entry in enumerate(evidence):
-        where = f"{rule_id}: evidence[{index}]"
-        source = str(entry.get("source", ""))
-        wanted_package = next((package for prefix, package in SOURCE_PACKAGE.items()
-                               if source == prefix or source.startswith(prefix + " ")), None)
-        block = entry.get("releases")
-        if block is None:
-            if wanted_package:
-                found.append(f"{where}: source {source!r} names no releases (holds_from, stops_at, read_through)")
-            continue
-        package = block.get("package")
-        if package not in releases:
-            found.append(f"{where}: releases.package {package!r} is not sglang or flashinfer")
-            continue
-        known = releases[package]
-        versions: dict[str, str] = {}
-        for key in ("holds_from", "last_holding", "stops_at"):
-            boundary = block.get(key)
-            if boundary is None:
-                continue
-            release, at = str(boundary.get("release", "")), str(boundary.get("at", ""))
-            if not any(_same(release, version) for version in known):
-                found.append(f"{where}: releases.{key} {release!r} is not a known {package} release")
-            if not _AT.match(at):
-                found.append(f"{where}: releases.{key}.at {at!r} is not file:line")
-            versions[key] = release
-            if key != "last_holding":
-                named[package].add(release)
-        if "holds_from" not in versions:
-            found.append(f"{where}: releases needs holds_from")
-            continue
-        read_through = str(block.get("read_through", ""))
-        if not any(_same(read_through, version) for version in known):
-            found.append(f"{where}: releases.read_through {read_through!r} is not a known {package} release")
-            continue
-        try:
-            order = [Version(versions[key]) for key in ("holds_from", "last_holding", "stops_at") if key in versions]
-        except InvalidVersion:
-            continue
-        if order != sorted(order) or len(set(order)) != len(order):
-            found.append(f"{where}: releases are not in order (holds_from < last_holding < stops_at)")
-        if Version(read_through) < order[-1]:
-            found.append(f"{where}: releases.read_through {read_through} is older than a boundary it names")
-        if "stops_at" not in versions and package == "sglang" and not _same(read_through, known[-1]):
-            found.append(f"{where}: behaviour still holds in {read_through}, but the newest release is {known[-1]}:"
-                         " read it too (or name stops_at)")
+        found += _evidence_problems(f"{rule_id}: evidence[{index}]", entry, releases, named)
     for package, operator, version in specifier_bounds(when):
         if not any(_same(version, release) for release in releases.get(package, [])):
             found.append(f"{rule_id}: bound {operator}{version} is not a known {package} release")
         if not any(_same(version, release) for release in named[package]):
             found.append(f"{rule_id}: bound {operator}{version} of {package} is not a boundary release the"
                          " evidence names (releases.holds_from / stops_at with file:line)")
+    return found
+
+
+def _evidence_problems(where: str, entry: dict[str, Any], releases: dict[str, list[str]],
+                       named: dict[str, set[str]]) -> list[str]:
+    """What is wrong with one evidence item's `releases` block; the boundary releases it names go to `named`."""
+    source = str(entry.get("source", ""))
+    wanted_package = next((package for prefix, package in SOURCE_PACKAGE.items()
+                           if source == prefix or source.startswith(prefix + " ")), None)
+    block = entry.get("releases")
+    if block is None:
+        return [f"{where}: source {source!r} names no releases (holds_from, stops_at, read_through)"] \
+            if wanted_package else []
+    package = block.get("package")
+    if package not in releases:
+        return [f"{where}: releases.package {package!r} is not sglang or flashinfer"]
+    known = releases[package]
+    found: list[str] = []
+    versions: dict[str, str] = {}
+    for key in ("holds_from", "last_holding", "stops_at"):
+        boundary = block.get(key)
+        if boundary is None:
+            continue
+        release, at = str(boundary.get("release", "")), str(boundary.get("at", ""))
+        if not any(_same(release, version) for version in known):
+            found.append(f"{where}: releases.{key} {release!r} is not a known {package} release")
+        if not _AT.match(at):
+            found.append(f"{where}: releases.{key}.at {at!r} is not file:line")
+        versions[key] = release
+        if key != "last_holding":
+            named[package].add(release)
+    if "holds_from" not in versions:
+        return found + [f"{where}: releases needs holds_from"]
+    read_through = str(block.get("read_through", ""))
+    if not any(_same(read_through, version) for version in known):
+        return found + [f"{where}: releases.read_through {read_through!r} is not a known {package} release"]
+    return found + _order_problems(where, package, versions, read_through, known)
+
+
+def _order_problems(where: str, package: str, versions: dict[str, str], read_through: str,
+                    known: list[str]) -> list[str]:
+    """The boundaries in order, read through the newest of them (and, while it holds, the newest release)."""
+    try:
+        order = [Version(versions[key]) for key in ("holds_from", "last_holding", "stops_at") if key in versions]
+    except InvalidVersion:
+        return []
+    found = []
+    if order != sorted(order) or len(set(order)) != len(order):
+        found.append(f"{where}: releases are not in order (holds_from < last_holding < stops_at)")
+    if Version(read_through) < order[-1]:
+        found.append(f"{where}: releases.read_through {read_through} is older than a boundary it names")
+    if "stops_at" not in versions and package == "sglang" and not _same(read_through, known[-1]):
+        found.append(f"{where}: behaviour still holds in {read_through}, but the newest release is {known[-1]}:"
+                     " read it too (or name stops_at)")
     return found

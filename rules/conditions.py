@@ -129,73 +129,100 @@ def make_test(op: str, operand: Any) -> Test:
 # ------------------------------------------------------------------------------------------ validation
 def check_operand(field: str, fact: str, kind: str, op: str, operand: Any) -> None:
     """Refuse operator/operand combinations that could never mean what the author wanted."""
-    def scalar_ok(item: Any) -> bool:
-        if item is None:
-            return True
-        if kind == "bool":
-            return isinstance(item, bool)
-        if kind == "int":
-            return _number(item)
-        if kind in ("str", VERSION_FACT_TYPE):
-            return isinstance(item, str)
-        if kind == "list[int]":
-            return _number(item)
-        if kind == "list[str]":
-            return isinstance(item, str)
-        return False
-
-    is_list_fact = kind.startswith("list[")
-    if op in ("eq", "ne"):
-        if is_list_fact:
-            raise ConditionError(field, f"{op} cannot compare list fact {fact!r}; use contains, any_in or all_in")
-        if not scalar_ok(operand):
-            raise ConditionError(field, f"{op} operand {operand!r} does not fit {kind} fact {fact!r}")
-    elif op in ("in", "not_in", "values"):
-        if is_list_fact:
-            raise ConditionError(field, f"{op} needs a scalar fact; {fact!r} is a list (use any_in or all_in)")
-        if not isinstance(operand, list) or not all(scalar_ok(item) for item in operand):
-            raise ConditionError(field, f"{op} needs a list of {kind} values, got {operand!r}")
-    elif op in ("lt", "le", "gt", "ge"):
-        if kind != "int":
-            raise ConditionError(field, f"{op} needs a numeric fact; {fact!r} is {kind}"
-                                        + (" (use version: for versions)" if kind == VERSION_FACT_TYPE else ""))
-        if not _number(operand):
-            raise ConditionError(field, f"{op} needs a number, got {operand!r}")
-    elif op == "version":
-        if kind != VERSION_FACT_TYPE:
-            raise ConditionError(field, f"version needs a version fact; {fact!r} is {kind}")
-        from packaging.specifiers import InvalidSpecifier, SpecifierSet
-
-        if not isinstance(operand, str) or not operand.strip():
-            raise ConditionError(field, f"version needs a PEP 440 specifier string, got {operand!r}")
-        try:
-            SpecifierSet(operand)
-        except InvalidSpecifier:
-            raise ConditionError(field, f"invalid PEP 440 version specifier {operand!r}") from None
-    elif op in ("any_in", "all_in"):
-        if not is_list_fact:
-            raise ConditionError(field, f"{op} needs a list fact; {fact!r} is {kind} (use in)")
-        if not isinstance(operand, list) or not all(scalar_ok(item) for item in operand):
-            raise ConditionError(field, f"{op} needs a list of values fitting {kind}, got {operand!r}")
-    elif op == "contains":
-        if not is_list_fact:
-            raise ConditionError(field, f"contains needs a list fact; {fact!r} is {kind}")
-        if operand is None or not scalar_ok(operand):
-            raise ConditionError(field, f"contains operand {operand!r} does not fit {kind}")
-    elif op in ("glob", "has_token"):
-        if kind != "str":
-            raise ConditionError(field, f"{op} needs a string fact; {fact!r} is {kind}")
-        if not isinstance(operand, str) or not operand:
-            raise ConditionError(field, f"{op} needs a non-empty string, got {operand!r}")
-    elif op in ("known", "set"):
-        if not isinstance(operand, bool):
-            raise ConditionError(field, f"{op} needs true or false, got {operand!r}")
-        if op == "set" and not fact.startswith("launch."):
-            raise ConditionError(field, f"set applies to launch.* facts only, not {fact!r}")
-        if op == "known" and fact.startswith(("launch.", "request.")):
-            raise ConditionError(field, f"known applies to snapshot facts; {fact!r} is always known")
-    else:
+    check = next((checker for ops, checker in _OPERAND_CHECKS if op in ops), None)
+    if check is None:
         raise ConditionError(field, f"unknown operator {op!r}")
+    check(field, fact, kind, op, operand)
+
+
+def _scalar_fits(kind: str, item: Any) -> bool:
+    """Whether one operand value fits a fact of `kind` (null fits every kind: it matches an unknown)."""
+    if item is None:
+        return True
+    if kind == "bool":
+        return isinstance(item, bool)
+    if kind in ("int", "list[int]"):
+        return _number(item)
+    if kind in ("str", VERSION_FACT_TYPE, "list[str]"):
+        return isinstance(item, str)
+    return False
+
+
+def _check_equality(field: str, fact: str, kind: str, op: str, operand: Any) -> None:
+    if kind.startswith("list["):
+        raise ConditionError(field, f"{op} cannot compare list fact {fact!r}; use contains, any_in or all_in")
+    if not _scalar_fits(kind, operand):
+        raise ConditionError(field, f"{op} operand {operand!r} does not fit {kind} fact {fact!r}")
+
+
+def _check_membership(field: str, fact: str, kind: str, op: str, operand: Any) -> None:
+    if kind.startswith("list["):
+        raise ConditionError(field, f"{op} needs a scalar fact; {fact!r} is a list (use any_in or all_in)")
+    if not isinstance(operand, list) or not all(_scalar_fits(kind, item) for item in operand):
+        raise ConditionError(field, f"{op} needs a list of {kind} values, got {operand!r}")
+
+
+def _check_order(field: str, fact: str, kind: str, op: str, operand: Any) -> None:
+    if kind != "int":
+        raise ConditionError(field, f"{op} needs a numeric fact; {fact!r} is {kind}"
+                                    + (" (use version: for versions)" if kind == VERSION_FACT_TYPE else ""))
+    if not _number(operand):
+        raise ConditionError(field, f"{op} needs a number, got {operand!r}")
+
+
+def _check_version(field: str, fact: str, kind: str, op: str, operand: Any) -> None:
+    if kind != VERSION_FACT_TYPE:
+        raise ConditionError(field, f"version needs a version fact; {fact!r} is {kind}")
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet  # start-up: rule files compile from the cache
+
+    if not isinstance(operand, str) or not operand.strip():
+        raise ConditionError(field, f"version needs a PEP 440 specifier string, got {operand!r}")
+    try:
+        SpecifierSet(operand)
+    except InvalidSpecifier:
+        raise ConditionError(field, f"invalid PEP 440 version specifier {operand!r}") from None
+
+
+def _check_list_membership(field: str, fact: str, kind: str, op: str, operand: Any) -> None:
+    if not kind.startswith("list["):
+        raise ConditionError(field, f"{op} needs a list fact; {fact!r} is {kind} (use in)")
+    if not isinstance(operand, list) or not all(_scalar_fits(kind, item) for item in operand):
+        raise ConditionError(field, f"{op} needs a list of values fitting {kind}, got {operand!r}")
+
+
+def _check_contains(field: str, fact: str, kind: str, op: str, operand: Any) -> None:
+    if not kind.startswith("list["):
+        raise ConditionError(field, f"contains needs a list fact; {fact!r} is {kind}")
+    if operand is None or not _scalar_fits(kind, operand):
+        raise ConditionError(field, f"contains operand {operand!r} does not fit {kind}")
+
+
+def _check_text(field: str, fact: str, kind: str, op: str, operand: Any) -> None:
+    if kind != "str":
+        raise ConditionError(field, f"{op} needs a string fact; {fact!r} is {kind}")
+    if not isinstance(operand, str) or not operand:
+        raise ConditionError(field, f"{op} needs a non-empty string, got {operand!r}")
+
+
+def _check_flag(field: str, fact: str, kind: str, op: str, operand: Any) -> None:
+    if not isinstance(operand, bool):
+        raise ConditionError(field, f"{op} needs true or false, got {operand!r}")
+    if op == "set" and not fact.startswith("launch."):
+        raise ConditionError(field, f"set applies to launch.* facts only, not {fact!r}")
+    if op == "known" and fact.startswith(("launch.", "request.")):
+        raise ConditionError(field, f"known applies to snapshot facts; {fact!r} is always known")
+
+
+_OPERAND_CHECKS: tuple[tuple[tuple[str, ...], Callable[[str, str, str, str, Any], None]], ...] = (
+    (("eq", "ne"), _check_equality),
+    (("in", "not_in", "values"), _check_membership),
+    (("lt", "le", "gt", "ge"), _check_order),
+    (("version",), _check_version),
+    (("any_in", "all_in"), _check_list_membership),
+    (("contains",), _check_contains),
+    (("glob", "has_token"), _check_text),
+    (("known", "set"), _check_flag),
+)
 
 
 # ------------------------------------------------------------------------------------------ compiling

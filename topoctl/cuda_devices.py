@@ -142,38 +142,26 @@ def resolve_visible(value: str, device_order: str | None, gpus: list[dict[str, A
     by_bus = str(device_order or "").strip().upper() == PCI_BUS_ID_ORDER
     chosen: list[int] = []
     integers = 0
-    ended_at = why = None
+    ended_at: str | None = None
+    why: str | None = None
     entries = [] if str(value).strip() == "" else str(value).split(",")
     for raw in entries:
         entry = raw.strip()
         if entry.upper().startswith("MIG-"):
             return VisibleGroup(None, f"{VISIBLE_DEVICES} names a MIG instance ({entry}): topoctl cannot map MIG "
                                       "instances onto the snapshot's GPUs")
-        index: int | None = None
         if entry.upper().startswith("GPU-"):
-            matches = [i for i in order if str(by_index[i].get("uuid") or "").lower().startswith(entry.lower())]
-            if len(matches) > 1:
-                return VisibleGroup(None, f"{VISIBLE_DEVICES} entry {entry!r} is a UUID prefix of several GPUs: "
-                                          "CUDA's documentation asks for a prefix naming one GPU")
-            if not matches:  # invalid to CUDA on this machine, but a built-in system's UUIDs are not the target's
-                return VisibleGroup(None, f"{VISIBLE_DEVICES} entry {entry!r} matches no GPU of the snapshot by "
-                                          "UUID")
-            index = matches[0]
+            found = _uuid_entry(entry, order, by_index)
+            if isinstance(found, VisibleGroup):
+                return found
+            index = found
         else:
-            try:
-                position = int(entry)
-            except ValueError:
-                ended_at, why = entry, "not an index or a GPU UUID"
-            else:
-                if not 0 <= position < len(order):
-                    ended_at, why = entry, f"no device {position} (CUDA has {len(order)})"
-                elif not by_bus and len(order) > 1:
-                    integers += 1
-                    index = -1 - position  # placeholder: the GPU is not known under FASTEST_FIRST
-                else:
-                    index = order[position]
-        if index is None:
-            break
+            placed, why = _integer_entry(entry, order, by_bus)
+            if placed is None:
+                ended_at = entry
+                break
+            index = placed
+            integers += index < 0
         if index in chosen:
             return VisibleGroup(None, f"{VISIBLE_DEVICES}={value} names a device twice ({entry}): CUDA's "
                                       "documentation does not say what a repeat does")
@@ -185,6 +173,32 @@ def resolve_visible(value: str, device_order: str | None, gpus: list[dict[str, A
                                   f"{PCI_BUS_ID_ORDER}: {FASTEST_FIRST_SOURCE}, so which GPUs they name is unknown",
                             notes, ended_at, why, order_unknown=True, count=len(chosen))
     return VisibleGroup(tuple(chosen), notes=notes, ended_at=ended_at, why=why)
+
+
+def _uuid_entry(entry: str, order: list[int], by_index: dict[int, dict[str, Any]]) -> int | VisibleGroup:
+    """The GPU a `GPU-...` entry names by UUID prefix, or why it cannot be said (a VisibleGroup to return)."""
+    matches = [i for i in order if str(by_index[i].get("uuid") or "").lower().startswith(entry.lower())]
+    if len(matches) > 1:
+        return VisibleGroup(None, f"{VISIBLE_DEVICES} entry {entry!r} is a UUID prefix of several GPUs: "
+                                  "CUDA's documentation asks for a prefix naming one GPU")
+    if not matches:  # invalid to CUDA on this machine, but a built-in system's UUIDs are not the target's
+        return VisibleGroup(None, f"{VISIBLE_DEVICES} entry {entry!r} matches no GPU of the snapshot by "
+                                  "UUID")
+    return matches[0]
+
+
+def _integer_entry(entry: str, order: list[int], by_bus: bool) -> tuple[int | None, str | None]:
+    """(the GPU an integer entry names, None) or (None, why CUDA ends the list here). Under FASTEST_FIRST with
+    several devices the GPU is unknown: a negative placeholder, -1 - the device id, stands for it."""
+    try:
+        position = int(entry)
+    except ValueError:
+        return None, "not an index or a GPU UUID"
+    if not 0 <= position < len(order):
+        return None, f"no device {position} (CUDA has {len(order)})"
+    if not by_bus and len(order) > 1:
+        return -1 - position, None
+    return order[position], None
 
 
 def parse_visible_devices(value: str, snapshot: dict[str, Any], device_order: str | None,

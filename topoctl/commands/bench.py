@@ -65,28 +65,14 @@ def command(topology: str | None, model_name: str | None, model_path: str | None
     NCCL init failure, a worker that died), 130 on Ctrl-C; the output file holds what was measured either
     way.
     """
-    from topoctl.commands._options import require_value
-    from topoctl.io import check_destination, emit, write_atomic
+    from topoctl.io import emit, write_atomic
     from topoctl.probe.bench import plan as planning
     from topoctl.render import dump
 
-    require_value("--model", model_name, "name a built-in profile (kimi-k2.5, deepseek-v3, ...) or leave it out")
-    require_value("--model-path", model_path, "give the model's folder or config.json, or leave it out")
-    if model_name and model_path:
-        raise TopoctlError("give either --model or --model-path, not both")
-    if output == "":
-        raise TopoctlError("-o is empty", hint="give a file name, or leave -o out")
-    if output and output != "-":
-        check_destination(output)
+    _check_options(model_name, model_path, output, budget_s, timeout_s, world_size)
     model = _model(model_name, model_path)
     size_list = planning.parse_list(sizes, "--sizes", planning.parse_size)
     token_list = planning.parse_list(tokens, "--tokens", planning.parse_tokens)
-    if budget_s is not None and budget_s <= 0:
-        raise TopoctlError("--budget-s must be more than 0", hint="e.g. --budget-s 60")
-    if timeout_s <= 0:
-        raise TopoctlError("--timeout must be more than 0", hint="e.g. --timeout 30")
-    if world_size is not None and world_size < 1:
-        raise TopoctlError("--world-size must be at least 1", hint="leave it out to use every visible GPU")
 
     torch = _import_torch()
     snapshot = _snapshot(topology)
@@ -131,6 +117,28 @@ def command(topology: str | None, model_name: str | None, model_path: str | None
     if outcome.interrupted:
         return EXIT_INTERRUPTED
     return 0 if outcome.measurements.get("complete") else EXIT_INCOMPLETE
+
+
+def _check_options(model_name: str | None, model_path: str | None, output: str | None, budget_s: float | None,
+                   timeout_s: float, world_size: int | None) -> None:
+    """Refuse option values that cannot work before anything is probed or started (one line each)."""
+    from topoctl.commands._options import require_value
+    from topoctl.io import check_destination
+
+    require_value("--model", model_name, "name a built-in profile (kimi-k2.5, deepseek-v3, ...) or leave it out")
+    require_value("--model-path", model_path, "give the model's folder or config.json, or leave it out")
+    if model_name and model_path:
+        raise TopoctlError("give either --model or --model-path, not both")
+    if output == "":
+        raise TopoctlError("-o is empty", hint="give a file name, or leave -o out")
+    if output and output != "-":
+        check_destination(output)
+    if budget_s is not None and budget_s <= 0:
+        raise TopoctlError("--budget-s must be more than 0", hint="e.g. --budget-s 60")
+    if timeout_s <= 0:
+        raise TopoctlError("--timeout must be more than 0", hint="e.g. --timeout 30")
+    if world_size is not None and world_size < 1:
+        raise TopoctlError("--world-size must be at least 1", hint="leave it out to use every visible GPU")
 
 
 def _model(name: str | None, path: str | None) -> dict[str, Any] | None:
