@@ -11,6 +11,7 @@ figure. Goals (issue 11): bandwidth within 10%, allreduce latency within 15%. Ne
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import sys
@@ -48,21 +49,19 @@ def _allreduce_rank(rank, world, port, rows, iters, out_path):
         count = row["bytes"] // 2
         if row["path"] == "nccl":
             buffer = torch.randn(count, dtype=torch.float32, device="cuda").to(torch.bfloat16) * 1e-3
-
-            def call(buffer=buffer):
-                dist.all_reduce(buffer)
+            call = functools.partial(dist.all_reduce, buffer)
         else:  # torch symmetric memory, called directly
             import torch.distributed._symmetric_memory as symm_mem
 
-            group = dist.group.WORLD.group_name
-            buffer = symm_mem.empty(count, dtype=torch.bfloat16, device="cuda")
+            world_group = dist.group.WORLD
+            assert world_group is not None  # init_process_group above made it
+            group = world_group.group_name
+            buffer = symm_mem.empty(count, dtype=torch.bfloat16, device=torch.device("cuda"))
             symm_mem.rendezvous(buffer, group)
             buffer.normal_(0, 1e-3)
             op = (torch.ops.symm_mem.one_shot_all_reduce if row.get("variant") == "one_shot"
                   else torch.ops.symm_mem.two_shot_all_reduce_)
-
-            def call(buffer=buffer, op=op, group=group):
-                op(buffer, "sum", group)
+            call = functools.partial(op, buffer, "sum", group)
 
         for _ in range(20):
             call()

@@ -32,6 +32,7 @@ import sys
 import tempfile
 import threading
 import time
+from typing import Any
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXTURES = os.path.join(ROOT, "fixtures")
@@ -170,12 +171,14 @@ def manifest_case(rng: random.Random) -> bytes:
         return (text + "\n---\nkind: Pod\nspec:\n  containers:\n    - args: " + "[" * n + "]" * n + "\n").encode()
     # the wrong type somewhere the launch is read
     doc = copy.deepcopy(docs[-1])
-    node = doc
-    path = rng.choice([["spec", "template", "spec", "containers"], ["spec", "template", "spec", "containers", 0, "args"],
-                       ["spec", "template", "spec", "containers", 0, "env"], ["spec", "template", "spec"],
-                       ["spec", "template", "spec", "containers", 0, "resources", "limits", "nvidia.com/gpu"],
-                       ["spec", "template", "spec", "containers", 0, "command"], ["kind"], ["spec"],
-                       ["spec", "services"], ["spec", "components"]])
+    node: Any = doc
+    paths: list[list[Any]] = [
+        ["spec", "template", "spec", "containers"], ["spec", "template", "spec", "containers", 0, "args"],
+        ["spec", "template", "spec", "containers", 0, "env"], ["spec", "template", "spec"],
+        ["spec", "template", "spec", "containers", 0, "resources", "limits", "nvidia.com/gpu"],
+        ["spec", "template", "spec", "containers", 0, "command"], ["kind"], ["spec"],
+        ["spec", "services"], ["spec", "components"]]
+    path = rng.choice(paths)
     try:
         for key in path[:-1]:
             node = node[key]

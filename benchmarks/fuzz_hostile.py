@@ -289,7 +289,7 @@ def capture(name: str) -> dict[str, Any]:
     return json.loads(json.dumps(_CAPTURES[name]))
 
 
-WRONG = {"an integer": [True, False, 1.5, 0.0, "0", None, [0], {}, -1],
+WRONG: dict[str, list[Any]] = {"an integer": [True, False, 1.5, 0.0, "0", None, [0], {}, -1],
          "a string": [1, None, True, [], {}, 0.5],
          "a list of two integers": [[1], [1, 2, 3], "9.0", [True, 0], None, [1.5, 0]],
          "null": [0, False, "", [], {}]}
@@ -375,7 +375,7 @@ def model_configs(rng: random.Random, folder: str) -> Case:
     configs = builtin_configs()
     name = rng.choice(sorted(configs))
     config = json.loads(json.dumps(configs[name]))
-    text = config["text_config"] if isinstance(config.get("text_config"), dict) else config
+    text: dict[str, Any] = config["text_config"] if isinstance(config.get("text_config"), dict) else config
     roll = rng.random()
     path = os.path.join(folder, "config.json")
     argv = ["recommend", *SYSTEM, "--model-config", path]
@@ -388,7 +388,7 @@ def model_configs(rng: random.Random, folder: str) -> Case:
         field_name, value = rng.choice([("quant_method", 8), ("bits", "4"), ("group_size", 0.5), ("ignore", "lm_head"),
                                         ("config_groups", [1]), ("modules_to_not_convert", {"a": 1}),
                                         ("bits", -4), ("format", 7), ("quant_algo", ["NVFP4"])])
-        quant = {"quant_method": rng.choice(["gptq", "awq", "compressed-tensors", "fp8", "mxfp4"])}
+        quant: dict[str, Any] = {"quant_method": rng.choice(["gptq", "awq", "compressed-tensors", "fp8", "mxfp4"])}
         quant[field_name] = value
         text["quantization_config"] = quant
         write(folder, "config.json", json.dumps(config))
@@ -900,6 +900,7 @@ def run_fresh(case: Case, folder: str) -> Result:
     opened: list[Any] = []
 
     def channel(mode: str, name: str) -> Any:
+        handle: Any
         if mode == "full":
             handle = open("/dev/full", "wb")
         elif mode == "readonly":

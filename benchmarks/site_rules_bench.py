@@ -19,6 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -29,7 +30,7 @@ def write_site_files(folder: str, count: int) -> None:
 
     from topoctl.rules.loader import builtin_rule_files
 
-    shipped = []
+    shipped: list[Any] = []
     for path in builtin_rule_files():
         with open(path, encoding="utf-8") as handle:
             shipped.extend((yaml.safe_load(handle) or {}).get("rules") or [])
