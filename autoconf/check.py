@@ -1,5 +1,8 @@
 """The judgement behind `topoctl check`: a parsed launch against a machine, plus drift from the snapshot the
-launch was made for, reported as text, json, JUnit XML or GitHub annotations."""
+launch was made for, reported as text, json, JUnit XML or GitHub annotations.
+
+Layer: judge (docs/architecture.md, "Layers").
+"""
 from __future__ import annotations
 
 import itertools

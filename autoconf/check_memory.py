@@ -13,7 +13,10 @@ draft, autoconf/memory.py), since SGLang then skips its own reserve. `--chunked-
 default reserve; with a given fraction it does not matter, else the reserve uses SGLang's default for the GPU
 (not modelled). Weights too large for the fraction block (SGLang fails to allocate its KV cache); a KV cache smaller
 than one request of the launch's --context-length warns (without one, SGLang takes the model's length and caps
-a request to what the KV cache holds: its scheduler's max_req_input_len)."""
+a request to what the KV cache holds: its scheduler's max_req_input_len).
+
+Layer: judge (docs/architecture.md, "Layers").
+"""
 from __future__ import annotations
 
 import os

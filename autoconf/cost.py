@@ -1,5 +1,8 @@
 """The cost side of a candidate: which rule evidence speaks of it (tok/s, measured or reported), and the
-modelled allreduce time of one forward pass (allreduces x per-call latency of its path)."""
+modelled allreduce time of one forward pass (allreduces x per-call latency of its path).
+
+Layer: launch model and search (docs/architecture.md, "Layers").
+"""
 from __future__ import annotations
 
 from typing import Any

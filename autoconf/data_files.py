@@ -2,6 +2,8 @@
 
 Parsed files are kept in topoctl's knowledge cache (topoctl/cache.py), so a warm start does not import
 PyYAML; an edited data file is read again.
+
+Layer: knowledge (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 

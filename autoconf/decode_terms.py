@@ -25,6 +25,8 @@ a fitted extra: its allreduces, the gather of its logits and the synchronisation
              p = 1 - (1 - a) ** (w ** tree),  w = min(topk, draft_tokens / d)   a, tree: fitted
 
 (the accept length the source published, or --accept-length, replaces the formula when given).
+
+Layer: launch model and search (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 

@@ -7,6 +7,8 @@ descriptive keys). This module turns each number into an Evidence item, so that 
 which numbers speak of a candidate launch and rank candidates on them: measured > upstream-reported >
 modelled (LEVELS), then the value. Nothing is guessed from words: a number whose config names an unknown
 key is left out rather than applied everywhere.
+
+Layer: launch model and search (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 

@@ -1,6 +1,9 @@
 """GPU facts the launch model needs: memory size (the snapshot's `gpus[].memory_total_bytes`, what NVML
 reports; else the datasheet's) and memory bandwidth (the datasheet's, from topoctl/data/gpus.yaml through
-topoctl.gpus.lookup, with its sources)."""
+topoctl.gpus.lookup, with its sources).
+
+Layer: launch model and search (docs/architecture.md, "Layers").
+"""
 from __future__ import annotations
 
 from typing import Any

@@ -11,6 +11,8 @@ measured value for the same model, else the documented default).
 
 latency objective: one stream's tokens/s.  throughput objective: dp replicas x B streams / step(B), with B =
 min(CUDA graph max batch, KV tokens / context), and the KV cache read once per step for each stream.
+
+Layer: launch model and search (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 

@@ -13,6 +13,8 @@ Per GPU, under tensor parallel size TP (expert parallel size EP inside it):
 A launch whose KV cache comes out at or below zero does not load: SGLang stops with "Not enough memory"
 (model_executor/pool_configurator.py:53 in 0.5.12, after model_runner_kv_cache_mixin.py:70 computes the rest
 as free memory after loading less total x (1 - mem_fraction_static)).
+
+Layer: launch model and search (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 

@@ -15,6 +15,8 @@ Parameter counts are computed from the config (linear weights only; biases and s
 weight bytes follow the quantization the config declares (`quantization_bytes`). Under tensor parallelism
 each layer issues two allreduces per forward pass (after attention and after the MLP/MoE), each of
 hidden_size x 2 bytes (bf16 activations) per token.
+
+Layer: launch model and search (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 

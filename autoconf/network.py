@@ -9,6 +9,8 @@ with the values the launcher fills in, and NCCL's network settings from the prob
   (rules net-gpu-nearest-nic-sys, net-gpu-nearest-nic-beyond-pxb).
 
 The per-node values are the same on every node of the same model (`topoctl fleet` says which nodes differ).
+
+Layer: launch model and search (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 

@@ -8,6 +8,8 @@ to 0.5.23; the same formula in every release from 0.5.5 to 0.5.23 read). What st
 nodes there are when the flag's value is written elsewhere: `srun -N`, `torchrun --nnodes`, a LeaderWorkerSet's
 `size` (its `$(LWS_GROUP_SIZE)`), Dynamo's `multinode.nodeCount` (its operator adds `--nnodes`).
 A count that cannot be known is a note naming what was assumed, never a block.
+
+Layer: judge (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 

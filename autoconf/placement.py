@@ -24,6 +24,8 @@ of k and d replicas (a snapshot holds at most topoctl.snapshot.MAX_GPUS = 128 GP
 
 At the ceiling (128 GPUs) every (TP, DP) option is placed in well under a second on a 2-core runner
 (docs/performance.md).
+
+Layer: launch model and search (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 

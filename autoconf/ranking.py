@@ -13,6 +13,8 @@ of is not put behind one that honours a remedy it needs):
 3. then the user's request (EAGLE-3 asked for), the number of rule preferences honoured, the fewest
    departures from SGLang's defaults, and the smaller TP size. Candidates of every (TP, DP) option compete,
    each judged on its own GPUs (placement.py).
+
+Layer: launch model and search (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 

@@ -4,6 +4,8 @@ Every value in launch.env is single-quoted ('\\'' for a quote inside), every key
 identifier, and every comment is made single-line, so nothing from a snapshot (hostnames, GPU names,
 versions) can run as a command when the file is sourced. Output is a pure function of the inputs: no
 timestamps, stable order, so the same inputs give byte-identical files.
+
+Layer: launch model and search (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 

@@ -6,6 +6,8 @@ a file without a launch is a `note` result, so that it is said, as in every othe
 are the run's `tool.driver.rules`, each with its remediation as help. Levels follow `--fail-on`: what makes
 the check fail is `error`, other warnings `warning`, the rest `note`. tests/test_user_paths.py validates the
 output against the SARIF 2.1.0 JSON Schema (OASIS, errata 01).
+
+Layer: judge (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 

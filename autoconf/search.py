@@ -5,6 +5,8 @@ Nothing here names a system. The pieces live in their own modules: the target an
 (target.py), the candidate space (space.py), what each candidate is expected to cost (cost.py, with the
 rule evidence read by evidence.py) and the ranking (ranking.py). This module runs them in order and keeps
 the result every renderer reads.
+
+Layer: launch model and search (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 

@@ -2,7 +2,10 @@
 
 Allreduce paths come from sglang/data/spelling.yaml, EAGLE-3 is on or off (when asked for), and every other
 setting a rule's effect mentions is searched over SGLang's default and each value the rules name (a required
-value is the only option)."""
+value is the only option).
+
+Layer: launch model and search (docs/architecture.md, "Layers").
+"""
 from __future__ import annotations
 
 import itertools

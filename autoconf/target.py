@@ -1,5 +1,8 @@
 """What `recommend` is asked to launch on: the target machine's GPU count and interconnect, the parallel
-sizes SGLang will accept there, and the request the rules judge for each candidate."""
+sizes SGLang will accept there, and the request the rules judge for each candidate.
+
+Layer: launch model and search (docs/architecture.md, "Layers").
+"""
 from __future__ import annotations
 
 from typing import Any

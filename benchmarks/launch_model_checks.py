@@ -28,7 +28,7 @@ from typing import Any
 from topoctl.autoconf import decode_terms as terms_mod
 from topoctl.autoconf import launch_model, models
 from topoctl.autoconf.data_files import read_yaml
-from topoctl.snapshot import system_snapshot
+from topoctl.catalogue import system_snapshot
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CORPUS = os.path.join(HERE, "data", "public-decode.yaml")

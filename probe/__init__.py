@@ -2,4 +2,6 @@
 
 Every raw answer passes through a `capture.Session`, which can record it (`topoctl probe --record`) or
 replay a recording (`--from-capture`), so tests run the very same code path on answers real hardware gave.
+
+Layer: probe (docs/architecture.md, "Layers").
 """

@@ -5,6 +5,8 @@ normalises the outcome to `{"ok": value}` or `{"err": reason}`, keeps it when re
 back as an `Answer`. A replaying session never calls `live()`: it answers from the capture, and a question
 the capture does not hold answers `NotRecorded`, which the probe treats like any failed call. That keeps
 old captures readable as the probe learns new questions.
+
+Layer: probe (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 

@@ -4,6 +4,8 @@ Order of work: NVML init and device count (no GPU -> NoGpuError, exit 3), then e
 pair, NVLink, the PCIe tree from sysfs, host and software. Any single question that fails leaves its field
 null with the reason under `unknown`; the probe goes on. Derivations (link labels, interconnect class,
 summary) are pure functions in topology.py so they are tested on their own.
+
+Layer: probe (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 
@@ -31,6 +33,7 @@ from topoctl.probe.nvml import (
     Nvml,
 )
 from topoctl.probe.software import collect_packages, cuda_from_torch_local, nccl_from_wheel
+from topoctl.probe.topology import sysfs_bdf
 from topoctl.snapshot import MAX_GPUS, SCHEMA_VERSION
 
 WITHOUT_A_GPU = "without a GPU, show, recommend and check take --system NAME or --topology FILE"
@@ -52,17 +55,6 @@ def _no_gpu(reason: str) -> NoGpuError:
     message, hint = NO_GPU_HINTS.get(reason, (f"NVML could not start ({reason})",
                                               "check that `nvidia-smi` works on this machine"))
     return NoGpuError(f"no GPU visible: {message}", hint=hint)
-
-
-def sysfs_bdf(nvml_bus_id: str) -> str:
-    """NVML '00000000:18:00.0' -> sysfs '0000:18:00.0' (domain at least 4 digits, lower case, as Linux
-    prints it: a VMD domain such as 0x10000 stays '10000', not cut to '0000')."""
-    text = nvml_bus_id.strip().lower()
-    domain, _, rest = text.partition(":")
-    try:
-        return f"{int(domain, 16):04x}:{rest}"
-    except ValueError:
-        return f"{domain[-4:].rjust(4, '0')}:{rest}"
 
 
 class _Collector:

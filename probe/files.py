@@ -2,6 +2,8 @@
 
 NCCL reads the PCIe tree from sysfs (realpath of each PCI device, numa_node, class, link speed/width), so
 topoctl reads the same places: what NCCL sees is what decides its transport.
+
+Layer: probe (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""Host facts: hostname, kernel, CPU, NUMA nodes, memory, and whether this is a virtual machine."""
+"""Host facts: hostname, kernel, CPU, NUMA nodes, memory, and whether this is a virtual machine.
+
+Layer: probe (docs/architecture.md, "Layers").
+"""
 from __future__ import annotations
 
 import platform

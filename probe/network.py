@@ -10,6 +10,8 @@ the way nvidia-smi topo -m labels it (PIX/PXB/PHB/NODE/SYS), in nic_link().
 
 A capture recorded before NICs were probed (or a synthetic spec that says nothing of them) answers
 NotRecorded / NotInSpec: then the snapshot has no `network` section at all, rather than a false "no NIC".
+
+Layer: probe (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 

@@ -2,6 +2,8 @@
 
 topoctl does not use these to probe (it asks NVML directly); they exist so that real captures can be
 checked against what nvidia-smi printed on the same machine, pair by pair, and so that users can compare.
+
+Layer: probe (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 

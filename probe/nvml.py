@@ -5,6 +5,8 @@ by device indices, so the answers can be recorded and replayed (probe/capture.py
 nvidia-ml-py (`import pynvml`), imported lazily: commands that only read a snapshot never load it.
 Errors are normalised to NVML's own names (NotSupported, FunctionNotFound, GpuIsLost, NoPermission, ...),
 because that is what users see in nvidia-smi and what they can search for.
+
+Layer: probe (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 

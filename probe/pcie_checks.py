@@ -25,6 +25,8 @@ read from the same places the kernel and the driver use:
 
 Every question goes through the recording Session (sections `nvml` and `files`), so captures replay them; a
 capture recorded before these questions existed answers NotRecorded and the fields are null with the reason.
+
+Layer: probe (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 
@@ -33,6 +35,7 @@ import os
 from typing import Any
 
 from topoctl.probe.capture import Answer, ProbeFailure, Session
+from topoctl.probe.topology import sysfs_bdf
 
 ACS_EXT_CAP_ID = 0x000D
 EXT_CAP_START = 0x100
@@ -293,8 +296,6 @@ def _iommu(session: Session, files: Any, snapshot: dict[str, Any], unknown: dict
         if not bus:
             group_types.append(None)
             continue
-        from topoctl.probe.collect import sysfs_bdf
-
         link = files.realpath(f"/sys/bus/pci/devices/{sysfs_bdf(bus)}/iommu_group")
         if not link.ok:
             if not (link.reason == "FileNotFoundError" and present is False):  # no IOMMU: no group, nothing unknown

@@ -3,6 +3,8 @@
 Rows and columns are GPUs; each cell is the link (NV18, PIX, SYS, ...) and the P2P read/write verdict
 (`+` both OK, `-` not OK, `?` unknown). To the right: NUMA node and root complex per GPU. Colour only on a
 terminal and never when NO_COLOR is set (https://no-color.org).
+
+Layer: probe (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 

@@ -2,6 +2,8 @@
 
 Importing torch or sglang takes seconds and may need a GPU; reading their metadata takes milliseconds.
 Only `--with-torch` imports torch (see torch_check.py), to cross-check what the CUDA runtime reports.
+
+Layer: probe (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 

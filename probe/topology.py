@@ -2,6 +2,8 @@
 
 No I/O here, so every rule of thumb (how nvidia-smi names a link, when a link is down-trained, what counts
 as an NVSwitch system) is tested directly on data.
+
+Layer: probe (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 
@@ -159,3 +161,14 @@ def summarize(snapshot: dict[str, Any]) -> dict[str, Any]:
         "virtualized": snapshot["pcie"]["virtual"],
         "mig_enabled": any(gpu.get("mig_mode") == "enabled" for gpu in gpus),
     }
+
+
+def sysfs_bdf(nvml_bus_id: str) -> str:
+    """NVML '00000000:18:00.0' -> sysfs '0000:18:00.0' (domain at least 4 digits, lower case, as Linux
+    prints it: a VMD domain such as 0x10000 stays '10000', not cut to '0000')."""
+    text = nvml_bus_id.strip().lower()
+    domain, _, rest = text.partition(":")
+    try:
+        return f"{int(domain, 16):04x}:{rest}"
+    except ValueError:
+        return f"{domain[-4:].rjust(4, '0')}:{rest}"

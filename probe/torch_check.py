@@ -4,6 +4,8 @@
 the CUDA runtime, not NVML, so it catches the cases where the two disagree. torch is imported only here.
 Device order: torch numbers GPUs in CUDA order, which can differ from NVML's PCI order, so answers are
 keyed by PCI bus id and mapped back to NVML indices by the collector.
+
+Layer: probe (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 

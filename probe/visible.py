@@ -5,6 +5,8 @@ started with the variable set sees only the GPUs it names, renumbered cuda:0, cu
 How the value is read (integer ids in CUDA's device order as CUDA_DEVICE_ORDER sets it, UUID prefixes, MIG
 instances, the list ending at an invalid entry) is decided in one place, topoctl/cuda_devices.py
 resolve_visible, which cites its sources; check and recommend read the record through the same function.
+
+Layer: probe (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 

@@ -8,6 +8,8 @@
 Rules live in rules/knowledge/*.yaml (built in) and in a user's folders (--rules DIR). The facts they
 match on are documented in docs/rules.md; the file format is rules/schema/rule.schema.json. Nothing here
 imports torch or NVML: the engine reads a Snapshot, never the hardware.
+
+Layer: knowledge (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 

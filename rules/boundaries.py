@@ -6,6 +6,8 @@ specifier must be a release named in the rule's evidence as the first release wh
 (`releases.holds_from`) or the first where it stops (`releases.stops_at`), with the file and line in that
 release, and both must be real releases. `problems()` lists what breaks this; the test suite runs it over
 the built-in rules, and `scripts/grep_releases.py` is the tool for reading a behaviour across releases.
+
+Layer: knowledge (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 

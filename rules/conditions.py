@@ -6,6 +6,8 @@ True, False or None (unknown). A matcher over a fact the probe could not read an
 the fact's name, so a finding can say exactly what it could not verify. Kleene logic: all() is False as
 soon as one part is False, unknown if any part is unknown and none is False; any() is the dual; not()
 keeps unknown unknown.
+
+Layer: knowledge (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 

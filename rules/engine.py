@@ -4,6 +4,8 @@ evaluate() answers "what does the knowledge say about this machine and this requ
 answers "which of those findings does this particular launch break?". autoconf calls evaluate once and
 violations once per candidate launch, so violations() is cheap and knows each setting's default: a
 launch that says nothing about custom allreduce runs with it on, and breaks "require it off".
+
+Layer: knowledge (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 

@@ -6,6 +6,8 @@ Rules never read the snapshot's raw shape; they name facts (`gpu.sm_majors`, `in
 snapshot evolve, and gives one place where "the probe could not read it" becomes UNKNOWN: a null value,
 a missing key, or a P2P status of "unknown"/"U". Request facts are always known (None there means "not
 asked for"). docs/rules.md lists every name; `topoctl rules facts` prints them.
+
+Layer: knowledge (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 

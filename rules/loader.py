@@ -10,6 +10,8 @@ cases that fire and stay silent, unique ids. A site file is checked when its con
 knowledge cache keeps the result). Built-in files are schema-checked by scripts/compile_knowledge.py and
 the test suite rather than at run time (jsonschema's import and validation cost more than `rules list`
 itself), so their semantic checks run on the schema's word.
+
+Layer: knowledge (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 

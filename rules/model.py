@@ -2,6 +2,8 @@
 
 These are the types autoconf and the CLI code against (docs/architecture.md, "Rules engine contract"),
 so they stay small, immutable where it matters, and free of engine internals.
+
+Layer: knowledge (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 

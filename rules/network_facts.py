@@ -2,6 +2,8 @@
 nodes, read through SnapshotView.network. A snapshot made before NICs were probed gives UNKNOWN for every one.
 
 The NCCL behaviour each fact stands for is cited in rules/knowledge/network.yaml (NCCL v2.30.7 source and docs).
+
+Layer: knowledge (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 

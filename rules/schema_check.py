@@ -11,6 +11,8 @@ It covers the keywords the rule schema uses, with JSON Schema 2020-12 semantics:
 minLength, pattern, minItems, items, required, properties, additionalProperties, minProperties,
 maxProperties, propertyNames, anyOf, oneOf and local $ref ("#/$defs/..."). A schema using any other keyword
 makes compile_schema raise, so a schema change cannot silently weaken the check.
+
+Layer: knowledge (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 

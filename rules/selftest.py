@@ -3,6 +3,8 @@
 A case is a partial snapshot plus a request and what the rule's condition must answer on them: fire
 (true), unknown (cannot be decided) or silent (false). Facts a case leaves out are unknown, so a case
 that must fire names every fact the rule needs, and a silent case proves the rule's scope is narrow.
+
+Layer: knowledge (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 

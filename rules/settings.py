@@ -2,6 +2,8 @@
 
 Defaults live in settings.yaml (data, next to this file) so that `violations()` can tell that a
 launch which never mentions `custom_all_reduce` runs with it on, and so users can read them.
+
+Layer: knowledge (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 

@@ -8,9 +8,7 @@ import sys
 
 import pytest
 from click.testing import CliRunner
-from conftest import FIXTURES, examples
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from conftest import FIXTURES
 
 from topoctl import __version__
 from topoctl.cli import cli as cli_group
@@ -157,42 +155,14 @@ def test_probe_stdout_is_yaml_by_default():
     assert yaml.safe_load(result.output)["summary"]["gpu_count"] == 2
 
 
-_RELEASES = st.builds(lambda release, pre, post: ".".join(map(str, release)) + pre + post,
-                      st.lists(st.integers(0, 30), min_size=1, max_size=4),
-                      st.one_of(st.just(""), st.builds(lambda tag, n: f"{tag}{n}", st.sampled_from(["a", "b", "rc"]),
-                                                       st.integers(0, 12))),
-                      st.one_of(st.just(""), st.integers(0, 5).map(lambda n: f".post{n}")))
-
-
-@settings(max_examples=examples(300), deadline=None)
-@given(first=_RELEASES, second=_RELEASES)
-def test_version_order_without_packaging_is_pep_440s(first, second):
-    """`--version` sorts release names without importing packaging; the order must be packaging's."""
-    from packaging.version import Version
-
-    from topoctl.entry import _is_prerelease, _release_key
-
-    a, b = _release_key(first), _release_key(second)
-    assert a is not None and b is not None
-    assert (a < b, a == b) == (Version(first) < Version(second), Version(first) == Version(second))
-    assert _is_prerelease(first) == Version(first).is_prerelease
-
-
-def test_version_names_outside_the_simple_spelling_go_to_packaging():
-    from topoctl.entry import _release_key
-
-    for name in ("0.5.1.dev3", "1!0.5", "0.5c1", "0.5rc", "0.5.post", "0.5+cu12", "0..5", "٣.1"):
-        assert _release_key(name) is None, name
-
-
 def test_version_is_answered_without_click_and_agrees_with_the_flag_data():
     import subprocess
     import sys
 
-    from topoctl.entry import _flag_data_versions, version_text
     from topoctl.sglang.flags import known_versions, newest_version
+    from topoctl.version import flag_data_versions, version_text
 
-    assert _flag_data_versions() == known_versions()
+    assert flag_data_versions() == known_versions()
     assert f"to {newest_version()};" in version_text()
     code = ("import sys; from topoctl.entry import main; main(['--version']); "
             "print(sorted(m for m in sys.modules if m.split('.')[0] == 'click' or m == 'topoctl.sglang.flags'))")

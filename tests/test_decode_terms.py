@@ -12,7 +12,7 @@ from conftest import ROOT
 
 from topoctl.autoconf import decode_terms, launch_model, models
 from topoctl.autoconf.gpu_specs import target_gpu
-from topoctl.snapshot import system_snapshot
+from topoctl.catalogue import system_snapshot
 
 CORPUS = os.path.join(ROOT, "benchmarks", "data", "public-decode.yaml")
 DECODE_STEP = os.path.join(ROOT, "benchmarks", "data", "h200-decode-step.json")

@@ -11,12 +11,12 @@ from topoctl.autoconf import models
 from topoctl.autoconf.check import judge
 from topoctl.autoconf.render import render
 from topoctl.autoconf.search import Request, search, target_gpu_count
+from topoctl.catalogue import list_systems, system_snapshot
 from topoctl.commands.recommend import flag_set_for
 from topoctl.errors import TopoctlError
 from topoctl.rules import load_rules
 from topoctl.sglang import launch as launch_mod
 from topoctl.sglang.flags import known_versions
-from topoctl.snapshot import list_systems, system_snapshot
 
 RULES = load_rules()
 MODELS = {name: models.profile(name) for name in sorted(models.builtin_models())}

@@ -102,7 +102,7 @@ ENCODINGS = [{"PYTHONIOENCODING": "ascii"}, {"PYTHONIOENCODING": "latin-1"},
 @pytest.fixture(scope="module")
 def unicode_snapshot(tmp_path_factory):
     """A built-in snapshot whose GPU names and hostname are not ASCII (nor Latin-1)."""
-    from topoctl.snapshot import system_snapshot
+    from topoctl.catalogue import system_snapshot
 
     snapshot = system_snapshot(SYSTEM)
     for gpu in snapshot["gpus"]:

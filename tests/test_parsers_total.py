@@ -259,8 +259,8 @@ def test_model_config_parser_is_total(tmp_path_factory, data):
 
 def evaluate_site_rules(folder: str) -> None:
     """What `check --rules DIR` does with a rule file: load it next to the built-in rules, evaluate, report."""
+    from topoctl.catalogue import system_snapshot
     from topoctl.rules import evaluate, load_rules
-    from topoctl.snapshot import system_snapshot
 
     ruleset = load_rules(extra_dirs=[folder])
     report = evaluate(ruleset, system_snapshot("rtx-pro-6000-8x-pcie"),

@@ -5,8 +5,7 @@ from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from topoctl.probe.collect import sysfs_bdf
-from topoctl.probe.topology import bus_key, split_sysfs_path
+from topoctl.probe.topology import bus_key, split_sysfs_path, sysfs_bdf
 
 HEX = "0123456789abcdef"
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import copy
 import json
 
+from topoctl.catalogue import system_snapshot
 from topoctl.probe.visible import cuda_visible
-from topoctl.snapshot import system_snapshot
 
 
 def _snapshot(tmp_path, value: str, order: str | None = "PCI_BUS_ID") -> str:

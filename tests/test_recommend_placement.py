@@ -7,9 +7,9 @@ import shlex
 
 import yaml
 
+from topoctl.catalogue import system_snapshot
 from topoctl.cli import main
 from topoctl.sglang.launch import parse_env_text
-from topoctl.snapshot import system_snapshot
 
 
 def run(capsys, *argv):

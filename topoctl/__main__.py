@@ -1,4 +1,7 @@
-"""`python -m topoctl` is the same as the `topoctl` console script."""
+"""`python -m topoctl` is the same as the `topoctl` console script.
+
+Layer: commands and CLI (docs/architecture.md, "Layers").
+"""
 import sys
 
 from topoctl.entry import main

@@ -39,6 +39,8 @@ file's content (so they hold in any install layout). A run whose user cache has 
 uses a shipped section whose sources are byte for byte the installed ones instead of parsing the YAML, and
 reads it there every time (a copy in the user cache would save nothing); a source that differs (an edited
 file in a checkout) makes it build as before. tests/test_cache.py fails when the shipped sections are stale.
+
+Layer: core types and data (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 

@@ -2,6 +2,8 @@
 
 Each system is a folder with its capture, its snapshot.json (the probe's replay of the capture) and a README
 saying where its facts come from. `--system NAME` reads them here.
+
+Layer: snapshot (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 

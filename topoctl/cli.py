@@ -4,6 +4,8 @@ Each subcommand lives in its own module under topoctl/commands/ and is imported 
 `topoctl check` never pays for the probe's imports (NVML, torch) and CI runners without them work.
 `main(argv) -> int` is the door tests and the console script use; it turns every expected failure into
 a one-line message, a hint and an exit code (see topoctl/errors.py).
+
+Layer: commands and CLI (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 
@@ -125,7 +127,7 @@ def _version(ctx: click.Context, value: bool) -> None:
     """`topoctl --version`: topoctl's own version and the SGLang releases it knows, the newest named."""
     if not value or ctx.resilient_parsing:
         return
-    from topoctl.entry import version_text
+    from topoctl.version import version_text
 
     click.echo(version_text(), nl=False)
     ctx.exit()

@@ -14,6 +14,8 @@ enumerated in the list's order; an invalid entry hides itself and every entry af
 hides every GPU.
 
 Plain data in, plain data out: the rules (the default launch group) and autoconf (placement, check) use it.
+
+Layer: snapshot (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 

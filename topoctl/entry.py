@@ -1,81 +1,12 @@
 """The console script's door: `topoctl --version` answers without importing click or any command (it is
-what scripts and CI logs call most often), everything else goes to topoctl.cli."""
+what scripts and CI logs call most often), everything else goes to topoctl.cli.
+
+Layer: commands and CLI (docs/architecture.md, "Layers")."""
 from __future__ import annotations
 
 import sys
 
-_PRE_TAGS = {"a": 0, "b": 1, "rc": 2}
-
-
-def _number(text: str) -> bool:
-    return text.isascii() and text.isdigit()
-
-
-def _release_key(text: str) -> "tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]] | None":
-    """PEP 440 order of `N(.N)*[a|b|rc N][.postN]` (how every SGLang release is spelt) without importing
-    packaging: (release without trailing zeros, pre-release, post-release). None for any other spelling,
-    which then goes to packaging (tests hold the two orders equal)."""
-    main, dot_post, post = text.partition(".post")
-    if dot_post and not _number(post):
-        return None
-    cut = next((at for at, char in enumerate(main) if not (char.isdigit() or char == ".")), len(main))
-    release, tag = main[:cut].split("."), main[cut:]
-    if not all(_number(part) for part in release):
-        return None
-    numbers = [int(part) for part in release]
-    while len(numbers) > 1 and numbers[-1] == 0:
-        numbers.pop()
-    pre: tuple[int, ...] = (1,)  # a final release sorts after its pre-releases
-    if tag:
-        letters = tag.rstrip("0123456789")
-        if letters not in _PRE_TAGS or not _number(tag[len(letters):]):
-            return None
-        pre = (0, _PRE_TAGS[letters], int(tag[len(letters):]))
-    return tuple(numbers), pre, (int(post),) if dot_post else (-1,)
-
-
-def _flag_data_versions() -> list[str]:
-    """The SGLang versions with flag data (topoctl/sglang/data/sglang-<version>.json), oldest first: the same
-    listing as topoctl.sglang.flags.known_versions(), without importing that module (tests hold them equal)."""
-    import os
-
-    folder = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sglang", "data")
-    try:
-        found = [name[len("sglang-"):-len(".json")] for name in os.listdir(folder)
-                 if name.startswith("sglang-") and name.endswith(".json") and len(name) > len("sglang-.json")]
-    except OSError:
-        found = []
-    found = [version for version in found  # the names topoctl/sglang/flags.py's _NAME_RE takes
-             if version[0].isdigit() and all(char.isascii() and (char.isalnum() or char in ".+-") for char in version)]
-    keys = {version: _release_key(version) for version in found}
-    if None in keys.values():
-        from packaging.version import Version
-
-        return sorted(found, key=Version)
-    return sorted(found, key=lambda version: keys[version] or ((), (), ()))
-
-
-def _is_prerelease(version: str) -> bool:
-    key = _release_key(version)
-    if key is None:
-        from packaging.version import Version
-
-        return Version(version).is_prerelease
-    return key[1] != (1,)
-
-
-def version_text() -> str:
-    """topoctl's own version and the SGLang releases it has flag data for, the newest named."""
-    from topoctl import __version__
-
-    versions = _flag_data_versions()
-    text = f"topoctl {__version__}\n"
-    if versions:
-        finals = [v for v in versions if not _is_prerelease(v)]
-        newest = finals[-1] if finals else versions[-1]
-        text += (f"SGLang flag data: {len(versions)} versions, {versions[0]} to {newest}; newest known "
-                 f"release {newest} (a newer one is judged with its data, with a warning)\n")
-    return text
+from topoctl.version import version_text
 
 
 def _say(text: str) -> None:

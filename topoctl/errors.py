@@ -2,6 +2,8 @@
 
 Anything raised as a TopoctlError is shown to the user as `topoctl: error: ...` plus a hint, never as a
 traceback. Exit codes are part of the interface CI scripts rely on (see docs/architecture.md).
+
+Layer: core types and data (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 

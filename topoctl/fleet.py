@@ -5,6 +5,8 @@ kind: the GPU model, the links between the GPUs, NVLink per GPU, the PCIe links 
 NICs (active RDMA ports, their speed, each GPU's nearest NIC), GPUDirect RDMA, the driver and the software
 versions. An aspect's text says what the node has, in words; the majority is the text most nodes share.
 What differs on every node by nature (hostname, GPU UUIDs, when it was probed) is never compared.
+
+Layer: judge (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 

@@ -13,6 +13,8 @@ bandwidth; all of them ask this module, so a new GPU generation is one entry in 
 
 The file is parsed once per process, on first use (the C YAML loader when PyYAML has it), and kept in the
 knowledge cache (topoctl/cache.py), so a warm start does not import PyYAML for it.
+
+Layer: core types and data (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 

@@ -10,6 +10,8 @@
 - a write that fails part way (disk full, I/O error) is an OutputError (exit 74) and leaves the old file intact;
 - the temp file of a run that was killed (SIGKILL, power loss) is removed by the next run writing to that
   folder, once it is STALE_AFTER_S old: only topoctl's own names (.topoctl-XXXXXXXX.tmp), only this user's.
+
+Layer: core types and data (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 

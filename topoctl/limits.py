@@ -14,6 +14,8 @@ YAML goes through the C scanner and parser of libyaml when PyYAML has it (about 
 pure-Python one), with PyYAML's own composer and SafeConstructor on top, so the result is what
 `yaml.safe_load` gives; the composer here counts depth, aliases and the size the document would have with
 every alias expanded, and refuses a recursive alias.
+
+Layer: core types and data (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 

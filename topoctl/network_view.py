@@ -4,6 +4,8 @@ GPU's PCIe relation to each NIC, the nearest NICs of a GPU, and GPUDirect RDMA r
 Readers (show, the network rules' facts, recommend --nnodes, fleet, export nfd) ask this view, never the raw
 dicts. A snapshot without the section (made before NICs were probed) gives `present` False and None answers,
 which readers take as "not known", never as "no NIC".
+
+Layer: snapshot (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 

@@ -5,8 +5,10 @@ NVML answers nvmlDeviceGetP2PStatus with one of seven codes per capability; nvid
 probe could not ask. NVML's own `U` ("unknown") says no more about a pair than "unknown" does, so both mean
 the same thing everywhere in topoctl: P2P that nobody verified, which is not a working P2P.
 
-Plain data and one function, no imports: every layer may import it, including the start-up path of
+Plain data and small functions, no imports: every layer may import it, including the start-up path of
 `show`, `recommend` and `check`.
+
+Layer: core types and data (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 
@@ -88,9 +90,7 @@ def measured_health(snapshot: Any) -> "dict[tuple[int, int], tuple[bool, Any]]":
 
     A pair that failed the check (hung, corrupted or crawled) is treated everywhere as a pair without working
     P2P, whatever NVML said: the measurement is what was seen. Pairs bench did not check are absent."""
-    from topoctl.snapshot_view import SnapshotView
-
-    measurements = SnapshotView(snapshot).measurements
+    measurements = snapshot.get("measurements") if isinstance(snapshot, dict) else None
     rows = measurements.get("p2p") if isinstance(measurements, dict) else None
     out: "dict[tuple[int, int], tuple[bool, Any]]" = {}
     for row in rows if isinstance(rows, list) else []:

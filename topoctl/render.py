@@ -1,4 +1,7 @@
-"""Serialising plain data for people and scripts: YAML (default) or JSON, deterministic."""
+"""Serialising plain data for people and scripts: YAML (default) or JSON, deterministic.
+
+Layer: core types and data (docs/architecture.md, "Layers").
+"""
 from __future__ import annotations
 
 import json

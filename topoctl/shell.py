@@ -14,6 +14,8 @@ over literal lists (each value once). What is not known here (the script's own `
 set outside the file) stays written as it is (`$1`), and is listed as unknown: a reader names it, never
 guesses it. Control flow is not decided: every branch of an `if` or `case` is read, so every launch is found.
 A function defined and never called is read once with its arguments unknown.
+
+Layer: deployment reading (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 

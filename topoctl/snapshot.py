@@ -32,20 +32,6 @@ MAX_GPUS = 128
 SCHEMA_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "schema", "snapshot.schema.json")
 
 
-def __getattr__(name: str) -> Any:
-    """The names this module held before the split (list_systems, system_snapshot, resolve_target), imported
-    on first use so that this module never depends on the probe."""
-    if name in ("list_systems", "system_snapshot", "SYSTEMS_PACKAGE"):
-        from topoctl import catalogue as systems
-
-        return getattr(systems, name)
-    if name == "resolve_target":
-        from topoctl.target import resolve_target
-
-        return resolve_target
-    raise AttributeError(name)
-
-
 def parse_snapshot_text(text: str, origin: str) -> dict[str, Any]:
     """Parse JSON or YAML snapshot text (YAML via safe_load only).
 

@@ -9,11 +9,14 @@ view reads. A partial snapshot (a rule's test case, `snapshot: {pairs: [...]}`) 
 then the view answers None (or an empty list where it says so), which readers take as "not known", never
 a crash. What the probe could not read is None too. Only this module reads the snapshot's raw shape for
 readers; probe/ writes it, topoctl/snapshot.py validates it.
+
+Layer: snapshot (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Iterable, NamedTuple
 
+from topoctl.p2p import pair_p2p_ok
 from topoctl.vocab import SOFTWARE_KEYS
 
 if TYPE_CHECKING:
@@ -30,8 +33,6 @@ class Pair(NamedTuple):  # not a dataclass: this class is made on every start-up
     @property
     def p2p_ok(self) -> bool | None:
         """Read and write both OK (topoctl/p2p.py): True, False, or None when unknown."""
-        from topoctl.p2p import pair_p2p_ok
-
         return pair_p2p_ok(self.p2p)
 
 
@@ -121,8 +122,6 @@ class SnapshotView:
     @property
     def pair_p2p_ok(self) -> dict[tuple[int, int], bool | None]:
         """(src, dst) -> read and write both OK (True, False, or None when unknown), for every pair listed."""
-        from topoctl.p2p import pair_p2p_ok
-
         return {(p["src"], p["dst"]): pair_p2p_ok(p.get("p2p")) for p in self.pairs or []}
 
     # --------------------------------------------------------------------------------------- summary

@@ -2,6 +2,8 @@
 
 The only module above the probe that reaches into it, and only for the live case (imported there), so
 loading a snapshot never depends on the probe.
+
+Layer: commands and CLI (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 

@@ -3,6 +3,8 @@
 Plain data, no imports: safe on the start-up path of every command. The snapshot schema
 (topoctl/schema/snapshot.schema.json) and the rule schema (rules/schema/rule.schema.json) spell the same sets;
 tests/test_snapshot_schema.py and tests/test_rules_loader.py hold them to these.
+
+Layer: core types and data (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 

@@ -3,6 +3,8 @@
 A benchmark on a GPU another process is using measures the contention, not the machine: bench says so on
 stderr and in the measurements' `problems`, and goes on. Asked live through the probe's NVML door
 (probe/nvml.py), never recorded; any question NVML cannot answer is simply not reported.
+
+Layer: probe (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 

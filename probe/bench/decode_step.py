@@ -15,6 +15,8 @@ measured in the same run that should agree where the step is bandwidth-bound.
 The rows are what the launch model reads first (snapshot measurements.decode_step; origin "measured on this
 machine"). Attention over a KV cache, norms and sampling are not in the pass: it measures the weight reads.
 This module imports torch and needs a CUDA GPU; nothing else in topoctl imports it.
+
+Layer: probe (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 

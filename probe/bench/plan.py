@@ -1,6 +1,8 @@
 """What `topoctl bench` measures and how long each item may take: the size sweep and the time budget.
 
 Pure functions (no torch): the CLI and the tests share them.
+
+Layer: probe (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 

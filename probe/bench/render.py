@@ -1,6 +1,8 @@
 """`topoctl show`'s lines for a snapshot's `measurements` (what `topoctl bench` wrote) and its PCIe checks.
 
 Plain text, no torch: show imports this for every snapshot that holds measurements.
+
+Layer: probe (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 

@@ -6,6 +6,8 @@ seconds the item in progress is recorded as hung (for P2P, the pair is marked un
 goes on with the remaining pairs), the workers are ended, and whatever was measured is kept. Every row that
 arrives is handed to `on_update`, which the CLI uses to rewrite its output file atomically, so a run stopped
 by Ctrl-C, a hang or a crash leaves a valid snapshot with the rows measured so far.
+
+Layer: probe (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""Statistics of timing samples: median and the 10th/90th percentiles (linear interpolation between ranks)."""
+"""Statistics of timing samples: median and the 10th/90th percentiles (linear interpolation between ranks).
+
+Layer: probe (docs/architecture.md, "Layers").
+"""
 from __future__ import annotations
 
 from typing import Sequence

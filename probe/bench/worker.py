@@ -7,6 +7,8 @@ on, and `{"kind": "done"}`. Only rank 0 sends rows; every rank takes part in eve
 
 GPU-only parts sit behind `Device` (devices: CudaDevice, CpuDevice): CI runs the same harness, sweep and
 statistics on CPU over gloo; CUDA graphs, symmetric memory and peer copies need the GPU back end.
+
+Layer: probe (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 

@@ -11,4 +11,7 @@
     judge    autoconf/check.py `judge` (rules, GPU group per node, drift)
     report   autoconf/check.py formats (text, json, junit, github)
 
-Nothing here imports recommend's search; topoctl/sglang/ imports nothing from here."""
+Nothing here imports recommend's search; topoctl/sglang/ imports nothing from here.
+
+Layer: deployment reading (docs/architecture.md, "Layers").
+"""

@@ -6,6 +6,8 @@ is the arguments of an exec-form ENTRYPOINT; a shell-form ENTRYPOINT ignores CMD
 resets the CMD it inherits. `${NAME}` / `$NAME` / `${NAME:-default}` in ENV and FROM are replaced from ARG and
 ENV (Docker does not expand them inside CMD/ENTRYPOINT; a shell form's shell does, from the ENV). An ENTRYPOINT
 script that ends in `exec "$@"` (read when it sits beside the Dockerfile) runs the CMD: the CMD is the launch.
+
+Layer: deployment reading (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 

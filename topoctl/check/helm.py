@@ -4,7 +4,10 @@ is named with its line. Plain substitution covers `{{ .Values.a.b }}` (with `| q
 `| toString`), `.Release.Name`, `.Chart.Name`/`.Chart.AppVersion`, `{{- if .Values.x }}` / `{{- if not ... }}`
 / `else` / `end`, `{{- with .Values.x }}`, `{{- range .Values.list }}` over a list or mapping (with `.`,
 `$key`, `$value`), and `toYaml VALUE | nindent N` / `indent N`. `include`, `template`, `tpl`, functions and
-other actions are not rendered: the line is kept without them, and the launch says so."""
+other actions are not rendered: the line is kept without them, and the launch says so.
+
+Layer: deployment reading (docs/architecture.md, "Layers").
+"""
 from __future__ import annotations
 
 import os

@@ -2,7 +2,10 @@
 `num_nodes` nodes with `resources.accelerators` GPUs each, and the task's `envs`. SkyPilot gives the script
 SKYPILOT_NUM_NODES, SKYPILOT_NODE_RANK, SKYPILOT_NODE_IPS and SKYPILOT_NUM_GPUS_PER_NODE (its docs, "Environment
 variables"); the rank and addresses differ per node and are not checked. `setup:` installs, it starts no
-server: skipped, and said so."""
+server: skipped, and said so.
+
+Layer: deployment reading (docs/architecture.md, "Layers").
+"""
 from __future__ import annotations
 
 import re

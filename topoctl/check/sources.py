@@ -15,6 +15,8 @@ launch.env files, and folders of them. Nothing is run or sourced; every launch k
 * launch.env files (`*.env`; in folders only names holding "launch"): topoctl.sglang.launch.parse_env_file.
 
 Line numbers come from PyYAML's node marks (compose), so a finding points at the line that wrote the word.
+
+Layer: deployment reading (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 

@@ -3,6 +3,8 @@
 
 Only click is imported here; everything else is imported where a value is used, so `topoctl --help` and
 `topoctl rules list` stay fast.
+
+Layer: commands and CLI (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 

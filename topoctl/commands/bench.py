@@ -1,4 +1,7 @@
-"""`topoctl bench`: how fast is this machine really, and does P2P really work? Measurements into the snapshot."""
+"""`topoctl bench`: how fast is this machine really, and does P2P really work? Measurements into the snapshot.
+
+Layer: commands and CLI (docs/architecture.md, "Layers").
+"""
 from __future__ import annotations
 
 import os
@@ -162,7 +165,7 @@ def _import_torch() -> Any:
 
 
 def _snapshot(topology: str | None) -> dict[str, Any]:
-    from topoctl.snapshot import resolve_target
+    from topoctl.target import resolve_target
 
     return resolve_target(topology=topology)
 

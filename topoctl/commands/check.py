@@ -5,6 +5,8 @@ Takes files and folders (launch.env files, Kubernetes manifests, Docker Compose 
 launch found in them is judged with its file and line) or a full launch command after `--`, and judges each
 against a live probe, a snapshot (--topology) or a built-in system (--system), with the same rules and flag
 data as `topoctl recommend`.
+
+Layer: commands and CLI (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 

@@ -5,6 +5,8 @@ command's options and choices); this module prints its script for the shell aske
 cannot know: the built-in system names (--system, --fallback-system), the captures (--from-capture), the
 model profiles (--model) and the rule ids (rules explain). The names are read from the package's own data
 folders, so completing them imports neither torch nor NVML.
+
+Layer: commands and CLI (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""`topoctl fleet`: one snapshot per node in, the nodes that differ from the majority out (and how)."""
+"""`topoctl fleet`: one snapshot per node in, the nodes that differ from the majority out (and how).
+
+Layer: commands and CLI (docs/architecture.md, "Layers")."""
 from __future__ import annotations
 
 import os

@@ -1,4 +1,7 @@
-"""`topoctl probe`: what is this machine, exactly?"""
+"""`topoctl probe`: what is this machine, exactly?
+
+Layer: commands and CLI (docs/architecture.md, "Layers").
+"""
 from __future__ import annotations
 
 import click

@@ -4,6 +4,8 @@ The machine is a live probe, a snapshot (--topology FILE) or a built-in referenc
 The rules decide what is blocked and carry the evidence; autoconf searches the candidate launches and
 writes the winner in the flag names of the target SGLang version. Never imports NVML or torch unless it
 has to probe this machine live.
+
+Layer: commands and CLI (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 

@@ -4,6 +4,8 @@ The knowledge is data (rules/knowledge/*.yaml plus a site's own folders given wi
 subcommands are how a user reads it (`list`, `explain`), checks their own additions (`test`, `schema`,
 `facts`) and sees which built-in rules a site switched off and why. Heavy imports (jsonschema) happen
 only where a user's files are validated, so `topoctl rules list` stays fast.
+
+Layer: commands and CLI (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""`topoctl show`: the link and P2P matrix of a machine, for people."""
+"""`topoctl show`: the link and P2P matrix of a machine, for people.
+
+Layer: commands and CLI (docs/architecture.md, "Layers").
+"""
 from __future__ import annotations
 
 import os

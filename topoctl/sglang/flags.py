@@ -16,6 +16,8 @@ and one newer than every data file the newest (FlagSet.exact is False; FlagSet.n
 so). A version older than every data file is an error.
 
 Only json loading happens here (no SGLang, torch or network), so this is cheap to import and call.
+
+Layer: knowledge (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 

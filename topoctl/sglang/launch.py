@@ -4,6 +4,8 @@ launch.env is parsed, never sourced: each line is blank, a `# comment`, or `[exp
 VALUE uses sh quoting ('single', "double" without expansions, or bare words without shell
 metacharacters). Anything a shell would expand or run ($, backticks, ;, |, &, redirections) is
 rejected with its line number, because its meaning depends on running it.
+
+Layer: deployment reading (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 

@@ -16,6 +16,8 @@ and keeps what the server will see:
 What a launcher does with its arguments depends on the version that runs it (`sglang serve MODEL` from
 SGLang 0.5.16, Dynamo's own options...): that is `topoctl.sglang.prepare`. A known launcher of another server
 (vLLM, TensorRT-LLM) is `Unsupported`, anything else `NotALaunch`.
+
+Layer: deployment reading (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 

@@ -27,6 +27,8 @@ between the boundaries read):
   from 1.5 the router advertisement options are taken next (`parse_worker_router_config`); the rest,
   `--config` merged as above, is SGLang's. The option tables per release are in
   topoctl/sglang/data/dynamo-<version>.json (scripts/extract_dynamo_flags.py).
+
+Layer: deployment reading (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 

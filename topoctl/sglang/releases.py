@@ -6,6 +6,8 @@ releases, and FlashInfer behaviour by the FlashInfer that a release runs with: t
 when the target is the installed SGLang, else the one the target release pins.
 
 json only (no SGLang, torch or network): cheap to import and call.
+
+Layer: knowledge (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 

@@ -4,6 +4,8 @@ The mapping is data (data/spelling.yaml): each logical setting lists candidate f
 preference; the first name the target version's flag data accepts, non-deprecated names first, is
 the one written. `check` uses the same table backwards, resolving abbreviated flags the way argparse
 does (FlagSet.resolve) so that a launch is understood as SGLang will understand it.
+
+Layer: knowledge (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 

@@ -1,0 +1,89 @@
+"""The layers of docs/architecture.md ("Layers") as written down: the docs' table is the import-linter
+contract (.importlinter), every module's docstring names the layer the contract puts it in, the contract is
+kept (tests/test_import_contracts.py runs import-linter), and every import inside a function is listed with
+its start-up reason or as known debt (tests/data/function_imports.txt)."""
+from __future__ import annotations
+
+import ast
+import configparser
+import os
+import re
+
+import pytest
+from architecture_imports import ROOT, function_imports, imports, product_modules
+
+LAYER_NAMES = ["commands and CLI", "judge", "launch model and search", "deployment reading", "knowledge", "probe",
+               "snapshot", "core types and data"]
+NAMESPACES = {"topoctl", "topoctl.autoconf", "topoctl.sglang"}  # packages split across layers: they import nothing
+
+
+def contract_layers() -> list[list[str]]:
+    config = configparser.ConfigParser()
+    config.read(os.path.join(ROOT, ".importlinter"))
+    lines = config["importlinter:contract:layers"]["layers"].strip().splitlines()
+    return [[name.strip() for name in line.split(":")] for line in lines]
+
+
+def docs_layers() -> list[tuple[str, list[str]]]:
+    with open(os.path.join(ROOT, "docs", "architecture.md"), encoding="utf-8") as handle:
+        text = handle.read()
+    block = text[text.index("<!-- layers:begin"):text.index("<!-- layers:end -->")]
+    rows = [line for line in block.splitlines() if line.startswith("| ") and not line.startswith("| layer")]
+    return [(cells[0], re.findall(r"`([^`]+)`", cells[1]))
+            for cells in ([cell.strip() for cell in row.strip("|").split("|")] for row in rows)]
+
+
+def layer_of(module: str) -> str | None:
+    best: tuple[int, str] | None = None
+    for name, members in zip(LAYER_NAMES, contract_layers()):
+        for member in members:
+            if (module == member or module.startswith(member + ".")) and (best is None or len(member) > best[0]):
+                best = (len(member), name)
+    return best[1] if best else None
+
+
+def test_the_docs_table_is_the_contract():
+    assert docs_layers() == list(zip(LAYER_NAMES, contract_layers()))
+
+
+def test_every_module_is_in_a_layer_or_is_an_empty_namespace():
+    for module, path in product_modules().items():
+        if module in NAMESPACES:
+            assert not [name for name, _ in imports(module, path) if name.startswith("topoctl")], module
+        else:
+            assert layer_of(module) is not None, f"{module} is in no layer of .importlinter"
+
+
+@pytest.mark.parametrize("module", sorted(set(product_modules()) - NAMESPACES))
+def test_each_module_docstring_names_its_layer(module):
+    with open(product_modules()[module], encoding="utf-8") as handle:
+        docstring = ast.get_docstring(ast.parse(handle.read())) or ""
+    said = re.findall(r"^Layer: ([a-zA-Z ]+?)(?: \(|\.|$)", docstring, re.M)
+    assert said == [layer_of(module)], f"{module}: docstring says {said}, .importlinter says {layer_of(module)}"
+
+
+def _function_import_list() -> tuple[list[str], dict[tuple[str, str], int]]:
+    reasons: list[str] = []
+    debt: dict[tuple[str, str], int] = {}
+    with open(os.path.join(ROOT, "tests", "data", "function_imports.txt"), encoding="utf-8") as handle:
+        for line in handle:
+            if line.startswith("reason "):
+                module, _, why = line[len("reason "):].partition(":")
+                assert why.strip(), line
+                reasons.append(module.strip())
+            elif line.startswith("debt "):
+                importer, _, rest = line[len("debt "):].partition(":")
+                module, count = rest.split()
+                debt[(importer.strip(), module)] = int(count)
+    return reasons, debt
+
+
+def test_imports_inside_functions_have_a_reason_or_are_listed_debt():
+    reasons, debt = _function_import_list()
+    actual = function_imports()
+    unlisted = {key: count for key, count in actual.items()
+                if not any(key[1] == prefix or key[1].startswith(prefix + ".") for prefix in reasons)}
+    assert unlisted == debt, ("tests/data/function_imports.txt is not what the code does: a new import inside "
+                              "a function needs a start-up reason; a moved one leaves the debt list",
+                              {k: (v, debt.get(k)) for k, v in unlisted.items() if debt.get(k) != v},
+                              {k: v for k, v in debt.items() if k not in unlisted})
