@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+MIB = 1024 ** 2
+
 
 def gpu_bandwidth(name: str | None) -> tuple[float, str] | None:
     """(memory bandwidth in bytes/s, source) for an NVML GPU name; None when the GPU table has no number."""
@@ -28,7 +30,9 @@ def target_gpu(snapshot: dict[str, Any]) -> dict[str, Any]:
     name = first.get("name")
     memory = first.get("memory_total_bytes")
     memory_source = "snapshot gpus[0].memory_total_bytes"
-    if not isinstance(memory, (int, float)) or isinstance(memory, bool) or memory <= 0:
+    if not isinstance(memory, (int, float)) or isinstance(memory, bool) or memory < MIB:
+        # Below 1 MiB is no GPU's memory but a broken reading (SGLang works in whole MiB: 0 MiB would divide
+        # by zero in the memory model): the datasheet's figure, as for no reading at all.
         model = gpus.lookup(name) if name else None
         memory = model.memory_bytes if model else None
         memory_source = f"topoctl/data/gpus.yaml {model.key}" if model and memory else "unknown"

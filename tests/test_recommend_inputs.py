@@ -185,3 +185,23 @@ def test_same_rules_path_twice_is_read_once(cli, tmp_path):
     assert out.count("site-once") == 1
     code, _, err = cli(["recommend", *RTX, *argv])
     assert code == 0, err
+
+
+@pytest.mark.parametrize("memory", [1, 1000, 1024 ** 2 - 1])
+def test_a_gpu_memory_reading_under_one_mib_is_no_reading(cli, tmp_path, memory):
+    """Found by tests/test_commands_over_schema_snapshots.py: memory_total_bytes below 1 MiB (schema-valid, a
+    broken reading) was 0 MiB to SGLang's memory model and `recommend` died dividing by it (exit 70). Such a
+    reading counts as none: the datasheet's memory is used, as for a null."""
+    from topoctl.catalogue import system_snapshot
+
+    data = system_snapshot("h200-4x-nvswitch-vm")
+    for gpu in data["gpus"]:
+        gpu["memory_total_bytes"] = memory
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps(data))
+    code, out, err = cli(["recommend", "--topology", str(path), "--model", "llama-3.1-8b"])
+    assert code == 0, err
+    for gpu in data["gpus"]:
+        gpu["memory_total_bytes"] = None
+    path.write_text(json.dumps(data))
+    assert cli(["recommend", "--topology", str(path), "--model", "llama-3.1-8b"])[1] == out
