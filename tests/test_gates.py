@@ -1,6 +1,7 @@
 """The gates themselves: every property test draws the same examples on every run of the suite and of CI
 (tests/conftest.py's hypothesis profiles) and its example count follows the profile; the commit-msg hook
-(.pre-commit-config.yaml, scripts/check_commit_msg.py) holds commit subjects to 72 characters."""
+(.pre-commit-config.yaml, scripts/check_commit_msg.py) holds commit subjects to 72 characters;
+mypy checks against the oldest Python the package supports."""
 from __future__ import annotations
 
 import glob
@@ -85,3 +86,15 @@ def test_the_pre_commit_config_runs_the_subject_check_at_commit_msg():
     hooks = {hook["id"]: hook for repo in config["repos"] for hook in repo["hooks"]}
     hook = hooks["commit-subject-length"]
     assert hook["stages"] == ["commit-msg"] and hook["entry"] == "python scripts/check_commit_msg.py"
+
+
+def test_mypy_checks_against_the_oldest_python_the_package_supports():
+    """mypy's python_version is python_requires' floor: code that needs a newer Python fails the gate, and
+    widening the supported Pythons upwards (classifiers) leaves the floor where it is."""
+    import configparser
+
+    config = configparser.ConfigParser()
+    config.read(os.path.join(ROOT, "setup.cfg"), encoding="utf-8")
+    floor = re.fullmatch(r">=\s*(3\.\d+)", config["options"]["python_requires"].strip())
+    assert floor, config["options"]["python_requires"]
+    assert config["mypy"]["python_version"].strip() == floor.group(1)
