@@ -19,97 +19,130 @@ from topoctl.sglang import spelling as table
 NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 BARE_FORBIDDEN = set("$`;|&<>()\\\"'*?[]{}!~")
 ARGS_KEY = "SGLANG_ARGS"
+_ASSIGNMENT_RE = re.compile(r"(export[ \t]+)?([A-Za-z_][A-Za-z0-9_]*)=")
+_ENV_HINT = "launch.env lines are NAME='value' (sh quoting, no expansions or commands)"
 
 
 def parse_env_text(text: str, origin: str) -> list[tuple[int, str, str]]:
     """(line number, NAME, value) for each assignment; TopoctlError (exit 2) on anything else."""
-    out: list[tuple[int, str, str]] = []
     if text.startswith("\ufeff"):  # a UTF-8 byte-order mark some editors write: not part of the first line
         text = text[1:]
-    position, line, length = 0, 1, len(text)
+    reader = _EnvReader(text, origin)
+    out: list[tuple[int, str, str]] = []
+    while not reader.at_end():
+        if not reader.skip_blank_or_comment():
+            out.append(reader.assignment())
+    return out
 
-    def fail(at_line: int, why: str) -> NoReturn:
-        raise TopoctlError(f"{origin}:{at_line}: {why}",
-                           hint="launch.env lines are NAME='value' (sh quoting, no expansions or commands)")
 
-    while position < length:
-        # Skip blank space and whole-line comments.
-        char = text[position]
+class _EnvReader:
+    """One pass over launch.env text, in the stages of a line: blanks and comments, `[export ]NAME=`, the
+    value's words (quoted or bare), then what may follow the value. Errors name the line they are on."""
+
+    def __init__(self, text: str, origin: str) -> None:
+        self.text, self.origin = text, origin
+        self.position, self.line, self.length = 0, 1, len(text)
+
+    def fail(self, at_line: int, why: str) -> NoReturn:
+        raise TopoctlError(f"{self.origin}:{at_line}: {why}", hint=_ENV_HINT)
+
+    def at_end(self) -> bool:
+        return self.position >= self.length
+
+    def _skip_to_end_of_line(self) -> None:
+        end = self.text.find("\n", self.position)
+        self.position = self.length if end < 0 else end
+
+    def skip_blank_or_comment(self) -> bool:
+        """Step over one newline, blank or whole-line comment; False when an assignment starts here."""
+        char = self.text[self.position]
         if char == "\n":
-            line += 1
-            position += 1
-            continue
-        if char in " \t\r":
-            position += 1
-            continue
-        if char == "#":
-            end = text.find("\n", position)
-            position = length if end < 0 else end
-            continue
-        start_line = line
-        match = re.compile(r"(export[ \t]+)?([A-Za-z_][A-Za-z0-9_]*)=").match(text, position)
+            self.line += 1
+            self.position += 1
+        elif char in " \t\r":
+            self.position += 1
+        elif char == "#":
+            self._skip_to_end_of_line()
+        else:
+            return False
+        return True
+
+    def assignment(self) -> tuple[int, str, str]:
+        start_line = self.line
+        match = _ASSIGNMENT_RE.match(self.text, self.position)
         if not match:
-            bad = text[position:text.find("\n", position) if "\n" in text[position:] else length]
-            fail(start_line, f"not a NAME=VALUE assignment: {bad.strip()[:60]!r}")
-        name = match.group(2)
-        position = match.end()
+            rest = self.text[self.position:]
+            bad = rest[:rest.find("\n")] if "\n" in rest else rest
+            self.fail(start_line, f"not a NAME=VALUE assignment: {bad.strip()[:60]!r}")
+        self.position = match.end()
+        value = self._value(start_line)
+        self._end_of_value()
+        return start_line, match.group(2), value
+
+    def _value(self, start_line: int) -> str:
         value: list[str] = []
-        while position < length and text[position] not in " \t\n#":
-            char = text[position]
+        while not self.at_end() and self.text[self.position] not in " \t\n#":
+            char = self.text[self.position]
             if char == "'":
-                end = text.find("'", position + 1)
-                if end < 0:
-                    fail(start_line, "unterminated single quote")
-                chunk = text[position + 1:end]
-                line += chunk.count("\n")
-                value.append(chunk)
-                position = end + 1
+                value.append(self._single_quoted(start_line))
             elif char == '"':
-                position += 1
-                while True:
-                    if position >= length:
-                        fail(start_line, "unterminated double quote")
-                    char = text[position]
-                    if char == '"':
-                        position += 1
-                        break
-                    if char in "$`":
-                        fail(line, f"{char!r} inside double quotes would be expanded by the shell; use single quotes")
-                    if char == "\\":
-                        following = text[position + 1:position + 2]
-                        if following in ('"', "\\", "$", "`"):
-                            value.append(following)
-                            position += 2
-                            continue
-                        if following == "\n":
-                            line += 1
-                            position += 2
-                            continue
-                    if char == "\n":
-                        line += 1
-                    value.append(char)
-                    position += 1
+                self._double_quoted(start_line, value)
             elif char == "\\":
-                following = text[position + 1:position + 2]
-                if following == "\n" or following == "":
-                    fail(line, "line continuation is not supported in launch.env")
+                following = self.text[self.position + 1:self.position + 2]
+                if following in ("\n", ""):
+                    self.fail(self.line, "line continuation is not supported in launch.env")
                 value.append(following)
-                position += 2
+                self.position += 2
             elif char in BARE_FORBIDDEN:
-                fail(line, f"unquoted {char!r}: the shell would interpret it; quote the value with single quotes")
+                self.fail(self.line, f"unquoted {char!r}: the shell would interpret it; quote the value with single quotes")
             else:
                 value.append(char)
-                position += 1
-        # After the value: only blanks and an optional comment may follow on the line.
-        while position < length and text[position] in " \t\r":
-            position += 1
-        if position < length and text[position] not in "\n#":
-            fail(line, "more than one word after '=' (a shell would run it as a command); quote the value")
-        if position < length and text[position] == "#":
-            end = text.find("\n", position)
-            position = length if end < 0 else end
-        out.append((start_line, name, "".join(value)))
-    return out
+                self.position += 1
+        return "".join(value)
+
+    def _single_quoted(self, start_line: int) -> str:
+        end = self.text.find("'", self.position + 1)
+        if end < 0:
+            self.fail(start_line, "unterminated single quote")
+        chunk = self.text[self.position + 1:end]
+        self.line += chunk.count("\n")
+        self.position = end + 1
+        return chunk
+
+    def _double_quoted(self, start_line: int, value: list[str]) -> None:
+        """The characters of "...", as sh reads them without expansions: $ and backticks are refused."""
+        self.position += 1
+        while True:
+            if self.at_end():
+                self.fail(start_line, "unterminated double quote")
+            char = self.text[self.position]
+            if char == '"':
+                self.position += 1
+                return
+            if char in "$`":
+                self.fail(self.line, f"{char!r} inside double quotes would be expanded by the shell; use single quotes")
+            following = self.text[self.position + 1:self.position + 2]
+            if char == "\\" and following in ('"', "\\", "$", "`"):
+                value.append(following)
+                self.position += 2
+                continue
+            if char == "\\" and following == "\n":
+                self.line += 1
+                self.position += 2
+                continue
+            if char == "\n":
+                self.line += 1
+            value.append(char)
+            self.position += 1
+
+    def _end_of_value(self) -> None:
+        """After the value: only blanks and an optional comment may follow on the line."""
+        while not self.at_end() and self.text[self.position] in " \t\r":
+            self.position += 1
+        if not self.at_end() and self.text[self.position] not in "\n#":
+            self.fail(self.line, "more than one word after '=' (a shell would run it as a command); quote the value")
+        if not self.at_end() and self.text[self.position] == "#":
+            self._skip_to_end_of_line()
 
 
 def read_env_file(path: str) -> tuple[str, list[tuple[int, str, str]]]:
@@ -253,121 +286,161 @@ def parse_args(tokens: list[str], flags: Any, parsed: ParsedLaunch | None = None
     given after them overriding one is SGLang's precedence, not a repeated flag)."""
     parsed = parsed or ParsedLaunch()
     parsed.flags = flags
-    reverse = table.reverse_map()
-    position = 0
-    seen: dict[str, str] = {}  # primary flag -> how it was first written
-    seen_in_config: set[str] = set()
-    stray: list[str] = []
-    stray_where = ""
-    default_where = where
-    while position < len(tokens):
-        token = tokens[position]
-        where = where_of[position] if where_of and position < len(where_of) and where_of[position] else default_where
-        in_config = bool(from_config and position in from_config)
-        position += 1
-        if token == "--":  # argparse: everything after `--` is positional, and SGLang takes no positionals
-            stray.extend(tokens[position:])
-            stray_where = stray_where or where
-            break
-        resolution = flags.resolve(token)
-        if resolution.kind == "positional":
-            stray.append(token)
-            stray_where = stray_where or where
-            continue
-        name = token.split("=", 1)[0]
-        if resolution.kind == "ambiguous":
-            choices = ", ".join(resolution.candidates)
-            parsed.problems.append(Problem(
-                "ambiguous-flag", "block",
-                f"{name}: ambiguous option for SGLang {flags.version} (could match {choices}); the server will not start",
-                f"write the full flag name{_did_you_mean(flags, name)}", where))
-            # argparse stops here; to report the rest sensibly, let the ambiguous flag take the values its
-            # candidates would all take (`--cuda-graph-max-bs 128` is one mistake, not two).
-            arities = {_takes_values(flags.get(candidate) or {}) for candidate in resolution.candidates}
-            if "=" not in token and arities and 0 not in arities:
-                while position < len(tokens) and not _is_option(flags, tokens[position]) and tokens[position] != "--":
-                    position += 1
-                    if arities <= {None, "?"}:
-                        break
-            continue
-        if not resolution.ok or resolution.flag == "--help":
-            parsed.problems.append(Problem(
-                "unknown-flag", "block",
-                f"{name}: SGLang {flags.version} does not accept this flag; the server will not start",
-                f"remove it{_did_you_mean(flags, name)}", where))
-            continue
-        canonical = resolution.option or resolution.flag
-        info = flags.get(canonical) or {}
-        nargs = _takes_values(info)
-        explicit = resolution.value
-        values: list[str] = []
-        if nargs == 0:
-            if explicit is not None:
-                parsed.problems.append(Problem(
-                    "unexpected-value", "block",
-                    f"{token}: {resolution.option} takes no value (argparse: ignored explicit argument {explicit!r}); "
-                    "the server will not start", f"write {resolution.option} alone", where))
-                continue
-        elif explicit is not None:
-            values = [explicit]
-        else:
-            wanted_min = 1 if nargs in (None, "+") else (0 if nargs in ("?", "*") else int(nargs))
-            wanted_max = 1 if nargs in (None, "?") else (10 ** 9 if nargs in ("*", "+") else int(nargs))
-            while position < len(tokens) and len(values) < wanted_max and not _is_option(flags, tokens[position]) \
-                    and tokens[position] != "--":
-                values.append(tokens[position])
-                position += 1
-            if len(values) < wanted_min:
-                expected = "one argument" if nargs is None else ("at least one argument" if nargs == "+"
-                                                                 else f"{nargs} arguments")
-                parsed.problems.append(Problem("missing-value", "block",
-                                               f"{name}: expects a value (argparse: expected {expected})",
-                                               "give it one", where))
-                continue
-        bad = next((p for p in (_check_value(flags, name, info, v, where) for v in values) if p), None)
-        if bad is not None:
-            parsed.problems.append(bad)
-            if bad.severity == "block":
-                continue
-        primary = resolution.flag or canonical
-        written_now = name + ("" if not values else " " + " ".join(values))
-        if primary in seen and primary not in seen_in_config:
-            parsed.problems.append(Problem(
-                "repeated-flag", "warn",
-                f"{primary} given more than once ({seen[primary]}, then {written_now}); argparse keeps the last",
-                "give each flag once", where))
-        seen[primary] = written_now
-        if in_config:
-            seen_in_config.add(primary)
-        else:
-            seen_in_config.discard(primary)
-        if info.get("deprecated"):
-            instead = flags.replacement(canonical)
-            fails = bool((info.get("deprecation") or {}).get("fails_launch"))
-            parsed.problems.append(Problem(
-                "deprecated-flag", "block" if fails else "warn",
-                f"{name}: deprecated in SGLang {flags.version}" + ("; the server will not start" if fails else ""),
-                f"use {instead}" if instead else "use its current name", where))
-        value = " ".join(values) if values else None
-        entry = reverse.get(canonical) or _alias_entry(info, reverse)
-        if entry is None:
-            continue
-        setting, role, meaning = entry
-        if role == "enable":
-            parsed.settings[setting] = True if meaning is None else str(value).lower() not in table.FALSE_WORDS
-        elif role == "disable":
-            parsed.settings[setting] = False
-        else:
-            parsed.settings[setting] = table.parse_value(setting, value if value is not None else "")
-        parsed.written[setting] = f"{name}" + (f" {value}" if value is not None else "") + (f" ({where})" if where else "")
-    if stray:
-        parsed.problems.append(Problem(
-            "unrecognized-arguments", "block",
-            f"unrecognized arguments: {' '.join(stray)} (SGLang takes no positional arguments); the server will not start",
-            "remove them, or give them to the flag they belong to (a switch such as --disable-custom-all-reduce "
-            "takes no value)", stray_where or default_where))
+    reader = _ArgsReader(tokens, flags, parsed, where, where_of, from_config or set())
+    while reader.position < len(tokens) and reader.read_next():
+        pass
+    reader.report_stray()
     parsed.args.extend(tokens)
     return parsed
+
+
+class _ArgsReader:
+    """One pass of argparse over a launch's words, in its stages for each option: resolve the name (a
+    positional, an ambiguous prefix, an unknown flag), take its values by nargs, check them, note a repeat or a
+    deprecation, then set the logical setting. Problems go to `parsed`; the reader goes on as far as it can."""
+
+    def __init__(self, tokens: list[str], flags: Any, parsed: ParsedLaunch, where: str,
+                 where_of: list[str] | None, from_config: set[int]) -> None:
+        self.tokens, self.flags, self.parsed = tokens, flags, parsed
+        self.default_where, self.where_of, self.from_config = where, where_of or [], from_config
+        self.reverse = table.reverse_map()
+        self.position = 0
+        self.seen: dict[str, str] = {}  # primary flag -> how it was first written
+        self.seen_in_config: set[str] = set()
+        self.stray: list[str] = []
+        self.stray_where = ""
+
+    def _problem(self, code: str, severity: str, message: str, remediation: str, where: str) -> None:
+        self.parsed.problems.append(Problem(code, severity, message, remediation, where))
+
+    def _where(self, at: int) -> str:
+        return self.where_of[at] if at < len(self.where_of) and self.where_of[at] else self.default_where
+
+    def _more_values(self) -> bool:
+        """Whether the next word is a value (argparse's 'A'), not an option or `--`."""
+        return self.position < len(self.tokens) and not _is_option(self.flags, self.tokens[self.position]) \
+            and self.tokens[self.position] != "--"
+
+    def read_next(self) -> bool:
+        """Read one option with its values (or one stray word); False once `--` ends the options."""
+        token, where = self.tokens[self.position], self._where(self.position)
+        in_config = self.position in self.from_config
+        self.position += 1
+        if token == "--":  # argparse: everything after `--` is positional, and SGLang takes no positionals
+            self.stray.extend(self.tokens[self.position:])
+            self.stray_where = self.stray_where or where
+            return False
+        resolution = self.flags.resolve(token)
+        name = token.split("=", 1)[0]
+        if resolution.kind == "positional":
+            self.stray.append(token)
+            self.stray_where = self.stray_where or where
+        elif resolution.kind == "ambiguous":
+            self._ambiguous(resolution, token, name, where)
+        elif not resolution.ok or resolution.flag == "--help":
+            self._problem("unknown-flag", "block",
+                          f"{name}: SGLang {self.flags.version} does not accept this flag; the server will not start",
+                          f"remove it{_did_you_mean(self.flags, name)}", where)
+        else:
+            self._option(resolution, token, name, where, in_config)
+        return True
+
+    def _ambiguous(self, resolution: Any, token: str, name: str, where: str) -> None:
+        choices = ", ".join(resolution.candidates)
+        self._problem("ambiguous-flag", "block",
+                      f"{name}: ambiguous option for SGLang {self.flags.version} (could match {choices}); "
+                      "the server will not start", f"write the full flag name{_did_you_mean(self.flags, name)}", where)
+        # argparse stops here; to report the rest sensibly, let the ambiguous flag take the values its
+        # candidates would all take (`--cuda-graph-max-bs 128` is one mistake, not two).
+        arities = {_takes_values(self.flags.get(candidate) or {}) for candidate in resolution.candidates}
+        if "=" not in token and arities and 0 not in arities:
+            while self._more_values():
+                self.position += 1
+                if arities <= {None, "?"}:
+                    break
+
+    def _option(self, resolution: Any, token: str, name: str, where: str, in_config: bool) -> None:
+        canonical = resolution.option or resolution.flag
+        info = self.flags.get(canonical) or {}
+        values = self._values(resolution, token, name, info, where)
+        if values is None:
+            return
+        bad = next((p for p in (_check_value(self.flags, name, info, v, where) for v in values) if p), None)
+        if bad is not None:
+            self.parsed.problems.append(bad)
+            if bad.severity == "block":
+                return
+        self._note_repeat(resolution.flag or canonical, name, values, where, in_config)
+        if info.get("deprecated"):
+            instead = self.flags.replacement(canonical)
+            fails = bool((info.get("deprecation") or {}).get("fails_launch"))
+            self._problem("deprecated-flag", "block" if fails else "warn",
+                          f"{name}: deprecated in SGLang {self.flags.version}"
+                          + ("; the server will not start" if fails else ""),
+                          f"use {instead}" if instead else "use its current name", where)
+        self._set(canonical, info, name, " ".join(values) if values else None, where)
+
+    def _values(self, resolution: Any, token: str, name: str, info: dict[str, Any], where: str) -> list[str] | None:
+        """The option's values as argparse takes them (its nargs); None when argparse would refuse them."""
+        nargs = _takes_values(info)
+        explicit = resolution.value
+        if nargs == 0:
+            if explicit is None:
+                return []
+            self._problem("unexpected-value", "block",
+                          f"{token}: {resolution.option} takes no value (argparse: ignored explicit argument "
+                          f"{explicit!r}); the server will not start", f"write {resolution.option} alone", where)
+            return None
+        if explicit is not None:
+            return [explicit]
+        wanted_min = 1 if nargs in (None, "+") else (0 if nargs in ("?", "*") else int(nargs))
+        wanted_max = 1 if nargs in (None, "?") else (10 ** 9 if nargs in ("*", "+") else int(nargs))
+        values: list[str] = []
+        while len(values) < wanted_max and self._more_values():
+            values.append(self.tokens[self.position])
+            self.position += 1
+        if len(values) >= wanted_min:
+            return values
+        expected = "one argument" if nargs is None else ("at least one argument" if nargs == "+" else f"{nargs} arguments")
+        self._problem("missing-value", "block", f"{name}: expects a value (argparse: expected {expected})",
+                      "give it one", where)
+        return None
+
+    def _note_repeat(self, primary: str, name: str, values: list[str], where: str, in_config: bool) -> None:
+        """A flag given twice warns (argparse keeps the last), unless a --config file gave the first."""
+        written_now = name + ("" if not values else " " + " ".join(values))
+        if primary in self.seen and primary not in self.seen_in_config:
+            self._problem("repeated-flag", "warn",
+                          f"{primary} given more than once ({self.seen[primary]}, then {written_now}); "
+                          "argparse keeps the last", "give each flag once", where)
+        self.seen[primary] = written_now
+        if in_config:
+            self.seen_in_config.add(primary)
+        else:
+            self.seen_in_config.discard(primary)
+
+    def _set(self, canonical: str, info: dict[str, Any], name: str, value: str | None, where: str) -> None:
+        entry = self.reverse.get(canonical) or _alias_entry(info, self.reverse)
+        if entry is None:
+            return
+        setting, role, meaning = entry
+        if role == "enable":
+            self.parsed.settings[setting] = True if meaning is None else str(value).lower() not in table.FALSE_WORDS
+        elif role == "disable":
+            self.parsed.settings[setting] = False
+        else:
+            self.parsed.settings[setting] = table.parse_value(setting, value if value is not None else "")
+        self.parsed.written[setting] = f"{name}" + (f" {value}" if value is not None else "") \
+            + (f" ({where})" if where else "")
+
+    def report_stray(self) -> None:
+        if self.stray:
+            self._problem(
+                "unrecognized-arguments", "block",
+                f"unrecognized arguments: {' '.join(self.stray)} (SGLang takes no positional arguments); "
+                "the server will not start",
+                "remove them, or give them to the flag they belong to (a switch such as --disable-custom-all-reduce "
+                "takes no value)", self.stray_where or self.default_where)
 
 
 def _alias_entry(info: dict[str, Any], reverse: dict[str, tuple[str, str, Any]]) -> tuple[str, str, Any] | None:
