@@ -106,17 +106,27 @@ def _spec_options(speculative: str | None, forced: bool) -> list[str | None]:
     return [speculative] if forced else [None, speculative]
 
 
+@dataclass(frozen=True)
+class Layout:
+    """The parallel layout one judge's launches share: sizes, and the GPUs in rank order (the placement),
+    which is what the rules' pair quantifiers judge."""
+
+    tp: int
+    ep: int
+    dp: int = 1
+    gpus: tuple[int, ...] = ()
+
+
 class _Judge:
     """Evaluates the rules for one launch after another, sharing the snapshot's facts and every finding."""
 
-    def __init__(self, ruleset: Any, snapshot: dict[str, Any], model: dict[str, Any] | None, tp: int, ep: int,
-                 version: str | None, dp: int = 1, gpus: tuple[int, ...] = (),
-                 facts_cache: dict[str, Any] | None = None):
+    def __init__(self, ruleset: Any, snapshot: dict[str, Any], model: dict[str, Any] | None, layout: Layout,
+                 version: str | None, facts_cache: dict[str, Any] | None = None):
         import topoctl.rules as rules_api
 
         self.rules_api, self.ruleset, self.snapshot = rules_api, ruleset, snapshot
-        self.model, self.tp, self.ep, self.version, self.dp = model, tp, ep, version, dp
-        self.gpus = gpus  # the launch's GPUs in rank order (placement): what the rules' pair quantifiers judge
+        self.model, self.version = model, version
+        self.tp, self.ep, self.dp, self.gpus = layout.tp, layout.ep, layout.dp, layout.gpus
         # facts of the snapshot alone, read once for every evaluation (and shared by every TP option's judge)
         self.facts_cache: dict[str, Any] = {} if facts_cache is None else facts_cache
         self.findings_by_id: dict[str, Any] = {}
@@ -433,7 +443,7 @@ def _judge_options(snapshot: dict[str, Any], model: dict[str, Any] | None, plan:
         # the GPUs of this option (each replica's TP group with DP > 1): what the rules judge and render writes
         placement = pool.placements[(tp, dp)] = place(snapshot, tp, dp, plan.visible, views)
         base_launch = _base_launch(tp, dp, plan.ep, req)
-        judge = _Judge(plan.ruleset, snapshot, model, tp, plan.ep, plan.rules_version, dp, placement.gpus,
+        judge = _Judge(plan.ruleset, snapshot, model, Layout(tp, plan.ep, dp, placement.gpus), plan.rules_version,
                        facts_cache)
         for spec in spec_options:
             judge.report(spec, base_launch)
@@ -510,14 +520,13 @@ def _result(snapshot: dict[str, Any], model: dict[str, Any] | None, flags: Any, 
 
 
 def search(snapshot: dict[str, Any], model: dict[str, Any] | None, flags: Any, target_version: str | None,
-           speculative: str | None = None, draft_model: str | None = None, force_speculative: bool = False,
-           tp_size: int | None = None, ep_size: int | None = None, ruleset: Any = None,
-           request: Request | None = None) -> Result:
+           request: Request | None = None, ruleset: Any = None) -> Result:
     """Run the stages in order: plan the options, judge every candidate, settle those that do not load,
-    price and rank the rest, and keep the result."""
+    price and rank the rest, and keep the result. What the user asked for beyond the machine and the model
+    comes in one Request (the default: nothing asked)."""
     from topoctl.autoconf.gpu_specs import target_gpu
 
-    req = request or Request(speculative, draft_model, force_speculative, tp_size, ep_size)
+    req = request or Request()
     plan = _plan(snapshot, model, flags, target_version, req, ruleset)
     gpu = target_gpu(snapshot)
     allreduces = allreduces_per_forward(model, plan.notes)

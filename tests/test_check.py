@@ -95,7 +95,7 @@ def test_recommended_launch_env_of_every_system_passes(name, version, tmp_path, 
 def _blocked_launches():
     """(system, version, command tokens, the rule ids that block it) for every alternative recommend drops."""
     from topoctl.autoconf import models
-    from topoctl.autoconf.search import search
+    from topoctl.autoconf.search import Request, search
     from topoctl.catalogue import system_snapshot
     from topoctl.commands.recommend import flag_set_for
     from topoctl.rules import load_rules
@@ -108,10 +108,10 @@ def _blocked_launches():
         for version in ("0.5.12", "0.5.23"):
             flags = flag_set_for(version)
             try:
-                result = search(snapshot, models.profile("kimi-k2.5"), flags, version, speculative="eagle3",
-                                draft_model="/d", ruleset=ruleset)
+                result = search(snapshot, models.profile("kimi-k2.5"), flags, version, Request("eagle3", "/d"),
+                                ruleset=ruleset)
             except TopoctlError:  # Kimi-K2.5 does not load here: the rules' blocks, without the memory model
-                result = search(snapshot, None, flags, version, speculative="eagle3", draft_model="/d", ruleset=ruleset)
+                result = search(snapshot, None, flags, version, Request("eagle3", "/d"), ruleset=ruleset)
             seen = set()
             for cand in result.blocked:
                 rendered = table.render(cand.launch, flags, set(cand.launch), version)
