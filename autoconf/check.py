@@ -470,39 +470,22 @@ def _too_few(items: list[Item], tp: int, dp: int, positions: list[int], availabl
 
 def _raw_flag(parsed: ParsedLaunch, dest: str) -> bool:
     """Whether a switch topoctl has no logical setting for (--enable-dp-attention) is given."""
-    flags = parsed.flags
-    if flags is None:
-        return False
-    for token in parsed.args:
-        resolution = flags.resolve(token) if token.startswith("-") else None
-        if resolution is not None and getattr(resolution, "ok", False) \
-                and (flags.get(resolution.option or resolution.flag) or {}).get("dest") == dest:
-            return True
-    return False
+    from topoctl.autoconf.nodes import given_flags
+
+    return any(True for _ in given_flags(parsed, dest))
 
 
 def _raw_int(parsed: ParsedLaunch, dest: str | tuple[str, ...], default: int) -> int:
     """An int flag topoctl has no logical setting for (--base-gpu-id, --gpu-id-step), read from the launch's
-    arguments with the version's flag data; the last one given counts, as in argparse."""
-    flags, args = parsed.flags, parsed.args
-    value = default
-    if flags is None:
-        return value
-    for index, token in enumerate(args):
-        if not token.startswith("-"):
-            continue
-        resolution = flags.resolve(token)
-        if not getattr(resolution, "ok", False):
-            continue
-        info = flags.get(resolution.option or resolution.flag) or {}
-        if info.get("dest") not in ((dest,) if isinstance(dest, str) else dest):
-            continue
-        text = resolution.value if resolution.value is not None else (args[index + 1] if index + 1 < len(args) else "")
-        try:
-            value = int(text)
-        except (TypeError, ValueError):
-            pass  # argparse refuses it: already a blocking flag problem
-    return value
+    arguments with the version's flag data; the last one given counts, as in argparse (one argparse refuses is
+    already a blocking flag problem: the default stands for it)."""
+    from topoctl.autoconf.nodes import written_value
+
+    text, _ = written_value(parsed, dest)
+    try:
+        return int(text) if text is not None else default
+    except ValueError:
+        return default
 
 
 def _visible_count(parsed: ParsedLaunch, snapshot: dict[str, Any], gpu_count: int) -> int:

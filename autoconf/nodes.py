@@ -14,7 +14,7 @@ Layer: judge (docs/architecture.md, "Layers").
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterator
 
 from topoctl.errors import one_line
 
@@ -30,23 +30,30 @@ class NodeSpan:
     assumed: bool = False  # the count is an assumption: a size that does not fit is not a block
 
 
-def written_value(parsed: Any, dest: str) -> tuple[str | None, str]:
-    """The value of a flag as written in the launch's arguments (the last one counts), and where."""
+def given_flags(parsed: Any, dest: str | tuple[str, ...]) -> Iterator[tuple[str | None, int]]:
+    """Each flag of the launch's arguments whose argparse dest is `dest` (one of them, for a tuple), read with
+    the version's flag data as argparse reads it (abbreviations, --flag=value): (its value as written or None
+    for a switch at the end of the line, the index of the flag)."""
     flags, args = getattr(parsed, "flags", None), list(getattr(parsed, "args", []) or [])
-    value: str | None = None
+    wanted = (dest,) if isinstance(dest, str) else dest
     if flags is None:
-        return None, ""
+        return
     for index, token in enumerate(args):
         if not token.startswith("-"):
             continue
         resolution = flags.resolve(token)
         if not getattr(resolution, "ok", False):
             continue
-        if (flags.get(resolution.option or resolution.flag) or {}).get("dest") != dest:
+        if (flags.get(resolution.option or resolution.flag) or {}).get("dest") not in wanted:
             continue
-        value = resolution.value if resolution.value is not None else (args[index + 1] if index + 1 < len(args)
-                                                                       else None)
-    return value, str(getattr(parsed, "where", "") or "")
+        yield (resolution.value if resolution.value is not None else
+               (args[index + 1] if index + 1 < len(args) else None)), index
+
+
+def written_value(parsed: Any, dest: str | tuple[str, ...]) -> tuple[str | None, str]:
+    """The value of a flag as written in the launch's arguments (the last one counts), and where."""
+    given = [value for value, _ in given_flags(parsed, dest)]
+    return (given[-1] if given else None), str(getattr(parsed, "where", "") or "")
 
 
 def _outside(parsed: Any) -> Any:

@@ -15,7 +15,7 @@ import re
 import shutil
 import subprocess
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterator
 
 _ACTION = re.compile(r"\{\{-?\s*(.*?)\s*-?\}\}")
 _CONTROL = re.compile(r"^\s*\{\{-?\s*(if|else if|else|end|range|with|define)\b(.*?)-?\}\}\s*$")
@@ -179,32 +179,32 @@ class _Renderer:
         self.lines.append(number)
 
 
-def _block_end(lines: list[str], start: int) -> int:
+_OPENS = ("if", "range", "with", "define")
+
+
+def _controls(lines: list[str]) -> Iterator[tuple[int, str, int]]:
+    """(index, action word, nesting depth after it) of each control action (if, range, with, define, else,
+    end) in `lines`: where a block ends and where its else stands are read from the one count."""
     depth = 0
-    for index in range(start, len(lines)):
-        control = _CONTROL.match(lines[index])
+    for index, text in enumerate(lines):
+        control = _CONTROL.match(text)
         if control is None:
             continue
-        if control.group(1) in ("if", "range", "with", "define"):
-            depth += 1
-        elif control.group(1) == "end":
-            depth -= 1
-            if depth == 0:
-                return index
+        word = control.group(1)
+        depth += 1 if word in _OPENS else -1 if word == "end" else 0
+        yield index, word, depth
+
+
+def _block_end(lines: list[str], start: int) -> int:
+    for index, word, depth in _controls(lines[start:]):
+        if word == "end" and depth == 0:
+            return start + index
     return len(lines) - 1
 
 
 def _split_else(body: list[str], numbers: list[int]) -> tuple[list[str], list[str], list[int]]:
-    depth = 0
-    for index, text in enumerate(body):
-        control = _CONTROL.match(text)
-        if control is None:
-            continue
-        if control.group(1) in ("if", "range", "with", "define"):
-            depth += 1
-        elif control.group(1) == "end":
-            depth -= 1
-        elif control.group(1) == "else" and depth == 0:
+    for index, word, depth in _controls(body):
+        if word == "else" and depth == 0:
             return body[:index], body[index + 1:], numbers[index + 1:]
     return body, [], []
 

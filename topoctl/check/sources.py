@@ -210,17 +210,7 @@ def _shell_script(tokens: list[str]) -> int | None:
 # ----------------------------------------------------------------------------------------------- Kubernetes
 
 def _k8s_env(container: _Node, path: str) -> tuple[dict[str, str], dict[str, str]]:
-    env: dict[str, str] = {}
-    where: dict[str, str] = {}
-    node = container.get("env")
-    for item in (node.children if node is not None and isinstance(node.children, list) else []):
-        name, value = item.get("name"), item.get("value")
-        if name is None or value is None or value.value is None:
-            continue
-        text = value.value
-        env[str(name.value)] = "true" if text is True else "false" if text is False else str(text)
-        where[str(name.value)] = f"{path}:{name.line}"
-    return env, where
+    return _named_values(container.get("env"), path)
 
 
 def _k8s_gpus(container: _Node, path: str) -> GpuSet | None:
