@@ -30,7 +30,7 @@ def effect_items(effect: dict[str, Any], kind: str) -> list[tuple[str, Any]]:
 
 def agrees(setting: str, value: Any, launch: dict[str, Any], scoped: dict[str, Any] | None = None) -> bool:
     """Whether a launch runs with `value` for `setting` (a setting it leaves out, or `none`, is at its default:
-    `scoped`, what the rules say SGLang does by itself here, else rules/settings.yaml)."""
+    `scoped`, what the rules say SGLang does by itself here, else topoctl/sglang/data/settings.yaml)."""
     return equal(setting, launch.get(setting), value, scoped)
 
 

@@ -93,7 +93,7 @@ def violations(report: Report, launch: dict[str, Any] | None) -> list[Violation]
     """The forbid/require entries of the report's findings that `launch` breaks.
 
     A setting the launch does not name takes its default: first what a finding says SGLang does by
-    itself in its scope (effect.defaults), then rules/settings.yaml. Findings with status "unknown" are
+    itself in its scope (effect.defaults), then topoctl/sglang/data/settings.yaml. Findings with status "unknown" are
     included: undecided block rules block, conservatively. Every severity is returned; callers filter.
     """
     launch = launch if isinstance(launch, dict) else {}
@@ -135,7 +135,7 @@ def violations(report: Report, launch: dict[str, Any] | None) -> list[Violation]
 
 def launch_defaults(report: Report) -> dict[str, Any]:
     """What the report's findings say SGLang does by itself in their scope (effect.defaults): the defaults a
-    launch that leaves a setting out runs with, before rules/settings.yaml."""
+    launch that leaves a setting out runs with, before topoctl/sglang/data/settings.yaml."""
     scoped: dict[str, Any] = {}
     for finding in report.findings:
         scoped.update(finding.effect.get("defaults") or {})

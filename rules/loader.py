@@ -94,7 +94,7 @@ def builtin_rules() -> tuple[Rule, ...]:
 
     here = cache.package_dir(__package__)
     files = builtin_rule_files()
-    sources = files + [os.path.join(here, name) for name in ("settings.yaml", "loader.py", "model.py")]
+    sources = files + [launch_settings.SETTINGS_FILE] + [os.path.join(here, name) for name in ("loader.py", "model.py")]
     plain = cache.cached("rules", sources,
                          lambda: [_with_source(_rule_to_plain(rule), os.path.relpath(rule.source_file, here))
                                   for rule in _parse_builtin(files)],
@@ -138,8 +138,8 @@ def _site_code() -> list[str]:
     from topoctl import cache
 
     here = cache.package_dir(__package__)
-    return [os.path.join(here, name) for name in ("settings.yaml", "loader.py", "model.py", "conditions.py",
-                                                  "facts.py", os.path.join("schema", "rule.schema.json"))]
+    return [launch_settings.SETTINGS_FILE] + [os.path.join(here, name) for name in (
+        "loader.py", "model.py", "conditions.py", "facts.py", os.path.join("schema", "rule.schema.json"))]
 
 
 def site_rules(directory: str) -> SiteRules:

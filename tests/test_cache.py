@@ -14,6 +14,7 @@ from topoctl.autoconf import data_files
 from topoctl.rules import loader
 from topoctl.rules import settings as rule_settings
 from topoctl.sglang import flags, spelling
+from topoctl.sglang import settings as sglang_settings
 
 
 def _clear() -> None:
@@ -53,7 +54,7 @@ def _cold_parse() -> dict:
     files = loader.builtin_rule_files()
     here = os.path.dirname(data_files.__file__)
     return {"rules": [loader._rule_to_plain(rule) for rule in loader._parse_builtin(files)],
-            "settings": rule_settings._read_table(os.path.join(os.path.dirname(rule_settings.__file__), "settings.yaml")),
+            "settings": sglang_settings._read_table(sglang_settings.SETTINGS_FILE),
             "models": data_files.read_yaml(os.path.join(here, "data", "models.yaml")),
             "costs": data_files.read_yaml(os.path.join(here, "data", "costs.yaml")),
             "sglang_spelling": data_files.read_yaml(os.path.join(os.path.dirname(spelling.__file__), "data", "spelling.yaml"))}

@@ -1,4 +1,4 @@
-"""The launch settings are described once: what each one is (type, default) in rules/settings.yaml, how it is
+"""The launch settings are described once: what each one is (type, default) in topoctl/sglang/data/settings.yaml, how it is
 written for SGLang (flags, env, values) in topoctl/sglang/data/spelling.yaml. The two tables name the same settings."""
 from __future__ import annotations
 

@@ -28,7 +28,7 @@ EVIDENCE_LEVEL_RANK = {"measured": 3, "upstream-reported": 2, "modelled": 1}
 EVIDENCE_KINDS = ("throughput", "latency", "relative", "context")
 EVIDENCE_UNITS = {"throughput": ("tok/s",), "latency": ("us", "ms"), "relative": ("%", "x"), "context": None}
 
-# keys an evidence config may name besides the logical settings (rules/settings.yaml) and env:NAME:
+# keys an evidence config may name besides the logical settings (topoctl/sglang/data/settings.yaml) and env:NAME:
 EVIDENCE_PATH_KEY = "allreduce"  # the allreduce path (a name of allreduce_paths in topoctl/sglang/data/spelling.yaml)
 EVIDENCE_MODEL_KEY = "model"  # the model the number was measured with
 EVIDENCE_INTERCONNECT_KEY = "interconnect"  # one of INTERCONNECTS

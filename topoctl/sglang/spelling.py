@@ -14,8 +14,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from topoctl.autoconf.data_files import read_yaml
-from topoctl.rules import settings as launch_settings
+from topoctl.sglang import settings as launch_settings
 
 FALSE_WORDS = {"0", "false", "no", "off", "none", ""}
 
@@ -26,13 +25,13 @@ def table() -> dict[str, Any]:
     from topoctl import cache
 
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "spelling.yaml")
-    return cache.cached("sglang-spelling", [path, __file__], lambda: read_yaml(path))
+    return cache.cached("sglang-spelling", [path, __file__], lambda: launch_settings.read_yaml(path))
 
 
 @functools.lru_cache(maxsize=None)
 def specs() -> dict[str, dict[str, Any]]:
     """setting -> how it is written (data/spelling.yaml), plus `kind` and `default` from the one table of
-    what each setting is, rules/settings.yaml (so a setting's type and default are never written twice)."""
+    what each setting is, data/settings.yaml (so a setting's type and default are never written twice)."""
     out = {}
     for name, spec in table()["settings"].items():
         out[name] = dict(spec, kind=launch_settings.setting_type(name), default=launch_settings.default_of(name))
@@ -40,7 +39,7 @@ def specs() -> dict[str, dict[str, Any]]:
 
 
 def default(setting: str) -> Any:
-    """What SGLang does when a launch leaves the setting out (rules/settings.yaml); None for an unknown name."""
+    """What SGLang does when a launch leaves the setting out (data/settings.yaml); None for an unknown name."""
     return launch_settings.default_of(setting) if launch_settings.is_known_setting(setting) else None
 
 
