@@ -14,7 +14,8 @@ from architecture_imports import ROOT, function_imports, imports, product_module
 
 LAYER_NAMES = ["commands and CLI", "judge", "launch model and search", "deployment reading", "knowledge", "probe",
                "snapshot", "core types and data"]
-NAMESPACES = {"topoctl", "topoctl.autoconf", "topoctl.sglang"}  # packages split across layers: they import nothing
+# packages split across layers: they import nothing
+NAMESPACES = {"topoctl", "topoctl.autoconf", "topoctl.sglang", "topoctl.check"}
 
 
 def contract_layers() -> list[list[str]]:

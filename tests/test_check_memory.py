@@ -1,5 +1,5 @@
 """check runs recommend's memory fit (autoconf/memory.py) on the launch's model and settings
-(autoconf/check_memory.py): a launch that cannot load blocks, a KV cache below one request of its context warns."""
+(topoctl/check/judge_memory.py): a launch that cannot load blocks, a KV cache below one request of its context warns."""
 from __future__ import annotations
 
 import json

@@ -1,4 +1,4 @@
-"""Multi-node launches are judged per node (autoconf/nodes.py), against the target as one node's."""
+"""Multi-node launches are judged per node (topoctl/check/resolve_nodes.py), against the target as one node's."""
 from __future__ import annotations
 
 import json

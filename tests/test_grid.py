@@ -8,10 +8,10 @@ from __future__ import annotations
 import pytest
 
 from topoctl.autoconf import models
-from topoctl.autoconf.check import judge
 from topoctl.autoconf.render import render
 from topoctl.autoconf.search import Request, search, target_gpu_count
 from topoctl.catalogue import list_systems, system_snapshot
+from topoctl.check.judge import judge
 from topoctl.commands.recommend import flag_set_for
 from topoctl.errors import TopoctlError
 from topoctl.rules import load_rules

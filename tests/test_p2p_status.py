@@ -144,7 +144,7 @@ def test_check_expect_is_quiet_when_nothing_changed(tmp_path, capsys):
 
 
 def test_drift_names_the_pairs():
-    from topoctl.autoconf.check import drift
+    from topoctl.check.judge_drift import drift
 
     items = {item.id: item for item in drift(h200_2x(), with_read("U"))}
     assert set(items) == {"drift-p2p-unknown"}

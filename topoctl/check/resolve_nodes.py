@@ -1,5 +1,5 @@
-"""How many nodes a launch spans, and how many of its ranks each node runs: so that check judges a multi-node
-launch per node, against the target snapshot as one node's.
+"""The resolve stage of check, nodes: how many nodes a launch spans, and how many of its ranks each node runs,
+so that check judges a multi-node launch per node, against the target snapshot as one node's.
 
 SGLang places its ranks with `--nnodes` alone (nothing else tells the server it is one of several): each node
 runs `tp_size // max(nnodes // pp_size, 1)` TP ranks, on local GPUs base_gpu_id + tp_rank % tp_size_per_node
@@ -14,8 +14,9 @@ Layer: judge (docs/architecture.md, "Layers").
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
+from topoctl.check.parse import written_value
 from topoctl.errors import one_line
 
 
@@ -28,32 +29,6 @@ class NodeSpan:
     source: str = ""
     notes: list[tuple[str, str]] = field(default_factory=list)  # (message, where)
     assumed: bool = False  # the count is an assumption: a size that does not fit is not a block
-
-
-def given_flags(parsed: Any, dest: str | tuple[str, ...]) -> Iterator[tuple[str | None, int]]:
-    """Each flag of the launch's arguments whose argparse dest is `dest` (one of them, for a tuple), read with
-    the version's flag data as argparse reads it (abbreviations, --flag=value): (its value as written or None
-    for a switch at the end of the line, the index of the flag)."""
-    flags, args = getattr(parsed, "flags", None), list(getattr(parsed, "args", []) or [])
-    wanted = (dest,) if isinstance(dest, str) else dest
-    if flags is None:
-        return
-    for index, token in enumerate(args):
-        if not token.startswith("-"):
-            continue
-        resolution = flags.resolve(token)
-        if not getattr(resolution, "ok", False):
-            continue
-        if (flags.get(resolution.option or resolution.flag) or {}).get("dest") not in wanted:
-            continue
-        yield (resolution.value if resolution.value is not None else
-               (args[index + 1] if index + 1 < len(args) else None)), index
-
-
-def written_value(parsed: Any, dest: str | tuple[str, ...]) -> tuple[str | None, str]:
-    """The value of a flag as written in the launch's arguments (the last one counts), and where."""
-    given = [value for value, _ in given_flags(parsed, dest)]
-    return (given[-1] if given else None), str(getattr(parsed, "where", "") or "")
 
 
 def _outside(parsed: Any) -> Any:

@@ -15,6 +15,8 @@ import json
 from typing import Any
 from urllib.parse import quote
 
+from topoctl.check.outcome import fails, origin_file_line
+
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 NO_LAUNCH = "topoctl-no-launch"
 UNPLACED = ("<command>", "<stdin>", "")
@@ -61,9 +63,7 @@ def _level(severity: str, fails: bool) -> str:
 
 
 def _results(outcome: Any, fail_on: str, rules: _Rules) -> list[dict[str, Any]]:
-    from topoctl.autoconf.check import _fails, _origin_file_line
-
-    origin = _origin_file_line(outcome.origin) if outcome.origin else ("", "")
+    origin = origin_file_line(outcome.origin) if outcome.origin else ("", "")
     if outcome.skipped:
         index = rules.of(NO_LAUNCH, "no launch in this file", "")
         return [{"ruleId": NO_LAUNCH, "ruleIndex": index, "level": "note", "message": {"text": outcome.skipped},
@@ -72,7 +72,7 @@ def _results(outcome: Any, fail_on: str, rules: _Rules) -> list[dict[str, Any]]:
     for item in outcome.items:
         index = rules.of(item.id, item.title, item.remediation)
         text = item.message + (f" -- fix: {item.remediation}" if item.remediation else "")
-        result = {"ruleId": item.id, "ruleIndex": index, "level": _level(item.severity, _fails(item, fail_on)),
+        result = {"ruleId": item.id, "ruleIndex": index, "level": _level(item.severity, fails(item, fail_on)),
                   "message": {"text": text}, "locations": _location(*_item_place(origin, item.where or ""))}
         if outcome.flags_version:
             result["properties"] = {"sglang_flags_version": outcome.flags_version, "launch": outcome.origin}

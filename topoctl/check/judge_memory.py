@@ -1,5 +1,5 @@
-"""The memory fit of a launch check judges: the same fit recommend runs (autoconf/memory.py `fit`), for the
-model the launch serves, on the target's GPU, with the launch's own settings.
+"""The judge stage of check, memory: the same fit recommend runs (autoconf/memory.py `fit`), for the model the
+launch serves (resolve.py launch_model), on the target's GPU, with the launch's own settings.
 
 The model: `topoctl check --model NAME` (a built-in profile); else the launch's `--model-path` when it is a
 folder with a config.json (read as recommend reads one, autoconf/models.py `from_model_dir`); else a built-in
@@ -19,32 +19,11 @@ Layer: judge (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 
-import os
 from typing import Any
 
-from topoctl.errors import TopoctlError, one_line
-
-
-def launch_model(parsed: Any, named: dict[str, Any] | None) -> tuple[dict[str, Any] | None, str]:
-    """(model profile, where it came from) for the launch, or (None, "")."""
-    if named is not None:
-        return named, "--model"
-    path = parsed.settings.get("model_path")
-    if not isinstance(path, str) or not path or "$" in path:
-        return None, ""
-    from topoctl.autoconf import models
-
-    if os.path.isdir(path) and os.path.isfile(os.path.join(models.resolve_model_dir(path), "config.json")):
-        try:
-            return models.from_model_dir(path), f"{path}/config.json"
-        except TopoctlError:
-            return None, ""
-    wanted = path.strip("/").lower()
-    for name, entry in models.builtin_models().items():
-        source = str(entry.get("source") or "").lower()
-        if f"huggingface.co/{wanted}/" in source:
-            return models.profile(name), f"the built-in profile {name} (--model-path {path})"
-    return None, ""
+from topoctl.check.parse import raw_flag, written_value
+from topoctl.check.resolve import launch_model
+from topoctl.errors import one_line
 
 
 def _gpu_bytes(snapshot: dict[str, Any]) -> int | None:
@@ -81,18 +60,16 @@ def _measured_running(found: list[Any], model: dict[str, Any], launch: dict[str,
 
 def memory_items(parsed: Any, snapshot: dict[str, Any], flags: Any, tp: int, named: dict[str, Any] | None,
                  item: Any, measured: Any = None) -> list[Any]:
-    """Check's findings from the memory fit (`item` builds one: autoconf/check.py's Item; `measured()` gives the
+    """Check's findings from the memory fit (`item` builds one: outcome.py's Item; `measured()` gives the
     rules' evidence, asked only when the fit says the launch does not load)."""
-    from topoctl.autoconf.check import _raw_flag
     from topoctl.autoconf.memory import fit
-    from topoctl.autoconf.nodes import written_value
 
     model, source = launch_model(parsed, named)
     gpu_bytes = _gpu_bytes(snapshot)
     if model is None or gpu_bytes is None or tp < 1:
         return []
     launch = {k: v for k, v in parsed.settings.items() if k != "model_path"}
-    if _raw_flag(parsed, "disable_cuda_graph"):
+    if raw_flag(parsed, "disable_cuda_graph"):
         launch["disable_cuda_graph"] = True
     context = _int_setting(parsed, "context_length")  # the model's own length: SGLang caps a request to the pool
     spec = launch.get("speculative_algorithm")

@@ -1,0 +1,49 @@
+"""What check says of one launch: its findings (Item) and the launch's outcome (Outcome), handed from the judge
+stage to the report stage (topoctl/check/__init__.py lists the stages).
+
+Layer: deployment reading (docs/architecture.md, "Layers").
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Item:
+    id: str
+    severity: str  # block | warn | info
+    title: str
+    message: str
+    remediation: str = ""
+    where: str = ""
+    status: str = "fired"
+
+
+@dataclass
+class Outcome:
+    origin: str
+    items: list[Item] = field(default_factory=list)
+    flags_version: str = ""
+    note: str = ""
+    disabled: list[tuple[str, str]] = field(default_factory=list)  # (rule id, written reason): in every format
+    skipped: str = ""  # a file (or container) with no SGLang launch in it: why; reported, never "ok"
+    error: str = ""  # a file (or launch) that could not be checked: why; reported, and the check ends with exit 2
+
+    def count(self, severity: str) -> int:
+        return sum(1 for item in self.items if item.severity == severity)
+
+
+def fails(item: Item, fail_on: str) -> bool:
+    return item.severity == "block" or (fail_on == "warn" and item.severity == "warn")
+
+
+def failing(outcome: Outcome, fail_on: str) -> bool:
+    return any(fails(item, fail_on) for item in outcome.items)
+
+
+def origin_file_line(origin: str) -> tuple[str, str]:
+    """`path:line (label)` or `path` -> (path, line or "")."""
+    import re
+
+    match = re.match(r"^(.*?):(\d+)(?: \(.*\))?$", origin)
+    return (match.group(1), match.group(2)) if match else (origin, "")
