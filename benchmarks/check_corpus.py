@@ -65,7 +65,8 @@ def main() -> int:
         missed += max(len(entry["launches"]) - len(found), 0)
         launches += len(found)
         rows.append((relative, len(found), seconds))
-    print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}")
+    print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}; "
+          f"load average at start {os.getloadavg()[0]:.1f} (1 min)")
     print(f"baseline (launch.env, one line): {baseline * 1000:.1f} ms")
     print(f"{'file':52} {'launches':>8} {'ms':>8} {'x baseline':>10}")
     for relative, count, seconds in rows:
@@ -74,6 +75,7 @@ def main() -> int:
     print(f"files: {len(rows)}, launches: {launches}, false blocks: {false_blocks}, missed launches: {missed}")
     print(f"per file: median {statistics.median(times) * 1000:.1f} ms ({statistics.median(times) / baseline:.1f}x "
           f"baseline), max {max(times) * 1000:.1f} ms ({max(times) / baseline:.1f}x)")
+    print(f"load average at end {os.getloadavg()[0]:.1f} (1 min)")
     return 1 if false_blocks or missed else 0
 
 
