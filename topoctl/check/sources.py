@@ -152,12 +152,27 @@ def _words(node: _Node | None) -> list[tuple[str, int, _Node]]:
     return [(str(node.value), node.line, node)]
 
 
-def _from_words(path: str, label: str, kind: str, words: list[tuple[str, int, _Node]], env: dict[str, str],
-                env_where: dict[str, str], gpus: GpuSet | None, image: str | None, base_dir: str,
-                line: int, kubernetes: bool, interpolate: dict[str, str] | None = None) -> Found:
-    found = Found(path, line, label, kind=kind)
+@dataclass
+class _Container:
+    """What a manifest says of one container or compose service around its command words."""
+
+    label: str
+    kind: str  # kubernetes | compose
+    env: dict[str, str]
+    env_where: dict[str, str]
+    gpus: GpuSet | None
+    image: str | None
+
+
+def _from_words(path: str, container: _Container, words: list[tuple[str, int, _Node]], base_dir: str, line: int,
+                interpolate: dict[str, str] | None = None) -> Found:
+    """The launch a container's command words (Kubernetes command + args, compose entrypoint + command) run:
+    Kubernetes expands $(VAR) from the container's env, compose interpolates ${VAR} from the project's .env."""
+    label, env, env_where, gpus, image = container.label, container.env, container.env_where, container.gpus, \
+        container.image
+    found = Found(path, line, label, kind=container.kind)
     unresolved: list[str] = []
-    if kubernetes:
+    if container.kind == "kubernetes":
         tokens = [expand(word, env, unresolved, kubernetes=True) for word, _, _ in words]
     else:  # compose: interpolated from the project's .env, not from the container's environment
         tokens = [expand(word, interpolate or {}, unresolved, compose=True) for word, _, _ in words]
@@ -428,8 +443,8 @@ def _container_found(path: str, container: _Node, label: str, base_dir: str,
     if not words:
         return Found(path, container.line, label, kind="kubernetes",
                      none_reason=f"{label}: no command or args (it runs its image's default command, not visible here)")
-    found = _from_words(path, label, "kubernetes", words, env, env_where, gpus, str(image) if image else None,
-                        base_dir, line, kubernetes=True)
+    found = _from_words(path, _Container(label, "kubernetes", env, env_where, gpus, str(image) if image else None),
+                        words, base_dir, line)
     if found.launch is not None and nodes is not None:
         found.launch.nodes = nodes
     return found
@@ -461,48 +476,8 @@ def _compose(path: str, doc: _Node, base_dir: str) -> list[Found]:
         if not isinstance(service.value, dict):
             continue
         label = f"service {name}"
-        env: dict[str, str] = {}
-        env_where: dict[str, str] = {}
-        env_files = service.get("env_file")
-        for item in (_words(env_files) if env_files is not None else []):
-            file_value = item[0] if not isinstance(item[2].value, dict) else str(item[2].value.get("path"))
-            env_path = os.path.join(base_dir, file_value) if not os.path.isabs(file_value) else file_value
-            for number, key, value in read_docker_env_file(env_path):
-                env[key] = value
-                env_where[key] = f"{env_path}:{number}"
-        environment = service.get("environment")
-        if environment is not None and isinstance(environment.children, list):
-            for item in environment.children:
-                key, eq, value = str(item.value).partition("=")
-                if eq:
-                    env[key] = value
-                    env_where[key] = f"{path}:{item.line}"
-        elif environment is not None and isinstance(environment.children, dict):
-            for key, item in environment.children.items():
-                if item.value is not None:
-                    env[key] = "true" if item.value is True else "false" if item.value is False else str(item.value)
-                    env_where[key] = f"{path}:{item.line}"
-        gpus = None
-        devices = service.at("deploy", "resources", "reservations", "devices")
-        for device in (devices.children if devices is not None and isinstance(devices.children, list) else []):
-            if not isinstance(device.value, dict):
-                continue
-            capabilities = device.value.get("capabilities") or []
-            capabilities = capabilities if isinstance(capabilities, list) else [capabilities]
-            if "gpu" not in [str(c) for c in capabilities] and device.value.get("driver") != "nvidia":
-                continue
-            count = device.value.get("count")
-            ids = device.value.get("device_ids")
-            if count not in (None, "all") and (isinstance(count, bool) or not str(count).isdigit()
-                                               or len(str(count)) > 6):
-                raise TopoctlError(f"{path}:{device.line}: deploy.resources.reservations.devices count "
-                                   f"{one_line(str(count), limit=40)!s} is not a number of GPUs",
-                                   hint='give a whole number or "all"')
-            gpus = GpuSet(count=None if count in (None, "all") else int(str(count)),
-                          ids=[str(i) for i in ids] if isinstance(ids, list) else None,
-                          source=f"deploy.resources.reservations.devices ({path}:{device.line})")
-        if gpus is None and service.get("gpus") is not None:
-            gpus = parse_gpus(str(service.value.get("gpus")), f"gpus: {service.value.get('gpus')}")
+        env, env_where = _compose_env(path, service, base_dir)
+        gpus = _compose_gpus(path, service)
         words = _compose_words(service.get("entrypoint")) + _compose_words(service.get("command"))
         line = (service.get("entrypoint") or service.get("command") or service).line
         image = service.value.get("image")
@@ -510,9 +485,61 @@ def _compose(path: str, doc: _Node, base_dir: str) -> list[Found]:
             out.append(Found(path, service.line, label, kind="compose",
                              none_reason=f"{label}: no command (it runs its image's default command, not visible here)"))
             continue
-        out.append(_from_words(path, label, "compose", words, env, env_where, gpus, str(image) if image else None,
-                               base_dir, line, kubernetes=False, interpolate=project_env))
+        container = _Container(label, "compose", env, env_where, gpus, str(image) if image else None)
+        out.append(_from_words(path, container, words, base_dir, line, interpolate=project_env))
     return out
+
+
+def _compose_env(path: str, service: _Node, base_dir: str) -> tuple[dict[str, str], dict[str, str]]:
+    """A compose service's environment: its env_file files, then `environment:` (a list or a mapping)."""
+    env: dict[str, str] = {}
+    env_where: dict[str, str] = {}
+    env_files = service.get("env_file")
+    for item in (_words(env_files) if env_files is not None else []):
+        file_value = item[0] if not isinstance(item[2].value, dict) else str(item[2].value.get("path"))
+        env_path = os.path.join(base_dir, file_value) if not os.path.isabs(file_value) else file_value
+        for number, key, value in read_docker_env_file(env_path):
+            env[key] = value
+            env_where[key] = f"{env_path}:{number}"
+    environment = service.get("environment")
+    if environment is not None and isinstance(environment.children, list):
+        for item in environment.children:
+            key, eq, value = str(item.value).partition("=")
+            if eq:
+                env[key] = value
+                env_where[key] = f"{path}:{item.line}"
+    elif environment is not None and isinstance(environment.children, dict):
+        for key, item in environment.children.items():
+            if item.value is not None:
+                env[key] = "true" if item.value is True else "false" if item.value is False else str(item.value)
+                env_where[key] = f"{path}:{item.line}"
+    return env, env_where
+
+
+def _compose_gpus(path: str, service: _Node) -> GpuSet | None:
+    """The GPUs a compose service reserves (deploy.resources.reservations.devices, else `gpus:`)."""
+    gpus = None
+    devices = service.at("deploy", "resources", "reservations", "devices")
+    for device in (devices.children if devices is not None and isinstance(devices.children, list) else []):
+        if not isinstance(device.value, dict):
+            continue
+        capabilities = device.value.get("capabilities") or []
+        capabilities = capabilities if isinstance(capabilities, list) else [capabilities]
+        if "gpu" not in [str(c) for c in capabilities] and device.value.get("driver") != "nvidia":
+            continue
+        count = device.value.get("count")
+        ids = device.value.get("device_ids")
+        if count not in (None, "all") and (isinstance(count, bool) or not str(count).isdigit()
+                                           or len(str(count)) > 6):
+            raise TopoctlError(f"{path}:{device.line}: deploy.resources.reservations.devices count "
+                               f"{one_line(str(count), limit=40)!s} is not a number of GPUs",
+                               hint='give a whole number or "all"')
+        gpus = GpuSet(count=None if count in (None, "all") else int(str(count)),
+                      ids=[str(i) for i in ids] if isinstance(ids, list) else None,
+                      source=f"deploy.resources.reservations.devices ({path}:{device.line})")
+    if gpus is None and service.get("gpus") is not None:
+        gpus = parse_gpus(str(service.value.get("gpus")), f"gpus: {service.value.get('gpus')}")
+    return gpus
 
 
 # ----------------------------------------------------------------------------------------------- files
