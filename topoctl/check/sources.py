@@ -1,10 +1,10 @@
 """Finding launches where deployments keep them: Kubernetes manifests, Docker Compose files, shell scripts,
 launch.env files, and folders of them. Nothing is run or sourced; every launch keeps its file and line.
 
-* Kubernetes (multi-document YAML): Pod, Deployment, StatefulSet, ReplicaSet, DaemonSet, Job, CronJob,
-  LeaderWorkerSet (leader and worker templates) and Dynamo's DynamoGraphDeployment (nvidia.com/v1beta1,
-  `spec.components[].podTemplate.spec`, the form of ai-dynamo's dynamo/profiler/templates/dgd/sglang/*.yaml).
-  Per container: `command` + `args` (Kubernetes' `$(NAME)`
+* Kubernetes (multi-document YAML): Pod, Deployment, StatefulSet, ReplicaSet, DaemonSet, Job, CronJob, Argo
+  Rollouts' Rollout, Knative's Service and Configuration, LeaderWorkerSet (leader and worker templates) and
+  Dynamo's DynamoGraphDeployment (nvidia.com/v1beta1, `spec.components[].podTemplate.spec`, the form of
+  ai-dynamo's dynamo/profiler/templates/dgd/sglang/*.yaml). Per container: `command` + `args` (Kubernetes' `$(NAME)`
   expanded from the container's `env`), `env` (`value`; `valueFrom` is not visible here), the image, and
   `resources.limits["nvidia.com/gpu"]` (else requests) as the GPU count the container is given.
 * Docker Compose: `services.NAME` with `entrypoint` + `command` (a string is split as compose does, shell
@@ -48,6 +48,14 @@ _POD_PATHS: dict[str, list[tuple[str, ...]]] = {
     "DaemonSet": [("spec", "template", "spec")],
     "Job": [("spec", "template", "spec")],
     "CronJob": [("spec", "jobTemplate", "spec", "template", "spec")],
+}
+# Pod templates of other projects' kinds, by API group: Argo Rollouts' Rollout (argoproj.io/v1alpha1, a
+# Deployment's template under a rollout strategy) and Knative Serving's Service and Configuration
+# (serving.knative.dev/v1, `spec.template.spec`).
+_GROUP_POD_PATHS: dict[tuple[str, str], list[tuple[str, ...]]] = {
+    ("argoproj.io/", "Rollout"): [("spec", "template", "spec")],
+    ("serving.knative.dev/", "Service"): [("spec", "template", "spec")],
+    ("serving.knative.dev/", "Configuration"): [("spec", "template", "spec")],
 }
 _SCRIPT_SUFFIXES = (".sh", ".bash")
 _YAML_SUFFIXES = (".yaml", ".yml")
@@ -260,7 +268,9 @@ def _kubernetes(path: str, doc: _Node, base_dir: str) -> list[Found]:
         return _ome_runtime(path, doc, f"{kind} {name}", base_dir)
     if api.startswith("serving.kserve.io/"):
         return _kserve(path, doc, kind, name, base_dir)
-    paths: list[tuple[str, ...]] | None = _POD_PATHS.get(kind)
+    paths: list[tuple[str, ...]] | None = next(
+        (found for (group, named), found in _GROUP_POD_PATHS.items() if api.startswith(group) and kind == named),
+        _POD_PATHS.get(kind))
     if paths is None:
         return []
     for keys in paths:
@@ -401,7 +411,8 @@ def _pod_spec(path: str, spec: _Node, owner: str, base_dir: str, nodes: Nodes | 
                       else []):
         if not isinstance(container.value, dict):
             continue
-        found = _container_found(path, container, f"{owner} / container {container.value.get('name')}",
+        name = container.value.get("name")  # Knative's single container may have none
+        found = _container_found(path, container, f"{owner} / container {name}" if name is not None else owner,
                                  base_dir, extra_env=extra_env, nodes=nodes)
         if found.launch is not None:
             found.launch.mounts = _mounts(container, volumes)
