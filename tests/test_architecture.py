@@ -1,4 +1,4 @@
-"""The layers of docs/architecture.md ("Layers") as written down: the docs' table is the import-linter
+"""The layers of docs/architecture.md ("Layers") as written down: the docs' table and picture are the import-linter
 contract (.importlinter), every module's docstring names the layer the contract puts it in, the contract is
 kept (tests/test_import_contracts.py runs import-linter), and every import inside a function is listed with
 its start-up reason or as known debt (tests/data/function_imports.txt)."""
@@ -45,6 +45,36 @@ def layer_of(module: str) -> str | None:
 
 def test_the_docs_table_is_the_contract():
     assert docs_layers() == list(zip(LAYER_NAMES, contract_layers()))
+
+
+PICTURE_LABEL_WIDTH = 28  # the picture's first column: a layer's name, then its modules from this column on
+
+
+def docs_picture() -> list[tuple[str, str]]:
+    """(layer, the text of its rows) for each layer of the picture under "## Layers", top to bottom."""
+    with open(os.path.join(ROOT, "docs", "architecture.md"), encoding="utf-8") as handle:
+        text = handle.read()
+    section = text[text.index("## Layers"):]
+    block = section.split("```\n", 2)[1]
+    rows: list[tuple[str, str]] = []
+    for line in block.splitlines():
+        label, body = line[:PICTURE_LABEL_WIDTH].strip(" |v"), line[PICTURE_LABEL_WIDTH:]
+        if label:
+            rows.append((label, body))
+        elif rows:
+            rows[-1] = (rows[-1][0], rows[-1][1] + " " + body)
+    return rows
+
+
+def test_the_docs_picture_is_the_contract():
+    """The picture's layers are the contract's, in its order, and each names every module the contract puts
+    in that layer (by its last name: `autoconf/: check` for topoctl.autoconf.check)."""
+    picture = docs_picture()
+    assert [label for label, _ in picture] == LAYER_NAMES
+    for (label, body), members in zip(picture, contract_layers()):
+        for member in members:
+            short = member.rsplit(".", 1)[-1]
+            assert re.search(rf"(?<![\w]){re.escape(short)}(?![\w])", body), f"{label}: the picture lacks {member}"
 
 
 def test_every_module_is_in_a_layer_or_is_an_empty_namespace():
