@@ -66,10 +66,56 @@ def test_png_needs_a_file(cli):
     assert code == 2 and "-o FILE" in err
 
 
-def test_every_reference_system_has_its_picture_in_docs():
+def _draw_pictures_module():
+    """scripts/draw_pictures.py, imported as a module (its check needs no Graphviz)."""
+    import importlib.util
+
     from conftest import ROOT
 
+    spec = importlib.util.spec_from_file_location("draw_pictures", os.path.join(ROOT, "scripts", "draw_pictures.py"))
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_reference_systems_picture_in_docs_is_what_the_code_draws_now():
+    """Each docs/pictures/<system>.dot equals to_dot() today, and its .svg carries that text's digest."""
+    assert _draw_pictures_module().stale_pictures() == [], "run python scripts/draw_pictures.py"
+
+
+def test_a_changed_picture_is_found_stale(tmp_path, monkeypatch):
+    from conftest import ROOT
+
+    module = _draw_pictures_module()
+    folder = tmp_path / "pictures"
+    folder.mkdir()
     for name in SYSTEMS:
-        path = os.path.join(ROOT, "docs", "pictures", f"{name}.svg")
-        assert os.path.isfile(path), f"run python scripts/draw_pictures.py ({name})"
-        assert "<svg" in open(path, encoding="utf-8").read(2000)
+        for suffix in ("dot", "svg"):
+            source = os.path.join(ROOT, "docs", "pictures", f"{name}.{suffix}")
+            (folder / f"{name}.{suffix}").write_text(open(source, encoding="utf-8").read(), encoding="utf-8")
+    monkeypatch.setattr(module, "FOLDER", str(folder))
+    assert module.stale_pictures() == []
+    dot = folder / "l40s-4x-pcie-2numa.dot"
+    dot.write_text(dot.read_text().replace("Gen4 x8", "Gen4 x16"))
+    (folder / "h200-1x-vm.svg").write_text((folder / "h200-1x-vm.svg").read_text().replace(
+        "dot text sha256 ", "dot text sha256 0"))
+    assert module.stale_pictures() == ["h200-1x-vm", "l40s-4x-pcie-2numa"]
+
+
+def test_svg_stamp_round_trip():
+    from topoctl.picture import dot_digest, stamp_svg, svg_stamp
+
+    svg = stamp_svg('<?xml version="1.0"?>\n<svg width="1pt"></svg>\n', "digraph t {}\n")
+    assert svg.index("<!-- topoctl picture") < svg.index("<svg") and svg_stamp(svg) == dot_digest("digraph t {}\n")
+    assert svg_stamp("<svg></svg>") is None
+
+
+def test_readme_shows_a_picture_from_docs():
+    import re
+
+    from conftest import ROOT
+
+    readme = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
+    shown = re.findall(r"!\[[^\]]+\]\((docs/pictures/[\w.-]+\.svg)\)", readme)
+    assert shown and all(os.path.isfile(os.path.join(ROOT, path)) for path in shown)

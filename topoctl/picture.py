@@ -9,6 +9,7 @@ verdict (green: read and write OK, red dashed: not, grey dotted: unknown). svg a
 """
 from __future__ import annotations
 
+import hashlib
 import shutil
 import subprocess
 from collections import Counter
@@ -182,6 +183,27 @@ class _Picture:
 
 def to_dot(snapshot: dict[str, Any]) -> str:
     return _Picture(snapshot).render()
+
+
+STAMP = "<!-- topoctl picture: dot text sha256 "
+
+
+def dot_digest(dot_text: str) -> str:
+    return hashlib.sha256(dot_text.encode("utf-8")).hexdigest()
+
+
+def stamp_svg(svg: str, dot_text: str) -> str:
+    """The SVG with a comment naming the digest of the dot text it was drawn from, after the XML prologue: what
+    lets a test tell a stale committed picture without comparing Graphviz's release-dependent bytes."""
+    at = svg.find("<svg")
+    at = 0 if at < 0 else at
+    return f"{svg[:at]}{STAMP}{dot_digest(dot_text)} -->\n{svg[at:]}"
+
+
+def svg_stamp(svg: str) -> str | None:
+    """The digest stamp_svg wrote into this SVG, or None."""
+    at = svg.find(STAMP)
+    return svg[at + len(STAMP):].split(" ", 1)[0] if at >= 0 else None
 
 
 def render_image(dot_text: str, fmt: str) -> bytes:
