@@ -1,4 +1,4 @@
-"""The network rules (rules/knowledge/network.yaml) on the two synthetic NIC boxes, and recommend --nnodes: the
+"""The network rules (rules/knowledge/network.yaml) on the three synthetic NIC boxes, and recommend --nnodes: the
 per-node SGLang flags and NCCL settings it writes from the probed NICs."""
 from __future__ import annotations
 
@@ -30,18 +30,29 @@ def _socket_one_down(snapshot: dict) -> dict:
     return odd
 
 
-@pytest.mark.parametrize("rule_id, h100, a100", [
-    ("net-no-rdma-nic-multinode", False, False),
-    ("net-gpu-nearest-nic-sys", False, False),
-    ("net-gpu-nearest-nic-beyond-pxb", False, False),
-    ("net-no-peermem", False, True),  # nvidia_peermem on the DGX, none on the A100 box
-    ("net-ib-hca-exact-gpu-order", True, True),
-    ("net-socket-ifname-virtual-interfaces", False, True),  # a Calico interface on the A100 box
+# l40s-4x-pcie-2numa: one dual-port NIC on socket 1, so GPUs 0, 1 reach it only across the sockets (SYS) and
+# GPUs 2, 3 through the host bridges of their own socket (NODE), as in the public dump its README names.
+@pytest.mark.parametrize("rule_id, h100, a100, l40s", [
+    ("net-no-rdma-nic-multinode", False, False, False),
+    ("net-gpu-nearest-nic-sys", False, False, True),
+    ("net-gpu-nearest-nic-beyond-pxb", False, False, True),
+    ("net-no-peermem", False, True, True),  # nvidia_peermem on the DGX only
+    ("net-ib-hca-exact-gpu-order", True, True, True),
+    ("net-socket-ifname-virtual-interfaces", False, True, False),  # a Calico interface on the A100 box
 ])
-def test_network_rules_on_the_nic_fixtures(rule_id, h100, a100):
+def test_network_rules_on_the_nic_fixtures(rule_id, h100, a100, l40s):
     assert _verdict(rule_id, system_snapshot("h100-8x-8nic-ib")) is h100
     assert _verdict(rule_id, system_snapshot("a100-8x-4nic-roce")) is a100
-    assert _verdict(rule_id, system_snapshot("a100-8x-4nic-roce"), nnodes=1) is False  # one node: no network
+    assert _verdict(rule_id, system_snapshot("l40s-4x-pcie-2numa")) is l40s
+    for name in ("a100-8x-4nic-roce", "l40s-4x-pcie-2numa"):
+        assert _verdict(rule_id, system_snapshot(name), nnodes=1) is False  # one node: no network
+
+
+def test_sys_warning_names_the_gpus_across_the_socket(cli):
+    code, out, _ = cli(["recommend", "--system", "l40s-4x-pcie-2numa", "--model", "llama-3.1-8b", "--nnodes", "2"])
+    assert code == 0
+    assert "# GPU 0, 1: nearest NIC is SYS away (rule net-gpu-nearest-nic-sys)" in out
+    assert "NCCL_IB_HCA='=mlx5_0:1,mlx5_1:1'" in out
 
 
 def test_sys_warning_fires_when_one_socket_loses_its_nics():
