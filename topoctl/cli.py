@@ -26,6 +26,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "check": ("topoctl.commands.check", "Is this launch safe on that machine? Exit code for CI."),
     "rules": ("topoctl.commands.rules", "List, explain, test and publish the schema of the knowledge rules."),
     "completion": ("topoctl.commands.completion", "Shell completion for bash, zsh or fish (system and model names too)."),
+    "report": ("topoctl.commands.report", "One self-contained HTML page: picture, matrix, measurements, launch, check."),
     "plot": ("topoctl.commands.plot", "Measurements as pictures: P2P bandwidth heatmap, allreduce latency by size."),
     "export": ("topoctl.commands.export", "The machine as node-feature-discovery labels (export nfd)."),
     "fleet": ("topoctl.commands.fleet", "Which nodes of a fleet differ from the majority, and how (one snapshot each)."),

@@ -1,0 +1,127 @@
+"""`topoctl report -o report.html`: the machine, its measurements, the recommended launch and check's findings on
+one self-contained HTML page (topoctl/report.py builds it; this command gathers the parts)."""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from typing import Any
+
+import click
+
+from topoctl.commands._options import target_options
+from topoctl.commands.completion import complete_models
+from topoctl.report import Parts
+
+
+def _topology(snapshot: dict[str, Any], parts: Parts) -> None:
+    from topoctl.errors import TopoctlError
+    from topoctl.picture import render_image, to_dot
+    from topoctl.report import inline_svg
+
+    try:
+        parts.topology_svg = inline_svg(render_image(to_dot(snapshot), "svg").decode("utf-8"))
+    except TopoctlError as error:
+        parts.topology_note = f"no picture: {error.message} ({error.hint})"
+
+
+def _measurements(snapshot: dict[str, Any], parts: Parts) -> None:
+    from topoctl.errors import TopoctlError
+    from topoctl.probe.bench.render import render_measurements
+
+    parts.measurements_text = render_measurements(snapshot)
+    if not parts.measurements_text:
+        return
+    from topoctl import plots
+    from topoctl.report import inline_svg
+
+    if not plots.have_matplotlib():
+        parts.plots_note = f"plots left out: matplotlib is not installed ({plots.EXTRA_HINT})"
+        return
+    for kind, caption in (("p2p", "P2P bandwidth, one way"), ("allreduce", "allreduce latency against message size")):
+        try:
+            parts.plots.append((caption, inline_svg(plots.draw(kind, snapshot, "svg").decode("utf-8"))))
+        except TopoctlError as error:
+            parts.plots_note = ((parts.plots_note + "; ") if parts.plots_note else "") + f"{kind}: {error.message}"
+
+
+def _launch(snapshot: dict[str, Any], model_name: str | None, parts: Parts) -> None:
+    from topoctl.autoconf import models
+    from topoctl.autoconf.render import explain, render
+    from topoctl.autoconf.search import search
+    from topoctl.commands._options import flag_set_for, target_version
+    from topoctl.errors import TopoctlError
+    from topoctl.rules import load_rules
+
+    try:
+        model = models.profile(model_name) if model_name else None
+        version = target_version(snapshot, None)
+        result = search(snapshot, model, flag_set_for(version), version, ruleset=load_rules())
+    except TopoctlError as error:
+        parts.launch_note = f"no launch recommended: {error.message}" + (f" ({error.hint})" if error.hint else "")
+        return
+    parts.launch_text = render(result, "env")
+    parts.launch_explain = explain(result)
+    if not model_name:
+        parts.launch_note = "no --model given: the launch is judged without a model's sizes (give --model NAME)"
+
+
+def _check(snapshot: dict[str, Any], launch: str, model_name: str | None, parts: Parts) -> None:
+    """check's JSON report on `launch` against this snapshot, run through the CLI itself (one pipeline)."""
+    from topoctl.cli import main as cli_main
+
+    with tempfile.TemporaryDirectory(prefix="topoctl-report-") as folder:
+        target = os.path.join(folder, "target.json")
+        output = os.path.join(folder, "check.json")
+        with open(target, "w", encoding="utf-8") as handle:
+            json.dump(snapshot, handle)
+        argv = ["check", launch, "--topology", target, "--format", "json", "-o", output]
+        code = cli_main(argv + (["--model", model_name] if model_name else []))
+        if not os.path.isfile(output):
+            parts.check_note = f"topoctl check could not judge {launch} (exit {code}; its message is on stderr)"
+            return
+        with open(output, encoding="utf-8") as handle:
+            parts.check = json.load(handle)
+    parts.check_origin = launch
+
+
+@click.command("report")
+@target_options
+@click.option("--model", "model_name", metavar="NAME", shell_complete=complete_models,
+              help="The model to recommend a launch for (a built-in profile; default: none, the launch without sizes).")
+@click.option("--launch", metavar="FILE", help="A launch file (launch.env, a compose file, a manifest...) to check and "
+                                               "show the findings of.")
+@click.option("-o", "--output", metavar="FILE", required=True, help="The HTML page to write (atomically).")
+def command(topology: str | None, system: str | None, fallback_system: str | None, model_name: str | None,
+            launch: str | None, output: str) -> int:
+    """Write one self-contained HTML page about the machine: topology picture, GPU matrix
+    with P2P and NICs, measurements (plots with the `plot` extra), the recommended launch
+    with its reasons and band, and check's findings on --launch FILE. The page loads
+    nothing from anywhere: keep it as a CI artifact.
+
+    \b
+    Examples:
+      topoctl report -o report.html                      # this machine
+      topoctl report --system h200-1x-vm --model llama-3.1-8b -o report.html
+      topoctl report --topology machine.yaml --launch launch.env -o report.html
+
+    \b
+    Exit codes: 0 written (check's findings are in the page, not the exit code); 2 bad usage or input.
+    """
+    from topoctl import __version__
+    from topoctl.io import emit
+    from topoctl.report import page
+    from topoctl.snapshot_view import SnapshotView
+    from topoctl.target import resolve_target
+
+    snapshot = resolve_target(topology=topology, system=system, fallback_system=fallback_system)
+    view = SnapshotView(snapshot)
+    parts = Parts(title=f"topoctl report: {view.system_name or view.hostname or 'machine'}",
+                  topology_svg=None, topology_note=None, measurements_text=[])
+    _topology(snapshot, parts)
+    _measurements(snapshot, parts)
+    _launch(snapshot, model_name, parts)
+    if launch:
+        _check(snapshot, launch, model_name, parts)
+    emit(page(snapshot, parts, __version__), output)
+    return 0
