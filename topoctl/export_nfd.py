@@ -6,12 +6,14 @@ docs/usage/customization-guide.md, "Feature files"); a name without a namespace 
 `feature.node.kubernetes.io/`. topoctl names its labels `feature.node.kubernetes.io/topoctl-*`, so NFD's
 default namespace rules accept them. Values are what a Kubernetes label value may be: at most 63 characters
 of [A-Za-z0-9._-], starting and ending alphanumeric (unknown is written `unknown`).
-"""
+
+Layer: judge (docs/architecture.md, "Layers")."""
 from __future__ import annotations
 
 import re
 from typing import Any
 
+from topoctl.network_view import LINK_ORDER
 from topoctl.snapshot_view import SnapshotView
 
 PREFIX = "feature.node.kubernetes.io/topoctl-"
@@ -44,8 +46,6 @@ def _clique(view: SnapshotView) -> Any:
 
 def _nearest_nic(view: SnapshotView) -> Any:
     """The farthest of the GPUs' nearest-NIC relations (PIX ... SYS), `none` without an active RDMA NIC."""
-    from topoctl.network_view import LINK_ORDER
-
     network = view.network
     if not network.present or network.active_rdma is None:
         return None

@@ -6,16 +6,20 @@ their PCIe link (generation and width, red when down-trained); NICs with their t
 bundles with their link count, to an NVSwitch node or GPU to GPU; and, between GPUs without NVLink, the P2P
 verdict (green: read and write OK, red dashed: not, grey dotted: unknown). svg and png come from Graphviz's
 `dot` program, run when installed; the dot text itself needs nothing.
-"""
+
+Layer: judge (docs/architecture.md, "Layers")."""
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import subprocess
+import tempfile
 from collections import Counter
 from typing import Any
 
-from topoctl.errors import TopoctlError
+from topoctl.errors import OutputError, TopoctlError
+from topoctl.io import TEMP_PREFIX, TEMP_SUFFIX, Destination
 from topoctl.snapshot_view import SnapshotView
 
 P2P_STYLE = {True: 'color="#2e7d32"', False: 'color="#c62828", style=dashed', None: 'color="#9e9e9e", style=dotted'}
@@ -223,12 +227,6 @@ def render_image(dot_text: str, fmt: str) -> bytes:
 def write_png(path: str, data: bytes) -> None:
     """Write image bytes to `path` atomically (a temp file in the same folder, then renamed over), after the
     same checks as every -o (topoctl.io.Destination): nothing half-written is left on failure."""
-    import os
-    import tempfile
-
-    from topoctl.errors import OutputError
-    from topoctl.io import TEMP_PREFIX, TEMP_SUFFIX, Destination
-
     target = Destination(path).target
     fd, tmp = tempfile.mkstemp(prefix=TEMP_PREFIX, suffix=TEMP_SUFFIX, dir=os.path.dirname(target))
     try:

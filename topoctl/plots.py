@@ -5,7 +5,8 @@ recommend, check and rules never load matplotlib.
 
 Why matplotlib: log-scaled axes, colour bars and SVG/PNG output are what it does well and is maintained for;
 drawing them by hand would be more code to keep right than the extra costs a user who wants pictures.
-"""
+
+Layer: judge (docs/architecture.md, "Layers")."""
 from __future__ import annotations
 
 import io

@@ -6,7 +6,8 @@ matplotlib is installed), the launch `topoctl recommend` chooses with its reason
 findings on a launch file when one is given. Everything is inline: no script, no stylesheet, font or image
 fetched from anywhere, so the page reads the same from a CI artifact store, a mail attachment or an air-gapped
 host. Parts that cannot be drawn here (no Graphviz, no matplotlib) say so in the page instead.
-"""
+
+Layer: judge (docs/architecture.md, "Layers")."""
 from __future__ import annotations
 
 import html

@@ -1,18 +1,23 @@
-"""`topoctl export`: the snapshot in forms other tools read (`nfd`: node-feature-discovery labels)."""
+"""`topoctl export`: the snapshot in forms other tools read (`nfd`: node-feature-discovery labels).
+
+Layer: commands and CLI (docs/architecture.md, "Layers")."""
 from __future__ import annotations
 
 from typing import Any
 
 import click
 
+from topoctl import __version__
 from topoctl.commands._options import target_options
+from topoctl.errors import TopoctlError
+from topoctl.export_nfd import DEFAULT_PATH, feature_file
+from topoctl.io import emit
 
 
 def _allreduce_path(snapshot: dict[str, Any]) -> str | None:
     """The allreduce path `topoctl recommend` would choose here without a model (None when nothing passes)."""
     from topoctl.autoconf.search import search
     from topoctl.commands._options import flag_set_for, target_version
-    from topoctl.errors import TopoctlError
     from topoctl.rules import load_rules
 
     version = target_version(snapshot, None)
@@ -47,9 +52,6 @@ def nfd(topology: str | None, system: str | None, fallback_system: str | None, o
       topoctl export nfd                        # probe this node, write NFD's features.d/topoctl
       topoctl export nfd --system h100-8x-8nic-ib -o -
     """
-    from topoctl import __version__
-    from topoctl.export_nfd import DEFAULT_PATH, feature_file
-    from topoctl.io import emit
     from topoctl.target import resolve_target
 
     snapshot = resolve_target(topology=topology, system=system, fallback_system=fallback_system)

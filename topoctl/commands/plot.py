@@ -1,4 +1,6 @@
-"""`topoctl plot p2p|allreduce`: a snapshot's measurements as a picture (topoctl/plots.py, matplotlib)."""
+"""`topoctl plot p2p|allreduce`: a snapshot's measurements as a picture (topoctl/plots.py, matplotlib).
+
+Layer: commands and CLI (docs/architecture.md, "Layers")."""
 from __future__ import annotations
 
 import os
@@ -7,6 +9,8 @@ import click
 
 from topoctl.commands._options import target_options
 from topoctl.errors import TopoctlError
+from topoctl.picture import write_png
+from topoctl.plots import draw
 
 
 @click.command("plot")
@@ -25,8 +29,6 @@ def command(kind: str, topology: str | None, system: str | None, fallback_system
       topoctl bench -o measured.yaml && topoctl plot p2p --topology measured.yaml -o p2p.svg
       topoctl plot allreduce --system h200-1x-vm -o allreduce.png
     """
-    from topoctl.picture import write_png
-    from topoctl.plots import draw
     from topoctl.target import resolve_target
 
     fmt = os.path.splitext(output)[1].lower().lstrip(".")

@@ -1,5 +1,7 @@
 """`topoctl report -o report.html`: the machine, its measurements, the recommended launch and check's findings on
-one self-contained HTML page (topoctl/report.py builds it; this command gathers the parts)."""
+one self-contained HTML page (topoctl/report.py builds it; this command gathers the parts).
+
+Layer: commands and CLI (docs/architecture.md, "Layers")."""
 from __future__ import annotations
 
 import json
@@ -9,15 +11,17 @@ from typing import Any
 
 import click
 
+from topoctl import __version__, plots
 from topoctl.commands._options import target_options
 from topoctl.commands.completion import complete_models
-from topoctl.report import Parts
+from topoctl.errors import TopoctlError
+from topoctl.io import emit
+from topoctl.picture import render_image, to_dot
+from topoctl.report import Parts, inline_svg, page
+from topoctl.snapshot_view import SnapshotView
 
 
 def _topology(snapshot: dict[str, Any], parts: Parts) -> None:
-    from topoctl.errors import TopoctlError
-    from topoctl.picture import render_image, to_dot
-    from topoctl.report import inline_svg
 
     try:
         parts.topology_svg = inline_svg(render_image(to_dot(snapshot), "svg").decode("utf-8"))
@@ -26,14 +30,11 @@ def _topology(snapshot: dict[str, Any], parts: Parts) -> None:
 
 
 def _measurements(snapshot: dict[str, Any], parts: Parts) -> None:
-    from topoctl.errors import TopoctlError
     from topoctl.probe.bench.render import render_measurements
 
     parts.measurements_text = render_measurements(snapshot)
     if not parts.measurements_text:
         return
-    from topoctl import plots
-    from topoctl.report import inline_svg
 
     if not plots.have_matplotlib():
         parts.plots_note = f"plots left out: matplotlib is not installed ({plots.EXTRA_HINT})"
@@ -50,7 +51,6 @@ def _launch(snapshot: dict[str, Any], model_name: str | None, parts: Parts) -> N
     from topoctl.autoconf.render import explain, render
     from topoctl.autoconf.search import search
     from topoctl.commands._options import flag_set_for, target_version
-    from topoctl.errors import TopoctlError
     from topoctl.rules import load_rules
 
     try:
@@ -108,10 +108,6 @@ def command(topology: str | None, system: str | None, fallback_system: str | Non
     \b
     Exit codes: 0 written (check's findings are in the page, not the exit code); 2 bad usage or input.
     """
-    from topoctl import __version__
-    from topoctl.io import emit
-    from topoctl.report import page
-    from topoctl.snapshot_view import SnapshotView
     from topoctl.target import resolve_target
 
     snapshot = resolve_target(topology=topology, system=system, fallback_system=fallback_system)

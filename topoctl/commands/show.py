@@ -11,11 +11,11 @@ import click
 
 from topoctl.commands._options import target_options
 from topoctl.errors import TopoctlError
+from topoctl.io import emit
 
 
 def _picture(snapshot: dict, fmt: str, output: str | None) -> int:
     """The Graphviz picture (topoctl/picture.py): dot text, or svg/png drawn by Graphviz."""
-    from topoctl.io import emit
     from topoctl.picture import render_image, to_dot, write_png
 
     dot = to_dot(snapshot)
@@ -57,8 +57,6 @@ def command(topology: str | None, system: str | None, fallback_system: str | Non
     if fmt != "text":
         return _picture(snapshot, fmt, output)
     if output:
-        from topoctl.io import emit
-
         emit(render(snapshot, color=bool(color)), output)
         return 0
     if color is None:  # an explicit --color/--no-color wins over NO_COLOR (https://no-color.org)
