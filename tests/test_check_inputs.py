@@ -33,6 +33,10 @@ def findings(out):
     ("0.5.5", "--speculative-algorithm NOPE", "sglang-invalid-choice"),
     ("0.5.5", "--speculative-algorithm eagle3", "sglang-invalid-choice"),  # argparse choices are case-sensitive
     ("0.5.23", "--moe-a2a-backend nope", "sglang-invalid-choice"),
+    # choices SGLang computes at run time, as its own parser holds them (scripts/check_sglang_parser.py --write-choices)
+    ("0.5.23", "--tool-call-parser nope", "sglang-invalid-choice"),
+    ("0.5.5", "--reasoning-parser nope", "sglang-invalid-choice"),
+    ("0.5.23", "--kv-canary-real-data some", "sglang-invalid-choice"),
     ("0.5.23", "--tp-size", "sglang-missing-value"),
     ("0.5.23", "--tp-size --enable-p2p-check", "sglang-missing-value"),
 ])
@@ -47,6 +51,7 @@ def test_what_argparse_refuses_blocks(cli, tmp_path, version, args, finding):
 
 
 @pytest.mark.parametrize("args", ["--tp-size 4", "--tp-size=4", "--tp 4 --disable-custom-all-reduce",
+                                  "--tp-size 4 --tool-call-parser qwen25 --reasoning-parser qwen3",
                                   "--cuda-graph-bs-decode 1 2 4 8 --tp-size 4", "--speculative-algorithm EAGLE3 "
                                   "--speculative-draft-model-path '/m/a b' --speculative-num-steps 3 "
                                   "--speculative-eagle-topk 1 --speculative-num-draft-tokens 4",

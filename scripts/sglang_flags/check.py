@@ -145,6 +145,33 @@ def compare(real: dict[str, Any], data: dict[str, Any]) -> dict[str, Any]:
             "not_comparable": not_comparable}
 
 
+def resolve_choices(real: dict[str, Any], data: dict[str, Any]) -> list[str]:
+    """Give each flag whose choices the wheel computes at run time (`choices_unresolved`: a parser registry, an
+    enum comprehension) the list SGLang's own parser holds, where that list is not a stub's. The source text is
+    kept as `choices_expr`; `choices_from` says where the list came from. Returns the flags resolved."""
+    flags: dict[str, dict[str, Any]] = data["flags"]
+    resolved = []
+    for act in real["actions"]:
+        rec = flags.get(act["options"][0]) if act["options"] else None
+        if rec is None or "choices_unresolved" not in rec or act["choices"] is None or _has_stub(act["choices"]):
+            continue
+        rec["choices"] = act["choices"]
+        rec["choices_expr"] = rec.pop("choices_unresolved")
+        rec["choices_from"] = "SGLang's own parser (scripts/check_sglang_parser.py --write-choices)"
+        resolved.append(act["options"][0])
+    return resolved
+
+
+def write_choices(version: str, src: Path, data_dir: Path = DATA_DIR) -> list[str]:
+    """resolve_choices on one release's data file, written back in the extractor's format."""
+    path = data_dir / f"sglang-{version}.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    resolved = resolve_choices(run_real(src, "dump"), data)
+    if resolved:
+        path.write_text(json.dumps(data, sort_keys=True, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    return resolved
+
+
 def run_real(src: Path, mode: str, argv: list[str] | None = None) -> dict[str, Any]:
     cmd = [sys.executable, str(HERE / "real_parser.py"), str(src), mode]
     if argv is not None:
@@ -271,6 +298,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data", type=Path, default=DATA_DIR)
     ap.add_argument("--json", type=Path, default=DEFAULT_JSON)
     ap.add_argument("--md", type=Path, default=DEFAULT_MD)
+    ap.add_argument("--write-choices", action="store_true",
+                    help="write the real parser's list into the data for choices the wheel computes at run time")
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="sglang-src-") as tmp:
         if args.wheels:
@@ -281,6 +310,8 @@ def main(argv: list[str] | None = None) -> int:
         versions = sorted(set(args.versions or sources) & have & set(sources), key=_version_key)
         results = []
         for v in versions:
+            if args.write_choices:
+                print(f"{v}: choices from the real parser for {', '.join(write_choices(v, sources[v], args.data)) or 'none'}")
             r = check_version(v, sources[v], args.data)
             results.append(r)
             print(f"{v}: {r['flags_real']} real / {r['flags_data']} data flags, {r['compared_fields']} fields, "
