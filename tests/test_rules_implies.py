@@ -48,9 +48,10 @@ def test_without_the_option_nothing_is_implied():
     assert not any(rule == "nccl-tree-cuda-graph-sm120-pcie" for rule, _ in found)
 
 
-def test_one_gpu_deterministic_sets_nothing():
+def test_one_gpu_deterministic_sets_no_nccl_variable():
+    # SGLang only clears the FlashInfer fusion at TP 1 (from 0.5.12, whatever the TP); no NCCL variable, no allreduce
     report, _ = broken(rtx_pro_6000_8x_pcie(), {"deterministic_inference": True}, tp=1)
-    assert report.implied == {}
+    assert {setting: value for setting, (value, _) in report.implied.items()} == {"flashinfer_allreduce_fusion": False}
 
 
 def test_channel_pinning_from_0_5_18_only():
