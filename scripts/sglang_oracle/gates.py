@@ -219,10 +219,32 @@ def torch_symm_mem(hw: Hardware, world: int, env: dict[str, str]) -> dict[str, A
     return _construct(lambda group, device: cls, hw)
 
 
+def publish_server_args(args: Any) -> None:
+    """Hand the final ServerArgs to the release's process-wide config, as its scheduler process does before it
+    builds the model runner and the communicators: `runtime_context.publish(server_args, role="scheduler")` from
+    0.5.17, `set_global_server_args_for_scheduler` before. Without it the communicators of 0.5.16+ stop at
+    "Global server args is not set yet!" / "config namespace 'exec' not published", an error of the oracle's
+    set-up and not of the launch."""
+    context = sys.modules.get("sglang.srt.runtime_context") or _module("sglang.srt.runtime_context")
+    publish = getattr(context, "publish", None) if context is not None else None
+    if callable(publish) and not is_stub(publish):
+        publish(args, role="scheduler")
+        return
+    server_args = sys.modules.get("sglang.srt.server_args")
+    legacy = getattr(server_args, "set_global_server_args_for_scheduler", None) if server_args is not None else None
+    if callable(legacy) and not is_stub(legacy):
+        legacy(args)
+
+
 def run_all(release: Any, args: Any, hw: Hardware, env: dict[str, str]) -> dict[str, Any]:
     """The gates this launch reaches: custom allreduce unless turned off, torch symmetric memory when asked."""
     world = int(release.value(args, "tp_size") or 1)
     out: dict[str, Any] = {}
+    if world > 1:
+        try:
+            publish_server_args(args)
+        except Exception as exc:  # noqa: BLE001 - recorded: the gates below then run without it
+            out["publish"] = {"runs": None, "not_run": f"{type(exc).__name__}: {exc}"[:200]}
     if world > 1 and not release.value(args, "disable_custom_all_reduce"):
         out["custom_allreduce"] = custom_allreduce(hw, world, env, bool(release.value(args, "enable_p2p_check")))
     if world > 1 and getattr(args, "enable_torch_symm_mem", False) and release.value(args, "enable_torch_symm_mem"):
