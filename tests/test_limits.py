@@ -203,6 +203,54 @@ def test_the_bounded_loader_reads_what_safe_load_reads():
             assert limits.load_yaml(text, path, use_c=True) == expected
 
 
+# -- the libyaml fast path -----------------------------------------------------------------------------------
+_PLAIN_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-2 ** 63, 2 ** 63) | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=12) | st.sampled_from(["yes", "No", "on", "~", "0o17", "0x1F", "1_000", "190:20:30", ".5",
+                                             "1e3", "-.inf", "null", "", "2026-01-01", "<<", "=", "!x", "*a"]),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6) | st.integers(0, 9), inner,
+                                                                max_size=4),
+    max_leaves=20)
+
+
+@pytest.mark.skipif(not limits.has_c_yaml(), reason="the fast path needs libyaml")
+@settings(max_examples=examples(300), deadline=None)
+@given(_PLAIN_VALUES, st.sampled_from([None, False, True]))
+def test_the_fast_path_reads_what_safe_load_reads(value, flow):
+    text = yaml.safe_dump(value, default_flow_style=flow, sort_keys=False)
+    fast = limits._fast_yaml(text, limits.MAX_NODES, limits.MAX_DEPTH)
+    assert fast is not limits._SLOW
+    assert repr(fast) == repr(yaml.safe_load(text))  # repr: 1, 1.0 and True differ, key order counts
+
+
+@pytest.mark.skipif(not limits.has_c_yaml(), reason="the fast path needs libyaml")
+@pytest.mark.parametrize("text", [
+    "a: &x [1]\nb: *x\n", "base: &b {x: 1}\nd:\n  <<: *b\n  y: 2\n", "a: 1\na: 2\n", "x: 2026-01-01\n",
+    "x: !!binary aGVsbG8=\n", "!!set {a: null}", "x: .inf\n", "x: 18446744073709551616\n", "x: " + "9" * 50,
+    "? [a]\n: 1\n", "[" * 65 + "]" * 65, "--- 1\n--- 2\n", "a: [1\n", "x: !custom 1\n"])
+def test_anything_but_a_plain_document_takes_the_bounded_composer(text):
+    """Aliases, merge keys, duplicate keys, tags beyond JSON's kinds, values past a limit and broken YAML are
+    left to the bounded composer, so its answer or its error is the one load_yaml gives."""
+    assert limits._fast_yaml(text, limits.MAX_NODES, limits.MAX_DEPTH) is limits._SLOW
+    try:
+        expected: object = limits.load_yaml(text, "x.yaml", use_c=True)
+    except (LimitError, yaml.YAMLError) as exc:
+        expected = (type(exc), str(exc))
+    try:
+        got: object = limits.load_yaml(text, "x.yaml")
+    except (LimitError, yaml.YAMLError) as exc:
+        got = (type(exc), str(exc))
+    assert got == expected
+
+
+@pytest.mark.skipif(not limits.has_c_yaml(), reason="the fast path needs libyaml")
+def test_the_fast_path_keeps_the_node_bound():
+    text = "[" + ",".join(["1"] * 1000) + "]"
+    assert limits._fast_yaml(text, 1000, limits.MAX_DEPTH) is limits._SLOW
+    assert limits._fast_yaml(text, 1002, limits.MAX_DEPTH) == [1] * 1000
+    assert limits._fast_yaml("[" * 64 + "]" * 64, limits.MAX_NODES, limits.MAX_DEPTH) is not limits._SLOW
+
+
 # -- GPU count ------------------------------------------------------------------------------------------------
 def test_a_capture_claiming_many_gpus_is_refused_before_any_per_gpu_question(monkeypatch):
     from topoctl.probe.capture import Session
