@@ -83,22 +83,25 @@ class _Compiler:
                   if check is not None]
         if "$ref" in schema:
             checks.append(self.ref(schema["$ref"]))
-        if len(checks) == 1:
-            return checks[0]
-        return lambda value: all(check(value) for check in checks)
+        return _every(checks)
 
     def _type(self, schema: dict[str, Any]) -> Check | None:
         if "type" not in schema:
             return None
         names = [schema["type"]] if isinstance(schema["type"], str) else list(schema["type"])
         tests = [_TYPES[name] for name in names]
-        return lambda value: any(test(value) for test in tests)
+        if len(tests) == 1:
+            return tests[0]
+        return _some(tests)
 
     def _values(self, schema: dict[str, Any]) -> Check | None:
         if "enum" in schema:
             choices = list(schema["enum"])
             if "const" in schema:
                 raise ValueError("enum and const together are not compiled")
+            if all(isinstance(choice, str) for choice in choices):  # _same on text is plain equality
+                names = frozenset(choices)
+                return lambda value: isinstance(value, str) and value in names
             return lambda value: any(_same(value, choice) for choice in choices)
         if "const" in schema:
             wanted = schema["const"]
@@ -126,7 +129,13 @@ class _Compiler:
         def check(value: Any) -> bool:
             if not isinstance(value, list):
                 return True
-            return (least is None or len(value) >= least) and (items is None or all(items(item) for item in value))
+            if least is not None and len(value) < least:
+                return False
+            if items is not None:
+                for item in value:
+                    if not items(item):
+                        return False
+            return True
         return check
 
     def _object(self, schema: dict[str, Any]) -> Check | None:
@@ -163,12 +172,37 @@ class _Compiler:
         if "anyOf" in schema and "oneOf" in schema:
             raise ValueError("anyOf and oneOf together are not compiled")
         if "anyOf" in schema:
-            options = [self.compile(sub) for sub in schema["anyOf"]]
-            return lambda value: any(option(value) for option in options)
+            return _some([self.compile(sub) for sub in schema["anyOf"]])
         if "oneOf" in schema:
             options = [self.compile(sub) for sub in schema["oneOf"]]
             return lambda value: sum(1 for option in options if option(value)) == 1
         return None
+
+
+def _every(checks: list[Check]) -> Check:
+    """All of `checks` (a plain loop: the checks run once per value of every site rule file)."""
+    if len(checks) == 1:
+        return checks[0]
+    if len(checks) == 2:
+        first, second = checks
+        return lambda value: first(value) and second(value)
+
+    def check(value: Any) -> bool:
+        for one in checks:
+            if not one(value):
+                return False
+        return True
+    return check
+
+
+def _some(checks: list[Check]) -> Check:
+    """Any of `checks`, the first that holds ending the search."""
+    def check(value: Any) -> bool:
+        for one in checks:
+            if one(value):
+                return True
+        return False
+    return check
 
 
 def compile_schema(schema: dict[str, Any]) -> Check:
