@@ -50,9 +50,10 @@ class RuleFileError(TopoctlError):
 
 # ----------------------------------------------------------------------------------------- public entry
 def load_rules(extra_dirs: list[str] | None = None, disabled: dict[str, str] | None = None,
-               builtin: bool = True) -> "RuleSet":
+               builtin: bool = True, with_tests: bool = True) -> "RuleSet":
     """Built-in rules (unless builtin=False) plus the rule files of `extra_dirs`, with `disabled`
-    (rule id -> written reason) and the `disable:` entries of site files switched off.
+    (rule id -> written reason) and the `disable:` entries of site files switched off. with_tests=False
+    leaves the site rules' test cases out (what judging a launch needs: see site_rules).
 
     Raises TopoctlError for a bad file, a duplicate id, a disable without a reason or of an unknown id.
     """
@@ -60,7 +61,7 @@ def load_rules(extra_dirs: list[str] | None = None, disabled: dict[str, str] | N
     file_disables: list[tuple[str, str, str]] = []  # (path, id, reason)
     warnings: list[str] = []
     for directory in extra_dirs or []:
-        site = site_rules(directory)
+        site = site_rules(directory, with_tests)
         rules.extend(site.rules)
         file_disables.extend(site.disables)
         warnings.extend(site.warnings)
@@ -142,27 +143,34 @@ def _site_code() -> list[str]:
         "loader.py", "model.py", "conditions.py", "facts.py", os.path.join("schema", "rule.schema.json"))]
 
 
-def site_rules(directory: str) -> SiteRules:
+def site_rules(directory: str, with_tests: bool = True) -> SiteRules:
     """The rule files of a --rules folder (or one file), each fully checked (schema and semantics) the first
     time its content is seen. The folder has one cache entry (topoctl/cache.py, keyed by its real path): each
     file's checked rules under the SHA-256 of its bytes. Every run reads every file and uses its entry only
     when the bytes are the same, so an edit is checked again, and a file with a problem is never stored (its
     error is reported on every run). A file that holds no rules (empty, or comments only) is a warning
     naming it; a folder with no rules at all is an error (exit 2): a site's blocking rules are never dropped
-    without a word."""
+    without a word.
+
+    The rules' test cases (most of a rule file's bytes) are kept in a second entry that only `with_tests`
+    reads and writes (`rules list`, `explain`, `test`): `check` and `recommend` neither decode nor store them,
+    and get rules with no test cases."""
     from topoctl import cache
 
     files = rule_files(directory)
     code = _site_code()
     real = os.path.realpath(directory)
-    stored = cache.read_section("site", code, real)
-    known: dict[str, Any] = stored.get("files", {}) if isinstance(stored, dict) else {}
+    known = _stored_files(cache.read_section("site", code, real))
+    known_tests = _stored_files(cache.read_section("sitetests", code, real)) if with_tests else {}
     entries: dict[str, Any] = {}
+    tests: dict[str, Any] = {}
     out = SiteRules()
     for path in files:
         name = os.path.basename(path)
-        entry = entries[name] = _site_entry(path, known.get(name))
-        out.rules.extend(_rule_from_plain({**plain, "source_file": path}) for plain in entry["rules"])
+        entry, cases = entries[name], tests[name] = _site_entry(path, known.get(name), known_tests.get(name),
+                                                                with_tests)
+        for plain, rule_cases in zip(entry["rules"], cases["tests"] if with_tests else [[]] * len(entry["rules"])):
+            out.rules.append(_rule_from_plain({**plain, "tests": rule_cases, "source_file": path}))
         out.disables.extend((path, str(rule_id), str(reason)) for rule_id, reason in entry["disables"])
         if not entry["rules"] and not entry["disables"]:
             out.warnings.append(f"{path} holds no rules (it is empty or only comments): nothing in it is checked")
@@ -172,23 +180,39 @@ def site_rules(directory: str) -> SiteRules:
                            hint="write rules in it (see docs/rules.md), or leave --rules out")
     if entries != known:
         cache.store_section("site", code, real, {"files": entries})
+    if with_tests and tests != known_tests:
+        cache.store_section("sitetests", code, real, {"files": tests})
     return out
 
 
-def _site_entry(path: str, known: Any) -> dict[str, Any]:
-    """One site file's checked content as plain data: `known` (its cached entry) when the file's bytes are the
-    ones it was built from, else parsed and checked now."""
+def _stored_files(stored: Any) -> dict[str, Any]:
+    files = stored.get("files") if isinstance(stored, dict) else None
+    return files if isinstance(files, dict) else {}
+
+
+def _site_entry(path: str, known: Any, known_tests: Any, with_tests: bool) -> tuple[dict[str, Any], dict[str, Any]]:
+    """One site file's checked content as plain data, (rules and disables, test cases per rule): the cached
+    entries when the file's bytes are the ones they were built from, else parsed and checked now."""
     import hashlib
 
     data = _read_rule_file(path)
     digest = hashlib.sha256(data).hexdigest()
-    if isinstance(known, dict) and known.get("sha256") == digest and isinstance(known.get("rules"), list) \
-            and isinstance(known.get("disables"), list):
-        return known
+    if _fresh(known, digest, ("rules", "disables")) and (
+            not with_tests or (_fresh(known_tests, digest, ("tests",))
+                               and len(known_tests["tests"]) == len(known["rules"]))):
+        return known, known_tests if with_tests else {}
     file_rules, disables = _parse_rule_text(path, _decode(path, data), builtin=False, validate_schema=True)
-    return {"sha256": digest, "rules": [{k: v for k, v in _rule_to_plain(rule).items() if k != "source_file"}
-                                        for rule in file_rules],
-            "disables": [list(d) for d in disables]}
+    plain = [_rule_to_plain(rule) for rule in file_rules]
+    return ({"sha256": digest, "rules": [{k: v for k, v in rule.items() if k not in ("source_file", "tests")}
+                                         for rule in plain],
+             "disables": [list(d) for d in disables]},
+            {"sha256": digest, "tests": [rule["tests"] for rule in plain]})
+
+
+def _fresh(entry: Any, digest: str, lists: tuple[str, ...]) -> bool:
+    """Whether a cached entry was built from the bytes of SHA-256 `digest` and holds these lists."""
+    return isinstance(entry, dict) and entry.get("sha256") == digest and all(
+        isinstance(entry.get(name), list) for name in lists)
 
 
 def _parse_builtin(files: list[str]) -> list[Rule]:

@@ -155,3 +155,23 @@ def test_conditions_are_compiled_once_per_distinct_condition(cache_home, tmp_pat
     assert len(rules) == 4 and len(compiled) == 1
     assert len({id(rule.condition) for rule in rules}) == 1
     assert cache.cache_dir() is not None
+
+
+def test_judging_a_launch_leaves_the_test_cases_out_and_the_rules_commands_keep_them(cache_home, tmp_path,
+                                                                                     monkeypatch):
+    """check and recommend (with_tests=False) neither decode nor store the rules' test cases; `rules list`,
+    `explain` and `test` (with_tests=True) get them, from their own entry once they are stored."""
+    folder = tmp_path / "site"
+    write_rules(folder, rule_text(rule_id="site-with-cases"))
+    (bare,) = load_rules(extra_dirs=[str(folder)], builtin=False, with_tests=False).rules
+    assert bare.tests == []
+    with open(_cache_file(cache_home), "rb") as handle:
+        assert b'"tests"' not in handle.read()
+    parsed, _ = loader.parse_rule_file(str(folder / "site.yaml"), builtin=False, validate_schema=True)
+    calls = _schema_checks(monkeypatch)
+    (full,) = load_rules(extra_dirs=[str(folder)], builtin=False).rules
+    assert full.tests == parsed[0].tests and full.tests and calls == [str(folder / "site.yaml")]
+    (again,) = load_rules(extra_dirs=[str(folder)], builtin=False).rules
+    (bare_again,) = load_rules(extra_dirs=[str(folder)], builtin=False, with_tests=False).rules
+    assert again.tests == full.tests and bare_again.tests == [] and len(calls) == 1  # both served from the cache
+

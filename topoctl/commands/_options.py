@@ -87,12 +87,14 @@ def unique_rule_paths(paths: tuple[str, ...] | list[str]) -> list[str]:
 
 
 def load_rules_for(rules_dirs: tuple[str, ...] | list[str], disabled: tuple[str, ...] | list[str] = (),
-                   builtin: bool = True) -> Any:
+                   builtin: bool = True, with_tests: bool = False) -> Any:
     """Built-in rules (unless builtin=False) plus `--rules DIR` folders, less `--disable ID=REASON`: a missing
-    reason is a usage error (exit 2), because every report shows it."""
+    reason is a usage error (exit 2), because every report shows it. Site rules come without their test
+    cases unless `with_tests` (the `rules` commands show and run them; judging a launch does not use them)."""
     from topoctl.rules import load_rules
 
-    ruleset = load_rules(extra_dirs=unique_rule_paths(rules_dirs), disabled=parse_disable(disabled), builtin=builtin)
+    ruleset = load_rules(extra_dirs=unique_rule_paths(rules_dirs), disabled=parse_disable(disabled), builtin=builtin,
+                         with_tests=with_tests)
     for warning in ruleset.warnings:  # a site file that holds no rules: said, never silently dropped
         click.echo(f"topoctl: warning: {warning}", err=True)
     return ruleset

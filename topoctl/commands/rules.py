@@ -48,7 +48,7 @@ def list_rules(rules_dirs: tuple[str, ...], disabled: tuple[str, ...], fmt: str,
       topoctl rules list --severity block --format json
       topoctl rules list --rules ./site-rules --disable nccl-ll128-without-nvlink='our NCCL build tested it'
     """
-    ruleset = load_rules_for(rules_dirs, disabled)
+    ruleset = load_rules_for(rules_dirs, disabled, with_tests=True)
     rules = [rule for rule in ruleset.rules if severity is None or rule.severity == severity]
     if fmt == "json":
         rows = [{"id": rule.id, "severity": rule.severity, "title": rule.title, "scope": rule.scope,
@@ -86,7 +86,7 @@ def explain(rule_id: str, rules_dirs: tuple[str, ...], disabled: tuple[str, ...]
       topoctl rules explain torch-symm-mem-sm12x-keyerror
       topoctl rules explain custom-allreduce-pcie-gate --format json
     """
-    ruleset = load_rules_for(rules_dirs, disabled)
+    ruleset = load_rules_for(rules_dirs, disabled, with_tests=True)
     if rule_id not in ruleset:
         import difflib
 
@@ -178,7 +178,7 @@ def test(ctx: click.Context, rules_dirs: tuple[str, ...], builtin: bool, verbose
     """
     from topoctl.rules.selftest import default_conflicts, run_all
 
-    ruleset = load_rules_for(rules_dirs, builtin=builtin)
+    ruleset = load_rules_for(rules_dirs, builtin=builtin, with_tests=True)
     if not ruleset.rules:
         raise TopoctlError("no rules to test" + (": the --rules paths hold no rule" if rules_dirs else ""),
                            hint="give --rules DIR with *.yaml rule files, or drop --no-builtin to test the built-in rules")
