@@ -175,3 +175,17 @@ def test_judging_a_launch_leaves_the_test_cases_out_and_the_rules_commands_keep_
     (bare_again,) = load_rules(extra_dirs=[str(folder)], builtin=False, with_tests=False).rules
     assert again.tests == full.tests and bare_again.tests == [] and len(calls) == 1  # both served from the cache
 
+
+def test_rule_paths_resolve_as_realpath_does(tmp_path, monkeypatch):
+    """--rules paths are told apart by real path: the folder resolved once, links inside it each on their own."""
+    from topoctl.commands._options import _real_paths, unique_rule_paths
+
+    folder = tmp_path / "site"
+    write_rules(folder, rule_text(rule_id="site-a"), name="a.yaml")
+    elsewhere = write_rules(tmp_path / "other", rule_text(rule_id="site-b"), name="b.yaml")
+    (folder / "b.yaml").symlink_to(elsewhere)
+    (tmp_path / "alias").symlink_to(folder)
+    monkeypatch.chdir(tmp_path)
+    names = ["site/a.yaml", "site/b.yaml", "alias/a.yaml", "alias/b.yaml", "./other/b.yaml", str(elsewhere)]
+    assert _real_paths(names) == [os.path.realpath(name) for name in names]
+    assert unique_rule_paths(["site", "alias", "other"]) == ["site"]  # every file of the others is one of site's

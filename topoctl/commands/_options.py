@@ -69,16 +69,15 @@ def unique_rule_paths(paths: tuple[str, ...] | list[str]) -> list[str]:
     """--rules paths with each rule file once: the same folder or file given twice (or under another spelling,
     a symlink, or a file inside a folder also given) is read once, so it never reports duplicate ids
     against itself."""
-    import os
-
     from topoctl.rules.loader import rule_files
 
     seen: set[str] = set()
     out: list[str] = []
     for path in paths:
         files = rule_files(path)  # a missing path fails here as it would in the loader
-        fresh = [name for name in files if os.path.realpath(name) not in seen]
-        seen.update(os.path.realpath(name) for name in files)
+        real = _real_paths(files)
+        fresh = [name for name, where in zip(files, real) if where not in seen]
+        seen.update(real)
         if len(fresh) == len(files):
             out.append(path)
         else:
@@ -98,6 +97,25 @@ def load_rules_for(rules_dirs: tuple[str, ...] | list[str], disabled: tuple[str,
     for warning in ruleset.warnings:  # a site file that holds no rules: said, never silently dropped
         click.echo(f"topoctl: warning: {warning}", err=True)
     return ruleset
+
+
+def _real_paths(files: list[str]) -> list[str]:
+    """os.path.realpath of each file, its folder resolved once: a name that is not a symbolic link is its
+    folder's real path joined with it (realpath walks every component of every name: 2,000 calls for a
+    folder of 1,000 files cost more than reading them)."""
+    import os
+
+    folders: dict[str, str] = {}
+    out = []
+    for name in files:
+        if os.path.islink(name):
+            out.append(os.path.realpath(name))
+            continue
+        folder, base = os.path.split(name)
+        if folder not in folders:
+            folders[folder] = os.path.realpath(folder)
+        out.append(os.path.join(folders[folder], base))
+    return out
 
 
 # ------------------------------------------------------------------------------------------ option values
