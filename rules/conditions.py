@@ -251,7 +251,8 @@ def compile_condition(node: Any, field: str = "when", in_pair: bool = False) -> 
     if name in ("every_pair", "any_pair"):
         if in_pair:
             raise ConditionError(path, f"{name} cannot be nested inside another pair quantifier")
-        return _quantifier(compile_condition(child, path, True), every=(name == "every_pair"))
+        return _quantifier(compile_condition(child, path, True), every=(name == "every_pair"),
+                           pair_only=_pair_facts_only(child))
     raise ConditionError(field, f"unknown condition {name!r} (use {', '.join(COMBINATORS)} or fact:)")
 
 
@@ -293,14 +294,25 @@ def _not(part: Compiled) -> Compiled:
     return run_not
 
 
-def _quantifier(part: Compiled, every: bool) -> Compiled:
-    """every_pair: true for no pairs (vacuous); any_pair: false for no pairs."""
+def _pair_facts_only(node: Any) -> bool:
+    """Whether every fact a condition reads is a pair fact: then its verdict on a pair depends on that pair
+    alone, and a quantifier's verdict on the pairs of one group layout is the same in every evaluation."""
+    if isinstance(node, list):
+        return all(_pair_facts_only(child) for child in node)
+    if not isinstance(node, dict):
+        return True
+    if "fact" in node:
+        return node["fact"] in PAIR_FACTS
+    return all(_pair_facts_only(child) for child in node.values())
+
+
+def _quantifier(part: Compiled, every: bool, pair_only: bool = False) -> Compiled:
+    """every_pair: true for no pairs (vacuous); any_pair: false for no pairs. A quantifier over pair facts
+    only is judged once per group layout (the launch's TP groups) and run: recommend judges dozens of
+    launches on the same few layouts, each pair rule over up to n^2 pairs."""
     decisive = not every
 
-    def run_pairs(context: Context) -> Tri:
-        if not context.pairs_known():
-            context.unknown_seen.append("pairs")
-            return None
+    def over_pairs(context: Context) -> Tri:
         result: Tri = every
         saved_pair, saved_label = context.pair, context.pair_label
         try:
@@ -314,6 +326,22 @@ def _quantifier(part: Compiled, every: bool) -> Compiled:
         finally:
             context.pair, context.pair_label = saved_pair, saved_label
         return result
+
+    def run_pairs(context: Context) -> Tri:
+        if not context.pairs_known():
+            context.unknown_seen.append("pairs")
+            return None
+        memo = context.memo("quantifiers") if pair_only else None
+        if memo is None:
+            return over_pairs(context)
+        key = (run_pairs, context.scope())
+        found = memo.get(key)
+        if found is None:
+            start = len(context.unknown_seen)
+            found = memo[key] = (over_pairs(context), context.unknown_seen[start:])
+        else:
+            context.unknown_seen.extend(found[1])
+        return found[0]
     return run_pairs
 
 

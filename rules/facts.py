@@ -137,23 +137,27 @@ class Context:
         replicas, which do not allreduce together)."""
         if self._pairs is None:
             shared = self._shared if self._shared is not None else {}
-            if _PAIRS_KEY not in shared:
-                health = measured_health(self.snapshot)
-                shared[_PAIRS_KEY] = [_pair_facts(entry, health) for entry in self.view.pairs or []]
             scope = self.scope()
             if scope is None:
+                if _PAIRS_KEY not in shared:
+                    known = _known_pairs(self, shared)
+                    shared[_PAIRS_KEY] = [known.facts(position) for position in range(len(known.entries))]
                 self._pairs = shared[_PAIRS_KEY]
             else:
                 key = f"{_PAIRS_KEY}{scope}"
                 if key not in shared:
-                    replica: dict[int | None, int] = {index: number for number, members in enumerate(scope)
-                                                      for index in members}
-                    shared[key] = [(label, facts) for label, facts in shared[_PAIRS_KEY]
-                                   if _int_value(facts["pair.src"]) in replica
-                                   and replica.get(_int_value(facts["pair.src"]))
-                                   == replica.get(_int_value(facts["pair.dst"]), -1)]
+                    shared[key] = _known_pairs(self, shared).inside(scope)
                 self._pairs = shared[key]
         return self._pairs
+
+    def memo(self, name: str) -> dict[Any, Any] | None:
+        """A dict kept across the evaluations that share this snapshot (None without a shared cache)."""
+        if self._shared is None:
+            return None
+        found = self._shared.get(f"{name}\0")
+        if found is None:
+            found = self._shared[f"{name}\0"] = {}
+        return found
 
     def scope(self) -> tuple[tuple[int, ...], ...] | None:
         """The launch's TP groups (one per data-parallel replica), or None for one group of every GPU."""
@@ -177,6 +181,43 @@ class Context:
     def pairs_known(self) -> bool:
         """False when the snapshot has no pair list at all (then pair quantifiers are unknown)."""
         return isinstance(self.snapshot.get("pairs"), list)  # what view.pairs tests, without copying the list
+
+
+class _PairTable:
+    """The snapshot's pair list with its pair facts made on first use, and each pair's position by
+    (src, dst): a launch's groups read only the pairs inside them, O(sum of k^2) for groups of k GPUs
+    instead of a pass over all n^2 pairs per group layout (recommend on 128 GPUs judges dozens)."""
+
+    def __init__(self, entries: list[dict[str, Any]], health: dict[tuple[int, int], tuple[bool, Any]]) -> None:
+        self.entries, self.health = entries, health
+        self.made: list[tuple[str, dict[str, Any]] | None] = [None] * len(entries)
+        self.where: dict[tuple[int, int], list[int]] = {}
+        for position, entry in enumerate(entries):
+            src, dst = _int_value(entry.get("src")), _int_value(entry.get("dst"))
+            if src is not None and dst is not None:
+                self.where.setdefault((src, dst), []).append(position)
+
+    def facts(self, position: int) -> tuple[str, dict[str, Any]]:
+        made = self.made[position]
+        if made is None:
+            made = self.made[position] = _pair_facts(self.entries[position], self.health)
+        return made
+
+    def inside(self, scope: tuple[tuple[int, ...], ...]) -> list[tuple[str, dict[str, Any]]]:
+        """The pairs whose two GPUs are in one replica of `scope`, in the pair list's order."""
+        positions: list[int] = []
+        for replica in scope:
+            for src in replica:
+                for dst in replica:
+                    positions.extend(self.where.get((src, dst), ()))
+        return [self.facts(position) for position in sorted(set(positions))]
+
+
+def _known_pairs(context: Context, shared: dict[str, Any]) -> _PairTable:
+    table = shared.get(_TABLE_KEY)
+    if table is None:
+        table = shared[_TABLE_KEY] = _PairTable(context.view.pairs or [], measured_health(context.snapshot))
+    return table
 
 
 def _machine_gpus(context: Context) -> list[int]:
@@ -598,6 +639,7 @@ SNAPSHOT_FACTS = frozenset(name for name in FACTS if not name.startswith(("reque
 # Facts of the launch's GPU group: shared across evaluations only while the group is the whole machine.
 GROUP_FACTS = frozenset({"all_pairs_p2p", "p2p_pairs_ok", "p2p_pairs_total", "nvlink.all_pairs"})
 _PAIRS_KEY = "pairs\0"  # the pair facts' entry in a shared cache (no fact name holds a NUL)
+_TABLE_KEY = "pair-table\0"
 
 PAIR_FACTS: dict[str, tuple[str, str]] = {
     "pair.src": ("int", "source GPU index"),

@@ -37,6 +37,28 @@ def test_facts_cache_gives_the_same_reports_and_builds_pair_facts_once(monkeypat
         evaluate(ruleset, other, {"tp_size": 2}).to_dict()
 
 
+def test_a_quantifier_over_pair_facts_is_judged_once_per_group_layout(large_snapshot):
+    """Launches on the same TP groups share each pair-only quantifier's verdict; other layouts get their own;
+    every report is what an evaluation without the shared cache gives."""
+    from topoctl.rules import conditions
+
+    ruleset = load_rules()
+    snapshot = large_snapshot(16)
+    requests = [{"tp_size": tp, "dp_size": 16 // tp, "sglang_version": "0.5.12",
+                 "launch": dict(path, tp_size=tp, dp_size=16 // tp)}
+                for tp in (2, 4, 8) for path in ({"custom_all_reduce": True}, {"custom_all_reduce": False})]
+    plain = [evaluate(ruleset, snapshot, request).to_dict() for request in requests]
+    cache: dict = {}
+    shared = [evaluate(ruleset, snapshot, request, facts_cache=cache).to_dict() for request in requests]
+    assert shared == plain
+    judged = cache["quantifiers\0"]
+    layouts = {scope for _, scope in judged}
+    assert len(layouts) == 3  # TP 2, 4 and 8 over all 16 GPUs: one verdict per quantifier and layout
+    assert conditions._pair_facts_only({"all": [{"fact": "pair.p2p_ok", "eq": False}]})
+    assert not conditions._pair_facts_only({"all": [{"fact": "pair.p2p_ok", "eq": False},
+                                                     {"fact": "launch.tp_size", "gt": 1}]})
+
+
 def test_path_latency_and_document_are_built_once(monkeypatch, cli):
     from topoctl.autoconf import cost, render, search
 
