@@ -403,8 +403,8 @@ def _located_text(data: Any, error: Any) -> str:
 
 @lru_cache(maxsize=1)
 def _fast_check() -> Any:
-    """The rule schema compiled into Python checks (rules/schema_check.py), once per process."""
-    from .schema_check import compile_schema
+    """The rule schema compiled into Python checks (topoctl/schema_check.py), once per process."""
+    from topoctl.schema_check import compile_schema  # only when a site rule file is checked
 
     return compile_schema(rule_schema())
 

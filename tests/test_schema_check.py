@@ -1,4 +1,4 @@
-"""rules/schema_check.py gives jsonschema's verdict (valid or not) on every built-in rule file and on
+"""topoctl/schema_check.py gives jsonschema's verdict (valid or not) on every built-in rule file and on
 generated mutations of them: the compiled check may never pass a file jsonschema refuses, nor the reverse."""
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from topoctl.rules.loader import builtin_rule_files, rule_schema
-from topoctl.rules.schema_check import compile_schema
+from topoctl.schema_check import compile_schema
 
 CHECK = compile_schema(rule_schema())
 VALIDATOR = jsonschema.Draft202012Validator(rule_schema())
@@ -86,3 +86,56 @@ def test_mutations_get_the_same_verdict(data):
 def test_a_keyword_it_does_not_compile_is_refused():
     with pytest.raises(ValueError, match="not compiled"):
         compile_schema({"type": "object", "dependentRequired": {"a": ["b"]}})
+
+
+# -- snapshots: the compiled check with strict integers against topoctl.snapshot's jsonschema validator -------
+def _snapshots() -> list:
+    import glob
+    import json
+    import os
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    out = []
+    for path in sorted(glob.glob(os.path.join(root, "fixtures", "*", "snapshot.json"))):
+        with open(path, encoding="utf-8") as handle:
+            out.append(json.load(handle))
+    return out
+
+
+SNAPSHOTS = _snapshots()
+SNAPSHOT_ODD = [*ODD_VALUES, 2.0, -3, 10 ** 6, "NV12", "SYS", "OK", "0000:17:00.0", {"read": "OK"}]
+
+
+def _snapshot_check():
+    from topoctl import snapshot
+
+    return compile_schema(snapshot.schema(), strict_integers=True), snapshot.validator()
+
+
+def test_every_fixture_snapshot_is_valid_to_both():
+    check, validator = _snapshot_check()
+    assert len(SNAPSHOTS) >= 10
+    for document in SNAPSHOTS:
+        assert validator.is_valid(document) and check(document)
+
+
+@settings(max_examples=examples(150), deadline=None)
+@given(st.data())
+def test_snapshot_mutations_get_the_same_verdict(data):
+    check, validator = _snapshot_check()
+    document = copy.deepcopy(data.draw(st.sampled_from(SNAPSHOTS)))
+    for _ in range(data.draw(st.integers(1, 3))):
+        paths = [path for path in _paths(document) if path]
+        path = data.draw(st.sampled_from(paths))
+        how = data.draw(st.sampled_from(["set", "delete", "extra-key"]))
+        if how == "set":
+            _set(document, path, copy.deepcopy(data.draw(st.sampled_from(SNAPSHOT_ODD))))
+        elif how == "delete":
+            _delete(document, path)
+        else:
+            target = document
+            for part in path:
+                target = target[part]
+            if isinstance(target, dict):
+                target["unexpected"] = data.draw(st.sampled_from(SNAPSHOT_ODD))
+    assert check(document) == validator.is_valid(document)

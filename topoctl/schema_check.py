@@ -1,18 +1,19 @@
-"""The rule file schema compiled into plain Python checks: is a parsed rule file valid, yes or no.
+"""A JSON Schema compiled into plain Python checks: is a document valid, yes or no.
 
-jsonschema interprets the schema anew for every document (about 2,000 keyword calls per rule file, most of
-a site folder's first load); this module walks the schema once and returns one function of nested closures
-that answers the same question in a fraction of the time. It answers only yes or no: for a file that fails,
-loader.validate_against_schema asks jsonschema for its best-matching error, so every message stays
-jsonschema's. tests/test_schema_check.py holds the two to the same verdict on every built-in rule file and on
-generated mutations of them.
+jsonschema interprets a schema anew for every document (about 2,000 keyword calls per rule file, seconds for
+a 128-GPU snapshot); this module walks the schema once and returns one function of nested closures that
+answers the same question in a fraction of the time. It answers only yes or no: for a document that fails,
+the caller asks jsonschema for its error, so every message stays jsonschema's. Used for site rule files
+(rules/loader.py) and snapshot files (topoctl/snapshot.py); tests/test_schema_check.py holds it to
+jsonschema's verdict on every built-in rule file, every fixture snapshot and generated mutations of them.
 
-It covers the keywords the rule schema uses, with JSON Schema 2020-12 semantics: type, enum, const,
-minLength, pattern, minItems, items, required, properties, additionalProperties, minProperties,
+It covers the keywords those schemas use, with JSON Schema 2020-12 semantics: type, enum, const, minimum,
+minLength, pattern, minItems, maxItems, items, required, properties, additionalProperties, minProperties,
 maxProperties, propertyNames, anyOf, oneOf and local $ref ("#/$defs/..."). A schema using any other keyword
-makes compile_schema raise, so a schema change cannot silently weaken the check.
+makes compile_schema raise, so a schema change cannot silently weaken the check. With strict_integers an
+integer is a Python int only (2.0 is not one), as topoctl's snapshot validator has it.
 
-Layer: knowledge (docs/architecture.md, "Layers").
+Layer: core types and data (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 
@@ -21,8 +22,9 @@ from typing import Any, Callable
 
 Check = Callable[[Any], bool]
 _ANNOTATIONS = {"description", "title", "$schema", "$id", "$defs", "examples", "default", "$comment"}
-_KEYWORDS = {"type", "enum", "const", "minLength", "pattern", "minItems", "items", "required", "properties",
-             "additionalProperties", "minProperties", "maxProperties", "propertyNames", "anyOf", "oneOf", "$ref"}
+_KEYWORDS = {"type", "enum", "const", "minimum", "minLength", "pattern", "minItems", "maxItems", "items", "required",
+             "properties", "additionalProperties", "minProperties", "maxProperties", "propertyNames", "anyOf", "oneOf",
+             "$ref"}
 
 
 def _is_integer(value: Any) -> bool:
@@ -52,10 +54,15 @@ def _same(one: Any, two: Any) -> bool:
     return bool(one == two) and (isinstance(one, str) == isinstance(two, str))
 
 
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 class _Compiler:
-    def __init__(self, root: dict[str, Any]) -> None:
+    def __init__(self, root: dict[str, Any], strict_integers: bool = False) -> None:
         self.root = root
         self.refs: dict[str, Check] = {}
+        self.types = dict(_TYPES, integer=_is_int) if strict_integers else _TYPES
 
     def ref(self, pointer: str) -> Check:
         """A local reference, compiled once and resolved late (the condition schema refers to itself)."""
@@ -78,8 +85,9 @@ class _Compiler:
         unknown = set(schema) - _KEYWORDS - _ANNOTATIONS
         if unknown:
             raise ValueError(f"schema keywords not compiled: {sorted(unknown)}")
-        checks = [check for check in (self._type(schema), self._values(schema), self._string(schema),
-                                      self._array(schema), self._object(schema), self._combined(schema))
+        checks = [check for check in (self._type(schema), self._values(schema), self._number(schema),
+                                      self._string(schema), self._array(schema), self._object(schema),
+                                      self._combined(schema))
                   if check is not None]
         if "$ref" in schema:
             checks.append(self.ref(schema["$ref"]))
@@ -89,7 +97,7 @@ class _Compiler:
         if "type" not in schema:
             return None
         names = [schema["type"]] if isinstance(schema["type"], str) else list(schema["type"])
-        tests = [_TYPES[name] for name in names]
+        tests = [self.types[name] for name in names]
         if len(tests) == 1:
             return tests[0]
         return _some(tests)
@@ -108,6 +116,12 @@ class _Compiler:
             return lambda value: _same(value, wanted)
         return None
 
+    def _number(self, schema: dict[str, Any]) -> Check | None:
+        if "minimum" not in schema:
+            return None
+        least = schema["minimum"]
+        return lambda value: isinstance(value, bool) or not isinstance(value, (int, float)) or value >= least
+
     def _string(self, schema: dict[str, Any]) -> Check | None:
         least = schema.get("minLength")
         pattern = re.compile(schema["pattern"]) if "pattern" in schema else None
@@ -121,15 +135,15 @@ class _Compiler:
         return check
 
     def _array(self, schema: dict[str, Any]) -> Check | None:
-        least = schema.get("minItems")
+        least, most = schema.get("minItems"), schema.get("maxItems")
         items = self.compile(schema["items"]) if "items" in schema else None
-        if least is None and items is None:
+        if least is None and most is None and items is None:
             return None
 
         def check(value: Any) -> bool:
             if not isinstance(value, list):
                 return True
-            if least is not None and len(value) < least:
+            if (least is not None and len(value) < least) or (most is not None and len(value) > most):
                 return False
             if items is not None:
                 for item in value:
@@ -205,6 +219,6 @@ def _some(checks: list[Check]) -> Check:
     return check
 
 
-def compile_schema(schema: dict[str, Any]) -> Check:
+def compile_schema(schema: dict[str, Any], strict_integers: bool = False) -> Check:
     """One function: whether a document is valid against `schema` (ValueError for a keyword not covered)."""
-    return _Compiler(schema).compile(schema)
+    return _Compiler(schema, strict_integers).compile(schema)
