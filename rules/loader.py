@@ -165,10 +165,9 @@ def site_rules(directory: str, with_tests: bool = True) -> SiteRules:
     entries: dict[str, Any] = {}
     tests: dict[str, Any] = {}
     out = SiteRules()
-    for path in files:
+    for path, (entry, cases) in zip(files, _site_entries(files, known, known_tests, with_tests)):
         name = os.path.basename(path)
-        entry, cases = entries[name], tests[name] = _site_entry(path, known.get(name), known_tests.get(name),
-                                                                with_tests)
+        entries[name], tests[name] = entry, cases
         for plain, rule_cases in zip(entry["rules"], cases["tests"] if with_tests else [[]] * len(entry["rules"])):
             out.rules.append(_rule_from_plain({**plain, "tests": rule_cases, "source_file": path}))
         out.disables.extend((path, str(rule_id), str(reason)) for rule_id, reason in entry["disables"])
@@ -190,23 +189,96 @@ def _stored_files(stored: Any) -> dict[str, Any]:
     return files if isinstance(files, dict) else {}
 
 
-def _site_entry(path: str, known: Any, known_tests: Any, with_tests: bool) -> tuple[dict[str, Any], dict[str, Any]]:
-    """One site file's checked content as plain data, (rules and disables, test cases per rule): the cached
-    entries when the file's bytes are the ones they were built from, else parsed and checked now."""
+Entry = tuple[dict[str, Any], dict[str, Any]]  # (rules and disables, test cases per rule) of one site file
+# At least this many files to check before the work is shared with a second process (below it, the fork and
+# the hand-back cost more than they save).
+PARALLEL_FROM = 64
+
+
+def _site_entries(files: list[str], known: dict[str, Any], known_tests: dict[str, Any], with_tests: bool
+                  ) -> list[Entry]:
+    """Each site file's checked content as plain data: the cached entries when the file's bytes are the ones
+    they were built from, else parsed and checked now (_check_stale). A problem is raised for the first file
+    in folder order that has one, as checking them one by one would."""
     import hashlib
 
-    data = _read_rule_file(path)
-    digest = hashlib.sha256(data).hexdigest()
-    if _fresh(known, digest, ("rules", "disables")) and (
-            not with_tests or (_fresh(known_tests, digest, ("tests",))
-                               and len(known_tests["tests"]) == len(known["rules"]))):
-        return known, known_tests if with_tests else {}
+    results: list[Entry | None] = []
+    stale: list[tuple[int, str, bytes | None, str]] = []
+    for position, path in enumerate(files):
+        try:
+            data: bytes | None = _read_rule_file(path)
+        except TopoctlError:
+            data = None  # raised again in its turn by _checked
+        digest = hashlib.sha256(data).hexdigest() if data is not None else ""
+        name = os.path.basename(path)
+        entry: Any = known.get(name)
+        cases: Any = known_tests.get(name)
+        if data is not None and _fresh(entry, digest, ("rules", "disables")) and (
+                not with_tests or (_fresh(cases, digest, ("tests",)) and len(cases["tests"]) == len(entry["rules"]))):
+            results.append((entry, cases if with_tests else {}))
+        else:
+            results.append(None)
+            stale.append((position, path, data, digest))
+    for (position, *_), checked in zip(stale, _check_stale(stale)):
+        results[position] = checked
+    return [entry for entry in results if entry is not None]
+
+
+def _checked(item: tuple[int, str, bytes | None, str]) -> Entry:
+    """One file parsed and checked now (RuleFileError for a problem, a read one included)."""
+    _, path, data, digest = item
+    if data is None:
+        data = _read_rule_file(path)
     file_rules, disables = _parse_rule_text(path, _decode(path, data), builtin=False, validate_schema=True)
     plain = [_rule_to_plain(rule) for rule in file_rules]
     return ({"sha256": digest, "rules": [{k: v for k, v in rule.items() if k not in ("source_file", "tests")}
                                          for rule in plain],
              "disables": [list(d) for d in disables]},
             {"sha256": digest, "tests": [rule["tests"] for rule in plain]})
+
+
+def _checked_or_none(item: tuple[int, str, bytes | None, str]) -> Entry | None:
+    try:
+        return _checked(item)
+    except TopoctlError:
+        return None  # checked again where it is raised, in folder order
+
+
+def _check_stale(stale: list[tuple[int, str, bytes | None, str]]) -> list[Entry]:
+    """_checked for every file, in order. A folder seen for the first time (PARALLEL_FROM files or more) is
+    shared with one forked process where there are two CPUs: the check is pure work on bytes already read,
+    so each process takes every other file and the child hands its plain results back through a pipe. A file
+    with a problem, or a child that fails in any way, is checked (again) here, so the error and the result
+    are the ones checking them one by one gives."""
+    if len(stale) < PARALLEL_FROM or not hasattr(os, "fork") or (os.cpu_count() or 1) < 2:
+        return [_checked(item) for item in stale]
+    import pickle
+
+    theirs = stale[1::2]
+    reader, writer = os.pipe()
+    child = os.fork()
+    if child == 0:  # the child: check its share, hand it back, and leave without running any clean-up
+        status = 1
+        try:
+            os.close(reader)
+            with os.fdopen(writer, "wb") as out:
+                out.write(pickle.dumps([_checked_or_none(item) for item in theirs]))
+            status = 0
+        finally:
+            os._exit(status)
+    os.close(writer)
+    mine = [_checked_or_none(item) for item in stale[0::2]]
+    with os.fdopen(reader, "rb") as handle:
+        payload = handle.read()
+    _, status = os.waitpid(child, 0)
+    try:
+        handed = pickle.loads(payload) if status == 0 else None
+    except Exception:  # a child cut short: its share is checked here
+        handed = None
+    if not isinstance(handed, list) or len(handed) != len(theirs):
+        handed = [_checked_or_none(item) for item in theirs]
+    merged = [mine[index // 2] if index % 2 == 0 else handed[index // 2] for index in range(len(stale))]
+    return [entry if entry is not None else _checked(item) for item, entry in zip(stale, merged)]
 
 
 def _fresh(entry: Any, digest: str, lists: tuple[str, ...]) -> bool:

@@ -189,3 +189,62 @@ def test_rule_paths_resolve_as_realpath_does(tmp_path, monkeypatch):
     names = ["site/a.yaml", "site/b.yaml", "alias/a.yaml", "alias/b.yaml", "./other/b.yaml", str(elsewhere)]
     assert _real_paths(names) == [os.path.realpath(name) for name in names]
     assert unique_rule_paths(["site", "alias", "other"]) == ["site"]  # every file of the others is one of site's
+
+
+@pytest.fixture
+def shared_load(monkeypatch):
+    """Every site load checks its files afresh and shares them with a forked process from two files on."""
+    monkeypatch.setenv("TOPOCTL_NO_CACHE", "1")
+    monkeypatch.setattr(loader, "PARALLEL_FROM", 2)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+
+
+def _plain(rules) -> list:
+    return [(rule.id, rule.severity, rule.when, rule.source_file, rule.tests) for rule in rules]
+
+
+def _one_by_one(folder, monkeypatch) -> list:
+    with monkeypatch.context() as patch:
+        patch.setattr(loader, "PARALLEL_FROM", 10 ** 9)
+        return _plain(loader.site_rules(str(folder)).rules)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
+def test_a_first_load_shared_with_a_second_process_gives_what_one_by_one_gives(tmp_path, shared_load,
+                                                                              monkeypatch):
+    folder = tmp_path / "site"
+    for number in range(7):
+        write_rules(folder, rule_text(rule_id=f"site-rule-{number}"), name=f"r{number}.yaml")
+    assert _plain(loader.site_rules(str(folder)).rules) == _one_by_one(folder, monkeypatch)
+    assert [rule.id for rule in loader.site_rules(str(folder)).rules] == [f"site-rule-{n}" for n in range(7)]
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
+@pytest.mark.parametrize("bad", [(1, 4), (2, 5), (3,)])
+def test_the_first_bad_file_in_folder_order_is_the_one_reported(tmp_path, shared_load, bad):
+    folder = tmp_path / "site"
+    for number in range(6):
+        text = rule_text(rule_id=f"site-rule-{number}", specifier=">>0.5" if number in bad else ">=0.5")
+        write_rules(folder, text, name=f"r{number}.yaml")
+    with pytest.raises(TopoctlError) as caught:
+        loader.site_rules(str(folder))
+    assert caught.value.message.startswith(str(folder / f"r{bad[0]}.yaml"))
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
+def test_a_child_that_fails_leaves_its_share_to_the_parent(tmp_path, shared_load, monkeypatch):
+    import pickle
+
+    folder = tmp_path / "site"
+    for number in range(5):
+        write_rules(folder, rule_text(rule_id=f"site-rule-{number}"), name=f"r{number}.yaml")
+    parent = os.getpid()
+    real_dumps = pickle.dumps
+
+    def dumps(value, *args, **kwargs):
+        if os.getpid() != parent:
+            raise MemoryError("the child cannot hand its share back")
+        return real_dumps(value, *args, **kwargs)
+
+    monkeypatch.setattr(pickle, "dumps", dumps)
+    assert _plain(loader.site_rules(str(folder)).rules) == _one_by_one(folder, monkeypatch)
