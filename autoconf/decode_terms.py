@@ -13,6 +13,7 @@ One forward pass over T tokens on one GPU of a TP group:
     achieved bandwidth  = datasheet x eta[family] x s / (s + s_half)       s: bytes a layer streams per GPU
     step(T)  = read(T) / achieved bandwidth
              + layers x (attention or MLA overhead) + MoE layers x MoE overhead
+             + MoE layers x distinct experts(T) x per-expert cost                (top-4 and top-8 models differ)
              + layers x (T - 1) x per-token cost                           (tree verify, wider GEMMs)
              + allreduces x latency(path, T tokens) + per-step scheduler overhead
 
@@ -46,6 +47,7 @@ PARAMETERS: dict[str, tuple[float, str]] = {
     "attention_us": (8.0, "us per dense-attention layer"),
     "mla_us": (15.0, "us per MLA layer"),
     "moe_us": (10.0, "us per MoE layer (routing, top-k, expert dispatch)"),
+    "expert_us": (2.0, "us per distinct routed expert a MoE layer reads (the expert's own products)"),
     "step_us": (200.0, "us per forward pass (scheduler, sampling, launch)"),
     "rho": (0.5, "routing correlation of the tokens of one verify pass (0: independent, 1: as one token)"),
     "token_us": (0.3, "us per extra token per layer in a multi-token pass"),
@@ -70,6 +72,7 @@ class Terms:
     attention_us: float = PARAMETERS["attention_us"][0]
     mla_us: float = PARAMETERS["mla_us"][0]
     moe_us: float = PARAMETERS["moe_us"][0]
+    expert_us: float = PARAMETERS["expert_us"][0]
     step_us: float = PARAMETERS["step_us"][0]
     rho: float = PARAMETERS["rho"][0]
     token_us: float = PARAMETERS["token_us"][0]
@@ -157,6 +160,7 @@ def forward_parts(feat: Features, terms: Terms, tokens: int) -> dict[str, float]
     bandwidth = achieved_bandwidth(feat, terms, feat.per_layer_bytes())
     return {"weights": feat.read_bytes(tokens, terms.rho) / bandwidth * 1e6,
             "overhead": overhead_us(feat, terms),
+            "experts": feat.moe_layers * feat.distinct_experts(tokens, terms.rho) * terms.expert_us,
             "tokens": feat.layers * max(tokens - 1, 0) * terms.token_us,
             "allreduce": feat.allreduces * feat.allreduce_us.get(tokens, 0.0)}
 

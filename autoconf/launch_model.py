@@ -360,6 +360,9 @@ def _term_inputs(feat: Any, terms: Any, gpu: dict[str, Any], model: dict[str, An
                         "decode_terms.PARAMETERS", FIT_ORIGIN))
     if feat.moe_layers:
         inputs.append(Input("overhead per MoE layer", terms.moe_us, "us", f"{feat.moe_layers} MoE layers", FIT_ORIGIN))
+        inputs.append(Input("overhead per routed expert read", terms.expert_us, "us per expert per MoE layer",
+                            f"{feat.active_experts} experts per token; the H200 decode-step rows bound it: about 0 "
+                            "(one batched product per layer) to 8 us (one product per expert)", FIT_ORIGIN))
     inputs.append(Input("scheduler overhead per step", terms.step_us, "us", "sampling, scheduling, launch", FIT_ORIGIN))
     if feat.allreduces:
         inputs.append(Input("allreduces per forward pass", feat.allreduces, "calls", "2 per layer under tensor parallelism"))
@@ -408,10 +411,10 @@ def estimate(model: dict[str, Any], launch: dict[str, Any], path: str, gpu: dict
     step = sum(parts.values())
     replicas = int(launch.get("dp_size") or 1) if objective == "throughput" else 1
     factor, band_source = band_of(band_group(model, spec))
-    est = Estimate(replicas * batch / step * 1e6, step, parts["allreduce"], parts["weights"],
-                   parts["overhead"] + parts["tokens"], objective, inputs, batch=batch, allreduce_source=call.source,
-                   allreduce_level=call.level, allreduce_origin=call.origin, band=factor, band_source=band_source,
-                   moe=bool(feat.experts))
+    fixed = parts["overhead"] + parts["tokens"] + parts["experts"]
+    est = Estimate(replicas * batch / step * 1e6, step, parts["allreduce"], parts["weights"], fixed, objective, inputs,
+                   batch=batch, allreduce_source=call.source, allreduce_level=call.level, allreduce_origin=call.origin,
+                   band=factor, band_source=band_source, moe=bool(feat.experts))
     if draft is None:
         return est
     length, source, origin = accept_length(model, accept, draft)

@@ -33,12 +33,17 @@ from topoctl.catalogue import system_snapshot
 HERE = os.path.dirname(os.path.abspath(__file__))
 CORPUS = os.path.join(HERE, "data", "public-decode.yaml")
 FIT_FILE = os.path.join(HERE, os.pardir, "autoconf", "data", "decode-fit.yaml")
-FITTED = ["eta_hopper", "eta_blackwell", "half_mb", "attention_us", "mla_us", "moe_us", "step_us", "rho",
+DECODE_STEP = os.path.join(HERE, "data", "h200-decode-step.json")
+FITTED = ["attention_us", "mla_us", "moe_us", "expert_us", "step_us", "rho",
           "token_us", "draft_us", "draft_tp_us", "cycle_us", "accept_a", "accept_tree"]
+# Not fitted: the bandwidth a decode step streams at and the fixed time of streaming a layer are measured
+# (measured_stream below, the H200 decode-step rows); the fitted per-layer overheads are what SGLang's step
+# adds beyond streaming the matrices.
+MEASURED_TERMS = ("eta_hopper", "eta_blackwell", "eta_other", "half_mb")
 PRIOR_WEIGHT = 0.02
 BAND_QUANTILE = 0.8
 MIN_BAND_CASES = 3
-NVLINK_GPUS = ("h100-sxm", "h200-sxm", "b200")
+NVLINK_GPUS = ("h100-sxm", "h200-sxm", "b200", "a100-sxm4-80gb", "a100-sxm4-40gb")
 
 
 @dataclass
@@ -70,6 +75,60 @@ class Case:
         if self.feat.mla:
             return "plain-mla"
         return "plain-moe" if self.feat.experts else "plain-dense"
+
+
+# ----------------------------------------------------------------------------------------- the measured stream
+
+@dataclass(frozen=True)
+class Stream:
+    """The H200 decode-step rows as a line: time per layer = fixed_us + bytes per layer / bandwidth."""
+    bandwidth: float  # bytes/s, the slope
+    fixed_us: float  # us per layer at zero bytes, the intercept
+    datasheet: float  # bytes/s, the H200's datasheet figure
+    rows: int
+
+    @property
+    def eta(self) -> float:
+        return self.bandwidth / self.datasheet
+
+
+def measured_stream(path: str = DECODE_STEP) -> Stream:
+    """Least squares over the CUDA-graph rows of the committed H200 decode-step run (dense layers and MoE
+    layers read as one batched product; the rows that launch one product per expert measure dispatch, not
+    the stream). Its slope is the bandwidth a layer's weights stream at; the launch model takes slope /
+    datasheet as the achieved fraction of every GPU family until `topoctl bench` measures the box itself."""
+    import json
+
+    doc = json.load(open(path, encoding="utf-8"))
+    points = [(float(r["bytes_per_layer"]), float(r["graph_us_per_layer"])) for r in doc["rows"]
+              if r.get("status") == "ok" and r.get("cuda_graph") and r.get("graph_us_per_layer")
+              and r.get("moe_experts") != "one product per expert"]
+    n = len(points)
+    mean_x = sum(x for x, _ in points) / n
+    mean_y = sum(y for _, y in points) / n
+    slope = sum((x - mean_x) * (y - mean_y) for x, y in points) / sum((x - mean_x) ** 2 for x, _ in points)
+    return Stream(bandwidth=1e6 / slope, fixed_us=mean_y - slope * mean_x, datasheet=_gpu("h200-sxm")["bandwidth"],
+                  rows=n)
+
+
+def base_terms() -> Any:
+    """The terms the fit starts from: the measured stream for every GPU family. In the model's form,
+    achieved bandwidth = datasheet x eta x s / (s + s_half), a layer of s bytes takes (s + s_half) / (datasheet
+    x eta): the measured line when eta = slope / datasheet and s_half = intercept x slope."""
+    stream = measured_stream()
+    eta = min(stream.eta, 1.0)
+    half_mb = stream.fixed_us * 1e-6 * stream.bandwidth / terms_mod.MB
+    return terms_mod.Terms(eta_hopper=eta, eta_blackwell=eta, eta_other=eta, half_mb=half_mb)
+
+
+BASE: Any = None
+
+
+def _base() -> Any:
+    global BASE
+    if BASE is None:
+        BASE = base_terms()
+    return BASE
 
 
 # ----------------------------------------------------------------------------------------- the corpus
@@ -155,7 +214,7 @@ def _loss_terms(case: Case, terms: Any) -> list[float]:
 
 
 def loss(vector: list[float], cases: list[Case]) -> float:
-    terms = terms_mod.Terms.from_vector(FITTED, [math.exp(v) for v in vector])
+    terms = terms_mod.Terms.from_vector(FITTED, [math.exp(v) for v in vector], _base())
     total = sum(e * e for case in cases for e in _loss_terms(case, terms))
     for name, value in zip(FITTED, vector):
         total += PRIOR_WEIGHT * (value - math.log(terms_mod.PARAMETERS[name][0])) ** 2
@@ -215,7 +274,7 @@ def fit(cases: list[Case], restarts: int = 2) -> Any:
     vector = [math.log(terms_mod.PARAMETERS[name][0]) for name in FITTED]
     for _ in range(restarts):  # restarting from the last optimum lets the simplex leave a collapsed shape
         vector = nelder_mead(lambda v: loss(v, train), vector)
-    return terms_mod.Terms.from_vector(FITTED, [math.exp(v) for v in vector])
+    return terms_mod.Terms.from_vector(FITTED, [math.exp(v) for v in vector], _base())
 
 
 # ----------------------------------------------------------------------------------------- LOSO
@@ -348,6 +407,16 @@ def print_stats(held: list[Held], band: dict[str, float]) -> dict[str, Any]:
             "uncertain": unsure, "decisions": len(decisions)}
 
 
+def _measured_record() -> dict[str, Any]:
+    stream = measured_stream()
+    return {"terms": list(MEASURED_TERMS),
+            "source": f"{os.path.relpath(DECODE_STEP, os.path.join(HERE, os.pardir))}: least squares over {stream.rows} "
+                      "CUDA-graph rows (time per layer against bytes per layer)",
+            "stream_gb_s": round(stream.bandwidth / 1e9, 1), "fixed_us_per_layer": round(stream.fixed_us, 1),
+            "half_mb": round(stream.fixed_us * 1e-6 * stream.bandwidth / terms_mod.MB, 2),
+            "eta": round(stream.eta, 4)}
+
+
 def write_fit(path: str, terms: Any, band: dict[str, float], cases: list[Case]) -> None:
     import yaml
 
@@ -356,6 +425,7 @@ def write_fit(path: str, terms: Any, band: dict[str, float], cases: list[Case]) 
            "corpus": "benchmarks/data/public-decode.yaml",
            "cases_fitted": len(fitted), "sources_fitted": len({c.source for c in fitted}),
            "terms": {k: round(v, 5) for k, v in terms.as_dict().items()},
+           "measured": _measured_record(),
            "bands": band,
            "band_rule": f"{int(BAND_QUANTILE * 100)}th percentile of leave-one-source-out |ln(predicted/measured)|"}
     with open(path, "w", encoding="utf-8") as handle:

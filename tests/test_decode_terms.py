@@ -51,7 +51,8 @@ def test_accept_length_grows_with_the_draft_shape():
 def test_the_corpus_names_a_source_and_a_place_for_every_row():
     doc = yaml.safe_load(open(CORPUS, encoding="utf-8"))
     cases = doc["cases"]
-    assert len(cases) >= 30
+    public_sglang = [c for c in cases if c.get("engine", "sglang") == "sglang" and c.get("kind") != "field-report"]
+    assert len(public_sglang) >= 40
     for case in cases:
         assert case["source"] in doc["sources"], case["id"]
         assert case["place"], case["id"]
@@ -68,6 +69,26 @@ def test_the_stored_fit_is_the_fit_of_the_corpus_as_it_is():
     record = launch_model.fitted_terms()[1]
     assert record["cases_fitted"] == len(fitted)  # regenerate: benchmarks/launch_model_checks.py --write
     assert set(record["bands"]) >= {"plain-dense", "plain-moe", "speculative", "gain-dense", "gain-moe"}
+
+
+def test_the_stream_terms_are_the_h200_measurement_not_fitted():
+    # eta and s_half reproduce the line through the committed H200 rows: (s + s_half) / (datasheet x eta)
+    terms, record = launch_model.fitted_terms()
+    measured = record["measured"]
+    assert terms.eta_hopper == terms.eta_blackwell == pytest.approx(measured["eta"], abs=1e-4)
+    assert terms.half_mb == pytest.approx(measured["half_mb"], abs=0.01)
+    rows = [r for r in _rows()["rows"] if r["model"] == "llama-3.1-8b" and r["tokens"] == 1]
+    layer_us = (rows[0]["bytes_per_layer"] / 1e6 + terms.half_mb) / (4800 * terms.eta_hopper) * 1000
+    assert layer_us == pytest.approx(rows[0]["graph_us_per_layer"], rel=0.1)
+
+
+def test_the_expert_term_grows_with_the_experts_a_pass_reads():
+    terms = decode_terms.Terms(expert_us=5.0, rho=1.0)
+    moe, dense = features("qwen3-30b-a3b"), features("llama-3.1-8b")
+    one, four = (decode_terms.forward_parts(moe, terms, t)["experts"] for t in (1, 4))
+    assert one == pytest.approx(48 * 8 * 5.0)  # 48 MoE layers x 8 experts x 5 us
+    assert four == pytest.approx(48 * moe.distinct_experts(4, 1.0) * 5.0) and four > 3 * one
+    assert decode_terms.forward_parts(dense, terms, 4)["experts"] == 0.0
 
 
 def _rows():
