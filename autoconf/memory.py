@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from packaging.version import Version
+from topoctl.pep440 import Version
 
 MIB = 1024 * 1024
 REPLICATED_PARTS = ("router", "norms")

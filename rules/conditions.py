@@ -16,6 +16,8 @@ import re
 from functools import lru_cache
 from typing import Any, Callable, Optional
 
+from topoctl import pep440
+
 from .facts import PAIR_FACTS, UNKNOWN, VERSION_FACT_TYPE, Context, fact_type, launch_value
 
 Tri = Optional[bool]
@@ -55,13 +57,8 @@ def _number(value: Any) -> bool:
 
 @lru_cache(maxsize=4096)
 def parse_version(text: str) -> Any:
-    """packaging Version of `text`, or None when it is not a PEP 440 version."""
-    from packaging.version import InvalidVersion, Version
-
-    try:
-        return Version(text)
-    except InvalidVersion:
-        return None
+    """The PEP 440 version `text` spells (topoctl.pep440), or None when it is not one."""
+    return pep440.parse(text)
 
 
 def nccl_list_enables(value: str, token: str) -> bool:
@@ -103,13 +100,11 @@ def make_test(op: str, operand: Any) -> Test:
                    "gt": lambda a: a > operand, "ge": lambda a: a >= operand}[op]
         return lambda value: _number(value) and compare(value)
     if op == "version":
-        from packaging.specifiers import SpecifierSet
-
-        specifier = SpecifierSet(operand)
+        specifier = pep440.SpecifierSet(operand)
 
         def matches_version(value: Any) -> bool:
             parsed = parse_version(str(value)) if value is not None else None
-            return parsed is not None and specifier.contains(parsed, prereleases=True)
+            return parsed is not None and specifier.contains(parsed)
         return matches_version
     if op == "any_in":
         keys = [_key(item) for item in operand]
@@ -175,13 +170,11 @@ def _check_order(field: str, fact: str, kind: str, op: str, operand: Any) -> Non
 def _check_version(field: str, fact: str, kind: str, op: str, operand: Any) -> None:
     if kind != VERSION_FACT_TYPE:
         raise ConditionError(field, f"version needs a version fact; {fact!r} is {kind}")
-    from packaging.specifiers import InvalidSpecifier, SpecifierSet  # start-up: rule files compile from the cache
-
     if not isinstance(operand, str) or not operand.strip():
         raise ConditionError(field, f"version needs a PEP 440 specifier string, got {operand!r}")
     try:
-        SpecifierSet(operand)
-    except InvalidSpecifier:
+        pep440.SpecifierSet(operand)
+    except pep440.InvalidSpecifier:
         raise ConditionError(field, f"invalid PEP 440 version specifier {operand!r}") from None
 
 

@@ -3,15 +3,14 @@
 Layer: core types and data (docs/architecture.md, "Layers").
 
 The flag data folder is listed here without importing topoctl.sglang.flags, so that `topoctl --version` (what
-scripts and CI logs call most often) stays a few imports. Versions are ordered by packaging (PEP 440), the
-same order topoctl.sglang.flags uses, rather than by an ordering of our own beside it; packaging.version
-costs a few milliseconds to import.
+scripts and CI logs call most often) stays a few imports. Versions are ordered by PEP 440 (topoctl.pep440),
+the same order topoctl.sglang.flags uses.
 """
 from __future__ import annotations
 
 import os
 
-from packaging.version import InvalidVersion, Version
+from topoctl.pep440 import InvalidVersion, Version
 
 FLAG_DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sglang", "data")
 

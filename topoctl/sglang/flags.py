@@ -28,9 +28,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from packaging.version import InvalidVersion, Version
-
 from topoctl.errors import TopoctlError, one_line
+from topoctl.pep440 import InvalidVersion, Version
 
 _DATA_DIR = "data"
 _NAME_RE = re.compile(r"^sglang-(?P<version>[0-9][0-9A-Za-z.+-]*)\.json$")

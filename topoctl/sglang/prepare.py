@@ -39,9 +39,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from packaging.version import Version
-
 from topoctl.errors import TopoctlError
+from topoctl.pep440 import Version
 from topoctl.sglang.launch import Problem
 from topoctl.sglang.launchers import Launch
 

@@ -16,7 +16,7 @@ import json
 import os
 from typing import Any
 
-from packaging.version import InvalidVersion, Version
+from topoctl.pep440 import InvalidVersion, Version
 
 _PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "releases.json")
 

@@ -14,6 +14,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from topoctl.pep440 import SpecifierSet, parse
 from topoctl.sglang import settings as launch_settings
 
 FALSE_WORDS = {"0", "false", "no", "off", "none", ""}
@@ -70,13 +71,8 @@ def version_allows(setting: str, version: str | None) -> bool:
     wanted = spec.get("sglang")
     if not wanted or not version:
         return True
-    from packaging.specifiers import SpecifierSet
-    from packaging.version import InvalidVersion, Version
-
-    try:
-        return Version(version) in SpecifierSet(wanted)
-    except InvalidVersion:
-        return True
+    parsed = parse(version)  # a version that is not PEP 440 cannot be placed: the setting is not refused
+    return parsed is None or SpecifierSet(wanted).contains(parsed)
 
 
 def choose_flag(candidates: list[dict[str, Any]], flags: Any) -> dict[str, Any] | None:
