@@ -16,10 +16,11 @@ packaging, imported then and only then.
 """
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any, Callable
 
-_PATTERN = re.compile(
+_PATTERN_TEXT = (
     r"""^\s*v?
     (?:(?P<epoch>[0-9]+)!)?
     (?P<release>[0-9]+(?:\.[0-9]+)*)
@@ -27,9 +28,15 @@ _PATTERN = re.compile(
     (?:-(?P<post_n1>[0-9]+)|[-_.]?(?P<post_l>post|rev|r)[-_.]?(?P<post_n2>[0-9]+)?)?
     (?:[-_.]?(?P<dev_l>dev)[-_.]?(?P<dev_n>[0-9]+)?)?
     (?:\+(?P<local>[a-z0-9]+(?:[-_.][a-z0-9]+)*))?
-    \s*$""", re.VERBOSE | re.IGNORECASE)
+    \s*$""")
 _PRE_LETTER = {"alpha": "a", "a": "a", "beta": "b", "b": "b", "c": "rc", "pre": "rc", "preview": "rc", "rc": "rc"}
-_LOCAL_SPLIT = re.compile(r"[-_.]")
+_LOCAL_SEPARATORS = r"[-_.]"
+
+
+@functools.lru_cache(maxsize=1)
+def _pattern() -> re.Pattern[str]:
+    """The version grammar, compiled on first use: `show` and `--help` import this module and parse none."""
+    return re.compile(_PATTERN_TEXT, re.VERBOSE | re.IGNORECASE)
 
 
 class InvalidVersion(ValueError):
@@ -46,7 +53,7 @@ class Version:
     __slots__ = ("epoch", "release", "pre", "post", "dev", "local", "_key")
 
     def __init__(self, text: str) -> None:
-        match = _PATTERN.match(text) if isinstance(text, str) else None
+        match = _pattern().match(text) if isinstance(text, str) else None
         if match is None:
             raise InvalidVersion(f"invalid version: {text!r}")
         try:
@@ -59,7 +66,7 @@ class Version:
         except ValueError:  # a part past Python's 4,300-digit int conversion limit
             raise InvalidVersion(f"invalid version: {text[:40]!r}...") from None
         local = match["local"]
-        self.local = tuple(int(part) if part.isdigit() else part.lower() for part in _LOCAL_SPLIT.split(local)) \
+        self.local = tuple(int(part) if part.isdigit() else part.lower() for part in re.split(_LOCAL_SEPARATORS, local)) \
             if local else None
         self._key = self._sort_key()
 
@@ -149,7 +156,7 @@ def version_key(text: str) -> Version:
 
 
 # ------------------------------------------------------------------------------------------ specifiers
-_CLAUSE = re.compile(r"^\s*(?P<op><=|>=|==|!=|<|>)\s*(?P<version>[^\s,*+]+)\s*$")
+_CLAUSE = r"^\s*(?P<op><=|>=|==|!=|<|>)\s*(?P<version>[^\s,*+]+)\s*$"  # compiled on first use (re's cache)
 Clause = Callable[[Version], bool]
 
 
@@ -200,7 +207,7 @@ class SpecifierSet:
         self._clauses: list[Clause] | None = []
         self._packaging: Any = None
         for part in (p for p in text.split(",") if p.strip()) if isinstance(text, str) else ():
-            match = _CLAUSE.match(part)
+            match = re.match(_CLAUSE, part)
             spec = parse(match["version"]) if match else None
             if match is None or spec is None or spec.local is not None:
                 self._clauses = None

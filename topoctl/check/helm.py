@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
-import subprocess
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
@@ -233,6 +231,9 @@ def plain(chart_dir: str) -> list[Rendered]:
 
 def with_helm(chart_dir: str, timeout: float = 60.0) -> list[Rendered] | None:
     """`helm template CHART`, split at its `# Source:` comments; None when helm is not on PATH or fails."""
+    import shutil
+    import subprocess
+
     helm = shutil.which("helm")
     if helm is None:
         return None

@@ -742,6 +742,8 @@ def _wanted_in_folder(name: str) -> bool:
 def expand_paths(paths: list[str]) -> list[tuple[str, bool]]:
     """(file, found in a folder) for the files as given and the launch-like files under each folder (sorted,
     hidden and tool folders skipped; a Helm chart folder is one entry)."""
+    if not paths:  # `check -- COMMAND`: no file, and no Helm reader to import
+        return []
     from topoctl.check.helm import is_chart
 
     out: list[tuple[str, bool]] = []
