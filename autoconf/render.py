@@ -288,20 +288,18 @@ def render_env(result: Result) -> str:
     return "\n".join(lines) + "\n"
 
 
-LAUNCHER = ("python", "-m", "sglang.launch_server")
-
-
 def render_args(result: Result) -> str:
-    """SGLang's flags, one shell line. A launch that also needs environment settings (NCCL_P2P_DISABLE=1 on GPUs
-    without P2P, CUDA_VISIBLE_DEVICES for a group of the GPUs) cannot be said in flags alone, so the line is then
-    a whole command in `env` prefix form: `env NAME=VALUE... python -m sglang.launch_server FLAGS`, to which the
-    user appends --model-path (docs/recommend-and-check.md; `topoctl check -- LINE` reads it back)."""
-    out = rendered(result)
-    if not out.env:
-        return shlex.join(out.flat_args()) + "\n"
-    assignments = [assignment(name, value).split("=", 1)[0] + "=" + shlex.quote(value)
-                   for name, (value, _) in sorted(out.env.items())]  # assignment() refuses a bad name
-    return " ".join(["env", *assignments, shlex.join([*LAUNCHER, *out.flat_args()])]) + "\n"
+    """SGLang's argument list and nothing else, one shell-quoted line to put after
+    `python -m sglang.launch_server --model-path M`, on every target alike, so a script can splice it in
+    without parsing it. Environment settings the launch needs (NCCL_P2P_DISABLE=1 on GPUs without P2P,
+    CUDA_VISIBLE_DEVICES for a group of the GPUs) are not flags: launch.env (`--format env`) carries them, and
+    `recommend --format args` names them on stderr (`args_environment`), so none is lost without a word."""
+    return shlex.join(rendered(result).flat_args()) + "\n"
+
+
+def args_environment(result: Result) -> dict[str, str]:
+    """The environment settings the chosen launch needs beside its flags, as launch.env writes them."""
+    return {name: value for name, (value, _) in sorted(rendered(result).env.items())}
 
 
 def render_json(result: Result) -> str:

@@ -1,13 +1,15 @@
 """recommend: the GPUs of a launch on fewer GPUs than the machine has (CUDA_VISIBLE_DEVICES with
-CUDA_DEVICE_ORDER=PCI_BUS_ID), the environment in --format args, and schema_version in json/yaml."""
+CUDA_DEVICE_ORDER=PCI_BUS_ID), --format args as SGLang's arguments alone (its environment on stderr), and
+schema_version in json/yaml."""
 from __future__ import annotations
 
 import json
 import shlex
 
+import pytest
 import yaml
 
-from topoctl.catalogue import system_snapshot
+from topoctl.catalogue import list_systems, system_snapshot
 from topoctl.cli import main
 from topoctl.sglang.launch import parse_env_text
 
@@ -77,22 +79,50 @@ def test_an_unknown_pair_outside_the_group_keeps_nccl_p2p_on(tmp_path, capsys):
     assert "NCCL_P2P_DISABLE" not in env
 
 
-def test_args_carry_the_environment(capsys):
-    code, out, _ = run(capsys, "recommend", "--system", "rtx-4090-2x-pcie-no-p2p", "--format", "args")
+NOTE = "topoctl: note: the launch also needs this environment, which flags cannot carry: "
+ARGS_CASES = [[], ["--model", "llama-3.1-8b"], ["--tp-size", "1"], ["--model", "deepseek-v3", "--nnodes", "2"]]
+
+
+def noted_environment(err):
+    """The NAME=VALUE words of recommend --format args' stderr note ({} when there is none)."""
+    lines = [line for line in err.splitlines() if line.startswith(NOTE)]
+    if not lines:
+        return {}
+    words = shlex.split(lines[0][len(NOTE):].rsplit(" (--format env", 1)[0])
+    return dict(word.split("=", 1) for word in words)
+
+
+@pytest.mark.parametrize("system", list_systems())
+@pytest.mark.parametrize("given", ARGS_CASES, ids=" ".join)
+def test_args_are_sglang_arguments_alone_on_every_system(capsys, system, given):
+    """--format args is SGLang's argument list on every reference system, no-P2P box included; the environment
+    launch.env carries beside SGLANG_ARGS is named on stderr, and the two together are the launch check passes."""
+    code, env_text, _ = run(capsys, "recommend", "--system", system, *given)
+    code_args, out, err = run(capsys, "recommend", "--system", system, *given, "--format", "args")
+    assert code_args == code
+    if code != 0:
+        return
+    env = env_of(env_text)
     words = shlex.split(out)
-    assert code == 0 and words[:2] == ["env", "NCCL_P2P_DISABLE=1"]
-    assert words[2:5] == ["python", "-m", "sglang.launch_server"] and "--tp-size" in words
-    # the line is a launch command check reads back (the user appends --model-path)
-    code, report, _ = run(capsys, "check", "--system", "rtx-4090-2x-pcie-no-p2p", "--format", "json", "--",
-                          *words, "--model-path", "M")
-    assert code == 0, report
-    code, out, _ = run(capsys, "recommend", "--system", "l40s-4x-pcie-2numa", "--tp-size", "2", "--format", "args")
-    assert shlex.split(out)[:3] == ["env", "CUDA_DEVICE_ORDER=PCI_BUS_ID", "CUDA_VISIBLE_DEVICES=0,1"]
+    assert out.count("\n") == 1 and words[0].startswith("--"), out
+    assert words == shlex.split(env["SGLANG_ARGS"]) + shlex.split(env.get("SGLANG_NODE_ARGS", ""))
+    needed = {name: value for name, value in env.items()
+              if not name.startswith("TOPOCTL_") and name not in ("SGLANG_ARGS", "SGLANG_NODE_ARGS")}
+    assert noted_environment(err) == needed
+    if "--nnodes" in given:
+        return  # the node flags hold variables each node's launcher fills
+    line = ["env", *(f"{name}={value}" for name, value in needed.items()), "python", "-m", "sglang.launch_server",
+            *words, "--model-path", "M"]
+    check_code, report, _ = run(capsys, "check", "--system", system, "--format", "json", "--", *line)
+    assert check_code == 0, report
 
 
-def test_args_without_environment_are_the_flags_alone(capsys):
-    code, out, _ = run(capsys, "recommend", "--system", "h100-8x-nvswitch", "--format", "args")
-    assert code == 0 and shlex.split(out)[0] == "--tp-size"
+def test_args_on_the_no_p2p_box_name_nccl_p2p_disable_on_stderr(capsys):
+    code, out, err = run(capsys, "recommend", "--system", "rtx-4090-2x-pcie-no-p2p", "--format", "args")
+    assert code == 0 and out == "--tp-size 2 --disable-custom-all-reduce\n"
+    assert noted_environment(err) == {"NCCL_P2P_DISABLE": "1"}
+    code, out, err = run(capsys, "recommend", "--system", "h100-8x-nvswitch", "--format", "args")
+    assert code == 0 and shlex.split(out)[0] == "--tp-size" and err == ""
 
 
 def test_yaml_carries_schema_version(capsys):

@@ -154,7 +154,8 @@ def _output(result, fmt: str, top: int) -> str:
               help="EAGLE-3 tokens accepted per verify cycle (default: measured for the same model, else 2.77, a "
                    "published EAGLE-3 acceptance length; docs/launch-model.md).")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="env", show_default=True,
-              help="env: launch.env to source; args: the SGLang flags on one line; json / yaml: everything, with "
+              help="env: launch.env to source; args: only SGLang's arguments, on one line (an environment "
+                   "the launch also needs is named on stderr); json / yaml: everything, with "
                    "the evidence; table: the passing launches ranked, best first (--top). With --list-systems or "
                    "--list-models, json and yaml print the list as a document.")
 @click.option("--top", type=click.IntRange(min=1), default=10, show_default=True, metavar="N",
@@ -228,7 +229,28 @@ def command(topology, system, list_systems, fallback_system, list_models, model_
     if explain:
         click.echo(explain_text(result), err=True, nl=False)
     emit(_with_nodes(_output(result, fmt, top), fmt, nodes), output)
+    if fmt == "args":
+        _note_environment(result, nodes)
     return 0
+
+
+def _note_environment(result: Any, nodes: Any) -> None:
+    """`--format args` is SGLang's argument list only; the environment the launch also needs (no P2P, a group
+    of the GPUs, a multi-node network) goes to stderr, named, so that a script using the flags cannot lose it
+    unnoticed. launch.env (`--format env`) holds both."""
+    from topoctl.autoconf.render import args_environment
+    from topoctl.errors import one_line
+
+    env = args_environment(result)
+    if nodes is not None:
+        env.update(sorted(nodes.env.items()))
+    if not env:
+        return
+    import shlex
+
+    settings = " ".join(f"{name}={shlex.quote(value)}" for name, value in env.items())
+    click.echo(f"topoctl: note: the launch also needs this environment, which flags cannot carry: "
+               f"{one_line(settings)} (--format env writes it with the flags)", err=True)
 
 
 def _nodes(result: Any, snapshot: dict[str, Any], nnodes: int, ruleset: Any) -> Any:
