@@ -325,3 +325,48 @@ def test_show_says_that_gloo_measurements_are_not_the_gpus_figures():
     assert lines[1].startswith("  NOT GPU figures: --backend gloo ran on CPU processes")
     snapshot["measurements"]["backend"] = "nccl"
     assert "GPUs 0,1" in render_measurements(snapshot)[0] and "NOT GPU" not in "\n".join(render_measurements(snapshot))
+
+
+# --------------------------------------------------------------------------------- a launch for another box
+
+def _mismatch(cli, argv):
+    code, out, err = cli(["check", "--format", "json", *argv])
+    items = [item for result in json.loads(out)["results"] for item in result["findings"]]
+    return code, [item for item in items if item["id"] == "topoctl-system-mismatch"]
+
+
+@pytest.mark.parametrize("made_for, checked_on", [("h200-4x-nvswitch-vm", "h100-8x-nvswitch"),
+                                                  ("rtx-4090-2x-pcie-no-p2p", "h200-2x-nvswitch-vm"),
+                                                  ("h200-2x-nvswitch-vm", "h200-2x-nvswitch-vm")])
+def test_a_launch_env_checked_on_another_system_is_a_warning_naming_both(cli, tmp_path, made_for, checked_on):
+    """recommend records its target in TOPOCTL_SYSTEM; check on another target says so as a warning (exit 0,
+    exit 1 only with --fail-on warn), never a block; on its own target it says nothing."""
+    env = tmp_path / "launch.env"
+    assert cli(["recommend", "--system", made_for, "-o", str(env)])[0] == 0
+    line = next(n for n, text in enumerate(env.read_text().splitlines(), 1) if text.startswith("TOPOCTL_SYSTEM="))
+    code, found = _mismatch(cli, [str(env), "--system", checked_on])
+    if made_for == checked_on:
+        assert code == 0 and found == []
+        return
+    assert [(i["severity"], i["where"]) for i in found] == [("warn", f"{env}:{line}")]
+    assert f"made for {made_for}; the target is {checked_on}" in found[0]["message"]
+    assert code == 0 or made_for == "rtx-4090-2x-pcie-no-p2p"  # other findings may block; this one does not
+    code, out, _ = cli(["check", str(env), "--system", checked_on, "--fail-on", "warn"])
+    assert code == 1 and "WARN  topoctl-system-mismatch" in out
+
+
+def test_a_launch_env_from_a_probed_machine_matches_that_machine_by_host_name(cli, tmp_path):
+    """A snapshot of a real machine names its host: the launch made from it passes on it without the remark,
+    and gets it on a reference system."""
+    machine = tmp_path / "machine.yaml"
+    assert cli(["probe", "--from-capture", "h200-4x-nvswitch-vm", "-o", str(machine)])[0] == 0
+    snapshot = yaml.safe_load(machine.read_text())  # as a live probe writes it: no reference name, a host name
+    del snapshot["source"]["name"]
+    snapshot["source"]["kind"], snapshot["host"]["hostname"] = "live", "gpu-node-17"
+    machine.write_text(yaml.safe_dump(snapshot))
+    env = tmp_path / "launch.env"
+    assert cli(["recommend", "--topology", str(machine), "-o", str(env)])[0] == 0
+    assert "TOPOCTL_SYSTEM='gpu-node-17'" in env.read_text()
+    assert _mismatch(cli, [str(env), "--topology", str(machine)]) == (0, [])
+    code, found = _mismatch(cli, [str(env), "--system", "h200-4x-nvswitch-vm"])
+    assert code == 0 and len(found) == 1 and "made for gpu-node-17; the target is h200-4x-nvswitch-vm" in found[0]["message"]

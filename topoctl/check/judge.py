@@ -70,6 +70,7 @@ def judge(parsed: ParsedLaunch, snapshot: dict[str, Any], flags: Any, ruleset: A
 
         outcome.items.extend(memory_items(parsed, snapshot, flags, sizes.tp_all, model, Item, measured))
     outcome.items.extend(_version_mismatch(parsed, flags))
+    outcome.items.extend(system_mismatch_items(parsed, snapshot))
     if expect is not None:  # --expect SNAPSHOT only
         from topoctl.check.judge_drift import drift
 
@@ -123,6 +124,25 @@ def _tp_not_given(parsed: ParsedLaunch, snapshot: dict[str, Any], flags: Any, la
         f"add --tp-size {visible} to use every {'visible ' if visible != gpu_count else ''}GPU "
         "(topoctl recommend writes it)",
         parsed.lines.get("SGLANG_ARGS", ""))]
+
+
+def system_mismatch_items(parsed: ParsedLaunch, snapshot: dict[str, Any]) -> list[Item]:
+    """A launch.env records the system recommend made it for (TOPOCTL_SYSTEM: a reference system's name or the
+    probed host's name). Checked against another target it may still pass, but its choices (TP size, GPU group,
+    NCCL settings) were made for other hardware: a warning naming both, never a block, since nodes of one fleet
+    are alike under different host names."""
+    from topoctl.snapshot_view import SnapshotView
+
+    made_for = parsed.metadata.get("TOPOCTL_SYSTEM")
+    view = SnapshotView(snapshot)
+    target = view.system_name or view.hostname
+    if not made_for or made_for == "live" or not target or made_for == one_line(target):
+        return []
+    return [Item("topoctl-system-mismatch", "warn", "launch made for another system",
+                 one_line(f"the launch was made for {made_for}; the target is {target}, so its TP size, GPU group "
+                          "and NCCL settings were chosen for other hardware"),
+                 "re-run `topoctl recommend` for this target, or check against the system the launch was made for",
+                 parsed.lines.get("TOPOCTL_SYSTEM", ""))]
 
 
 def _version_mismatch(parsed: ParsedLaunch, flags: Any) -> list[Item]:
