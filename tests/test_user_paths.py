@@ -370,3 +370,50 @@ def test_a_launch_env_from_a_probed_machine_matches_that_machine_by_host_name(cl
     assert _mismatch(cli, [str(env), "--topology", str(machine)]) == (0, [])
     code, found = _mismatch(cli, [str(env), "--system", "h200-4x-nvswitch-vm"])
     assert code == 0 and len(found) == 1 and "made for gpu-node-17; the target is h200-4x-nvswitch-vm" in found[0]["message"]
+
+
+# ------------------------------------------------------------------------ gloo figures are not the GPUs'
+# A `measurements` block in the format `topoctl bench` writes (synthetic: written here; its keys follow the
+# run of `topoctl bench --backend gloo` on this repository's CPU-only CI machine), holding what would change a
+# launch if it were the GPUs' own: a failed P2P copy, allreduce rows of SGLang's paths, a decode-step row.
+def _bench_block(backend):
+    allreduce = [{"path": path, "world_size": 8, "gpus": list(range(8)), "bytes": size, "dtype": "bfloat16",
+                  "cuda_graph": True, "latency_us": {"median": 1.0, "p10": 0.9, "p90": 1.1}, "repetitions": 20,
+                  "status": "ok", "reason": None, "variant": None}
+                 for path in ("nccl", "custom") for size in (4096, 65536, 1 << 20, 16 << 20)]
+    decode = [{"model": "kimi-k2.5", "dtype": "bfloat16", "tokens": 1, "cuda_graph": True, "status": "ok",
+               "moe_experts": None, "bytes_per_layer": float(1 << 30), "graph_bandwidth_gb_s": 50000.0}]
+    return {"method": "topoctl bench", "measured_at": "2026-12-02T04:00:00+00:00", "backend": backend,
+            "gpus": list(range(8)), "versions": {"torch": "2.13.0+cpu"}, "complete": True,
+            "p2p": [{"src": 0, "dst": 1, "healthy": False, "reason": "crawled: 0.03 GB/s", "latency_us": 2.6,
+                     "bandwidth_gbps": {"one_way": 0.03, "both_ways": 0.03}}],
+            "allreduce": allreduce, "coalescing": [], "decode_step": decode}
+
+
+def _outputs(cli, path):
+    recommend = cli(["recommend", "--topology", path, "--model", "kimi-k2.5", "--format", "json"])
+    launch = ["--", "python", "-m", "sglang.launch_server", "--model-path", "m", "--tp-size", "8"]
+    check = cli(["check", "--topology", path, "--format", "json", *launch])
+    recommended = json.loads(recommend[1])
+    recommended.pop("target")  # names the file
+    return recommend[0], recommended, check[0], json.loads(check[1])["results"][0]["findings"]
+
+
+def test_recommend_and_check_never_take_gloo_figures_for_the_gpus(cli, tmp_path):
+    """The same bench block changes recommend's and check's answer when it is the GPUs' (backend nccl: the
+    failed pair loses P2P, the measured latencies rank the paths) and changes nothing when it came from CPU
+    processes (backend gloo): as if nothing had been measured."""
+    from topoctl.catalogue import system_snapshot
+
+    outputs = {}
+    for name, block in (("none", None), ("gloo", _bench_block("gloo")), ("nccl", _bench_block("nccl"))):
+        snapshot = system_snapshot("rtx-pro-6000-8x-pcie")
+        if block is not None:
+            snapshot["measurements"] = block
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps(snapshot))
+        outputs[name] = _outputs(cli, str(path))
+    assert outputs["gloo"] == outputs["none"]
+    assert outputs["nccl"] != outputs["none"]  # the same rows, read as the GPUs', do change the answer
+    assert outputs["nccl"][1]["env"].get("NCCL_P2P_DISABLE") == "1"
+    assert any(item["id"] == "p2p-failed-health-check" for item in outputs["nccl"][3])

@@ -89,9 +89,12 @@ def measured_health(snapshot: Any) -> "dict[tuple[int, int], tuple[bool, Any]]":
     """(src, dst) -> (healthy, reason) for every pair `topoctl bench` checked (snapshot["measurements"]["p2p"]).
 
     A pair that failed the check (hung, corrupted or crawled) is treated everywhere as a pair without working
-    P2P, whatever NVML said: the measurement is what was seen. Pairs bench did not check are absent."""
+    P2P, whatever NVML said: the measurement is what was seen. Pairs bench did not check are absent, and so is
+    every pair of a `--backend gloo` run: a copy between CPU processes says nothing about the GPUs' P2P."""
     measurements = snapshot.get("measurements") if isinstance(snapshot, dict) else None
-    rows = measurements.get("p2p") if isinstance(measurements, dict) else None
+    if not isinstance(measurements, dict) or measurements.get("backend") == "gloo":
+        return {}
+    rows = measurements.get("p2p")
     out: "dict[tuple[int, int], tuple[bool, Any]]" = {}
     for row in rows if isinstance(rows, list) else []:
         if not isinstance(row, dict) or not isinstance(row.get("healthy"), bool):

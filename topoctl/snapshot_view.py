@@ -175,14 +175,24 @@ class SnapshotView:
         """snapshot.measurements (topoctl bench), or None when nothing was measured."""
         return self.data.get("measurements") or None
 
+    @property
+    def gpu_measurements(self) -> dict[str, Any] | None:
+        """The measurements when they are the GPUs' own: None for `topoctl bench --backend gloo`, which ran on
+        CPU processes (a check of the harness). Everything that judges or ranks a launch reads through this;
+        `show` prints the gloo block, marked as not GPU figures."""
+        measured = self.measurements
+        return None if isinstance(measured, dict) and measured.get("backend") == "gloo" else measured
+
     def measurement_rows(self, kind: str) -> list[Any]:
-        """The rows of measurements.<kind> (p2p, allreduce, coalescing, local_copy) as written; [] when none."""
-        rows = (self.measurements or {}).get(kind)
+        """The rows of measurements.<kind> (p2p, allreduce, coalescing, decode_step) as written, of the GPUs
+        only (gpu_measurements); [] when none."""
+        measured = self.gpu_measurements
+        rows = measured.get(kind) if isinstance(measured, dict) else None
         return rows if isinstance(rows, list) else []
 
     def allreduce_measurements(self, path: str | None = None) -> list[dict[str, Any]]:
         """The allreduce rows with status ok (optionally of one path): the ones readers may rely on."""
-        rows = (self.measurements or {}).get("allreduce") or []
+        rows = self.measurement_rows("allreduce")
         return [row for row in rows if isinstance(row, dict) and row.get("status") == "ok"
                 and (path is None or row.get("path") == path)]
 
