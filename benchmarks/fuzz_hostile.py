@@ -35,7 +35,8 @@ Surfaces (the first line of each generator says what it tries and what verdict i
                  the target is absent or whole
   cache          (fresh process) FIFOs, garbage, truncation and a tampered section with a recomputed SHA-256 in
                  the knowledge cache; the verdict must stay the one of a run without a cache
-  site-rules     empty, comment-only and FIFO site rule files, `--rules` on a folder without rules
+  site-rules     empty, comment-only and FIFO site rule files, alone and beside a real rule; `--rules` on a
+                 folder without rules
 
 A case fails as an internal error (exit 70, 120 or any code the interface does not have, a traceback, an error
 of more than one line plus a hint, MemoryError), as slow (over 10 s wall time), as too big (peak resident memory
@@ -702,20 +703,42 @@ def cache_cases(rng: random.Random, folder: str) -> Case:
                 label=kind)
 
 
+SITE_BLOCK_RULE = """\
+rules:
+  - id: site-no-tp4
+    title: Our boxes run TP 8 only
+    severity: block
+    when:
+      all:
+        - {fact: gpu.count, ge: 2}
+    effect:
+      forbid:
+        - {setting: tp_size, values: [4]}
+    message: This site runs TP 8.
+    remediation: Use --tp-size 8.
+    evidence:
+      - {source: "measured:site-box", level: measured, summary: site policy, scope: our boxes}
+    tests:
+      - {name: fires on two GPUs, expect: fire, snapshot: {gpus: [{index: 0, sm: 90}, {index: 1, sm: 90}]}}
+      - {name: silent on one GPU, expect: silent, snapshot: {gpus: [{index: 0, sm: 90}]}}
+"""
+NO_RULES = {"empty": "", "comments": "# our blocking rules\n# - id: x\n", "null": "null\n", "empty-list": "rules: []\n",
+            "blank-lines": "\n\n", "document-marker": "---\n"}
+
+
 def site_rules(rng: random.Random, folder: str) -> Case:
-    """Site rule files that hold no rules: a warning naming the file; `--rules` on a folder without rules: exit 2."""
+    """Site rule files that hold no rules (issue 21): each is a warning naming it; beside a file with a real rule
+    that rule still applies (a blocking site rule that fires: exit 1); a folder whose files hold no rule, or that
+    holds no rule file (only a README, a FIFO), is exit 2, with each empty file named first."""
     rules = os.path.join(folder, "rules")
     os.makedirs(rules)
-    kind = rng.choice(["empty", "comments", "no-rules-folder", "fifo", "null", "empty-list"])
+    kind = rng.choice([*NO_RULES, "no-rules-folder", "fifo"])
+    beside = kind in NO_RULES and rng.random() < 0.5
     argv = ["check", "--rules", rules, *SYSTEM, "--sglang-version", NEWEST, "--", *LAUNCH, "--tp-size", "4"]
-    if kind == "empty":
-        write(rules, "site.yaml", "")
-    elif kind == "comments":
-        write(rules, "site.yaml", "# our blocking rules\n# - id: x\n")
-    elif kind == "null":
-        write(rules, "site.yaml", "null\n")
-    elif kind == "empty-list":
-        write(rules, "site.yaml", "rules: []\n")
+    if kind in NO_RULES:
+        write(rules, "site.yaml", NO_RULES[kind])
+        if beside:
+            write(rules, "real.yaml", SITE_BLOCK_RULE)
     elif kind == "fifo":
         os.mkfifo(os.path.join(rules, "site.yaml"))
     else:
@@ -724,10 +747,15 @@ def site_rules(rng: random.Random, folder: str) -> Case:
     def expect(result: Result) -> str | None:
         if kind in ("no-rules-folder", "fifo"):
             return None if result.code == 2 else f"--rules on a folder without rules: exit {result.code}, not 2"
-        if "site.yaml" not in result.err or "no rules" not in result.err:
+        named = any(line.startswith("topoctl: warning: ") and "site.yaml holds no rules" in line
+                    for line in result.err.splitlines())
+        if not named:
             return f"a site rule file with no rules ({kind}) passed without a warning naming it"
-        return None
-    return Case("site-rules", [argv], expect, label=kind)
+        if beside:
+            return None if result.code == 1 and "site-no-tp4" in result.out else \
+                f"the real rule beside an empty file ({kind}) did not block: exit {result.code}"
+        return None if result.code == 2 else f"a folder whose only file holds no rules ({kind}): exit {result.code}, not 2"
+    return Case("site-rules", [argv], expect, label=f"{kind} beside a rule" if beside else kind)
 
 
 GENERATORS: dict[str, tuple[Callable[[random.Random, str], Case], float]] = {

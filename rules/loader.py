@@ -143,6 +143,15 @@ def _site_code() -> list[str]:
         "loader.py", "model.py", "conditions.py", "facts.py", os.path.join("schema", "rule.schema.json"))]
 
 
+class NoSiteRulesError(TopoctlError):
+    """`--rules` on a folder whose files hold no rule (exit 2); `warnings` name each empty file, as they are
+    named when other files of the folder hold rules, and are printed before the error."""
+
+    def __init__(self, message: str, hint: str, warnings: list[str]) -> None:
+        super().__init__(message, hint=hint)
+        self.warnings = warnings
+
+
 def site_rules(directory: str, with_tests: bool = True) -> SiteRules:
     """The rule files of a --rules folder (or one file), each fully checked (schema and semantics) the first
     time its content is seen. The folder has one cache entry (topoctl/cache.py, keyed by its real path): each
@@ -174,9 +183,11 @@ def site_rules(directory: str, with_tests: bool = True) -> SiteRules:
         if not entry["rules"] and not entry["disables"]:
             out.warnings.append(f"{path} holds no rules (it is empty or only comments): nothing in it is checked")
     if not out.rules and not out.disables:
-        raise TopoctlError(f"--rules {directory}: holds no rules ({len(files)} rule file"
-                           f"{'' if len(files) == 1 else 's'}, each empty or only comments)",
-                           hint="write rules in it (see docs/rules.md), or leave --rules out")
+        names = ", ".join(os.path.basename(path) for path in files)
+        raise NoSiteRulesError(f"--rules {directory}: holds no rules (each rule file in it is empty or only "
+                               f"comments: {names})",
+                               hint="write rules in it (see docs/rules.md), or leave --rules out",
+                               warnings=out.warnings)
     if entries != known:
         cache.store_section("site", code, real, {"files": entries})
     if with_tests and tests != known_tests:

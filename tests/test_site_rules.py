@@ -127,6 +127,35 @@ def test_rules_pointing_at_a_folder_with_no_rules_is_exit_2(cli, tmp_path, files
         assert f"--rules {folder}:" in err and "hint:" in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize("contents", [[""], ["# to be written\n"], ["null\n"], ["rules: []\n"], ["", "# x\n", "---\n"]])
+def test_a_folder_whose_files_hold_no_rules_names_each_file_then_exits_2(cli, tmp_path, contents):
+    """Issue 21's rule for site folders: a file that holds no rules is a warning naming it, and a folder that holds
+    no rules at all is exit 2 with a hint, with each file named first (the fuzz harness's site-rules surface)."""
+    folder = tmp_path / "site"
+    paths = [write_rules(folder, text, name=f"f{i}.yaml") for i, text in enumerate(contents)]
+    code, out, err = cli(["check", "--system", SNAPSHOT_SYSTEM, "--rules", str(folder), "--", "python", "-m",
+                          "sglang.launch_server", "--model-path", "M", "--tp", "8", "--enable-torch-symm-mem"])
+    lines = err.splitlines()
+    assert code == 2 and out == ""
+    assert lines[:len(paths)] == [f"topoctl: warning: {path} holds no rules (it is empty or only comments): nothing "
+                                  "in it is checked" for path in paths]
+    assert lines[len(paths)].startswith(f"topoctl: error: --rules {folder}: holds no rules")
+    assert all(path.name in lines[len(paths)] for path in paths)
+    assert lines[len(paths) + 1].startswith("  hint: ") and len(lines) == len(paths) + 2
+
+
+def test_an_empty_file_beside_a_real_rule_is_named_and_the_rule_still_blocks(cli, tmp_path):
+    folder = tmp_path / "site"
+    write_rules(folder, rule_text(rule_id="site-block-symm-mem"), name="a.yaml")
+    empty = write_rules(folder, "# nothing yet\n", name="b.yaml")
+    code, out, err = cli(["check", "--system", SNAPSHOT_SYSTEM, "--sglang-version", "0.5.12", "--rules", str(folder),
+                          "--", "python", "-m", "sglang.launch_server", "--model-path", "M", "--tp", "8",
+                          "--enable-torch-symm-mem"])
+    assert code == 1 and "BLOCK site-block-symm-mem" in out, out + err
+    assert err.splitlines()[0] == f"topoctl: warning: {empty} holds no rules (it is empty or only comments): " \
+                                  "nothing in it is checked"
+
+
 def test_a_folder_of_disables_only_holds_rules_of_its_own_kind(tmp_path):
     """A file that only switches built-in rules off is not empty: no warning, no error."""
     folder = tmp_path / "site"

@@ -91,9 +91,15 @@ def load_rules_for(rules_dirs: tuple[str, ...] | list[str], disabled: tuple[str,
     reason is a usage error (exit 2), because every report shows it. Site rules come without their test
     cases unless `with_tests` (the `rules` commands show and run them; judging a launch does not use them)."""
     from topoctl.rules import load_rules
+    from topoctl.rules.loader import NoSiteRulesError
 
-    ruleset = load_rules(extra_dirs=unique_rule_paths(rules_dirs), disabled=parse_disable(disabled), builtin=builtin,
-                         with_tests=with_tests)
+    try:
+        ruleset = load_rules(extra_dirs=unique_rule_paths(rules_dirs), disabled=parse_disable(disabled),
+                             builtin=builtin, with_tests=with_tests)
+    except NoSiteRulesError as error:  # each empty file is named, then the error (exit 2)
+        for warning in error.warnings:
+            click.echo(f"topoctl: warning: {warning}", err=True)
+        raise
     for warning in ruleset.warnings:  # a site file that holds no rules: said, never silently dropped
         click.echo(f"topoctl: warning: {warning}", err=True)
     return ruleset
