@@ -69,6 +69,10 @@ FIXTURES = os.path.join(ROOT, "fixtures")
 SYSTEM = ["--system", "h200-4x-nvswitch-vm"]
 NO_P2P_SYSTEM = ["--system", "rtx-4090-2x-pcie-no-p2p"]
 NEWEST = "0.5.23"
+# An SGLang whose custom allreduce runs over PCIe, so that the no-P2P box must block it: 0.5.12 serves custom
+# allreduce with its V2 kernel only, which needs NVLink, and keeps it off by itself on PCIe (rules/knowledge/
+# allreduce.yaml), so a 0.5.12 launch there rightly passes.
+NO_P2P_VERSION = "0.5.9"
 LAUNCH = ["python3", "-m", "sglang.launch_server", "--model-path", "m"]
 SLOW_S, BIG_MB, KILL_S = 10.0, 600, 40.0
 ALLOWED = {0, 1, 2, 3, 74, 141}
@@ -332,7 +336,8 @@ def captures(rng: random.Random, folder: str) -> Case:
         write(folder, "capture.json", json.dumps(data))
         snap = os.path.join(folder, "snap.json")
         return Case("captures", [["probe", "--from-capture", path, "-o", snap, "--format", "json"],
-                                 ["check", "--topology", snap, "--sglang-version", "0.5.12", "--", *LAUNCH, "--tp-size", "2"]],
+                                 ["check", "--topology", snap, "--sglang-version", NO_P2P_VERSION, "--", *LAUNCH,
+                                  "--tp-size", "2"]],
                     code_is(2), label=f"P2P answers {value!r}")
     if roll < 0.7:  # the untouched no-P2P box, replayed then checked: the block must hold
         data = capture("rtx-4090-2x-pcie-no-p2p")
@@ -347,7 +352,8 @@ def captures(rng: random.Random, folder: str) -> Case:
                 return f"the no-P2P box must block custom allreduce; got {result.code}"
             return None
         return Case("captures", [["probe", "--from-capture", path, "-o", snap, "--format", "json"],
-                                 ["check", "--topology", snap, "--sglang-version", "0.5.12", "--", *LAUNCH, "--tp-size", "2"]],
+                                 ["check", "--topology", snap, "--sglang-version", NO_P2P_VERSION, "--", *LAUNCH,
+                                  "--tp-size", "2"]],
                     blocks, label="no-P2P replay")
     if roll < 0.8:  # an answer that is neither {"ok": v} nor {"err": reason}
         key = rng.choice(sorted(data["nvml"]))
@@ -554,7 +560,7 @@ def escapes(rng: random.Random, folder: str) -> Case:
         snap["gpus"][0]["name"] = payload
         path = write(folder, "snap.json", json.dumps(snap))
         argv = rng.choice([["show", "--topology", path],
-                           ["check", "--topology", path, "--format", fmt, "--sglang-version", "0.5.12", "--", *LAUNCH,
+                           ["check", "--topology", path, "--format", fmt, "--sglang-version", NO_P2P_VERSION, "--", *LAUNCH,
                             "--tp-size", "2"]])
     elif route == "rule-title":
         os.makedirs(os.path.join(folder, "rules"))
@@ -563,9 +569,9 @@ def escapes(rng: random.Random, folder: str) -> Case:
               "    source: {kind: site, ref: " + quoted + "}\n")
         argv = rng.choice([["rules", "list", "--rules", os.path.join(folder, "rules")],
                            ["check", "--rules", os.path.join(folder, "rules"), *NO_P2P_SYSTEM, "--format", fmt,
-                            "--sglang-version", "0.5.12", "--", *LAUNCH, "--tp-size", "2"]])
+                            "--sglang-version", NO_P2P_VERSION, "--", *LAUNCH, "--tp-size", "2"]])
     else:
-        argv = ["check", *NO_P2P_SYSTEM, "--format", fmt, "--sglang-version", "0.5.12", "--", "python3", "-m",
+        argv = ["check", *NO_P2P_SYSTEM, "--format", fmt, "--sglang-version", NO_P2P_VERSION, "--", "python3", "-m",
                 "sglang.launch_server", "--model-path", payload, "--tp-size", "2", rng.choice(["--bogus" + payload, "-x"])]
     raw_ok = fmt == "junit"  # XML text: checked for forged lines only
     return Case("escapes", [argv], lambda result: _forged(result, raw_ok), label=f"{route} in {fmt}")
@@ -613,8 +619,8 @@ def code_exec(rng: random.Random, folder: str) -> Case:
 def _output_commands() -> list[tuple[list[str], int, bool]]:
     """(argv, exit code, whether it writes stdout)."""
     return [(["recommend", *SYSTEM], 0, True),
-            (["check", *NO_P2P_SYSTEM, "--sglang-version", "0.5.12", "--", *LAUNCH, "--tp-size", "2"], 1, True),
-            (["check", *NO_P2P_SYSTEM, "--format", "github", "--sglang-version", "0.5.12", "--", *LAUNCH,
+            (["check", *NO_P2P_SYSTEM, "--sglang-version", NO_P2P_VERSION, "--", *LAUNCH, "--tp-size", "2"], 1, True),
+            (["check", *NO_P2P_SYSTEM, "--format", "github", "--sglang-version", NO_P2P_VERSION, "--", *LAUNCH,
               "--tp-size", "2"], 1, True),
             (["probe", "--from-capture", os.path.join(FIXTURES, "no-gpu")], 3, False),
             (["rules", "list"], 0, True), (["--version"], 0, True), (["show", *SYSTEM], 0, True),
@@ -676,7 +682,7 @@ def cache_cases(rng: random.Random, folder: str) -> Case:
     xdg = os.path.join(folder, "xdg")
     cache = os.path.join(xdg, "topoctl")
     os.makedirs(cache)
-    argv = ["check", *NO_P2P_SYSTEM, "--sglang-version", "0.5.12", "--", *LAUNCH, "--tp-size", "2"]
+    argv = ["check", *NO_P2P_SYSTEM, "--sglang-version", NO_P2P_VERSION, "--", *LAUNCH, "--tp-size", "2"]
     plan = _CACHE_PLAN
     kind = rng.choice(["fifo", "garbage", "truncated", "tampered", "tampered", "folder-is-file"])
     rules_name, rules_stamp = plan["rules"]
@@ -798,7 +804,7 @@ def _preload() -> None:
     builtin_rules()
     rule_schema()
     _data()
-    for version in (NEWEST, "0.5.12", "0.5.5"):
+    for version in (NEWEST, NO_P2P_VERSION, "0.5.5"):
         _load_doc(version)
     for name in ("models.yaml",):
         data_files.load(name)
@@ -818,7 +824,7 @@ def _warm_up() -> None:
     os.dup2(null, 2)
     try:
         for argv in (["check", *SYSTEM, "--sglang-version", NEWEST, "--", *LAUNCH, "--tp-size", "4"],
-                     ["check", *NO_P2P_SYSTEM, "--sglang-version", "0.5.12", "--format", "github", "--", *LAUNCH,
+                     ["check", *NO_P2P_SYSTEM, "--sglang-version", NO_P2P_VERSION, "--format", "github", "--", *LAUNCH,
                       "--tp-size", "2"],
                      ["check", os.path.join(ROOT, "examples", "deploy"), *SYSTEM],
                      ["recommend", *SYSTEM], ["recommend", *SYSTEM, "--model", "kimi-k2.5"], ["show", *SYSTEM],
@@ -1041,7 +1047,7 @@ def build_reference() -> None:
                  "from topoctl.cli import main\n"
                  "main(sys.argv[1:])\n"
                  "print(json.dumps(seen), file=sys.stderr)\n")
-        argv = ["check", *NO_P2P_SYSTEM, "--sglang-version", "0.5.12", "--", *LAUNCH, "--tp-size", "2"]
+        argv = ["check", *NO_P2P_SYSTEM, "--sglang-version", NO_P2P_VERSION, "--", *LAUNCH, "--tp-size", "2"]
         done = subprocess.run([sys.executable, "-c", probe, *argv], capture_output=True, text=True,
                               env=dict(env, TOPOCTL_NO_CACHE="", XDG_CACHE_HOME=os.path.join(scratch, "x")))
         seen = json.loads(done.stderr.strip().splitlines()[-1])
