@@ -24,6 +24,7 @@ from topoctl.cuda_devices import (
 )
 from topoctl.errors import one_line
 from topoctl.sglang.launch import ParsedLaunch
+from topoctl.snapshot_view import SnapshotView
 
 SEVERITY_ORDER = {"block": 0, "warn": 1, "info": 2}
 
@@ -131,8 +132,6 @@ def system_mismatch_items(parsed: ParsedLaunch, snapshot: dict[str, Any]) -> lis
     probed host's name). Checked against another target it may still pass, but its choices (TP size, GPU group,
     NCCL settings) were made for other hardware: a warning naming both, never a block, since nodes of one fleet
     are alike under different host names."""
-    from topoctl.snapshot_view import SnapshotView
-
     made_for = parsed.metadata.get("TOPOCTL_SYSTEM")
     view = SnapshotView(snapshot)
     target = view.system_name or view.hostname

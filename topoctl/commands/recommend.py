@@ -10,6 +10,7 @@ Layer: commands and CLI (docs/architecture.md, "Layers").
 from __future__ import annotations
 
 import os
+import shlex
 from typing import Any
 
 import click
@@ -24,7 +25,7 @@ from topoctl.commands._options import (  # noqa: F401 - flag_set_for: also impor
     target_version,
 )
 from topoctl.commands.completion import complete_models
-from topoctl.errors import TopoctlError
+from topoctl.errors import TopoctlError, one_line
 
 FORMATS = ("env", "args", "json", "yaml", "table")
 
@@ -239,15 +240,12 @@ def _note_environment(result: Any, nodes: Any) -> None:
     of the GPUs, a multi-node network) goes to stderr, named, so that a script using the flags cannot lose it
     unnoticed. launch.env (`--format env`) holds both."""
     from topoctl.autoconf.render import args_environment
-    from topoctl.errors import one_line
 
     env = args_environment(result)
     if nodes is not None:
         env.update(sorted(nodes.env.items()))
     if not env:
         return
-    import shlex
-
     settings = " ".join(f"{name}={shlex.quote(value)}" for name, value in env.items())
     click.echo(f"topoctl: note: the launch also needs this environment, which flags cannot carry: "
                f"{one_line(settings)} (--format env writes it with the flags)", err=True)
