@@ -551,6 +551,28 @@ def _parallel_size(field: str, fallback: Callable[[Context], Any]) -> Callable[[
     return resolve
 
 
+def _attention_dp_size(context: Context) -> Any:
+    """The attention-DP width SGLang resolves: --attn-dp-size when above 1 (0.5.22+), else --dp-size with
+    --enable-dp-attention, else 1. SGLang turns DP attention off by itself at --dp-size 1 (the data-parallelism
+    hook of every release read), so a width of 1 means no attention DP."""
+    launch = context.launch
+    width = launch.get("attn_dp_size")
+    if isinstance(width, int) and not isinstance(width, bool) and width > 1:
+        return width
+    if launch.get("dp_attention") is True:
+        dp_size = launch.get("dp_size")
+        return dp_size if isinstance(dp_size, int) and not isinstance(dp_size, bool) and dp_size > 0 else 1
+    return 1
+
+
+def _attention_dp_whole_tp(context: Context) -> Any:
+    tp_size = context.fact("request.tp_size")
+    if not isinstance(tp_size, int) or isinstance(tp_size, bool):
+        return UNKNOWN
+    width = _attention_dp_size(context)
+    return width > 1 and width == tp_size
+
+
 def _sglang_request(context: Context) -> Any:
     value = context.request.get("sglang_version")
     return str(value) if value not in (None, "") else None
@@ -625,6 +647,11 @@ FACTS: dict[str, tuple[str, str, Callable[[Context], Any]]] = {
                         _parallel_size("tp_size", lambda context: context.fact("gpu.count"))),
     "request.ep_size": ("int", "expert parallel size: request, else launch, else 1",
                         _parallel_size("ep_size", lambda context: 1)),
+    "request.attention_dp_size": ("int", "attention-DP width SGLang resolves: --attn-dp-size when above 1, else "
+                                         "--dp-size with --enable-dp-attention, else 1 (no attention DP)",
+                                  _attention_dp_size),
+    "request.attention_dp_whole_tp": ("bool", "attention DP over the whole TP group: request.attention_dp_size "
+                                              "above 1 and equal to request.tp_size", _attention_dp_whole_tp),
     "request.sglang_version": (VERSION_FACT_TYPE, "the SGLang version the user asked for (None: not given)",
                                _sglang_request),
 }

@@ -28,7 +28,6 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent.parent
 DEFAULT_DATA = REPO / "tests" / "data" / "oracle"
-KNOWN = "known-disagreements.txt"  # in the data folder: the disagreements not yet fixed, one line each
 
 # The built-in model profile check is given for each architecture the oracle served.
 MODELS = {"LlamaForCausalLM": "llama-3.1-8b", "Qwen3MoeForCausalLM": "qwen3-30b-a3b"}
@@ -308,12 +307,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", nargs="*", default=None)
     parser.add_argument("--limit", type=int, default=200, help="disagreements printed")
     parser.add_argument("--settings", action="store_true", help="compare the settings SGLang ends with too")
-    parser.add_argument("--write-known", action="store_true",
-                        help=f"write the disagreements to DATA/{KNOWN} (the list the test holds check to)")
     args = parser.parse_args(argv)
     disagreements, counts = compare(load(args.data, args.only), args.settings)
-    if args.write_known:
-        (args.data / KNOWN).write_text("".join(f"{line}\n" for line in sorted({d.line() for d in disagreements})))
     for item in disagreements[: args.limit]:
         print(item.line())
     print(f"{counts['compared']} launches compared ({counts['oracle-error']} the oracle could not run), "
