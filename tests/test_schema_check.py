@@ -60,18 +60,19 @@ def test_every_builtin_file_is_valid_to_both(number):
     assert VALIDATOR.is_valid(DOCUMENTS[number]) and CHECK(DOCUMENTS[number])
 
 
-@settings(max_examples=examples(400), deadline=None)
-@given(st.data())
-def test_mutations_get_the_same_verdict(data):
-    document = copy.deepcopy(data.draw(st.sampled_from(DOCUMENTS)))
+def _mutated(data: st.DataObject, documents: list, odd_values: list, hows: list[str]) -> object:
+    """A copy of one of `documents` with one to three changes drawn by `data`: a value replaced by one of
+    `odd_values` ("set"), a key or item removed ("delete"), or a key added to a mapping ("extra-key": a string
+    key, "int-key": an integer key, which JSON cannot hold but a YAML file can)."""
+    document = copy.deepcopy(data.draw(st.sampled_from(documents)))
     for _ in range(data.draw(st.integers(1, 3))):
         paths = [path for path in _paths(document) if path]
         if not paths:
             break
         path = data.draw(st.sampled_from(paths))
-        how = data.draw(st.sampled_from(["set", "delete", "extra-key", "int-key"]))
+        how = data.draw(st.sampled_from(hows))
         if how == "set":
-            _set(document, path, copy.deepcopy(data.draw(st.sampled_from(ODD_VALUES))))
+            _set(document, path, copy.deepcopy(data.draw(st.sampled_from(odd_values))))
         elif how == "delete":
             _delete(document, path)
         else:
@@ -79,7 +80,14 @@ def test_mutations_get_the_same_verdict(data):
             for part in path:
                 target = target[part]
             if isinstance(target, dict):
-                target["unexpected" if how == "extra-key" else 7] = data.draw(st.sampled_from(ODD_VALUES))
+                target["unexpected" if how == "extra-key" else 7] = data.draw(st.sampled_from(odd_values))
+    return document
+
+
+@settings(max_examples=examples(400), deadline=None)
+@given(st.data())
+def test_mutations_get_the_same_verdict(data):
+    document = _mutated(data, DOCUMENTS, ODD_VALUES, ["set", "delete", "extra-key", "int-key"])
     assert CHECK(document) == VALIDATOR.is_valid(document)
 
 
@@ -123,19 +131,5 @@ def test_every_fixture_snapshot_is_valid_to_both():
 @given(st.data())
 def test_snapshot_mutations_get_the_same_verdict(data):
     check, validator = _snapshot_check()
-    document = copy.deepcopy(data.draw(st.sampled_from(SNAPSHOTS)))
-    for _ in range(data.draw(st.integers(1, 3))):
-        paths = [path for path in _paths(document) if path]
-        path = data.draw(st.sampled_from(paths))
-        how = data.draw(st.sampled_from(["set", "delete", "extra-key"]))
-        if how == "set":
-            _set(document, path, copy.deepcopy(data.draw(st.sampled_from(SNAPSHOT_ODD))))
-        elif how == "delete":
-            _delete(document, path)
-        else:
-            target = document
-            for part in path:
-                target = target[part]
-            if isinstance(target, dict):
-                target["unexpected"] = data.draw(st.sampled_from(SNAPSHOT_ODD))
+    document = _mutated(data, SNAPSHOTS, SNAPSHOT_ODD, ["set", "delete", "extra-key"])
     assert check(document) == validator.is_valid(document)
