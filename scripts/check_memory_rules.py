@@ -93,37 +93,61 @@ def run(release: str, gpu_mib: int, tp: int, mla: bool, spec, graph_bs, multimod
     funcs["_handle_gpu_memory_settings"](args, gpu_mib)
     return float(args.mem_fraction_static)
 
-def main(argv: list[str]) -> int:
+LAUNCH_CASES = [(gpu_mib, tp, mla, spec, graph_bs, mm, vision)
+                for gpu_mib in (24564, 46068, 81559, 97887, 143770, 183359) for tp in (1, 2, 4, 8)
+                for mla in (False, True) for spec in (None, "EAGLE3") for graph_bs in (None, 128)
+                for mm, vision in ((False, None), (True, {"num_hidden_layers": 27, "hidden_size": 1152}))]
+
+
+def case_model(mla: bool, mm: bool, vision: dict | None) -> dict:
+    """The model profile a case stands for (what topoctl's evaluator reads of it)."""
+    return {"attention": "mla" if mla else "gqa", "vision_config": vision,
+            "architectures": ["KimiK25ForConditionalGeneration" if mm else "X"]}
+
+
+def topoctl_fraction(case: dict) -> float:
+    """topoctl's data-driven mem_fraction_static for a recorded case."""
+    spec = case["speculative_algorithm"]
+    model = case_model(case["mla"], case["multimodal"], case["vision"])
+    launch = {"speculative_algorithm": spec} if spec else {}
+    return memory.sglang_reserve(case["gpu_mib"] * 2**20, case["tp"], case["release"], model, launch,
+                                 case["cuda_graph_max_bs"]).fraction
+
+
+def record(src_root: str) -> list[dict]:
+    """SGLang's own mem_fraction_static for every release up to 0.5.13.post1 under SRC_ROOT and every launch
+    case (a multimodal case only where the release treats the model as multimodal)."""
     global SRC
-    if len(argv) != 1 or not os.path.isdir(argv[0]):
-        print("usage: check_memory_rules.py SRC_ROOT (one unpacked SGLang wheel per release folder)", file=sys.stderr)
-        return 2
-    SRC = argv[0]
+    SRC = src_root
     from grep_releases import releases as in_order
 
     releases = [name for name in in_order(SRC) if Version(name) < Version("0.5.14")
                 and os.path.isfile(os.path.join(SRC, name, "sglang/srt/server_args.py"))]
-    bad = cases = 0
+    cases = []
     for v in releases:
-        for gpu_mib in (24564, 46068, 81559, 97887, 143770, 183359):
-            for tp in (1, 2, 4, 8):
-                for mla in (False, True):
-                    for spec in (None, "EAGLE3"):
-                        for graph_bs in (None, 128):
-                            for mm, vision in ((False, None), (True, {"num_hidden_layers": 27, "hidden_size": 1152})):
-                                model = {"attention": "mla" if mla else "gqa", "vision_config": vision,
-                                         "architectures": ["KimiK25ForConditionalGeneration" if mm else "X"]}
-                                if mm and not memory.is_multimodal(model, v):
-                                    continue  # not multimodal in this release: the stand-in would force it
-                                theirs = run(v, gpu_mib, tp, mla, spec, graph_bs, mm, vision)
-                                launch = {"speculative_algorithm": spec} if spec else {}
-                                ours = memory.sglang_reserve(gpu_mib * 2**20, tp, v, model, launch, graph_bs).fraction
-                                cases += 1
-                                if abs(theirs - ours) > 1e-12:
-                                    bad += 1
-                                    print(f"{v}: {gpu_mib} MiB TP {tp} mla={mla} spec={spec} graphs={graph_bs} "
-                                          f"multimodal={mm}: SGLang {theirs}, topoctl {ours}")
-    print(f"{len(releases)} releases, {cases} cases, {bad} differences")
+        for gpu_mib, tp, mla, spec, graph_bs, mm, vision in LAUNCH_CASES:
+            if mm and not memory.is_multimodal(case_model(mla, mm, vision), v):
+                continue  # not multimodal in this release: the stand-in would force it
+            cases.append({"release": v, "gpu_mib": gpu_mib, "tp": tp, "mla": mla, "speculative_algorithm": spec,
+                          "cuda_graph_max_bs": graph_bs, "multimodal": mm, "vision": vision,
+                          "fraction": run(v, gpu_mib, tp, mla, spec, graph_bs, mm, vision)})
+    return cases
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1 or not os.path.isdir(argv[0]):
+        print("usage: check_memory_rules.py SRC_ROOT (one unpacked SGLang wheel per release folder)", file=sys.stderr)
+        return 2
+    cases = record(argv[0])
+    bad = 0
+    for case in cases:
+        ours = topoctl_fraction(case)
+        if abs(case["fraction"] - ours) > 1e-12:
+            bad += 1
+            print(f"{case['release']}: {case['gpu_mib']} MiB TP {case['tp']} mla={case['mla']} "
+                  f"spec={case['speculative_algorithm']} graphs={case['cuda_graph_max_bs']} "
+                  f"multimodal={case['multimodal']}: SGLang {case['fraction']}, topoctl {ours}")
+    print(f"{len({case['release'] for case in cases})} releases, {len(cases)} cases, {bad} differences")
     return 1 if bad or not cases else 0
 
 

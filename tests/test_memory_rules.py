@@ -265,6 +265,25 @@ def test_a_launch_measured_running_here_is_not_dropped_by_the_memory_model(cli):
     assert code == 1 and "does not fit" in err
 
 
+def test_sglangs_own_rule_as_recorded_gives_the_same_fractions_as_the_data():
+    """SGLang's _handle_gpu_memory_settings of every release up to 0.5.13.post1, run from its own source by
+    scripts/check_memory_rules.py and recorded in tests/data/real_parsers/sglang-memory.json.xz
+    (scripts/dump_real_parsers.py): the evaluator over the data gives every recorded fraction."""
+    import os
+    import sys
+
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "scripts"))
+    from check_memory_rules import LAUNCH_CASES, topoctl_fraction
+    from dump_real_parsers import read_dump
+
+    recorded = read_dump("sglang-memory")
+    releases = {case["release"] for case in recorded["cases"]}
+    assert set(recorded["wheels"]) == releases and len(releases) >= 15  # 0.5.5 .. 0.5.13.post1
+    assert len(recorded["cases"]) >= len(releases) * len(LAUNCH_CASES) // 2
+    differences = [case for case in recorded["cases"] if abs(topoctl_fraction(case) - case["fraction"]) > 1e-12]
+    assert differences == []
+
+
 SRC_ROOT = __import__("os").environ.get("TOPOCTL_SGLANG_SRC", "")
 
 

@@ -1,55 +1,61 @@
 """topoctl's `--config` merge held to SGLang's own ConfigArgumentMerger, run from the release wheels.
 
-Runs only where the wheels are: set TOPOCTL_SGLANG_WHEELS to a folder of sglang-<version>-*.whl files (as for
-tests/test_sglang_real_parser.py); elsewhere it is skipped. SGLang's `prepare_server_args` runs for real
-(scripts/sglang_flags/real_parser.py, with PyYAML imported for real so that the config file is read), and the
-argument list it hands argparse must be the one topoctl.sglang.prepare builds.
+In CI: the argument list SGLang's `prepare_server_args` handed argparse for each config file of
+scripts/dump_real_parsers.py CONFIGS, recorded per release in tests/data/real_parsers/sglang-config.json.xz,
+must be the one topoctl.sglang.prepare builds. Where the wheels are (TOPOCTL_SGLANG_WHEELS, as for
+tests/test_sglang_real_parser.py) SGLang's code runs again (scripts/sglang_flags/real_parser.py, with PyYAML
+imported for real so that the config file is read) and must give the recording.
 """
 from __future__ import annotations
 
-import json
 import os
-import subprocess
 import sys
-import zipfile
 from pathlib import Path
 
 import pytest
+from conftest import ROOT
 
 from topoctl.commands._options import flag_set_for
 from topoctl.sglang.launchers import Launch
 from topoctl.sglang.prepare import prepare
 
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+from dump_real_parsers import CONFIG_COMMAND, CONFIG_RELEASES, CONFIGS, read_dump, unpack_sglang  # noqa: E402
+
 WHEELS = os.environ.get("TOPOCTL_SGLANG_WHEELS", "")
-pytestmark = pytest.mark.skipif(not WHEELS or not list(Path(WHEELS).glob("sglang-*.whl")),
-                                reason="TOPOCTL_SGLANG_WHEELS names no folder of SGLang wheels")
-SCRIPTS = Path(__file__).resolve().parent.parent / "scripts" / "sglang_flags"
-DRIVER = ("import sys; sys.path.insert(0, sys.argv[1]); import real_parser; real_parser.REAL_PACKAGES.add('yaml'); "
-          "sys.argv = ['real_parser.py', *sys.argv[2:]]; sys.exit(real_parser.main())")
-CONFIGS = {
-    "scalars-and-store-true": "tp-size: 8\nenable-metrics: true\nskip-server-warmup: false\nmem-fraction-static: 0.7\n",
-    "lists": "served-model-name: [a]\nmem-fraction-static: 0.8\n",
-}
+RECORDED = read_dump("sglang-config")
+
+
+def _ours(version: str, name: str, folder: Path) -> list[str]:
+    config = folder / "c.yaml"
+    config.write_text(CONFIGS[name], encoding="utf-8")
+    cli = [str(config) if word == "{config}" else word for word in CONFIG_COMMAND]
+    args = prepare(Launch("sglang.launch_server", args=cli, base_dir=str(folder)), flag_set_for(version)).args
+    return ["{config}" if word == str(config) else word for word in args]
+
+
+def test_the_recording_covers_each_config_behaviour_boundary():
+    assert sorted(RECORDED["releases"]) == sorted(CONFIG_RELEASES)
+    assert RECORDED["configs"] == CONFIGS and RECORDED["command"] == CONFIG_COMMAND
+
+
+@pytest.mark.parametrize("version", CONFIG_RELEASES)
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_the_merged_argument_list_is_sglangs(version, name, tmp_path):
+    assert _ours(version, name, tmp_path) == RECORDED["releases"][version][name]
 
 
 def _wheels() -> list[Path]:
-    wanted = {"0.5.5", "0.5.7", "0.5.8", "0.5.12", "0.5.14", "0.5.18", "0.5.22", "0.5.23"}
-    return [w for w in sorted(Path(WHEELS).glob("sglang-*.whl")) if w.name.split("-")[1] in wanted] if WHEELS else []
+    return [w for w in sorted(Path(WHEELS).glob("sglang-*.whl")) if w.name.split("-")[1] in CONFIG_RELEASES] \
+        if WHEELS else []
 
 
+@pytest.mark.skipif(not _wheels(), reason="TOPOCTL_SGLANG_WHEELS names no folder of SGLang wheels")
 @pytest.mark.parametrize("wheel", _wheels(), ids=lambda p: p.name.split("-")[1])
 @pytest.mark.parametrize("name", sorted(CONFIGS))
-def test_the_merged_argument_list_is_sglangs(wheel, name, tmp_path):
+def test_sglang_merges_as_recorded(wheel, name, tmp_path):
     pytest.importorskip("msgspec")
-    version = wheel.name.split("-")[1]
-    src = tmp_path / "src"
-    with zipfile.ZipFile(wheel) as archive:
-        archive.extractall(src, [n for n in archive.namelist() if n.startswith("sglang/") and n.endswith(".py")])
-    config = tmp_path / "c.yaml"
-    config.write_text(CONFIGS[name])
-    cli = ["--model-path", "m", "--config", str(config), "--tp-size", "4"]
-    proc = subprocess.run([sys.executable, "-c", DRIVER, str(SCRIPTS), str(src), "parse", "--", *cli],
-                          capture_output=True, text=True, timeout=300)
-    real = json.loads(proc.stdout)["argv"]
-    ours = prepare(Launch("sglang.launch_server", args=cli, base_dir=str(tmp_path)), flag_set_for(version)).args
-    assert ours == real
+    from dump_real_parsers import config_argv
+
+    src = unpack_sglang(wheel, tmp_path / "src")
+    assert config_argv(src, CONFIGS[name], tmp_path) == RECORDED["releases"][wheel.name.split("-")[1]][name]
