@@ -250,6 +250,82 @@ def loads_json(text: str, origin: str, max_depth: int = MAX_DEPTH, max_nodes: in
 _LOADERS: dict[bool | None, Any] = {}
 
 
+class _BoundedComposing:
+    """The limits, kept while PyYAML's Composer builds the node tree: nesting depth, aliases, values with
+    aliases expanded, and integers too long for 64 bits. A mixin placed before Composer (_loader_class gives it
+    PyYAML's classes, so that yaml is imported only when a YAML file is read)."""
+
+    max_depth = MAX_DEPTH
+    max_nodes = MAX_NODES
+    max_aliases = MAX_ALIASES
+    _composer: Any = None  # yaml.composer.Composer
+    _alias_event: Any = None  # yaml.events.AliasEvent
+    _scalar_event: Any = None  # yaml.events.ScalarEvent
+    _scalar_node: Any = None  # yaml.ScalarNode
+
+    def _start_bounds(self) -> None:
+        self.depth = 0
+        self.aliases = 0
+        self.expanded = 0  # values so far, each alias counted as the subtree it stands for
+        self.events = 0  # nodes composed: the measure of work the slow-path tests bound
+        self._open: set[str] = set()
+        self._sizes: dict[str, int] = {}
+        self.origin = "<yaml>"
+
+    def _count(self, amount: int) -> None:
+        self.expanded += amount
+        if self.expanded > self.max_nodes:
+            raise LimitError(f"{self.origin} would hold more than {self.max_nodes:,} values with its "
+                             "aliases expanded")
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        self.events += 1
+        event = self.peek_event()  # type: ignore[attr-defined]
+        if isinstance(event, self._alias_event):
+            return self._compose_alias(event, parent, index)
+        if isinstance(event, self._scalar_event):
+            return self._compose_scalar(event, parent, index)
+        return self._compose_collection(event, parent, index)
+
+    def _compose_alias(self, event: Any, parent: Any, index: Any) -> Any:
+        self.aliases += 1
+        if self.aliases > self.max_aliases:
+            raise LimitError(f"{self.origin} uses more than {self.max_aliases} YAML aliases")
+        if event.anchor in self._open:
+            raise LimitError(f"{self.origin}: YAML alias *{event.anchor} refers to a value that contains it",
+                             hint="a recursive YAML alias has no plain-data meaning; write the value out")
+        self._count(self._sizes.get(event.anchor, 1))
+        return self._composer.compose_node(self, parent, index)
+
+    def _compose_scalar(self, event: Any, parent: Any, index: Any) -> Any:
+        if len(event.value) > MAX_INT_DIGITS and event.implicit[0] and not event.style:
+            tag = self.resolve(self._scalar_node, event.value, event.implicit)  # type: ignore[attr-defined]
+            if tag == "tag:yaml.org,2002:int":
+                raise LimitError(f"{self.origin} holds an integer of more than {MAX_INT_DIGITS} digits "
+                                 "(the most is 64 bits)")
+        self._count(1)
+        node = self._composer.compose_node(self, parent, index)
+        if event.anchor is not None:
+            self._sizes[event.anchor] = 1
+        return node
+
+    def _compose_collection(self, event: Any, parent: Any, index: Any) -> Any:
+        self.depth += 1
+        if self.depth > self.max_depth:
+            raise LimitError(f"{self.origin} is nested deeper than {self.max_depth} levels")
+        anchor = getattr(event, "anchor", None)
+        start = self.expanded
+        if anchor is not None:
+            self._open.add(anchor)
+        self._count(1)
+        node = self._composer.compose_node(self, parent, index)
+        self.depth -= 1
+        if anchor is not None:
+            self._open.discard(anchor)
+            self._sizes[anchor] = self.expanded - start
+        return node
+
+
 def _loader_class(use_c: bool) -> Any:
     """A SafeLoader whose composer enforces the limits; libyaml's parser underneath when available."""
     cached = _LOADERS.get(use_c)
@@ -261,64 +337,12 @@ def _loader_class(use_c: bool) -> Any:
     from yaml.events import AliasEvent, ScalarEvent
     from yaml.resolver import Resolver
 
-    class BoundedComposer(Composer):
-        max_depth = MAX_DEPTH
-        max_nodes = MAX_NODES
-        max_aliases = MAX_ALIASES
+    class BoundedComposer(_BoundedComposing, Composer):
+        _composer, _alias_event, _scalar_event, _scalar_node = Composer, AliasEvent, ScalarEvent, yaml.ScalarNode
 
         def __init__(self) -> None:
             Composer.__init__(self)
-            self.depth = 0
-            self.aliases = 0
-            self.expanded = 0  # values so far, each alias counted as the subtree it stands for
-            self.events = 0  # nodes composed: the measure of work the slow-path tests bound
-            self._open: set[str] = set()
-            self._sizes: dict[str, int] = {}
-            self.origin = "<yaml>"
-
-        def _count(self, amount: int) -> None:
-            self.expanded += amount
-            if self.expanded > self.max_nodes:
-                raise LimitError(f"{self.origin} would hold more than {self.max_nodes:,} values with its "
-                                 "aliases expanded")
-
-        def compose_node(self, parent: Any, index: Any) -> Any:
-            self.events += 1
-            event = self.peek_event()
-            if isinstance(event, AliasEvent):
-                self.aliases += 1
-                if self.aliases > self.max_aliases:
-                    raise LimitError(f"{self.origin} uses more than {self.max_aliases} YAML aliases")
-                if event.anchor in self._open:
-                    raise LimitError(f"{self.origin}: YAML alias *{event.anchor} refers to a value that contains it",
-                                     hint="a recursive YAML alias has no plain-data meaning; write the value out")
-                self._count(self._sizes.get(event.anchor, 1))
-                return Composer.compose_node(self, parent, index)
-            if isinstance(event, ScalarEvent):
-                if len(event.value) > MAX_INT_DIGITS and event.implicit[0] and not event.style:
-                    tag = self.resolve(yaml.ScalarNode, event.value, event.implicit)
-                    if tag == "tag:yaml.org,2002:int":
-                        raise LimitError(f"{self.origin} holds an integer of more than {MAX_INT_DIGITS} digits "
-                                         "(the most is 64 bits)")
-                self._count(1)
-                node = Composer.compose_node(self, parent, index)
-                if event.anchor is not None:
-                    self._sizes[event.anchor] = 1
-                return node
-            self.depth += 1
-            if self.depth > self.max_depth:
-                raise LimitError(f"{self.origin} is nested deeper than {self.max_depth} levels")
-            anchor = getattr(event, "anchor", None)
-            start = self.expanded
-            if anchor is not None:
-                self._open.add(anchor)
-            self._count(1)
-            node = Composer.compose_node(self, parent, index)
-            self.depth -= 1
-            if anchor is not None:
-                self._open.discard(anchor)
-                self._sizes[anchor] = self.expanded - start
-            return node
+            self._start_bounds()
 
     if use_c:
         from yaml.cyaml import CParser
