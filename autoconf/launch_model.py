@@ -385,12 +385,29 @@ def _spec_inputs(feat: Any, terms: Any, draft: Any, length: float, source: str, 
     return inputs
 
 
-def estimate(model: dict[str, Any], launch: dict[str, Any], path: str, gpu: dict[str, Any], lat: Latencies,
-             memory: Fit, objective: str = "latency", accept: float | None = None,
-             context_tokens: int | None = None) -> Estimate | None:
+@dataclass(frozen=True)
+class EstimateCase:
+    """One candidate to predict: the model, its launch settings, the allreduce path it runs on, the GPU
+    (gpu_specs), the snapshot's latencies, its memory fit; what is optimised (latency or throughput), the
+    user's --accept-length and --context-length."""
+
+    model: dict[str, Any]
+    launch: dict[str, Any]
+    path: str
+    gpu: dict[str, Any]
+    lat: Latencies
+    memory: Fit
+    objective: str = "latency"
+    accept: float | None = None
+    context_tokens: int | None = None
+
+
+def estimate(case: EstimateCase) -> Estimate | None:
     """The predicted tokens/s of one candidate, with its band; None when the GPU's bandwidth is unknown."""
     from topoctl.autoconf import decode_terms
 
+    model, launch, path, gpu, lat, memory = case.model, case.launch, case.path, case.gpu, case.lat, case.memory
+    objective, accept, context_tokens = case.objective, case.accept, case.context_tokens
     if not gpu.get("bandwidth"):
         return None
     tp = int(launch.get("tp_size") or 1)

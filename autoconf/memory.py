@@ -429,13 +429,30 @@ def draft_bytes(model: dict[str, Any], draft: dict[str, Any] | None, tp: int) ->
     return params * 2 / tp, "modelled EAGLE-3 draft: one decoder layer + fc + lm_head, bf16"
 
 
-def fit(model: dict[str, Any], gpu_bytes: int, tp: int, version: str | None, speculative: bool,
-        cuda_graph_max_bs: int | None = None, context_length: int | None = None,
-        draft: dict[str, Any] | None = None, max_running_requests: int | None = None,
-        launch: dict[str, Any] | None = None) -> Fit:
-    """The memory fit of one candidate launch (`launch`: its settings, e.g. speculative_algorithm, nccl_symm_mem;
-    `speculative` alone means EAGLE-3)."""
-    launch = dict(launch or {})
+@dataclass(frozen=True)
+class FitCase:
+    """One launch whose memory fit is asked: the model on GPUs of `gpu_bytes` at tensor parallel size `tp`,
+    for the SGLang `version` (None: the newest known). `launch`: its settings (speculative_algorithm,
+    mem_fraction_static, nccl_symm_mem ...); `speculative` alone means EAGLE-3."""
+
+    model: dict[str, Any]
+    gpu_bytes: int
+    tp: int
+    version: str | None
+    speculative: bool
+    cuda_graph_max_bs: int | None = None
+    context_length: int | None = None
+    draft: dict[str, Any] | None = None
+    max_running_requests: int | None = None
+    launch: dict[str, Any] | None = None
+
+
+def fit(case: FitCase) -> Fit:
+    """The memory fit of one candidate launch."""
+    model, gpu_bytes, tp, version, speculative = case.model, case.gpu_bytes, case.tp, case.version, case.speculative
+    cuda_graph_max_bs, context_length, draft = case.cuda_graph_max_bs, case.context_length, case.draft
+    max_running_requests = case.max_running_requests
+    launch = dict(case.launch or {})
     if speculative:
         launch.setdefault("speculative_algorithm", "EAGLE3")
     else:

@@ -210,12 +210,13 @@ def parallel_options(model: dict[str, Any] | None, gpu_count: int, req: Request)
 def _more_gpus_hint(model: dict[str, Any], memory: int, gpu_count: int, req: Request, version: str | None) -> list[str]:
     """The smallest TP of more GPUs like these that holds the model at the context asked; with a fixed
     --tp-size, that size is named as the one to change."""
+    from topoctl.autoconf.memory import FitCase
     from topoctl.autoconf.memory import fit as memory_fit
 
     for n in (2, 4, 8, 16, 32, 64):
         if n <= gpu_count or (model.get("heads") or 1) % n or (req.tp_size and n <= req.tp_size):
             continue
-        if memory_fit(model, memory, n, version, False, context_length=req.context_length).fits:
+        if memory_fit(FitCase(model, memory, n, version, False, context_length=req.context_length)).fits:
             prefix = f"--tp-size {n} (instead of {req.tp_size}) on " if req.tp_size else ""
             return [f"{prefix}{n} GPUs like these (TP {n})"]
     return ["more GPUs than one node of these holds"] if gpu_count < 64 else []
@@ -224,6 +225,7 @@ def _more_gpus_hint(model: dict[str, Any], memory: int, gpu_count: int, req: Req
 def what_would_fit(model: dict[str, Any], unfit: list[Candidate], gpu: dict[str, Any], gpu_count: int,
                    req: Request, version: str | None = None) -> str:
     """What the user can change so that the model loads: more GPUs, a quantized checkpoint, a shorter context."""
+    from topoctl.autoconf.memory import FitCase
     from topoctl.autoconf.memory import fit as memory_fit
 
     memory = gpu.get("memory_bytes") or 0
@@ -236,7 +238,7 @@ def what_would_fit(model: dict[str, Any], unfit: list[Candidate], gpu: dict[str,
             continue
         scaled = dict(model, parts_bytes={k: v * factor for k, v in model["parts_bytes"].items()},
                       replicated_attention_bytes=(model.get("replicated_attention_bytes") or 0) * factor)
-        if memory_fit(scaled, memory, tp, version, False, context_length=req.context_length).fits:
+        if memory_fit(FitCase(scaled, memory, tp, version, False, context_length=req.context_length)).fits:
             where = ("this GPU" if tp == 1 else f"{tp} GPUs like these at TP {tp}") if req.tp_size else \
                 ("this GPU" if gpu_count == 1 else f"these {gpu_count} GPUs")
             hints.append(f"{label} (about {weights * factor / 1e9:.0f} GB) on {where}")
@@ -249,12 +251,13 @@ def what_would_fit(model: dict[str, Any], unfit: list[Candidate], gpu: dict[str,
 
 
 def _fit(cand: Candidate, model: dict[str, Any], gpu: dict[str, Any], version: str, req: Request) -> None:
+    from topoctl.autoconf.memory import FitCase
     from topoctl.autoconf.memory import fit as memory_fit
 
     if gpu.get("memory_bytes"):
-        cand.fit = memory_fit(model, gpu["memory_bytes"], cand.tp, version, bool(cand.speculative),
-                              cand.effective.get("cuda_graph_max_bs"), req.context_length, req.draft,
-                              req.max_running_requests, launch=cand.effective)
+        cand.fit = memory_fit(FitCase(model, gpu["memory_bytes"], cand.tp, version, bool(cand.speculative),
+                                      cand.effective.get("cuda_graph_max_bs"), req.context_length, req.draft,
+                                      req.max_running_requests, launch=cand.effective))
 
 
 def measured_to_run(unfit: list[Candidate], evidence: list[Any], snapshot: dict[str, Any],
@@ -291,8 +294,9 @@ def _predict(cand: Candidate, model: dict[str, Any], gpu: dict[str, Any], lat: A
 
     if cand.fit is None or not cand.fit.fits:
         return
-    cand.predicted = launch_model.estimate(model, cand.effective, cand.runs_path, gpu, lat, cand.fit,
-                                           req.objective, req.accept_length, req.context_length)
+    cand.predicted = launch_model.estimate(launch_model.EstimateCase(
+        model, cand.effective, cand.runs_path, gpu, lat, cand.fit, req.objective, req.accept_length,
+        req.context_length))
     if cand.predicted is not None:
         est = cand.predicted
         cand.allreduce_us = est.allreduce_us

@@ -114,8 +114,8 @@ def test_measured_decode_step_rows_come_first(tmp_path):
     model = models.profile("llama-3.1-8b")
     from topoctl.autoconf import memory
 
-    fit = memory.fit(model, gpu["memory_bytes"], 1, "0.5.12", False)
-    est = launch_model.estimate(model, {"tp_size": 1}, "nccl", gpu, launch_model.Latencies(snap), fit)
+    fit = memory.fit(memory.FitCase(model, gpu["memory_bytes"], 1, "0.5.12", False))
+    est = launch_model.estimate(launch_model.EstimateCase(model, {"tp_size": 1}, "nccl", gpu, launch_model.Latencies(snap), fit))
     item = next(i for i in est.inputs if i.name == "achieved bandwidth at this layer size")
     assert item.origin == launch_model.MEASURED_HERE
     assert item.value == pytest.approx(3728, rel=0.02)  # the one-token graph row of this model's layer size

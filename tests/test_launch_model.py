@@ -23,9 +23,9 @@ def predict(system, name, tp, path, spec, version="0.5.12", snapshot=None):
     snap = snapshot or system_snapshot(system)
     gpu = target_gpu(snap)
     model = models.profile(name)
-    fit = memory.fit(model, gpu["memory_bytes"], tp, version, spec)
+    fit = memory.fit(memory.FitCase(model, gpu["memory_bytes"], tp, version, spec))
     launch = dict({"tp_size": tp}, **(EAGLE3 if spec else {}))
-    return launch_model.estimate(model, launch, path, gpu, launch_model.Latencies(snap), fit)
+    return launch_model.estimate(launch_model.EstimateCase(model, launch, path, gpu, launch_model.Latencies(snap), fit))
 
 
 # ------------------------------------------------------------------------------------- calibration
@@ -82,8 +82,8 @@ def test_smaller_cuda_graphs_leave_more_kv_cache():
     """The field report's +9% from --cuda-graph-max-bs 128: memory moved from graphs to the KV cache."""
     kimi = models.profile("kimi-k2.5")
     gpu = target_gpu(system_snapshot("rtx-pro-6000-8x-pcie"))["memory_bytes"]
-    big = memory.fit(kimi, gpu, 8, "0.5.12", False, 512)
-    small = memory.fit(kimi, gpu, 8, "0.5.12", False, 128)
+    big = memory.fit(memory.FitCase(kimi, gpu, 8, "0.5.12", False, 512))
+    small = memory.fit(memory.FitCase(kimi, gpu, 8, "0.5.12", False, 128))
     assert small.kv_tokens > big.kv_tokens > 0
 
 

@@ -63,8 +63,9 @@ BOTH = _rows("nccl", True, 20.0) + _rows("nccl", False, 200.0) + _rows("custom",
 def _per_call(snapshot: dict, path: str, launch: dict) -> launch_model.Estimate:
     gpu = target_gpu(snapshot)
     model = models.profile("llama-3.1-70b")
-    fit = memory.fit(model, gpu["memory_bytes"], 8, "0.5.12", False)
-    est = launch_model.estimate(model, dict({"tp_size": 8}, **launch), path, gpu, launch_model.Latencies(snapshot), fit)
+    fit = memory.fit(memory.FitCase(model, gpu["memory_bytes"], 8, "0.5.12", False))
+    est = launch_model.estimate(launch_model.EstimateCase(model, dict({"tp_size": 8}, **launch), path, gpu,
+                                                          launch_model.Latencies(snapshot), fit))
     assert est is not None
     return est
 

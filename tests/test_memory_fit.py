@@ -52,7 +52,7 @@ def test_deepep_reserves_2_gib_on_top_of_the_floor_from_0_5_16():
 
 def test_a_launch_s_own_mem_fraction_static_and_chunked_prefill_size_are_used():
     model = models.profile("llama-3.1-8b")
-    own = memory.fit(model, H200, 1, "0.5.12", False, launch={"mem_fraction_static": 0.7})
+    own = memory.fit(memory.FitCase(model, H200, 1, "0.5.12", False, launch={"mem_fraction_static": 0.7}))
     assert own.mem_fraction_static == 0.7 and "--mem-fraction-static 0.7" in own.mem_fraction_source
     # activation term: max(chunked_prefill_size, 2048) x 1.5 (0.5.5 server_args.py:785-823)
     assert reserve("0.5.12", launch={"chunked_prefill_size": 4096}).terms["activation"] == 4096 * 1.5
@@ -64,17 +64,17 @@ def test_fits_only_with_room_for_one_request_of_the_context():
     # not fit in the KV cache; the fit says so and names the context that would
     model = models.profile("kimi-k2.5")
     gpu = 97887 * memory.MIB
-    full = memory.fit(model, gpu, 8, "0.5.12", False)
+    full = memory.fit(memory.FitCase(model, gpu, 8, "0.5.12", False))
     assert full.context_only and full.context_length == model["max_context"]
     assert full.fits  # the model's own context, not asked for: said in the notes, not held against the launch
     assert any(f"--context-length {full.kv_tokens} would fit" in note for note in full.notes)
     assert not full.to_dict()["fits_at_this_context"]
-    asked = memory.fit(model, gpu, 8, "0.5.12", False, context_length=200000)
+    asked = memory.fit(memory.FitCase(model, gpu, 8, "0.5.12", False, context_length=200000))
     assert not asked.fits and "does not fit at this context" in asked.why
-    short = memory.fit(model, gpu, 8, "0.5.12", False, context_length=32768)
+    short = memory.fit(memory.FitCase(model, gpu, 8, "0.5.12", False, context_length=32768))
     assert short.fits and short.context_length == 32768 and not short.context_only
     # what the user asks is capped by the model's own context
-    assert memory.fit(model, gpu, 8, "0.5.12", False, context_length=10**7).context_length == model["max_context"]
+    assert memory.fit(memory.FitCase(model, gpu, 8, "0.5.12", False, context_length=10**7)).context_length == model["max_context"]
 
 
 def test_a_1t_fp8_model_does_not_fit_8x_h200_at_128k_and_does_on_16(cli):
@@ -84,9 +84,9 @@ def test_a_1t_fp8_model_does_not_fit_8x_h200_at_128k_and_does_on_16(cli):
     config.update(architectures=["DeepseekV3ForCausalLM"], model_type="kimi_k2", max_position_embeddings=131072,
                   quantization_config={"quant_method": "fp8", "weight_block_size": [128, 128]})
     model = models.from_config(config, "kimi-k2-fp8", "Kimi-K2 FP8 (test)")
-    fit8 = memory.fit(model, H200, 8, "0.5.12", False, context_length=131072)
+    fit8 = memory.fit(memory.FitCase(model, H200, 8, "0.5.12", False, context_length=131072))
     assert not fit8.fits and "does not fit at this context" in fit8.why
-    assert memory.fit(model, H200, 16, "0.5.12", False, context_length=131072).fits
+    assert memory.fit(memory.FitCase(model, H200, 16, "0.5.12", False, context_length=131072)).fits
 
 
 def test_the_hint_keeps_a_fixed_tp_size(cli):

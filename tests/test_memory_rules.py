@@ -241,7 +241,7 @@ def test_the_draft_comes_out_of_the_reserve_up_to_0_5_13_and_out_of_the_kv_cache
     llama = models.profile("llama-3.1-70b")
     draft = {"weight_bytes": 4 * 2 * 1024 ** 3, "source": "synthetic, 2 GiB per GPU"}
     for version, kv_loses in (("0.5.12", 0), ("0.5.14", 2 * 1024 ** 3)):
-        with_draft = memory.fit(llama, H200, 4, version, True, draft=draft)
+        with_draft = memory.fit(memory.FitCase(llama, H200, 4, version, True, draft=draft))
         expected = H200 * with_draft.mem_fraction_static - with_draft.weights_bytes - kv_loses
         assert with_draft.kv_cache_bytes == pytest.approx(expected), version
         assert with_draft.draft_bytes == 2 * 1024 ** 3  # the cost model still reads the draft's weights

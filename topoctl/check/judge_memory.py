@@ -62,7 +62,7 @@ def memory_items(parsed: Any, snapshot: dict[str, Any], flags: Any, tp: int, nam
                  item: Any, measured: Any = None) -> list[Any]:
     """Check's findings from the memory fit (`item` builds one: outcome.py's Item; `measured()` gives the
     rules' evidence, asked only when the fit says the launch does not load)."""
-    from topoctl.autoconf.memory import fit
+    from topoctl.autoconf.memory import FitCase, fit
 
     model, source = launch_model(parsed, named)
     gpu_bytes = _gpu_bytes(snapshot)
@@ -73,9 +73,9 @@ def memory_items(parsed: Any, snapshot: dict[str, Any], flags: Any, tp: int, nam
         launch["disable_cuda_graph"] = True
     context = _int_setting(parsed, "context_length")  # the model's own length: SGLang caps a request to the pool
     spec = launch.get("speculative_algorithm")
-    result = fit(model, gpu_bytes, tp, flags.requested or flags.version, bool(spec),
-                 _int_setting(parsed, "cuda_graph_max_bs"), None, None, _int_setting(parsed, "max_running_requests"),
-                 launch=launch)
+    result = fit(FitCase(model, gpu_bytes, tp, flags.requested or flags.version, bool(spec),
+                         cuda_graph_max_bs=_int_setting(parsed, "cuda_graph_max_bs"),
+                         max_running_requests=_int_setting(parsed, "max_running_requests"), launch=launch))
     fraction, how = result.mem_fraction_static, f"SGLang's default {result.mem_fraction_static:.3g}"
     given, _ = written_value(parsed, "mem_fraction_static")
     kv = result.kv_cache_bytes
