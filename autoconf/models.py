@@ -126,12 +126,7 @@ def resolve_model_dir(path: str) -> str:
     if os.path.isdir(snapshots):
         ref = os.path.join(path, "refs", "main")
         if os.path.lexists(ref):
-            from topoctl import limits
-
-            commit = limits.read_text(ref, 4096, hint="refs/main holds the commit hash of a snapshot").strip()
-            if not re.fullmatch(r"[0-9A-Za-z][0-9A-Za-z._-]{0,127}", commit) or ".." in commit:
-                raise TopoctlError(f"{ref}: not a commit name ({one_line(commit, 40)})",
-                                   hint="refs/main holds the name of one folder under snapshots/")
+            commit = _ref_commit(ref)
             if os.path.isfile(os.path.join(snapshots, commit, "config.json")):
                 return os.path.join(snapshots, commit)
         found = sorted(entry for entry in os.listdir(snapshots)
@@ -144,6 +139,22 @@ def resolve_model_dir(path: str) -> str:
     raise TopoctlError(f"{path}: no config.json in this folder",
                        hint="pass the model folder (the one holding config.json), "
                             "or a Hugging Face cache folder models--org--name")
+
+
+def _ref_commit(ref: str) -> str:
+    """The snapshot name a Hugging Face cache's refs/main holds. Anything else there (a folder, a link to
+    nothing, no permission, a FIFO, bytes that are not a commit name) is exit 2 naming refs/main: a wrong
+    snapshot would size the wrong model, and a name with `..` could reach outside the cache."""
+    from topoctl import limits
+
+    hint = "refs/main holds the name of one folder under snapshots/"
+    try:
+        commit = limits.read_text(ref, 4096, hint="refs/main holds the commit hash of a snapshot").strip()
+    except OSError as exc:  # a folder, a link to nothing, no permission, an I/O error
+        raise TopoctlError(f"{ref}: cannot read it: {exc.strerror or exc}", hint=hint) from None
+    if not re.fullmatch(r"[0-9A-Za-z][0-9A-Za-z._-]{0,127}", commit) or ".." in commit:
+        raise TopoctlError(f"{ref}: not a commit name ({one_line(commit, 40)})", hint=hint)
+    return commit
 
 
 # safetensors (https://github.com/huggingface/safetensors, README "Format"): 8 bytes little-endian header

@@ -261,3 +261,18 @@ def test_a_refs_main_that_is_not_a_commit_is_exit_2(cli, tmp_path, ref):
     (repo / "refs" / "main").write_bytes(ref)
     code, _, err = _recommend(cli, "--model-path", str(repo))
     assert code == 2 and "refs/main" in _one_error(err)
+
+
+@pytest.mark.parametrize("kind", ["folder", "dangling-link"])
+def test_a_refs_main_that_cannot_be_read_is_exit_2_naming_it(cli, tmp_path, kind):
+    """A refs/main that is a folder or a link to nothing ended in exit 70 (found by benchmarks/fuzz_hostile.py)."""
+    repo = tmp_path / "models--org--m"
+    (repo / "snapshots" / "abc").mkdir(parents=True)
+    (repo / "snapshots" / "abc" / "config.json").write_text(json.dumps(_config("qwen3-32b")))
+    (repo / "refs").mkdir()
+    if kind == "folder":
+        (repo / "refs" / "main").mkdir()
+    else:
+        (repo / "refs" / "main").symlink_to(tmp_path / "gone")
+    code, _, err = _recommend(cli, "--model-path", str(repo))
+    assert code == 2 and "refs/main: cannot read it" in _one_error(err)
