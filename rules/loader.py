@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Iterable
 
-from topoctl import vocab
+from topoctl import limits, vocab
 from topoctl.errors import TopoctlError
 
 from . import settings as launch_settings
@@ -116,8 +116,6 @@ _ID_LINE = re.compile(r"^\s*-\s*id:\s*['\"]?([A-Za-z0-9][A-Za-z0-9._-]*)", re.M)
 def _holds_every_rule(entries: Any, files: list[str]) -> bool:
     """Whether cached rules are exactly the rules the shipped files define (ids read from the text: no YAML
     parser on the warm path), each with the fields a Rule needs."""
-    from topoctl import limits
-
     wanted: list[str] = []
     for path in files:
         wanted += _ID_LINE.findall(limits.read_text(path, limits.MAX_DATA_FILE_BYTES))
@@ -352,13 +350,29 @@ def rule_files(directory: str) -> list[str]:
     if os.path.isfile(directory):
         return [directory]
     if not os.path.isdir(directory):
+        if os.path.lexists(directory):
+            _is_rule_file(directory)  # a FIFO, a device, a link to nothing: named as what it is
         raise TopoctlError(f"--rules {directory}: no such folder", hint="pass a folder of *.yaml rule files")
-    files = sorted(os.path.join(directory, name) for name in os.listdir(directory)
-                   if name.endswith(RULE_FILE_SUFFIXES) and os.path.isfile(os.path.join(directory, name)))
+    named = sorted(os.path.join(directory, name) for name in os.listdir(directory) if name.endswith(RULE_FILE_SUFFIXES))
+    files = [path for path in named if _is_rule_file(path)]
     if not files:
         raise TopoctlError(f"--rules {directory}: no rule files (*.yaml, *.yml) in this folder",
                            hint="pass the folder that holds the site's rule files, or leave --rules out")
     return files
+
+
+def _is_rule_file(path: str) -> bool:
+    """Whether a name of a site folder that ends in .yaml is a rule file to read: True for a regular file,
+    False for a folder. A FIFO, a device, a socket or a link to nothing is exit 2 naming it (never opened):
+    skipped, it would drop that file's blocking rules without a word (a FIFO also blocks a reader forever)."""
+    try:
+        limits.check_regular(path)
+    except IsADirectoryError:
+        return False
+    except OSError as exc:  # a link to nothing, no permission on the folder
+        raise TopoctlError(f"{path}: cannot read this rule file: {exc.strerror or exc}",
+                           hint="make it a regular file of rules, or remove it from the folder") from None
+    return True
 
 
 @lru_cache(maxsize=1)
@@ -380,8 +394,6 @@ def parse_rule_file(path: str, builtin: bool, validate_schema: bool) -> tuple[li
 
 def _read_rule_file(path: str) -> bytes:
     """A rule file's bytes, at most limits.MAX_RULE_FILE_BYTES; RuleFileError naming it otherwise."""
-    from topoctl import limits
-
     try:
         return limits.read_file(path, limits.MAX_RULE_FILE_BYTES)
     except OSError as exc:
@@ -411,8 +423,6 @@ def _parse_rule_text(path: str, text: str, builtin: bool, validate_schema: bool)
 
 def _parse_yaml(path: str, text: str) -> Any:
     import yaml
-
-    from topoctl import limits
 
     try:  # safe_load semantics (libyaml's parser when available), within the limits of topoctl/limits.py
         return limits.load_yaml(text, path, max_nodes=limits.MAX_RULE_FILE_NODES)

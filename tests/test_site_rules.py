@@ -108,6 +108,35 @@ def test_a_site_file_that_holds_no_rules_is_a_warning_naming_it(cli, tmp_path, c
         f"{empty} holds no rules (it is empty or only comments): nothing in it is checked"]
 
 
+@pytest.mark.parametrize("kind, said", [("fifo", "is a FIFO, not a regular file"),
+                                         ("device", "is a character device, not a regular file"),
+                                         ("dangling-link", "cannot read this rule file")])
+@pytest.mark.parametrize("beside_a_rule", [True, False])
+def test_a_rule_file_name_that_is_not_a_regular_file_is_exit_2_naming_it(cli, tmp_path, kind, said, beside_a_rule):
+    """A site.yaml that is a FIFO, a device or a link to nothing was passed over: beside a real rule file its
+    rules were dropped without a word, alone the folder read as holding no rule file (found by
+    benchmarks/fuzz_hostile.py). It is now exit 2 naming it, and a FIFO is never opened."""
+    folder = tmp_path / "site"
+    if beside_a_rule:
+        write_rules(folder, rule_text(severity="block"), name="a.yaml")
+    folder.mkdir(exist_ok=True)
+    special = folder / "site.yaml"
+    if kind == "fifo":
+        os.mkfifo(special)
+    elif kind == "device":
+        special.symlink_to("/dev/zero")
+    else:
+        special.symlink_to(folder / "gone.yaml")
+    for argv in (["rules", "list", "--rules", str(folder)],
+                 ["rules", "list", "--rules", str(special)],
+                 ["check", "--system", SNAPSHOT_SYSTEM, "--rules", str(folder), "--", "python", "-m",
+                  "sglang.launch_server", "--model-path", "M", "--tp", "8"]):
+        code, _, err = cli(argv)
+        errors = [line for line in err.splitlines() if line.startswith("topoctl: error:")]
+        assert code == 2 and len(errors) == 1, (argv, err)
+        assert f"{special} {said}" in errors[0] or f"{special}: {said}" in errors[0], (argv, err)
+
+
 @pytest.mark.parametrize("files", [{}, {"notes.txt": "not a rule file"}, {"a.yaml": ""}, {"a.yaml": "# x\n",
                                                                                           "b.yml": "\n"}])
 def test_rules_pointing_at_a_folder_with_no_rules_is_exit_2(cli, tmp_path, files):

@@ -125,6 +125,13 @@ def _check_regular(path: str, mode: int) -> None:
         raise NotAFileError(path, kind)
 
 
+def check_regular(path: str) -> None:
+    """Refuse `path` by its type without opening it: NotAFileError (exit 2) for a FIFO, device or socket,
+    IsADirectoryError for a folder; OSError when it cannot be seen. For callers that choose files to read
+    from a folder, so that a special file among them is named rather than passed over."""
+    _check_regular(path, os.stat(path).st_mode)
+
+
 def _too_large(origin: str, limit: int) -> LimitError:
     return LimitError(f"{origin} is larger than {_size(limit)}, the most topoctl reads for this kind of file")
 
