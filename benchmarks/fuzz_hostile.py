@@ -13,7 +13,8 @@ it, but a fresh process is the honest test of a cache).
 Surfaces (the first line of each generator says what it tries and what verdict is known):
   special-files  FIFO, socket, /dev/zero, /dev/urandom, a 64 MiB sparse file, non-UTF-8 bytes, a folder, reached
                  directly and indirectly (inside a checked folder, docker --env-file, compose env_file, SGLang
-                 --config, a model folder's config.json / *.safetensors / index, a site rule folder)
+                 --config, a model folder's config.json / *.safetensors / index, a Hugging Face cache's
+                 refs/main, a site rule folder)
   yaml           alias bombs, recursive aliases, 1,001 aliases, deep nesting, 5 MiB files, 50-digit integers in
                  SGLang --config files, snapshots, compose files, manifests and site rule files
   captures       answers of the wrong type (a bool for a P2P status...), answers that are neither ok nor err,
@@ -36,7 +37,10 @@ Surfaces (the first line of each generator says what it tries and what verdict i
   cache          (fresh process) FIFOs, garbage, truncation and a tampered section with a recomputed SHA-256 in
                  the knowledge cache; the verdict must stay the one of a run without a cache
   site-rules     empty, comment-only and FIFO site rule files, alone and beside a real rule; `--rules` on a
-                 folder without rules
+                 folder without rules; a rule file's name that is a FIFO, a device or a link to nothing
+  launch-kinds   Argo Rollout, Knative Service, KServe InferenceService, Dockerfiles and compose files with an
+                 env_file: one launch each (never "no launch"), TP 8 on 4 GPUs blocks, TP 1-4 passes; an env_file
+                 that cannot be read is exit 2 naming it
 
 A case fails as an internal error (exit 70, 120 or any code the interface does not have, a traceback, an error
 of more than one line plus a hint, MemoryError), as slow (over 10 s wall time), as too big (peak resident memory
@@ -200,11 +204,13 @@ def special_files(rng: random.Random, folder: str) -> Case:
     """A file that is not a regular one, reached directly or indirectly: exit 2 naming it (FIFOs never opened)."""
     kind = rng.choice(["fifo", "fifo", "socket", "zero", "urandom", "sparse", "latin1", "folder"])
     route = rng.choice(["topology", "capture", "launch.env", "model-config", "config.json", "safetensors",
-                        "index", "env-file", "compose-env", "sglang-config", "in-folder", "rules-dir"])
+                        "index", "env-file", "compose-env", "sglang-config", "in-folder", "rules-dir", "refs-main"])
     name = {"launch.env": "launch.env", "safetensors": "model.safetensors", "index": "model.safetensors.index.json",
             "config.json": "config.json", "env-file": "vars.env", "compose-env": "vars.env",
-            "sglang-config": "server.yaml", "in-folder": "deploy.yaml", "rules-dir": "site.yaml"}.get(route, "input.json")
-    sub = os.path.join(folder, "model") if route in ("config.json", "safetensors", "index") else folder
+            "sglang-config": "server.yaml", "in-folder": "deploy.yaml", "rules-dir": "site.yaml",
+            "refs-main": "main"}.get(route, "input.json")
+    sub = os.path.join(folder, "model") if route in ("config.json", "safetensors", "index") else \
+        os.path.join(folder, "models--org--m", "refs") if route == "refs-main" else folder
     os.makedirs(sub, exist_ok=True)
     path = os.path.join(sub, name)
     if kind == "fifo":
@@ -224,6 +230,11 @@ def special_files(rng: random.Random, folder: str) -> Case:
         os.mkdir(path)
     if route in ("config.json", "safetensors", "index") and route != "config.json":
         write(sub, "config.json", json.dumps(builtin_configs()["llama-3.1-8b"]))
+    if route == "compose-env":
+        write(folder, "compose.yaml", "services:\n  s:\n    image: lmsysorg/sglang:v0.5.12\n"
+              f"    env_file: {name}\n    command: {' '.join(LAUNCH)} --tp-size 4\n")
+    if route == "refs-main":  # a Hugging Face cache folder whose refs/main is the special file
+        write(folder, "models--org--m/snapshots/abc/config.json", json.dumps(builtin_configs()["llama-3.1-8b"]))
     argv = {
         "topology": ["show", "--topology", path],
         "capture": ["probe", "--from-capture", path],
@@ -233,22 +244,23 @@ def special_files(rng: random.Random, folder: str) -> Case:
         "safetensors": ["recommend", *SYSTEM, "--model-path", sub],
         "index": ["recommend", *SYSTEM, "--model-path", sub],
         "env-file": ["check", *SYSTEM, "--", "docker", "run", "--gpus", "all", "--env-file", path, "img", *LAUNCH],
-        "compose-env": ["check", write(folder, "compose.yaml", "services:\n  s:\n    image: lmsysorg/sglang:v0.5.12\n"
-                                       f"    env_file: {name}\n    command: {' '.join(LAUNCH)} --tp-size 4\n"), *SYSTEM],
+        "compose-env": ["check", os.path.join(folder, "compose.yaml"), *SYSTEM],
         "sglang-config": ["check", *SYSTEM, "--sglang-version", NEWEST, "--", *LAUNCH, "--config", path],
         "in-folder": ["check", folder, *SYSTEM],
         "rules-dir": ["rules", "list", "--rules", folder],
+        "refs-main": ["recommend", *SYSTEM, "--model-path", os.path.join(folder, "models--org--m")],
     }[route]
     if route == "in-folder":
         write(folder, "launch.env", "SGLANG_ARGS='--model-path m --tp-size 4'\n")
-        expect: Expect = code_is(0, 1, 2)
-    elif route == "rules-dir":
-        expect = code_is(0, 2)  # a site folder holding no regular rule file (issue 22 words this case)
+        # a file of a checked folder that cannot be read is named as not checked, and the run is exit 2
+        expect: Expect = code_is(0, 1, 2) if kind == "folder" else error_with("deploy.yaml", "could not be checked")
+    elif route == "rules-dir" and kind == "folder":
+        expect = code_is(2)  # a folder named site.yaml is no rule file: the folder holds none
     elif kind == "folder":  # a folder is a fine input where check walks folders: only a clean exit is known
-        expect = code_is(2) if route in ("topology", "model-config", "config.json", "safetensors", "index") \
-            else code_is(0, 1, 2)
+        expect = code_is(2) if route in ("topology", "model-config", "config.json", "safetensors", "index",
+                                         "refs-main") else code_is(0, 1, 2)
     else:
-        expect = error_with(name)
+        expect = error_with("refs/main" if route == "refs-main" else name)
     return Case("special-files", [argv], expect, label=f"{kind} as {route}")
 
 
@@ -709,6 +721,108 @@ def cache_cases(rng: random.Random, folder: str) -> Case:
                 label=kind)
 
 
+def _k8s_container(tp: str, flag: str, image: str, indent: str, named: bool = True) -> str:
+    first = f"{indent}- name: sglang\n{indent}  image: {image}\n" if named else f"{indent}- image: {image}\n"
+    return (first + f'{indent}  command: ["python3", "-m", "sglang.launch_server"]\n'
+            f'{indent}  args: ["--model-path", "Qwen/Qwen3-8B", "{flag}", "{tp}", "--port", "8080"]\n'
+            f"{indent}  resources:\n{indent}    limits:\n{indent}      nvidia.com/gpu: 4\n")
+
+
+def _launch_file(kind: str, tp: str, flag: str, image: str) -> tuple[str, str]:
+    """(file name, text) of one SGLang launch in a form that once read as "no launch" (issue 21): the forms of
+    argo-rollouts' canary Rollout, knative/docs' serving Service, kserve/website's InferenceService (custom
+    container, and model + runtime with args), Docker's Dockerfile reference (exec CMD, shell CMD with ENV,
+    ENTRYPOINT + CMD) and a compose service with an env_file; written here, with 4 GPUs given."""
+    if kind == "argo-rollout":
+        return "rollout.yaml", ("apiVersion: argoproj.io/v1alpha1\nkind: Rollout\nmetadata:\n  name: sglang\nspec:\n"
+                                "  replicas: 2\n  strategy:\n    canary:\n      steps:\n        - setWeight: 50\n"
+                                "  selector:\n    matchLabels: {app: sglang}\n  template:\n    metadata:\n"
+                                "      labels: {app: sglang}\n    spec:\n      containers:\n"
+                                + _k8s_container(tp, flag, image, "        "))
+    if kind == "knative":
+        return "service.yaml", ("apiVersion: serving.knative.dev/v1\nkind: Service\nmetadata:\n  name: sglang\nspec:\n"
+                                "  template:\n    metadata:\n      annotations:\n"
+                                "        autoscaling.knative.dev/min-scale: \"1\"\n    spec:\n      containers:\n"
+                                + _k8s_container(tp, flag, image, "        ", named=False))
+    if kind == "kserve-containers":
+        return "isvc.yaml", ("apiVersion: serving.kserve.io/v1beta1\nkind: InferenceService\nmetadata:\n  name: q\n"
+                             "spec:\n  predictor:\n    containers:\n" + _k8s_container(tp, flag, image, "      "))
+    if kind == "kserve-model":
+        return "isvc.yaml", ("apiVersion: serving.kserve.io/v1beta1\nkind: InferenceService\nmetadata:\n  name: q\n"
+                             "spec:\n  predictor:\n    model:\n      modelFormat:\n        name: huggingface\n"
+                             "      runtime: kserve-sglang\n      args:\n        - --model-path\n"
+                             f"        - Qwen/Qwen3-8B\n        - {flag}\n        - \"{tp}\"\n"
+                             "      resources:\n        limits:\n          nvidia.com/gpu: \"4\"\n")
+    if kind == "dockerfile-exec":
+        return "Dockerfile", (f"FROM {image}\nWORKDIR /app\nCMD [\"python3\", \"-m\", \"sglang.launch_server\", "
+                              f"\"--model-path\", \"Qwen/Qwen3-8B\", \"{flag}\", \"{tp}\", \"--port\", \"30000\"]\n")
+    if kind == "dockerfile-shell":
+        return "Dockerfile", (f"FROM {image}\nENV TP={tp}\nENV MODEL=Qwen/Qwen3-8B\n"
+                              f"CMD python3 -m sglang.launch_server --model-path $MODEL {flag} $TP --port 30000\n")
+    if kind == "dockerfile-entrypoint":
+        return "Dockerfile", (f"FROM {image} AS base\nENTRYPOINT [\"python3\", \"-m\", \"sglang.launch_server\"]\n"
+                              f"CMD [\"--model-path\", \"Qwen/Qwen3-8B\", \"{flag}\", \"{tp}\"]\n")
+    return "compose.yaml", (f"services:\n  sglang:\n    image: {image}\n    env_file: vars.env\n"
+                            f"    command: python3 -m sglang.launch_server --model-path Qwen/Qwen3-8B {flag} {tp}\n"
+                            "    deploy:\n      resources:\n        reservations:\n          devices:\n"
+                            "            - {driver: nvidia, count: 4, capabilities: [gpu]}\n")
+
+
+LAUNCH_KINDS = ["argo-rollout", "knative", "kserve-containers", "kserve-model", "dockerfile-exec", "dockerfile-shell",
+                "dockerfile-entrypoint", "compose-env-file"]
+
+
+def launch_kinds(rng: random.Random, folder: str) -> Case:
+    """Kinds that hold a launch but once read as "no launch" (issue 21): each is judged as one launch, never
+    "no launch"; a TP of 8 on the 4 GPUs given blocks (exit 1), a TP of 1, 2 or 4 does not. A compose env_file
+    that cannot be read (missing, not UTF-8, a FIFO, /dev/zero, a folder) is exit 2 naming it, never "no launch"."""
+    kind = rng.choice(LAUNCH_KINDS)
+    tp = rng.choice(["1", "2", "4", "8", "8"])
+    flag = rng.choice(["--tp-size", "--tp-size", "--tensor-parallel-size"])
+    image = rng.choice(["lmsysorg/sglang:v0.5.12", "lmsysorg/sglang:v0.5.21-cu129", "lmsysorg/sglang:latest"])
+    name, text = _launch_file(kind, tp, flag, image)
+    if rng.random() < 0.3 and name.endswith(".yaml"):  # more documents around it, as a real manifest has
+        text = ("# deploy/sglang\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: cfg}\ndata: {a: b}\n---\n"
+                + text + "---\n") if name != "compose.yaml" else "# compose\n" + text
+    if rng.random() < 0.2 and name.endswith(".yaml"):
+        text = text.replace("\n", "\r\n")  # CRLF, as a file saved on Windows
+    path = write(folder, name, text)
+    broken = ""
+    if kind == "compose-env-file":
+        broken = rng.choice(["", "", "missing", "latin1", "fifo", "zero", "folder"])
+        env_path = os.path.join(folder, "vars.env")
+        if broken == "":
+            write(folder, "vars.env", "NCCL_DEBUG=WARN\n")
+        elif broken == "latin1":
+            write(folder, "vars.env", b"\xff\xfeA=1\n")
+        elif broken == "fifo":
+            os.mkfifo(env_path)
+        elif broken == "zero":
+            os.symlink("/dev/zero", env_path)
+        elif broken == "folder":
+            os.mkdir(env_path)
+    argv = ["check", path, *SYSTEM, "--format", "json"]
+
+    def expect(result: Result) -> str | None:
+        if broken:
+            line = first_error(result)
+            return None if result.code == 2 and "vars.env" in line else \
+                f"a compose env_file that is {broken} must be exit 2 naming it; got {result.code}: {line}"
+        try:
+            doc = json.loads(result.out)
+        except ValueError:
+            return f"no JSON report (exit {result.code}): {result.err[-200:]}"
+        launches, none = doc.get("results", []), doc.get("no_launch", [])
+        if len(launches) != 1 or none:
+            return f"{len(launches)} launches and {len(none)} 'no launch' in a file holding one launch"
+        blocks = [item["id"] for item in launches[0]["findings"] if item["severity"] == "block"]
+        if tp == "8":
+            return None if result.code == 1 and "topoctl-tp-exceeds-gpus" in blocks else \
+                f"TP 8 on 4 GPUs must block; exit {result.code}, blocks {blocks}"
+        return None if result.code == 0 and not blocks else f"TP {tp} on 4 GPUs: exit {result.code}, blocks {blocks}"
+    return Case("launch-kinds", [argv], expect, label=f"{kind} tp {tp}" + (f" env_file {broken}" if broken else ""))
+
+
 SITE_BLOCK_RULE = """\
 rules:
   - id: site-no-tp4
@@ -735,24 +849,35 @@ NO_RULES = {"empty": "", "comments": "# our blocking rules\n# - id: x\n", "null"
 def site_rules(rng: random.Random, folder: str) -> Case:
     """Site rule files that hold no rules (issue 21): each is a warning naming it; beside a file with a real rule
     that rule still applies (a blocking site rule that fires: exit 1); a folder whose files hold no rule, or that
-    holds no rule file (only a README, a FIFO), is exit 2, with each empty file named first."""
+    holds no rule file (only a README), is exit 2, with each empty file named first. A rule file's name that is
+    not a regular file (a FIFO, a device, a link to nothing), alone or beside a real rule, is exit 2 naming it:
+    skipped, it would drop that file's rules without a word."""
     rules = os.path.join(folder, "rules")
     os.makedirs(rules)
-    kind = rng.choice([*NO_RULES, "no-rules-folder", "fifo"])
-    beside = kind in NO_RULES and rng.random() < 0.5
+    kind = rng.choice([*NO_RULES, "no-rules-folder", "fifo", "fifo", "device", "dangling-link"])
+    beside = kind != "no-rules-folder" and rng.random() < 0.5
     argv = ["check", "--rules", rules, *SYSTEM, "--sglang-version", NEWEST, "--", *LAUNCH, "--tp-size", "4"]
+    site = os.path.join(rules, "site.yaml")
     if kind in NO_RULES:
         write(rules, "site.yaml", NO_RULES[kind])
-        if beside:
-            write(rules, "real.yaml", SITE_BLOCK_RULE)
     elif kind == "fifo":
-        os.mkfifo(os.path.join(rules, "site.yaml"))
+        os.mkfifo(site)
+    elif kind == "device":
+        os.symlink("/dev/zero", site)
+    elif kind == "dangling-link":
+        os.symlink(os.path.join(rules, "gone.yaml.bak"), site)
     else:
         write(rules, "README.md", "no rules here\n")
+    if beside:
+        write(rules, "real.yaml", SITE_BLOCK_RULE)
 
     def expect(result: Result) -> str | None:
-        if kind in ("no-rules-folder", "fifo"):
+        if kind == "no-rules-folder":
             return None if result.code == 2 else f"--rules on a folder without rules: exit {result.code}, not 2"
+        if kind in ("fifo", "device", "dangling-link"):
+            return None if result.code == 2 and "site.yaml" in first_error(result) else \
+                f"a rule file that is {kind} ({'beside a rule' if beside else 'alone'}) must be exit 2 naming it; " \
+                f"got {result.code}: {first_error(result) or result.err[-200:]}"
         named = any(line.startswith("topoctl: warning: ") and "site.yaml holds no rules" in line
                     for line in result.err.splitlines())
         if not named:
@@ -769,7 +894,7 @@ GENERATORS: dict[str, tuple[Callable[[random.Random, str], Case], float]] = {
     "model-configs": (model_configs, 0.12), "safetensors": (safetensors, 0.10), "counts": (counts, 0.09),
     "versions": (versions, 0.05), "escapes": (escapes, 0.10), "code-exec": (code_exec, 0.06),
     "output": (output, 0.03), "signals": (signals, 0.025), "cache": (cache_cases, 0.015),
-    "site-rules": (site_rules, 0.04),
+    "site-rules": (site_rules, 0.04), "launch-kinds": (launch_kinds, 0.05),
 }
 
 
