@@ -349,3 +349,48 @@ def test_ctrl_c_while_the_command_modules_load_is_130_not_a_traceback(monkeypatc
     monkeypatch.setitem(sys.modules, "topoctl.io", Loading("topoctl.io"))
     assert entry.main(["recommend", "--system", SYSTEM]) == 130
     assert capsys.readouterr().err == "topoctl: interrupted\n"
+
+
+def _create_a_class_while_ctrl_c_lands():
+    """A SIGINT that lands while a dataclass is being created: Python 3.11 hands it on as RuntimeError("Error
+    calling __set_name__ ...") with the KeyboardInterrupt as its cause (found by benchmarks/fuzz_hostile.py:
+    exit 70 'internal error' where the run was only interrupted)."""
+    class Field:
+        def __set_name__(self, owner, name):
+            raise KeyboardInterrupt
+
+    type("VisibleGroup", (), {"notes": Field()})
+
+
+def test_ctrl_c_wrapped_while_a_class_is_created_is_130_in_a_command(monkeypatch, capsys):
+    from topoctl import cli as cli_module
+
+    monkeypatch.setattr(cli_module.cli, "main", lambda *args, **kwargs: _create_a_class_while_ctrl_c_lands())
+    assert cli_module.main(["recommend", "--system", SYSTEM]) == 130
+    assert capsys.readouterr().err == "topoctl: interrupted\n"
+
+
+def test_ctrl_c_wrapped_while_the_command_modules_load_is_130(monkeypatch, capsys):
+    import types
+
+    from topoctl import entry
+
+    class Loading(types.ModuleType):
+        def __getattr__(self, name):
+            _create_a_class_while_ctrl_c_lands()
+
+    monkeypatch.setitem(sys.modules, "topoctl.io", Loading("topoctl.io"))
+    assert entry.main(["recommend", "--system", SYSTEM]) == 130
+    assert capsys.readouterr().err == "topoctl: interrupted\n"
+
+
+def test_a_real_bug_is_still_exit_70(monkeypatch, capsys):
+    from topoctl import cli as cli_module
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("a bug")
+
+    monkeypatch.delenv("TOPOCTL_DEBUG", raising=False)
+    monkeypatch.setattr(cli_module.cli, "main", broken)
+    assert cli_module.main(["recommend", "--system", SYSTEM]) == 70
+    assert "topoctl: internal error: RuntimeError: a bug" in capsys.readouterr().err

@@ -16,7 +16,7 @@ from typing import Any
 
 import click
 
-from topoctl.errors import EXIT_INTERNAL, EXIT_PIPE, EXIT_USAGE, OutputError, TopoctlError, one_line
+from topoctl.errors import EXIT_INTERNAL, EXIT_PIPE, EXIT_USAGE, OutputError, TopoctlError, caused_by_ctrl_c, one_line
 
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "probe": ("topoctl.commands.probe", "What is this machine? GPUs, every pair's P2P and link, PCIe tree, versions."),
@@ -329,10 +329,19 @@ def _main(args: list[str]) -> int:
         click.echo("topoctl: interrupted", err=True)
         return 130
     except Exception as error:  # a bug: one line and exit 70 (EX_SOFTWARE), not a traceback
-        if _debug():
-            raise
-        return _report_internal(error)
+        return _unexpected(error)
     return result if isinstance(result, int) else 0
+
+
+def _unexpected(error: Exception) -> int:
+    """An exception no command expected: a Ctrl-C that Python wrapped (130), else a bug (70; raised again
+    under TOPOCTL_DEBUG so that its traceback shows)."""
+    if caused_by_ctrl_c(error):
+        click.echo("topoctl: interrupted", err=True)
+        return 130
+    if _debug():
+        raise error
+    return _report_internal(error)
 
 
 def _default_sigpipe() -> None:

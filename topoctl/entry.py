@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sys
 
+from topoctl.errors import caused_by_ctrl_c
 from topoctl.version import version_text
 
 
@@ -82,6 +83,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         code = _dispatch(args, argv)
     except KeyboardInterrupt:  # Ctrl-C while the command's modules were still being imported
+        _say("topoctl: interrupted\n")
+        code = 130
+    except Exception as error:  # the same Ctrl-C, wrapped by Python while a class was being created
+        if not caused_by_ctrl_c(error):
+            raise
         _say("topoctl: interrupted\n")
         code = 130
     return settle_streams(code) if argv is None else code

@@ -43,6 +43,22 @@ class NoGpuError(TopoctlError):
     exit_code = EXIT_NO_GPU
 
 
+def caused_by_ctrl_c(error: BaseException) -> bool:
+    """Whether `error` carries a Ctrl-C: Python 3.11 wraps an exception raised in a descriptor's
+    `__set_name__` in a RuntimeError ("Error calling __set_name__ on 'Field' instance ..."), so a SIGINT that
+    lands while a module's dataclass is being created reaches the CLI as that RuntimeError, with the
+    KeyboardInterrupt as its cause. Such a run was interrupted (130), not a bug (70). (topoctl.entry
+    imports this module first: topoctl.io, which every run loads, imports it too.)"""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        if isinstance(current, KeyboardInterrupt):
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False
+
+
 _ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
