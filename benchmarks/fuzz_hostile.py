@@ -1078,6 +1078,11 @@ def run_fresh(case: Case, folder: str) -> Result:
     closing = [fd for fd, mode in ((1, case.stdout), (2, case.stderr)) if mode == "closed"]
 
     def prepare() -> None:
+        # The signals a terminal delivers act by default in the case, whatever the harness was started under:
+        # `nohup` ignores SIGHUP and a shell without job control ignores SIGINT in background jobs, and an
+        # ignored signal stays ignored across exec, so a signals case would test nothing.
+        for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(number, signal.SIG_DFL)
         for fd in closing:
             os.close(fd)
 
