@@ -49,7 +49,7 @@ class Rule:
     builtin: bool = True
 
 
-@dataclass
+@dataclass(frozen=True)
 class Finding:
     """A rule that fired (or, for block rules, could not be decided) on a snapshot and request."""
 
