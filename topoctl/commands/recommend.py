@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import shlex
+from dataclasses import dataclass
 from typing import Any
 
 import click
@@ -164,10 +165,7 @@ def _output(result, fmt: str, top: int) -> str:
 @click.option("--explain", is_flag=True, help="Print the reasoning and the blocked alternatives to stderr.")
 @rules_options
 @click.option("-o", "--output", metavar="FILE", help="Write to FILE atomically instead of stdout.")
-def command(topology, system, list_systems, fallback_system, list_models, model_name, model_path, model_config,
-            sglang_version, speculative, draft_model,
-            force_speculative, tp_size, ep_size, dp_size, nnodes, objective, context_length, max_running_requests,
-            accept_length, fmt, top, explain, rules_dirs, disabled, output):
+def command(**given: Any) -> int:
     """Recommend the fastest SGLang launch known to work on the target machine.
 
     \b
@@ -183,56 +181,113 @@ def command(topology, system, list_systems, fallback_system, list_models, model_
     Exit codes: 0 written; 1 no launch passes the rules, or the model does not fit
     (the hint says what would); 2 bad usage or input.
     """
+    return run(RecommendOptions(**given))
+
+
+@dataclass(frozen=True)
+class RecommendOptions:
+    """Everything `topoctl recommend` was given, one field per option (click's parameter names)."""
+
+    topology: str | None = None
+    system: str | None = None
+    fallback_system: str | None = None
+    list_systems: bool = False
+    list_models: bool = False
+    model_name: str | None = None
+    model_path: str | None = None
+    model_config: str | None = None
+    sglang_version: str | None = None
+    speculative: str | None = None
+    draft_model: str | None = None
+    force_speculative: bool = False
+    tp_size: int | None = None
+    ep_size: int | None = None
+    dp_size: int | None = None
+    nnodes: int = 1
+    objective: str = "latency"
+    context_length: int | None = None
+    max_running_requests: int | None = None
+    accept_length: float | None = None
+    fmt: str = "env"
+    top: int = 10
+    explain: bool = False
+    rules_dirs: tuple[str, ...] = ()
+    disabled: tuple[str, ...] = ()
+    output: str | None = None
+
+
+def run(options: RecommendOptions) -> int:
+    """recommend's stages: the listing options answer alone; else the model, the target, the rules, the search,
+    then the output (one launch, or one node's part of a multi-node one)."""
     from topoctl.io import emit
 
-    listing = _listing(list_systems, list_models, fmt)
+    listing = _listing(options.list_systems, options.list_models, options.fmt)
     if listing is not None:
-        emit(listing, output)
+        emit(listing, options.output)
         return 0
-    require_value("--model", model_name, "name a built-in profile (kimi-k2.5, deepseek-v3, ...) or leave it out")
-    require_value("--model-config", model_config, "give the path of the model's config.json, or leave it out")
-    require_value("--model-path", model_path, "give the model folder (the one holding config.json), or leave it out")
-    require_value("--draft-model", draft_model, "give the path of the EAGLE-3 draft model")
-    if sum(1 for given in (model_name, model_path, model_config) if given) > 1:
-        raise TopoctlError("give one of --model, --model-path and --model-config, not both",
-                           hint="they all name the model; --model-path reads a model folder, --model-config a config.json")
-    _check_speculative(speculative, draft_model, force_speculative)
-    from topoctl.autoconf import models
-
-    model = None
-    if model_path:
-        model = models.from_model_dir(model_path)
-    elif model_config:
-        model = models.from_hf_config(model_config)
-    elif model_name:
-        model = models.profile(model_name)
-    requested = requested_version(sglang_version)  # a bad version fails before the target is probed
+    model = _model(options)
+    requested = requested_version(options.sglang_version)  # a bad version fails before the target is probed
     from topoctl.target import resolve_target
 
-    snapshot = resolve_target(topology=topology, system=system, fallback_system=fallback_system)
+    snapshot = resolve_target(topology=options.topology, system=options.system, fallback_system=options.fallback_system)
     version = target_version(snapshot, requested)
     flags = flag_set_for(version)
-    ruleset = load_rules_for(rules_dirs, disabled)
+    ruleset = load_rules_for(options.rules_dirs, options.disabled)
     from topoctl.autoconf.render import explain as explain_text
-    from topoctl.autoconf.search import Request, search
+    from topoctl.autoconf.search import search
 
-    draft = None
-    if draft_model and os.path.isfile(os.path.join(draft_model, "config.json")):
-        draft = models.from_model_dir(draft_model)  # a local draft folder: its own bytes
-    request = Request(speculative.lower() if speculative else None, draft_model, force_speculative, tp_size, ep_size,
-                      dp_size, objective, context_length, max_running_requests, accept_length, draft)
-    if nnodes > 1 and model is not None:
+    if options.nnodes > 1 and model is not None:
         from topoctl.autoconf.network import split_over_nodes
 
-        model = split_over_nodes(model, nnodes)
-    result = search(snapshot, model, flags, version, ruleset=ruleset, request=request)
-    nodes = _nodes(result, snapshot, nnodes, ruleset) if nnodes > 1 else None
-    if explain:
+        model = split_over_nodes(model, options.nnodes)
+    result = search(snapshot, model, flags, version, ruleset=ruleset, request=_request(options))
+    nodes = _nodes(result, snapshot, options.nnodes, ruleset) if options.nnodes > 1 else None
+    if options.explain:
         click.echo(explain_text(result), err=True, nl=False)
-    emit(_with_nodes(_output(result, fmt, top), fmt, nodes), output)
-    if fmt == "args":
+    emit(_with_nodes(_output(result, options.fmt, options.top), options.fmt, nodes), options.output)
+    if options.fmt == "args":
         _note_environment(result, nodes)
     return 0
+
+
+def _model(options: RecommendOptions) -> dict[str, Any] | None:
+    """The model profile the options name (--model-path, --model-config or --model), None for none; usage
+    errors (exit 2) for an empty value or more than one of them, and for speculative options that do not go
+    together."""
+    require_value("--model", options.model_name,
+                  "name a built-in profile (kimi-k2.5, deepseek-v3, ...) or leave it out")
+    require_value("--model-config", options.model_config, "give the path of the model's config.json, or leave it out")
+    require_value("--model-path", options.model_path,
+                  "give the model folder (the one holding config.json), or leave it out")
+    require_value("--draft-model", options.draft_model, "give the path of the EAGLE-3 draft model")
+    if sum(1 for given in (options.model_name, options.model_path, options.model_config) if given) > 1:
+        raise TopoctlError("give one of --model, --model-path and --model-config, not both",
+                           hint="they all name the model; --model-path reads a model folder, --model-config a config.json")
+    _check_speculative(options.speculative, options.draft_model, options.force_speculative)
+    from topoctl.autoconf import models
+
+    if options.model_path:
+        return models.from_model_dir(options.model_path)
+    if options.model_config:
+        return models.from_hf_config(options.model_config)
+    if options.model_name:
+        return models.profile(options.model_name)
+    return None
+
+
+def _request(options: RecommendOptions) -> Any:
+    """The search's Request: what the user asks of the launch (speculative decoding, parallel sizes, the
+    objective, context, running requests, accept length) and the draft model's own properties when its folder
+    is local."""
+    from topoctl.autoconf import models
+    from topoctl.autoconf.search import Request
+
+    draft = None
+    if options.draft_model and os.path.isfile(os.path.join(options.draft_model, "config.json")):
+        draft = models.from_model_dir(options.draft_model)  # a local draft folder: its own bytes
+    return Request(options.speculative.lower() if options.speculative else None, options.draft_model,
+                   options.force_speculative, options.tp_size, options.ep_size, options.dp_size, options.objective,
+                   options.context_length, options.max_running_requests, options.accept_length, draft)
 
 
 def _note_environment(result: Any, nodes: Any) -> None:
