@@ -10,6 +10,9 @@ Layer: commands and CLI (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 import click
 
 from topoctl.commands._options import rules_options, target_options
@@ -49,8 +52,7 @@ class _CheckCommand(click.Command):
 @rules_options
 @click.option("-o", "--output", metavar="FILE", help="Write the report to FILE atomically instead of stdout.")
 @click.pass_context
-def command(ctx, files, topology, system, fallback_system, expect, sglang_version, dynamo_version, model_name, fmt,
-            fail_on, rules_dirs, disabled, output):
+def command(ctx: click.Context, **given: Any) -> int:
     """Check the launches in files and folders, or a launch command after `--`, against the target machine.
 
     \b
@@ -87,6 +89,31 @@ def command(ctx, files, topology, system, fallback_system, expect, sglang_versio
       3  no target given (--topology, --system) and the probe sees no GPU here
          (--fallback-system NAME uses a built-in system instead)
     """
+    return run(CheckOptions(**given), ctx.meta.get("topoctl_launch_command"))
+
+
+@dataclass(frozen=True)
+class CheckOptions:
+    """Everything `topoctl check` was given, one field per option (click's parameter names); the launch
+    command after `--` comes beside it."""
+
+    files: tuple[str, ...] = ()
+    topology: str | None = None
+    system: str | None = None
+    fallback_system: str | None = None
+    expect: str | None = None
+    sglang_version: str | None = None
+    dynamo_version: str | None = None
+    model_name: str | None = None
+    fmt: str = "text"
+    fail_on: str = "block"
+    rules_dirs: tuple[str, ...] = ()
+    disabled: tuple[str, ...] = ()
+    output: str | None = None
+
+
+def run(options: CheckOptions, command_tokens: list[str] | None = None) -> int:
+    """check's pipeline (topoctl/check/pipeline.py) over the files and the command after `--`, then the report."""
     from topoctl.autoconf.target import target_gpu_count
     from topoctl.check import pipeline
     from topoctl.check.outcome import failing
@@ -103,29 +130,31 @@ def command(ctx, files, topology, system, fallback_system, expect, sglang_versio
     from topoctl.snapshot import load_snapshot
     from topoctl.target import resolve_target
 
-    command_tokens = ctx.meta.get("topoctl_launch_command")
+    files, model_name, fmt, fail_on = options.files, options.model_name, options.fmt, options.fail_on
     if not files and not command_tokens:
         raise TopoctlError("nothing to check", hint="give files or folders, or a launch command after `--`")
     require_value("--model", model_name, "name a built-in profile (kimi-k2.5, deepseek-v3, ...) or leave it out")
-    require_value("--dynamo-version", dynamo_version, "give an ai-dynamo release such as 1.6.1, or leave it out")
-    requested = requested_version(sglang_version)  # a bad version fails before the target is probed
+    require_value("--dynamo-version", options.dynamo_version,
+                  "give an ai-dynamo release such as 1.6.1, or leave it out")
+    requested = requested_version(options.sglang_version)  # a bad version fails before the target is probed
     command_launch = pipeline.read_command(list(command_tokens)) if command_tokens else None
-    snapshot = resolve_target(topology=topology, system=system, fallback_system=fallback_system)
+    snapshot = resolve_target(topology=options.topology, system=options.system,
+                              fallback_system=options.fallback_system)
     found_files = pipeline.find(list(files))
     gpu_count = target_gpu_count(snapshot)
-    expected = load_snapshot(expect) if expect else None
-    ruleset = load_rules_for(rules_dirs, disabled)
+    expected = load_snapshot(options.expect) if options.expect else None
+    ruleset = load_rules_for(options.rules_dirs, options.disabled)
     model = None
     if model_name:
         from topoctl.autoconf.models import profile
 
         model = profile(model_name)
     chooser = VersionChooser(target_version(snapshot, requested),
-                             "--sglang-version" if requested else "the target's installed SGLang", dynamo_version,
-                             flag_set_for, requested_version)
+                             "--sglang-version" if requested else "the target's installed SGLang",
+                             options.dynamo_version, flag_set_for, requested_version)
     entries = pipeline.read(found_files, chooser, command_launch)
     outcomes = pipeline.judge_all(entries, snapshot, ruleset, gpu_count, model, expected)
-    emit(FORMATTERS[fmt](outcomes, fail_on), output)
+    emit(FORMATTERS[fmt](outcomes, fail_on), options.output)
     for line in chooser.notes:  # after the report is written: a failed write is the only thing said
         click.echo(f"topoctl: note: {one_line(line)}", err=True)
     errors = [o for o in outcomes if o.error]
