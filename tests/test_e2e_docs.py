@@ -21,6 +21,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 import yaml
+from docs_helpers import fenced_blocks, matches, sessions
 from model_helpers import fitting_model
 
 from topoctl.catalogue import list_systems
@@ -151,48 +152,14 @@ def test_readme_quick_start_main_job_uses_the_fallback_system_on_a_machine_witho
 
 # --------------------------------------------------------------------------------------------------------
 # Every `$ topoctl ...` example of the README and docs/: what it prints is what the doc shows. In-process here;
-# from a fresh clone in a fresh venv, with the Quick start's own install line, below.
-
-
-def _doc_texts(root: str) -> dict[str, str]:
-    names = ["README.md"] + sorted(os.path.join("docs", name) for name in os.listdir(os.path.join(root, "docs"))
-                                   if name.endswith(".md"))
-    return {name: open(os.path.join(root, name), encoding="utf-8").read() for name in names}
+# from a fresh clone in a fresh venv, with the Quick start's own install line, in tests/test_docs_walk.py.
 
 
 def _dollar_examples(root: str = ROOT) -> list[tuple[str, str, str]]:
     """(doc, command line, what the doc shows it print) for each `$ topoctl` example in a fenced block of the
-    README and docs/ of the checkout at `root`."""
-    found = []
-    for name, text in _doc_texts(root).items():
-        for block in _blocks(text):
-            if not block.startswith("$ topoctl"):
-                continue
-            parts = re.split(r"(?m)^(?=\$ topoctl)", block)
-            for part in filter(None, parts):
-                lines = part.rstrip("\n").split("\n")
-                command, i = lines[0][2:], 1
-                while command.endswith("\\"):
-                    command, i = command[:-1] + " " + lines[i].strip(), i + 1
-                found.append((name, command, "\n".join(lines[i:]).rstrip("\n") + "\n"))
-    return found
-
-
-def _matches(shown: str, code: int, out: str, err: str) -> bool:
-    """The doc's `exit N` line means stdout, stderr and the exit code as shown; a closing `$ echo $?` and its
-    number, the exit code; a line that opens with `...` means the lines above it start the output (the rest is
-    elided, the exit code too unless shown); otherwise stdout exactly, and exit 0."""
-    if re.search(r"^exit \d+$", shown, re.M):
-        return out + err + f"exit {code}\n" == shown
-    expected_code = None
-    status = re.search(r"^\$ echo \$\?\n(\d+)\n\Z", shown, re.M)
-    if status:
-        expected_code, shown = int(status.group(1)), shown[:status.start()]
-    lines = shown.splitlines(keepends=True)
-    cut = next((i for i, line in enumerate(lines) if line.lstrip().startswith("...")), None)
-    if cut is not None:
-        return code == (code if expected_code is None else expected_code) and out.startswith("".join(lines[:cut]))
-    return code == (0 if expected_code is None else expected_code) and out == shown
+    README and docs/ of the checkout at `root` (indented blocks inside list items too)."""
+    return [(s.block.doc, s.command, s.shown) for block in fenced_blocks(root) if block.first.startswith("$ topoctl")
+            for s in sessions(block)]
 
 
 def test_the_docs_show_dollar_examples_of_every_command_kind():
@@ -211,7 +178,7 @@ def test_every_dollar_example_prints_what_the_doc_shows(cli, monkeypatch, doc, c
         code, out, err = 0, version_text(), ""
     else:
         code, out, err = cli(words)
-    assert _matches(shown, code, out, err), f"{doc}: `{command}` prints\n{out}{err}exit {code}"
+    assert matches(shown, code, out, err), f"{doc}: `{command}` prints\n{out}{err}exit {code}"
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -492,52 +459,3 @@ def test_pipe_closed_by_the_reader_ends_like_other_unix_tools():
     result = subprocess.run(["bash", "-c", f'{topoctl} | true; echo "${{PIPESTATUS[0]}}"'],
                             capture_output=True, text=True, cwd=ROOT)
     assert (result.stdout, result.stderr) == ("141\n", "")
-
-
-# --------------------------------------------------------------------------------------------------------
-# A new user's path, as written: the Quick start's first line in a fresh clone (it makes a fresh venv and
-# installs from the clone), then every `$ topoctl` example of the docs with that venv's topoctl, as a process.
-
-
-@pytest.fixture(scope="module")
-def quick_start(clean_clone, tmp_path_factory):
-    """The clone after the Quick start's first line ran in it, verbatim: (clone path, its .venv/bin, result)."""
-    from tests.conftest import _base_python, needs_package_index
-
-    needs_package_index()
-    if shutil.which("bash") is None:
-        pytest.skip("needs bash")
-    work = str(tmp_path_factory.mktemp("quick-start") / "topoctl")
-    subprocess.run(["git", "clone", "-q", clean_clone.path, work], check=True)
-    line = _blocks(_section(README, "## Quick start"))[0].strip().splitlines()[0]
-    python_dir = os.path.dirname(_base_python())  # `python3` is the interpreter this suite runs on
-    env = dict(os.environ, PATH=python_dir + os.pathsep + os.environ.get("PATH", ""), PIP_DISABLE_PIP_VERSION_CHECK="1")
-    env.pop("VIRTUAL_ENV", None)
-    done = subprocess.run(["bash", "-c", line], cwd=work, env=env, capture_output=True, text=True, timeout=900)
-    return work, os.path.join(work, ".venv", "bin"), done
-
-
-def test_quick_start_line_installs_and_writes_a_launch_env_from_a_fresh_clone(quick_start):
-    work, bin_dir, done = quick_start
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
-    assert "TOPOCTL_MODEL='kimi-k2.5'" in done.stdout and done.stdout.rstrip().splitlines()[-1].startswith("SGLANG_ARGS=")
-    if "(--fallback-system)" in done.stderr:  # no GPU here, as on CI: the built-in system the README names
-        assert "TOPOCTL_SYSTEM='rtx-pro-6000-8x-pcie'" in done.stdout
-    # the venv runs the clone's installed copy, not this checkout
-    where = subprocess.run([os.path.join(bin_dir, "python"), "-c", "import topoctl; print(topoctl.__file__)"],
-                           capture_output=True, text=True, cwd="/")
-    assert ".venv" in where.stdout and not where.stdout.startswith(ROOT), where.stdout
-
-
-def test_every_dollar_example_from_the_fresh_clones_venv_prints_what_the_doc_shows(quick_start):
-    work, bin_dir, done = quick_start
-    assert done.returncode == 0
-    env = dict(os.environ, PATH=bin_dir + os.pathsep + os.environ.get("PATH", ""))
-    failures = []
-    examples = _dollar_examples(work)  # the clone's docs: the committed state, as installed
-    assert len(examples) >= 5
-    for doc, command, shown in examples:
-        proc = subprocess.run(["bash", "-c", command], cwd=work, env=env, capture_output=True, text=True, timeout=300)
-        if not _matches(shown, proc.returncode, proc.stdout, proc.stderr):
-            failures.append(f"{doc}: `{command}`: exit {proc.returncode}\n{proc.stdout[:1500]}{proc.stderr[:1500]}")
-    assert not failures, "\n\n".join(failures)

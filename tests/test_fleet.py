@@ -35,11 +35,9 @@ def _socket_nics_down(node: dict, numa: int) -> None:
                 port["state"], port["phys_state"] = "DOWN", "Polling"
 
 
-@pytest.fixture
-def fleet_dir(tmp_path):
+def write_sixteen_nodes(folder) -> None:
+    """The sixteen node snapshots into `folder` (a pathlib.Path that exists); the README's fleet example too."""
     base = system_snapshot("h100-8x-8nic-ib")
-    folder = tmp_path / "nodes"
-    folder.mkdir()
     for number in range(1, 17):
         node = _node(base, number)
         if number == 7:
@@ -47,6 +45,13 @@ def fleet_dir(tmp_path):
         if number == 12:
             _socket_nics_down(node, 1)
         (folder / f"node{number:02d}.yaml").write_text(to_yaml(node))
+
+
+@pytest.fixture
+def fleet_dir(tmp_path):
+    folder = tmp_path / "nodes"
+    folder.mkdir()
+    write_sixteen_nodes(folder)
     return folder
 
 
