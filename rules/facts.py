@@ -76,6 +76,9 @@ def _all_known(values: list[Any]) -> Any:
     return UNKNOWN if any(value is UNKNOWN for value in values) else values
 
 
+_VIEW_KEY = "view\0"  # the SnapshotView in a shared facts cache (rules/engine.py evaluate's facts_cache)
+
+
 class Context:
     """One evaluation's view of a snapshot and a request; facts are computed on first use and cached.
 
@@ -90,7 +93,7 @@ class Context:
                  shared: dict[str, Any] | None = None) -> None:
         self._shared = shared
         self.snapshot = snapshot if isinstance(snapshot, dict) else {}
-        self.view = SnapshotView(self.snapshot)  # every read of the snapshot's shape goes through it
+        self.view = self._view_of(self.snapshot, shared)  # every read of the snapshot's shape goes through it
         self.request = request if isinstance(request, dict) else {}
         launch = self.request.get("launch")
         self.launch: dict[str, Any] = launch if isinstance(launch, dict) else {}
@@ -100,6 +103,18 @@ class Context:
         self.pair: dict[str, Any] | None = None
         self.pair_label = ""
         self.unknown_seen: list[str] = []
+
+    @staticmethod
+    def _view_of(snapshot: dict[str, Any], shared: dict[str, Any] | None) -> SnapshotView:
+        """The snapshot's view, made once for every evaluation that shares a facts cache (recommend judges
+        each candidate launch on the same snapshot), else for this one."""
+        found = shared.get(_VIEW_KEY) if shared is not None else None
+        if isinstance(found, SnapshotView) and found.data is snapshot:
+            return found
+        view = SnapshotView(snapshot)
+        if shared is not None:
+            shared[_VIEW_KEY] = view
+        return view
 
     def fact(self, name: str) -> Any:
         """The value of a non-pair fact, or UNKNOWN."""
@@ -222,7 +237,7 @@ def _known_pairs(context: Context, shared: dict[str, Any]) -> _PairTable:
 
 def _machine_gpus(context: Context) -> list[int]:
     """Snapshot GPU indices in PCI bus order; without a GPU list, the indices the pair list names."""
-    order = pci_order(context.snapshot)
+    order = pci_order(context.view)
     if order:
         return order
     named: set[int] = set()

@@ -43,11 +43,11 @@ def _bus_key(bus_id: Any) -> tuple[int, ...] | None:
         return None
 
 
-def pci_order(snapshot: dict[str, Any]) -> list[int]:
+def pci_order(snapshot: dict[str, Any] | SnapshotView) -> list[int]:
     """The snapshot's GPU indices in ascending PCI bus id order: CUDA's device order under
     CUDA_DEVICE_ORDER=PCI_BUS_ID. GPUs whose bus id is unknown come last, by index. A snapshot without a GPU
-    list but with a GPU count gives 0..count-1."""
-    view = SnapshotView(snapshot)
+    list but with a GPU count gives 0..count-1. Takes the snapshot or the view a caller already holds."""
+    view = snapshot if isinstance(snapshot, SnapshotView) else SnapshotView(snapshot)
     gpus = view.indexed_gpus
     if not gpus:
         count = view.summary_gpu_count
