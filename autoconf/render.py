@@ -16,7 +16,7 @@ from typing import Any
 
 from topoctl import __version__
 from topoctl.autoconf.evidence import LEVEL_NAMES
-from topoctl.autoconf.search import Candidate, Result, estimate_formula
+from topoctl.autoconf.search import Candidate, Result, estimate_formula, implied_notes
 from topoctl.cuda_devices import DEVICE_ORDER, PCI_BUS_ID_ORDER, VISIBLE_DEVICES, visible_devices_value
 from topoctl.errors import TopoctlError
 from topoctl.errors import one_line as _one_line
@@ -124,6 +124,7 @@ def _candidate_doc(cand: Candidate) -> dict[str, Any]:
         "config": runs_label(cand),
         "allreduce_path": cand.path,
         "allreduce_runs": None if cand.tp <= 1 else cand.runs_path,
+        "sglang_sets": implied_notes(cand) if cand.tp > 1 else [],
         "speculative": cand.speculative,
         "level": LEVEL_NAMES[cand.level],
         "basis": basis(cand),
@@ -239,6 +240,9 @@ def render_env(result: Result) -> str:
                              f"{model['allreduce_bytes_per_token']} bytes each per token"))
     chosen = doc["chosen"]
     lines.append(comment(f"Chosen: {chosen['config']} (evidence: {chosen['basis']})"))
+    if chosen["allreduce_runs"] not in (None, chosen["allreduce_path"]):
+        lines.append(comment(f"Runs: allreduce path {chosen['allreduce_runs']}, not {chosen['allreduce_path']} as the "
+                             "flags alone say: " + "; ".join(n for n in chosen["sglang_sets"] if n.startswith("SGLang "))))
     if chosen["estimate_formula"]:
         lines.append(comment(f"Expected: {chosen['estimate_formula']}"))
     for item in doc["disabled"]:

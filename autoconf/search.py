@@ -47,6 +47,7 @@ from topoctl.autoconf.target import (  # noqa: F401 - re-exported
 )
 from topoctl.cuda_devices import ProbeVisible, probe_visible
 from topoctl.rules.engine import launch_defaults
+from topoctl.rules.settings import equal
 from topoctl.sglang import spelling as table
 
 if TYPE_CHECKING:
@@ -162,6 +163,8 @@ def judge_candidate(judge: _Judge, path: str, spec: str | None, launch: dict[str
                       and not finding.effect.get("require")]
     cand.honours_request = (spec == speculative)
     cand.defaults = launch_defaults(report)
+    cand.default_rules = {setting: finding.rule_id for finding in report.findings
+                          for setting in finding.effect.get("defaults") or {}}
     cand.implied = dict(getattr(report, "implied", None) or {})
     running = cand.effective  # what SGLang runs: the preferences and remedies are judged on it, as check does
     cand.prefers = sum(1 for setting, value, _ in space.prefer_pairs
@@ -305,10 +308,19 @@ def _predict(cand: Candidate, model: dict[str, Any], gpu: dict[str, Any], lat: A
                                 f"allreduce: {est.allreduce_source}"] + implied_notes(cand)
 
 
+# The settings of the allreduce paths (sglang/data/spelling.yaml): a default of SGLang's own in one of them can move
+# the path a launch runs on.
+PATH_SETTINGS = frozenset(setting for settings in table.table()["allreduce_paths"].values() for setting in settings)
+
+
 def implied_notes(cand: Candidate) -> list[str]:
     """What SGLang sets by itself for a candidate, and the path it then runs, for --explain and json."""
     notes = [f"SGLang sets {setting}={value!r} by itself here ({rule_id})"
              for setting, (value, rule_id) in sorted(cand.implied.items())]
+    notes += [f"SGLang turns {setting}={cand.defaults[setting]!r} by itself here, the launch leaving it out "
+              f"({cand.default_rules[setting]})"
+              for setting in sorted(cand.default_rules) if setting not in cand.effective
+              and setting in PATH_SETTINGS and not equal(setting, cand.defaults[setting], None)]
     if cand.runs_path != cand.path:
         notes.append(f"so the launch runs allreduce path {cand.runs_path}, not {cand.path}: priced as {cand.runs_path}")
     return notes

@@ -49,6 +49,7 @@ class Candidate:
     prefers: int = 0
     departures: int = 0
     defaults: dict[str, Any] = field(default_factory=dict)  # what the rules say SGLang does by itself here
+    default_rules: dict[str, str] = field(default_factory=dict)  # setting -> the rule whose defaults say so
     honours_request: bool = True
     fit: Any = None  # memory.Fit when a model is given
     predicted: Any = None  # launch_model.Estimate when a model and the GPU's bandwidth are known
@@ -70,7 +71,7 @@ class Candidate:
 
     @property
     def runs_path(self) -> str:
-        return running_path(self.path, self.effective, self.implied)
+        return running_path(self.path, self.effective, self.implied, self.defaults)
 
     @property
     def speculative(self) -> str | None:
@@ -121,13 +122,24 @@ class Candidate:
         return repr(sorted((k, repr(v)) for k, v in self.launch.items()))
 
 
-def running_path(path: str, effective: dict[str, Any], implied: dict[str, Any]) -> str:
+def running_path(path: str, effective: dict[str, Any], implied: dict[str, Any],
+                 defaults: dict[str, Any] | None = None) -> str:
     """The allreduce path a launch runs on once SGLang has set what it sets by itself: `path` unless an implied
     setting changes one of the paths' settings (deterministic inference turns custom allreduce off: the custom
-    path runs as NCCL); then the path whose every setting the launch as run has, the most specific first."""
+    path runs as NCCL), or SGLang's own default in this scope (the rules' effect.defaults) does for a setting the
+    launch leaves out (SGLang turns FlashInfer allreduce fusion on by itself for some models: the custom path runs
+    as flashinfer_fusion); then the path whose every setting the launch as run has, the most specific first."""
     paths = table.table()["allreduce_paths"]
-    if not any(setting in implied for settings in paths.values() for setting in settings):
+    names = {setting for settings in paths.values() for setting in settings}
+    scoped = defaults or {}
+    moved_by_default = any(setting in scoped and setting not in effective
+                           and not equal(setting, scoped[setting], None) for setting in names)
+    if not moved_by_default and not any(setting in implied for setting in names):
         return path
+    for name, settings in sorted(paths.items(), key=lambda item: (-len(item[1]), item[0])):
+        if all(agrees(setting, value, effective, scoped) for setting, value in settings.items()):
+            return name
+    return path
     for name, settings in sorted(paths.items(), key=lambda item: (-len(item[1]), item[0])):
         if all(agrees(setting, value, effective) for setting, value in settings.items()):
             return name

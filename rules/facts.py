@@ -381,6 +381,11 @@ def _capabilities_from_sm(context: Context) -> Any:
     return UNKNOWN if sms is UNKNOWN else [f"{sm // 10}.{sm % 10}" for sm in sms]
 
 
+def _first_gpu_name(context: Context) -> Any:
+    names = context.fact("gpu.names")
+    return names[0] if isinstance(names, list) and names and isinstance(names[0], str) else UNKNOWN
+
+
 def _memory_min(context: Context) -> Any:
     gpus = _gpus(context)
     if gpus is UNKNOWN or not gpus:
@@ -606,6 +611,8 @@ FACTS: dict[str, tuple[str, str, Callable[[Context], Any]]] = {
     "gpu.architectures": ("list[str]", "architecture names (hopper, blackwell, ...)",
                           _per_gpu("architecture", "architectures", _architectures_from_sm)),
     "gpu.names": ("list[str]", "GPU product names", _per_gpu("name", "gpu_names")),
+    "gpu.name": ("str", "the first GPU's product name (the device SGLang asks torch.cuda.get_device_name() of)",
+                 _first_gpu_name),
     "gpu.memory_min_bytes": ("int", "smallest GPU memory in bytes", _memory_min),
     "gpu.mig_enabled": ("bool", "MIG enabled on any GPU", _mig_enabled),
     "interconnect": ("str", "nvswitch | nvlink | nvlink-partial | pcie | mixed | single | none",

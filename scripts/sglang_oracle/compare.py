@@ -46,6 +46,28 @@ BEYOND_REACH = {
     "flashinfer-allreduce-fusion-auto-on-sglang-0.5.5-sm12x": "FlashInfer's fusion kernels fail on SM12x",
     "topoctl-model-does-not-fit": "the model's weights and KV cache against GPU memory (topoctl's memory model)",
 }
+# What SGLang decides where the oracle does not run its code (docs/sglang-oracle.md, "Gates not run"): the
+# reason, and the rules that state it instead, each with source lines and must-fire / must-not-fire cases
+# (tests/test_sglang_oracle.py holds them to that).
+GATES_NOT_RUN = {
+    "FlashInfer allreduce fusion workspace set-up": (
+        "FlashInfer's IPC / MNNVL workspace needs a live process group and CUDA IPC (the final fusion setting is "
+        "compared instead)", ("flashinfer-allreduce-fusion-sm12x", "flashinfer-allreduce-fusion-sm12x-ignored",
+                              "flashinfer-allreduce-fusion-sm12x-tp1-ignored",
+                              "flashinfer-allreduce-fusion-auto-on-sglang-0.5.5-sm12x")),
+    "PCIe IPC allreduce (0.5.21+)": (
+        "chosen in the model runner from IPC handles of live buffers",
+        ("pcie-ipc-allreduce-sm120", "pcie-ipc-allreduce-outside-scope")),
+    "custom allreduce classes from 0.5.16": (
+        "their constructors build JIT kernel modules through tvm_ffi, which the stubs cannot; ServerArgs alone is "
+        "compared for those launches", ("custom-allreduce-without-p2p", "custom-allreduce-pcie-gate",
+                                        "custom-allreduce-forced-pcie")),
+    "NCCL symmetric memory and NVLS": (
+        "inside libnccl at communicator set-up", ("nccl-nvls-needs-nvswitch-sm90",)),
+    "the engine's _set_envs_and_config": (
+        "the variables SGLang sets when the server process starts, after ServerArgs",
+        ("sglang-nvls-flags-set-nccl-nvls-enable",)),
+}
 # Findings of topoctl's own about the launch file rather than SGLang (never compared).
 NOT_SGLANG = ("topoctl-gpu-group", "topoctl-tp-size-not-given", "topoctl-sglang-version-mismatch")
 
@@ -125,12 +147,22 @@ class Disagreement:
 
 def load(data: Path, only: list[str] | None = None) -> list[dict[str, Any]]:
     docs = []
-    for path in sorted(data.glob("sglang-*.json.gz")):
-        with gzip.open(path, "rt", encoding="utf-8") as handle:
-            doc = json.load(handle)
+    for path in files(data):
+        doc = load_file(path)
         if not only or doc["version"] in only:
             docs.append(doc)
     return docs
+
+
+def files(data: Path) -> list[Path]:
+    """The committed outcome files, one per release."""
+    return sorted(data.glob("sglang-*.json.gz"))
+
+
+def load_file(path: Path) -> dict[str, Any]:
+    with gzip.open(path, "rt", encoding="utf-8") as handle:
+        doc: dict[str, Any] = json.load(handle)
+    return doc
 
 
 def _script(launches: list[dict[str, Any]]) -> str:
@@ -217,6 +249,7 @@ class ImpliedSettings:
 
         self.ruleset = load_rules()
         self.snapshots: dict[str, Any] = {}
+        self.facts: dict[str, dict[str, Any]] = {}  # per system: the snapshot's facts, read once (same results)
         self.resolve = resolve_target
 
     def of(self, version: str, launch: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
@@ -230,6 +263,7 @@ class ImpliedSettings:
         system = launch["system"]
         if system not in self.snapshots:
             self.snapshots[system] = self.resolve(system=system)
+            self.facts[system] = {}
         parsed = ParsedLaunch()
         for name, value in launch["env"].items():
             apply_env(parsed, name, value, "")
@@ -241,7 +275,7 @@ class ImpliedSettings:
                    "speculative": str(settings.get("speculative_algorithm") or "").lower() or None}
         from topoctl.rules.engine import launch_defaults
 
-        report = evaluate(self.ruleset, self.snapshots[system], request)
+        report = evaluate(self.ruleset, self.snapshots[system], request, self.facts[system])
         return settings, {setting: value for setting, (value, _) in report.implied.items()}, launch_defaults(report)
 
 
@@ -301,14 +335,42 @@ def compare(docs: list[dict[str, Any]], settings: bool = False) -> tuple[list[Di
     return disagreements, counts
 
 
+def _compare_file(job: tuple[Path, bool, list[str] | None]) -> tuple[list[Disagreement], dict[str, int]]:
+    path, settings, only = job
+    doc = load_file(path)
+    return compare([doc] if not only or doc["version"] in only else [], settings)
+
+
+def compare_files(paths: list[Path], settings: bool = False, jobs: int = 1,
+                  only: list[str] | None = None) -> tuple[list[Disagreement], dict[str, int]]:
+    """compare() over outcome files, `jobs` processes at a time (one release a task): each release is judged on
+    its own, so the result is the same as one process's, in file order, in about 1/jobs of the time."""
+    tasks = [(path, settings, only) for path in paths]
+    if jobs <= 1 or len(tasks) < 2:
+        results = [_compare_file(task) for task in tasks]
+    else:
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            results = list(pool.map(_compare_file, tasks))
+    disagreements: list[Disagreement] = []
+    counts = {"launches": 0, "compared": 0, "oracle-error": 0}
+    for found, counted in results:
+        disagreements.extend(found)
+        for key, value in counted.items():
+            counts[key] += value
+    return disagreements, counts
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--only", nargs="*", default=None)
     parser.add_argument("--limit", type=int, default=200, help="disagreements printed")
     parser.add_argument("--settings", action="store_true", help="compare the settings SGLang ends with too")
+    parser.add_argument("--jobs", type=int, default=1, help="processes, one release each at a time (default 1)")
     args = parser.parse_args(argv)
-    disagreements, counts = compare(load(args.data, args.only), args.settings)
+    disagreements, counts = compare_files(files(args.data), args.settings, max(1, args.jobs), args.only)
     for item in disagreements[: args.limit]:
         print(item.line())
     print(f"{counts['compared']} launches compared ({counts['oracle-error']} the oracle could not run), "
