@@ -197,6 +197,20 @@ def test_the_supported_pythons_are_the_same_in_readme_and_metadata_and_include_t
     assert f"{sys.version_info[0]}.{sys.version_info[1]}" in tested, "this suite ran on an untested Python"
 
 
+def test_every_claimed_python_has_a_passing_run_in_docs_pythons_and_no_other_one_passed():
+    """docs/pythons.md's table has a `passed` row for each classifier's version, and no version the
+    classifiers leave out is marked passed (then it should be claimed); the script it names exists."""
+    config = _setup_cfg()
+    tested = set(re.findall(r"Python :: (3\.\d+)$", config["metadata"]["classifiers"], re.M))
+    doc = _read("docs", "pythons.md")
+    rows = {m.group(1): m.group(2) for m in re.finditer(r"^\| (3\.\d+)\.\d+ \| ([^|]+) \|", doc, re.M)}
+    assert tested <= set(rows), (tested, rows)
+    passed = {version for version, result in rows.items() if result.strip() == "passed"}
+    assert passed == tested, (passed, tested)
+    assert "scripts/python_matrix.sh" in doc and os.path.isfile(os.path.join(ROOT, "scripts", "python_matrix.sh"))
+    assert "docs/pythons.md" in _read("README.md").split("## Quick start", 1)[1].split("\n## ", 1)[0]
+
+
 def test_exit_code_table_says_what_a_missing_output_folder_exits_with(cli, tmp_path):
     """`-o` into a folder that does not exist is found before the work: exit 2, as the table says (74 is for a
     write that fails after the work)."""
