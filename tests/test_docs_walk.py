@@ -165,6 +165,9 @@ WALK: dict[tuple[str, str], object] = {
         "downloads the ai-dynamo 1.6.1 wheel; the data it wrote is committed and tests/test_dynamo_real_parser.py checks it"),
     ("docs/sglang-oracle.md", "mkdir -p /tmp/sglang-src"): Skip(
         f"downloads every SGLang release's wheel and runs for about 38 minutes; {ORACLE_RESULTS}"),
+    ("docs/sglang-oracle.md", "python scripts/extract_sglang_fusion_auto_on.py /tmp/sglang-src"): Skip(
+        "reads the unpacked wheels of every release (the block above); the rules it writes are committed and "
+        "tests/test_sglang_fusion_auto_on.py checks them"),
     ("docs/sglang-versions.md", "topoctl: warning: no SGLang flag data for 0.5.24"): Output(
         "topoctl recommend --system h200-1x-vm --sglang-version 0.5.24", "stderr-line"),
     ("docs/sglang-versions.md", "python scripts/extract_sglang_flags.py --check 0.5.24"): Run(
