@@ -47,11 +47,19 @@ def target_gpu(snapshot: dict[str, Any]) -> dict[str, Any]:
 
 
 class MeasuredBandwidth:
-    """Achieved bandwidth by the bytes a layer streams, from `topoctl bench`'s decode-step rows (one-token
-    passes captured in a CUDA graph): piecewise linear in log(bytes per layer), flat beyond the rows."""
+    """Achieved bandwidth by the bytes a layer streams, from `topoctl bench --decode-step` rows (one-token
+    passes captured in a CUDA graph): piecewise linear in log(bytes per layer), flat beyond the rows. Rows
+    are kept by weight format: an fp8 layer pays the activation's conversion and a scaled product, so it
+    streams slower than a bf16 layer of the same bytes (the H200 rows: 1850 against about 2400 GB/s at
+    107 MB); `for_dtype` gives the curve of the launch's format, or of all rows when that one was not measured."""
 
-    def __init__(self, points: list[tuple[float, float]]):
+    def __init__(self, points: list[tuple[float, float]], by_dtype: dict[str, list[tuple[float, float]]] | None = None):
         self.points = sorted(points)
+        self.by_dtype = {k: sorted(v) for k, v in (by_dtype or {}).items()}
+
+    def for_dtype(self, dtype: str) -> MeasuredBandwidth:
+        points = self.by_dtype.get(dtype)
+        return MeasuredBandwidth(points) if points else self
 
     def __call__(self, layer_bytes: float) -> float:
         import math
@@ -63,9 +71,15 @@ class MeasuredBandwidth:
             return pts[-1][1]
         for (x0, y0), (x1, y1) in zip(pts, pts[1:]):
             if x0 <= layer_bytes <= x1:
+                if x1 == x0:
+                    return (y0 + y1) / 2
                 share = (math.log(layer_bytes) - math.log(x0)) / (math.log(x1) - math.log(x0))
                 return y0 + (y1 - y0) * share
         return pts[-1][1]
+
+
+# the MoE rows whose experts are read as a fused MoE kernel reads them (the per-expert rows measure dispatch)
+FUSED_EXPERT_ROWS = (None, "one batched product per layer", "one product per layer for the routed experts")
 
 
 def decode_step_bandwidth(snapshot: dict[str, Any]) -> tuple[MeasuredBandwidth, str] | None:
@@ -75,15 +89,19 @@ def decode_step_bandwidth(snapshot: dict[str, Any]) -> tuple[MeasuredBandwidth, 
 
     rows = [r for r in SnapshotView(snapshot).measurement_rows("decode_step")
             if isinstance(r, dict) and r.get("status", "ok") == "ok" and r.get("tokens") == 1 and r.get("cuda_graph")
-            and r.get("moe_experts") in (None, "one batched product per layer")]
+            and r.get("moe_experts") in FUSED_EXPERT_ROWS]
     points = []
+    by_dtype: dict[str, list[tuple[float, float]]] = {}
     for row in rows:
         try:
-            points.append((float(row["bytes_per_layer"]), float(row["graph_bandwidth_gb_s"]) * 1e9))
+            point = (float(row["bytes_per_layer"]), float(row["graph_bandwidth_gb_s"]) * 1e9)
         except (KeyError, TypeError, ValueError):
             continue
+        points.append(point)
+        by_dtype.setdefault(str(row.get("dtype") or "bf16"), []).append(point)
     if not points:
         return None
     models = sorted({str(r.get("model")) for r in rows})
-    return MeasuredBandwidth(points), (f"snapshot measurements.decode_step (topoctl bench): {len(points)} one-token "
-                                       f"passes in a CUDA graph ({', '.join(models)}), read at this layer size")
+    return MeasuredBandwidth(points, by_dtype), (
+        f"snapshot measurements.decode_step (topoctl bench --decode-step): {len(points)} one-token passes in a CUDA "
+        f"graph ({', '.join(models)}), read at this layer size")

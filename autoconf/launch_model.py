@@ -419,7 +419,8 @@ def estimate(case: EstimateCase) -> Estimate | None:
     counts = (batch,) if draft is None else (batch, batch * draft.topk, batch * draft.draft_tokens)
     feat = decode_features(model, tp, path, gpu, lat, graph, counts)
     feat.base_bytes += kv_read
-    feat.measured_bandwidth = gpu.get("decode_step_bandwidth")
+    measured = gpu.get("decode_step_bandwidth")
+    feat.measured_bandwidth = measured.for_dtype(weight_format(model)) if measured is not None else None
     inputs = _term_inputs(feat, terms, gpu, model) + batch_inputs
     call = lat.lookup(path, batch * model["allreduce_bytes_per_token"], tp, graph)
     mode = "" if graph else "; the launch decodes eagerly (--disable-cuda-graph)"
@@ -492,6 +493,16 @@ def gpu_family(gpu: dict[str, Any]) -> str:
         return str(gpu["family"])
     found = gpus.lookup(gpu.get("name")) if gpu.get("name") else None
     return found.architecture if found else "other"
+
+
+def weight_format(model: dict[str, Any]) -> str:
+    """The decode-step rows' name of a model's weight format: fp8, or bf16 for 16-bit weights; 4-bit formats
+    (int4, mxfp4) take the fp8 rows, the narrowest a plain-torch product reads (`topoctl bench --decode-step`)."""
+    quant = model.get("quantization") or {}
+    bits = quant.get("bits")
+    if bits is None or bits >= 16:
+        return "fp16" if str(quant.get("dtype")) == "float16" else "bf16"
+    return "fp8"
 
 
 def decode_features(model: dict[str, Any], tp: int, path: str, gpu: dict[str, Any], lat: Latencies,

@@ -233,6 +233,36 @@ class Runner:
             if len(hung) == hung_before or not remaining:
                 return False
 
+    def decode_step(self, requests: list[Any]) -> bool:
+        """The decode-step measurements in one worker (one GPU); rows replace the snapshot's rows of the same
+        model, dtype and TP as they arrive."""
+        from topoctl.probe.bench.decode_step import merge_rows
+        from topoctl.probe.bench.worker import decode_step_worker
+
+        queue = self.ctx.Queue()
+        child = self.ctx.Process(target=decode_step_worker, args=(requests, queue), daemon=True)
+        child.start()
+        self.children = [child]
+        existing = list(self.m.get("decode_step") or [])
+        fresh: list[dict[str, Any]] = []
+
+        def on_row(message: dict[str, Any]) -> None:
+            fresh.append(message["row"])
+            self.m["decode_step"] = merge_rows(existing, fresh)
+            if not str(message["row"].get("status", "")).startswith("ok"):
+                self._problem(f"decode step {message['row'].get('model')} TP {message['row'].get('tp')}: "
+                              f"{message['row']['status']}")
+
+        def on_hang(current: dict[str, Any] | None) -> None:
+            self._problem(f"timeout after {self.plan.timeout_s:g} s: {(current or {}).get('item', 'starting up')} "
+                          "made no progress; the rows measured before it are kept")
+
+        try:
+            return self._pump(queue, 1, on_row, on_hang)
+        finally:
+            self._stop_children()
+            self.progress.close()
+
     def collectives(self) -> bool:
         from topoctl.probe.bench.worker import allreduce_worker
 
@@ -277,3 +307,25 @@ def run_bench(plan: Plan, versions: dict[str, Any], gpus: list[int], on_update: 
         except KeyboardInterrupt:  # a second Ctrl-C: the last complete write stays (writes are atomic)
             pass
     return Outcome(measurements, list(measurements["problems"]), interrupted)
+
+
+def run_decode_step(plan: Plan, requests: list[Any], measurements: dict[str, Any],
+                    on_update: Callable[[dict[str, Any]], None], progress: Progress | None = None) -> Outcome:
+    """Measure the decode step of every request into `measurements` (the snapshot's, whose other rows are
+    kept). Ctrl-C ends the worker and keeps what was measured."""
+    measurements.setdefault("problems", [])
+    progress = progress or Progress(sum(len(r.tokens) for r in requests))
+    runner = Runner(plan, measurements, on_update, progress)
+    interrupted = False
+    before = len(measurements["problems"])
+    try:
+        runner.decode_step(requests)
+    except KeyboardInterrupt:
+        interrupted = True
+        runner._stop_children()
+        measurements["problems"].append("interrupted (Ctrl-C): the decode-step rows measured before it are kept")
+    try:
+        on_update(measurements)
+    except KeyboardInterrupt:
+        pass
+    return Outcome(measurements, list(measurements["problems"][before:]), interrupted)

@@ -12,6 +12,7 @@ Layer: probe (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 
+import gc
 import os
 import time
 from typing import Any, Callable
@@ -641,3 +642,35 @@ def _pair_row(plan: Plan, peers: PeerCopies, src: int, dst: int, reverse_broken:
     except RuntimeError as exc:
         row["reason"] = f"copy failed: {str(exc)[:160]}"
     return row
+
+
+def decode_step_worker(requests: list[Any], queue: Any) -> None:
+    """The decode-step measurements (probe/bench/decode_step.py), one request after another; a request that
+    fails (no fp8 product on this GPU, out of memory) is recorded as a row with its reason and the next
+    one goes on."""
+    _quiet_interrupts()
+    os.environ.update(MULTICAST_OFF)
+    from topoctl.probe.bench import decode_step
+
+    def announce(item: str) -> None:
+        queue.put({"kind": "start", "item": item, "section": "decode_step"})
+
+    try:
+        for request in requests:
+            try:
+                for row in decode_step.measure(request, announce):
+                    queue.put({"kind": "row", "section": "decode_step", "row": row})
+            except Exception as exc:
+                queue.put({"kind": "row", "section": "decode_step",
+                           "row": decode_step.failed_row(request, f"{type(exc).__name__}: {str(exc)[:200]}")})
+            _free_gpu_memory()
+        queue.put({"kind": "done"})
+    except Exception as exc:
+        queue.put({"kind": "fatal", "reason": f"{type(exc).__name__}: {str(exc)[:200]}"})
+
+
+def _free_gpu_memory() -> None:
+    gc.collect()
+    torch = _torch()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()

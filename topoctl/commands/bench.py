@@ -9,8 +9,11 @@ from typing import Any
 
 import click
 
+from topoctl import __version__
 from topoctl.commands.completion import complete_models
-from topoctl.errors import TopoctlError
+from topoctl.errors import NoGpuError, TopoctlError
+from topoctl.io import check_destination, emit, write_atomic
+from topoctl.render import dump
 from topoctl.snapshot_view import SnapshotView
 
 EXIT_INCOMPLETE = 1  # the run stopped early (hang, worker failure, NCCL init failure); what was measured is kept
@@ -41,9 +44,20 @@ EXIT_INTERRUPTED = 130
               help="Write the snapshot with its measurements to FILE, atomically, after every measurement (so an "
                    "interrupted run keeps what it measured).")
 @click.option("--quiet", is_flag=True, help="No progress bar on stderr.")
+@click.option("--decode-step", is_flag=True,
+              help="Instead of the interconnect: time the model's own decode step on one GPU (its matrices at its "
+                   "dtype, layer after layer in one CUDA graph, for each --tokens count, MoE layers reading the "
+                   "experts those tokens are routed to). Needs --model or --model-path; the snapshot's other "
+                   "measurements are kept, and recommend uses these rows first.")
+@click.option("--tp", "tp_sizes", metavar="LIST", default="1", show_default=True,
+              help="With --decode-step: the TP sizes whose one-GPU share of the model is timed, e.g. 1,8.")
+@click.option("--dtype", "dtype_name", type=click.Choice(["bf16", "fp16", "fp8"]), default=None,
+              help="With --decode-step: the weight format to time (default: the model's own; a 4-bit model "
+                   "needs one of these, as torch has no 4-bit product).")
 def command(topology: str | None, model_name: str | None, model_path: str | None, budget_s: float | None,
             timeout_s: float, sizes: str | None, tokens: str | None, backend: str, world_size: int | None, fmt: str,
-            output: str | None, quiet: bool) -> int:
+            output: str | None, quiet: bool, decode_step: bool = False, tp_sizes: str = "1",
+            dtype_name: str | None = None) -> int:
     """Measure the interconnect in about a minute and record it in the snapshot under `measurements`:
 
     \b
@@ -62,17 +76,19 @@ def command(topology: str | None, model_name: str | None, model_path: str | None
       topoctl bench --topology machine.yaml --model kimi-k2.5 -o machine.yaml
       topoctl show --topology machine.yaml                # shows the measurements
       topoctl recommend --topology machine.yaml           # ranks by them
+      topoctl bench --topology machine.yaml --decode-step --model llama-3.1-70b --tp 4,8 -o machine.yaml
 
     Needs torch (pip install torch; from a clone of topoctl: pip install '.[bench]'). Exit 0 when
     everything planned was measured (unhealthy pairs are results), 1 when the run stopped early (a hang,
     NCCL init failure, a worker that died), 130 on Ctrl-C; the output file holds what was measured either
     way.
     """
-    from topoctl.io import emit, write_atomic
     from topoctl.probe.bench import plan as planning
-    from topoctl.render import dump
 
     _check_options(model_name, model_path, output, budget_s, timeout_s, world_size)
+    if decode_step:
+        return _decode_step(topology, model_name, model_path, tokens, tp_sizes, dtype_name, backend, timeout_s,
+                            fmt, output, quiet)
     model = _model(model_name, model_path)
     size_list = planning.parse_list(sizes, "--sizes", planning.parse_size)
     token_list = planning.parse_list(tokens, "--tokens", planning.parse_tokens)
@@ -126,7 +142,6 @@ def _check_options(model_name: str | None, model_path: str | None, output: str |
                    timeout_s: float, world_size: int | None) -> None:
     """Refuse option values that cannot work before anything is probed or started (one line each)."""
     from topoctl.commands._options import require_value
-    from topoctl.io import check_destination
 
     require_value("--model", model_name, "name a built-in profile (kimi-k2.5, deepseek-v3, ...) or leave it out")
     require_value("--model-path", model_path, "give the model's folder or config.json, or leave it out")
@@ -142,6 +157,93 @@ def _check_options(model_name: str | None, model_path: str | None, output: str |
         raise TopoctlError("--timeout must be more than 0", hint="e.g. --timeout 30")
     if world_size is not None and world_size < 1:
         raise TopoctlError("--world-size must be at least 1", hint="leave it out to use every visible GPU")
+
+
+def _decode_step(topology: str | None, model_name: str | None, model_path: str | None, tokens: str | None,
+                 tp_sizes: str, dtype_name: str | None, backend: str, timeout_s: float, fmt: str,
+                 output: str | None, quiet: bool) -> int:
+    """`--decode-step`: the decode-step rows into the snapshot's measurements (probe/bench/decode_step.py)."""
+    from topoctl.probe.bench import plan as planning
+    from topoctl.probe.bench.runner import Progress, run_decode_step
+
+    if not model_name and not model_path:
+        raise TopoctlError("--decode-step needs the model to time",
+                           hint="add --model NAME (a built-in profile) or --model-path DIR")
+    token_list = planning.parse_list(tokens, "--tokens", planning.parse_tokens) or [1, 4, 16]
+    tps = planning.parse_list(tp_sizes, "--tp", _parse_tp) or [1]
+    requests = _decode_requests(model_name, model_path, token_list, tps, dtype_name, on_gpu=backend == "nccl")
+    torch = _import_torch()
+    snapshot = _snapshot(topology)
+    if backend == "nccl":
+        _world_size(torch, backend, 1, snapshot)
+    measurements = snapshot.get("measurements") or {"method": f"topoctl bench {__version__}",
+                                                     "topoctl_version": __version__,
+                                                     "versions": _versions(torch, snapshot), "problems": []}
+    snapshot["measurements"] = measurements
+
+    def update(current: dict[str, Any]) -> None:
+        snapshot["measurements"] = current
+        if output and output != "-":
+            write_atomic(output, dump(snapshot, fmt))
+
+    plan = planning.build_plan(1, None, [4096], [], 1.0, timeout_s, backend=backend)
+    outcome = run_decode_step(plan, requests, measurements, update,
+                              Progress(sum(len(r.tokens) for r in requests), enabled=not quiet))
+    for problem in outcome.problems:
+        click.echo(f"topoctl: bench: {problem}", err=True)
+    if not output or output == "-":
+        emit(dump(snapshot, fmt), output)
+    if outcome.interrupted:
+        return EXIT_INTERRUPTED
+    return EXIT_INCOMPLETE if outcome.problems else 0
+
+
+def _parse_tp(text: str) -> int:
+    try:
+        value = int(text.strip())
+    except ValueError:
+        raise TopoctlError(f"--tp: {text!r} is not a whole number", hint="e.g. --tp 1,8") from None
+    if not 1 <= value <= 64:
+        raise TopoctlError(f"--tp: {value} is outside 1..64", hint="e.g. --tp 1,8")
+    return value
+
+
+def _decode_requests(model_name: str | None, model_path: str | None, tokens: list[int], tps: list[int],
+                     dtype_name: str | None, on_gpu: bool) -> list[Any]:
+    """One request per TP size: the model's shapes from its config, one GPU's share, at its dtype."""
+    from topoctl.autoconf import models
+    from topoctl.probe.bench import decode_step
+
+    if model_name:
+        profile = models.profile(model_name)
+        config = dict(models.builtin_models()[model_name]["config"])
+        config = dict(config.get("text_config") or config)
+        name = model_name
+    else:
+        path = str(model_path)
+        config_path = os.path.join(path, "config.json") if os.path.isdir(path) else path
+        profile = models.from_hf_config(config_path)
+        config = decode_step.load_config(config_path)
+        name = str(profile.get("name") or os.path.basename(os.path.dirname(os.path.abspath(config_path))))
+    dtype = dtype_name or _model_dtype(profile, name)
+    try:
+        shapes = decode_step.shapes_from_config(name, config)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise TopoctlError(f"{name}: its config lacks what the decode step needs ({exc})",
+                           hint="give a config.json with hidden_size, num_attention_heads, num_hidden_layers") from None
+    return [decode_step.Request(decode_step.sharded(shapes, tp), dtype, tuple(tokens), on_gpu=on_gpu) for tp in tps]
+
+
+def _model_dtype(profile: dict[str, Any], name: str) -> str:
+    """The decode-step dtype of a model's weights: bf16/fp16, fp8, or a clear refusal for 4-bit formats."""
+    quant = profile.get("quantization") or {}
+    bits = quant.get("bits")
+    if bits == 8 and "fp8" in str(quant.get("scheme") or quant.get("method") or ""):
+        return "fp8"
+    if bits in (None, 16):
+        return "fp16" if str(quant.get("dtype")) == "float16" else "bf16"
+    raise TopoctlError(f"{name} is {quant.get('label') or f'{bits}-bit'}: torch has no product of that format to time",
+                       hint="give --dtype fp8 (or bf16) to time the same matrices at that width")
 
 
 def _model(name: str | None, path: str | None) -> dict[str, Any] | None:
@@ -173,7 +275,6 @@ def _snapshot(topology: str | None) -> dict[str, Any]:
 def _world_size(torch: Any, backend: str, requested: int | None, snapshot: dict[str, Any]) -> int:
     if backend == "gloo":
         return requested or SnapshotView(snapshot).gpu_count or 0
-    from topoctl.errors import NoGpuError
 
     if not torch.cuda.is_available():
         raise NoGpuError("torch sees no CUDA GPU, so there is nothing to benchmark",
