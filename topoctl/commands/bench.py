@@ -34,7 +34,8 @@ EXIT_INTERRUPTED = 130
               help="Watchdog: a copy or collective with no progress for S seconds is recorded as hung and ended.")
 @click.option("--sizes", metavar="LIST", help="Allreduce sizes to sweep, e.g. 4K,42K,2.5M (default 4 KiB..64 MiB by 4x).")
 @click.option("--tokens", metavar="LIST",
-              help="Token counts whose per-step message sizes are added for the model (default 1,4,16,64,256).")
+              help="Token counts whose per-step message sizes are added for the model (default 1,4,16,64,256); "
+                   "with --decode-step, the token counts each pass is timed for (default 1,4,16).")
 @click.option("--backend", type=click.Choice(["nccl", "gloo"]), default="nccl", show_default=True,
               help="nccl: one process per GPU. gloo: CPU processes (checks the harness on a machine without GPUs).")
 @click.option("--world-size", type=int, default=None, metavar="N",
