@@ -23,6 +23,7 @@ from topoctl.autoconf.space import SPEC_GROUP, Candidate, agrees
 from topoctl.autoconf.target import interconnect
 from topoctl.rules.settings import equal
 from topoctl.sglang import spelling as table
+from topoctl.snapshot_view import SnapshotLike
 
 NO_MODEL_NOTE = "no model given: ranked by per-call allreduce latency"
 
@@ -125,7 +126,7 @@ def _chain(base: Evidence, cand: Candidate, evidence: list[Evidence], model: dic
     return value, level, basis, taken
 
 
-def _known_latency(path: str, evidence: list[Evidence], snapshot: dict[str, Any]) -> tuple[float, int, str] | None:
+def _known_latency(path: str, evidence: list[Evidence], snapshot: SnapshotLike) -> tuple[float, int, str] | None:
     """Per-call latency of one path from the best evidence here, else the modelled cost table."""
     link = interconnect(snapshot)
     items = [ev for ev in evidence if ev.kind == "latency" and ev.path == path and _here(ev, link)]
@@ -139,7 +140,7 @@ def _known_latency(path: str, evidence: list[Evidence], snapshot: dict[str, Any]
     return None
 
 
-def path_latencies(evidence: list[Evidence], snapshot: dict[str, Any]) -> dict[str, tuple[float, int, str]]:
+def path_latencies(evidence: list[Evidence], snapshot: SnapshotLike) -> dict[str, tuple[float, int, str]]:
     """Per-call allreduce latency (us), level and basis of every path: best evidence, else the cost table; a
     path with neither is assumed no faster than the slowest path that has data here (no gain is assumed for
     what nobody measured). Computed once per search: it depends on the path, not on the candidate."""
@@ -193,7 +194,7 @@ def allreduces_per_forward(model: dict[str, Any] | None, notes: list[str]) -> in
     return int(allreduces)
 
 
-def estimate_all(cands: list[Candidate], evidence: list[Evidence], snapshot: dict[str, Any],
+def estimate_all(cands: list[Candidate], evidence: list[Evidence], snapshot: SnapshotLike,
                  model: dict[str, Any] | None, allreduces: int) -> None:
     """Each candidate's tok/s from evidence (when any reaches it) and its modelled allreduce time."""
     from topoctl.autoconf.launch_model import Latencies

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from topoctl.snapshot_view import SnapshotLike, view_of
+
 MIB = 1024 ** 2
 
 
@@ -21,12 +23,10 @@ def gpu_bandwidth(name: str | None) -> tuple[float, str] | None:
     return float(model.memory_bandwidth_gb_s) * 1e9, f"topoctl/data/gpus.yaml {model.key}: {model.sources[0]}"
 
 
-def target_gpu(snapshot: dict[str, Any]) -> dict[str, Any]:
+def target_gpu(snapshot: SnapshotLike) -> dict[str, Any]:
     """The first GPU's name, memory and bandwidth (a launch runs on GPUs of one model)."""
     from topoctl import gpus
-    from topoctl.snapshot_view import SnapshotView
-
-    first = SnapshotView(snapshot).first_gpu
+    first = view_of(snapshot).first_gpu
     name = first.get("name")
     memory = first.get("memory_total_bytes")
     memory_source = "snapshot gpus[0].memory_total_bytes"
@@ -82,12 +82,10 @@ class MeasuredBandwidth:
 FUSED_EXPERT_ROWS = (None, "one batched product per layer", "one product per layer for the routed experts")
 
 
-def decode_step_bandwidth(snapshot: dict[str, Any]) -> tuple[MeasuredBandwidth, str] | None:
+def decode_step_bandwidth(snapshot: SnapshotLike) -> tuple[MeasuredBandwidth, str] | None:
     """The achieved bandwidth `topoctl bench` measured for decode-step weight reads on this machine
     (snapshot measurements.decode_step, rows of one token in a CUDA graph), or None when none was measured."""
-    from topoctl.snapshot_view import SnapshotView
-
-    rows = [r for r in SnapshotView(snapshot).measurement_rows("decode_step")
+    rows = [r for r in view_of(snapshot).measurement_rows("decode_step")
             if isinstance(r, dict) and r.get("status", "ok") == "ok" and r.get("tokens") == 1 and r.get("cuda_graph")
             and r.get("moe_experts") in FUSED_EXPERT_ROWS]
     points = []

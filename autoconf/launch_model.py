@@ -23,7 +23,7 @@ from topoctl.autoconf.data_files import load
 from topoctl.autoconf.memory import Fit, per_gpu
 from topoctl.autoconf.models import same_model
 from topoctl.autoconf.target import interconnect
-from topoctl.snapshot_view import SnapshotView
+from topoctl.snapshot_view import SnapshotLike, view_of
 
 KIB = 1024.0
 
@@ -121,14 +121,14 @@ def _row_kind(row: dict[str, Any]) -> str:
     return GRAPH if graph is True else EAGER if graph is False else UNRECORDED
 
 
-def measured_curves(snapshot: dict[str, Any]) -> dict[str, dict[str, dict[int, Curve]]]:
+def measured_curves(snapshot: SnapshotLike) -> dict[str, dict[str, dict[int, Curve]]]:
     """Allreduce rows `topoctl bench` wrote into the snapshot (measurements.allreduce, status ok), as
     {kind: {path: {world: curve}}} with kind GRAPH, EAGER or UNRECORDED: a row captured in a CUDA graph and one launched
     eagerly measure different things (the eager call pays the host's launch cost) and are never merged. Rows
     of one path, kind and world that differ in `variant` (torch symmetric memory one-shot and two-shot) are
     one curve holding, per size, the slower variant: which one SGLang runs is not read here, so no gain is
     assumed."""
-    rows = SnapshotView(snapshot).measurement_rows("allreduce")
+    rows = view_of(snapshot).measurement_rows("allreduce")
     grouped: dict[tuple[str, str, int], dict[float, tuple[float, str]]] = {}
     for row in rows:
         if not isinstance(row, dict) or row.get("status", "ok") != "ok":
@@ -188,7 +188,7 @@ class Latencies:
     the reference table of its interconnect, then the rules' numbers, else no faster than the slowest path
     that has data."""
 
-    def __init__(self, snapshot: dict[str, Any], evidence: list[Any] | None = None):
+    def __init__(self, snapshot: SnapshotLike, evidence: list[Any] | None = None):
         from topoctl.autoconf.evidence import _here
 
         self.link = interconnect(snapshot)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from topoctl.network_view import NetworkView
-from topoctl.snapshot_view import SnapshotView
+from topoctl.snapshot_view import SnapshotLike, view_of
 
 NODE_RANK_VAR = "NODE_RANK"  # 0 .. N-1, set by the launcher on each node (Slurm: $SLURM_NODEID; LWS: $(LWS_WORKER_INDEX))
 DIST_INIT_VAR = "DIST_INIT_ADDR"  # host:port of node 0 (Slurm: first host of $SLURM_JOB_NODELIST; LWS: $(LWS_LEADER_ADDRESS))
@@ -58,9 +58,9 @@ def socket_ifname(network: NetworkView) -> str | None:
     return "=" + ",".join(i.name for i in ordered[:1]) if ordered else None
 
 
-def node_settings(snapshot: dict[str, Any], nnodes: int, gpus: list[int] | None = None) -> NodeSettings:
+def node_settings(snapshot: SnapshotLike, nnodes: int, gpus: list[int] | None = None) -> NodeSettings:
     """The per-node part of an `nnodes`-node launch on machines like `snapshot`."""
-    view = SnapshotView(snapshot)
+    view = view_of(snapshot)
     network = view.network
     settings = NodeSettings(nnodes, ["--nnodes", str(nnodes), "--node-rank", f"${{{NODE_RANK_VAR}}}",
                                      "--dist-init-addr", f"${{{DIST_INIT_VAR}}}"])

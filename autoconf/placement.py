@@ -37,7 +37,7 @@ from typing import Any
 
 from topoctl.cuda_devices import pci_order
 from topoctl.p2p import measured_health, pair_p2p_ok
-from topoctl.snapshot_view import SnapshotView
+from topoctl.snapshot_view import SnapshotLike, view_of
 
 EXACT_LIMIT = 5000
 EXACT_GPUS = 16  # beyond, the greedy search: a replica loop over 100 GPUs would compare C(100, 2) pairs each
@@ -70,7 +70,7 @@ class Placement:
     numa_nodes: tuple[int, ...] = ()
     replicas: tuple[tuple[int, ...], ...] = ()  # data-parallel replicas (TP groups) in rank order; () for one
 
-    def in_bus_order(self, snapshot: dict[str, Any]) -> bool:
+    def in_bus_order(self, snapshot: SnapshotLike) -> bool:
         """Whether the launch runs on every GPU in CUDA's PCI bus order (then no CUDA_VISIBLE_DEVICES is needed)."""
         return self.gpus == tuple(pci_order(snapshot))
 
@@ -95,14 +95,15 @@ def _nvlinks(entry: dict[str, Any]) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
-def pair_views(snapshot: dict[str, Any]) -> dict[tuple[int, int], PairView]:
+def pair_views(snapshot: SnapshotLike) -> dict[tuple[int, int], PairView]:
     """Unordered pairs (low, high) of the snapshot, both directions merged conservatively."""
     directed: dict[tuple[int, int], dict[str, Any]] = {}
-    for entry in SnapshotView(snapshot).pairs or []:
+    view = view_of(snapshot)
+    for entry in view.pairs or []:
         if isinstance(entry.get("src"), int) and isinstance(entry.get("dst"), int):
             directed[(entry["src"], entry["dst"])] = entry
     views: dict[tuple[int, int], PairView] = {}
-    health = measured_health(snapshot)
+    health = measured_health(view.data)
     for (src, dst) in directed:
         key = (min(src, dst), max(src, dst))
         if key in views or src == dst:
@@ -124,8 +125,8 @@ def pair_views(snapshot: dict[str, Any]) -> dict[tuple[int, int], PairView]:
 _NO_PAIR = PairView(None, None, UNKNOWN_TIER, 0)
 
 
-def _gpu_facts(snapshot: dict[str, Any]) -> dict[int, dict[str, Any]]:
-    return SnapshotView(snapshot).gpus_by_index
+def _gpu_facts(snapshot: SnapshotLike) -> dict[int, dict[str, Any]]:
+    return view_of(snapshot).gpus_by_index
 
 
 def _score(group: tuple[int, ...], views: dict[tuple[int, int], PairView], gpus: dict[int, dict[str, Any]],
@@ -321,7 +322,7 @@ def _usable(order: list[int], allowed: "tuple[int, ...] | list[int] | None") -> 
     return list(order) if allowed is None else [index for index in order if index in set(allowed)]
 
 
-def choose_gpus(snapshot: dict[str, Any], n_gpus: int, allowed: "tuple[int, ...] | list[int] | None" = None,
+def choose_gpus(snapshot: SnapshotLike, n_gpus: int, allowed: "tuple[int, ...] | list[int] | None" = None,
                 allowed_text: str = "", views: dict[tuple[int, int], PairView] | None = None) -> Placement:
     """The best group of `n_gpus` GPUs of the snapshot for one launch (see the module text), with reasons.
 
@@ -383,7 +384,7 @@ def _placement(group: tuple[int, ...], score: tuple, machine: int, gpus: dict[in
                      worst_link=worst if len(group) > 1 else None, numa_nodes=tuple(numa))
 
 
-def choose_replicas(snapshot: dict[str, Any], tp: int, dp: int, allowed: "tuple[int, ...] | list[int] | None" = None,
+def choose_replicas(snapshot: SnapshotLike, tp: int, dp: int, allowed: "tuple[int, ...] | list[int] | None" = None,
                     allowed_text: str = "", views: dict[tuple[int, int], PairView] | None = None) -> Placement:
     """GPUs for `dp` data-parallel replicas of `tp` GPUs each: the best TP group first, then the best group of
     the GPUs left, and so on (greedy, deterministic). Only pairs inside a replica matter: replicas do not

@@ -21,6 +21,7 @@ from topoctl.cuda_devices import DEVICE_ORDER, PCI_BUS_ID_ORDER, VISIBLE_DEVICES
 from topoctl.errors import TopoctlError
 from topoctl.errors import one_line as _one_line
 from topoctl.sglang import spelling as table
+from topoctl.snapshot_view import SnapshotLike, view_of
 
 NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 LINE_LIMIT = 300  # longest comment or --explain text taken from a snapshot or a rule; longer is cut with "..."
@@ -49,10 +50,8 @@ def comment(text: str) -> str:
 
 # ---------------------------------------------------------------------------------------------- document
 
-def target_info(snapshot: dict[str, Any]) -> dict[str, Any]:
-    from topoctl.snapshot_view import SnapshotView
-
-    view = SnapshotView(snapshot)
+def target_info(snapshot: SnapshotLike) -> dict[str, Any]:
+    view = view_of(snapshot)
     return {
         "system": one_line(view.system_name or view.hostname or "live"),
         "source": one_line(view.source_kind or "unknown"),

@@ -49,6 +49,7 @@ from topoctl.cuda_devices import ProbeVisible, probe_visible
 from topoctl.rules.engine import launch_defaults
 from topoctl.rules.settings import equal
 from topoctl.sglang import spelling as table
+from topoctl.snapshot_view import SnapshotLike, SnapshotView, view_of
 
 if TYPE_CHECKING:
     from topoctl.rules.model import Report, Violation
@@ -59,7 +60,7 @@ _throughput = throughput
 
 @dataclass
 class Result:
-    snapshot: dict[str, Any]
+    snapshot: SnapshotView  # the one view of the target the command made (autoconf reads it, never the dict)
     model: dict[str, Any] | None
     flags: Any
     target_version: str | None
@@ -121,7 +122,7 @@ class Layout:
 class _Judge:
     """Evaluates the rules for one launch after another, sharing the snapshot's facts and every finding."""
 
-    def __init__(self, ruleset: Any, snapshot: dict[str, Any], model: dict[str, Any] | None, layout: Layout,
+    def __init__(self, ruleset: Any, snapshot: SnapshotLike, model: dict[str, Any] | None, layout: Layout,
                  version: str | None, facts_cache: dict[str, Any] | None = None):
         import topoctl.rules as rules_api
 
@@ -263,7 +264,7 @@ def _fit(cand: Candidate, model: dict[str, Any], gpu: dict[str, Any], version: s
                                       req.max_running_requests, launch=cand.effective))
 
 
-def measured_to_run(unfit: list[Candidate], evidence: list[Any], snapshot: dict[str, Any],
+def measured_to_run(unfit: list[Candidate], evidence: list[Any], snapshot: SnapshotLike,
                     model: dict[str, Any] | None) -> list[Candidate]:
     """Candidates the memory model says do not load, but that a measurement shows running on this machine
     (a measured throughput of this very launch and model): the measurement wins over the model, and the fit
@@ -326,7 +327,7 @@ def implied_notes(cand: Candidate) -> list[str]:
     return notes
 
 
-def place(snapshot: dict[str, Any], tp: int, dp: int, visible: ProbeVisible | None = None,
+def place(snapshot: SnapshotLike, tp: int, dp: int, visible: ProbeVisible | None = None,
           views: dict[tuple[int, int], Any] | None = None) -> Placement:
     """The GPUs a (TP, DP) option runs on: one TP group, or each data-parallel replica's group
     (autoconf/placement.py), among the GPUs CUDA sees when the snapshot says it sees fewer than NVML. A
@@ -340,7 +341,7 @@ def place(snapshot: dict[str, Any], tp: int, dp: int, visible: ProbeVisible | No
         return choose_gpus(snapshot, max(1, tp * dp), allowed, text, views)
 
 
-def usable_gpu_count(snapshot: dict[str, Any], notes: list[str]) -> tuple[int, ProbeVisible | None]:
+def usable_gpu_count(snapshot: SnapshotLike, notes: list[str]) -> tuple[int, ProbeVisible | None]:
     """How many GPUs a launch can use on the target: those CUDA sees when the snapshot records
     CUDA_VISIBLE_DEVICES (probe/visible.py), else every GPU. A target where CUDA sees none is bad input."""
     from topoctl.errors import TopoctlError
@@ -417,7 +418,7 @@ def _checked_options(model: dict[str, Any] | None, gpu_count: int, visible: Prob
     return options
 
 
-def _plan(snapshot: dict[str, Any], model: dict[str, Any] | None, flags: Any, target_version: str | None,
+def _plan(snapshot: SnapshotView, model: dict[str, Any] | None, flags: Any, target_version: str | None,
           req: Request, ruleset: Any) -> _Plan:
     if ruleset is None:
         import topoctl.rules as rules_api
@@ -446,7 +447,7 @@ def _base_launch(tp: int, dp: int, ep: int, req: Request) -> dict[str, Any]:
     return launch
 
 
-def _judge_options(snapshot: dict[str, Any], model: dict[str, Any] | None, plan: _Plan,
+def _judge_options(snapshot: SnapshotView, model: dict[str, Any] | None, plan: _Plan,
                    gpu: dict[str, Any]) -> _Pool:
     """Every candidate of every (TP, DP) option, judged by the rules and fitted by the memory model."""
     from topoctl.autoconf.placement import pair_views
@@ -477,7 +478,7 @@ def _judge_options(snapshot: dict[str, Any], model: dict[str, Any] | None, plan:
     return pool
 
 
-def _settle_unfit(pool: _Pool, evidence: list[Evidence], snapshot: dict[str, Any], model: dict[str, Any] | None,
+def _settle_unfit(pool: _Pool, evidence: list[Evidence], snapshot: SnapshotView, model: dict[str, Any] | None,
                   gpu: dict[str, Any], plan: _Plan) -> None:
     """Move the launches a measurement shows running back in; with none left that loads, say what would fit."""
     from topoctl.errors import TopoctlError
@@ -494,7 +495,7 @@ def _settle_unfit(pool: _Pool, evidence: list[Evidence], snapshot: dict[str, Any
                            exit_code=1)
 
 
-def _price(pool: _Pool, evidence: list[Evidence], snapshot: dict[str, Any], model: dict[str, Any] | None,
+def _price(pool: _Pool, evidence: list[Evidence], snapshot: SnapshotView, model: dict[str, Any] | None,
            gpu: dict[str, Any], req: Request, allreduces: Any) -> None:
     """Each launch's expected cost: the per-call table, then the launch model where a model is known."""
     from topoctl.autoconf.launch_model import Latencies
@@ -506,7 +507,7 @@ def _price(pool: _Pool, evidence: list[Evidence], snapshot: dict[str, Any], mode
             _predict(cand, model, gpu, lat, req)
 
 
-def _result(snapshot: dict[str, Any], model: dict[str, Any] | None, flags: Any, target_version: str | None,
+def _result(snapshot: SnapshotView, model: dict[str, Any] | None, flags: Any, target_version: str | None,
             plan: _Plan, pool: _Pool, evidence: list[Evidence], gpu: dict[str, Any]) -> Result:
     """The winner, the reasons behind its settings, ties and comparisons: what every renderer reads."""
     req, notes, candidates, blocked = plan.req, plan.notes, pool.candidates, pool.blocked
@@ -535,7 +536,7 @@ def _result(snapshot: dict[str, Any], model: dict[str, Any] | None, flags: Any, 
     return result
 
 
-def search(snapshot: dict[str, Any], model: dict[str, Any] | None, flags: Any, target_version: str | None,
+def search(snapshot: SnapshotLike, model: dict[str, Any] | None, flags: Any, target_version: str | None,
            request: Request | None = None, ruleset: Any = None) -> Result:
     """Run the stages in order: plan the options, judge every candidate, settle those that do not load,
     price and rank the rest, and keep the result. What the user asked for beyond the machine and the model
@@ -543,6 +544,7 @@ def search(snapshot: dict[str, Any], model: dict[str, Any] | None, flags: Any, t
     from topoctl.autoconf.gpu_specs import target_gpu
 
     req = request or Request()
+    snapshot = view_of(snapshot)  # the command's view, passed down to every stage (made here for a plain dict)
     plan = _plan(snapshot, model, flags, target_version, req, ruleset)
     gpu = target_gpu(snapshot)
     allreduces = allreduces_per_forward(model, plan.notes)

@@ -8,21 +8,21 @@ from __future__ import annotations
 from typing import Any
 
 from topoctl.errors import TopoctlError
-from topoctl.snapshot_view import SnapshotView
+from topoctl.snapshot_view import SnapshotLike, view_of
 
 
-def target_gpu_count(snapshot: dict[str, Any]) -> int:
+def target_gpu_count(snapshot: SnapshotLike) -> int:
     """GPUs of the target; a snapshot without any is bad input (exit 2): nothing can be launched on it."""
-    count = SnapshotView(snapshot).gpu_count or 0
+    count = view_of(snapshot).gpu_count or 0
     if count < 1:
         raise TopoctlError("the target snapshot has no GPU: there is nothing to launch SGLang on",
                            hint="use a snapshot of the machine that will run SGLang (`topoctl probe` there), or --system NAME")
     return count
 
 
-def interconnect(snapshot: dict[str, Any]) -> str:
+def interconnect(snapshot: SnapshotLike) -> str:
     """The target's interconnect class as the probe summarised it (pcie, nvlink, nvswitch, ...; none)."""
-    return str(SnapshotView(snapshot).interconnect or "none")
+    return str(view_of(snapshot).interconnect or "none")
 
 
 def check_parallel_sizes(tp: int, ep: int, gpu_count: int) -> None:

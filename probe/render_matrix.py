@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from topoctl.p2p import pair_p2p_ok
+from topoctl.snapshot_view import SnapshotLike, view_of
 
 GREEN, RED, YELLOW, BOLD, RESET = "\x1b[32m", "\x1b[31m", "\x1b[33m", "\x1b[1m", "\x1b[0m"
 
@@ -26,10 +27,8 @@ def _clean(value: Any) -> str:
     return "".join(ch if ch.isprintable() else "?" for ch in text)
 
 
-def render(snapshot: dict[str, Any], color: bool = False) -> str:
-    from topoctl.snapshot_view import SnapshotView
-
-    view = SnapshotView(snapshot)
+def render(snapshot: SnapshotLike, color: bool = False) -> str:
+    view = view_of(snapshot)
     gpus = view.indexed_gpus
     pairs = {(p["src"], p["dst"]): p for p in view.pairs or []}
 
@@ -76,12 +75,12 @@ def render(snapshot: dict[str, Any], color: bool = False) -> str:
     lines.extend(network_lines(view))
     from topoctl.probe.bench.render import render_measurements, render_pcie_checks
 
-    lines.extend(render_pcie_checks(snapshot))
-    measured = render_measurements(snapshot)
+    lines.extend(render_pcie_checks(view))
+    measured = render_measurements(view)
     if measured:
         lines.append("")
         lines.extend(measured)
-    unknown = snapshot.get("unknown") or {}
+    unknown = view.unknown
     if unknown:
         lines.append(f"Unknown: {len(unknown)} field(s) could not be read (see `unknown` in the snapshot)")
     lines.append("")

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from topoctl.snapshot_view import SnapshotLike
+
 from . import settings as launch_settings
 from .conditions import FORBID_OPERATORS, make_test
 from .facts import Context
@@ -19,14 +21,14 @@ from .model import SEVERITY_ORDER, Finding, Report, Rule, RuleSet, Violation
 _SNAPSHOT_KEY = "snapshot\0"  # the snapshot a facts_cache belongs to
 
 
-def evaluate_rule(rule: Rule, snapshot: dict[str, Any], request: dict[str, Any]) -> tuple[bool | None, list[str]]:
+def evaluate_rule(rule: Rule, snapshot: SnapshotLike, request: dict[str, Any]) -> tuple[bool | None, list[str]]:
     """One rule's three-valued answer and the facts it could not read (used by rule self-tests)."""
     context = Context(snapshot, request)
     answer = rule.condition(context)
     return answer, _unique(context.unknown_seen)
 
 
-def evaluate(ruleset: RuleSet, snapshot: dict[str, Any], request: dict[str, Any] | None,
+def evaluate(ruleset: RuleSet, snapshot: SnapshotLike, request: dict[str, Any] | None,
              facts_cache: dict[str, Any] | None = None) -> Report:
     """Findings of every active rule: fired ones, and block rules that could not be decided ("unknown").
 
@@ -67,7 +69,7 @@ def evaluate(ruleset: RuleSet, snapshot: dict[str, Any], request: dict[str, Any]
     return Report(findings=findings, disabled=sorted(ruleset.disabled.items()), undecided=undecided, implied=implied)
 
 
-def implied_settings(ruleset: RuleSet, snapshot: dict[str, Any], request: dict[str, Any],
+def implied_settings(ruleset: RuleSet, snapshot: SnapshotLike, request: dict[str, Any],
                      shared: dict[str, Any] | None = None) -> dict[str, tuple[Any, str]]:
     """What SGLang sets by itself for this launch: the effect.implies of every active rule that fires on the
     launch as written (setting -> (value, rule id); a later rule does not override an earlier one).

@@ -16,7 +16,7 @@ from typing import Any, Callable
 from topoctl.cuda_devices import pci_order
 from topoctl.gpus import architecture_for_sm
 from topoctl.p2p import UNKNOWN_P2P_STATUSES, measured_health, pair_p2p_ok
-from topoctl.snapshot_view import SnapshotView
+from topoctl.snapshot_view import SnapshotLike, SnapshotView
 from topoctl.vocab import NVLINK_INTERCONNECTS
 
 from . import settings as launch_settings
@@ -89,11 +89,12 @@ class Context:
     __slots__ = ("snapshot", "view", "request", "launch", "_cache", "_pairs", "_shared", "pair", "pair_label",
                  "unknown_seen", "_group")
 
-    def __init__(self, snapshot: dict[str, Any] | None, request: dict[str, Any] | None,
+    def __init__(self, snapshot: SnapshotLike, request: dict[str, Any] | None,
                  shared: dict[str, Any] | None = None) -> None:
         self._shared = shared
-        self.snapshot = snapshot if isinstance(snapshot, dict) else {}
-        self.view = self._view_of(self.snapshot, shared)  # every read of the snapshot's shape goes through it
+        # every read of the snapshot's shape goes through the view: the command's own when it passed one
+        self.view = self._view_of(snapshot, shared)
+        self.snapshot = self.view.data
         self.request = request if isinstance(request, dict) else {}
         launch = self.request.get("launch")
         self.launch: dict[str, Any] = launch if isinstance(launch, dict) else {}
@@ -105,13 +106,18 @@ class Context:
         self.unknown_seen: list[str] = []
 
     @staticmethod
-    def _view_of(snapshot: dict[str, Any], shared: dict[str, Any] | None) -> SnapshotView:
-        """The snapshot's view, made once for every evaluation that shares a facts cache (recommend judges
-        each candidate launch on the same snapshot), else for this one."""
-        found = shared.get(_VIEW_KEY) if shared is not None else None
-        if isinstance(found, SnapshotView) and found.data is snapshot:
-            return found
-        view = SnapshotView(snapshot)
+    def _view_of(snapshot: SnapshotLike, shared: dict[str, Any] | None) -> SnapshotView:
+        """The snapshot's view: the one the caller passed (a command makes one per run), else the one made for
+        every evaluation that shares a facts cache (recommend judges each candidate launch on the same
+        snapshot), else one for this evaluation (a rule's test case, a plain dict)."""
+        if isinstance(snapshot, SnapshotView):
+            view = snapshot
+        else:
+            found = shared.get(_VIEW_KEY) if shared is not None else None
+            data = snapshot if isinstance(snapshot, dict) else {}
+            if isinstance(found, SnapshotView) and found.data is data:
+                return found
+            view = SnapshotView(data)
         if shared is not None:
             shared[_VIEW_KEY] = view
         return view

@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from topoctl.snapshot_view import SnapshotView
+from topoctl.snapshot_view import SnapshotLike, view_of
 
 PCI_BUS_ID_ORDER = "PCI_BUS_ID"
 VISIBLE_DEVICES = "CUDA_VISIBLE_DEVICES"
@@ -43,11 +43,11 @@ def _bus_key(bus_id: Any) -> tuple[int, ...] | None:
         return None
 
 
-def pci_order(snapshot: dict[str, Any] | SnapshotView) -> list[int]:
+def pci_order(snapshot: SnapshotLike) -> list[int]:
     """The snapshot's GPU indices in ascending PCI bus id order: CUDA's device order under
     CUDA_DEVICE_ORDER=PCI_BUS_ID. GPUs whose bus id is unknown come last, by index. A snapshot without a GPU
     list but with a GPU count gives 0..count-1. Takes the snapshot or the view a caller already holds."""
-    view = snapshot if isinstance(snapshot, SnapshotView) else SnapshotView(snapshot)
+    view = view_of(snapshot)
     gpus = view.indexed_gpus
     if not gpus:
         count = view.summary_gpu_count
@@ -59,13 +59,13 @@ def pci_order(snapshot: dict[str, Any] | SnapshotView) -> list[int]:
     return [gpu["index"] for gpu in sorted(gpus, key=key)]
 
 
-def indices_match_pci_order(snapshot: dict[str, Any]) -> bool:
+def indices_match_pci_order(snapshot: SnapshotLike) -> bool:
     """Whether NVML's indices already are the PCI bus order (then the ids topoctl writes equal them)."""
     order = pci_order(snapshot)
     return order == sorted(order)
 
 
-def visible_devices_value(gpus: "tuple[int, ...] | list[int]", snapshot: dict[str, Any]) -> str:
+def visible_devices_value(gpus: "tuple[int, ...] | list[int]", snapshot: SnapshotLike) -> str:
     """The CUDA_VISIBLE_DEVICES value (meant with CUDA_DEVICE_ORDER=PCI_BUS_ID) naming these snapshot GPUs in the
     order given: CUDA enumerates the list in its order, and SGLang gives ranks out in that order (replica d of
     a data-parallel launch takes devices d*tp ... d*tp+tp-1)."""
@@ -203,24 +203,24 @@ def _integer_entry(entry: str, order: list[int], by_bus: bool) -> tuple[int | No
     return order[position], None
 
 
-def parse_visible_devices(value: str, snapshot: dict[str, Any], device_order: str | None,
+def parse_visible_devices(value: str, snapshot: SnapshotLike, device_order: str | None,
                           devices: list[int] | None = None) -> VisibleGroup:
     """resolve_visible on a snapshot's GPUs (a snapshot without a GPU list: GPUs 0..count-1, no UUIDs)."""
-    gpus = SnapshotView(snapshot).indexed_gpus or [{"index": index} for index in pci_order(snapshot)]
+    gpus = view_of(snapshot).indexed_gpus or [{"index": index} for index in pci_order(snapshot)]
     return resolve_visible(value, device_order, gpus, devices)
 
 
-def first_gpus(snapshot: dict[str, Any], count: int) -> tuple[int, ...]:
+def first_gpus(snapshot: SnapshotLike, count: int) -> tuple[int, ...]:
     """The GPUs a launch without CUDA_VISIBLE_DEVICES runs on: CUDA devices 0..count-1 (PCI bus order)."""
     return tuple(pci_order(snapshot)[:max(count, 0)])
 
 
-def container_devices(ids: list[str], snapshot: dict[str, Any]) -> tuple[list[int] | None, str]:
+def container_devices(ids: list[str], snapshot: SnapshotLike) -> tuple[list[int] | None, str]:
     """The snapshot GPUs a container is given by `docker run --gpus device=...` / NVIDIA_VISIBLE_DEVICES (host
     GPU indices as nvidia-smi numbers them, i.e. NVML's, or UUIDs; NVIDIA Container Toolkit, "Specialized
     Configurations with Docker"), in the order CUDA inside sees them (PCI bus order); (None, why) when an id
     names no GPU of the snapshot."""
-    gpus = SnapshotView(snapshot).indexed_gpus
+    gpus = view_of(snapshot).indexed_gpus
     by_index = {gpu["index"] for gpu in gpus}
     uuids = {str(gpu.get("uuid")).lower(): gpu["index"] for gpu in gpus if gpu.get("uuid")}
     chosen: set[int] = set()
@@ -246,7 +246,7 @@ class ProbeVisible:
     known: bool = True  # False: which GPUs CUDA sees is unknown (gpus is then every GPU, and text says why)
 
 
-def probe_visible(snapshot: dict[str, Any]) -> ProbeVisible | None:
+def probe_visible(snapshot: SnapshotLike) -> ProbeVisible | None:
     """The GPUs CUDA sees on the target, when the snapshot says CUDA sees fewer (or others) than NVML; None
     when it does not say (CUDA_VISIBLE_DEVICES was not set at probe time).
 
@@ -254,7 +254,8 @@ def probe_visible(snapshot: dict[str, Any]) -> ProbeVisible | None:
     launch's own CUDA_VISIBLE_DEVICES, so the probe, check and recommend count the same GPUs. When which GPUs
     it names is unknown (integer ids under CUDA's default order, MIG instances), every GPU is kept and the
     text says why."""
-    recorded = snapshot.get("cuda_visible_devices") if isinstance(snapshot, dict) else None
+    snapshot = view_of(snapshot)
+    recorded = snapshot.cuda_visible_devices
     if not isinstance(recorded, dict) or not isinstance(recorded.get("value"), str):
         return None
     value = recorded["value"]

@@ -14,7 +14,7 @@ import re
 from typing import Any
 
 from topoctl.network_view import LINK_ORDER
-from topoctl.snapshot_view import SnapshotView
+from topoctl.snapshot_view import SnapshotLike, SnapshotView, view_of
 
 PREFIX = "feature.node.kubernetes.io/topoctl-"
 DEFAULT_PATH = "/etc/kubernetes/node-feature-discovery/features.d/topoctl"
@@ -57,8 +57,8 @@ def _nearest_nic(view: SnapshotView) -> Any:
     return max((entry.link for entry in nearest if entry is not None and entry.link), key=LINK_ORDER.index)
 
 
-def labels(snapshot: dict[str, Any], allreduce_path: str | None) -> dict[str, str]:
-    view = SnapshotView(snapshot)
+def labels(snapshot: SnapshotLike, allreduce_path: str | None) -> dict[str, str]:
+    view = view_of(snapshot)
     network = view.network
     rdma = network.active_rdma if network.present else None
     values: dict[str, Any] = {
@@ -75,8 +75,8 @@ def labels(snapshot: dict[str, Any], allreduce_path: str | None) -> dict[str, st
     return {PREFIX + name: label_value(value) for name, value in values.items()}
 
 
-def feature_file(snapshot: dict[str, Any], allreduce_path: str | None, version: str) -> str:
-    source = SnapshotView(snapshot)
+def feature_file(snapshot: SnapshotLike, allreduce_path: str | None, version: str) -> str:
+    source = view_of(snapshot)
     lines = [f"# node labels written by topoctl {version} (topoctl export nfd) for {source.hostname or 'this node'}",
              "# read by node-feature-discovery's local source; rewritten whole on each run"]
     lines.extend(f"{name}={value}" for name, value in labels(snapshot, allreduce_path).items())

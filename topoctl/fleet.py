@@ -14,7 +14,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from topoctl.snapshot_view import SnapshotView
+from topoctl.snapshot_view import SnapshotLike, SnapshotView, view_of
 
 ASPECTS = ("gpu model", "links", "nvlink", "pcie", "p2p", "nics", "gpudirect", "driver", "versions")
 VERSION_KEYS = ("nccl", "torch", "sglang", "sgl_kernel", "flashinfer", "cuda_runtime")
@@ -117,9 +117,9 @@ def _versions(view: SnapshotView) -> str:
     return ", ".join(f"{key} {view.software(key) or '-'}" for key in VERSION_KEYS)
 
 
-def aspects_of(snapshot: dict[str, Any]) -> dict[str, str]:
+def aspects_of(snapshot: SnapshotLike) -> dict[str, str]:
     """The node's aspects, each a short text (ASPECTS names them)."""
-    view = SnapshotView(snapshot)
+    view = view_of(snapshot)
     return {
         "gpu model": _gpu_model(view),
         "links": _links(view),

@@ -20,7 +20,7 @@ from typing import Any
 
 from topoctl.errors import OutputError, TopoctlError
 from topoctl.io import TEMP_PREFIX, TEMP_SUFFIX, Destination
-from topoctl.snapshot_view import SnapshotView
+from topoctl.snapshot_view import SnapshotLike, SnapshotView, view_of
 
 P2P_STYLE = {True: 'color="#2e7d32"', False: 'color="#c62828", style=dashed', None: 'color="#9e9e9e", style=dotted'}
 
@@ -81,8 +81,8 @@ def _nic_label(entry: dict[str, Any]) -> str:
 
 
 class _Picture:
-    def __init__(self, snapshot: dict[str, Any]) -> None:
-        self.view = SnapshotView(snapshot)
+    def __init__(self, snapshot: SnapshotLike) -> None:
+        self.view = view_of(snapshot)
         self.lines: list[str] = []
         self.endpoints = _endpoints(self.view)
         self.shared = _shared_bridges(self.endpoints)
@@ -185,7 +185,7 @@ class _Picture:
         return "\n".join(self.lines) + "\n"
 
 
-def to_dot(snapshot: dict[str, Any]) -> str:
+def to_dot(snapshot: SnapshotLike) -> str:
     return _Picture(snapshot).render()
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from topoctl.errors import TopoctlError
-from topoctl.snapshot_view import SnapshotView
+from topoctl.snapshot_view import SnapshotLike, view_of
 
 KINDS = ("p2p", "allreduce")
 EXTRA_HINT = "pip install '.[plot]' in a clone of topoctl (or pip install matplotlib)"
@@ -49,9 +49,9 @@ def have_matplotlib() -> bool:
     return True
 
 
-def p2p_matrix(snapshot: dict[str, Any]) -> tuple[list[int], list[list[float | None]]]:
+def p2p_matrix(snapshot: SnapshotLike) -> tuple[list[int], list[list[float | None]]]:
     """The measured GPUs and, per ordered pair, one-way P2P bandwidth in GB/s (None: not measured or failed)."""
-    rows = [row for row in SnapshotView(snapshot).measurement_rows("p2p") if isinstance(row, dict)]
+    rows = [row for row in view_of(snapshot).measurement_rows("p2p") if isinstance(row, dict)]
     gpus = sorted({int(row[key]) for row in rows for key in ("src", "dst") if isinstance(row.get(key), int)})
     where = {gpu: at for at, gpu in enumerate(gpus)}
     matrix: list[list[float | None]] = [[None] * len(gpus) for _ in gpus]
@@ -62,10 +62,10 @@ def p2p_matrix(snapshot: dict[str, Any]) -> tuple[list[int], list[list[float | N
     return gpus, matrix
 
 
-def allreduce_series(snapshot: dict[str, Any]) -> list[Series]:
+def allreduce_series(snapshot: SnapshotLike) -> list[Series]:
     """The ok allreduce rows grouped by path (and variant) and CUDA graph, each sorted by message size."""
     grouped: dict[str, list[tuple[int, float, float, float]]] = {}
-    for row in SnapshotView(snapshot).allreduce_measurements():
+    for row in view_of(snapshot).allreduce_measurements():
         latency = row.get("latency_us") or {}
         if not isinstance(row.get("bytes"), int) or not isinstance(latency.get("median"), (int, float)):
             continue
@@ -77,8 +77,8 @@ def allreduce_series(snapshot: dict[str, Any]) -> list[Series]:
     return [Series(label, tuple(sorted(points))) for label, points in grouped.items()]
 
 
-def _title(snapshot: dict[str, Any], what: str) -> str:
-    view = SnapshotView(snapshot)
+def _title(snapshot: SnapshotLike, what: str) -> str:
+    view = view_of(snapshot)
     measured = view.measurements or {}
     where = view.system_name or view.hostname or "machine"
     return f"{where}: {what} ({measured.get('method') or 'topoctl bench'}, {measured.get('measured_at') or '?'})"
@@ -91,7 +91,7 @@ def _figure_bytes(figure: Any, fmt: str) -> bytes:
     return buffer.getvalue()
 
 
-def draw_p2p(snapshot: dict[str, Any], fmt: str = "svg") -> bytes:
+def draw_p2p(snapshot: SnapshotLike, fmt: str = "svg") -> bytes:
     gpus, matrix = p2p_matrix(snapshot)
     if not any(value is not None for row in matrix for value in row):
         raise TopoctlError("no measured P2P bandwidth in this snapshot (one GPU, or every pair failed)",
@@ -117,7 +117,7 @@ def draw_p2p(snapshot: dict[str, Any], fmt: str = "svg") -> bytes:
     return data
 
 
-def draw_allreduce(snapshot: dict[str, Any], fmt: str = "svg") -> bytes:
+def draw_allreduce(snapshot: SnapshotLike, fmt: str = "svg") -> bytes:
     series = allreduce_series(snapshot)
     if not series:
         raise TopoctlError("no allreduce latency measured in this snapshot",
@@ -136,7 +136,7 @@ def draw_allreduce(snapshot: dict[str, Any], fmt: str = "svg") -> bytes:
     axes.set_ylabel("latency per call, us (median, p10-p90)")
     axes.grid(True, which="both", alpha=0.3)
     axes.legend(fontsize=8)
-    world = sorted({size for row in SnapshotView(snapshot).allreduce_measurements()
+    world = sorted({size for row in view_of(snapshot).allreduce_measurements()
                     if isinstance(size := row.get("world_size"), int)})
     axes.set_title(_title(snapshot, f"allreduce, world size {'/'.join(map(str, world)) or '?'}"), fontsize=9)
     data = _figure_bytes(figure, fmt)
@@ -144,5 +144,5 @@ def draw_allreduce(snapshot: dict[str, Any], fmt: str = "svg") -> bytes:
     return data
 
 
-def draw(kind: str, snapshot: dict[str, Any], fmt: str) -> bytes:
+def draw(kind: str, snapshot: SnapshotLike, fmt: str) -> bytes:
     return draw_p2p(snapshot, fmt) if kind == "p2p" else draw_allreduce(snapshot, fmt)

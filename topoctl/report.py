@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from topoctl.snapshot_view import SnapshotView
+from topoctl.snapshot_view import SnapshotLike, view_of
 
 STYLE = """
 body { font-family: Helvetica, Arial, sans-serif; margin: 2em; color: #212121; max-width: 1200px; }
@@ -65,9 +65,9 @@ def _cell(text: str, css: str) -> str:
     return f'<td class="{css}">{html.escape(text)}</td>'
 
 
-def matrix_table(snapshot: dict[str, Any]) -> str:
+def matrix_table(snapshot: SnapshotLike) -> str:
     """The GPU matrix as an HTML table: link (NV#, PIX ... SYS) and P2P mark per pair, NIC columns."""
-    view = SnapshotView(snapshot)
+    view = view_of(snapshot)
     gpus = [gpu["index"] for gpu in view.indexed_gpus]
     pairs = {(pair["src"], pair["dst"]): pair for pair in view.pairs or []}
     verdicts = view.pair_p2p_ok
@@ -121,9 +121,9 @@ def _pre(text: str) -> str:
     return f"<pre>{html.escape(text)}</pre>"
 
 
-def page(snapshot: dict[str, Any], parts: Parts, version: str) -> str:
+def page(snapshot: SnapshotLike, parts: Parts, version: str) -> str:
     """The whole HTML page."""
-    view = SnapshotView(snapshot)
+    view = view_of(snapshot)
     summary = (f"{view.gpu_count}x {', '.join(view.gpu_names) or '?'}; interconnect "
                f"{view.interconnect}; driver {view.software('driver') or '?'}")
     sections = [f"<h1>{html.escape(parts.title)}</h1>", f"<p>{html.escape(summary)}</p>", "<h2>Topology</h2>"]

@@ -4,6 +4,10 @@ the pairs of a group of GPUs, a summary line, a software version or the measurem
     view = SnapshotView(load_snapshot("machine.yaml"))
     view.gpu_count, view.interconnect, view.software("sglang"), view.pairs_of([0, 1])
 
+A command makes one view of the snapshot it reads and passes it down; a reader takes a SnapshotLike and asks
+view_of(snapshot), which returns a view it is given as it is and makes one only from a plain dict (a test's
+or a rule case's snapshot). tests/test_snapshot_view_once.py counts the views each command makes.
+
 A snapshot that passed topoctl.snapshot.validate_snapshot (every loader does that) has every section the
 view reads. A partial snapshot (a rule's test case, `snapshot: {pairs: [...]}`) may leave any section out:
 then the view answers None (or an empty list where it says so), which readers take as "not known", never
@@ -14,7 +18,7 @@ Layer: snapshot (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable, NamedTuple
+from typing import TYPE_CHECKING, Any, Iterable, NamedTuple, TypeAlias, Union
 
 from topoctl.p2p import pair_p2p_ok
 from topoctl.vocab import SOFTWARE_KEYS
@@ -46,6 +50,9 @@ def _is_int(value: Any) -> bool:
 
 
 class SnapshotView:
+    """The snapshot's typed reading; `data` is the validated dict itself, for the code that hands it on whole
+    (a document that quotes it, the rules' partial snapshots)."""
+
     def __init__(self, data: dict[str, Any] | None) -> None:
         self.data: dict[str, Any] = data if isinstance(data, dict) else {}
 
@@ -166,6 +173,17 @@ class SnapshotView:
         return _section(self.data, "source").get("kind")
 
     @property
+    def unknown(self) -> dict[str, Any]:
+        """snapshot.unknown: dotted path -> why the probe could not read it ({} when all was read)."""
+        return _section(self.data, "unknown")
+
+    @property
+    def cuda_visible_devices(self) -> dict[str, Any] | None:
+        """snapshot.cuda_visible_devices: what CUDA_VISIBLE_DEVICES was at probe time, or None when unset."""
+        recorded = self.data.get("cuda_visible_devices")
+        return recorded if isinstance(recorded, dict) else None
+
+    @property
     def hostname(self) -> str | None:
         return _section(self.data, "host").get("hostname")
 
@@ -203,3 +221,12 @@ class SnapshotView:
         from topoctl.network_view import NetworkView
 
         return NetworkView(self.data.get("network"))
+
+
+# What a reader of a snapshot accepts: the command's one view, or a plain dict (tests, a rule's case).
+SnapshotLike: TypeAlias = Union[SnapshotView, "dict[str, Any]", None]
+
+
+def view_of(snapshot: SnapshotLike) -> SnapshotView:
+    """The view of `snapshot`: the one a command made and passed down, as it is; a new one only for a dict."""
+    return snapshot if isinstance(snapshot, SnapshotView) else SnapshotView(snapshot)

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from topoctl.snapshot_view import SnapshotLike, view_of
+
 
 def _clean(value: Any) -> str:
     text = "-" if value is None else str(value)
@@ -30,11 +32,9 @@ def _us(value: Any) -> str:
     return f"{value:.1f}" if value < 1000 else f"{value:.0f}"
 
 
-def render_pcie_checks(snapshot: dict[str, Any]) -> list[str]:
+def render_pcie_checks(snapshot: SnapshotLike) -> list[str]:
     """One line: ACS redirect, IOMMU mode, BAR1, as far as the probe saw them."""
-    from topoctl.snapshot_view import SnapshotView
-
-    view = SnapshotView(snapshot)
+    view = view_of(snapshot)
     if all(view.summary_value(key) is None for key in ("acs_redirect_pairs", "bar1_small_gpus", "iommu_mode")):
         return []  # nothing seen (an older capture, or a machine that answers none of it)
     acs = view.summary_value("acs_redirect_pairs")
@@ -49,10 +49,8 @@ def render_pcie_checks(snapshot: dict[str, Any]) -> list[str]:
     return [f"PCIe checks: ACS {acs_text}; IOMMU {_clean(view.summary_value('iommu_mode') or 'unknown')}; BAR1 {bar1_text}"]
 
 
-def render_measurements(snapshot: dict[str, Any]) -> list[str]:
-    from topoctl.snapshot_view import SnapshotView
-
-    m = SnapshotView(snapshot).measurements
+def render_measurements(snapshot: SnapshotLike) -> list[str]:
+    m = view_of(snapshot).measurements
     if not isinstance(m, dict):
         return []
     versions = m.get("versions") or {}

@@ -24,7 +24,7 @@ from topoctl.cuda_devices import (
 )
 from topoctl.errors import one_line
 from topoctl.sglang.launch import ParsedLaunch
-from topoctl.snapshot_view import SnapshotView
+from topoctl.snapshot_view import SnapshotLike, view_of
 
 SEVERITY_ORDER = {"block": 0, "warn": 1, "info": 2}
 
@@ -40,8 +40,8 @@ class Sizes:
     span: NodeSpan
 
 
-def judge(parsed: ParsedLaunch, snapshot: dict[str, Any], flags: Any, ruleset: Any, gpu_count: int,
-          model: dict | None = None, expect: dict[str, Any] | None = None) -> Outcome:
+def judge(parsed: ParsedLaunch, snapshot: SnapshotLike, flags: Any, ruleset: Any, gpu_count: int,
+          model: dict | None = None, expect: SnapshotLike = None) -> Outcome:
     """`gpu_count`: the target's GPUs, as `target.target_gpu_count(snapshot)` gives them (at least 1). A launch over
     several nodes is judged per node (resolve_nodes.py): its ranks on one node against the target's GPUs."""
     outcome = Outcome(parsed.origin, flags_version=flags.version, note="" if flags.exact else flags.note,
@@ -99,7 +99,7 @@ def parallel_sizes(parsed: ParsedLaunch, flags: Any, gpu_count: int) -> Sizes:
     return Sizes(tp, span.tp_per_node if tp >= 1 else tp, ep, dp, span)
 
 
-def _gpu_and_rule_items(parsed: ParsedLaunch, snapshot: dict[str, Any], ruleset: Any, request: dict[str, Any],
+def _gpu_and_rule_items(parsed: ParsedLaunch, snapshot: SnapshotLike, ruleset: Any, request: dict[str, Any],
                         launch: dict[str, Any], sizes: Sizes, gpu_count: int, present: set[str]) -> list[Item]:
     """The GPU group of one node (resolve_gpus.py) and the rules' findings on it; a launch given a number of GPUs
     that the scheduler picks, on every set it may get."""
@@ -112,7 +112,7 @@ def _gpu_and_rule_items(parsed: ParsedLaunch, snapshot: dict[str, Any], ruleset:
     return items + rule_items(parsed, snapshot, ruleset, request, launch, present | {i.id for i in items})
 
 
-def _tp_not_given(parsed: ParsedLaunch, snapshot: dict[str, Any], flags: Any, launch: dict[str, Any], tp: int,
+def _tp_not_given(parsed: ParsedLaunch, snapshot: SnapshotLike, flags: Any, launch: dict[str, Any], tp: int,
                   gpu_count: int) -> list[Item]:
     visible = _visible_count(parsed, snapshot, gpu_count)
     if "tp_size" in launch or visible <= tp:  # written but not read (an unresolved $TP): not "not given"
@@ -127,13 +127,13 @@ def _tp_not_given(parsed: ParsedLaunch, snapshot: dict[str, Any], flags: Any, la
         parsed.lines.get("SGLANG_ARGS", ""))]
 
 
-def system_mismatch_items(parsed: ParsedLaunch, snapshot: dict[str, Any]) -> list[Item]:
+def system_mismatch_items(parsed: ParsedLaunch, snapshot: SnapshotLike) -> list[Item]:
     """A launch.env records the system recommend made it for (TOPOCTL_SYSTEM: a reference system's name or the
     probed host's name). Checked against another target it may still pass, but its choices (TP size, GPU group,
     NCCL settings) were made for other hardware: a warning naming both, never a block, since nodes of one fleet
     are alike under different host names."""
     made_for = parsed.metadata.get("TOPOCTL_SYSTEM")
-    view = SnapshotView(snapshot)
+    view = view_of(snapshot)
     target = view.system_name or view.hostname
     if not made_for or made_for == "live" or not target or made_for == one_line(target):
         return []
@@ -212,7 +212,7 @@ def _size_items(parsed: ParsedLaunch, tp_all: int, tp_node: int, ep: int, gpu_co
     return []
 
 
-def rule_items(parsed: ParsedLaunch, snapshot: dict[str, Any], ruleset: Any, request: dict[str, Any],
+def rule_items(parsed: ParsedLaunch, snapshot: SnapshotLike, ruleset: Any, request: dict[str, Any],
                launch: dict[str, Any], present: set[str]) -> list[Item]:
     """The rules' findings on one launch and GPU group (request["gpus"]), as check reports them; `present`:
     ids already reported (a warning without forbid/require is not repeated)."""
@@ -246,7 +246,7 @@ def rule_items(parsed: ParsedLaunch, snapshot: dict[str, Any], ruleset: Any, req
     return items
 
 
-def _judge_any_set(parsed: ParsedLaunch, snapshot: dict[str, Any], ruleset: Any, request: dict[str, Any],
+def _judge_any_set(parsed: ParsedLaunch, snapshot: SnapshotLike, ruleset: Any, request: dict[str, Any],
                    sets: list[tuple[int, ...]], sizes: Sizes, gpu_count: int, present: set[str]) -> list[Item]:
     """A launch given N GPUs that the scheduler picks: judged on every set it may get. A finding that blocks on
     every set blocks; one that blocks on some sets only is a warning naming the pairs (or sets) it blocks on,
@@ -295,7 +295,7 @@ def _judge_any_set(parsed: ParsedLaunch, snapshot: dict[str, Any], ruleset: Any,
 
 
 def _some_sets_warning(item: Item, bad: list[tuple[int, ...]], sets: list[tuple[int, ...]],
-                       order_snapshot: dict[str, Any] | None = None) -> Item:
+                       order_snapshot: SnapshotLike | None = None) -> Item:
     """A block that holds on some of the sets a scheduler may pick only: a warning naming where it blocks."""
     good = [devices for devices in sets if devices not in bad]
     good_pairs = {pair for devices in good for pair in itertools.combinations(devices, 2)}

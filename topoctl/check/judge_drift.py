@@ -9,13 +9,12 @@ from typing import Any
 
 from topoctl.check.outcome import Item
 from topoctl.errors import one_line
+from topoctl.snapshot_view import SnapshotLike, view_of
 
 
-def drift(expected: dict[str, Any], actual: dict[str, Any]) -> list[Item]:
+def drift(expected: SnapshotLike, actual: SnapshotLike) -> list[Item]:
     """What changed on the target machine since the snapshot the launch was made for."""
-    from topoctl.snapshot_view import SnapshotView
-
-    before, after = SnapshotView(expected), SnapshotView(actual)
+    before, after = view_of(expected), view_of(actual)
     return _gpu_items(before, after) + _p2p_items(before, after) + _link_items(before, after) \
         + _software_items(before, after)
 

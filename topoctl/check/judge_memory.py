@@ -24,13 +24,12 @@ from typing import Any
 from topoctl.check.parse import raw_flag, written_value
 from topoctl.check.resolve import launch_model
 from topoctl.errors import one_line
+from topoctl.snapshot_view import SnapshotLike, view_of
 
 
-def _gpu_bytes(snapshot: dict[str, Any]) -> int | None:
-    from topoctl.snapshot_view import SnapshotView
-
+def _gpu_bytes(snapshot: SnapshotLike) -> int | None:
     sizes: list[int] = []
-    for gpu in SnapshotView(snapshot).indexed_gpus:
+    for gpu in view_of(snapshot).indexed_gpus:
         size = gpu.get("memory_total_bytes")
         if isinstance(size, int) and size > 0:
             sizes.append(size)
@@ -58,7 +57,7 @@ def _measured_running(found: list[Any], model: dict[str, Any], launch: dict[str,
     return None
 
 
-def memory_items(parsed: Any, snapshot: dict[str, Any], flags: Any, tp: int, named: dict[str, Any] | None,
+def memory_items(parsed: Any, snapshot: SnapshotLike, flags: Any, tp: int, named: dict[str, Any] | None,
                  item: Any, measured: Any = None) -> list[Any]:
     """Check's findings from the memory fit (`item` builds one: outcome.py's Item; `measured()` gives the
     rules' evidence, asked only when the fit says the launch does not load)."""

@@ -17,6 +17,7 @@ from topoctl.check.parse import parse_env_file, parse_launch
 from topoctl.check.resolve import VersionChooser
 from topoctl.errors import TopoctlError
 from topoctl.sglang.launch import ParsedLaunch
+from topoctl.snapshot_view import SnapshotLike
 
 Entry = Any  # a ParsedLaunch to judge, or an Outcome already decided (no launch, not checked)
 
@@ -58,8 +59,8 @@ def read(found_files: list[tuple[str, bool, str, list[Any]]], chooser: VersionCh
     return entries
 
 
-def judge_all(entries: list[Entry], snapshot: dict[str, Any], ruleset: Any, gpu_count: int,
-              model: dict[str, Any] | None, expected: dict[str, Any] | None) -> list[Outcome]:
+def judge_all(entries: list[Entry], snapshot: SnapshotLike, ruleset: Any, gpu_count: int,
+              model: dict[str, Any] | None, expected: SnapshotLike) -> list[Outcome]:
     """The judge stage for every launch read; an entry already decided passes through."""
     return [_judged(entry, snapshot, ruleset, gpu_count, model, expected) for entry in entries]
 
@@ -89,8 +90,8 @@ def _entry(chooser: VersionChooser, path: str, kind: str, found: Any, in_folder:
     return Outcome(_label(found), skipped=found.none_reason)
 
 
-def _judged(entry: Entry, snapshot: dict[str, Any], ruleset: Any, gpu_count: int, model: dict[str, Any] | None,
-            expected: dict[str, Any] | None) -> Outcome:
+def _judged(entry: Entry, snapshot: SnapshotLike, ruleset: Any, gpu_count: int, model: dict[str, Any] | None,
+            expected: SnapshotLike) -> Outcome:
     if isinstance(entry, Outcome):
         return entry
     try:

@@ -27,6 +27,7 @@ from topoctl.cuda_devices import (
 )
 from topoctl.errors import one_line
 from topoctl.sglang.launch import ParsedLaunch
+from topoctl.snapshot_view import SnapshotLike
 
 # Runtimes that, given a number of GPUs and no ids, give GPUs 0..N-1 (nvidia-smi's indices): Docker Engine
 # (moby daemon/nvidia_linux.go, setNvidiaGPUs: NVIDIA_VISIBLE_DEVICES=countToDevices(count), "0,1,...,count-1";
@@ -48,7 +49,7 @@ def runtime_pick(given: Any, machine: int) -> list[str] | None:
     return [str(index) for index in range(given.count)]
 
 
-def any_gpu_sets(parsed: ParsedLaunch, snapshot: dict[str, Any]) -> list[tuple[int, ...]] | None:
+def any_gpu_sets(parsed: ParsedLaunch, snapshot: SnapshotLike) -> list[tuple[int, ...]] | None:
     """Every set of GPUs a launch given only a number of them may get (a Kubernetes `nvidia.com/gpu: N`, podman
     `--gpus N`), each in the PCI bus order CUDA inside numbers them; None when the GPUs are known (ids, all, a
     runtime that picks 0..N-1, no container) or there are more than ANY_SET_LIMIT sets."""
@@ -67,7 +68,7 @@ def any_gpu_sets(parsed: ParsedLaunch, snapshot: dict[str, Any]) -> list[tuple[i
     return list(itertools.combinations(machine, given.count))
 
 
-def _order_unknown(parsed: ParsedLaunch, snapshot: dict[str, Any]) -> Any:
+def _order_unknown(parsed: ParsedLaunch, snapshot: SnapshotLike) -> Any:
     """The launch's CUDA_VISIBLE_DEVICES when it names `count` GPUs that CUDA's default device order leaves
     unknown (integer ids without CUDA_DEVICE_ORDER=PCI_BUS_ID, topoctl/cuda_devices.py resolve_visible)."""
     value = parsed.env.get(VISIBLE_DEVICES)
@@ -77,11 +78,11 @@ def _order_unknown(parsed: ParsedLaunch, snapshot: dict[str, Any]) -> Any:
     return group if group.order_unknown else None
 
 
-def _machine(snapshot: dict[str, Any]) -> list[int]:
+def _machine(snapshot: SnapshotLike) -> list[int]:
     return pci_order(snapshot)
 
 
-def launch_group(parsed: ParsedLaunch, snapshot: dict[str, Any], tp: int, dp: int, gpu_count: int,
+def launch_group(parsed: ParsedLaunch, snapshot: SnapshotLike, tp: int, dp: int, gpu_count: int,
                  given_devices: tuple[int, ...] | None = None) -> tuple[tuple[int, ...] | None, list[Item]]:
     """The GPUs the launch runs on (snapshot indices), and what check says about them.
 
@@ -136,7 +137,7 @@ class _Ranks:
         return self.tp * self.dp
 
 
-def _container_devices(parsed: ParsedLaunch, snapshot: dict[str, Any], machine: list[int],
+def _container_devices(parsed: ParsedLaunch, snapshot: SnapshotLike, machine: list[int],
                        given_devices: tuple[int, ...] | None, items: list[Item]) -> tuple[list[int], str, bool]:
     """(the GPUs the launch's container sees, as snapshot indices; what gives them; whether the group is decided
     already: every GPU of the machine, with what `items` says)."""
@@ -204,7 +205,7 @@ def _on_first_gpus(ranks: _Ranks, machine: list[int], gpu_count: int, where: str
     return group, items
 
 
-def _on_visible_devices(parsed: ParsedLaunch, snapshot: dict[str, Any], ranks: _Ranks, devices: list[int],
+def _on_visible_devices(parsed: ParsedLaunch, snapshot: SnapshotLike, ranks: _Ranks, devices: list[int],
                         machine: list[int], gpu_count: int, given_devices: tuple[int, ...] | None,
                         items: list[Item]) -> tuple[tuple[int, ...] | None, list[Item]]:
     """The ranks on the GPUs the launch's CUDA_VISIBLE_DEVICES leaves visible, read as CUDA reads it."""
@@ -261,7 +262,7 @@ def _too_few(items: list[Item], tp: int, dp: int, positions: list[int], availabl
     return fallback, items
 
 
-def _visible_count(parsed: ParsedLaunch, snapshot: dict[str, Any], gpu_count: int) -> int:
+def _visible_count(parsed: ParsedLaunch, snapshot: SnapshotLike, gpu_count: int) -> int:
     """How many GPUs the launch's CUDA_VISIBLE_DEVICES leaves visible (every GPU without one, or when unknown)."""
     given = getattr(parsed, "gpus", None)
     devices = container_devices(list(given.ids), snapshot)[0] if given is not None and given.ids is not None else None

@@ -13,6 +13,7 @@ from typing import Any, Callable
 import click
 
 from topoctl.errors import TopoctlError
+from topoctl.snapshot_view import SnapshotLike, view_of
 
 _Decorated = Callable[..., Any]
 
@@ -144,15 +145,14 @@ def requested_version(requested: str | None) -> str | None:
     return normalise_version(requested)
 
 
-def target_version(snapshot: dict, requested: str | None) -> str | None:
+def target_version(snapshot: SnapshotLike, requested: str | None) -> str | None:
     """The SGLang version to use: `requested` (already normalised by requested_version), else the one installed
     on the target, normalised, else None (the newest with flag data)."""
     if requested is not None:
         return requested
     from topoctl.sglang.flags import normalise_version
-    from topoctl.snapshot_view import SnapshotView
 
-    installed = SnapshotView(snapshot).software("sglang")
+    installed = view_of(snapshot).software("sglang")
     if installed is None or not str(installed).strip():
         return None
     try:

@@ -18,6 +18,7 @@ import click
 from topoctl.commands._options import rules_options, target_options
 from topoctl.commands.completion import complete_models
 from topoctl.errors import EXIT_BLOCKED, TopoctlError, one_line
+from topoctl.snapshot_view import SnapshotView
 
 
 class _CheckCommand(click.Command):
@@ -138,11 +139,12 @@ def run(options: CheckOptions, command_tokens: list[str] | None = None) -> int:
                   "give an ai-dynamo release such as 1.6.1, or leave it out")
     requested = requested_version(options.sglang_version)  # a bad version fails before the target is probed
     command_launch = pipeline.read_command(list(command_tokens)) if command_tokens else None
-    snapshot = resolve_target(topology=options.topology, system=options.system,
-                              fallback_system=options.fallback_system)
+    # one view of the target (and one of --expect's snapshot), passed to every stage
+    snapshot = SnapshotView(resolve_target(topology=options.topology, system=options.system,
+                                           fallback_system=options.fallback_system))
     found_files = pipeline.find(list(files))
     gpu_count = target_gpu_count(snapshot)
-    expected = load_snapshot(options.expect) if options.expect else None
+    expected = SnapshotView(load_snapshot(options.expect)) if options.expect else None
     ruleset = load_rules_for(options.rules_dirs, options.disabled)
     model = None
     if model_name:

@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from topoctl.errors import EXIT_BLOCKED, TopoctlError
+from topoctl.snapshot_view import SnapshotView
 
 SNAPSHOT_SUFFIXES = (".yaml", ".yml", ".json")
 
@@ -111,7 +112,7 @@ def command(paths: tuple[str, ...], launch: tuple[str, ...], fmt: str, output: s
     for path in files:
         name = _node_name(path, set(by_name))
         by_name[name] = path
-        nodes.append(Node(name, path, aspects_of(load_snapshot(path))))
+        nodes.append(Node(name, path, aspects_of(SnapshotView(load_snapshot(path)))))  # one view per node
     report = compare(nodes)
     checks = _launch_checks(report, by_name, launch) if launch else []
     if fmt == "json":

@@ -27,13 +27,13 @@ from topoctl.commands._options import (  # noqa: F401 - flag_set_for: also impor
 )
 from topoctl.commands.completion import complete_models
 from topoctl.errors import TopoctlError, one_line
+from topoctl.snapshot_view import SnapshotView
 
 FORMATS = ("env", "args", "json", "yaml", "table")
 
 
 def _system_rows() -> list[dict]:
     from topoctl.catalogue import list_systems, system_snapshot
-    from topoctl.snapshot_view import SnapshotView
 
     rows = []
     for name in list_systems():
@@ -229,7 +229,9 @@ def run(options: RecommendOptions) -> int:
     requested = requested_version(options.sglang_version)  # a bad version fails before the target is probed
     from topoctl.target import resolve_target
 
-    snapshot = resolve_target(topology=options.topology, system=options.system, fallback_system=options.fallback_system)
+    # the one view of the target every stage below reads (tests/test_snapshot_view_once.py)
+    snapshot = SnapshotView(resolve_target(topology=options.topology, system=options.system,
+                                           fallback_system=options.fallback_system))
     version = target_version(snapshot, requested)
     flags = flag_set_for(version)
     ruleset = load_rules_for(options.rules_dirs, options.disabled)
@@ -306,7 +308,7 @@ def _note_environment(result: Any, nodes: Any) -> None:
                f"{one_line(settings)} (--format env writes it with the flags)", err=True)
 
 
-def _nodes(result: Any, snapshot: dict[str, Any], nnodes: int, ruleset: Any) -> Any:
+def _nodes(result: Any, snapshot: SnapshotView, nnodes: int, ruleset: Any) -> Any:
     """One node's part of an N-node launch: TP over every node's GPUs, the node flags and NCCL's network
     settings (autoconf/network.py), with the network rules' findings (rules/knowledge/network.yaml)."""
     from topoctl.autoconf.network import node_settings

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from typing import Any
 
 import click
 
@@ -21,7 +20,7 @@ from topoctl.report import Parts, inline_svg, page
 from topoctl.snapshot_view import SnapshotView
 
 
-def _topology(snapshot: dict[str, Any], parts: Parts) -> None:
+def _topology(snapshot: SnapshotView, parts: Parts) -> None:
 
     try:
         parts.topology_svg = inline_svg(render_image(to_dot(snapshot), "svg").decode("utf-8"))
@@ -29,7 +28,7 @@ def _topology(snapshot: dict[str, Any], parts: Parts) -> None:
         parts.topology_note = f"no picture: {error.message} ({error.hint})"
 
 
-def _measurements(snapshot: dict[str, Any], parts: Parts) -> None:
+def _measurements(snapshot: SnapshotView, parts: Parts) -> None:
     from topoctl.probe.bench.render import render_measurements
 
     parts.measurements_text = render_measurements(snapshot)
@@ -46,7 +45,7 @@ def _measurements(snapshot: dict[str, Any], parts: Parts) -> None:
             parts.plots_note = ((parts.plots_note + "; ") if parts.plots_note else "") + f"{kind}: {error.message}"
 
 
-def _launch(snapshot: dict[str, Any], model_name: str | None, parts: Parts) -> None:
+def _launch(snapshot: SnapshotView, model_name: str | None, parts: Parts) -> None:
     from topoctl.autoconf import models
     from topoctl.autoconf.render import explain, render
     from topoctl.autoconf.search import search
@@ -66,7 +65,7 @@ def _launch(snapshot: dict[str, Any], model_name: str | None, parts: Parts) -> N
         parts.launch_note = "no --model given: the launch is judged without a model's sizes (give --model NAME)"
 
 
-def _check(snapshot: dict[str, Any], launch: str, model_name: str | None, parts: Parts) -> None:
+def _check(snapshot: SnapshotView, launch: str, model_name: str | None, parts: Parts) -> None:
     """check's JSON report on `launch` against this snapshot, run through the CLI itself (one pipeline)."""
     from topoctl.cli import main as cli_main
 
@@ -74,7 +73,7 @@ def _check(snapshot: dict[str, Any], launch: str, model_name: str | None, parts:
         target = os.path.join(folder, "target.json")
         output = os.path.join(folder, "check.json")
         with open(target, "w", encoding="utf-8") as handle:
-            json.dump(snapshot, handle)
+            json.dump(snapshot.data, handle)
         argv = ["check", launch, "--topology", target, "--format", "json", "-o", output]
         code = cli_main(argv + (["--model", model_name] if model_name else []))
         if not os.path.isfile(output):
@@ -110,9 +109,9 @@ def command(topology: str | None, system: str | None, fallback_system: str | Non
     """
     from topoctl.target import resolve_target
 
-    snapshot = resolve_target(topology=topology, system=system, fallback_system=fallback_system)
-    view = SnapshotView(snapshot)
-    parts = Parts(title=f"topoctl report: {view.system_name or view.hostname or 'machine'}",
+    # one view of the target for every part of the page (the check of --launch runs as a command of its own)
+    snapshot = SnapshotView(resolve_target(topology=topology, system=system, fallback_system=fallback_system))
+    parts = Parts(title=f"topoctl report: {snapshot.system_name or snapshot.hostname or 'machine'}",
                   topology_svg=None, topology_note=None, measurements_text=[])
     _topology(snapshot, parts)
     _measurements(snapshot, parts)

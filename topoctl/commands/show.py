@@ -12,9 +12,10 @@ import click
 from topoctl.commands._options import target_options
 from topoctl.errors import TopoctlError
 from topoctl.io import emit
+from topoctl.snapshot_view import SnapshotView
 
 
-def _picture(snapshot: dict, fmt: str, output: str | None) -> int:
+def _picture(snapshot: SnapshotView, fmt: str, output: str | None) -> int:
     """The Graphviz picture (topoctl/picture.py): dot text, or svg/png drawn by Graphviz."""
     from topoctl.picture import render_image, to_dot, write_png
 
@@ -53,7 +54,7 @@ def command(topology: str | None, system: str | None, fallback_system: str | Non
 
     if fmt == "png" and (not output or output == "-"):
         raise TopoctlError("--format png writes a binary image: give -o FILE", hint="e.g. -o machine.png, or --format svg")
-    snapshot = resolve_target(topology=topology, system=system, fallback_system=fallback_system)
+    snapshot = SnapshotView(resolve_target(topology=topology, system=system, fallback_system=fallback_system))
     if fmt != "text":
         return _picture(snapshot, fmt, output)
     if output:
