@@ -10,7 +10,9 @@ One forward pass over T tokens on one GPU of a TP group:
     read(T)  = non-expert weights (attention, dense MLP, shared experts, router, norms, lm_head, one
                embedding row per token) + MoE layers x one expert's bytes x distinct experts(T)
     distinct experts(T) = E x (1 - (1 - k/E) ** (1 + rho x (T - 1)))       rho: routing correlation, fitted
-    achieved bandwidth  = datasheet x eta[family] x s / (s + s_half)       s: bytes a layer streams per GPU
+    achieved bandwidth  = s / (s / (datasheet x eta[family]) + t_layer)   s: bytes a layer streams per GPU;
+                          t_layer: the fixed time of streaming one layer (launching and draining its
+                          kernels in a CUDA graph), measured on an H200, the same on every GPU
     step(T)  = read(T) / achieved bandwidth
              + layers x (attention or MLA overhead) + MoE layers x MoE overhead
              + MoE layers x distinct experts(T) x per-expert cost                (top-4 and top-8 models differ)
@@ -43,7 +45,7 @@ PARAMETERS: dict[str, tuple[float, str]] = {
     "eta_hopper": (0.85, "fraction of datasheet bandwidth, Hopper"),
     "eta_blackwell": (0.75, "fraction of datasheet bandwidth, Blackwell"),
     "eta_other": (0.75, "fraction of datasheet bandwidth, other GPUs"),
-    "half_mb": (2.0, "MB a layer streams per GPU at which half of that bandwidth is reached"),
+    "stream_fixed_us": (20.0, "us a layer's stream takes beyond bytes / bandwidth (its kernels' launch and drain)"),
     "attention_us": (8.0, "us per dense-attention layer"),
     "mla_us": (15.0, "us per MLA layer"),
     "moe_us": (10.0, "us per MoE layer (routing, top-k, expert dispatch)"),
@@ -68,7 +70,7 @@ class Terms:
     eta_hopper: float = PARAMETERS["eta_hopper"][0]
     eta_blackwell: float = PARAMETERS["eta_blackwell"][0]
     eta_other: float = PARAMETERS["eta_other"][0]
-    half_mb: float = PARAMETERS["half_mb"][0]
+    stream_fixed_us: float = PARAMETERS["stream_fixed_us"][0]
     attention_us: float = PARAMETERS["attention_us"][0]
     mla_us: float = PARAMETERS["mla_us"][0]
     moe_us: float = PARAMETERS["moe_us"][0]
@@ -142,11 +144,17 @@ class Features:
 
 def achieved_bandwidth(feat: Features, terms: Terms, layer_bytes: float) -> float:
     """Bytes/s a layer of `layer_bytes` per GPU streams at: measured on this machine when `topoctl bench`
-    measured it, else the datasheet figure times the fitted efficiency of the GPU family and matrix size."""
+    measured it, else the line through the H200 decode-step rows carried to this GPU: its bytes at the
+    datasheet figure times the measured efficiency, plus the measured fixed time of a layer. The fixed time
+    is kept in microseconds, not as a size of half bandwidth, because it is the launch and drain of the
+    layer's kernels inside a CUDA graph, which does not shrink with a faster memory (a size of half
+    bandwidth would scale it by 1 / datasheet: 27 us a layer on an H100, 11 us on a B200)."""
     if feat.measured_bandwidth is not None:
         return float(feat.measured_bandwidth(layer_bytes))
-    size = layer_bytes / MB
-    return feat.bandwidth * terms.eta(feat.family) * size / (size + terms.half_mb)
+    if layer_bytes <= 0:
+        return feat.bandwidth * terms.eta(feat.family)
+    seconds = layer_bytes / (feat.bandwidth * terms.eta(feat.family)) + terms.stream_fixed_us * 1e-6
+    return layer_bytes / seconds
 
 
 def overhead_us(feat: Features, terms: Terms) -> float:

@@ -350,8 +350,8 @@ def _term_inputs(feat: Any, terms: Any, gpu: dict[str, Any], model: dict[str, An
     inputs = [Input("memory bandwidth (datasheet)", feat.bandwidth / 1e9, "GB/s", gpu["bandwidth_source"], "datasheet"),
               Input("achieved bandwidth at this layer size", achieved_bandwidth(feat, terms, layer_bytes) / 1e9, "GB/s",
                     (gpu.get("decode_step_source") or "") if measured else
-                    f"datasheet x {terms.eta(feat.family):.3f} ({feat.family}) x s/(s+{terms.half_mb:.2f} MB), "
-                    f"s = {layer_bytes / 1e6:.1f} MB a layer streams per GPU",
+                    f"s / (s / (datasheet x {terms.eta(feat.family):.3f} ({feat.family})) + {terms.stream_fixed_us:.1f} us), "
+                    f"s = {layer_bytes / 1e6:.1f} MB a layer streams per GPU (the H200 decode-step line)",
                     MEASURED_HERE if measured else FIT_ORIGIN),
               Input("weight bytes read per forward per GPU", feat.read_bytes(1, terms.rho) / 1e9, "GB",
                     model["weight_bytes_source"] + "; one embedding row, the experts a token is routed to")]

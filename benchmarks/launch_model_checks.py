@@ -33,13 +33,14 @@ from topoctl.catalogue import system_snapshot
 HERE = os.path.dirname(os.path.abspath(__file__))
 CORPUS = os.path.join(HERE, "data", "public-decode.yaml")
 FIT_FILE = os.path.join(HERE, os.pardir, "autoconf", "data", "decode-fit.yaml")
-DECODE_STEP = os.path.join(HERE, "data", "h200-decode-step.json")
+DECODE_STEP = os.path.join(HERE, "data", "h200-decode-step-bench", "snapshot.json")
 FITTED = ["attention_us", "mla_us", "moe_us", "expert_us", "step_us", "rho",
           "token_us", "draft_us", "draft_tp_us", "cycle_us", "accept_a", "accept_tree"]
 # Not fitted: the bandwidth a decode step streams at and the fixed time of streaming a layer are measured
 # (measured_stream below, the H200 decode-step rows); the fitted per-layer overheads are what SGLang's step
 # adds beyond streaming the matrices.
-MEASURED_TERMS = ("eta_hopper", "eta_blackwell", "eta_other", "half_mb")
+MEASURED_TERMS = ("eta_hopper", "eta_blackwell", "eta_other", "stream_fixed_us")
+STREAM_DTYPE = "bf16"
 PRIOR_WEIGHT = 0.02
 BAND_QUANTILE = 0.8
 MIN_BAND_CASES = 3
@@ -93,16 +94,21 @@ class Stream:
 
 
 def measured_stream(path: str = DECODE_STEP) -> Stream:
-    """Least squares over the CUDA-graph rows of the committed H200 decode-step run (dense layers and MoE
-    layers read as one batched product; the rows that launch one product per expert measure dispatch, not
-    the stream). Its slope is the bandwidth a layer's weights stream at; the launch model takes slope /
-    datasheet as the achieved fraction of every GPU family until `topoctl bench` measures the box itself."""
+    """Least squares over the bf16 CUDA-graph rows of the committed 42-row H200 decode-step run (`topoctl
+    bench --decode-step` on the lent 1x H200, benchmarks/data/h200-decode-step-bench/; dense layers and MoE
+    layers read as one batched product, at 1, 4 and 16 tokens). Its slope is the bandwidth a layer's
+    weights stream at, its intercept the fixed time of a layer; the launch model takes slope / datasheet
+    as the achieved fraction of every GPU family and the intercept as every GPU's fixed time until
+    `topoctl bench` measures the box itself. The fp8 rows are left out of the line: they stream slower
+    (the activation's conversion and the scaled product), and SGLang's fp8 and 4-bit kernels are not the
+    plain-torch products the bench times."""
     import json
 
     doc = json.load(open(path, encoding="utf-8"))
-    points = [(float(r["bytes_per_layer"]), float(r["graph_us_per_layer"])) for r in doc["rows"]
+    rows = doc["measurements"]["decode_step"] if "measurements" in doc else doc["rows"]
+    points = [(float(r["bytes_per_layer"]), float(r["graph_us_per_layer"])) for r in rows
               if r.get("status") == "ok" and r.get("cuda_graph") and r.get("graph_us_per_layer")
-              and r.get("moe_experts") != "one product per expert"]
+              and r.get("dtype") == STREAM_DTYPE and r.get("moe_experts") != "one product per expert"]
     n = len(points)
     mean_x = sum(x for x, _ in points) / n
     mean_y = sum(y for _, y in points) / n
@@ -112,13 +118,12 @@ def measured_stream(path: str = DECODE_STEP) -> Stream:
 
 
 def base_terms() -> Any:
-    """The terms the fit starts from: the measured stream for every GPU family. In the model's form,
-    achieved bandwidth = datasheet x eta x s / (s + s_half), a layer of s bytes takes (s + s_half) / (datasheet
-    x eta): the measured line when eta = slope / datasheet and s_half = intercept x slope."""
+    """The terms the fit starts from: the measured stream for every GPU family. A layer of s bytes takes
+    s / (datasheet x eta) + fixed time: the measured line when eta = slope / datasheet and the fixed time
+    is its intercept."""
     stream = measured_stream()
     eta = min(stream.eta, 1.0)
-    half_mb = stream.fixed_us * 1e-6 * stream.bandwidth / terms_mod.MB
-    return terms_mod.Terms(eta_hopper=eta, eta_blackwell=eta, eta_other=eta, half_mb=half_mb)
+    return terms_mod.Terms(eta_hopper=eta, eta_blackwell=eta, eta_other=eta, stream_fixed_us=stream.fixed_us)
 
 
 BASE: Any = None
@@ -411,9 +416,8 @@ def _measured_record() -> dict[str, Any]:
     stream = measured_stream()
     return {"terms": list(MEASURED_TERMS),
             "source": f"{os.path.relpath(DECODE_STEP, os.path.join(HERE, os.pardir))}: least squares over {stream.rows} "
-                      "CUDA-graph rows (time per layer against bytes per layer)",
-            "stream_gb_s": round(stream.bandwidth / 1e9, 1), "fixed_us_per_layer": round(stream.fixed_us, 1),
-            "half_mb": round(stream.fixed_us * 1e-6 * stream.bandwidth / terms_mod.MB, 2),
+                      f"{STREAM_DTYPE} CUDA-graph rows (time per layer against bytes per layer)",
+            "stream_gb_s": round(stream.bandwidth / 1e9, 1), "fixed_us_per_layer": round(stream.fixed_us, 2),
             "eta": round(stream.eta, 4)}
 
 

@@ -16,6 +16,7 @@ from topoctl.catalogue import system_snapshot
 
 CORPUS = os.path.join(ROOT, "benchmarks", "data", "public-decode.yaml")
 DECODE_STEP = os.path.join(ROOT, "benchmarks", "data", "h200-decode-step.json")
+BENCH_RUN = os.path.join(ROOT, "benchmarks", "data", "h200-decode-step-bench", "snapshot.json")
 
 
 def features(name: str, tp: int = 1, system: str = "h200-1x-vm", path: str = "custom"):
@@ -72,14 +73,24 @@ def test_the_stored_fit_is_the_fit_of_the_corpus_as_it_is():
 
 
 def test_the_stream_terms_are_the_h200_measurement_not_fitted():
-    # eta and s_half reproduce the line through the committed H200 rows: (s + s_half) / (datasheet x eta)
+    # eta and the fixed time reproduce the line through the committed H200 rows: s / (datasheet x eta) + t
     terms, record = launch_model.fitted_terms()
     measured = record["measured"]
     assert terms.eta_hopper == terms.eta_blackwell == pytest.approx(measured["eta"], abs=1e-4)
-    assert terms.half_mb == pytest.approx(measured["half_mb"], abs=0.01)
-    rows = [r for r in _rows()["rows"] if r["model"] == "llama-3.1-8b" and r["tokens"] == 1]
-    layer_us = (rows[0]["bytes_per_layer"] / 1e6 + terms.half_mb) / (4800 * terms.eta_hopper) * 1000
-    assert layer_us == pytest.approx(rows[0]["graph_us_per_layer"], rel=0.1)
+    assert terms.stream_fixed_us == pytest.approx(measured["fixed_us_per_layer"], abs=0.01)
+    for row in (r for r in _bench_rows() if r["dtype"] == "bf16" and r["tokens"] == 1 and not r.get("moe_experts")):
+        layer_us = row["bytes_per_layer"] / (4800e3 * terms.eta_hopper) + terms.stream_fixed_us
+        assert layer_us == pytest.approx(row["graph_us_per_layer"], rel=0.25), row["model"]
+
+
+def test_the_fixed_time_of_a_layer_does_not_scale_with_the_datasheet():
+    # the intercept is the launch and drain of a layer's kernels: the same microseconds on a faster memory
+    terms = decode_terms.Terms(eta_hopper=1.0, eta_blackwell=1.0, stream_fixed_us=20.0)
+    slow, fast = features("llama-3.1-8b"), features("llama-3.1-8b")
+    fast.bandwidth = 2 * slow.bandwidth
+    size = 100e6
+    slow_us, fast_us = (size / decode_terms.achieved_bandwidth(f, terms, size) * 1e6 for f in (slow, fast))
+    assert slow_us - 20.0 == pytest.approx(2 * (fast_us - 20.0))
 
 
 def test_the_expert_term_grows_with_the_experts_a_pass_reads():
@@ -93,6 +104,10 @@ def test_the_expert_term_grows_with_the_experts_a_pass_reads():
 
 def _rows():
     return json.load(open(DECODE_STEP, encoding="utf-8"))
+
+
+def _bench_rows():
+    return json.load(open(BENCH_RUN, encoding="utf-8"))["measurements"]["decode_step"]
 
 
 def test_h200_decode_step_rows_agree_with_the_plain_torch_check():
