@@ -170,3 +170,35 @@ def test_every_specifier_in_the_knowledge_is_matched_here_as_packaging_does():
         theirs = PackagingSet(specifier)
         for version in versions:
             assert ours.contains(version) == theirs.contains(version, prereleases=True), (specifier, version)
+
+
+@pytest.mark.parametrize("text", ["0.5.8", "12", "0.5.08", "1.0.0.0", "2025.12.1"])
+def test_a_plain_release_read_without_the_grammar_is_what_the_grammar_reads(text, monkeypatch):
+    """Version's plain-release path (no regex) gives the same fields and order as the grammar does."""
+    fast = pep440.Version(text)
+    monkeypatch.setattr(pep440, "_plain_release", lambda _text: False)  # force the grammar
+    slow = pep440.Version(text)
+    assert (fast.epoch, fast.release, fast.pre, fast.post, fast.dev, fast.local, fast._key) == \
+        (slow.epoch, slow.release, slow.pre, slow.post, slow.dev, slow.local, slow._key)
+    _same_version(fast, PackagingVersion(text))
+
+
+@pytest.mark.parametrize("text", ["", ".", "1.", ".1", "1..2", "1.2 ", " 1.2", "v1.2", "1.2rc1", "1.2+cu129",
+                                  "\u0661.\u0662", "1.\u00b2", "1_2"])
+def test_what_is_no_plain_release_goes_to_the_grammar(text):
+    """Only ASCII digits and single dots take the plain path; everything else is read (or refused) by the
+    grammar, as packaging reads it."""
+    assert not (text.isascii() and pep440._plain_release(text)), text
+    try:
+        theirs = PackagingVersion(text)
+    except PackagingInvalid:
+        assert pep440.parse(text) is None, text
+        return
+    _same_version(pep440.Version(text), theirs)
+
+
+def test_a_specifier_is_built_once_per_text():
+    assert pep440.specifier(">=0.5.5,<0.5.8") is pep440.specifier(">=0.5.5,<0.5.8")
+    assert pep440.specifier(">=0.5.5,<0.5.8").contains("0.5.7")
+    with pytest.raises(pep440.InvalidSpecifier):
+        pep440.specifier("<<1")
