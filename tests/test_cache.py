@@ -296,3 +296,26 @@ def test_a_shipped_section_of_other_sources_is_not_used(cache_home, monkeypatch,
     monkeypatch.setattr(cache, "SHIPPED_DIR", str(tmp_path))
     (tmp_path / "rules.json").write_text(cache.shipped_text([__file__], [{"id": "not-from-these-files"}]))
     assert "not-from-these-files" not in [rule["id"] for rule in _snapshot_of_knowledge()["rules"]]
+
+
+@pytest.mark.parametrize("data", [b"", b"abc", bytes(range(256)) * 300])
+def test_the_built_in_sha256_gives_hashlib_s_digest(data):
+    """cache.sha256 (the interpreter's own SHA-256, to keep OpenSSL off a warm start) is SHA-256."""
+    import hashlib
+
+    assert cache.sha256(data).hexdigest() == hashlib.sha256(data).hexdigest()
+
+
+def test_a_run_served_by_the_shipped_sections_loads_no_openssl(tmp_path):
+    """No user cache file to check (the shipped sections serve every section): neither hmac nor hashlib's
+    OpenSSL module is imported."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from topoctl.cli import main; "
+            "main(['check', '--system', 'h200-4x-nvswitch-vm', '--', 'python', '-m', 'sglang.launch_server', "
+            "'--model-path', 'M', '--tp', '4']); print(sorted({'hmac', '_hashlib'} & set(sys.modules)))")
+    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "empty"))
+    env.pop("TOPOCTL_NO_CACHE", None)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env).stdout
+    assert out.splitlines()[-1] == "[]", out

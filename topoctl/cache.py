@@ -229,15 +229,29 @@ def _mac(folder: str, stamp: list[Any], body: bytes) -> str | None:
     return hmac.new(key, json.dumps(stamp, separators=(",", ":")).encode() + b"\n" + body, "sha256").hexdigest()
 
 
+def sha256(data: bytes) -> Any:
+    """A SHA-256 hash object of `data`: the interpreter's built-in SHA-256 when it has one, else hashlib's.
+
+    Every warm `check` and `recommend` hashes the shipped sources (content_stamp); hashlib loads OpenSSL's
+    libcrypto for it, about 2 ms of a start-up near 80 ms, while the built-in module (the one hashlib itself
+    falls back to without OpenSSL) gives the same digest (tests/test_cache.py compares them)."""
+    try:
+        from _sha256 import sha256 as builtin  # CPython 3.11
+    except ImportError:
+        try:
+            from _sha2 import sha256 as builtin  # type: ignore[no-redef]  # CPython 3.12 and later
+        except ImportError:
+            from hashlib import sha256 as builtin  # type: ignore[no-redef]
+    return builtin(data)
+
+
 def content_stamp(sources: Iterable[str]) -> list[str]:
     """The sorted SHA-256 of each source file's bytes ("absent" for a missing one): what a shipped section
     was built from, whatever folder the files are installed in."""
-    import hashlib
-
     digests = []
     for path in sources:
         try:
-            digests.append(hashlib.sha256(limits.read_file(path, limits.MAX_DATA_FILE_BYTES)).hexdigest())
+            digests.append(sha256(limits.read_file(path, limits.MAX_DATA_FILE_BYTES)).hexdigest())
         except (OSError, TopoctlError):  # the one reading layer: a FIFO or device in its place is not read
             digests.append("absent")
     return sorted(digests)
@@ -245,8 +259,6 @@ def content_stamp(sources: Iterable[str]) -> list[str]:
 
 def _read_shipped(section: str, sources: list[str]) -> tuple[Any] | None:
     """(data,) of topoctl/data/compiled/<section>.json when it was built from exactly these sources' content."""
-    import hashlib
-
     try:
         raw = limits.read_file(os.path.join(SHIPPED_DIR, f"{section}.json"), limits.MAX_CACHE_BYTES)
         header_line, _, body = raw.partition(b"\n")
@@ -255,7 +267,7 @@ def _read_shipped(section: str, sources: list[str]) -> tuple[Any] | None:
             return None
         if header.get("sources_sha256") != content_stamp(sources):
             return None
-        if header.get("sha256") != hashlib.sha256(body).hexdigest():
+        if header.get("sha256") != sha256(body).hexdigest():
             return None
         return (json.loads(body),)
     except (OSError, ValueError, TopoctlError):  # TopoctlError: past the size limit, a FIFO or device
@@ -281,14 +293,16 @@ def _holds(check: Callable[[Any], bool], data: Any) -> bool:
 
 def _read(path: str, stamp: list[Any]) -> tuple[Any] | None:
     """(data,) from a cache file whose fingerprint equals `stamp` and whose data matches its HMAC; None for
-    absent, unreadable, stale or altered. The file is two lines: a header (fingerprint, hmac) and the data."""
-    import hmac
-
+    absent, unreadable, stale or altered. The file is two lines: a header (fingerprint, hmac) and the data.
+    hmac (and OpenSSL) is imported only once a file is there to check: a run served by the shipped sections
+    has none."""
     try:
         header_line, _, body = limits.read_file(path, limits.MAX_CACHE_BYTES).partition(b"\n")
         header = json.loads(header_line)
         if not isinstance(header, dict) or header.get("fingerprint") != stamp:
             return None
+        import hmac
+
         mac = _mac(os.path.dirname(path), stamp, body)
         if mac is None or not isinstance(header.get("hmac"), str) or not hmac.compare_digest(header["hmac"], mac):
             return None
