@@ -321,21 +321,26 @@ def _rule_from_plain(plain: dict[str, Any]) -> Rule:
     """The Rule of a plain entry written by _rule_to_plain (already checked when it was written)."""
     fields = {name: plain[name] for name in _PLAIN_FIELDS}
     tests = [TestCase(**case) for case in plain["tests"]]
-    return Rule(condition=_compiled(plain["when"]), tests=tests, **fields)
+    return Rule(condition=_compiled(plain["when"], checked=True), tests=tests, **fields)
 
 
-_CONDITIONS: dict[str, Any] = {}  # a condition's repr -> its compiled form
+_CONDITIONS: dict[tuple[bool, str], Any] = {}  # (checked, a condition's repr) -> its compiled form
 
 
-def _compiled(when: Any) -> Any:
-    """compile_condition for a checked condition, once per distinct condition and process (a compiled
-    condition is a pure function of the facts: rules that share one share it). Keyed by repr (C-fast; plain
-    YAML/JSON data, so equal text means an equal condition; the same condition written in another key order
-    is merely compiled again)."""
-    key = repr(when)
-    found = _CONDITIONS.get(key)
+def _compiled(when: Any, checked: bool = False) -> Any:
+    """compile_condition, once per distinct condition and process (a compiled condition is a pure function of
+    the facts: rules that share one share it). Keyed by repr (C-fast; plain YAML/JSON data, so equal text means
+    an equal condition; the same condition written in another key order is merely compiled again).
+
+    checked=True for an entry of the knowledge cache (checked when it was stored): its matchers are compiled
+    when first run. A rule read from its file (checked=False) is compiled whole here, which is its check; a
+    checked entry of the same text takes that compiled form (a site file's rules are checked, then built)."""
+    text = repr(when)
+    found = _CONDITIONS.get((False, text))
+    if found is None and checked:
+        found = _CONDITIONS.get((True, text))
     if found is None:
-        found = _CONDITIONS[key] = compile_condition(when, "when")
+        found = _CONDITIONS[(checked, text)] = compile_condition(when, "when", checked=checked)
     return found
 
 

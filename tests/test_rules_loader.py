@@ -151,3 +151,48 @@ def test_the_schema_spells_the_closed_sets_the_loader_relies_on():
     assert defs["number"]["properties"]["kind"]["enum"] == list(vocab.EVIDENCE_KINDS)
     assert defs["rule"]["properties"]["severity"]["enum"] == list(vocab.SEVERITIES)
     assert defs["evidence"]["properties"]["level"]["enum"] == list(vocab.EVIDENCE_LEVELS)
+
+
+def test_a_cached_rule_s_matchers_compiled_on_first_run_answer_as_compiled_at_once():
+    """The knowledge cache's rules compile each matcher when it first runs (checked=True): on every built-in
+    rule's own cases, and on every other rule's cases (other facts, other launches), the answer and the
+    unknown facts are those of the condition compiled whole at once."""
+    from dataclasses import replace
+
+    from topoctl.rules import conditions
+    from topoctl.rules.engine import evaluate_rule
+    from topoctl.rules.loader import builtin_rules
+
+    rules = builtin_rules()
+    cases = [case for rule in rules for case in rule.tests]
+    assert len(cases) > 100
+    for rule in rules:
+        eager = replace(rule, condition=conditions.compile_condition(rule.when, "when"))
+        deferred = replace(rule, condition=conditions.compile_condition(rule.when, "when", checked=True))
+        for case in cases:
+            assert evaluate_rule(deferred, case.snapshot, case.request) == \
+                evaluate_rule(eager, case.snapshot, case.request), (rule.id, case.name)
+
+
+def test_a_checked_condition_compiles_no_matcher_until_it_runs(monkeypatch):
+    from topoctl.rules import conditions
+
+    compiled = []
+    real = conditions._compile_matcher
+    monkeypatch.setattr(conditions, "_compile_matcher", lambda *args: compiled.append(args) or real(*args))
+    when = {"all": [{"fact": "gpu.count", "gt": 0}, {"fact": "gpu.count", "lt": 0}]}
+    conditions.compile_condition(when, "when", checked=True)
+    assert compiled == []
+    conditions.compile_condition(when, "when")
+    assert len(compiled) == 2
+
+
+def test_a_rule_read_from_its_file_is_compiled_whole_so_a_bad_matcher_is_refused(tmp_path):
+    """Deferring is for checked cache entries only: a site rule whose condition shares its text with nothing
+    checked still has every matcher checked when the file is read."""
+    from topoctl.rules.conditions import ConditionError
+    from topoctl.rules.loader import _compiled
+
+    with pytest.raises(ConditionError):
+        _compiled({"all": [{"fact": "gpu.count", "gt": 0}, {"fact": "gpu.count", "version": ">=1"}]})
+    _compiled({"all": [{"fact": "gpu.count", "gt": 0}, {"fact": "gpu.count", "version": ">=1"}]}, checked=True)
