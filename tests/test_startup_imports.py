@@ -79,14 +79,17 @@ BUDGETS = {
     "show": (140, 25, ("yaml", "jsonschema", "topoctl.rules", "topoctl.autoconf.search", "hmac", "subprocess")),
     # check: its pipeline's stage modules (topoctl/check/: outcome, parse, resolve, resolve_nodes, resolve_gpus,
     # judge, judge_memory, report, pipeline); subprocess and shutil only when helm renders a chart
-    "check": (173, 53, ("yaml", "jsonschema", "topoctl.autoconf.launch_model", "topoctl.probe.collect", "subprocess",
-                        "shutil")),
+    # check FILE.env: no Helm or Dockerfile reader (only a folder or another kind of file needs them); no hmac
+    # or OpenSSL while the shipped knowledge serves every section (nothing in the user cache to verify)
+    "check": (168, 51, ("yaml", "jsonschema", "topoctl.autoconf.launch_model", "topoctl.probe.collect", "subprocess",
+                        "shutil", "topoctl.check.helm", "topoctl.check.dockerfile", "hmac", "_hashlib")),
     # check -- COMMAND: no file to read, so no Helm reader
-    "check --": (176, 54, ("yaml", "jsonschema", "topoctl.autoconf.launch_model", "topoctl.probe.collect", "subprocess",
-                           "topoctl.check.helm")),
+    "check --": (173, 54, ("yaml", "jsonschema", "topoctl.autoconf.launch_model", "topoctl.probe.collect", "subprocess",
+                           "topoctl.check.helm", "hmac", "_hashlib")),
     # recommend: topoctl.sglang.settings (the settings table, SGLang knowledge) beside the rules' view of it
     # (topoctl.rules.settings)
-    "recommend": (175, 50, ("yaml", "jsonschema", "topoctl.check.judge", "topoctl.probe.collect", "subprocess")),
+    "recommend": (172, 50, ("yaml", "jsonschema", "topoctl.check.judge", "topoctl.probe.collect", "subprocess", "hmac",
+                            "_hashlib")),
 }
 
 

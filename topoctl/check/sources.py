@@ -575,11 +575,11 @@ def read_file(path: str, found_in_folder: bool = False) -> tuple[str, list[Found
         except TopoctlError as error:
             return "unreadable", [Found(path, _error_line(error.message, path), kind="unreadable",
                                         none_reason=f"not read: {error.message}")]
-    from topoctl.check import dockerfile, helm
-
     base_dir = os.path.dirname(path) or "."
     if path.endswith(".env") or path == "-":  # `-`: a launch.env on stdin
         return "launch.env", [Found(path, 1, kind="launch.env")]
+    from topoctl.check import dockerfile, helm  # here: a launch.env needs neither reader
+
     if helm.is_chart(path):
         return "helm", read_chart(path)
     text = _read_text(path)
@@ -739,20 +739,25 @@ def _wanted_in_folder(name: str) -> bool:
     return name.endswith(_YAML_SUFFIXES + _SCRIPT_SUFFIXES) or is_dockerfile(name)
 
 
+def _is_chart(path: str) -> bool:
+    """helm.is_chart, the Helm reader imported only for a folder (a chart is one): `check launch.env` needs none."""
+    from topoctl.check.helm import is_chart
+
+    return is_chart(path)
+
+
 def expand_paths(paths: list[str]) -> list[tuple[str, bool]]:
     """(file, found in a folder) for the files as given and the launch-like files under each folder (sorted,
     hidden and tool folders skipped; a Helm chart folder is one entry)."""
     if not paths:  # `check -- COMMAND`: no file, and no Helm reader to import
         return []
-    from topoctl.check.helm import is_chart
-
     out: list[tuple[str, bool]] = []
     for path in paths:
-        if is_chart(path):
+        if os.path.isdir(path) and _is_chart(path):
             out.append((path, False))
         elif os.path.isdir(path):
             for root, dirs, files in os.walk(path):
-                if is_chart(root):  # a Helm chart is read as one: rendered, its templates are not files of their own
+                if _is_chart(root):  # a Helm chart is read as one: rendered, its templates are not files of their own
                     out.append((root, True))
                     dirs[:] = []
                     continue
