@@ -16,7 +16,7 @@ Layer: launch model and search (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from topoctl.autoconf.data_files import load
@@ -52,8 +52,11 @@ class Input:
                 "origin": self.origin}
 
 
-@dataclass
+@dataclass(frozen=True)
 class Estimate:
+    """One candidate's prediction, built once by estimate() (a speculative one is the plain forward's, replaced
+    by its cycle): every renderer and the ranking read it, none may change it."""
+
     tokens_per_s: float
     step_us: float
     allreduce_us: float
@@ -436,12 +439,10 @@ def estimate(case: EstimateCase) -> Estimate | None:
     if draft is None:
         return est
     length, source, origin = accept_length(model, accept, draft)
-    est.inputs += _spec_inputs(feat, terms, draft, length, source, origin)
     cycle = decode_terms.cycle_us(feat, terms, draft) if batch == 1 else _batched_cycle(feat, terms, draft, batch)
-    est.tokens_per_s = replicas * batch * length / cycle * 1e6
-    est.cycle_us = cycle
-    est.step_us = decode_terms.forward_us(feat, terms, batch * draft.draft_tokens)
-    return est
+    return replace(est, inputs=est.inputs + _spec_inputs(feat, terms, draft, length, source, origin),
+                   tokens_per_s=replicas * batch * length / cycle * 1e6, cycle_us=cycle,
+                   step_us=decode_terms.forward_us(feat, terms, batch * draft.draft_tokens))
 
 
 def _batched_cycle(feat: Any, terms: Any, draft: Any, batch: int) -> float:
