@@ -5,6 +5,7 @@ Layer: launch model and search (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from topoctl.autoconf.data_files import load
@@ -76,16 +77,22 @@ def applies(ev: Evidence, cand: Candidate, model: dict[str, Any] | None, link: s
 
 def throughput(cand: Candidate, evidence: list[Evidence], model: dict[str, Any] | None,
                link: str | None = None) -> tuple[float, int, list[Evidence]] | None:
+    """Expected tok/s of a candidate from the evidence, or None (throughput_withheld says what was not carried)."""
+    return throughput_withheld(cand, evidence, model, link)[0]
+
+
+def throughput_withheld(cand: Candidate, evidence: list[Evidence], model: dict[str, Any] | None,
+                        link: str | None = None) -> tuple[tuple[float, int, list[Evidence]] | None, list[str]]:
     """Expected tok/s of a candidate: the absolute number that applies to it (the most specific, then the best
     level, then the lower value), times each relative number that applies to it and changes a setting the
     absolute number was not measured with; (value, level, basis: the absolute number first).
 
     A number is carried onto the candidate only when the candidate is the launch that was measured: every
     setting it departs from SGLang's defaults in is named by the number, its allreduce path or an applied
-    relative number (evidence.unmeasured_settings). The numbers left out for that reason are said in
-    cand.estimate_withheld."""
+    relative number (evidence.unmeasured_settings). The numbers left out for that reason are the second item
+    (the candidate's estimate_withheld)."""
     exact = [ev for ev in evidence if ev.kind == "throughput" and applies(ev, cand, model, link)]
-    cand.estimate_withheld = []
+    withheld: list[str] = []
     for base in sorted(exact, key=lambda ev: (len(ev.config) + (ev.path is not None), ev.rank, -abs(ev.value)),
                        reverse=True):
         value, level, basis, taken = _chain(base, cand, evidence, model, link)
@@ -96,10 +103,10 @@ def throughput(cand: Candidate, evidence: list[Evidence], model: dict[str, Any] 
             named |= set(SPEC_GROUP)
         unmeasured = unmeasured_settings(cand.effective, cand.defaults, named)
         if not unmeasured:
-            return value, level, basis
-        cand.estimate_withheld.append(f"not carried: {base.describe()}: this launch sets {', '.join(unmeasured)}, "
-                                      "which the measurement did not")
-    return None
+            return (value, level, basis), withheld
+        withheld.append(f"not carried: {base.describe()}: this launch sets {', '.join(unmeasured)}, "
+                        "which the measurement did not")
+    return None, withheld
 
 
 def _chain(base: Evidence, cand: Candidate, evidence: list[Evidence], model: dict[str, Any] | None,
@@ -195,18 +202,20 @@ def allreduces_per_forward(model: dict[str, Any] | None, notes: list[str]) -> in
 
 
 def estimate_all(cands: list[Candidate], evidence: list[Evidence], snapshot: SnapshotLike,
-                 model: dict[str, Any] | None, allreduces: int) -> None:
-    """Each candidate's tok/s from evidence (when any reaches it) and its modelled allreduce time."""
+                 model: dict[str, Any] | None, allreduces: int) -> list[Candidate]:
+    """Each candidate with its tok/s from evidence (when any reaches it) and its modelled allreduce time, in
+    the order given."""
     from topoctl.autoconf.launch_model import Latencies
 
     latencies = path_latencies(evidence, snapshot)
     measured = Latencies(snapshot)
     link = interconnect(snapshot)
+    priced = []
     for cand in cands:
-        found = throughput(cand, evidence, model, link)
+        found, withheld = throughput_withheld(cand, evidence, model, link)
         if found:
-            cand.estimate, cand.estimate_level, cand.estimate_basis = found
+            cand = replace(cand, estimate=found[0], estimate_level=found[1], estimate_basis=found[2])
         latency, level, basis = measured_latency(cand, measured) or latencies[cand.runs_path]
-        cand.allreduce_us = allreduces * latency
-        cand.allreduce_level = level
-        cand.allreduce_basis = [basis]
+        priced.append(replace(cand, estimate_withheld=withheld, allreduce_us=allreduces * latency,
+                              allreduce_level=level, allreduce_basis=[basis]))
+    return priced

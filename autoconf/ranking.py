@@ -18,6 +18,7 @@ Layer: launch model and search (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from topoctl.autoconf.evidence import LEVEL_NAMES, LEVELS, _fmt
@@ -66,12 +67,12 @@ def hold_within_band(candidates: list[Candidate]) -> None:
     if gain >= band:
         return
     candidates.remove(alt)
-    candidates.insert(0, alt)
-    alt.uncertain = (f"{winner.speculative.upper().replace('EAGLE3', 'EAGLE-3')} is predicted {gain:.2f}x the launch "
-                     f"without it, inside the launch model's band for speculative gains (x/{band:.2f}): the choice "
-                     "is uncertain and SGLang's default (no speculation) is kept. One measurement settles it: "
-                     "`topoctl bench` on this machine, or `python -m sglang.bench_one_batch_server --batch-size 1` "
-                     "against a server launched with and without the speculative flags")
+    uncertain = (f"{winner.speculative.upper().replace('EAGLE3', 'EAGLE-3')} is predicted {gain:.2f}x the launch "
+                 f"without it, inside the launch model's band for speculative gains (x/{band:.2f}): the choice "
+                 "is uncertain and SGLang's default (no speculation) is kept. One measurement settles it: "
+                 "`topoctl bench` on this machine, or `python -m sglang.bench_one_batch_server --batch-size 1` "
+                 "against a server launched with and without the speculative flags")
+    candidates.insert(0, replace(alt, uncertain=uncertain))
 
 
 def require_a_launch(candidates: list[Candidate], blocked: list[Candidate]) -> None:

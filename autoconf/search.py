@@ -10,7 +10,7 @@ Layer: launch model and search (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from topoctl.autoconf.cost import (  # noqa: F401 - re-exported for callers of the search
@@ -155,25 +155,24 @@ class _Judge:
 def judge_candidate(judge: _Judge, path: str, spec: str | None, launch: dict[str, Any], space: Space,
                     speculative: str | None) -> tuple[Candidate, Any]:
     """One candidate, judged on its own (rules may speak of launch settings): blocks, warnings, preferences."""
-    cand = Candidate(path, launch, gpus=judge.gpus)
     report = judge.report(spec, launch)
-    cand.blocked_by, cand.warnings = _violations(report, launch)
+    blocked_by, warnings = _violations(report, launch)
     # a warning that fires for this launch without naming a setting (check reports it too) counts against it
-    cand.warnings += [(finding, finding.message) for finding in report.findings
-                      if finding.severity == "warn" and finding.status == "fired" and not finding.effect.get("forbid")
-                      and not finding.effect.get("require")]
-    cand.honours_request = (spec == speculative)
-    cand.defaults = launch_defaults(report)
-    cand.default_rules = {setting: finding.rule_id for finding in report.findings
-                          for setting in finding.effect.get("defaults") or {}}
-    cand.implied = dict(getattr(report, "implied", None) or {})
-    running = cand.effective  # what SGLang runs: the preferences and remedies are judged on it, as check does
-    cand.prefers = sum(1 for setting, value, _ in space.prefer_pairs
-                       if agrees(setting, value, running, cand.defaults))
-    cand.remedies = sum(1 for setting, value in space.remedies if agrees(setting, value, running, cand.defaults))
-    cand.remedies_asked = len(space.remedies)
-    cand.departures = sum(1 for setting, value in launch.items()
-                          if setting not in ("tp_size",) and not agrees(setting, value, {}, cand.defaults))
+    warnings += [(finding, finding.message) for finding in report.findings
+                 if finding.severity == "warn" and finding.status == "fired" and not finding.effect.get("forbid")
+                 and not finding.effect.get("require")]
+    defaults = launch_defaults(report)
+    judged = Candidate(path, launch, blocked_by, warnings, defaults=defaults, honours_request=(spec == speculative),
+                       default_rules={setting: finding.rule_id for finding in report.findings
+                                      for setting in finding.effect.get("defaults") or {}},
+                       gpus=judge.gpus, implied=dict(getattr(report, "implied", None) or {}), report=report)
+    running = judged.effective  # what SGLang runs: the preferences and remedies are judged on it, as check does
+    cand = replace(judged,
+                   prefers=sum(1 for setting, value, _ in space.prefer_pairs if agrees(setting, value, running, defaults)),
+                   remedies=sum(1 for setting, value in space.remedies if agrees(setting, value, running, defaults)),
+                   remedies_asked=len(space.remedies),
+                   departures=sum(1 for setting, value in launch.items()
+                                  if setting not in ("tp_size",) and not agrees(setting, value, {}, defaults)))
     return cand, report
 
 
@@ -254,59 +253,63 @@ def what_would_fit(model: dict[str, Any], unfit: list[Candidate], gpu: dict[str,
     return "; ".join(hints) or "nothing on this machine"
 
 
-def _fit(cand: Candidate, model: dict[str, Any], gpu: dict[str, Any], version: str, req: Request) -> None:
+def _fit(cand: Candidate, model: dict[str, Any], gpu: dict[str, Any], version: str, req: Request) -> Candidate:
+    """The candidate with its memory fit (as it is when the GPU's memory is unknown)."""
     from topoctl.autoconf.memory import FitCase
     from topoctl.autoconf.memory import fit as memory_fit
 
-    if gpu.get("memory_bytes"):
-        cand.fit = memory_fit(FitCase(model, gpu["memory_bytes"], cand.tp, version, bool(cand.speculative),
-                                      cand.effective.get("cuda_graph_max_bs"), req.context_length, req.draft,
-                                      req.max_running_requests, launch=cand.effective))
+    if not gpu.get("memory_bytes"):
+        return cand
+    return replace(cand, fit=memory_fit(FitCase(model, gpu["memory_bytes"], cand.tp, version, bool(cand.speculative),
+                                                cand.effective.get("cuda_graph_max_bs"), req.context_length,
+                                                req.draft, req.max_running_requests, launch=cand.effective)))
 
 
 def measured_to_run(unfit: list[Candidate], evidence: list[Any], snapshot: SnapshotLike,
-                    model: dict[str, Any] | None) -> list[Candidate]:
-    """Candidates the memory model says do not load, but that a measurement shows running on this machine
-    (a measured throughput of this very launch and model): the measurement wins over the model, and the fit
-    says so. The memory model is an estimate (computed weight bytes, SGLang's reserve rules); a run is a fact."""
-    from topoctl.autoconf.cost import interconnect, throughput
+                    model: dict[str, Any] | None) -> tuple[list[Candidate], list[Candidate]]:
+    """(the candidates the memory model says do not load, with what evidence reaches them; those of them a
+    measurement shows running on this machine): a measured throughput of this very launch and model wins over
+    the model, and the fit says so. The memory model is an estimate (computed weight bytes, SGLang's reserve
+    rules); a run is a fact."""
+    from topoctl.autoconf.cost import interconnect, throughput_withheld
     from topoctl.autoconf.evidence import LEVELS
 
     if not unfit or not evidence:
-        return []
+        return unfit, []
     link = interconnect(snapshot)
-    out = []
+    still, out = [], []
     for cand in unfit:
-        found = throughput(cand, evidence, model, link)
+        found, withheld = throughput_withheld(cand, evidence, model, link)
+        cand = replace(cand, estimate_withheld=withheld)
         if found:
-            cand.estimate, cand.estimate_level, cand.estimate_basis = found
+            cand = replace(cand, estimate=found[0], estimate_level=found[1], estimate_basis=found[2])
         basis = [ev for ev in cand.estimate_basis if ev.kind == "throughput" and ev.rank >= LEVELS["measured"]]
         if cand.estimate is None or not basis or cand.fit is None or cand.fit.context_only:
+            still.append(cand)
             continue
-        cand.fit.fits = True
-        cand.fit.notes.append(f"the memory model says this launch does not load ({cand.fit.why}), but it was "
-                              f"measured running here ({basis[0].describe()}): the measurement is taken")
-        cand.fit.why = ""
-        out.append(cand)
-    return out
+        fit = replace(cand.fit, fits=True, why="", notes=[*cand.fit.notes, (
+            f"the memory model says this launch does not load ({cand.fit.why}), but it was measured running here "
+            f"({basis[0].describe()}): the measurement is taken")])
+        out.append(replace(cand, fit=fit))
+    return still, out
 
 
-def _predict(cand: Candidate, model: dict[str, Any], gpu: dict[str, Any], lat: Any, req: Request) -> None:
+def _predict(cand: Candidate, model: dict[str, Any], gpu: dict[str, Any], lat: Any, req: Request) -> Candidate:
     """The launch model's tokens/s for a candidate that loads; its allreduce time replaces the per-call table's."""
     from topoctl.autoconf import launch_model
     from topoctl.autoconf.evidence import LEVELS
 
     if cand.fit is None or not cand.fit.fits:
-        return
-    cand.predicted = launch_model.estimate(launch_model.EstimateCase(
+        return cand
+    est = launch_model.estimate(launch_model.EstimateCase(
         model, cand.effective, cand.runs_path, gpu, lat, cand.fit, req.objective, req.accept_length,
         req.context_length))
-    if cand.predicted is not None:
-        est = cand.predicted
-        cand.allreduce_us = est.allreduce_us
-        cand.allreduce_level = LEVELS.get(est.allreduce_level, 1)
-        cand.allreduce_basis = [f"launch model: {est.tokens_per_s:.1f} tok/s predicted ({est.objective}); "
-                                f"allreduce: {est.allreduce_source}"] + implied_notes(cand)
+    if est is None:
+        return replace(cand, predicted=None)
+    return replace(cand, predicted=est, allreduce_us=est.allreduce_us,
+                   allreduce_level=LEVELS.get(est.allreduce_level, 1),
+                   allreduce_basis=[f"launch model: {est.tokens_per_s:.1f} tok/s predicted ({est.objective}); "
+                                    f"allreduce: {est.allreduce_source}"] + implied_notes(cand))
 
 
 # The settings of the allreduce paths (sglang/data/spelling.yaml): a default of SGLang's own in one of them can move
@@ -366,7 +369,6 @@ class _Pool:
     candidates: list[Candidate] = field(default_factory=list)
     blocked: list[Candidate] = field(default_factory=list)
     unfit: list[Candidate] = field(default_factory=list)  # the memory model says they do not load
-    reports_of: dict[int, Any] = field(default_factory=dict)  # id(candidate) -> its rules report
     findings_by_id: dict[str, Any] = field(default_factory=dict)
     placements: dict[tuple[int, int], Placement] = field(default_factory=dict)
     space: Space | None = None  # the last TP option's settings space (the one without a model speaks of)
@@ -468,11 +470,8 @@ def _judge_options(snapshot: SnapshotView, model: dict[str, Any] | None, plan: _
         if pool.space is None or tp == plan.options[-1][0]:
             pool.space = tp_space
         for path, spec, launch in launches(tp_space, base_launch, plan.version, spec_options, req.draft_model):
-            cand, report = judge_candidate(judge, path, spec, launch, tp_space, req.speculative)
-            pool.reports_of[id(cand)] = report
-            if model is not None:
-                _fit(cand, model, gpu, plan.memory_version, req)
-            pool.add(cand)
+            cand, _ = judge_candidate(judge, path, spec, launch, tp_space, req.speculative)
+            pool.add(_fit(cand, model, gpu, plan.memory_version, req) if model is not None else cand)
         for key, finding in judge.findings_by_id.items():
             pool.findings_by_id.setdefault(key, finding)
     return pool
@@ -483,8 +482,8 @@ def _settle_unfit(pool: _Pool, evidence: list[Evidence], snapshot: SnapshotView,
     """Move the launches a measurement shows running back in; with none left that loads, say what would fit."""
     from topoctl.errors import TopoctlError
 
-    for cand in measured_to_run(pool.unfit, evidence, snapshot, model):
-        pool.unfit.remove(cand)
+    pool.unfit, measured = measured_to_run(pool.unfit, evidence, snapshot, model)
+    for cand in measured:
         (pool.blocked if cand.blocked_by else pool.candidates).append(cand)
     if model is not None and not pool.candidates and not pool.blocked and pool.unfit:
         best = max(pool.unfit, key=lambda c: (c.fit.kv_cache_bytes, c.tp))
@@ -500,11 +499,12 @@ def _price(pool: _Pool, evidence: list[Evidence], snapshot: SnapshotView, model:
     """Each launch's expected cost: the per-call table, then the launch model where a model is known."""
     from topoctl.autoconf.launch_model import Latencies
 
-    estimate_all(pool.candidates + pool.blocked, evidence, snapshot, model, allreduces)
+    passing = len(pool.candidates)
+    priced = estimate_all(pool.candidates + pool.blocked, evidence, snapshot, model, allreduces)
     if model is not None:
         lat = Latencies(snapshot, evidence)
-        for cand in pool.candidates + pool.blocked:
-            _predict(cand, model, gpu, lat, req)
+        priced = [_predict(cand, model, gpu, lat, req) for cand in priced]
+    pool.candidates, pool.blocked = priced[:passing], priced[passing:]
 
 
 def _result(snapshot: SnapshotView, model: dict[str, Any] | None, flags: Any, target_version: str | None,
@@ -514,7 +514,7 @@ def _result(snapshot: SnapshotView, model: dict[str, Any] | None, flags: Any, ta
     winner = candidates[0]
     paths = table.table()["allreduce_paths"]
     assert pool.space is not None
-    winner_space = settings_space(pool.reports_of[id(winner)].findings) if model is not None else pool.space
+    winner_space = settings_space(winner.report.findings) if model is not None else pool.space
     reasons, decided = winner_reasons(winner, winner_space, paths, bool(req.tp_size), plan.gpu_count,
                                       plan.machine_count)
     tied = ties(winner, candidates)
@@ -524,7 +524,7 @@ def _result(snapshot: SnapshotView, model: dict[str, Any] | None, flags: Any, ta
                      "preferences and the fewest departures from SGLang's defaults")
     same_tp = [c for c in candidates if c.tp == winner.tp]
     result = Result(snapshot, model, flags, target_version, winner.tp, plan.ep, req.speculative, req.force_speculative,
-                    winner, candidates, blocked, list(pool.reports_of[id(winner)].findings), reasons, decided,
+                    winner, candidates, blocked, list(winner.report.findings), reasons, decided,
                     speculative_comparison(same_tp, winner, req.speculative, req.force_speculative, blocked,
                                            [c for c in pool.unfit if c.tp == winner.tp]),
                     faster_paths(winner, same_tp, paths), notes, evidence,

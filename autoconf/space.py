@@ -34,8 +34,12 @@ def agrees(setting: str, value: Any, launch: dict[str, Any], scoped: dict[str, A
     return equal(setting, launch.get(setting), value, scoped)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Candidate:
+    """One launch the search considers, with what each stage found: judged by the rules (search.judge_candidate),
+    fitted (memory), priced (cost, launch_model), ranked. Frozen: each stage returns a new candidate
+    (dataclasses.replace), so a candidate in one list never changes under a reader of another."""
+
     path: str
     launch: dict[str, Any]
     blocked_by: list[tuple[Any, str]] = field(default_factory=list)  # (finding, why)
@@ -62,6 +66,7 @@ class Candidate:
     # rule id). The launch as SGLang runs it (`effective`) and the allreduce path that runs (`runs_path`) are what
     # the cost, the evidence and the rule preferences judge, the way check judges a launch.
     implied: dict[str, tuple[Any, str]] = field(default_factory=dict)
+    report: Any = field(default=None, repr=False, compare=False)  # the rules' report on this launch
 
     @property
     def effective(self) -> dict[str, Any]:

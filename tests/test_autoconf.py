@@ -140,12 +140,16 @@ def test_evidence_matching_and_relative_numbers():
     # a setting the evidence names must agree: another path, another batch size, another model
     assert _throughput(Candidate("custom", {"tp_size": 8}), evidence, kimi) is None
     # a setting the candidate departs in and no number names: it is not the launch that was measured
+    from topoctl.autoconf.cost import throughput_withheld
+
     other_bs = Candidate("nccl", dict(nccl, cuda_graph_max_bs=64))
-    assert _throughput(other_bs, evidence, kimi) is None
-    assert "this launch sets cuda_graph_max_bs=64, which the measurement did not" in other_bs.estimate_withheld[0]
+    found, withheld = throughput_withheld(other_bs, evidence, kimi)
+    assert found is None and _throughput(other_bs, evidence, kimi) is None
+    assert "this launch sets cuda_graph_max_bs=64, which the measurement did not" in withheld[0]
     p2p_off = Candidate("nccl", dict(nccl, **{"env:NCCL_P2P_DISABLE": "1"}))
-    assert _throughput(p2p_off, evidence, kimi) is None
-    assert "env:NCCL_P2P_DISABLE=1" in p2p_off.estimate_withheld[0]
+    found, withheld = throughput_withheld(p2p_off, evidence, kimi)
+    assert found is None and _throughput(p2p_off, evidence, kimi) is None
+    assert "env:NCCL_P2P_DISABLE=1" in withheld[0]
     # settings that do not change what decode throughput measures do not
     assert _throughput(Candidate("nccl", dict(nccl, enable_p2p_check=True, model_path="/m")), evidence, kimi)[0] == 89.5
     assert _throughput(Candidate("nccl", dict(nccl)), evidence, models.profile("deepseek-v3")) is None
