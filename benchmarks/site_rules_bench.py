@@ -1,7 +1,7 @@
 """What 1,000 one-rule site rule files cost `topoctl check`, the first time and warm, paired with a run
 without them and with `python -c pass` in the same interleaved rounds.
 
-Usage:  python benchmarks/site_rules_bench.py [--files 1000] [--repeat 7] [--system NAME]
+Usage:  python benchmarks/site_rules_bench.py [--files 1000] [--repeat 7] [--system NAME] [--markdown FILE]
 
 The site files are the shipped rules, one per file under new ids (site-NNNN-<id>), written as YAML: the
 real mix of matchers, specifiers and pair quantifiers. Each command is a fresh process (what a CI job
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import platform
 import statistics
 import subprocess
 import sys
@@ -68,8 +69,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--files", type=int, default=1000)
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--system", default="h200-4x-nvswitch-vm")
+    parser.add_argument("--markdown", help="also write the table as Markdown to this file (docs/performance.md quotes it)")
     args = parser.parse_args(argv)
     python = sys.executable
+    load_before, started = os.getloadavg()[0], time.time()
     with tempfile.TemporaryDirectory() as scratch:
         site = os.path.join(scratch, "site-rules")
         write_site_files(site, args.files)
@@ -88,9 +91,14 @@ def main(argv: list[str] | None = None) -> int:
             for name, command, env in zip(rows, ([python, "-c", "pass"], launch, with_rules, with_rules),
                                           (warm_env, warm_env, cold_env, warm_env)):
                 rows[name].append(_run(command, env, scratch, name))
+    took, load_after = time.time() - started, os.getloadavg()[0]
     base = rows["python -c pass"]
     plain = rows["check (no --rules)"]
     plain_cpu = CPU["check (no --rules)"]
+    header = (f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}; {args.repeat} "
+              f"interleaved rounds in {took:.0f} s, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(started))}; "
+              f"load average {load_before:.1f} before, {load_after:.1f} after")
+    print(header)
     print(f"{'command':48s} {'min s':>7s} {'median s':>9s} {'x pass (min)':>13s} {'x pass (med)':>13s} "
           f"{'added ms (med of pairs)':>24s} {'CPU min s':>10s} {'CPU added ms (med)':>19s}")
     for name, values in rows.items():
@@ -103,7 +111,36 @@ def main(argv: list[str] | None = None) -> int:
     warm_added = statistics.median(w - p for w, p in zip(rows[f"check --rules <{args.files} files> warm"], plain))
     print(f"\nfirst time {first:.2f} s (goal < 1.5 s); warm added {warm_added * 1000:.0f} ms (goal < 100 ms); "
           f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}, Python {sys.version.split()[0]}")
+    if args.markdown:
+        with open(args.markdown, "w", encoding="utf-8") as handle:
+            handle.write(markdown(rows, header, args.files))
     return 0
+
+
+def markdown(rows: dict[str, list[float]], header: str, files: int) -> str:
+    """The table as docs/performance.md quotes it: wall and CPU, each with the added cost over the run without
+    --rules in the same round (median of the pairs), and the two goals judged on the medians."""
+    base, plain, plain_cpu = rows["python -c pass"], rows["check (no --rules)"], CPU["check (no --rules)"]
+    lines = [header, "", "| run | wall min s | wall median s | x pass, wall (min / median) | added wall ms (median of "
+             "pairs) | CPU min s | CPU median s | added CPU ms (median of pairs) |", "|---|---|---|---|---|---|---|---|"]
+    for name, values in rows.items():
+        added = statistics.median(v - p for v, p in zip(values, plain)) * 1000
+        cpu_added = statistics.median(v - p for v, p in zip(CPU[name], plain_cpu)) * 1000
+        pairs = ("", "") if values is base else (f"{added:.0f}", f"{cpu_added:.0f}")  # pass: no check to add to
+        lines.append(f"| {name} | {min(values):.3f} | {statistics.median(values):.3f} | "
+                     f"{min(values) / min(base):.2f} / {statistics.median(values) / statistics.median(base):.2f} | "
+                     f"{pairs[0]} | {min(CPU[name]):.3f} | {statistics.median(CPU[name]):.3f} | {pairs[1]} |")
+    first = f"check --rules <{files} files> first time"
+    warm = f"check --rules <{files} files> warm"
+    first_wall, first_cpu = statistics.median(rows[first]), statistics.median(CPU[first])
+    warm_wall = statistics.median(w - p for w, p in zip(rows[warm], plain)) * 1000
+    warm_cpu = statistics.median(w - p for w, p in zip(CPU[warm], plain_cpu)) * 1000
+    lines += ["", f"Goals (medians): first time < 1.5 s: wall {first_wall:.2f} s "
+              + ("met" if first_wall < 1.5 else "**not met**") + f", CPU {first_cpu:.2f} s "
+              + ("met" if first_cpu < 1.5 else "**not met**") + f"; warm added < 100 ms: wall {warm_wall:.0f} ms "
+              + ("met" if warm_wall < 100 else "**not met**") + f", CPU {warm_cpu:.0f} ms "
+              + ("met" if warm_cpu < 100 else "**not met**") + "."]
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":
