@@ -176,9 +176,9 @@ def judge_candidate(judge: _Judge, path: str, spec: str | None, launch: dict[str
     return cand, report
 
 
-@dataclass
+@dataclass(frozen=True)
 class Request:
-    """What the user asked for beyond the machine and the model."""
+    """What the user asked for beyond the machine and the model (recommend's options hold one)."""
     speculative: str | None = None
     draft_model: str | None = None
     force_speculative: bool = False

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import os
 import shlex
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, fields, replace
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -28,6 +28,9 @@ from topoctl.commands._options import (  # noqa: F401 - flag_set_for: also impor
 from topoctl.commands.completion import complete_models
 from topoctl.errors import TopoctlError, one_line
 from topoctl.snapshot_view import SnapshotView
+
+if TYPE_CHECKING:
+    from topoctl.autoconf.search import Request
 
 FORMATS = ("env", "args", "json", "yaml", "table")
 
@@ -181,12 +184,14 @@ def command(**given: Any) -> int:
     Exit codes: 0 written; 1 no launch passes the rules, or the model does not fit
     (the hint says what would); 2 bad usage or input.
     """
-    return run(RecommendOptions(**given))
+    return run(RecommendOptions.from_params(given))
 
 
 @dataclass(frozen=True)
 class RecommendOptions:
-    """Everything `topoctl recommend` was given, one field per option (click's parameter names)."""
+    """Everything `topoctl recommend` was given: the target, the model, how to write the launch, and what the
+    user asks of the launch itself as the search's own Request (autoconf/search.py), so that the two cannot
+    drift apart. `request` is as given: run() lower-cases --speculative and reads the draft model's folder."""
 
     topology: str | None = None
     system: str | None = None
@@ -197,23 +202,29 @@ class RecommendOptions:
     model_path: str | None = None
     model_config: str | None = None
     sglang_version: str | None = None
-    speculative: str | None = None
-    draft_model: str | None = None
-    force_speculative: bool = False
-    tp_size: int | None = None
-    ep_size: int | None = None
-    dp_size: int | None = None
+    request: Request | None = None  # None: nothing asked (Request())
     nnodes: int = 1
-    objective: str = "latency"
-    context_length: int | None = None
-    max_running_requests: int | None = None
-    accept_length: float | None = None
     fmt: str = "env"
     top: int = 10
     explain: bool = False
     rules_dirs: tuple[str, ...] = ()
     disabled: tuple[str, ...] = ()
     output: str | None = None
+
+    @classmethod
+    def from_params(cls, given: dict[str, Any]) -> RecommendOptions:
+        """The options from click's parameters: those named like a Request field go into the request."""
+        from topoctl.autoconf.search import Request
+
+        params = dict(given)
+        asked = {item.name: params.pop(item.name) for item in fields(Request) if item.name in params}
+        return cls(**params, request=Request(**asked))
+
+    @property
+    def asked(self) -> Request:
+        from topoctl.autoconf.search import Request
+
+        return self.request if self.request is not None else Request()
 
 
 def run(options: RecommendOptions) -> int:
@@ -261,11 +272,12 @@ def _model(options: RecommendOptions) -> dict[str, Any] | None:
     require_value("--model-config", options.model_config, "give the path of the model's config.json, or leave it out")
     require_value("--model-path", options.model_path,
                   "give the model folder (the one holding config.json), or leave it out")
-    require_value("--draft-model", options.draft_model, "give the path of the EAGLE-3 draft model")
+    asked = options.asked
+    require_value("--draft-model", asked.draft_model, "give the path of the EAGLE-3 draft model")
     if sum(1 for given in (options.model_name, options.model_path, options.model_config) if given) > 1:
         raise TopoctlError("give one of --model, --model-path and --model-config, not both",
                            hint="they all name the model; --model-path reads a model folder, --model-config a config.json")
-    _check_speculative(options.speculative, options.draft_model, options.force_speculative)
+    _check_speculative(asked.speculative, asked.draft_model, asked.force_speculative)
     from topoctl.autoconf import models
 
     if options.model_path:
@@ -277,19 +289,17 @@ def _model(options: RecommendOptions) -> dict[str, Any] | None:
     return None
 
 
-def _request(options: RecommendOptions) -> Any:
+def _request(options: RecommendOptions) -> Request:
     """The search's Request: what the user asks of the launch (speculative decoding, parallel sizes, the
     objective, context, running requests, accept length) and the draft model's own properties when its folder
     is local."""
     from topoctl.autoconf import models
-    from topoctl.autoconf.search import Request
 
+    asked = options.asked
     draft = None
-    if options.draft_model and os.path.isfile(os.path.join(options.draft_model, "config.json")):
-        draft = models.from_model_dir(options.draft_model)  # a local draft folder: its own bytes
-    return Request(options.speculative.lower() if options.speculative else None, options.draft_model,
-                   options.force_speculative, options.tp_size, options.ep_size, options.dp_size, options.objective,
-                   options.context_length, options.max_running_requests, options.accept_length, draft)
+    if asked.draft_model and os.path.isfile(os.path.join(asked.draft_model, "config.json")):
+        draft = models.from_model_dir(asked.draft_model)  # a local draft folder: its own bytes
+    return replace(asked, speculative=asked.speculative.lower() if asked.speculative else None, draft=draft)
 
 
 def _note_environment(result: Any, nodes: Any) -> None:
