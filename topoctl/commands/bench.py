@@ -5,6 +5,7 @@ Layer: commands and CLI (docs/architecture.md, "Layers").
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from typing import Any
 
 import click
@@ -55,10 +56,7 @@ EXIT_INTERRUPTED = 130
 @click.option("--dtype", "dtype_name", type=click.Choice(["bf16", "fp16", "fp8"]), default=None,
               help="With --decode-step: the weight format to time (default: the model's own; a 4-bit model "
                    "needs one of these, as torch has no 4-bit product).")
-def command(topology: str | None, model_name: str | None, model_path: str | None, budget_s: float | None,
-            timeout_s: float, sizes: str | None, tokens: str | None, backend: str, world_size: int | None, fmt: str,
-            output: str | None, quiet: bool, decode_step: bool = False, tp_sizes: str = "1",
-            dtype_name: str | None = None) -> int:
+def command(**given: Any) -> int:
     """Measure the interconnect in about a minute and record it in the snapshot under `measurements`:
 
     \b
@@ -84,22 +82,49 @@ def command(topology: str | None, model_name: str | None, model_path: str | None
     NCCL init failure, a worker that died), 130 on Ctrl-C; the output file holds what was measured either
     way.
     """
+    return run(BenchOptions(**given))
+
+
+@dataclass(frozen=True)
+class BenchOptions:
+    """Everything `topoctl bench` was given, one field per option (click's parameter names)."""
+
+    topology: str | None = None
+    model_name: str | None = None
+    model_path: str | None = None
+    budget_s: float | None = None
+    timeout_s: float = 30.0
+    sizes: str | None = None
+    tokens: str | None = None
+    backend: str = "nccl"
+    world_size: int | None = None
+    fmt: str = "yaml"
+    output: str | None = None
+    quiet: bool = False
+    decode_step: bool = False
+    tp_sizes: str = "1"
+    dtype_name: str | None = None
+
+
+def run(options: BenchOptions) -> int:
+    """bench's stages: the options checked, the snapshot and torch, the plan, the run, the snapshot written."""
     from topoctl.probe.bench import plan as planning
 
-    _check_options(model_name, model_path, output, budget_s, timeout_s, world_size)
-    if decode_step:
-        return _decode_step(topology, model_name, model_path, tokens, tp_sizes, dtype_name, backend, timeout_s,
-                            fmt, output, quiet)
-    model = _model(model_name, model_path)
-    size_list = planning.parse_list(sizes, "--sizes", planning.parse_size)
-    token_list = planning.parse_list(tokens, "--tokens", planning.parse_tokens)
+    _check_options(options)
+    if options.decode_step:
+        return _decode_step(options)
+    backend, output, fmt, quiet = options.backend, options.output, options.fmt, options.quiet
+    model = _model(options.model_name, options.model_path)
+    size_list = planning.parse_list(options.sizes, "--sizes", planning.parse_size)
+    token_list = planning.parse_list(options.tokens, "--tokens", planning.parse_tokens)
 
     torch = _import_torch()
-    snapshot = _snapshot(topology)
-    count = _world_size(torch, backend, world_size, snapshot)
+    snapshot = _snapshot(options.topology)
+    count = _world_size(torch, backend, options.world_size, snapshot)
     gpus = [gpu["index"] for gpu in SnapshotView(snapshot).indexed_gpus][:count] if backend == "nccl" \
         else list(range(count))
-    plan = planning.build_plan(count, model, size_list, token_list, budget_s, timeout_s, backend=backend)
+    plan = planning.build_plan(count, model, size_list, token_list, options.budget_s, options.timeout_s,
+                               backend=backend)
     if count == 1 and not quiet:
         click.echo("topoctl bench: one GPU: no P2P pairs to check; measuring the single-GPU paths "
                    "(allreduce at world size 1, CUDA graph capture)", err=True)
@@ -139,10 +164,12 @@ def command(topology: str | None, model_name: str | None, model_path: str | None
     return 0 if outcome.measurements.get("complete") else EXIT_INCOMPLETE
 
 
-def _check_options(model_name: str | None, model_path: str | None, output: str | None, budget_s: float | None,
-                   timeout_s: float, world_size: int | None) -> None:
+def _check_options(options: BenchOptions) -> None:
     """Refuse option values that cannot work before anything is probed or started (one line each)."""
     from topoctl.commands._options import require_value
+
+    model_name, model_path, output = options.model_name, options.model_path, options.output
+    budget_s, timeout_s, world_size = options.budget_s, options.timeout_s, options.world_size
 
     require_value("--model", model_name, "name a built-in profile (kimi-k2.5, deepseek-v3, ...) or leave it out")
     require_value("--model-path", model_path, "give the model's folder or config.json, or leave it out")
@@ -160,21 +187,22 @@ def _check_options(model_name: str | None, model_path: str | None, output: str |
         raise TopoctlError("--world-size must be at least 1", hint="leave it out to use every visible GPU")
 
 
-def _decode_step(topology: str | None, model_name: str | None, model_path: str | None, tokens: str | None,
-                 tp_sizes: str, dtype_name: str | None, backend: str, timeout_s: float, fmt: str,
-                 output: str | None, quiet: bool) -> int:
+def _decode_step(options: BenchOptions) -> int:
     """`--decode-step`: the decode-step rows into the snapshot's measurements (probe/bench/decode_step.py)."""
     from topoctl.probe.bench import plan as planning
     from topoctl.probe.bench.runner import Progress, run_decode_step
+
+    model_name, model_path, tokens, backend = options.model_name, options.model_path, options.tokens, options.backend
+    timeout_s, fmt, output, quiet = options.timeout_s, options.fmt, options.output, options.quiet
 
     if not model_name and not model_path:
         raise TopoctlError("--decode-step needs the model to time",
                            hint="add --model NAME (a built-in profile) or --model-path DIR")
     token_list = planning.parse_list(tokens, "--tokens", planning.parse_tokens) or [1, 4, 16]
-    tps = planning.parse_list(tp_sizes, "--tp", _parse_tp) or [1]
-    requests = _decode_requests(model_name, model_path, token_list, tps, dtype_name, on_gpu=backend == "nccl")
+    tps = planning.parse_list(options.tp_sizes, "--tp", _parse_tp) or [1]
+    requests = _decode_requests(model_name, model_path, token_list, tps, options.dtype_name, on_gpu=backend == "nccl")
     torch = _import_torch()
-    snapshot = _snapshot(topology)
+    snapshot = _snapshot(options.topology)
     if backend == "nccl":
         _world_size(torch, backend, 1, snapshot)
     measurements = snapshot.get("measurements") or {"method": f"topoctl bench {__version__}",

@@ -4,6 +4,7 @@ Layer: commands and CLI (docs/architecture.md, "Layers")."""
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from typing import Any
 
 import click
@@ -84,7 +85,7 @@ def _check_lines(results: list[dict[str, Any]]) -> list[str]:
                    "repeatable.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("-o", "--output", metavar="FILE", help="Write the report to FILE atomically instead of stdout.")
-def command(paths: tuple[str, ...], launch: tuple[str, ...], fmt: str, output: str | None) -> int:
+def command(**given: Any) -> int:
     """Compare the nodes of a fleet, one snapshot each: which nodes differ from the majority and how (GPU
     model, links, NVLink, PCIe, P2P, NICs, GPUDirect RDMA, driver, versions).
 
@@ -98,10 +99,27 @@ def command(paths: tuple[str, ...], launch: tuple[str, ...], fmt: str, output: s
     Exit codes: 0 every node alike (and the launch passes); 1 a node differs (or the launch is blocked on
     some node); 2 bad usage or an unreadable snapshot.
     """
+    return run(FleetOptions(**given))
+
+
+@dataclass(frozen=True)
+class FleetOptions:
+    """Everything `topoctl fleet` was given (click's parameter names)."""
+
+    paths: tuple[str, ...] = ()
+    launch: tuple[str, ...] = ()
+    fmt: str = "text"
+    output: str | None = None
+
+
+def run(options: FleetOptions) -> int:
+    """fleet's stages: the snapshots read (one view each), compared, the launch checked per kind of node."""
     from topoctl.fleet import Node, aspects_of, compare, document, render_text
     from topoctl.io import emit
     from topoctl.render import dump
     from topoctl.snapshot import load_snapshot
+
+    paths, launch, fmt, output = options.paths, options.launch, options.fmt, options.output
 
     files = _snapshot_files(paths)
     if len(files) < 2:

@@ -10,6 +10,7 @@ Layer: commands and CLI (docs/architecture.md, "Layers").
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 import click
@@ -39,7 +40,7 @@ def command() -> None:
 @rules_options
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 @click.option("--severity", type=click.Choice(["block", "warn", "prefer", "info"]), help="Only rules of this severity.")
-def list_rules(rules_dirs: tuple[str, ...], disabled: tuple[str, ...], fmt: str, severity: str | None) -> None:
+def list_rules(**given: Any) -> None:
     """Every rule: id, severity, title and where it comes from (built-in or a site file).
 
     \b
@@ -48,9 +49,24 @@ def list_rules(rules_dirs: tuple[str, ...], disabled: tuple[str, ...], fmt: str,
       topoctl rules list --severity block --format json
       topoctl rules list --rules ./site-rules --disable nccl-ll128-without-nvlink='our NCCL build tested it'
     """
-    ruleset = load_rules_for(rules_dirs, disabled, with_tests=True)
-    rules = [rule for rule in ruleset.rules if severity is None or rule.severity == severity]
-    if fmt == "json":
+    run_list(ListOptions(**given))
+
+
+@dataclass(frozen=True)
+class ListOptions:
+    """Everything `topoctl rules list` was given (click's parameter names)."""
+
+    rules_dirs: tuple[str, ...] = ()
+    disabled: tuple[str, ...] = ()
+    fmt: str = "table"
+    severity: str | None = None
+
+
+def run_list(options: ListOptions) -> None:
+    """The rules of the options' sources, as a table or a JSON document."""
+    ruleset = load_rules_for(options.rules_dirs, options.disabled, with_tests=True)
+    rules = [rule for rule in ruleset.rules if options.severity is None or rule.severity == options.severity]
+    if options.fmt == "json":
         rows = [{"id": rule.id, "severity": rule.severity, "title": rule.title, "scope": rule.scope,
                  "builtin": rule.builtin, "source_file": rule.source_file, "tags": rule.tags,
                  "evidence_levels": sorted({str(item.get("level")) for item in rule.evidence}),
@@ -78,7 +94,7 @@ def list_rules(rules_dirs: tuple[str, ...], disabled: tuple[str, ...], fmt: str,
 @click.argument("rule_id", shell_complete=complete_rule_ids)
 @rules_options
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-def explain(rule_id: str, rules_dirs: tuple[str, ...], disabled: tuple[str, ...], fmt: str) -> None:
+def explain(**given: Any) -> None:
     """What a rule says, why (its evidence, with numbers and scope), when it applies, and its effect.
 
     \b
@@ -86,7 +102,23 @@ def explain(rule_id: str, rules_dirs: tuple[str, ...], disabled: tuple[str, ...]
       topoctl rules explain torch-symm-mem-sm12x-keyerror
       topoctl rules explain custom-allreduce-pcie-gate --format json
     """
-    ruleset = load_rules_for(rules_dirs, disabled, with_tests=True)
+    run_explain(ExplainOptions(**given))
+
+
+@dataclass(frozen=True)
+class ExplainOptions:
+    """Everything `topoctl rules explain` was given (click's parameter names)."""
+
+    rule_id: str
+    rules_dirs: tuple[str, ...] = ()
+    disabled: tuple[str, ...] = ()
+    fmt: str = "text"
+
+
+def run_explain(options: ExplainOptions) -> None:
+    """One rule, as text or a JSON document; an unknown id is bad usage, with the nearest ids as the hint."""
+    rule_id, fmt = options.rule_id, options.fmt
+    ruleset = load_rules_for(options.rules_dirs, options.disabled, with_tests=True)
     if rule_id not in ruleset:
         import difflib
 
@@ -166,7 +198,7 @@ def render_explanation(rule: Any, disabled_reason: str | None = None) -> str:
               help="Include the built-in rules (--no-builtin tests only the files given with --rules).")
 @click.option("-v", "--verbose", is_flag=True, help="Print every case, not only the failures.")
 @click.pass_context
-def test(ctx: click.Context, rules_dirs: tuple[str, ...], builtin: bool, verbose: bool) -> None:
+def test(ctx: click.Context, **given: Any) -> None:
     """Run every rule's own cases (must fire / must stay silent / cannot be decided), and report rules whose
     defaults for one setting differ where both apply; exit 1 if a case fails or defaults conflict.
 
@@ -176,9 +208,25 @@ def test(ctx: click.Context, rules_dirs: tuple[str, ...], builtin: bool, verbose
       topoctl rules test --rules ./site-rules -v
       topoctl rules test --no-builtin --rules ./site-rules
     """
+    if not run_test(SelfTestOptions(**given)):
+        ctx.exit(1)
+
+
+@dataclass(frozen=True)
+class SelfTestOptions:
+    """Everything `topoctl rules test` was given (click's parameter names)."""
+
+    rules_dirs: tuple[str, ...] = ()
+    builtin: bool = True
+    verbose: bool = False
+
+
+def run_test(options: SelfTestOptions) -> bool:
+    """Every rule's own cases and the conflicting defaults, printed; whether all passed and none conflict."""
     from topoctl.rules.selftest import default_conflicts, run_all
 
-    ruleset = load_rules_for(rules_dirs, builtin=builtin, with_tests=True)
+    rules_dirs, verbose = options.rules_dirs, options.verbose
+    ruleset = load_rules_for(rules_dirs, builtin=options.builtin, with_tests=True)
     if not ruleset.rules:
         raise TopoctlError("no rules to test" + (": the --rules paths hold no rule" if rules_dirs else ""),
                            hint="give --rules DIR with *.yaml rule files, or drop --no-builtin to test the built-in rules")
@@ -194,8 +242,7 @@ def test(ctx: click.Context, rules_dirs: tuple[str, ...], builtin: bool, verbose
         click.echo(f"CONFLICT  {conflict}")
     click.echo(f"{len(results) - len(failed)} passed, {len(failed)} failed ({len(ruleset.rules)} rules)"
                + (f", {len(conflicts)} conflicting defaults" if conflicts else ""))
-    if failed or conflicts:
-        ctx.exit(1)
+    return not failed and not conflicts
 
 
 @command.command("schema", short_help='Print the JSON Schema of a rule file.')
