@@ -188,3 +188,39 @@ def test_the_launch_model_reads_the_rows_of_the_models_weight_format():
     assert weight_format(models.profile("llama-3.1-70b")) == "bf16"
     assert weight_format(models.profile("deepseek-r1")) == "fp8"
     assert weight_format(models.profile("kimi-k2.5")) == "fp8"  # int4: the narrowest rows measured
+
+
+# ------------------------------------------------------------- the committed verify-width run (benchmarks/data/)
+
+VERIFY = os.path.join(os.path.dirname(FIXTURES), "benchmarks", "data", "h200-verify-tokens-bench")
+
+
+def _verify(name: str = "snapshot.json") -> dict:
+    return json.load(open(os.path.join(VERIFY, name), encoding="utf-8"))
+
+
+def test_the_verify_width_run_measured_every_shard_at_every_token_count_on_an_h200():
+    rows = _verify()["measurements"]["decode_step"]
+    assert len(rows) == 32 and {r["device"] for r in rows} == {"NVIDIA H200"}
+    assert all(r["status"] == "ok" and r["cuda_graph"] and r["layers"] == r["model_layers"] for r in rows)
+    assert {r["tokens"] for r in rows} == {1, 16, 32, 64}
+
+
+def test_a_wider_dense_pass_takes_longer_in_both_harnesses_by_less_than_a_fifth():
+    """docs/launch-model.md, "Verify-width passes": the bench's pass and the independent nn.Linear pass both
+    take longer at 64 tokens than at one, and by under 20%: a step from vector to matrix products, far from
+    the 64x of the tokens, which is why the model's per-token cost is microseconds a layer."""
+    rows = {(r["model"], r["tp"], r["tokens"]): r for r in _verify()["measurements"]["decode_step"]}
+    check = {(r["model"], r["tp"], r["tokens"]): r for r in _verify("independent.json")["rows"]}
+    assert len(check) == 20 and all(r["bytes_agree"] == 0 for r in check.values())
+    for model, tp in {(m, t) for m, t, _ in check}:
+        bench = rows[(model, tp, 64)]["graph_us_per_layer"] / rows[(model, tp, 1)]["graph_us_per_layer"]
+        plain = check[(model, tp, 64)]["graphed_us_per_layer"] / check[(model, tp, 1)]["graphed_us_per_layer"]
+        assert 1.0 < bench < 1.2 and 0.99 < plain < 1.2, (model, tp)
+
+
+def test_an_moe_verify_pass_reads_the_distinct_experts_of_independent_routing():
+    rows = {(r["tp"], r["tokens"]): r for r in _verify()["measurements"]["decode_step"] if r["model"] == "qwen3-30b-a3b"}
+    for tokens, expected in ((16, 82), (32, 111), (64, 126)):  # 128 x (1 - (1 - 8/128) ** T)
+        assert rows[(1, tokens)]["distinct_experts_per_moe_layer"] == pytest.approx(expected, abs=2)
+    assert rows[(1, 64)]["graph_us_per_layer"] > 4 * rows[(1, 1)]["graph_us_per_layer"]
