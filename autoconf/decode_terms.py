@@ -87,7 +87,7 @@ class Terms:
     @classmethod
     def from_vector(cls, names: list[str], values: list[float], base: Terms | None = None) -> Terms:
         data = dict((base or cls()).as_dict())
-        for name, value in zip(names, values):
+        for name, value in zip(names, values, strict=True):
             data[name] = min(value, BOUNDED[name]) if name in BOUNDED else value
         return cls(**data)
 

@@ -69,7 +69,7 @@ class MeasuredBandwidth:
             return pts[0][1]
         if layer_bytes >= pts[-1][0]:
             return pts[-1][1]
-        for (x0, y0), (x1, y1) in zip(pts, pts[1:]):
+        for (x0, y0), (x1, y1) in zip(pts, pts[1:], strict=False):
             if x0 <= layer_bytes <= x1:
                 if x1 == x0:
                     return (y0 + y1) / 2

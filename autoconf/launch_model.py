@@ -105,7 +105,7 @@ class Curve:
             value = pts[-1][1]
         else:
             value = pts[-1][1]
-            for (x0, y0), (x1, y1) in zip(pts, pts[1:]):
+            for (x0, y0), (x1, y1) in zip(pts, pts[1:], strict=False):
                 if x0 <= kib <= x1:
                     value = y0 + (y1 - y0) * (kib - x0) / (x1 - x0)
                     break

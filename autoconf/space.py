@@ -232,7 +232,7 @@ def launches(space: Space, base_launch: dict[str, Any], version: str, spec_optio
             for combo in itertools.product(*(space.options[name] for name in names)):
                 launch: dict[str, Any] = dict(base_launch)
                 launch.update(path_settings)
-                for name, value in zip(names, combo):
+                for name, value in zip(names, combo, strict=True):
                     if value is not None:
                         launch[name] = value
                 if spec:

@@ -31,7 +31,7 @@ def render_table(doc: dict[str, Any], top: int) -> str:
     ranked = [doc["chosen"], *doc.get("alternatives", [])]
     rows = [COLUMNS, *(_row(rank, candidate) for rank, candidate in enumerate(ranked[:top], 1))]
     widths = [max(len(row[i]) for row in rows) for i in range(len(COLUMNS) - 1)]
-    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)) + "  " + row[-1] for row in rows]
+    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False)) + "  " + row[-1] for row in rows]
     lines = [line.rstrip() for line in lines]
     target = doc.get("target", {})
     tail = [f"{len(ranked)} passing launch(es) on {target.get('system', 'the target')}"

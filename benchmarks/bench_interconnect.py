@@ -137,7 +137,7 @@ def main() -> int:
             mp.spawn(_allreduce_rank, args=(world, port, rows, options.iters, out_path), nprocs=world, join=True)
             with open(out_path, encoding="utf-8") as handle:
                 independent = json.load(handle)
-        for row, mine in zip(rows, independent):
+        for row, mine in zip(rows, independent, strict=False):
             name = row["path"] + (f"/{row['variant']}" if row.get("variant") else "")
             figures.append({"figure": f"allreduce {name} {row['bytes']} B{' graph' if row['cuda_graph'] else ''} (us)",
                             "bench": row["latency_us"]["median"], "independent": round(mine["median_us"], 3),

@@ -506,7 +506,7 @@ def counts(rng: random.Random, folder: str) -> Case:
         argv = ["check", *SYSTEM, "--sglang-version", NEWEST, "--", *LAUNCH, *flags]
         known = isinstance(tp, int) and tp > 4 and "--nnodes" not in chosen and "--pp-size" not in chosen
         return Case("counts", [argv], code_is(1) if known else None, label=" ".join(flags))
-    flags = [word for pair in zip(flags[::2], flags[1::2]) if pair[0] in ("--tp-size", "--dp-size", "--ep-size")
+    flags = [word for pair in zip(flags[::2], flags[1::2], strict=False) if pair[0] in ("--tp-size", "--dp-size", "--ep-size")
              for word in pair] or ["--tp-size", str(tp if tp is not None else 10 ** 9)]
     argv = ["recommend", *SYSTEM, *flags]
     tp_given = flags[flags.index("--tp-size") + 1] if "--tp-size" in flags else None

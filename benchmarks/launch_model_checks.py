@@ -221,7 +221,7 @@ def _loss_terms(case: Case, terms: Any) -> list[float]:
 def loss(vector: list[float], cases: list[Case]) -> float:
     terms = terms_mod.Terms.from_vector(FITTED, [math.exp(v) for v in vector], _base())
     total = sum(e * e for case in cases for e in _loss_terms(case, terms))
-    for name, value in zip(FITTED, vector):
+    for name, value in zip(FITTED, vector, strict=True):
         total += PRIOR_WEIGHT * (value - math.log(terms_mod.PARAMETERS[name][0])) ** 2
     return total
 
@@ -246,12 +246,12 @@ def nelder_mead(func: Any, start: list[float], iterations: int = 3000, tol: floa
         points, values = [points[i] for i in order], [values[i] for i in order]
         if values[-1] - values[0] < tol:
             break
-        centroid = [sum(c) / (len(points) - 1) for c in zip(*points[:-1])]
+        centroid = [sum(c) / (len(points) - 1) for c in zip(*points[:-1], strict=True)]
         worst = points[-1]
-        reflected = [c + (c - w) for c, w in zip(centroid, worst)]
+        reflected = [c + (c - w) for c, w in zip(centroid, worst, strict=True)]
         value = func(reflected)
         if value < values[0]:
-            expanded = [c + 2 * (c - w) for c, w in zip(centroid, worst)]
+            expanded = [c + 2 * (c - w) for c, w in zip(centroid, worst, strict=True)]
             exp_value = func(expanded)
             points[-1], values[-1] = (expanded, exp_value) if exp_value < value else (reflected, value)
         elif value < values[-2]:
@@ -263,14 +263,14 @@ def nelder_mead(func: Any, start: list[float], iterations: int = 3000, tol: floa
 
 def _contract_or_shrink(func: Any, points: list[list[float]], values: list[float], centroid: list[float]) -> None:
     worst = points[-1]
-    contracted = [c + 0.5 * (w - c) for c, w in zip(centroid, worst)]
+    contracted = [c + 0.5 * (w - c) for c, w in zip(centroid, worst, strict=True)]
     value = func(contracted)
     if value < values[-1]:
         points[-1], values[-1] = contracted, value
         return
     best = points[0]
     for i in range(1, len(points)):
-        points[i] = [b + 0.5 * (p - b) for b, p in zip(best, points[i])]
+        points[i] = [b + 0.5 * (p - b) for b, p in zip(best, points[i], strict=True)]
         values[i] = func(points[i])
 
 

@@ -107,7 +107,8 @@ def markdown(wall: list[tuple[str, float, float, float, float]], cpu: list[tuple
     """The table as docs/performance.md and the README quote it: wall and CPU ratios side by side."""
     lines = [header, "", "| command | wall min s | wall median s | x pass, wall (min / median) | CPU min s | "
              "x pass, CPU (min / median) | goal |", "|---|---|---|---|---|---|---|"]
-    for (name, low, mid, ratio_min, ratio_median), (_, cpu_low, _, cpu_ratio_min, cpu_ratio_median) in zip(wall, cpu):
+    for (name, low, mid, ratio_min, ratio_median), (_, cpu_low, _, cpu_ratio_min, cpu_ratio_median) in \
+            zip(wall, cpu, strict=True):
         goal = GOALS.get(name)
         verdict = ""
         if goal is not None:
@@ -143,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     print(header)
     print(f"{'command':44s} {'wall min':>8s} {'median':>7s} {'x min':>6s} {'x med':>6s} {'CPU min':>8s} "
           f"{'x min':>6s} {'x med':>6s}")
-    for (name, low, mid, ratio_min, ratio_median), (_, cpu_low, _, cpu_min, cpu_median) in zip(table, cpu_table):
+    for (name, low, mid, ratio_min, ratio_median), (_, cpu_low, _, cpu_min, cpu_median) in zip(table, cpu_table, strict=True):
         print(f"{name:44s} {low:8.3f} {mid:7.3f} {ratio_min:6.2f} {ratio_median:6.2f} {cpu_low:8.3f} {cpu_min:6.2f} "
               f"{cpu_median:6.2f}")
     if args.markdown:

@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
         for round_number in range(args.repeat):
             cold_env = dict(warm_env, XDG_CACHE_HOME=os.path.join(scratch, f"cold-{round_number}"))
             for name, command, env in zip(rows, ([python, "-c", "pass"], launch, with_rules, with_rules),
-                                          (warm_env, warm_env, cold_env, warm_env)):
+                                          (warm_env, warm_env, cold_env, warm_env), strict=False):
                 rows[name].append(_run(command, env, scratch, name))
     took, load_after = time.time() - started, os.getloadavg()[0]
     base = rows["python -c pass"]
@@ -102,13 +102,13 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'command':48s} {'min s':>7s} {'median s':>9s} {'x pass (min)':>13s} {'x pass (med)':>13s} "
           f"{'added ms (med of pairs)':>24s} {'CPU min s':>10s} {'CPU added ms (med)':>19s}")
     for name, values in rows.items():
-        added = statistics.median(v - p for v, p in zip(values, plain)) * 1000
-        cpu_added = statistics.median(v - p for v, p in zip(CPU[name], plain_cpu)) * 1000
+        added = statistics.median(v - p for v, p in zip(values, plain, strict=False)) * 1000
+        cpu_added = statistics.median(v - p for v, p in zip(CPU[name], plain_cpu, strict=False)) * 1000
         print(f"{name:48s} {min(values):7.3f} {statistics.median(values):9.3f} {min(values) / min(base):13.2f} "
               f"{statistics.median(values) / statistics.median(base):13.2f} {added:24.0f} {min(CPU[name]):10.3f} "
               f"{cpu_added:19.0f}")
     first = statistics.median(rows[f"check --rules <{args.files} files> first time"])
-    warm_added = statistics.median(w - p for w, p in zip(rows[f"check --rules <{args.files} files> warm"], plain))
+    warm_added = statistics.median(w - p for w, p in zip(rows[f"check --rules <{args.files} files> warm"], plain, strict=False))
     print(f"\nfirst time {first:.2f} s (goal < 1.5 s); warm added {warm_added * 1000:.0f} ms (goal < 100 ms); "
           f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}, Python {sys.version.split()[0]}")
     if args.markdown:
@@ -124,8 +124,8 @@ def markdown(rows: dict[str, list[float]], header: str, files: int) -> str:
     lines = [header, "", "| run | wall min s | wall median s | x pass, wall (min / median) | added wall ms (median of "
              "pairs) | CPU min s | CPU median s | added CPU ms (median of pairs) |", "|---|---|---|---|---|---|---|---|"]
     for name, values in rows.items():
-        added = statistics.median(v - p for v, p in zip(values, plain)) * 1000
-        cpu_added = statistics.median(v - p for v, p in zip(CPU[name], plain_cpu)) * 1000
+        added = statistics.median(v - p for v, p in zip(values, plain, strict=False)) * 1000
+        cpu_added = statistics.median(v - p for v, p in zip(CPU[name], plain_cpu, strict=False)) * 1000
         pairs = ("", "") if values is base else (f"{added:.0f}", f"{cpu_added:.0f}")  # pass: no check to add to
         lines.append(f"| {name} | {min(values):.3f} | {statistics.median(values):.3f} | "
                      f"{min(values) / min(base):.2f} / {statistics.median(values) / statistics.median(base):.2f} | "
@@ -133,8 +133,8 @@ def markdown(rows: dict[str, list[float]], header: str, files: int) -> str:
     first = f"check --rules <{files} files> first time"
     warm = f"check --rules <{files} files> warm"
     first_wall, first_cpu = statistics.median(rows[first]), statistics.median(CPU[first])
-    warm_wall = statistics.median(w - p for w, p in zip(rows[warm], plain)) * 1000
-    warm_cpu = statistics.median(w - p for w, p in zip(CPU[warm], plain_cpu)) * 1000
+    warm_wall = statistics.median(w - p for w, p in zip(rows[warm], plain, strict=False)) * 1000
+    warm_cpu = statistics.median(w - p for w, p in zip(CPU[warm], plain_cpu, strict=False)) * 1000
     lines += ["", f"Goals (medians): first time < 1.5 s: wall {first_wall:.2f} s "
               + ("met" if first_wall < 1.5 else "**not met**") + f", CPU {first_cpu:.2f} s "
               + ("met" if first_cpu < 1.5 else "**not met**") + f"; warm added < 100 ms: wall {warm_wall:.0f} ms "

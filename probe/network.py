@@ -152,7 +152,7 @@ def _dmabuf(kernel: str | None) -> tuple[bool | None, str]:
 
 def _common_prefix(a: list[str], b: list[str]) -> int:
     count = 0
-    for left, right in zip(a, b):
+    for left, right in zip(a, b, strict=False):
         if left != right:
             break
         count += 1

@@ -56,7 +56,7 @@ def parse_topo_matrix(text: str) -> dict[tuple[int, int], str]:
         if len(cells) < len(header):
             raise ParseError(f"row {label} has {len(cells)} cells, expected at least {len(header)}")
         src = int(label[3:])
-        for column, cell in zip(header, cells):
+        for column, cell in zip(header, cells, strict=False):
             if column.startswith("GPU") and column != label:
                 result[(src, int(column[3:]))] = cell
     return result
@@ -70,7 +70,7 @@ def parse_p2p_matrix(text: str) -> dict[tuple[int, int], str]:
         if len(cells) < len(header):
             raise ParseError(f"row {label} has {len(cells)} cells, expected {len(header)}")
         src = int(label[3:])
-        for column, cell in zip(header, cells):
+        for column, cell in zip(header, cells, strict=False):
             if column == label:
                 continue
             if cell not in P2P_CODES:

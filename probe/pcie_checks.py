@@ -95,7 +95,7 @@ def pcie_field_values(nvml: Any, i: int) -> Answer:
         ids = [getattr(lib, PCIE_FIELDS[name]) for name in names]
         values = nvml._call("nvmlDeviceGetFieldValues", nvml._handle(i), ids)
         out: dict[str, Any] = {}
-        for name, value in zip(names, values):
+        for name, value in zip(names, values, strict=False):
             status = int(value.nvmlReturn)
             if status != 0:
                 out[name] = "err:NotSupported" if status == 3 else f"err:NVMLError({status})"
@@ -188,7 +188,7 @@ def pair_acs(path_a: list[str], path_b: list[str], acs_of: dict[str, dict[str, A
         return True, None
     if all(value is False for value in redirects):
         return False, None
-    first = next(bdf for bdf, value in zip(between, redirects) if value is None)
+    first = next(bdf for bdf, value in zip(between, redirects, strict=True) if value is None)
     return None, f"ACS not readable on a bridge between them ({acs_of.get(first, {}).get('reason') or 'not read'})"
 
 
@@ -330,7 +330,7 @@ def summary(snapshot: dict[str, Any]) -> dict[str, Any]:
     return {
         "acs_redirect_pairs": ([[p["src"], p["dst"]] for p in pairs if p.get("pcie_acs_redirect") is True]
                                if pairs and (True in redirect or None not in redirect) else None),
-        "bar1_small_gpus": ([g["index"] for g, c in zip(gpus, covers) if c is False]
+        "bar1_small_gpus": ([g["index"] for g, c in zip(gpus, covers, strict=True) if c is False]
                             if False in covers or (covers and None not in covers) else None),
         "iommu_mode": (snapshot.get("iommu") or {}).get("mode"),
     }

@@ -172,10 +172,10 @@ def site_rules(directory: str, with_tests: bool = True) -> SiteRules:
     entries: dict[str, Any] = {}
     tests: dict[str, Any] = {}
     out = SiteRules()
-    for path, (entry, cases) in zip(files, _site_entries(files, known, known_tests, with_tests)):
+    for path, (entry, cases) in zip(files, _site_entries(files, known, known_tests, with_tests), strict=True):
         name = os.path.basename(path)
         entries[name], tests[name] = entry, cases
-        for plain, rule_cases in zip(entry["rules"], cases["tests"] if with_tests else [[]] * len(entry["rules"])):
+        for plain, rule_cases in zip(entry["rules"], cases["tests"] if with_tests else [[]] * len(entry["rules"]), strict=True):
             out.rules.append(_rule_from_plain({**plain, "tests": rule_cases, "source_file": path}))
         out.disables.extend((path, str(rule_id), str(reason)) for rule_id, reason in entry["disables"])
         if not entry["rules"] and not entry["disables"]:
@@ -228,7 +228,7 @@ def _site_entries(files: list[str], known: dict[str, Any], known_tests: dict[str
         else:
             results.append(None)
             stale.append((position, path, data, digest))
-    for (position, *_), checked in zip(stale, _check_stale(stale)):
+    for (position, *_), checked in zip(stale, _check_stale(stale), strict=True):
         results[position] = checked
     return [entry for entry in results if entry is not None]
 
@@ -287,7 +287,7 @@ def _check_stale(stale: list[tuple[int, str, bytes | None, str]]) -> list[Entry]
     if not isinstance(handed, list) or len(handed) != len(theirs):
         handed = [_checked_or_none(item) for item in theirs]
     merged = [mine[index // 2] if index % 2 == 0 else handed[index // 2] for index in range(len(stale))]
-    return [entry if entry is not None else _checked(item) for item, entry in zip(stale, merged)]
+    return [entry if entry is not None else _checked(item) for item, entry in zip(stale, merged, strict=True)]
 
 
 def _fresh(entry: Any, digest: str, lists: tuple[str, ...]) -> bool:

@@ -100,7 +100,7 @@ def real_parser_dump(src: Path) -> dict[str, Any]:
         if isinstance(action.get("choices"), list):  # order changes from one process to the next
             action["choices"] = _sorted_choices(action["choices"])
     real["probes"] = [{"argv": argv, "ok": out["ok"], "error": out.get("error"), "exit": out.get("exit")}
-                      for argv, out in zip(PROBES, real["probes"])]
+                      for argv, out in zip(PROBES, real["probes"], strict=False)]
     return real
 
 

@@ -91,7 +91,7 @@ def _is_site(node: ast.AST) -> bool:
         return name == "flashinfer_allreduce_fusion_backend" and on(node.value)
     if isinstance(node, ast.Return) and isinstance(node.value, ast.Dict):
         return any(isinstance(k, ast.Constant) and k.value == "flashinfer_allreduce_fusion_backend" and on(v)
-                   for k, v in zip(node.value.keys, node.value.values))
+                   for k, v in zip(node.value.keys, node.value.values, strict=True))
     return False
 
 

@@ -36,7 +36,7 @@ def docs_layers() -> list[tuple[str, list[str]]]:
 
 def layer_of(module: str) -> str | None:
     best: tuple[int, str] | None = None
-    for name, members in zip(LAYER_NAMES, contract_layers()):
+    for name, members in zip(LAYER_NAMES, contract_layers(), strict=False):
         for member in members:
             if (module == member or module.startswith(member + ".")) and (best is None or len(member) > best[0]):
                 best = (len(member), name)
@@ -44,7 +44,7 @@ def layer_of(module: str) -> str | None:
 
 
 def test_the_docs_table_is_the_contract():
-    assert docs_layers() == list(zip(LAYER_NAMES, contract_layers()))
+    assert docs_layers() == list(zip(LAYER_NAMES, contract_layers(), strict=False))
 
 
 PICTURE_LABEL_WIDTH = 28  # the picture's first column: a layer's name, then its modules from this column on
@@ -71,7 +71,7 @@ def test_the_docs_picture_is_the_contract():
     in that layer (by its last name: `autoconf/: check` for topoctl.autoconf.check)."""
     picture = docs_picture()
     assert [label for label, _ in picture] == LAYER_NAMES
-    for (label, body), members in zip(picture, contract_layers()):
+    for (label, body), members in zip(picture, contract_layers(), strict=False):
         for member in members:
             short = member.rsplit(".", 1)[-1]
             assert re.search(rf"(?<![\w]){re.escape(short)}(?![\w])", body), f"{label}: the picture lacks {member}"

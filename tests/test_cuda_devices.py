@@ -102,7 +102,7 @@ def _machine(draw):
     uuids = draw(st.lists(st.text("0123456789abcdef", min_size=8, max_size=8), min_size=count, max_size=count,
                           unique=True))
     return {"gpus": [{"index": index, "pci_bus_id": f"00000000:{bus:02x}:00.0", "uuid": f"GPU-{uuid}", "name": "G"}
-                     for index, bus, uuid in zip(indices, buses, uuids)]}
+                     for index, bus, uuid in zip(indices, buses, uuids, strict=True)]}
 
 
 def _bus_rank(snapshot):

@@ -76,9 +76,9 @@ def test_every_command_and_format_is_byte_identical_across_hash_seeds(tmp_path):
     other = run_all("random", str(tmp_path / "cache-b"))  # a cold cache and a random seed
     listed = commands()
     assert len(cold) == len(listed) > 100
-    for argv, a, b, c in zip(listed, cold, warm, other):
+    for argv, a, b, c in zip(listed, cold, warm, other, strict=True):
         assert a == b == c, argv
-    for argv, (code, _, _, size) in zip(listed, cold):
+    for argv, (code, _, _, size) in zip(listed, cold, strict=True):
         no_gpu = any(part.endswith("no-gpu") for part in argv)
         # 2: a deterministic refusal too (kimi-k2.5 does not fit on 8x H100); 3: the capture of a machine without GPUs
         assert code == (3 if no_gpu else code) and code in (0, 1, 2, 3), argv

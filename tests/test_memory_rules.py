@@ -179,7 +179,7 @@ def test_each_section_covers_every_known_release_once_without_gaps(section):
     entries = memory.rules()[section]
     known = known_releases()
     assert str(entries[0]["versions"][0]) == known[0] and str(entries[-1]["versions"][1]) == known[-1]
-    for before, after in zip(entries, entries[1:]):
+    for before, after in zip(entries, entries[1:], strict=False):
         last, first = str(before["versions"][1]), str(after["versions"][0])
         assert known.index(first) == known.index(last) + 1, f"{section}: gap or overlap between {last} and {first}"
     for entry in entries:

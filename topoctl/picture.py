@@ -52,7 +52,7 @@ def _shared_bridges(endpoints: list[tuple[str, dict[str, Any]]]) -> set[str]:
     shared = {bdf for bdf, nodes in holders.items() if len(nodes) > 1}
     for _, entry in endpoints:
         path = [bdf for bdf in entry.get("pcie_path") or [] if bdf in shared]
-        for parent, child in zip(path, path[1:]):
+        for parent, child in zip(path, path[1:], strict=False):
             if holders[parent] == holders[child]:
                 shared.discard(parent)
     return shared
@@ -119,7 +119,7 @@ class _Picture:
             chain += [bdf for bdf in entry.get("pcie_path") or [] if bdf in self.shared]
             if not chain:
                 continue
-            for parent, child in zip(chain, chain[1:]):
+            for parent, child in zip(chain, chain[1:], strict=False):
                 if (parent, child) not in drawn:
                     drawn.add((parent, child))
                     self.lines.append(f"  {_quote(parent)} -> {_quote(child)} [arrowhead=none];")

@@ -50,7 +50,7 @@ def _same(one: Any, two: Any) -> bool:
     if isinstance(one, dict) and isinstance(two, dict):
         return one.keys() == two.keys() and all(_same(one[key], two[key]) for key in one)
     if isinstance(one, list) and isinstance(two, list):
-        return len(one) == len(two) and all(_same(a, b) for a, b in zip(one, two))
+        return len(one) == len(two) and all(_same(a, b) for a, b in zip(one, two, strict=True))
     return bool(one == two) and (isinstance(one, str) == isinstance(two, str))
 
 

@@ -187,7 +187,7 @@ def check_version(version: str, src: Path, data_dir: Path = DATA_DIR) -> dict[st
     real = run_real(src, "dump", [json.dumps(PROBES)])
     result = compare(real, data)
     probes = [{"argv": argv, "ok": out["ok"], "error": out.get("error"), "exit": out.get("exit")}
-              for argv, out in zip(PROBES, real["probes"])]
+              for argv, out in zip(PROBES, real["probes"], strict=False)]
     result.update({"version": version, "wheel_sha256": data["source"]["sha256"], "python": real["python"],
                    "stubbed_packages": real["stubbed"], "sglang_modules_failed": sorted(real["sglang_modules_failed"]),
                    "probes": probes})

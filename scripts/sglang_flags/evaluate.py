@@ -37,7 +37,7 @@ class Evaluator:
             return sorted((self.eval(e, module, depth + 1) for e in node.elts), key=repr)
         if isinstance(node, ast.Dict):
             return {self.eval(k, module, depth + 1): self.eval(v, module, depth + 1)
-                    for k, v in zip(node.keys, node.values) if k is not None}
+                    for k, v in zip(node.keys, node.values, strict=True) if k is not None}
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
             return -self.eval(node.operand, module, depth + 1)
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):

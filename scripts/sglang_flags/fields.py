@@ -158,7 +158,7 @@ def declarative_flag(fmod: Module, name: str, node: ast.AnnAssign, ev: Evaluator
                 rec["const"] = own_defaults["const"]
         akw = arg_kw.get("action_kwargs")
         if isinstance(akw, ast.Dict):
-            for k, v in zip(akw.keys, akw.values):
+            for k, v in zip(akw.keys, akw.values, strict=True):
                 if isinstance(k, ast.Constant) and k.value in ("nargs", "new_flag", "error_message"):
                     try:
                         rec[("_" if k.value != "nargs" else "") + k.value] = fev.eval(v)

@@ -54,7 +54,7 @@ def action_init_defaults(module: Module, action_name: str) -> dict[str, Any] | N
             args = item.args
             pos = args.args
             defaults = [None] * (len(pos) - len(args.defaults)) + list(args.defaults)
-            pairs = list(zip(pos, defaults)) + list(zip(args.kwonlyargs, args.kw_defaults))
+            pairs = list(zip(pos, defaults, strict=True)) + list(zip(args.kwonlyargs, args.kw_defaults, strict=True))
             for a, d in pairs:
                 if a.arg in ("nargs", "const", "default") and isinstance(d, ast.Constant):
                     out[a.arg] = d.value

@@ -77,7 +77,7 @@ def unique_rule_paths(paths: tuple[str, ...] | list[str]) -> list[str]:
     for path in paths:
         files = rule_files(path)  # a missing path fails here as it would in the loader
         real = _real_paths(files)
-        fresh = [name for name, where in zip(files, real) if where not in seen]
+        fresh = [name for name, where in zip(files, real, strict=True) if where not in seen]
         seen.update(real)
         if len(fresh) == len(files):
             out.append(path)

@@ -297,7 +297,7 @@ def _value_words(key: str, value: Any, store_true: bool, version: Version) -> li
 def _merge_config(args: list[str], wheres: list[str], flags: Any, launch: Launch, prepared: Prepared) -> tuple[
         list[str], list[str]]:
     version = _version(flags)
-    for word, where in zip(args, wheres):
+    for word, where in zip(args, wheres, strict=False):
         if word.startswith("--config="):
             prepared.problems.append(Problem(
                 "config-not-merged", "warn",
