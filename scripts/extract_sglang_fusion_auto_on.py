@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from grep_releases import releases  # noqa: E402  (the release folders in version order, one definition)
+from grep_releases import release_folders, releases, write_or_print  # noqa: E402  (shared by the extractors)
 
 FILES = ("sglang/srt/server_args.py", "sglang/srt/arg_groups/overrides.py")
 UTILS = "sglang/srt/utils/common.py"
@@ -436,13 +436,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--doc-rows", action="store_true",
                         help="print the rules' rows for the table of built-in rules in docs/rules.md instead")
     args = parser.parse_args(argv)
-    if not os.path.isdir(args.src_root):
-        print(f"error: {args.src_root} is not a folder (hint: one unpacked wheel per release under it)",
-              file=sys.stderr)
-        return 2
-    found = releases(args.src_root)
-    if not found:
-        print(f"error: no release folders under {args.src_root}", file=sys.stderr)
+    found = release_folders(args.src_root)
+    if found is None:
         return 2
     try:
         text = render(groups(args.src_root), found)
@@ -455,13 +450,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {error} (hint: read the gate in that release and extend the table in this script)",
               file=sys.stderr)
         return 1
-    if args.output:
-        sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-        from topoctl.io import write_atomic
-
-        write_atomic(args.output, text)
-    else:
-        sys.stdout.write(text)
+    write_or_print(text, args.output)
     return 0
 
 

@@ -29,7 +29,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from grep_releases import releases  # noqa: E402  (the release folders in version order, one definition)
+from grep_releases import release_folders, releases, write_or_print  # noqa: E402  (shared by the extractors)
 
 LISTS = ("multimodal_model_archs", "piecewise_cuda_graph_disabled_model_archs",
          "multimodal_piecewise_cuda_graph_supported_model_archs",
@@ -101,22 +101,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("src_root", help="folder with one unpacked wheel per release (SRC_ROOT/<version>/sglang/)")
     parser.add_argument("-o", "--output", help="write here (atomically) instead of stdout")
     args = parser.parse_args(argv)
-    if not os.path.isdir(args.src_root):
-        print(f"error: {args.src_root} is not a folder (hint: one unpacked wheel per release under it)",
-              file=sys.stderr)
+    found = release_folders(args.src_root)
+    if found is None:
         return 2
-    found = releases(args.src_root)
-    if not found:
-        print(f"error: no release folders under {args.src_root}", file=sys.stderr)
-        return 2
-    text = render(extract(args.src_root), found)
-    if args.output:
-        sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-        from topoctl.io import write_atomic
-
-        write_atomic(args.output, text)
-    else:
-        sys.stdout.write(text)
+    write_or_print(render(extract(args.src_root), found), args.output)
     return 0
 
 

@@ -33,6 +33,31 @@ def releases(root: str) -> list[str]:
     return [name for _, name in sorted(found)]
 
 
+def release_folders(src_root: str) -> list[str] | None:
+    """The release folders of an extractor's SRC_ROOT, oldest first; None (the error said on stderr, exit 2 for
+    the caller) when it is not a folder or holds no release."""
+    if not os.path.isdir(src_root):
+        print(f"error: {src_root} is not a folder (hint: one unpacked wheel per release under it)", file=sys.stderr)
+        return None
+    found = releases(src_root)
+    if not found:
+        print(f"error: no release folders under {src_root}", file=sys.stderr)
+        return None
+    return found
+
+
+def write_or_print(text: str, output: str | None) -> None:
+    """An extractor's result: written to `output` atomically (topoctl.io.write_atomic, so a run cut short leaves
+    the committed data file whole), or printed when no -o was given."""
+    if not output:
+        sys.stdout.write(text)
+        return
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    from topoctl.io import write_atomic
+
+    write_atomic(output, text)
+
+
 def matches(folder: str, pattern: re.Pattern[str], subpath: str) -> list[tuple[str, int, str]]:
     """(file, line number, stripped text) of every line matching `pattern` under folder/subpath (*.py only)."""
     base = os.path.join(folder, subpath)
