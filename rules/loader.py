@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Iterable
 
-from topoctl import limits, vocab
+from topoctl import cache, limits, vocab
 from topoctl.errors import TopoctlError
 
 from . import settings as launch_settings
@@ -91,8 +91,6 @@ def builtin_rules() -> tuple[Rule, ...]:
     The checked rules are kept in topoctl's knowledge cache (topoctl/cache.py) as plain data, so a warm
     start neither imports PyYAML nor re-checks them; only the conditions are compiled again.
     """
-    from topoctl import cache
-
     here = cache.package_dir(__package__)
     files = builtin_rule_files()
     sources = files + [launch_settings.SETTINGS_FILE] + [os.path.join(here, name) for name in ("loader.py", "model.py")]
@@ -118,7 +116,7 @@ def _holds_every_rule(entries: Any, files: list[str]) -> bool:
     parser on the warm path), each with the fields a Rule needs."""
     wanted: list[str] = []
     for path in files:
-        wanted += _ID_LINE.findall(limits.read_text(path, limits.MAX_DATA_FILE_BYTES))
+        wanted += _ID_LINE.findall(cache.source_text(path))
     if not isinstance(entries, list) or sorted(entry["id"] for entry in entries) != sorted(wanted):
         return False
     return all(set(_PLAIN_FIELDS) <= set(entry) and "tests" in entry for entry in entries)
@@ -134,8 +132,6 @@ class SiteRules:
 
 def _site_code() -> list[str]:
     """The code and data a checked site rule depends on: a change to any of them checks every file again."""
-    from topoctl import cache
-
     here = cache.package_dir(__package__)
     return [launch_settings.SETTINGS_FILE] + [os.path.join(here, name) for name in (
         "loader.py", "model.py", "conditions.py", "facts.py", os.path.join("schema", "rule.schema.json"))]
@@ -162,8 +158,6 @@ def site_rules(directory: str, with_tests: bool = True) -> SiteRules:
     The rules' test cases (most of a rule file's bytes) are kept in a second entry that only `with_tests`
     reads and writes (`rules list`, `explain`, `test`): `check` and `recommend` neither decode nor store them,
     and get rules with no test cases."""
-    from topoctl import cache
-
     files = rule_files(directory)
     code = _site_code()
     real = os.path.realpath(directory)
@@ -345,8 +339,6 @@ def _compiled(when: Any, checked: bool = False) -> Any:
 
 
 def builtin_rule_files() -> list[str]:
-    from topoctl import cache
-
     return cache.data_files(os.path.join(cache.package_dir(__package__), "knowledge"), RULE_FILE_SUFFIXES)
 
 

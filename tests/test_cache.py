@@ -319,3 +319,24 @@ def test_a_run_served_by_the_shipped_sections_loads_no_openssl(tmp_path):
     env.pop("TOPOCTL_NO_CACHE", None)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env).stdout
     assert out.splitlines()[-1] == "[]", out
+
+
+def test_a_shipped_section_s_check_reads_the_bytes_that_were_hashed(tmp_path, monkeypatch):
+    """The rules section's check (every rule id of the shipped files) reads the bytes content_stamp hashed
+    instead of reading each rule file again, and nothing of them is kept after the call."""
+    from topoctl import limits
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "empty"))
+    monkeypatch.delenv("TOPOCTL_NO_CACHE", raising=False)
+    files = loader.builtin_rule_files()
+    reads: list[str] = []
+    real = limits.read_file
+    monkeypatch.setattr(limits, "read_file", lambda path, *a, **k: reads.append(path) or real(path, *a, **k))
+    loader.builtin_rules.cache_clear()
+    try:
+        assert len(loader.builtin_rules()) == len(set(loader._ID_LINE.findall(
+            "".join(limits.read_text(path, limits.MAX_DATA_FILE_BYTES) for path in files))))
+    finally:
+        loader.builtin_rules.cache_clear()
+    assert all(reads.count(path) == 2 for path in files), {path: reads.count(path) for path in files}  # + the test's
+    assert cache._hashed == {}

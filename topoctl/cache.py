@@ -59,6 +59,7 @@ ENV_DISABLE = "TOPOCTL_NO_CACHE"
 KEY_FILE = "key"  # the install's HMAC key, beside the cached sections
 KEY_BYTES = 32
 _keys: dict[str, bytes | None] = {}  # cache folder -> its key, read once per process
+_hashed: dict[str, bytes] = {}  # source path -> the bytes content_stamp hashed, during one cached() call
 
 
 def cache_dir() -> str | None:
@@ -116,6 +117,7 @@ def cached(section: str, sources: Iterable[str], build: Callable[[], Any],
     rebuilt.
     """
     sources = list(sources)
+    _hashed.clear()  # what a check reads through source_text is what this call hashed, never an older read
     folder = cache_dir()
     if folder is None:
         data = build()
@@ -128,8 +130,11 @@ def cached(section: str, sources: Iterable[str], build: Callable[[], Any],
     if found is not None and (check is None or _holds(check, found[0])):
         return found[0]
     shipped = _read_shipped(section, sources)
-    if shipped is not None and (check is None or _holds(check, shipped[0])):
-        return shipped[0]  # not copied into the user cache: reading it here costs what a copy would save
+    try:
+        if shipped is not None and (check is None or _holds(check, shipped[0])):
+            return shipped[0]  # not copied into the user cache: reading it here costs what a copy would save
+    finally:
+        _hashed.clear()  # held only for the check of the section they were hashed for
     data = build()
     _write(folder, path, stamp, data)
     return data
@@ -251,10 +256,20 @@ def content_stamp(sources: Iterable[str]) -> list[str]:
     digests = []
     for path in sources:
         try:
-            digests.append(sha256(limits.read_file(path, limits.MAX_DATA_FILE_BYTES)).hexdigest())
+            data = _hashed[path] = limits.read_file(path, limits.MAX_DATA_FILE_BYTES)
+            digests.append(sha256(data).hexdigest())
         except (OSError, TopoctlError):  # the one reading layer: a FIFO or device in its place is not read
             digests.append("absent")
     return sorted(digests)
+
+
+def source_text(path: str) -> str:
+    """The text of a section's source file for its `check`: the bytes this cached() call already hashed
+    (a shipped section's sources are read once, not again by the check), else read now (limits.read_text)."""
+    data = _hashed.get(path)
+    if data is None:
+        return limits.read_text(path, limits.MAX_DATA_FILE_BYTES)
+    return limits.decode(data, path, "save it as UTF-8 text")
 
 
 def _read_shipped(section: str, sources: list[str]) -> tuple[Any] | None:
