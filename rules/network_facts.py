@@ -7,9 +7,10 @@ Layer: knowledge (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
-from topoctl.network_view import LINK_ORDER, NetworkView
+if TYPE_CHECKING:
+    from topoctl.network_view import NetworkView
 
 UNKNOWN_VALUE = object()  # replaced by rules.facts.UNKNOWN when registered (no import cycle)
 NCCL_DEFAULT_GDR_LEVEL = "PXB"  # src/graph/paths.cc:511 (v2.30.7): netGdrLevel = ... PATH_PXB
@@ -45,6 +46,8 @@ def _count_nearest(links: tuple[str, ...]) -> Callable[[Any], Any]:
 
 
 def _worst_nearest(context: Any) -> Any:
+    from topoctl.network_view import LINK_ORDER  # a network fact read: context.view.network imported it
+
     nearest = _nearest_links(context)
     return UNKNOWN_VALUE if not nearest else max(nearest, key=LINK_ORDER.index)
 

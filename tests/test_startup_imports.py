@@ -81,15 +81,17 @@ BUDGETS = {
     # judge, judge_memory, report, pipeline); subprocess and shutil only when helm renders a chart
     # check FILE.env: no Helm or Dockerfile reader (only a folder or another kind of file needs them); no hmac
     # or OpenSSL while the shipped knowledge serves every section (nothing in the user cache to verify)
-    "check": (168, 51, ("yaml", "jsonschema", "topoctl.autoconf.launch_model", "topoctl.probe.collect", "subprocess",
-                        "shutil", "topoctl.check.helm", "topoctl.check.dockerfile", "hmac", "_hashlib")),
+    "check": (167, 50, ("yaml", "jsonschema", "topoctl.autoconf.launch_model", "topoctl.probe.collect", "subprocess",
+                        "shutil", "topoctl.check.helm", "topoctl.check.dockerfile", "hmac", "_hashlib",
+                        "topoctl.network_view")),
     # check -- COMMAND: no file to read, so no Helm reader
-    "check --": (173, 54, ("yaml", "jsonschema", "topoctl.autoconf.launch_model", "topoctl.probe.collect", "subprocess",
-                           "topoctl.check.helm", "hmac", "_hashlib")),
+    "check --": (172, 53, ("yaml", "jsonschema", "topoctl.autoconf.launch_model", "topoctl.probe.collect", "subprocess",
+                           "topoctl.check.helm", "hmac", "_hashlib", "topoctl.network_view")),
     # recommend: topoctl.sglang.settings (the settings table, SGLang knowledge) beside the rules' view of it
     # (topoctl.rules.settings)
-    "recommend": (172, 50, ("yaml", "jsonschema", "topoctl.check.judge", "topoctl.probe.collect", "subprocess", "hmac",
-                            "_hashlib")),
+    # the network view (NICs) only once a rule reads a network fact: none does on a snapshot without NICs
+    "recommend": (171, 49, ("yaml", "jsonschema", "topoctl.check.judge", "topoctl.probe.collect", "subprocess", "hmac",
+                            "_hashlib", "topoctl.network_view")),
 }
 
 
