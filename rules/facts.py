@@ -14,7 +14,6 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from topoctl.cuda_devices import pci_order
-from topoctl.gpus import architecture_for_sm
 from topoctl.p2p import UNKNOWN_P2P_STATUSES, measured_health, pair_p2p_ok
 from topoctl.snapshot_view import SnapshotLike, SnapshotView
 from topoctl.vocab import NVLINK_INTERCONNECTS
@@ -375,6 +374,8 @@ def _per_gpu(field: str, summary_field: str | None = None,
 
 
 def _architectures_from_sm(context: Context) -> Any:
+    from topoctl.gpus import architecture_for_sm  # the GPU table: only when the snapshot names no architecture
+
     sms = context.fact("gpu.sm")
     names = UNKNOWN if sms is UNKNOWN else [architecture_for_sm(sm) for sm in sms]  # topoctl/data/gpus.yaml
     if names is UNKNOWN or None in names:
