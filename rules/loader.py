@@ -108,7 +108,16 @@ def _with_source(plain: dict[str, Any], source_file: str) -> dict[str, Any]:
     return {**plain, "source_file": source_file.replace(os.sep, "/") if not os.path.isabs(source_file) else source_file}
 
 
-_ID_LINE = re.compile(r"^\s*-\s*id:\s*['\"]?([A-Za-z0-9][A-Za-z0-9._-]*)", re.M)
+# `- id: NAME` at the start of a line (after any blank lines): a pattern that starts with a literal newline is
+# searched by scanning for it, where `^` in multi-line mode is tried at every character (3x slower: ~1 ms over
+# the shipped rule files on every start).
+_ID_AFTER_NEWLINE = re.compile(r"\n\s*-\s*id:\s*['\"]?([A-Za-z0-9][A-Za-z0-9._-]*)")
+
+
+def rule_ids(text: str) -> list[str]:
+    """The ids of `- id: NAME` lines in a rule file's text, in order (tests/test_rules_loader.py holds it to
+    re.findall of `^\\s*-\\s*id:...` in multi-line mode)."""
+    return _ID_AFTER_NEWLINE.findall("\n" + text)
 
 
 def _holds_every_rule(entries: Any, files: list[str]) -> bool:
@@ -116,7 +125,7 @@ def _holds_every_rule(entries: Any, files: list[str]) -> bool:
     parser on the warm path), each with the fields a Rule needs."""
     wanted: list[str] = []
     for path in files:
-        wanted += _ID_LINE.findall(cache.source_text(path))
+        wanted += rule_ids(cache.source_text(path))
     if not isinstance(entries, list) or sorted(entry["id"] for entry in entries) != sorted(wanted):
         return False
     return all(set(_PLAIN_FIELDS) <= set(entry) and "tests" in entry for entry in entries)

@@ -334,7 +334,7 @@ def test_a_shipped_section_s_check_reads_the_bytes_that_were_hashed(tmp_path, mo
     monkeypatch.setattr(limits, "read_file", lambda path, *a, **k: reads.append(path) or real(path, *a, **k))
     loader.builtin_rules.cache_clear()
     try:
-        assert len(loader.builtin_rules()) == len(set(loader._ID_LINE.findall(
+        assert len(loader.builtin_rules()) == len(set(loader.rule_ids(
             "".join(limits.read_text(path, limits.MAX_DATA_FILE_BYTES) for path in files))))
     finally:
         loader.builtin_rules.cache_clear()

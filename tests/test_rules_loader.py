@@ -1,6 +1,8 @@
 """Bad rule files end in one line naming the file, the rule and the field; the CLI exits 2, no traceback."""
 from __future__ import annotations
 
+import re
+
 import pytest
 from rules_helpers import rule_text, write_rules
 
@@ -196,3 +198,23 @@ def test_a_rule_read_from_its_file_is_compiled_whole_so_a_bad_matcher_is_refused
     with pytest.raises(ConditionError):
         _compiled({"all": [{"fact": "gpu.count", "gt": 0}, {"fact": "gpu.count", "version": ">=1"}]})
     _compiled({"all": [{"fact": "gpu.count", "gt": 0}, {"fact": "gpu.count", "version": ">=1"}]}, checked=True)
+
+
+ID_LINE = re.compile(r"^\s*-\s*id:\s*['\"]?([A-Za-z0-9][A-Za-z0-9._-]*)", re.M)  # what rule_ids must find
+
+
+@pytest.mark.parametrize("text", ["- id: first\n", "rules:\n  - id: a-1\n\n\n  -\n    id: 'b.2'\n- id:\"c\"\n",
+                                  "  - id: x\r\n  - id: y", "\n\n- id: z", "#- id: no\n -id: no2\n - id: yes_3"])
+def test_rule_ids_finds_what_the_id_line_pattern_finds(text):
+    from topoctl.rules.loader import rule_ids
+
+    assert rule_ids(text) == ID_LINE.findall(text)
+
+
+def test_rule_ids_of_every_shipped_file_are_the_id_line_pattern_s():
+    from topoctl import limits
+    from topoctl.rules.loader import builtin_rule_files, rule_ids
+
+    for path in builtin_rule_files():
+        text = limits.read_text(path, limits.MAX_DATA_FILE_BYTES)
+        assert rule_ids(text) == ID_LINE.findall(text) != [], path
