@@ -54,9 +54,12 @@ def hold_within_band(candidates: list[Candidate]) -> None:
     without it is put first, and says what would settle the choice. Measured numbers are not second-guessed."""
     from topoctl.autoconf.launch_model import band_of
 
-    if not candidates or not candidates[0].speculative:
+    if not candidates:
         return
     winner = candidates[0]
+    speculative = winner.speculative  # a property: read once, so that the type checker sees it is a string below
+    if not speculative:
+        return
     alt = next((c for c in candidates[1:] if not c.speculative and c.tp == winner.tp and c.path == winner.path
                 and len(c.warnings) == len(winner.warnings) and c.remedies_missed == winner.remedies_missed), None)
     if alt is None or winner.estimate is not None or winner.predicted is None or alt.predicted is None:
@@ -67,7 +70,7 @@ def hold_within_band(candidates: list[Candidate]) -> None:
     if gain >= band:
         return
     candidates.remove(alt)
-    uncertain = (f"{winner.speculative.upper().replace('EAGLE3', 'EAGLE-3')} is predicted {gain:.2f}x the launch "
+    uncertain = (f"{speculative.upper().replace('EAGLE3', 'EAGLE-3')} is predicted {gain:.2f}x the launch "
                  f"without it, inside the launch model's band for speculative gains (x/{band:.2f}): the choice "
                  "is uncertain and SGLang's default (no speculation) is kept. One measurement settles it: "
                  "`topoctl bench` on this machine, or `python -m sglang.bench_one_batch_server --batch-size 1` "
