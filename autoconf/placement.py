@@ -32,12 +32,13 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from topoctl.cuda_devices import pci_order
 from topoctl.p2p import measured_health, pair_p2p_ok
-from topoctl.snapshot_view import SnapshotLike, view_of
+from topoctl.snapshot_view import GpuEntry, PairEntry, SnapshotLike, view_of
 
 EXACT_LIMIT = 5000
 EXACT_GPUS = 16  # beyond, the greedy search: a replica loop over 100 GPUs would compare C(100, 2) pairs each
@@ -90,14 +91,14 @@ def _tier(link: Any, nvlinks: int) -> int:
     return LINK_TIERS.get(str(link).upper(), UNKNOWN_TIER) if isinstance(link, str) else UNKNOWN_TIER
 
 
-def _nvlinks(entry: dict[str, Any]) -> int:
+def _nvlinks(entry: PairEntry) -> int:
     value = entry.get("nvlinks")
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def pair_views(snapshot: SnapshotLike) -> dict[tuple[int, int], PairView]:
     """Unordered pairs (low, high) of the snapshot, both directions merged conservatively."""
-    directed: dict[tuple[int, int], dict[str, Any]] = {}
+    directed: dict[tuple[int, int], PairEntry] = {}
     view = view_of(snapshot)
     for entry in view.pairs or []:
         if isinstance(entry.get("src"), int) and isinstance(entry.get("dst"), int):
@@ -125,11 +126,11 @@ def pair_views(snapshot: SnapshotLike) -> dict[tuple[int, int], PairView]:
 _NO_PAIR = PairView(None, None, UNKNOWN_TIER, 0)
 
 
-def _gpu_facts(snapshot: SnapshotLike) -> dict[int, dict[str, Any]]:
+def _gpu_facts(snapshot: SnapshotLike) -> dict[int, GpuEntry]:
     return view_of(snapshot).gpus_by_index
 
 
-def _score(group: tuple[int, ...], views: dict[tuple[int, int], PairView], gpus: dict[int, dict[str, Any]],
+def _score(group: tuple[int, ...], views: dict[tuple[int, int], PairView], gpus: Mapping[int, Mapping[str, Any]],
            position: dict[int, int]) -> tuple:
     pairs = [views.get((a, b), _NO_PAIR) for a, b in itertools.combinations(sorted(group), 2)]
     not_ok = sum(1 for pair in pairs if pair.p2p_ok is not True)
@@ -162,7 +163,7 @@ class _Matrix:
 _LAST_MATRIX: list[tuple[Any, tuple[int, ...], _Matrix]] = []  # (views, usable, matrix) of the last build
 
 
-def _matrix(usable: list[int], views: dict[tuple[int, int], PairView], gpus: dict[int, dict[str, Any]]) -> _Matrix:
+def _matrix(usable: list[int], views: dict[tuple[int, int], PairView], gpus: Mapping[int, Mapping[str, Any]]) -> _Matrix:
     """The matrix of `usable` (see _Matrix), built once for the same pair views (the same object: recommend
     reads them once and places every (TP, DP) option with them)."""
     for seen_views, seen_usable, matrix in _LAST_MATRIX:
@@ -174,7 +175,7 @@ def _matrix(usable: list[int], views: dict[tuple[int, int], PairView], gpus: dic
 
 
 def _build_matrix(usable: list[int], views: dict[tuple[int, int], PairView],
-                  gpus: dict[int, dict[str, Any]]) -> _Matrix:
+                  gpus: Mapping[int, Mapping[str, Any]]) -> _Matrix:
     count = len(usable)
     pair_of = [[views.get((a, b) if a < b else (b, a), _NO_PAIR) for b in usable] for a in usable]
     ranks = sorted({(pair.tier, -pair.nvlinks) for row in pair_of for pair in row})
@@ -236,7 +237,7 @@ def _starts(matrix: _Matrix, pool: list[int], size: int) -> list[int]:
 
 
 def _greedy(matrix: _Matrix, pool: list[int], size: int, views: dict[tuple[int, int], PairView],
-            gpus: dict[int, dict[str, Any]], position: dict[int, int]) -> list[tuple[tuple, tuple[int, ...]]]:
+            gpus: Mapping[int, Mapping[str, Any]], position: dict[int, int]) -> list[tuple[tuple, tuple[int, ...]]]:
     """(score, group) of the distinct groups the greedy search grows from each start."""
     found: dict[tuple[int, ...], tuple] = {}
     for seed in _starts(matrix, pool, size):
@@ -247,7 +248,7 @@ def _greedy(matrix: _Matrix, pool: list[int], size: int, views: dict[tuple[int, 
 
 
 def _exact(matrix: _Matrix, pool: list[int], size: int, views: dict[tuple[int, int], PairView],
-           gpus: dict[int, dict[str, Any]], position: dict[int, int]) -> list[tuple[tuple, tuple[int, ...]]]:
+           gpus: Mapping[int, Mapping[str, Any]], position: dict[int, int]) -> list[tuple[tuple, tuple[int, ...]]]:
     """The best two of every group of `size` in the pool, as _score ranks them: each group keyed by its pair
     sum (the score's first four keys), NUMA nodes, down-trained links and positions, which orders groups as
     _score does; only the two kept are scored in full (their reasons need it)."""
@@ -268,7 +269,7 @@ def _exact_enough(candidates: int, size: int) -> bool:
 
 
 def _groups(candidates: list[int], size: int, views: dict[tuple[int, int], PairView],
-            gpus: dict[int, dict[str, Any]], position: dict[int, int],
+            gpus: Mapping[int, Mapping[str, Any]], position: dict[int, int],
             matrix: _Matrix | None = None) -> tuple[list[tuple[tuple, tuple[int, ...]]], bool]:
     """(score, group) of every group considered, and whether the enumeration was exact.
 
@@ -372,7 +373,7 @@ def choose_gpus(snapshot: SnapshotLike, n_gpus: int, allowed: "tuple[int, ...] |
     return placement
 
 
-def _placement(group: tuple[int, ...], score: tuple, machine: int, gpus: dict[int, dict[str, Any]]) -> Placement:
+def _placement(group: tuple[int, ...], score: tuple, machine: int, gpus: Mapping[int, Mapping[str, Any]]) -> Placement:
     not_ok, failing = score[0], score[1]
     p2p: bool | None = True if not not_ok else (False if failing else None)
     tier, minus_nvlinks = score[2]

@@ -8,6 +8,7 @@ Layer: probe (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from topoctl.p2p import pair_p2p_ok
@@ -16,7 +17,7 @@ from topoctl.snapshot_view import SnapshotLike, view_of
 GREEN, RED, YELLOW, BOLD, RESET = "\x1b[32m", "\x1b[31m", "\x1b[33m", "\x1b[1m", "\x1b[0m"
 
 
-def _p2p_mark(pair: dict[str, Any]) -> str:
+def _p2p_mark(pair: Mapping[str, Any]) -> str:
     """`+` read and write OK, `-` one of them names why P2P does not work, `?` unknown ("unknown" or NVML's U)."""
     return {True: "+", False: "-", None: "?"}[pair_p2p_ok(pair.get("p2p"))]
 

@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 from topoctl.cuda_devices import pci_order
 from topoctl.p2p import UNKNOWN_P2P_STATUSES, measured_health, pair_p2p_ok
-from topoctl.snapshot_view import SnapshotLike, SnapshotView
+from topoctl.snapshot_view import PairEntry, SnapshotLike, SnapshotView
 from topoctl.vocab import NVLINK_INTERCONNECTS
 
 from . import settings as launch_settings
@@ -208,7 +208,7 @@ class _PairTable:
     (src, dst): a launch's groups read only the pairs inside them, O(sum of k^2) for groups of k GPUs
     instead of a pass over all n^2 pairs per group layout (recommend on 128 GPUs judges dozens)."""
 
-    def __init__(self, entries: list[dict[str, Any]], health: dict[tuple[int, int], tuple[bool, Any]]) -> None:
+    def __init__(self, entries: list[PairEntry], health: dict[tuple[int, int], tuple[bool, Any]]) -> None:
         self.entries, self.health = entries, health
         self.made: list[tuple[str, dict[str, Any]] | None] = [None] * len(entries)
         self.where: dict[tuple[int, int], list[int]] = {}
@@ -295,7 +295,7 @@ def _p2p_status(value: Any) -> Any:
     return value if isinstance(value, str) and value not in UNKNOWN_P2P else UNKNOWN
 
 
-def _pair_facts(entry: dict[str, Any], health: dict[tuple[int, int], tuple[bool, Any]] | None = None
+def _pair_facts(entry: PairEntry, health: dict[tuple[int, int], tuple[bool, Any]] | None = None
                 ) -> tuple[str, dict[str, Any]]:
     p2p: dict[str, Any] = entry["p2p"] if isinstance(entry.get("p2p"), dict) else {}
     facts: dict[str, Any] = {

@@ -19,10 +19,11 @@ Layer: snapshot (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from topoctl.snapshot_view import SnapshotLike, view_of
+from topoctl.snapshot_view import GpuEntry, SnapshotLike, view_of
 
 PCI_BUS_ID_ORDER = "PCI_BUS_ID"
 VISIBLE_DEVICES = "CUDA_VISIBLE_DEVICES"
@@ -53,7 +54,7 @@ def pci_order(snapshot: SnapshotLike) -> list[int]:
         count = view.summary_gpu_count
         return list(range(count)) if count is not None and count > 0 else []
 
-    def key(gpu: dict[str, Any]) -> tuple[int, tuple[int, ...], int]:
+    def key(gpu: GpuEntry) -> tuple[int, tuple[int, ...], int]:
         bus = _bus_key(gpu.get("pci_bus_id"))
         return (0, bus, gpu["index"]) if bus is not None else (1, (), gpu["index"])
     return [gpu["index"] for gpu in sorted(gpus, key=key)]
@@ -101,14 +102,14 @@ FASTEST_FIRST_SOURCE = ("CUDA_DEVICE_ORDER=FASTEST_FIRST (the default) puts the 
                         "\"CUDA Environment Variables\"); nothing documents how it orders GPUs of one model")
 
 
-def _bus_sorted(gpus: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    def key(gpu: dict[str, Any]) -> tuple[int, tuple[int, ...], int]:
+def _bus_sorted(gpus: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    def key(gpu: Mapping[str, Any]) -> tuple[int, tuple[int, ...], int]:
         bus = _bus_key(gpu.get("pci_bus_id"))
         return (0, bus, gpu["index"]) if bus is not None else (1, (), gpu["index"])
     return sorted(gpus, key=key)
 
 
-def resolve_visible(value: str, device_order: str | None, gpus: list[dict[str, Any]],
+def resolve_visible(value: str, device_order: str | None, gpus: Sequence[Mapping[str, Any]],
                     devices: list[int] | None = None) -> VisibleGroup:
     """The machine GPUs (snapshot indices, in CUDA's device order) a CUDA_VISIBLE_DEVICES value makes visible,
     or why that cannot be known. The one place topoctl reads the variable: the probe's record
@@ -177,7 +178,7 @@ def resolve_visible(value: str, device_order: str | None, gpus: list[dict[str, A
     return VisibleGroup(tuple(chosen), notes=notes, ended_at=ended_at, why=why)
 
 
-def _uuid_entry(entry: str, order: list[int], by_index: dict[int, dict[str, Any]]) -> int | VisibleGroup:
+def _uuid_entry(entry: str, order: list[int], by_index: Mapping[int, Mapping[str, Any]]) -> int | VisibleGroup:
     """The GPU a `GPU-...` entry names by UUID prefix, or why it cannot be said (a VisibleGroup to return)."""
     matches = [i for i in order if str(by_index[i].get("uuid") or "").lower().startswith(entry.lower())]
     if len(matches) > 1:

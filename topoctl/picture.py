@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import tempfile
 from collections import Counter
+from collections.abc import Mapping
 from typing import Any
 
 from topoctl.errors import OutputError, TopoctlError
@@ -32,16 +33,16 @@ def _quote(text: Any) -> str:
     return '"' + "\\n".join(escaped) + '"'
 
 
-def _endpoints(view: SnapshotView) -> list[tuple[str, dict[str, Any]]]:
+def _endpoints(view: SnapshotView) -> list[tuple[str, Mapping[str, Any]]]:
     """(node id, entry) of every GPU and RDMA NIC with its PCIe place (root_complex, pcie_path, numa_node)."""
-    found = [(f"gpu{gpu['index']}", gpu) for gpu in view.indexed_gpus]
+    found: list[tuple[str, Mapping[str, Any]]] = [(f"gpu{gpu['index']}", gpu) for gpu in view.indexed_gpus]
     for entry in (view.data.get("network") or {}).get("rdma") or []:
         if isinstance(entry, dict):
             found.append((f"nic_{entry.get('name')}", entry))
     return found
 
 
-def _shared_bridges(endpoints: list[tuple[str, dict[str, Any]]]) -> set[str]:
+def _shared_bridges(endpoints: list[tuple[str, Mapping[str, Any]]]) -> set[str]:
     """Bridges where the PCIe tree branches (a switch, a root port): on the paths of two or more devices, and
     not the parent of the next such bridge holding the same devices (a switch's upstream and downstream ports
     are one box)."""
@@ -58,12 +59,12 @@ def _shared_bridges(endpoints: list[tuple[str, dict[str, Any]]]) -> set[str]:
     return shared
 
 
-def _gpu_label(gpu: dict[str, Any]) -> str:
+def _gpu_label(gpu: Mapping[str, Any]) -> str:
     name = str(gpu.get("name") or "GPU").replace("NVIDIA ", "")
     return f"GPU{gpu['index']}\n{name}\nsm {gpu.get('compute_capability') or '?'}"
 
 
-def _pcie_edge(gpu: dict[str, Any]) -> str:
+def _pcie_edge(gpu: Mapping[str, Any]) -> str:
     pcie = gpu.get("pcie") or {}
     label = f"Gen{pcie.get('current_gen', '?')} x{pcie.get('current_width', '?')}"
     if pcie.get("downtrained"):
@@ -71,7 +72,7 @@ def _pcie_edge(gpu: dict[str, Any]) -> str:
     return f"label={_quote(label)}"
 
 
-def _nic_label(entry: dict[str, Any]) -> str:
+def _nic_label(entry: Mapping[str, Any]) -> str:
     ports = [port for port in entry.get("ports") or [] if isinstance(port, dict)]
     active = [port for port in ports if port.get("state") == "ACTIVE"]
     rate = max((port.get("rate_gbps") or 0 for port in active), default=0)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import html
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -83,7 +84,7 @@ def matrix_table(snapshot: SnapshotLike) -> str:
             if src == dst:
                 cells.append(_cell("X", "self"))
                 continue
-            pair = pairs.get((src, dst)) or {}
+            pair: Mapping[str, Any] = pairs.get((src, dst)) or {}
             link = f"NV{pair['nvlinks']}" if pair.get("nvlinks") else str(pair.get("link") or "?")
             ok = verdicts.get((src, dst))
             mark, css = {True: ("+", "ok"), False: ("-", "bad")}.get(ok, ("?", "unknown"))  # type: ignore[arg-type]

@@ -18,13 +18,54 @@ Layer: snapshot (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable, NamedTuple, TypeAlias, Union
+from typing import TYPE_CHECKING, Any, Iterable, NamedTuple, Required, TypeAlias, TypedDict, Union, cast
 
 from topoctl.p2p import pair_p2p_ok
 from topoctl.vocab import SOFTWARE_KEYS
 
 if TYPE_CHECKING:
     from topoctl.network_view import NetworkView
+
+
+class GpuEntry(TypedDict, total=False):
+    """One entry of snapshot.gpus as topoctl/schema/snapshot.schema.json gives it (readers' view of the JSON:
+    a TypedDict, so the loaded dict is the value; the nested sections stay mappings). `index` is the one key
+    a validated snapshot always has."""
+
+    index: Required[int]
+    name: str | None
+    uuid: str | None
+    pci_bus_id: str | None
+    compute_capability: str | None
+    sm: int | None
+    architecture: str | None
+    memory_total_bytes: int | None
+    mig_mode: str | None
+    virtualization_mode: str | None
+    pcie: dict[str, Any] | None
+    nvlink: dict[str, Any] | None
+    fabric: dict[str, Any] | None
+    numa_node: int | None
+    root_complex: str | None
+    pcie_path: list[str] | None
+    pcie_bridges: list[dict[str, Any]] | None
+    bar1: dict[str, Any] | None
+    pcie_counters: dict[str, int | None] | None
+    iommu_group: int | None
+    iommu_group_type: str | None
+
+
+class PairEntry(TypedDict, total=False):
+    """One entry of snapshot.pairs (the schema's `pairs[]`): an ordered pair of GPUs and its P2P statuses."""
+
+    src: Required[int]
+    dst: Required[int]
+    p2p: Required[dict[str, str]]
+    pcie_ancestor: str | None
+    nvlinks: int | None
+    link: str | None
+    torch_can_access_peer: bool | None
+    pcie_acs_redirect: bool | None
 
 
 class Pair(NamedTuple):  # not a dataclass: this class is made on every start-up path, 10x cheaper so
@@ -64,12 +105,12 @@ class SnapshotView:
         return gpus if isinstance(gpus, list) else None
 
     @property
-    def indexed_gpus(self) -> list[dict[str, Any]]:
+    def indexed_gpus(self) -> list[GpuEntry]:
         """The GPU entries that carry an index (every one in a validated snapshot), in the snapshot's order."""
-        return [gpu for gpu in self.gpus or [] if isinstance(gpu, dict) and _is_int(gpu.get("index"))]
+        return [cast(GpuEntry, gpu) for gpu in self.gpus or [] if isinstance(gpu, dict) and _is_int(gpu.get("index"))]
 
     @property
-    def gpus_by_index(self) -> dict[int, dict[str, Any]]:
+    def gpus_by_index(self) -> dict[int, GpuEntry]:
         return {gpu["index"]: gpu for gpu in self.indexed_gpus}
 
     @property
@@ -105,20 +146,20 @@ class SnapshotView:
         gpus = self.gpus
         return gpus[0] if gpus and isinstance(gpus[0], dict) else {}
 
-    def gpu(self, index: int) -> dict[str, Any]:
+    def gpu(self, index: int) -> GpuEntry:
         return next(gpu for gpu in self.indexed_gpus if gpu["index"] == index)
 
     @property
     def pci_bus_ids(self) -> dict[str, int]:
         """pci_bus_id -> GPU index, for the GPUs whose bus id the probe read."""
-        return {gpu["pci_bus_id"]: gpu["index"] for gpu in self.indexed_gpus if gpu.get("pci_bus_id")}
+        return {bus: gpu["index"] for gpu in self.indexed_gpus if (bus := gpu.get("pci_bus_id"))}
 
     # ----------------------------------------------------------------------------------------- pairs
     @property
-    def pairs(self) -> list[dict[str, Any]] | None:
+    def pairs(self) -> list[PairEntry] | None:
         """The pair entries (mappings) of snapshot.pairs, or None when the snapshot has no pair list."""
         pairs = self.data.get("pairs")
-        return [pair for pair in pairs if isinstance(pair, dict)] if isinstance(pairs, list) else None
+        return [cast(PairEntry, pair) for pair in pairs if isinstance(pair, dict)] if isinstance(pairs, list) else None
 
     def pairs_of(self, group: Iterable[int]) -> list[Pair]:
         """Every ordered pair within `group` (GPU indices), in the snapshot's order."""
