@@ -52,7 +52,8 @@ from topoctl.sglang import spelling as table
 from topoctl.snapshot_view import SnapshotLike, SnapshotView, view_of
 
 if TYPE_CHECKING:
-    from topoctl.rules.model import Report, Violation
+    from topoctl.rules.model import Report, RuleSet, Violation
+    from topoctl.sglang.flags import FlagSet
 
 _agrees = agrees  # the name tests and site code have used
 _throughput = throughput
@@ -62,7 +63,7 @@ _throughput = throughput
 class Result:
     snapshot: SnapshotView  # the one view of the target the command made (autoconf reads it, never the dict)
     model: dict[str, Any] | None
-    flags: Any
+    flags: FlagSet
     target_version: str | None
     tp_size: int
     ep_size: int
@@ -122,7 +123,7 @@ class Layout:
 class _Judge:
     """Evaluates the rules for one launch after another, sharing the snapshot's facts and every finding."""
 
-    def __init__(self, ruleset: Any, snapshot: SnapshotLike, model: dict[str, Any] | None, layout: Layout,
+    def __init__(self, ruleset: RuleSet, snapshot: SnapshotLike, model: dict[str, Any] | None, layout: Layout,
                  version: str | None, facts_cache: dict[str, Any] | None = None):
         import topoctl.rules as rules_api
 
@@ -134,7 +135,7 @@ class _Judge:
         self.findings_by_id: dict[str, Any] = {}
         self.reports: dict[tuple[str | None, str], Any] = {}  # one evaluation per distinct launch
 
-    def report(self, spec: str | None, launch: dict[str, Any]) -> Any:
+    def report(self, spec: str | None, launch: dict[str, Any]) -> Report:
         """The rules' report for one launch; the same settings (candidates of different paths often write the
         same ones) are evaluated once: a report depends on the snapshot, the judge's sizes and the launch only."""
         key = (spec, repr(sorted(launch.items(), key=lambda item: item[0])))
@@ -384,7 +385,7 @@ class _Pool:
 class _Plan:
     """What a search needs before it judges anything: the request, the sizes to try and where."""
     req: Request
-    ruleset: Any
+    ruleset: RuleSet
     notes: list[str]
     machine_count: int
     gpu_count: int
@@ -420,8 +421,8 @@ def _checked_options(model: dict[str, Any] | None, gpu_count: int, visible: Prob
     return options
 
 
-def _plan(snapshot: SnapshotView, model: dict[str, Any] | None, flags: Any, target_version: str | None,
-          req: Request, ruleset: Any) -> _Plan:
+def _plan(snapshot: SnapshotView, model: dict[str, Any] | None, flags: FlagSet, target_version: str | None,
+          req: Request, ruleset: RuleSet | None) -> _Plan:
     if ruleset is None:
         import topoctl.rules as rules_api
 
@@ -507,7 +508,7 @@ def _price(pool: _Pool, evidence: list[Evidence], snapshot: SnapshotView, model:
     pool.candidates, pool.blocked = priced[:passing], priced[passing:]
 
 
-def _result(snapshot: SnapshotView, model: dict[str, Any] | None, flags: Any, target_version: str | None,
+def _result(snapshot: SnapshotView, model: dict[str, Any] | None, flags: FlagSet, target_version: str | None,
             plan: _Plan, pool: _Pool, evidence: list[Evidence], gpu: dict[str, Any]) -> Result:
     """The winner, the reasons behind its settings, ties and comparisons: what every renderer reads."""
     req, notes, candidates, blocked = plan.req, plan.notes, pool.candidates, pool.blocked
@@ -536,8 +537,8 @@ def _result(snapshot: SnapshotView, model: dict[str, Any] | None, flags: Any, ta
     return result
 
 
-def search(snapshot: SnapshotLike, model: dict[str, Any] | None, flags: Any, target_version: str | None,
-           request: Request | None = None, ruleset: Any = None) -> Result:
+def search(snapshot: SnapshotLike, model: dict[str, Any] | None, flags: FlagSet, target_version: str | None,
+           request: Request | None = None, ruleset: RuleSet | None = None) -> Result:
     """Run the stages in order: plan the options, judge every candidate, settle those that do not load,
     price and rank the rest, and keep the result. What the user asked for beyond the machine and the model
     comes in one Request (the default: nothing asked)."""

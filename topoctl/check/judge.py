@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from topoctl.check.judge_memory import memory_items
 from topoctl.check.outcome import Item, Outcome
@@ -26,6 +26,10 @@ from topoctl.errors import one_line
 from topoctl.sglang.launch import ParsedLaunch
 from topoctl.snapshot_view import SnapshotLike, view_of
 
+if TYPE_CHECKING:
+    from topoctl.rules.model import RuleSet
+    from topoctl.sglang.flags import FlagSet
+
 SEVERITY_ORDER = {"block": 0, "warn": 1, "info": 2}
 
 
@@ -40,7 +44,7 @@ class Sizes:
     span: NodeSpan
 
 
-def judge(parsed: ParsedLaunch, snapshot: SnapshotLike, flags: Any, ruleset: Any, gpu_count: int,
+def judge(parsed: ParsedLaunch, snapshot: SnapshotLike, flags: FlagSet, ruleset: RuleSet, gpu_count: int,
           model: dict | None = None, expect: SnapshotLike = None) -> Outcome:
     """`gpu_count`: the target's GPUs, as `target.target_gpu_count(snapshot)` gives them (at least 1). A launch over
     several nodes is judged per node (resolve_nodes.py): its ranks on one node against the target's GPUs."""
@@ -80,7 +84,7 @@ def judge(parsed: ParsedLaunch, snapshot: SnapshotLike, flags: Any, ruleset: Any
     return outcome
 
 
-def parallel_sizes(parsed: ParsedLaunch, flags: Any, gpu_count: int) -> Sizes:
+def parallel_sizes(parsed: ParsedLaunch, flags: FlagSet, gpu_count: int) -> Sizes:
     """The sizes SGLang runs the launch with. A launch that does not set --tp-size runs with SGLang's default (1 in
     every version's flag data), not on every GPU: judged as SGLang will run it (and said when it leaves GPUs
     idle). Data-parallel replicas each take their own TP group, unless DP attention runs inside the one TP group
@@ -99,7 +103,7 @@ def parallel_sizes(parsed: ParsedLaunch, flags: Any, gpu_count: int) -> Sizes:
     return Sizes(tp, span.tp_per_node if tp >= 1 else tp, ep, dp, span)
 
 
-def _gpu_and_rule_items(parsed: ParsedLaunch, snapshot: SnapshotLike, ruleset: Any, request: dict[str, Any],
+def _gpu_and_rule_items(parsed: ParsedLaunch, snapshot: SnapshotLike, ruleset: RuleSet, request: dict[str, Any],
                         launch: dict[str, Any], sizes: Sizes, gpu_count: int, present: set[str]) -> list[Item]:
     """The GPU group of one node (resolve_gpus.py) and the rules' findings on it; a launch given a number of GPUs
     that the scheduler picks, on every set it may get."""
@@ -112,7 +116,7 @@ def _gpu_and_rule_items(parsed: ParsedLaunch, snapshot: SnapshotLike, ruleset: A
     return items + rule_items(parsed, snapshot, ruleset, request, launch, present | {i.id for i in items})
 
 
-def _tp_not_given(parsed: ParsedLaunch, snapshot: SnapshotLike, flags: Any, launch: dict[str, Any], tp: int,
+def _tp_not_given(parsed: ParsedLaunch, snapshot: SnapshotLike, flags: FlagSet, launch: dict[str, Any], tp: int,
                   gpu_count: int) -> list[Item]:
     visible = _visible_count(parsed, snapshot, gpu_count)
     if "tp_size" in launch or visible <= tp:  # written but not read (an unresolved $TP): not "not given"
@@ -144,7 +148,7 @@ def system_mismatch_items(parsed: ParsedLaunch, snapshot: SnapshotLike) -> list[
                  parsed.lines.get("TOPOCTL_SYSTEM", ""))]
 
 
-def _version_mismatch(parsed: ParsedLaunch, flags: Any) -> list[Item]:
+def _version_mismatch(parsed: ParsedLaunch, flags: FlagSet) -> list[Item]:
     """A launch.env written for another SGLang version than the one that reads it."""
     made_for = parsed.metadata.get("TOPOCTL_SGLANG_VERSION")
     if made_for:
@@ -212,7 +216,7 @@ def _size_items(parsed: ParsedLaunch, tp_all: int, tp_node: int, ep: int, gpu_co
     return []
 
 
-def rule_items(parsed: ParsedLaunch, snapshot: SnapshotLike, ruleset: Any, request: dict[str, Any],
+def rule_items(parsed: ParsedLaunch, snapshot: SnapshotLike, ruleset: RuleSet, request: dict[str, Any],
                launch: dict[str, Any], present: set[str]) -> list[Item]:
     """The rules' findings on one launch and GPU group (request["gpus"]), as check reports them; `present`:
     ids already reported (a warning without forbid/require is not repeated)."""
@@ -246,7 +250,7 @@ def rule_items(parsed: ParsedLaunch, snapshot: SnapshotLike, ruleset: Any, reque
     return items
 
 
-def _judge_any_set(parsed: ParsedLaunch, snapshot: SnapshotLike, ruleset: Any, request: dict[str, Any],
+def _judge_any_set(parsed: ParsedLaunch, snapshot: SnapshotLike, ruleset: RuleSet, request: dict[str, Any],
                    sets: list[tuple[int, ...]], sizes: Sizes, gpu_count: int, present: set[str]) -> list[Item]:
     """A launch given N GPUs that the scheduler picks: judged on every set it may get. A finding that blocks on
     every set blocks; one that blocks on some sets only is a warning naming the pairs (or sets) it blocks on,

@@ -8,7 +8,7 @@ Layer: judge (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from topoctl.check import sources
 from topoctl.check.judge import judge
@@ -18,6 +18,9 @@ from topoctl.check.resolve import VersionChooser
 from topoctl.errors import TopoctlError
 from topoctl.sglang.launch import ParsedLaunch
 from topoctl.snapshot_view import SnapshotLike
+
+if TYPE_CHECKING:
+    from topoctl.rules.model import RuleSet
 
 Entry = Any  # a ParsedLaunch to judge, or an Outcome already decided (no launch, not checked)
 
@@ -59,7 +62,7 @@ def read(found_files: list[tuple[str, bool, str, list[Any]]], chooser: VersionCh
     return entries
 
 
-def judge_all(entries: list[Entry], snapshot: SnapshotLike, ruleset: Any, gpu_count: int,
+def judge_all(entries: list[Entry], snapshot: SnapshotLike, ruleset: RuleSet, gpu_count: int,
               model: dict[str, Any] | None, expected: SnapshotLike) -> list[Outcome]:
     """The judge stage for every launch read; an entry already decided passes through."""
     return [_judged(entry, snapshot, ruleset, gpu_count, model, expected) for entry in entries]
@@ -90,7 +93,7 @@ def _entry(chooser: VersionChooser, path: str, kind: str, found: Any, in_folder:
     return Outcome(_label(found), skipped=found.none_reason)
 
 
-def _judged(entry: Entry, snapshot: SnapshotLike, ruleset: Any, gpu_count: int, model: dict[str, Any] | None,
+def _judged(entry: Entry, snapshot: SnapshotLike, ruleset: RuleSet, gpu_count: int, model: dict[str, Any] | None,
             expected: SnapshotLike) -> Outcome:
     if isinstance(entry, Outcome):
         return entry
