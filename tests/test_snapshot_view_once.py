@@ -2,7 +2,7 @@
 
 A reader deep in the search that built its own view again from the dict would make the count grow: before
 the view was passed down, `recommend` built 27 of them per run (10 in autoconf/target.interconnect alone),
-`check` 8, `report` 40. The count is taken by wrapping SnapshotView.__init__; the commands run on the
+`check` 8, `report` 40, `bench` 3 (4 over NCCL). The count is taken by wrapping SnapshotView.__init__; the commands run on the
 built-in reference systems and fixture snapshots (fixtures/*/README.md say where their facts come from).
 """
 from __future__ import annotations
@@ -89,3 +89,11 @@ def test_report_makes_one_view_and_its_check_one(views: list[int], tmp_path: str
 def test_fleet_makes_one_view_per_node(views: list[int]) -> None:
     assert _run(["fleet", *NODES]) in (0, 1)
     assert len(views) == len(NODES)
+
+
+def test_bench_makes_one_view(views: list[int], tmp_path: str) -> None:
+    pytest.importorskip("torch")
+    out = os.path.join(tmp_path, "machine.json")
+    assert _run(["bench", "--topology", NODES[0], "--backend", "gloo", "--sizes", "4K", "--budget-s", "1",
+                 "--format", "json", "-o", out, "--quiet"]) == 0
+    assert len(views) == 1

@@ -15,7 +15,7 @@ from topoctl.commands.completion import complete_models
 from topoctl.errors import NoGpuError, TopoctlError
 from topoctl.io import check_destination, emit, write_atomic
 from topoctl.render import dump
-from topoctl.snapshot_view import SnapshotView
+from topoctl.snapshot_view import SnapshotLike, SnapshotView, view_of
 
 EXIT_INCOMPLETE = 1  # the run stopped early (hang, worker failure, NCCL init failure); what was measured is kept
 EXIT_INTERRUPTED = 130
@@ -120,8 +120,9 @@ def run(options: BenchOptions) -> int:
 
     torch = _import_torch()
     snapshot = _snapshot(options.topology)
-    count = _world_size(torch, backend, options.world_size, snapshot)
-    gpus = [gpu["index"] for gpu in SnapshotView(snapshot).indexed_gpus][:count] if backend == "nccl" \
+    view = SnapshotView(snapshot)  # one view for every stage; it reads the dict bench writes measurements into
+    count = _world_size(torch, backend, options.world_size, view)
+    gpus = [gpu["index"] for gpu in view.indexed_gpus][:count] if backend == "nccl" \
         else list(range(count))
     plan = planning.build_plan(count, model, size_list, token_list, options.budget_s, options.timeout_s,
                                backend=backend)
@@ -144,9 +145,9 @@ def run(options: BenchOptions) -> int:
         if output and output != "-":
             write_atomic(output, dump(snapshot, fmt))
 
-    outcome = run_bench(plan, _versions(torch, snapshot), gpus, update,
+    outcome = run_bench(plan, _versions(torch, view), gpus, update,
                         progress=Progress(expected_items(plan), enabled=not quiet),
-                        gpu_map=_gpu_map(snapshot) if backend == "nccl" else None)
+                        gpu_map=_gpu_map(view) if backend == "nccl" else None)
     outcome.measurements["problems"][:0] = busy  # said first: it colours every figure after it
     snapshot["measurements"] = outcome.measurements
     if busy and output and output != "-":
@@ -203,11 +204,12 @@ def _decode_step(options: BenchOptions) -> int:
     requests = _decode_requests(model_name, model_path, token_list, tps, options.dtype_name, on_gpu=backend == "nccl")
     torch = _import_torch()
     snapshot = _snapshot(options.topology)
+    view = SnapshotView(snapshot)
     if backend == "nccl":
-        _world_size(torch, backend, 1, snapshot)
+        _world_size(torch, backend, 1, view)
     measurements = snapshot.get("measurements") or {"method": f"topoctl bench {__version__}",
                                                      "topoctl_version": __version__,
-                                                     "versions": _versions(torch, snapshot), "problems": []}
+                                                     "versions": _versions(torch, view), "problems": []}
     snapshot["measurements"] = measurements
 
     def update(current: dict[str, Any]) -> None:
@@ -301,9 +303,9 @@ def _snapshot(topology: str | None) -> dict[str, Any]:
     return resolve_target(topology=topology)
 
 
-def _world_size(torch: Any, backend: str, requested: int | None, snapshot: dict[str, Any]) -> int:
+def _world_size(torch: Any, backend: str, requested: int | None, snapshot: SnapshotLike) -> int:
     if backend == "gloo":
-        return requested or SnapshotView(snapshot).gpu_count or 0
+        return requested or view_of(snapshot).gpu_count or 0
 
     if not torch.cuda.is_available():
         raise NoGpuError("torch sees no CUDA GPU, so there is nothing to benchmark",
@@ -315,8 +317,8 @@ def _world_size(torch: Any, backend: str, requested: int | None, snapshot: dict[
     return requested or visible
 
 
-def _versions(torch: Any, snapshot: dict[str, Any]) -> dict[str, Any]:
-    view = SnapshotView(snapshot)
+def _versions(torch: Any, snapshot: SnapshotLike) -> dict[str, Any]:
+    view = view_of(snapshot)
     nccl = None
     try:
         version = torch.cuda.nccl.version()
@@ -328,11 +330,11 @@ def _versions(torch: Any, snapshot: dict[str, Any]) -> dict[str, Any]:
             "driver": view.software("driver"), "sglang": view.software("sglang")}
 
 
-def _gpu_map(snapshot: dict[str, Any]) -> Any:
+def _gpu_map(snapshot: SnapshotLike) -> Any:
     """torch device order -> snapshot (NVML) indices, by PCI bus id; torch's order where a bus id is unknown."""
     from topoctl.probe.topology import bus_key
 
-    by_bus = {bus_key(bus): index for bus, index in SnapshotView(snapshot).pci_bus_ids.items()}
+    by_bus = {bus_key(bus): index for bus, index in view_of(snapshot).pci_bus_ids.items()}
 
     def mapping(bus_ids: list[str | None]) -> list[int]:
         return [by_bus.get(bus_key(bus), position) for position, bus in enumerate(bus_ids)]
