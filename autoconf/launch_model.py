@@ -16,7 +16,7 @@ Layer: launch model and search (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from topoctl.autoconf.data_files import load
@@ -39,8 +39,10 @@ NO_ALLREDUCE = "none (one GPU: no allreduce)"
 ORIGINS = {"measured": MEASURED, "cited": CITED, "field-report": FIELD_REPORT, "assumed": ASSUMED}
 
 
-@dataclass
+@dataclass(frozen=True)
 class Input:
+    """One number the prediction used, with where it came from (what --explain and the json list)."""
+
     name: str
     value: float
     unit: str
@@ -63,7 +65,7 @@ class Estimate:
     weights_us: float
     overhead_us: float
     objective: str
-    inputs: list[Input] = field(default_factory=list)
+    inputs: tuple[Input, ...] = ()  # a tuple of frozen Inputs: no reader can change what another prints
     cycle_us: float | None = None
     batch: int = 1
     allreduce_source: str = ""
@@ -433,14 +435,15 @@ def estimate(case: EstimateCase) -> Estimate | None:
     replicas = int(launch.get("dp_size") or 1) if objective == "throughput" else 1
     factor, band_source = band_of(band_group(model, spec))
     fixed = parts["overhead"] + parts["tokens"] + parts["experts"]
-    est = Estimate(replicas * batch / step * 1e6, step, parts["allreduce"], parts["weights"], fixed, objective, inputs,
+    est = Estimate(replicas * batch / step * 1e6, step, parts["allreduce"], parts["weights"], fixed, objective,
+                   tuple(inputs),
                    batch=batch, allreduce_source=call.source, allreduce_level=call.level, allreduce_origin=call.origin,
                    band=factor, band_source=band_source, moe=bool(feat.experts))
     if draft is None:
         return est
     length, source, origin = accept_length(model, accept, draft)
     cycle = decode_terms.cycle_us(feat, terms, draft) if batch == 1 else _batched_cycle(feat, terms, draft, batch)
-    return replace(est, inputs=est.inputs + _spec_inputs(feat, terms, draft, length, source, origin),
+    return replace(est, inputs=est.inputs + tuple(_spec_inputs(feat, terms, draft, length, source, origin)),
                    tokens_per_s=replicas * batch * length / cycle * 1e6, cycle_us=cycle,
                    step_us=decode_terms.forward_us(feat, terms, batch * draft.draft_tokens))
 

@@ -2,7 +2,10 @@
 field report's configurations in their measured order, and the band every prediction carries."""
 from __future__ import annotations
 
+import dataclasses
 import json
+
+import pytest
 
 from topoctl.autoconf import launch_model, memory, models
 from topoctl.autoconf.gpu_specs import target_gpu
@@ -215,3 +218,15 @@ def test_eagle3_inside_the_gain_band_is_not_kept_and_says_what_settles_it(capsys
         assert "bench_one_batch_server" in doc["speculative"]["message"]
     assert "held-out band" in doc["chosen"]["basis"]
     assert doc["chosen"]["estimate"]["band"]["factor"] > 1.0
+
+
+def test_an_estimate_and_its_inputs_cannot_be_changed_once_made():
+    """Every renderer and the ranking read the one Estimate a candidate carries (autoconf/launch_model.py):
+    freezing the Estimate alone left its inputs a list of mutable Inputs, which any reader could append to or
+    rewrite, changing what the others print."""
+    plain = predict("h200-4x-nvswitch-vm", "llama-3.1-70b", 4, "custom", False)
+    spec = predict("h200-4x-nvswitch-vm", "llama-3.1-70b", 4, "custom", True)
+    assert isinstance(plain.inputs, tuple) and isinstance(spec.inputs, tuple)
+    assert len(spec.inputs) > len(plain.inputs)  # the speculative terms come on top of the forward pass's
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        plain.inputs[0].value = 0.0  # type: ignore[misc]
