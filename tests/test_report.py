@@ -57,9 +57,28 @@ def test_check_findings_of_a_launch_file(cli, tmp_path):
     assert "2 warning(s)" in page
 
 
-def test_an_unreadable_launch_file_is_said_in_the_page(cli, tmp_path):
-    page = _report(cli, tmp_path, "--system", "h200-1x-vm", "--launch", str(tmp_path / "missing.env"))
-    assert "topoctl check could not judge" in page
+def test_a_missing_launch_file_exits_2_with_a_hint_and_writes_no_page(cli, tmp_path):
+    """A CI step `topoctl report --launch launch.env` must fail when the launch is not there (it exited 0 with
+    the error in the page, so a typo in the path passed the step)."""
+    out = tmp_path / "report.html"
+    missing = tmp_path / "missing.env"
+    code, stdout, err = cli(["report", "--system", "h200-1x-vm", "--launch", str(missing), "-o", str(out)])
+    assert (code, stdout) == (2, "") and not out.exists()
+    assert err.splitlines()[0] == f"topoctl: error: --launch: no such file or folder: {missing}"
+    assert err.splitlines()[1].startswith("  hint: ")
+
+
+def test_a_launch_file_check_cannot_read_exits_with_checks_code_and_its_hint(cli, tmp_path):
+    """Present but unreadable as a launch: check's own message and hint, once, as report's error; no page."""
+    out = tmp_path / "report.html"
+    broken = tmp_path / "launch.env"
+    broken.write_text('SGLANG_ARGS="--tp-size 1\n')  # an unterminated quote
+    check_code, _, check_err = cli(["check", str(broken), "--system", "h200-1x-vm"])
+    assert check_code == 2, check_err  # the premise: check itself exits 2 on it
+    code, stdout, err = cli(["report", "--system", "h200-1x-vm", "--launch", str(broken), "-o", str(out)])
+    assert (code, stdout) == (2, "") and not out.exists()
+    first, hint = check_err.strip().splitlines()[:2]
+    assert err.splitlines() == [first.replace("topoctl: error: ", "topoctl: error: --launch: "), hint]
 
 
 def test_without_graphviz_or_matplotlib_the_page_says_what_is_left_out(cli, monkeypatch, tmp_path):

@@ -4,6 +4,8 @@ one self-contained HTML page (topoctl/report.py builds it; this command gathers 
 Layer: commands and CLI (docs/architecture.md, "Layers")."""
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import tempfile
@@ -13,7 +15,7 @@ import click
 from topoctl import __version__, plots
 from topoctl.commands._options import target_options
 from topoctl.commands.completion import complete_models
-from topoctl.errors import TopoctlError
+from topoctl.errors import EXIT_BLOCKED, EXIT_USAGE, TopoctlError
 from topoctl.io import emit
 from topoctl.picture import render_image, to_dot
 from topoctl.report import Parts, inline_svg, page
@@ -66,7 +68,9 @@ def _launch(snapshot: SnapshotView, model_name: str | None, parts: Parts) -> Non
 
 
 def _check(snapshot: SnapshotView, launch: str, model_name: str | None, parts: Parts) -> None:
-    """check's JSON report on `launch` against this snapshot, run through the CLI itself (one pipeline)."""
+    """check's JSON report on `launch` against this snapshot, run through the CLI itself (one pipeline). A launch
+    check cannot read (exit 2: missing, unreadable, not a launch) ends the report with check's own message and
+    exit code, before any page is written: a page that only says "could not judge" would pass a CI step."""
     from topoctl.cli import main as cli_main
 
     with tempfile.TemporaryDirectory(prefix="topoctl-report-") as folder:
@@ -75,13 +79,24 @@ def _check(snapshot: SnapshotView, launch: str, model_name: str | None, parts: P
         with open(target, "w", encoding="utf-8") as handle:
             json.dump(snapshot.data, handle)
         argv = ["check", launch, "--topology", target, "--format", "json", "-o", output]
-        code = cli_main(argv + (["--model", model_name] if model_name else []))
-        if not os.path.isfile(output):
-            parts.check_note = f"topoctl check could not judge {launch} (exit {code}; its message is on stderr)"
-            return
+        stderr = io.StringIO()
+        with contextlib.redirect_stderr(stderr):
+            code = cli_main(argv + (["--model", model_name] if model_name else []))
+        if code not in (0, EXIT_BLOCKED) or not os.path.isfile(output):
+            raise _check_failure(launch, code, stderr.getvalue())
         with open(output, encoding="utf-8") as handle:
             parts.check = json.load(handle)
     parts.check_origin = launch
+
+
+def _check_failure(launch: str, code: int, stderr: str) -> TopoctlError:
+    """check's first error line and its hint, as report's own error (check's exit code, 2 where it had none)."""
+    lines = [line.strip() for line in stderr.strip().splitlines()]
+    errors = [line.removeprefix("topoctl: error: ") for line in lines if line.startswith("topoctl: error: ")]
+    hints = [line.removeprefix("hint: ") for line in lines if line.startswith("hint: ")]
+    message = errors[0] if errors else f"topoctl check could not judge {launch} (exit {code})"
+    return TopoctlError(f"--launch: {message}", hint=hints[0] if hints else f"run `topoctl check {launch}` to see why",
+                        exit_code=code if code not in (0, EXIT_BLOCKED) else EXIT_USAGE)
 
 
 @click.command("report")
@@ -105,10 +120,14 @@ def command(topology: str | None, system: str | None, fallback_system: str | Non
       topoctl report --topology machine.yaml --launch launch.env -o report.html
 
     \b
-    Exit codes: 0 written (check's findings are in the page, not the exit code); 2 bad usage or input.
+    Exit codes: 0 written (check's findings are in the page, not the exit code); 2 bad usage or
+    input, a --launch FILE that is missing or that check cannot read included (no page written).
     """
     from topoctl.target import resolve_target
 
+    if launch and launch != "-" and not os.path.exists(launch):  # before the work, as check itself would say it
+        raise TopoctlError(f"--launch: no such file or folder: {launch}",
+                           hint="give a launch.env, a Kubernetes manifest, a compose file, a shell script or a folder")
     # one view of the target for every part of the page (the check of --launch runs as a command of its own)
     snapshot = SnapshotView(resolve_target(topology=topology, system=system, fallback_system=fallback_system))
     parts = Parts(title=f"topoctl report: {snapshot.system_name or snapshot.hostname or 'machine'}",
