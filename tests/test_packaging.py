@@ -1,7 +1,8 @@
 """`python -m build` makes a wheel and an sdist; both carry the Apache-2.0 LICENSE the metadata names; the sdist
 carries every file of the repository, so that the README's test command runs in the unpacked sdist as in a
-clone. That last test runs a stated subset of the sdist's suite (SDIST_SUBSET) to keep its cost modest; the
-whole of it runs the same way by hand: unpack, `pip install -e '.[test]'`, `python -m pytest -q`."""
+clone: the sdist holds every file git tracks (so every input of the suite). That last test runs a stated subset
+of the sdist's suite (SDIST_SUBSET) to keep its cost modest; the whole of it runs the same way by hand (unpack,
+`pip install -e '.[test]'`, `python -m pytest -q`), and docs/pythons.md records such a run."""
 from __future__ import annotations
 
 import hashlib
