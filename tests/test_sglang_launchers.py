@@ -199,3 +199,24 @@ def test_a_script_reads_on_past_commands_that_are_not_server_launches():
     assert [launch.where for launch in read_script(text, origin="s.sh")] == ["s.sh:3"]
     with pytest.raises(Unsupported):
         read_script("docker run -d redis:7\nvllm serve m\n", origin="v.sh")
+
+
+def test_a_read_launch_is_frozen_and_the_callers_launch_is_not_changed():
+    """Every stage after the reading sees what was read: a Launch from read_command or read_script refuses a new
+    value, and the launch a caller starts the reading from (a container's env and image) is read on, not changed."""
+    import dataclasses
+
+    seed = Launch(launcher="", where="pod.yaml:3", env={"A": "1"}, image="lmsysorg/sglang:v0.5.21")
+    launch = read_command(["env", "-i", "B=2", "python3", "-m", "sglang.launch_server", "--tp-size", "2"], launch=seed)
+    assert launch.env == {"B": "2"} and launch.image == "lmsysorg/sglang:v0.5.21" and launch.where == "pod.yaml:3"
+    assert seed.env == {"A": "1"} and seed.launcher == "" and seed.args == []
+    script = read_script("export NCCL_DEBUG=INFO\nbash -c 'sglang serve --tp-size 4'\n", origin="run.sh")
+    assert [item.launcher for item in script] == ["sglang serve"]
+    for read in (launch, script[0]):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            read.args = ["--tp-size", "1"]  # type: ignore[misc]
+    # the draft the reading builds has Launch's fields, all of them, so freezing it loses nothing
+    assert launchers._LaunchDraft.__slots__ == tuple(item.name for item in dataclasses.fields(Launch))
+    every = Launch("flags", ["--tp-size", "2"], {"A": "1"}, {"A": "a:1"}, GpuSet(2), "img", "w:1", "base", ["n"],
+                   ["$X"], ["w:2", "w:3"], launchers.Nodes(2, "srun -N 2"), {"/c": "cm"}, {"/c/k": ("t", "m", 4)})
+    assert launchers._LaunchDraft.thaw(every).freeze() == every

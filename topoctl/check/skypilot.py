@@ -9,6 +9,7 @@ Layer: deployment reading (docs/architecture.md, "Layers").
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Any
 
 from topoctl.check.sources import Found
@@ -72,6 +73,6 @@ def read_task(path: str, doc: Any, base_dir: str) -> list[Found]:
                       none_reason=f"{path}:{run.line}: the run: script starts no SGLang launch")]
     out = []
     for launch in launches:
-        launch.notes.extend(skipped)
-        out.append(Found(path, int(launch.where.rsplit(":", 1)[1]), "run", kind="skypilot", launch=launch))
+        out.append(Found(path, int(launch.where.rsplit(":", 1)[1]), "run", kind="skypilot",
+                         launch=replace(launch, notes=[*launch.notes, *skipped]) if skipped else launch))
     return out

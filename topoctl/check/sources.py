@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from topoctl.errors import TopoctlError, one_line
@@ -198,9 +198,7 @@ def _from_words(path: str, container: _Container, words: list[tuple[str, int, _N
             if not launches:
                 found.none_reason = f"{label}: the shell script in its command starts no SGLang launch"
                 return found
-            chosen = launches[-1]
-            chosen.gpus, chosen.image = gpus, image
-            chosen.unresolved = unresolved + chosen.unresolved
+            chosen = replace(launches[-1], gpus=gpus, image=image, unresolved=unresolved + launches[-1].unresolved)
             found.launch = chosen
             found.line = int(chosen.where.rsplit(":", 1)[1])
             return found
@@ -214,7 +212,7 @@ def _from_words(path: str, container: _Container, words: list[tuple[str, int, _N
         return found
     args = found.launch.args
     if args and tokens[-len(args):] == args:
-        found.launch.arg_where = wheres[-len(args):]
+        found.launch = replace(found.launch, arg_where=wheres[-len(args):])
     return found
 
 
@@ -415,7 +413,7 @@ def _pod_spec(path: str, spec: _Node, owner: str, base_dir: str, nodes: Nodes | 
         found = _container_found(path, container, f"{owner} / container {name}" if name is not None else owner,
                                  base_dir, extra_env=extra_env, nodes=nodes)
         if found.launch is not None:
-            found.launch.mounts = _mounts(container, volumes)
+            found.launch = replace(found.launch, mounts=_mounts(container, volumes))
         out.append(found)
     return out
 
@@ -457,7 +455,7 @@ def _container_found(path: str, container: _Node, label: str, base_dir: str,
     found = _from_words(path, _Container(label, "kubernetes", env, env_where, gpus, str(image) if image else None),
                         words, base_dir, line)
     if found.launch is not None and nodes is not None:
-        found.launch.nodes = nodes
+        found.launch = replace(found.launch, nodes=nodes)
     return found
 
 
@@ -657,8 +655,8 @@ def read_chart(chart_dir: str) -> list[Found]:
         for item in founds:
             _remap(item, template)
             if item.launch is not None:
-                item.launch.notes.append(f"Helm chart {chart_dir} rendered by {how}")
-                item.launch.notes.extend(f"not rendered: {part}" for part in template.not_rendered[:8])
+                item.launch = replace(item.launch, notes=[*item.launch.notes, f"Helm chart {chart_dir} rendered by {how}",
+                                                          *(f"not rendered: {part}" for part in template.not_rendered[:8])])
         out.extend(item for item in founds if item.launch is not None or "no launch (" not in item.none_reason)
     if not out:
         out = [Found(chart_dir, 1, kind="helm", none_reason=f"{chart_dir}: no launch in the chart's templates "
@@ -681,9 +679,9 @@ def _remap(item: Found, template: Any) -> None:
     item.line = int(back(f"{template.path}:{item.line}").rsplit(":", 1)[1])
     launch = item.launch
     if launch is not None:
-        launch.where = back(launch.where)
-        launch.arg_where = [back(w) for w in launch.arg_where] if launch.arg_where else launch.arg_where
-        launch.env_where = {k: back(v) for k, v in launch.env_where.items()}
+        item.launch = replace(launch, where=back(launch.where),
+                              arg_where=[back(w) for w in launch.arg_where] if launch.arg_where else launch.arg_where,
+                              env_where={k: back(v) for k, v in launch.env_where.items()})
 
 
 def _config_maps(path: str, documents: list[_Node]) -> dict[str, dict[str, tuple[str, int]]]:
@@ -708,9 +706,11 @@ def _follow_config_maps(founds: list[Found], config_maps: dict[str, dict[str, tu
         launch = item.launch
         if launch is None or not launch.mounts:
             continue
+        files = dict(launch.files)
         for mount_path, config_map in launch.mounts.items():
             for key, (text, line) in config_maps.get(config_map, {}).items():
-                launch.files[f"{mount_path.rstrip('/')}/{key}"] = (text, item.path, line)
+                files[f"{mount_path.rstrip('/')}/{key}"] = (text, item.path, line)
+        item.launch = replace(launch, files=files)
     return founds
 
 

@@ -83,9 +83,11 @@ class Nodes:
     source: str  # how it was written, e.g. "srun -N 2 (run.sh:12)"
 
 
-@dataclass
+@dataclass(frozen=True)
 class Launch:
-    """One launch as its launcher will start it, before the SGLang version reads the arguments."""
+    """One launch as its launcher will start it, before the SGLang version reads the arguments. Frozen: what
+    the reading found is what every later stage sees; a stage that adds to it makes a new one
+    (dataclasses.replace). The reading itself builds a `_LaunchDraft` step by step and freezes it once."""
 
     launcher: str  # "sglang.launch_server" | "sglang serve" | "dynamo.sglang" | "flags"
     args: list[str] = field(default_factory=list)
@@ -102,6 +104,48 @@ class Launch:
     mounts: dict[str, str] = field(default_factory=dict)  # mount path -> ConfigMap name (Kubernetes volumes)
     files: dict[str, tuple[str, str, int]] = field(default_factory=dict)  # path -> (text, file, first line): files
     # the launch sees that live inside the manifest (a ConfigMap's key), read instead of the disk
+
+
+class _LaunchDraft:
+    """A launch while its command is read: the wrappers peeled one by one (env, docker run, srun...) each add to
+    it, so it is mutable; `freeze` makes the `Launch` the rest of topoctl sees. The fields are Launch's; a plain
+    class with slots, not a dataclass, so that it adds no generated code to the import of every check."""
+
+    __slots__ = ("launcher", "args", "env", "env_where", "gpus", "image", "where", "base_dir", "notes", "unresolved",
+                 "arg_where", "nodes", "mounts", "files")
+
+    def __init__(self, launcher: str, where: str = "", base_dir: str = ".", env: dict[str, str] | None = None,
+                 env_where: dict[str, str] | None = None) -> None:
+        self.launcher = launcher
+        self.args: list[str] = []
+        self.env: dict[str, str] = {} if env is None else env
+        self.env_where: dict[str, str] = {} if env_where is None else env_where
+        self.gpus: GpuSet | None = None
+        self.image: str | None = None
+        self.where = where
+        self.base_dir = base_dir
+        self.notes: list[str] = []
+        self.unresolved: list[str] = []
+        self.arg_where: list[str] | None = None
+        self.nodes: Nodes | None = None
+        self.mounts: dict[str, str] = {}
+        self.files: dict[str, tuple[str, str, int]] = {}
+
+    @classmethod
+    def thaw(cls, launch: Launch) -> _LaunchDraft:
+        """A draft that starts from a caller's launch (a container's env and image), its lists and dicts copied
+        so that reading on never changes the frozen one."""
+        draft = cls(launch.launcher, launch.where, launch.base_dir, dict(launch.env), dict(launch.env_where))
+        draft.args, draft.gpus, draft.image = list(launch.args), launch.gpus, launch.image
+        draft.notes, draft.unresolved = list(launch.notes), list(launch.unresolved)
+        draft.arg_where = None if launch.arg_where is None else list(launch.arg_where)
+        draft.nodes, draft.mounts, draft.files = launch.nodes, dict(launch.mounts), dict(launch.files)
+        return draft
+
+    def freeze(self) -> Launch:
+        """The launch as read; the draft is not used after."""
+        return Launch(self.launcher, self.args, self.env, self.env_where, self.gpus, self.image, self.where,
+                      self.base_dir, self.notes, self.unresolved, self.arg_where, self.nodes, self.mounts, self.files)
 
 
 class NotALaunch(TopoctlError):
@@ -176,7 +220,7 @@ def _resolve_path(path: str, base_dir: str) -> str:
     return beside if os.path.exists(beside) or not os.path.exists(path) else path
 
 
-def _container_option(name: str, value: str, launch: Launch, program: str) -> None:
+def _container_option(name: str, value: str, launch: _LaunchDraft, program: str) -> None:
     """What one `docker run` option gives the launch: environment (-e, --env-file) or GPUs (--gpus, --device)."""
     if name in ("-e", "--env"):
         key, eq, val = value.partition("=")
@@ -197,7 +241,7 @@ def _container_option(name: str, value: str, launch: Launch, program: str) -> No
                              source=f"{program} run --device {value}")
 
 
-def _container(tokens: list[str], launch: Launch, program: str) -> list[str]:
+def _container(tokens: list[str], launch: _LaunchDraft, program: str) -> list[str]:
     """Skip `docker run` options, keeping env, GPUs and the image; return the container's command words."""
     position = 0
     entrypoint: list[str] = []
@@ -233,7 +277,7 @@ def _container(tokens: list[str], launch: Launch, program: str) -> list[str]:
     return command
 
 
-def _split_env_words(tokens: list[str], launch: Launch) -> list[str]:
+def _split_env_words(tokens: list[str], launch: _LaunchDraft) -> list[str]:
     position = 0
     while position < len(tokens):
         token = tokens[position]
@@ -283,7 +327,7 @@ _NODE_OPTIONS = {"srun": ("-N", "--nodes"), "torchrun": ("--nnodes",)}
 _TWO_VALUE_OPTIONS = {"mpirun": ("-mca", "--mca", "-genv", "-env"), "mpiexec": ("-mca", "--mca", "-genv", "-env")}
 
 
-def _peel_wrapper(rest: list[str], launch: Launch) -> list[str] | None:
+def _peel_wrapper(rest: list[str], launch: _LaunchDraft) -> list[str] | None:
     """The words after a wrapper's own options (`numactl --interleave=all python ...` -> `python ...`), or None
     when `rest` does not start with a wrapper. `srun -N 2` and `torchrun --nnodes 2` say the nodes."""
     program = rest[0].rsplit("/", 1)[-1]
@@ -341,8 +385,16 @@ def _skip_options(words: list[str], options: frozenset[str], positional: int,
 
 def read_command(tokens: list[str], *, where: str = "", base_dir: str = ".", launch: Launch | None = None,
                  env: dict[str, str] | None = None, depth: int = 0) -> Launch:
-    """The launch a command line starts; NotALaunch / Unsupported (both TopoctlError) when it is none."""
-    launch = launch or Launch(launcher="", where=where, base_dir=base_dir)
+    """The launch a command line starts; NotALaunch / Unsupported (both TopoctlError) when it is none. `launch`
+    is what the caller already knows of it (a container's env, GPUs, image); it is read on, not changed."""
+    draft = _LaunchDraft.thaw(launch) if launch is not None else _LaunchDraft(launcher="", where=where, base_dir=base_dir)
+    found = _read_draft(tokens, draft, where, base_dir, env, depth)
+    return found if isinstance(found, Launch) else found.freeze()
+
+
+def _read_draft(tokens: list[str], launch: _LaunchDraft, where: str, base_dir: str, env: dict[str, str] | None,
+                depth: int) -> _LaunchDraft | Launch:
+    """`launch` read on to the launcher, or the launch of a `bash -c` script inside the command (frozen)."""
     if env:
         for name, value in env.items():
             launch.env.setdefault(name, value)
@@ -360,7 +412,7 @@ def read_command(tokens: list[str], *, where: str = "", base_dir: str = ".", lau
         rest = step
 
 
-def _unwrap(rest: list[str], launch: Launch, where: str, base_dir: str, depth: int) -> list[str] | Launch | None:
+def _unwrap(rest: list[str], launch: _LaunchDraft, where: str, base_dir: str, depth: int) -> list[str] | Launch | None:
     """One layer around the server peeled: the words inside it, the launch of a `bash -c` script, or None when
     `rest` starts with the launcher itself."""
     program = rest[0].rsplit("/", 1)[-1]
@@ -383,7 +435,7 @@ def _unwrap(rest: list[str], launch: Launch, where: str, base_dir: str, depth: i
     return None
 
 
-def _env_program(rest: list[str], launch: Launch) -> list[str]:
+def _env_program(rest: list[str], launch: _LaunchDraft) -> list[str]:
     """`env [-i] [-u NAME] ...`: the words after env's options, its changes made to the launch's environment."""
     while rest and rest[0].startswith("-"):
         option = rest.pop(0)
@@ -398,7 +450,7 @@ def _env_program(rest: list[str], launch: Launch) -> list[str]:
     return rest
 
 
-def _shell_command(rest: list[str], program: str, launch: Launch, where: str, base_dir: str, depth: int) -> Launch:
+def _shell_command(rest: list[str], program: str, launch: _LaunchDraft, where: str, base_dir: str, depth: int) -> Launch:
     """`bash -c 'SCRIPT'`: the script's last launch."""
     index, script_at = 1, None
     while index < len(rest) and rest[index].startswith("-"):
@@ -412,14 +464,14 @@ def _shell_command(rest: list[str], program: str, launch: Launch, where: str, ba
         raise NotALaunch(f"{program} -c: no script", hint="give the script after -c")
     if depth > 4:
         raise NotALaunch("shells nested too deep", hint="write the launch command directly")
-    found = read_script(rest[index], origin=where or "<command>", base_dir=base_dir, inherit=launch,
+    found = read_script(rest[index], origin=where or "<command>", base_dir=base_dir, inherit=launch.freeze(),
                         depth=depth + 1, report_line=False)
     if not found:
         raise NotALaunch(f"{program} -c: no launch in the script", hint="the script should hold the launch")
     return found[-1]
 
 
-def _launcher(rest: list[str], launch: Launch) -> Launch:
+def _launcher(rest: list[str], launch: _LaunchDraft) -> _LaunchDraft:
     """The launcher and the words it hands on: SGLang's flags alone, `sglang serve`, `python -m ...`."""
     program = rest[0].rsplit("/", 1)[-1]
     if rest[0].startswith("-"):
@@ -449,7 +501,7 @@ def _python_target(rest: list[str]) -> tuple[str | None, int]:
     return (rest[index][2:] if rest[index].startswith("-m") else None), index + 1
 
 
-def _python_module(rest: list[str], launch: Launch) -> Launch:
+def _python_module(rest: list[str], launch: _LaunchDraft) -> _LaunchDraft:
     """`python [switches] -m MODULE ARGS`: SGLang's server or Dynamo's SGLang worker."""
     module, start = _python_target(rest)
     if module in ("sglang.launch_server", "dynamo.sglang"):
@@ -528,7 +580,7 @@ def _script_launch(command: Any, origin: str, base_dir: str, inherit: Launch | N
     where = f"{origin}:{command.line}" if report_line else origin
     env_where = {name: (inherit.env_where.get(name, "") if inherit and not line else f"{origin}:{line}")
                  for name, line in command.env_line.items()}
-    launch = Launch(launcher="", where=where, base_dir=base_dir, env=dict(command.env), env_where=env_where)
+    launch = _LaunchDraft(launcher="", where=where, base_dir=base_dir, env=dict(command.env), env_where=env_where)
     if inherit is not None:
         launch.gpus, launch.image, launch.nodes = inherit.gpus, inherit.image, inherit.nodes
     launch.unresolved = list(command.unknown)
@@ -537,14 +589,16 @@ def _script_launch(command: Any, origin: str, base_dir: str, inherit: Launch | N
 
     check_tokens(tokens, where)
     try:
-        found = read_command(tokens, where=where, base_dir=base_dir, launch=launch, depth=depth)
+        found = _read_draft(tokens, launch, where, base_dir, None, depth)
     except Unsupported as error:  # another server: said when the script starts no SGLang at all
         return error
     except NotALaunch:  # `docker run -d redis`, `sglang version`, `echo`: not a server launch, read on
         return None
-    if found.args and tokens[-len(found.args):] == found.args and found is launch:
+    if isinstance(found, Launch):  # the launch of a `bash -c` script inside this command
+        return found
+    if found.args and tokens[-len(found.args):] == found.args:
         found.arg_where = [f"{origin}:{word.line}" for word in command.words[-len(found.args):]]
-    return found
+    return found.freeze()
 
 
 def image_sglang_version(image: str | None) -> str | None:
