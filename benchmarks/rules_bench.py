@@ -14,10 +14,13 @@ import dataclasses
 import platform
 import statistics
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from topoctl.snapshot_view import Snapshot
 
 
-def eight_gpu_snapshot() -> dict[str, Any]:
+def eight_gpu_snapshot() -> Snapshot | dict[str, Any]:
     try:
         from topoctl.catalogue import system_snapshot
 

@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any
+from typing import TYPE_CHECKING, cast
 
 from topoctl.errors import TopoctlError
 from topoctl.snapshot import validate_shipped_snapshot
+
+if TYPE_CHECKING:
+    from topoctl.snapshot_view import Snapshot
 
 SYSTEMS_PACKAGE = "topoctl.systems"
 
@@ -50,7 +53,7 @@ def _systems_dir() -> str:
     return package_dir(SYSTEMS_PACKAGE)
 
 
-def system_snapshot(name: str) -> dict[str, Any]:
+def system_snapshot(name: str) -> Snapshot:
     """The snapshot of built-in system `name`, or a TopoctlError listing the names there are."""
     entry = os.path.join(_systems_dir(), name, "snapshot.json")
     if "/" in name or os.sep in name or name.startswith(".") or not os.path.isfile(entry):
@@ -60,4 +63,4 @@ def system_snapshot(name: str) -> dict[str, Any]:
 
     data = json.loads(limits.read_file(entry, limits.MAX_SNAPSHOT_BYTES))
     validate_shipped_snapshot(data, origin=f"system {name}")
-    return data
+    return cast("Snapshot", data)  # validated above

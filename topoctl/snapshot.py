@@ -16,13 +16,15 @@ from __future__ import annotations
 import functools
 import json
 import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from topoctl.errors import TopoctlError
 from topoctl.p2p import measured_health, pair_verdicts
 
 if TYPE_CHECKING:
     from typing_extensions import TypeGuard
+
+    from topoctl.snapshot_view import Snapshot
 
 SCHEMA_VERSION = 1  # the probe writes it (probe/collect.py imports it from here); loading accepts only it
 # The most GPUs one snapshot (one host) may list. The largest single machines hold 16 (HGX-2 / DGX-2 class);
@@ -32,7 +34,7 @@ MAX_GPUS = 128
 SCHEMA_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "schema", "snapshot.schema.json")
 
 
-def parse_snapshot_text(text: str, origin: str) -> dict[str, Any]:
+def parse_snapshot_text(text: str, origin: str) -> Snapshot:
     """Parse JSON or YAML snapshot text (YAML via safe_load only).
 
     Errors name the parser's position (line, column), never a line of the file: the file may be anything
@@ -62,7 +64,7 @@ def parse_snapshot_text(text: str, origin: str) -> dict[str, Any]:
         raise TopoctlError(f"{origin} is empty", hint=hint)
     validate_snapshot(data, origin=origin)
     reconcile_summary(data)
-    return data
+    return cast("Snapshot", data)  # validated above: the schema's shape, which Snapshot types
 
 
 def _yaml_problem(exc: Exception) -> str:
@@ -77,7 +79,7 @@ def _yaml_problem(exc: Exception) -> str:
     return problem
 
 
-def load_snapshot(path: str) -> dict[str, Any]:
+def load_snapshot(path: str) -> Snapshot:
     """Read a snapshot file written by `topoctl probe` (JSON or YAML)."""
     if path == "":
         raise TopoctlError("the snapshot file name is empty", hint="pass the file written by `topoctl probe -o FILE`")

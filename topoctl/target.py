@@ -7,15 +7,18 @@ Layer: commands and CLI (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, cast
 
 from topoctl.catalogue import system_snapshot
 from topoctl.errors import TopoctlError
 from topoctl.snapshot import load_snapshot
 
+if TYPE_CHECKING:
+    from topoctl.snapshot_view import Snapshot
+
 
 def resolve_target(topology: str | None = None, system: str | None = None,
-                   fallback_system: str | None = None) -> dict[str, Any]:
+                   fallback_system: str | None = None) -> Snapshot:
     """The snapshot a command works on: --topology FILE, --system NAME, or a live probe of this machine.
 
     With `fallback_system`, a machine where the probe sees no GPU (exit-3 case) uses that built-in system
@@ -39,10 +42,11 @@ def resolve_target(topology: str | None = None, system: str | None = None,
     from topoctl.errors import NoGpuError
     from topoctl.probe.collect import probe_live  # imported here: only the live path touches hardware
 
+    # The probe writes the schema's shape (the built-in systems' snapshot.json are its replays, validated).
     if snapshot_of_fallback is None:
-        return probe_live()
+        return cast("Snapshot", probe_live())
     try:
-        return probe_live()
+        return cast("Snapshot", probe_live())
     except NoGpuError as error:
         import sys
 

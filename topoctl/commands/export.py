@@ -3,7 +3,7 @@
 Layer: commands and CLI (docs/architecture.md, "Layers")."""
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -13,8 +13,11 @@ from topoctl.errors import TopoctlError
 from topoctl.export_nfd import DEFAULT_PATH, feature_file
 from topoctl.io import emit
 
+if TYPE_CHECKING:
+    from topoctl.snapshot_view import Snapshot
 
-def _allreduce_path(snapshot: dict[str, Any]) -> str | None:
+
+def _allreduce_path(snapshot: Snapshot) -> str | None:
     """The allreduce path `topoctl recommend` would choose here without a model (None when nothing passes)."""
     from topoctl.autoconf.search import search
     from topoctl.commands._options import flag_set_for, target_version
