@@ -31,6 +31,7 @@ from topoctl.autoconf.ranking import (
     ties,
     winner_reasons,
 )
+from topoctl.autoconf.request import Request
 from topoctl.autoconf.space import (  # noqa: F401 - re-exported
     SPEC_GROUP,
     Candidate,
@@ -175,22 +176,6 @@ def judge_candidate(judge: _Judge, path: str, spec: str | None, launch: dict[str
                    departures=sum(1 for setting, value in launch.items()
                                   if setting not in ("tp_size",) and not agrees(setting, value, {}, defaults)))
     return cand, report
-
-
-@dataclass(frozen=True)
-class Request:
-    """What the user asked for beyond the machine and the model (recommend's options hold one)."""
-    speculative: str | None = None
-    draft_model: str | None = None
-    force_speculative: bool = False
-    tp_size: int | None = None
-    ep_size: int | None = None
-    dp_size: int | None = None
-    objective: str = "latency"
-    context_length: int | None = None
-    max_running_requests: int | None = None
-    accept_length: float | None = None
-    draft: dict[str, Any] | None = None  # the draft model's profile, when --draft-model is a model folder
 
 
 def parallel_options(model: dict[str, Any] | None, gpu_count: int, req: Request) -> list[tuple[int, int]]:

@@ -30,7 +30,7 @@ from topoctl.errors import TopoctlError, one_line
 from topoctl.snapshot_view import SnapshotView
 
 if TYPE_CHECKING:
-    from topoctl.autoconf.search import Request
+    from topoctl.autoconf.request import Request
 
 FORMATS = ("env", "args", "json", "yaml", "table")
 
@@ -214,7 +214,7 @@ class RecommendOptions:
     @classmethod
     def from_params(cls, given: dict[str, Any]) -> RecommendOptions:
         """The options from click's parameters: those named like a Request field go into the request."""
-        from topoctl.autoconf.search import Request
+        from topoctl.autoconf.request import Request
 
         params = dict(given)
         asked = {item.name: params.pop(item.name) for item in fields(Request) if item.name in params}
@@ -222,7 +222,7 @@ class RecommendOptions:
 
     @property
     def asked(self) -> Request:
-        from topoctl.autoconf.search import Request
+        from topoctl.autoconf.request import Request
 
         return self.request if self.request is not None else Request()
 

@@ -1,0 +1,29 @@
+"""What a user asks of a launch beyond the machine and the model: the search's Request.
+
+It lives apart from search.py, which imports the whole search (rules engine, placement, launch model), so that
+`topoctl recommend` can hold the request its options fill without importing the search: `--list-systems`,
+`--list-models` and the usage errors found before the target is read answer without it
+(tests/test_startup_imports.py).
+
+Layer: launch model and search (docs/architecture.md, "Layers").
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Request:
+    """What the user asked for beyond the machine and the model (recommend's options hold one)."""
+    speculative: str | None = None
+    draft_model: str | None = None
+    force_speculative: bool = False
+    tp_size: int | None = None
+    ep_size: int | None = None
+    dp_size: int | None = None
+    objective: str = "latency"
+    context_length: int | None = None
+    max_running_requests: int | None = None
+    accept_length: float | None = None
+    draft: dict[str, Any] | None = None  # the draft model's profile, when --draft-model is a model folder
