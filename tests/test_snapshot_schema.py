@@ -43,6 +43,26 @@ def test_the_schema_is_a_valid_json_schema_with_a_versioned_id():
     assert snapshot.schema()["properties"]["schema_version"]["const"] == snapshot.SCHEMA_VERSION
 
 
+_NOT_SCHEMA_FOLDERS = {"tests", "build", "dist", "node_modules", "__pycache__"}  # tests/data holds others' schemas
+
+
+def _schema_files():
+    """Every *.schema.json the product ships or reads (the tree without tests/, builds and environments), found
+    by walking the checkout: a schema added later is held to the same rule without anyone listing it."""
+    found = []
+    for folder, subfolders, files in os.walk(ROOT):
+        subfolders[:] = sorted(name for name in subfolders if not name.startswith(".") and name not in _NOT_SCHEMA_FOLDERS
+                               and not name.endswith(".egg-info")
+                               and not os.path.isfile(os.path.join(folder, name, "pyvenv.cfg")))
+        found += [os.path.relpath(os.path.join(folder, name), ROOT) for name in files if name.endswith(".schema.json")]
+    return sorted(found)
+
+
+def _says_nothing(items) -> bool:
+    """`items: {}` or `items: true` accepts anything, as a missing `items` does."""
+    return items is True or (isinstance(items, dict) and not set(items) - {"description", "title", "$comment"})
+
+
 def _arrays_without_items(node, where="#"):
     """Every array type in a schema that does not say what its items are."""
     if isinstance(node, list):
@@ -51,11 +71,24 @@ def _arrays_without_items(node, where="#"):
         return []
     types = node.get("type")
     names = [types] if isinstance(types, str) else (types or [])
-    found = [where] if "array" in names and "items" not in node and "prefixItems" not in node else []
+    said = "prefixItems" in node or ("items" in node and not _says_nothing(node["items"]))
+    found = [where] if "array" in names and not said else []
     return found + [f for key, value in node.items() for f in _arrays_without_items(value, f"{where}/{key}")]
 
 
-@pytest.mark.parametrize("path", ["topoctl/schema/snapshot.schema.json", "rules/schema/rule.schema.json"])
+def test_the_schema_walk_finds_the_product_schemas():
+    assert {"topoctl/schema/snapshot.schema.json", "rules/schema/rule.schema.json"} <= set(_schema_files())
+
+
+def test_an_array_that_does_not_say_its_items_is_found():
+    """The check below can fail: a bare array, one with `items: {}`, one nested in $defs and anyOf."""
+    schema = {"properties": {"a": {"type": ["array", "null"]}, "b": {"type": "array", "items": {}},
+                             "c": {"type": "array", "items": {"type": "integer"}}},
+              "$defs": {"d": {"anyOf": [{"type": "array", "items": True}, {"type": "array", "prefixItems": [{}]}]}}}
+    assert _arrays_without_items(schema) == ["#/properties/a", "#/properties/b", "#/$defs/d/anyOf/0"]
+
+
+@pytest.mark.parametrize("path", _schema_files())
 def test_every_array_in_the_schemas_says_what_its_items_are(path):
     """An array without `items` accepts anything inside, and readers then meet what they cannot read
     (`summary.acs_redirect_pairs: [0]` once crashed `topoctl show`)."""
