@@ -201,7 +201,7 @@ def test_a_script_reads_on_past_commands_that_are_not_server_launches():
         read_script("docker run -d redis:7\nvllm serve m\n", origin="v.sh")
 
 
-def test_a_read_launch_is_frozen_and_the_callers_launch_is_not_changed():
+def test_a_read_launch_and_its_parts_are_frozen_and_the_callers_launch_is_not_changed():
     """Every stage after the reading sees what was read: a Launch from read_command or read_script refuses a new
     value, and the launch a caller starts the reading from (a container's env and image) is read on, not changed."""
     import dataclasses
@@ -215,6 +215,12 @@ def test_a_read_launch_is_frozen_and_the_callers_launch_is_not_changed():
     for read in (launch, script[0]):
         with pytest.raises(dataclasses.FrozenInstanceError):
             read.args = ["--tp-size", "1"]  # type: ignore[misc]
+    docker = read_command(["srun", "-N", "2", "docker", "run", "--gpus", "2", "img", "sglang", "serve"])
+    assert docker.gpus is not None and docker.gpus.count == 2 and docker.nodes is not None and docker.nodes.count == 2
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        docker.gpus.count = 4  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        docker.nodes.count = 4  # type: ignore[misc]
     # the draft the reading builds has Launch's fields, all of them, so freezing it loses nothing
     assert launchers._LaunchDraft.__slots__ == tuple(item.name for item in dataclasses.fields(Launch))
     every = Launch("flags", ["--tp-size", "2"], {"A": "1"}, {"A": "a:1"}, GpuSet(2), "img", "w:1", "base", ["n"],

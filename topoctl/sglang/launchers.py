@@ -60,9 +60,10 @@ _CONTAINER_VALUE_OPTIONS = frozenset("""
 """.split())
 
 
-@dataclass
+@dataclass(frozen=True)
 class GpuSet:
-    """The GPUs a launch is given by what starts it: None for count/ids means "all of the target's"."""
+    """The GPUs a launch is given by what starts it: None for count/ids means "all of the target's". Frozen like
+    the Launch that holds it: a later `--device` makes a new one."""
 
     count: int | None = None
     ids: list[str] | None = None
@@ -74,10 +75,10 @@ class GpuSet:
         return self.count
 
 
-@dataclass
+@dataclass(frozen=True)
 class Nodes:
     """How many nodes a launch spans, as what starts it says (srun -N, torchrun --nnodes, a LeaderWorkerSet's
-    size, Dynamo's multinode.nodeCount); None: several, how many is set elsewhere."""
+    size, Dynamo's multinode.nodeCount); None: several, how many is set elsewhere. Frozen like the Launch."""
 
     count: int | None
     source: str  # how it was written, e.g. "srun -N 2 (run.sh:12)"
