@@ -28,8 +28,11 @@ MIB = 1024 * 1024
 REPLICATED_PARTS = ("router", "norms")
 
 
-@dataclass
+@dataclass(frozen=True)
 class Fit:
+    """The memory fit of one launch as fit() judged it. Frozen: the search, the ranking and every report read
+    the one answer fit() gave, and none of them can change it after the judging."""
+
     fits: bool
     gpu_memory_bytes: int
     mem_fraction_static: float
@@ -471,25 +474,24 @@ def fit(case: FitCase) -> Fit:
     kv = gpu_bytes * fraction - sum(weights.values()) - from_kv
     tokens = int(kv // per_token) if kv > 0 else 0
     context, context_source = judged_context(model, context_length)
-    result = Fit(True, gpu_bytes, fraction, source, graph_bs, weights, extra, per_token, kv, tokens,
-                 context, notes=notes, max_running_requests=max_running_requests, reserve=reserve.to_dict(),
-                 context_source=context_source)
+    fits, why, context_only = True, "", False
     if kv <= 0:
-        result.fits = False
-        result.why = (f"needs {sum(weights.values()) / 1e9:.1f} GB of weights per GPU"
-                      + (f" + {from_kv / 1e9:.1f} GB draft" if from_kv else "")
-                      + f", more than the {gpu_bytes * fraction / 1e9:.1f} GB SGLang leaves for weights and KV cache "
-                      f"(mem_fraction_static {fraction:.4g} of {gpu_bytes / 1e9:.1f} GB)")
+        fits = False
+        why = (f"needs {sum(weights.values()) / 1e9:.1f} GB of weights per GPU"
+               + (f" + {from_kv / 1e9:.1f} GB draft" if from_kv else "")
+               + f", more than the {gpu_bytes * fraction / 1e9:.1f} GB SGLang leaves for weights and KV cache "
+               f"(mem_fraction_static {fraction:.4g} of {gpu_bytes / 1e9:.1f} GB)")
     elif context and tokens < context:
-        result.context_only = True
+        context_only = True
         text = (f"does not fit at this context: the KV cache holds {tokens} tokens per GPU, less than one "
                 f"request of {context} tokens ({context_source}); --context-length {tokens} would fit")
         if context_length:  # the context the user asked: the launch does not fit
-            result.fits = False
-            result.why = text
+            fits, why = False, text
         else:  # the model's own context, not asked for: said, not held against the launch (SGLang caps a request)
-            result.notes.append(text)
-    return result
+            notes.append(text)
+    return Fit(fits, gpu_bytes, fraction, source, graph_bs, weights, extra, per_token, kv, tokens, context, why=why,
+               notes=notes, max_running_requests=max_running_requests, reserve=reserve.to_dict(),
+               context_source=context_source, context_only=context_only)
 
 
 def judged_context(model: dict[str, Any], asked: int | None) -> tuple[int | None, str]:

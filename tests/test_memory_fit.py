@@ -95,3 +95,16 @@ def test_the_hint_keeps_a_fixed_tp_size(cli):
     hint = err.split("hint")[1]
     assert "--tp-size 8 (instead of 2)" in hint or "--tp-size 4 (instead of 2)" in hint
     assert "these 4 GPUs" not in hint
+
+
+def test_a_fit_cannot_be_changed_after_it_is_judged():
+    """Fit is frozen: the search and every report read the answer fit() gave; a later stage that wants another
+    makes a new one (dataclasses.replace)."""
+    import dataclasses
+
+    from topoctl.autoconf.memory import Fit
+
+    judged = Fit(True, 80 * 10**9, 0.8, "test", 8, {"layers": 1.0}, 0.0, 1.0, 1.0, 1, None)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        judged.fits = False  # type: ignore[misc]
+    assert dataclasses.replace(judged, fits=False).fits is False and judged.fits is True
