@@ -81,6 +81,20 @@ def test_a_launch_file_check_cannot_read_exits_with_checks_code_and_its_hint(cli
     assert err.splitlines() == [first.replace("topoctl: error: ", "topoctl: error: --launch: "), hint]
 
 
+def test_what_check_says_on_stderr_about_a_launch_it_judged_reaches_the_user(cli, tmp_path):
+    """The embedded check's notes and warnings (the SGLang version read from an image tag, a launch.env made for
+    another system) are what a user reads to trust the page's findings: report passes them on to its own stderr
+    when the check succeeds, as `topoctl check` prints them, and keeps them out of stdout."""
+    launch = os.path.join(os.path.dirname(__file__), "data", "launch_corpus", "compose", "compose_count_two_tp4.yaml")
+    check_code, _, check_err = cli(["check", launch, "--system", "h200-4x-nvswitch-vm"])
+    note = next(line for line in check_err.splitlines() if "from the image tag" in line)  # the premise
+    assert check_code in (0, 1)
+    out = tmp_path / "report.html"
+    code, stdout, err = cli(["report", "--system", "h200-4x-nvswitch-vm", "--launch", launch, "-o", str(out)])
+    assert (code, stdout) == (0, "") and out.exists()
+    assert note in err.splitlines()
+
+
 def test_without_graphviz_or_matplotlib_the_page_says_what_is_left_out(cli, monkeypatch, tmp_path):
     monkeypatch.setattr(shutil, "which", lambda name: None)
     monkeypatch.setitem(sys.modules, "matplotlib", None)

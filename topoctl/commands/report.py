@@ -70,7 +70,8 @@ def _launch(snapshot: SnapshotView, model_name: str | None, parts: Parts) -> Non
 def _check(snapshot: SnapshotView, launch: str, model_name: str | None, parts: Parts) -> None:
     """check's JSON report on `launch` against this snapshot, run through the CLI itself (one pipeline). A launch
     check cannot read (exit 2: missing, unreadable, not a launch) ends the report with check's own message and
-    exit code, before any page is written: a page that only says "could not judge" would pass a CI step."""
+    exit code, before any page is written: a page that only says "could not judge" would pass a CI step. A launch
+    it judged passes check's notes and warnings on to stderr."""
     from topoctl.cli import main as cli_main
 
     with tempfile.TemporaryDirectory(prefix="topoctl-report-") as folder:
@@ -84,6 +85,9 @@ def _check(snapshot: SnapshotView, launch: str, model_name: str | None, parts: P
             code = cli_main(argv + (["--model", model_name] if model_name else []))
         if code not in (0, EXIT_BLOCKED) or not os.path.isfile(output):
             raise _check_failure(launch, code, stderr.getvalue())
+        # a judged launch: check's notes and warnings (the SGLang version it read, a launch made for another
+        # system) go to the user as `topoctl check` prints them; only a failed check's message is rewritten
+        click.echo(stderr.getvalue(), err=True, nl=False)
         with open(output, encoding="utf-8") as handle:
             parts.check = json.load(handle)
     parts.check_origin = launch
