@@ -60,8 +60,12 @@ _agrees = agrees  # the name tests and site code have used
 _throughput = throughput
 
 
-@dataclass
+@dataclass(frozen=True)
 class Result:
+    """What the search chose and why, built once at its end. Frozen: every format and --explain read the same
+    answer; a later stage that changes the launch (recommend --nnodes) makes a new one with dataclasses.replace.
+    `memo` is render's cache of what it built from this result, not part of the answer."""
+
     snapshot: SnapshotView  # the one view of the target the command made (autoconf reads it, never the dict)
     model: dict[str, Any] | None
     flags: FlagSet
@@ -514,11 +518,9 @@ def _result(snapshot: SnapshotView, model: dict[str, Any] | None, flags: FlagSet
                     speculative_comparison(same_tp, winner, req.speculative, req.force_speculative, blocked,
                                            [c for c in pool.unfit if c.tp == winner.tp]),
                     faster_paths(winner, same_tp, paths), notes, evidence,
-                    sorted((str(k), str(v)) for k, v in (getattr(plan.ruleset, "disabled", None) or {}).items()))
-    result.placement = pool.placements[(winner.tp, winner.dp)]
-    result.unfit = pool.unfit
-    result.gpu = gpu
-    result.objective = req.objective
+                    sorted((str(k), str(v)) for k, v in (getattr(plan.ruleset, "disabled", None) or {}).items()),
+                    placement=pool.placements[(winner.tp, winner.dp)], unfit=pool.unfit, gpu=gpu,
+                    objective=req.objective)
     return result
 
 

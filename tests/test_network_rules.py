@@ -115,3 +115,26 @@ def test_nnodes_in_json_and_on_a_snapshot_without_nics(cli):
     code, out, _ = cli(["recommend", "--system", "h200-2x-nvswitch-vm", "--model", "llama-3.1-70b", "--nnodes", "2"])
     assert code == 0
     assert "NCCL_IB_HCA" not in out and "before topoctl probed NICs" in out
+
+
+def test_the_node_split_is_a_new_result_and_leaves_the_search_s_as_it_was():
+    """The search's Result is frozen: --nnodes makes a new one at TP over every node (its winner first of the
+    ranked list too), and the result the search returned keeps its own TP and launch."""
+    import dataclasses
+
+    from topoctl.autoconf.search import search
+    from topoctl.commands._options import flag_set_for, target_version
+    from topoctl.commands.recommend import _nodes
+    from topoctl.snapshot_view import SnapshotView
+
+    view = SnapshotView(system_snapshot("h100-8x-8nic-ib"))
+    version = target_version(view, None)
+    ruleset = load_rules()
+    result = search(view, None, flag_set_for(version), version, ruleset=ruleset)
+    tp_size, launch = result.tp_size, dict(result.winner.launch)
+    split, _ = _nodes(result, view, 2, ruleset)
+    assert (result.tp_size, result.winner.launch, result.ranked[0]) == (tp_size, launch, result.winner)
+    assert split.tp_size == split.winner.launch["tp_size"] == 2 * tp_size
+    assert split.ranked[0] is split.winner and split.ranked[1:] == result.ranked[1:]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        result.tp_size = 1  # type: ignore[misc]

@@ -31,6 +31,7 @@ from topoctl.snapshot_view import SnapshotView
 
 if TYPE_CHECKING:
     from topoctl.autoconf.request import Request
+    from topoctl.autoconf.search import Result
 
 FORMATS = ("env", "args", "json", "yaml", "table")
 
@@ -254,7 +255,9 @@ def run(options: RecommendOptions) -> int:
 
         model = split_over_nodes(model, options.nnodes)
     result = search(snapshot, model, flags, version, ruleset=ruleset, request=_request(options))
-    nodes = _nodes(result, snapshot, options.nnodes, ruleset) if options.nnodes > 1 else None
+    nodes = None
+    if options.nnodes > 1:
+        result, nodes = _nodes(result, snapshot, options.nnodes, ruleset)
     if options.explain:
         click.echo(explain_text(result), err=True, nl=False)
     emit(_with_nodes(_output(result, options.fmt, options.top), options.fmt, nodes), options.output)
@@ -318,20 +321,24 @@ def _note_environment(result: Any, nodes: Any) -> None:
                f"{one_line(settings)} (--format env writes it with the flags)", err=True)
 
 
-def _nodes(result: Any, snapshot: SnapshotView, nnodes: int, ruleset: Any) -> Any:
+def _nodes(result: Result, snapshot: SnapshotView, nnodes: int, ruleset: Any) -> tuple[Result, Any]:
     """One node's part of an N-node launch: TP over every node's GPUs, the node flags and NCCL's network
-    settings (autoconf/network.py), with the network rules' findings (rules/knowledge/network.yaml)."""
+    settings (autoconf/network.py), with the network rules' findings (rules/knowledge/network.yaml). The
+    search's result is frozen: the launch at TP over all nodes is a new result (its winner, also first of
+    the ranked list, carries the new tp_size), and the search's own stays as it was."""
     from topoctl.autoconf.network import node_settings
     from topoctl.rules import evaluate
 
-    result.winner.launch["tp_size"] = result.tp_size * nnodes
-    result.tp_size *= nnodes
+    tp_size = result.tp_size * nnodes
+    winner = replace(result.winner, launch={**result.winner.launch, "tp_size": tp_size})
+    result = replace(result, tp_size=tp_size, winner=winner, memo={},  # memo: what was rendered of the old one
+                     ranked=[winner if cand is result.winner else cand for cand in result.ranked])
     settings = node_settings(snapshot, nnodes)
     report = evaluate(ruleset, snapshot, {"nnodes": nnodes, "tp_size": result.tp_size})
     settings.notes.extend(f"{finding.severity} {finding.rule_id}: {finding.title}" for finding in report.findings
                           if finding.rule_id.startswith("net-") and finding.status == "fired"
                           and finding.severity != "info")
-    return settings
+    return result, settings
 
 
 def _with_nodes(text: str, fmt: str, nodes: Any) -> str:
