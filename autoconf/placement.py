@@ -34,11 +34,14 @@ import itertools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from topoctl.cuda_devices import pci_order
 from topoctl.p2p import measured_health, pair_p2p_ok
-from topoctl.snapshot_view import GpuEntry, PairEntry, SnapshotLike, view_of
+from topoctl.snapshot_view import SnapshotLike, view_of
+
+if TYPE_CHECKING:
+    from topoctl.snapshot_types import GpuEntry, PairEntry
 
 EXACT_LIMIT = 5000
 EXACT_GPUS = 16  # beyond, the greedy search: a replica loop over 100 GPUs would compare C(100, 2) pairs each

@@ -17,7 +17,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from topoctl.snapshot_view import Snapshot
+    from topoctl.snapshot_types import Snapshot
 
 
 def eight_gpu_snapshot() -> Snapshot | dict[str, Any]:

@@ -11,11 +11,14 @@ Layer: knowledge (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from topoctl.cuda_devices import pci_order
 from topoctl.p2p import UNKNOWN_P2P_STATUSES, measured_health, pair_p2p_ok
-from topoctl.snapshot_view import PairEntry, SnapshotLike, SnapshotView
+from topoctl.snapshot_view import SnapshotLike, SnapshotView
+
+if TYPE_CHECKING:
+    from topoctl.snapshot_types import PairEntry
 from topoctl.vocab import NVLINK_INTERCONNECTS
 
 from . import settings as launch_settings

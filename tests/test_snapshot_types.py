@@ -1,4 +1,4 @@
-"""The typed shape of a snapshot (topoctl/snapshot_view.py: Snapshot and the TypedDicts it is made of) is the
+"""The typed shape of a snapshot (topoctl/snapshot_types.py: Snapshot and the TypedDicts it is made of) is the
 published schema's, key for key: read from topoctl/schema/snapshot.schema.json itself, so a field added to or
 dropped from either side fails here instead of drifting apart. Every TypedDict reachable from Snapshot is
 held to the schema node it types (its properties, and which of them the schema requires)."""
@@ -11,8 +11,8 @@ import typing
 
 import pytest
 
-from topoctl import snapshot_view
-from topoctl.snapshot_view import Snapshot
+from topoctl import snapshot_types
+from topoctl.snapshot_types import Snapshot
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 with open(os.path.join(ROOT, "topoctl", "schema", "snapshot.schema.json"), encoding="utf-8") as _handle:
@@ -94,6 +94,6 @@ def test_a_typeddict_requires_what_its_schema_node_requires(cls):
 
 def test_the_typeddicts_are_the_ones_the_module_exports():
     """A TypedDict of the snapshot module that Snapshot does not reach would be held to nothing here."""
-    defined = {value for value in vars(snapshot_view).values()
-               if _is_typeddict(value) and value.__module__ == snapshot_view.__name__}
+    defined = {value for value in vars(snapshot_types).values()
+               if _is_typeddict(value) and value.__module__ == snapshot_types.__name__}
     assert defined == set(PAIRS)

@@ -15,7 +15,7 @@ from topoctl.errors import TopoctlError
 from topoctl.snapshot import validate_shipped_snapshot
 
 if TYPE_CHECKING:
-    from topoctl.snapshot_view import Snapshot
+    from topoctl.snapshot_types import Snapshot
 
 SYSTEMS_PACKAGE = "topoctl.systems"
 

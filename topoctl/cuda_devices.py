@@ -21,9 +21,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from topoctl.snapshot_view import GpuEntry, SnapshotLike, view_of
+from topoctl.snapshot_view import SnapshotLike, view_of
+
+if TYPE_CHECKING:
+    from topoctl.snapshot_types import GpuEntry
 
 PCI_BUS_ID_ORDER = "PCI_BUS_ID"
 VISIBLE_DEVICES = "CUDA_VISIBLE_DEVICES"

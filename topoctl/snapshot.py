@@ -24,7 +24,7 @@ from topoctl.p2p import measured_health, pair_verdicts
 if TYPE_CHECKING:
     from typing_extensions import TypeGuard
 
-    from topoctl.snapshot_view import Snapshot
+    from topoctl.snapshot_types import Snapshot
 
 SCHEMA_VERSION = 1  # the probe writes it (probe/collect.py imports it from here); loading accepts only it
 # The most GPUs one snapshot (one host) may list. The largest single machines hold 16 (HGX-2 / DGX-2 class);

@@ -14,7 +14,7 @@ from topoctl.errors import TopoctlError
 from topoctl.snapshot import load_snapshot
 
 if TYPE_CHECKING:
-    from topoctl.snapshot_view import Snapshot
+    from topoctl.snapshot_types import Snapshot
 
 
 def resolve_target(topology: str | None = None, system: str | None = None,

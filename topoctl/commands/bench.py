@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import click
 
@@ -15,7 +15,10 @@ from topoctl.commands.completion import complete_models
 from topoctl.errors import NoGpuError, TopoctlError
 from topoctl.io import check_destination, emit, write_atomic
 from topoctl.render import dump
-from topoctl.snapshot_view import Snapshot, SnapshotLike, SnapshotMeasurements, SnapshotView, view_of
+from topoctl.snapshot_view import SnapshotLike, SnapshotView, view_of
+
+if TYPE_CHECKING:
+    from topoctl.snapshot_types import Snapshot, SnapshotMeasurements
 
 EXIT_INCOMPLETE = 1  # the run stopped early (hang, worker failure, NCCL init failure); what was measured is kept
 EXIT_INTERRUPTED = 130
@@ -141,7 +144,7 @@ def run(options: BenchOptions) -> int:
             click.echo(f"topoctl: bench: warning: {line}", err=True)
 
     def update(measurements: dict[str, Any]) -> None:
-        snapshot["measurements"] = cast(SnapshotMeasurements, measurements)  # the runner writes the schema's rows
+        snapshot["measurements"] = cast("SnapshotMeasurements", measurements)  # the runner writes the schema's rows
         if output and output != "-":
             write_atomic(output, dump(snapshot, fmt))
 
@@ -149,7 +152,7 @@ def run(options: BenchOptions) -> int:
                         progress=Progress(expected_items(plan), enabled=not quiet),
                         gpu_map=_gpu_map(view) if backend == "nccl" else None)
     outcome.measurements["problems"][:0] = busy  # said first: it colours every figure after it
-    snapshot["measurements"] = cast(SnapshotMeasurements, outcome.measurements)
+    snapshot["measurements"] = cast("SnapshotMeasurements", outcome.measurements)
     if busy and output and output != "-":
         write_atomic(output, dump(snapshot, fmt))
     for problem in outcome.problems:
@@ -211,10 +214,10 @@ def _decode_step(options: BenchOptions) -> int:
     measurements: dict[str, Any] = cast("dict[str, Any]", snapshot.get("measurements")) or {
         "method": f"topoctl bench {__version__}", "topoctl_version": __version__,
         "versions": _versions(torch, view), "problems": []}
-    snapshot["measurements"] = cast(SnapshotMeasurements, measurements)
+    snapshot["measurements"] = cast("SnapshotMeasurements", measurements)
 
     def update(current: dict[str, Any]) -> None:
-        snapshot["measurements"] = cast(SnapshotMeasurements, current)  # the decode-step rows, in the schema's shape
+        snapshot["measurements"] = cast("SnapshotMeasurements", current)  # the decode-step rows, in the schema's shape
         if output and output != "-":
             write_atomic(output, dump(snapshot, fmt))
 

@@ -14,7 +14,7 @@ from topoctl.export_nfd import DEFAULT_PATH, feature_file
 from topoctl.io import emit
 
 if TYPE_CHECKING:
-    from topoctl.snapshot_view import Snapshot
+    from topoctl.snapshot_types import Snapshot
 
 
 def _allreduce_path(snapshot: Snapshot) -> str | None:
