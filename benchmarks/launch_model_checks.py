@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/launch_model_checks.py            # print the corpus table and LOSO statistics
     .venv/bin/python benchmarks/launch_model_checks.py --write    # also write autoconf/data/decode-fit.yaml
+    .venv/bin/python benchmarks/launch_model_checks.py --corpus /tmp/draft.yaml   # score a draft of the corpus
 
 The corpus is benchmarks/data/public-decode.yaml (every row with its source and the place in it). The
 parameters of autoconf/decode_terms.py are fitted on the SGLang rows (vLLM rows are printed, never fitted);
@@ -32,6 +33,7 @@ from topoctl.catalogue import system_snapshot
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CORPUS = os.path.join(HERE, "data", "public-decode.yaml")
+CORPUS_ENV = "TOPOCTL_DECODE_CORPUS"  # another corpus file to fit and score (an experiment; --write refuses it)
 FIT_FILE = os.path.join(HERE, os.pardir, "autoconf", "data", "decode-fit.yaml")
 DECODE_STEP = os.path.join(HERE, "data", "h200-decode-step-bench", "snapshot.json")
 FITTED = ["attention_us", "mla_us", "moe_us", "expert_us", "step_us", "rho",
@@ -441,8 +443,13 @@ def write_fit(path: str, terms: Any, band: dict[str, float], cases: list[Case]) 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--write", action="store_true", help="write autoconf/data/decode-fit.yaml")
+    parser.add_argument("--corpus", metavar="YAML",
+                        help=f"score another corpus file (default: ${CORPUS_ENV}, else benchmarks/data/public-decode.yaml)")
     args = parser.parse_args(argv)
-    _, cases = load_cases()
+    corpus = args.corpus or os.environ.get(CORPUS_ENV) or CORPUS
+    if args.write and os.path.abspath(corpus) != os.path.abspath(CORPUS):
+        parser.error(f"--write fits {os.path.relpath(CORPUS)} only (the stored fit names it); drop --corpus/{CORPUS_ENV}")
+    _, cases = load_cases(corpus)
     held = leave_one_source_out(cases)
     band = bands(held)
     print_table(held, band)
