@@ -17,7 +17,13 @@ One forward pass over T tokens on one GPU of a TP group:
              + layers x (attention or MLA overhead) + MoE layers x MoE overhead
              + MoE layers x distinct experts(T) x per-expert cost                (top-4 and top-8 models differ)
              + layers x (T - 1) x per-token cost                           (tree verify, wider GEMMs)
+             + context x KV bytes per token / (datasheet x eta[family] x kv[kind])   kind: MLA or GQA
              + allreduces x latency(path, T tokens) + per-step scheduler overhead
+
+    context = the mean number of tokens in the KV cache while a request decodes (input + output / 2 for a
+              benchmark's requests); KV bytes per token per GPU as the memory model counts them (the MLA
+              latent on every GPU, a GQA model's share of its KV heads, at least one head); kv[kind]: the
+              fraction of the weight stream's rate the decode attention kernel reads the cache at, fitted
 
 Speculative decoding (EAGLE / EAGLE-3) runs cycles: `steps` draft forwards and one draft extend (each one
 draft layer, its fc and its lm_head at the draft's own width, 2 allreduces, a fitted draft overhead), one
@@ -58,10 +64,19 @@ PARAMETERS: dict[str, tuple[float, str]] = {
     "cycle_us": (150.0, "us per speculative cycle (tree build, verify bookkeeping)"),
     "accept_a": (0.6, "per-depth acceptance of a one-wide draft chain"),
     "accept_tree": (0.5, "how much a wider draft tree raises the per-depth acceptance"),
+    "kv_mla": (1.0, "fraction of the weight stream's bandwidth (datasheet x eta) an MLA decode kernel reads the KV "
+                    "cache at"),
+    "kv_gqa": (1.0, "fraction of the weight stream's bandwidth (datasheet x eta) a GQA/MHA decode kernel reads the "
+                    "KV cache at"),
 }
 BOUNDED = {"eta_hopper": 1.0, "eta_blackwell": 1.0, "eta_other": 1.0, "rho": 1.0, "accept_a": 0.97,
-           "accept_tree": 1.0}
+           "accept_tree": 1.0, "kv_mla": 1.0, "kv_gqa": 1.0}
 DRAFT_VOCAB = 32000  # EAGLE-3 drafts predict over a reduced vocabulary (draft_vocab_size in their configs)
+# The mean decode context (tokens in the KV cache while a request decodes) taken where none is given: by
+# recommend without --decode-context, and for every corpus row whose source states no workload. An assumed
+# round figure for a chat turn; the SGLang cookbook's 1000-in / 1000-out latency runs average 821 tokens
+# (610 in + 422 / 2 out per request, from their printed totals).
+DEFAULT_DECODE_CONTEXT = 1000
 
 
 @dataclass(frozen=True)
@@ -83,6 +98,8 @@ class Terms:
     cycle_us: float = PARAMETERS["cycle_us"][0]
     accept_a: float = PARAMETERS["accept_a"][0]
     accept_tree: float = PARAMETERS["accept_tree"][0]
+    kv_mla: float = PARAMETERS["kv_mla"][0]
+    kv_gqa: float = PARAMETERS["kv_gqa"][0]
 
     @classmethod
     def from_vector(cls, names: list[str], values: list[float], base: Terms | None = None) -> Terms:
@@ -101,6 +118,9 @@ class Terms:
 
     def eta(self, family: str) -> float:
         return {"hopper": self.eta_hopper, "blackwell": self.eta_blackwell}.get(family, self.eta_other)
+
+    def kv(self, mla: bool) -> float:
+        return self.kv_mla if mla else self.kv_gqa
 
 
 @dataclass(frozen=True)
@@ -127,6 +147,8 @@ class Features:
     allreduce_us: dict[int, float] = field(default_factory=dict)  # tokens -> us per call (0 without TP)
     allreduces: int = 0
     measured_bandwidth: Any = None  # a callable (bytes per layer) -> bytes/s, from `topoctl bench` rows
+    kv_bytes: float = 0.0  # KV cache bytes per token of context per GPU, every layer (memory.kv_bytes_per_token)
+    context: float = 0.0  # mean tokens in the KV cache while the request decodes
 
     def distinct_experts(self, tokens: int, rho: float) -> float:
         if not self.experts:
@@ -163,10 +185,29 @@ def overhead_us(feat: Features, terms: Terms) -> float:
     return feat.layers * per_layer + feat.moe_layers * terms.moe_us + terms.step_us
 
 
+def kv_rate(feat: Features, terms: Terms) -> float:
+    """Bytes/s the decode attention kernel reads the KV cache at: the weight stream's rate (datasheet x eta,
+    the slope of the H200 decode-step line, without its per-layer fixed time, which the weight reads of the
+    same layer already pay) times the fitted fraction of the attention kind. MLA and GQA are apart because
+    SGLang runs them through different kernels (an MLA kernel reads one latent head of 576 values a token,
+    a GQA kernel K and V of each KV head)."""
+    return feat.bandwidth * terms.eta(feat.family) * terms.kv(feat.mla)
+
+
+def kv_read_us(feat: Features, terms: Terms) -> float:
+    """Time (us) one forward pass spends reading the KV cache of its request's context. A verify pass over
+    T tokens reads the same cache once (its tokens attend to one context), so the term does not grow with T."""
+    rate = kv_rate(feat, terms)
+    if rate <= 0 or feat.context <= 0:
+        return 0.0
+    return feat.context * feat.kv_bytes / rate * 1e6
+
+
 def forward_parts(feat: Features, terms: Terms, tokens: int) -> dict[str, float]:
     """The parts (us) of one forward pass over `tokens` tokens."""
     bandwidth = achieved_bandwidth(feat, terms, feat.per_layer_bytes())
     return {"weights": feat.read_bytes(tokens, terms.rho) / bandwidth * 1e6,
+            "kv": kv_read_us(feat, terms),
             "overhead": overhead_us(feat, terms),
             "experts": feat.moe_layers * feat.distinct_experts(tokens, terms.rho) * terms.expert_us,
             "tokens": feat.layers * max(tokens - 1, 0) * terms.token_us,

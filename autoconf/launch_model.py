@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from topoctl.autoconf.data_files import load
-from topoctl.autoconf.memory import Fit, per_gpu
+from topoctl.autoconf.memory import Fit, kv_bytes_per_token, per_gpu
 from topoctl.autoconf.models import same_model
 from topoctl.autoconf.target import interconnect
 from topoctl.snapshot_view import SnapshotLike, view_of
@@ -74,6 +74,7 @@ class Estimate:
     band: float = 1.0  # the prediction is within tokens_per_s / band .. x band for 80% of similar held-out cases
     band_source: str = ""
     moe: bool = False  # the model has routed experts (its speculative gains take the MoE band)
+    kv_us: float = 0.0  # reading the KV cache of the decode context, per forward pass (the latency objective)
 
     def band_text(self) -> str:
         return f"{self.tokens_per_s / self.band:.1f}-{self.tokens_per_s * self.band:.1f} tok/s"
@@ -83,7 +84,8 @@ class Estimate:
                 "band": {"factor": round(self.band, 3), "low_tok_s": round(self.tokens_per_s / self.band, 2),
                          "high_tok_s": round(self.tokens_per_s * self.band, 2), "source": self.band_source},
                 "step_ms": round(self.step_us / 1000, 4), "allreduce_ms": round(self.allreduce_us / 1000, 4),
-                "weights_ms": round(self.weights_us / 1000, 4), "overhead_ms": round(self.overhead_us / 1000, 4),
+                "weights_ms": round(self.weights_us / 1000, 4), "kv_read_ms": round(self.kv_us / 1000, 4),
+                "overhead_ms": round(self.overhead_us / 1000, 4),
                 "cycle_ms": round(self.cycle_us / 1000, 4) if self.cycle_us is not None else None,
                 "inputs": [item.to_dict() for item in self.inputs]}
 
@@ -394,7 +396,7 @@ def _spec_inputs(feat: Any, terms: Any, draft: Any, length: float, source: str, 
 class EstimateCase:
     """One candidate to predict: the model, its launch settings, the allreduce path it runs on, the GPU
     (gpu_specs), the snapshot's latencies, its memory fit; what is optimised (latency or throughput), the
-    user's --accept-length and --context-length."""
+    user's --accept-length, --context-length and --decode-context."""
 
     model: dict[str, Any]
     launch: dict[str, Any]
@@ -405,6 +407,47 @@ class EstimateCase:
     objective: str = "latency"
     accept: float | None = None
     context_tokens: int | None = None
+    decode_context: int | None = None
+
+
+DECODE_CONTEXT_INPUT = "decode context (mean tokens in the KV cache while a request decodes)"
+
+
+def decode_context(asked: int | None, memory: Fit) -> Input:
+    """The decode context the latency objective reads the KV cache of: --decode-context, else the assumed
+    default (decode_terms.DEFAULT_DECODE_CONTEXT), capped by the context one request may hold (the memory
+    fit's context length: --context-length, else the model's own), since no request's cache holds more."""
+    from topoctl.autoconf.decode_terms import DEFAULT_DECODE_CONTEXT
+
+    value = int(asked or DEFAULT_DECODE_CONTEXT)
+    source = "--decode-context" if asked else (f"assumed: {DEFAULT_DECODE_CONTEXT} tokens, a chat turn "
+                                               "(--decode-context sets it; docs/launch-model.md, section 3)")
+    origin = "--decode-context" if asked else ASSUMED
+    cap = memory.context_length
+    if cap and value > cap:
+        value = int(cap)
+        source += f"; capped by the context length {cap} ({memory.context_source or 'the memory fit'})"
+    return Input(DECODE_CONTEXT_INPUT, value, "tokens", source, origin)
+
+
+def _kv_inputs(feat: Any, terms: Any, model: dict[str, Any], tp: int, context: Input) -> list[Input]:
+    """The KV-read term's inputs: the context, the bytes a token of it holds on one GPU, the rate they stream at."""
+    from topoctl.autoconf.decode_terms import kv_rate, kv_read_us
+
+    if feat.mla:
+        held = f"the MLA latent ({model.get('kv_bytes_per_token_layer')} bytes a layer) of {feat.layers} layers, on every GPU"
+    else:
+        heads = max(1, int(model["kv_heads"]) // tp)
+        held = (f"K and V of {heads} of {model['kv_heads']} KV heads per GPU (at least one), head_dim "
+                f"{model['head_dim']}, {model['dtype_bytes']} bytes, {feat.layers} layers")
+    kind = "kv_mla" if feat.mla else "kv_gqa"
+    return [context,
+            Input("KV cache bytes per token of context per GPU", feat.kv_bytes / 1e3, "KB",
+                  f"{held} (memory.kv_bytes_per_token)"),
+            Input("KV read rate", kv_rate(feat, terms) / 1e9, "GB/s",
+                  f"datasheet x {terms.eta(feat.family):.3f} ({feat.family}) x {kind} {terms.kv(feat.mla):.3f}",
+                  FIT_ORIGIN),
+            Input("KV read per forward pass", kv_read_us(feat, terms), "us", "context x bytes per token / rate")]
 
 
 def estimate(case: EstimateCase) -> Estimate | None:
@@ -424,9 +467,14 @@ def estimate(case: EstimateCase) -> Estimate | None:
     counts = (batch,) if draft is None else (batch, batch * draft.topk, batch * draft.draft_tokens)
     feat = decode_features(model, tp, path, gpu, lat, graph, counts)
     feat.base_bytes += kv_read
+    context = decode_context(case.decode_context, memory)
+    if objective != "throughput":  # throughput reads its streams' KV in the weight stream (_batch)
+        feat.context = context.value
     measured = gpu.get("decode_step_bandwidth")
     feat.measured_bandwidth = measured.for_dtype(weight_format(model)) if measured is not None else None
     inputs = _term_inputs(feat, terms, gpu, model) + batch_inputs
+    if objective != "throughput":
+        inputs += _kv_inputs(feat, terms, model, tp, context)
     call = lat.lookup(path, batch * model["allreduce_bytes_per_token"], tp, graph)
     mode = "" if graph else "; the launch decodes eagerly (--disable-cuda-graph)"
     inputs.append(Input("allreduce latency per call (decode)", call.us, "us", call.source + mode, call.origin))
@@ -438,7 +486,7 @@ def estimate(case: EstimateCase) -> Estimate | None:
     est = Estimate(replicas * batch / step * 1e6, step, parts["allreduce"], parts["weights"], fixed, objective,
                    tuple(inputs),
                    batch=batch, allreduce_source=call.source, allreduce_level=call.level, allreduce_origin=call.origin,
-                   band=factor, band_source=band_source, moe=bool(feat.experts))
+                   band=factor, band_source=band_source, moe=bool(feat.experts), kv_us=parts["kv"])
     if draft is None:
         return est
     length, source, origin = accept_length(model, accept, draft)
@@ -527,7 +575,8 @@ def decode_features(model: dict[str, Any], tp: int, path: str, gpu: dict[str, An
     feat = Features(layers=int(model["layers"]), moe_layers=moe_layers, mla=model.get("attention") == "mla",
                     experts=experts, active_experts=active_k, base_bytes=base, expert_bytes=one_expert,
                     bandwidth=float(gpu.get("bandwidth") or 0.0), family=gpu_family(gpu),
-                    allreduces=int(model["allreduces_per_forward"]) if tp > 1 else 0)
+                    allreduces=int(model["allreduces_per_forward"]) if tp > 1 else 0,
+                    kv_bytes=kv_bytes_per_token(model, tp))
     for tokens in token_counts:
         feat.allreduce_us[tokens] = lat.lookup(path, tokens * model["allreduce_bytes_per_token"], tp, cuda_graph).us
     return feat

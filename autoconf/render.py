@@ -367,7 +367,8 @@ def _explain_chosen(chosen: dict[str, Any], per: str) -> list[str]:
     if chosen.get("estimate"):
         est = chosen["estimate"]
         lines.append(f"  launch model: {est['tokens_per_s']:g} tok/s ({est['objective']}), step {est['step_ms']:g} ms = "
-                     f"weights {est['weights_ms']:g} + allreduce {est['allreduce_ms']:g} + overhead {est['overhead_ms']:g}"
+                     f"weights {est['weights_ms']:g} + KV read {est['kv_read_ms']:g} + allreduce {est['allreduce_ms']:g} "
+                     f"+ overhead {est['overhead_ms']:g}"
                      + (f"; EAGLE-3 cycle {est['cycle_ms']:g} ms" if est.get("cycle_ms") else ""))
         for item in est["inputs"]:
             lines.append(f"    input: {item['name']} = {item['value']:g} {item['unit']} [{one_line(item['origin'])}] "

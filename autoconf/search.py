@@ -293,7 +293,7 @@ def _predict(cand: Candidate, model: dict[str, Any], gpu: dict[str, Any], lat: A
         return cand
     est = launch_model.estimate(launch_model.EstimateCase(
         model, cand.effective, cand.runs_path, gpu, lat, cand.fit, req.objective, req.accept_length,
-        req.context_length))
+        req.context_length, req.decode_context))
     if est is None:
         return replace(cand, predicted=None)
     return replace(cand, predicted=est, allreduce_us=est.allreduce_us,

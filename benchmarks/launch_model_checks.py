@@ -37,7 +37,7 @@ CORPUS_ENV = "TOPOCTL_DECODE_CORPUS"  # another corpus file to fit and score (an
 FIT_FILE = os.path.join(HERE, os.pardir, "autoconf", "data", "decode-fit.yaml")
 DECODE_STEP = os.path.join(HERE, "data", "h200-decode-step-bench", "snapshot.json")
 FITTED = ["attention_us", "mla_us", "moe_us", "expert_us", "step_us", "rho",
-          "token_us", "draft_us", "draft_tp_us", "cycle_us", "accept_a", "accept_tree"]
+          "token_us", "draft_us", "draft_tp_us", "cycle_us", "accept_a", "accept_tree", "kv_mla", "kv_gqa"]
 # Not fitted: the bandwidth a decode step streams at and the fixed time of streaming a layer are measured
 # (measured_stream below, the H200 decode-step rows); the fitted per-layer overheads are what SGLang's step
 # adds beyond streaming the matrices.
@@ -179,6 +179,18 @@ def _draft(row: dict[str, Any], profile: dict[str, Any]) -> Any:
                            bytes_per_gpu=launch_model.draft_read_bytes(profile, int(row["tp"])))
 
 
+def decode_context(row: dict[str, Any]) -> tuple[float, str]:
+    """(mean tokens in the KV cache while a request of the row decodes, its origin). A row whose source
+    states its workload (`workload`: mean input and output tokens per request) decodes, on the mean over
+    its requests, at input + output / 2: bench_serving's mean TPOT is a mean over requests of each one's
+    time per output token, and a request's context grows from its input to input + output. Every other row
+    takes decode_terms.DEFAULT_DECODE_CONTEXT, the figure recommend assumes without --decode-context."""
+    work = row.get("workload")
+    if work:
+        return float(work["input_tokens"]) + float(work["output_tokens"]) / 2, "stated"
+    return float(terms_mod.DEFAULT_DECODE_CONTEXT), "assumed"
+
+
 def load_cases(path: str = CORPUS) -> tuple[dict[str, Any], list[Case]]:
     doc = read_yaml(path)
     cases = []
@@ -189,6 +201,7 @@ def load_cases(path: str = CORPUS) -> tuple[dict[str, Any], list[Case]]:
         counts = (1,) if draft is None else (1, draft.topk, draft.draft_tokens)
         feat = launch_model.decode_features(profile, int(row["tp"]), "custom" if nvlink else "nccl", _gpu(row["gpu"]),
                                             _latencies(nvlink), bool(row.get("cuda_graph", True)), counts)
+        feat.context = decode_context(row)[0]
         cases.append(Case(row, feat, draft))
     return doc, cases
 
@@ -371,9 +384,9 @@ def keep_drop(h: Held, band: float) -> tuple[str, str]:
 
 
 def print_table(held: list[Held], band: dict[str, float]) -> None:
-    print("| case | source | engine | GPU x TP | speculative | measured | predicted (published accept) | "
+    print("| case | source | engine | GPU x TP | speculative | context | measured | predicted (published accept) | "
           "predicted (accept from shape) | band | ratio |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for h in held:
         row = h.case.row
         spec = row.get("spec")
@@ -387,8 +400,10 @@ def print_table(held: list[Held], band: dict[str, float]) -> None:
             b = band.get(gain_group(h.case), 1.0)
             measured, ratio = f"{row['speedup']:g}x", (h.speedup or 0) / float(row["speedup"])
             pub, own = "-", f"{h.speedup:.2f}x"
+        context, origin = decode_context(row)
         print(f"| {h.case.id} | {h.case.source} | {row.get('engine', 'sglang')} | {row['gpu']} x{row['tp']} | {shape} | "
-              f"{measured} | {pub} | {own} | x/{b:.2f} | {ratio:.3f} |")
+              f"{context:.0f}{'' if origin == 'stated' else ' (assumed)'} | {measured} | {pub} | {own} | x/{b:.2f} | "
+              f"{ratio:.3f} |")
 
 
 def print_stats(held: list[Held], band: dict[str, float]) -> dict[str, Any]:
@@ -412,6 +427,35 @@ def print_stats(held: list[Held], band: dict[str, float]) -> dict[str, Any]:
     print(f"- bands (80th percentile of held-out |error|, as a factor): {band}")
     return {"plain": plain, "spec_own": spec_own, "spec_pub": spec_pub, "right": right, "wrong": wrong,
             "uncertain": unsure, "decisions": len(decisions)}
+
+
+def _launch_key(case: Case) -> tuple[str, ...]:
+    row = case.row
+    return (case.source, str(row["model"]), str(row["gpu"]), str(row["tp"]), str(row.get("dtype")))
+
+
+def print_context_pairs(held: list[Held]) -> None:
+    """The same plain launch of one source at several stated workloads: how much its time per token grows
+    with the decode context, measured and predicted held out (the KV-read term is the only part of the
+    step that differs between them)."""
+    rows = [h for h in held if h.case.fitted and h.case.draft is None and h.case.row.get("workload")
+            and h.case.row.get("tok_s") and h.predicted_own]
+    groups: dict[tuple[str, ...], list[Held]] = {}
+    for h in rows:
+        groups.setdefault(_launch_key(h.case), []).append(h)
+    pairs = [sorted(g, key=lambda h: h.case.feat.context) for g in groups.values() if len(g) > 1]
+    if not pairs:
+        return
+    print("\nThe same launch at a longer workload (TPOT in ms = 1000 / tok/s; predicted held out):")
+    print("| case | context | measured TPOT | predicted TPOT | measured growth | predicted growth |")
+    print("|---|---|---|---|---|---|")
+    for group in sorted(pairs, key=lambda g: g[0].case.id):
+        first = group[0]
+        base_m, base_p = 1000 / float(first.case.row["tok_s"]), 1000 / float(first.predicted_own or 1)
+        for h in group:
+            m, p = 1000 / float(h.case.row["tok_s"]), 1000 / float(h.predicted_own or 1)
+            growth = "- | -" if h is first else f"{m - base_m:+.2f} ms | {p - base_p:+.2f} ms"
+            print(f"| {h.case.id} | {h.case.feat.context:.0f} | {m:.2f} | {p:.2f} | {growth} |")
 
 
 def _measured_record() -> dict[str, Any]:
@@ -454,6 +498,7 @@ def main(argv: list[str] | None = None) -> int:
     band = bands(held)
     print_table(held, band)
     print_stats(held, band)
+    print_context_pairs(held)
     full = fit(cases)
     print(f"\nFitted on all {sum(c.fitted for c in cases)} SGLang rows: "
           + ", ".join(f"{k} {v:.4g}" for k, v in full.as_dict().items()))

@@ -134,3 +134,43 @@ def test_measured_decode_step_rows_come_first(tmp_path):
     item = next(i for i in est.inputs if i.name == "achieved bandwidth at this layer size")
     assert item.origin == launch_model.MEASURED_HERE
     assert item.value == pytest.approx(3728, rel=0.02)  # the one-token graph row of this model's layer size
+
+
+def test_the_kv_read_grows_with_the_decode_context():
+    terms = decode_terms.Terms()
+    feat = features("llama-3.1-8b")
+    times = []
+    for context in (0, 1000, 8000):
+        feat.context = context
+        times.append((decode_terms.forward_parts(feat, terms, 1)["kv"], decode_terms.forward_us(feat, terms)))
+    assert times[0][0] == 0.0 < times[1][0] < times[2][0] == pytest.approx(8 * times[1][0])  # linear in the context
+    assert times[0][1] < times[1][1] < times[2][1]
+    # 1000 tokens x 128 KB (8 KV heads x 128 x K and V x 2 bytes x 32 layers) at the H200's weight-stream rate
+    assert times[1][0] == pytest.approx(1000 * feat.kv_bytes / (4.8e12 * terms.eta_hopper) * 1e6)
+    assert feat.kv_bytes == 8 * 128 * 2 * 2 * 32
+    # a verify pass over 16 tokens attends to the same context: it reads the cache once
+    assert decode_terms.forward_parts(feat, terms, 16)["kv"] == times[2][0]
+
+
+def test_the_kv_bytes_are_the_mla_latent_on_every_gpu_and_a_share_of_the_gqa_heads():
+    mla = {tp: features("deepseek-v3", tp, "h100-8x-nvswitch").kv_bytes for tp in (1, 8)}
+    assert mla[1] == mla[8] == 61 * 576 * 2  # the latent is replicated, TP does not split it
+    gqa = {tp: features("llama-3.1-70b", tp, "h100-8x-nvswitch").kv_bytes for tp in (1, 4, 8)}
+    assert gqa == {1: 80 * 2 * 8 * 128 * 2, 4: 80 * 2 * 2 * 128 * 2, 8: 80 * 2 * 1 * 128 * 2}
+    # the attention kinds stream at their own fitted fraction of the weight stream's rate
+    terms = decode_terms.Terms(kv_mla=0.5, kv_gqa=1.0)
+    feat = features("deepseek-v3", 8, "h100-8x-nvswitch")
+    feat.context = 1000
+    assert decode_terms.kv_read_us(feat, terms) == pytest.approx(
+        2 * decode_terms.kv_read_us(feat, decode_terms.Terms(kv_mla=1.0)))
+
+
+def test_corpus_rows_decode_at_their_stated_workload_or_the_assumed_context():
+    import sys
+
+    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+    import launch_model_checks
+
+    stated = {"workload": {"input_tokens": 610.1, "output_tokens": 4446.2, "basis": "totals / requests"}}
+    assert launch_model_checks.decode_context(stated) == (pytest.approx(610.1 + 4446.2 / 2), "stated")
+    assert launch_model_checks.decode_context({}) == (decode_terms.DEFAULT_DECODE_CONTEXT, "assumed")

@@ -230,3 +230,21 @@ def test_an_estimate_and_its_inputs_cannot_be_changed_once_made():
     assert len(spec.inputs) > len(plain.inputs)  # the speculative terms come on top of the forward pass's
     with pytest.raises(dataclasses.FrozenInstanceError):
         plain.inputs[0].value = 0.0  # type: ignore[misc]
+
+
+def _context_inputs(estimate):
+    return {item["name"]: item for item in estimate["inputs"]}
+
+
+def test_decode_context_is_an_input_with_its_origin(capsys):
+    argv = ["recommend", "--system", "h200-4x-nvswitch-vm", "--model", "llama-3.1-70b", "--format", "json"]
+    default = json.loads(run(capsys, argv)[1])["chosen"]["estimate"]
+    long = json.loads(run(capsys, [*argv, "--decode-context", "32000"])[1])["chosen"]["estimate"]
+    capped = json.loads(run(capsys, [*argv, "--decode-context", "32000", "--context-length", "4096"])[1])
+    name = launch_model.DECODE_CONTEXT_INPUT
+    assert _context_inputs(default)[name]["value"] == 1000 and _context_inputs(default)[name]["origin"] == "assumed"
+    assert _context_inputs(long)[name]["value"] == 32000 and _context_inputs(long)[name]["origin"] == "--decode-context"
+    assert long["kv_read_ms"] == pytest.approx(32 * default["kv_read_ms"], rel=5e-3)  # rounded to 0.1 us
+    assert long["tokens_per_s"] < default["tokens_per_s"]
+    item = _context_inputs(capped["chosen"]["estimate"])[name]
+    assert item["value"] == 4096 and "capped by the context length 4096" in item["source"]

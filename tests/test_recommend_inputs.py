@@ -205,3 +205,9 @@ def test_a_gpu_memory_reading_under_one_mib_is_no_reading(cli, tmp_path, memory)
         gpu["memory_total_bytes"] = None
     path.write_text(json.dumps(data))
     assert cli(["recommend", "--topology", str(path), "--model", "llama-3.1-8b"])[1] == out
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "1.5", "many"])
+def test_a_bad_decode_context_is_one_usage_error(cli, value):
+    code, out, err = cli(["recommend", *H100, "--model", "llama-3.1-70b", "--decode-context", value])
+    one_line_error(code, out, err, "--decode-context")
