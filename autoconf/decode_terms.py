@@ -10,12 +10,14 @@ One forward pass over T tokens on one GPU of a TP group:
     read(T)  = non-expert weights (attention, dense MLP, shared experts, router, norms, lm_head, one
                embedding row per token) + MoE layers x one expert's bytes x distinct experts(T)
     distinct experts(T) = E x (1 - (1 - k/E) ** (1 + rho x (T - 1)))       rho: routing correlation, fitted
+               (a distinct expert costs its bytes and nothing more: SGLang's fused MoE kernels run every
+               routed expert in one launch, each block streaming its expert's weight tiles once,
+               fused_moe_triton_kernels.py:395-460 in 0.5.5; no fixed cost per expert is added)
     achieved bandwidth  = s / (s / (datasheet x eta[family]) + t_layer)   s: bytes a layer streams per GPU;
                           t_layer: the fixed time of streaming one layer (launching and draining its
                           kernels in a CUDA graph), measured on an H200, the same on every GPU
     step(T)  = read(T) / achieved bandwidth
              + layers x (attention or MLA overhead) + MoE layers x MoE overhead
-             + MoE layers x distinct experts(T) x per-expert cost                (top-4 and top-8 models differ)
              + layers x (T - 1) x per-token cost                           (tree verify, wider GEMMs)
              + context x KV bytes per token / (datasheet x eta[family] x kv[kind])   kind: MLA or GQA
              + allreduces x latency(path, T tokens) + per-step scheduler overhead
@@ -25,10 +27,16 @@ One forward pass over T tokens on one GPU of a TP group:
               latent on every GPU, a GQA model's share of its KV heads, at least one head); kv[kind]: the
               fraction of the weight stream's rate the decode attention kernel reads the cache at, fitted
 
-Speculative decoding (EAGLE / EAGLE-3) runs cycles: `steps` draft forwards and one draft extend (each one
-draft layer, its fc and its lm_head at the draft's own width, 2 allreduces, a fitted draft overhead), one
-verify pass over `draft_tokens` tokens, and a fitted per-cycle overhead (a draft forward under TP > 1 pays
-a fitted extra: its allreduces, the gather of its logits and the synchronisation of the group); a cycle yields the accept length:
+Speculative decoding (EAGLE / EAGLE-3) runs cycles as SGLang's EAGLE worker does (0.5.1.post3 and 0.5.5,
+speculative/eagle_worker.py): `steps - 1` draft decode forwards over `topk` tokens a request (the loop
+breaks before the last step's forward: the first draft token comes from the previous cycle's extend), one
+verify pass over `draft_tokens` tokens, and one draft extend over `steps + 1` tokens a request (the only
+forward that runs the replicated fc over the target's hidden states). A draft forward reads one decoder
+layer and an lm_head over the draft vocabulary at the draft's own width, pays a fitted draft overhead
+and, under TP > 1, its 3 allreduces (vocab-parallel embedding, attention output, MLP down projection) and
+the NCCL all-gather of its logits. A fitted per-cycle overhead covers what runs between the graphs (tree
+build, verify bookkeeping, the host syncs of a cycle that the overlap scheduler, off for EAGLE, no longer
+hides). A cycle yields the accept length:
 
     accept = 1 + sum_{i=1..d} p ** i,  d = min(steps, draft_tokens - 1),
              p = 1 - (1 - a) ** (w ** tree),  w = min(topk, draft_tokens / d)   a, tree: fitted
@@ -55,13 +63,13 @@ PARAMETERS: dict[str, tuple[float, str]] = {
     "attention_us": (8.0, "us per dense-attention layer"),
     "mla_us": (15.0, "us per MLA layer"),
     "moe_us": (10.0, "us per MoE layer (routing, top-k, expert dispatch)"),
-    "expert_us": (2.0, "us per distinct routed expert a MoE layer reads (the expert's own products)"),
     "step_us": (200.0, "us per forward pass (scheduler, sampling, launch)"),
     "rho": (0.5, "routing correlation of the tokens of one verify pass (0: independent, 1: as one token)"),
     "token_us": (0.3, "us per extra token per layer in a multi-token pass"),
     "draft_us": (120.0, "us per draft forward beyond its weight reads"),
-    "draft_tp_us": (300.0, "us more per draft forward when the draft runs tensor-parallel (TP > 1)"),
-    "cycle_us": (150.0, "us per speculative cycle (tree build, verify bookkeeping)"),
+    "cycle_us": (150.0, "us per speculative cycle (tree build, verify bookkeeping, host syncs)"),
+    "cycle_tp_us": (300.0, "us more per speculative cycle under TP > 1 (the scheduler's broadcast over the TP "
+                           "group, host syncs that wait for every rank)"),
     "accept_a": (0.6, "per-depth acceptance of a one-wide draft chain"),
     "accept_tree": (0.5, "how much a wider draft tree raises the per-depth acceptance"),
     "kv_mla": (1.0, "fraction of the weight stream's bandwidth (datasheet x eta) an MLA decode kernel reads the KV "
@@ -77,6 +85,11 @@ DRAFT_VOCAB = 32000  # EAGLE-3 drafts predict over a reduced vocabulary (draft_v
 # round figure for a chat turn; the SGLang cookbook's 1000-in / 1000-out latency runs average 821 tokens
 # (610 in + 422 / 2 out per request, from their printed totals).
 DEFAULT_DECODE_CONTEXT = 1000
+# Collectives of one draft forward under TP > 1 (SGLang 0.5.5 models/llama_eagle3.py): the vocab-parallel
+# embedding allreduces its lookup (layers/vocab_parallel_embedding.py:476-482), the decoder layer's output and
+# down projections are row-parallel (one allreduce each), and the lm_head's logits are all-gathered through
+# NCCL (layers/logits_processor.py:852-881, distributed/parallel_state.py:728-741).
+DRAFT_ALLREDUCES = 3
 
 
 @dataclass(frozen=True)
@@ -89,13 +102,12 @@ class Terms:
     attention_us: float = PARAMETERS["attention_us"][0]
     mla_us: float = PARAMETERS["mla_us"][0]
     moe_us: float = PARAMETERS["moe_us"][0]
-    expert_us: float = PARAMETERS["expert_us"][0]
     step_us: float = PARAMETERS["step_us"][0]
     rho: float = PARAMETERS["rho"][0]
     token_us: float = PARAMETERS["token_us"][0]
     draft_us: float = PARAMETERS["draft_us"][0]
-    draft_tp_us: float = PARAMETERS["draft_tp_us"][0]
     cycle_us: float = PARAMETERS["cycle_us"][0]
+    cycle_tp_us: float = PARAMETERS["cycle_tp_us"][0]
     accept_a: float = PARAMETERS["accept_a"][0]
     accept_tree: float = PARAMETERS["accept_tree"][0]
     kv_mla: float = PARAMETERS["kv_mla"][0]
@@ -129,7 +141,20 @@ class Draft:
     steps: int
     topk: int
     draft_tokens: int
-    bytes_per_gpu: float  # one draft layer + fc + lm_head, per GPU of the TP group
+    bytes_per_gpu: float  # one draft layer + lm_head, per GPU of the TP group (what every draft forward reads)
+    fc_bytes: float = 0.0  # the fc over the target's hidden states: replicated on every GPU, read by the extend
+
+    @property
+    def decode_forwards(self) -> int:
+        """Draft decode forwards a cycle runs: steps - 1 (eagle_worker.py draft_forward breaks before the last
+        step's forward; 0.5.5 :587-597, 0.5.1.post3 :663-672)."""
+        return max(self.steps - 1, 0)
+
+    @property
+    def extend_tokens(self) -> int:
+        """Tokens a request feeds the draft extend after verify: steps + 1 (eagle_worker.py:916, the extend
+        graph's num_tokens_per_bs, eagle_draft_extend_cuda_graph_runner.py:69)."""
+        return self.steps + 1
 
 
 @dataclass
@@ -145,6 +170,7 @@ class Features:
     bandwidth: float  # datasheet, bytes/s
     family: str
     allreduce_us: dict[int, float] = field(default_factory=dict)  # tokens -> us per call (0 without TP)
+    gather_us: dict[int, float] = field(default_factory=dict)  # tokens -> us per NCCL logits all-gather (0 without TP)
     allreduces: int = 0
     measured_bandwidth: Any = None  # a callable (bytes per layer) -> bytes/s, from `topoctl bench` rows
     kv_bytes: float = 0.0  # KV cache bytes per token of context per GPU, every layer (memory.kv_bytes_per_token)
@@ -209,7 +235,6 @@ def forward_parts(feat: Features, terms: Terms, tokens: int) -> dict[str, float]
     return {"weights": feat.read_bytes(tokens, terms.rho) / bandwidth * 1e6,
             "kv": kv_read_us(feat, terms),
             "overhead": overhead_us(feat, terms),
-            "experts": feat.moe_layers * feat.distinct_experts(tokens, terms.rho) * terms.expert_us,
             "tokens": feat.layers * max(tokens - 1, 0) * terms.token_us,
             "allreduce": feat.allreduces * feat.allreduce_us.get(tokens, 0.0)}
 
@@ -218,10 +243,24 @@ def forward_us(feat: Features, terms: Terms, tokens: int = 1) -> float:
     return sum(forward_parts(feat, terms, tokens).values())
 
 
-def draft_forward_us(feat: Features, terms: Terms, draft: Draft) -> float:
-    bandwidth = achieved_bandwidth(feat, terms, draft.bytes_per_gpu)
-    parallel = 2 * feat.allreduce_us.get(draft.topk, 0.0) + terms.draft_tp_us if feat.allreduces else 0.0
-    return draft.bytes_per_gpu / bandwidth * 1e6 + terms.draft_us + parallel
+def draft_forward_us(feat: Features, terms: Terms, draft: Draft, tokens: int | None = None,
+                     extend: bool = False) -> float:
+    """One draft forward over `tokens` tokens (topk for a draft decode step): its weight reads (the extend
+    also reads the replicated fc), the fitted draft overhead and, under TP > 1, its DRAFT_ALLREDUCES
+    allreduces and the all-gather of its logits at that width."""
+    width = draft.topk if tokens is None else tokens
+    read = draft.bytes_per_gpu + (draft.fc_bytes if extend else 0.0)
+    bandwidth = achieved_bandwidth(feat, terms, read)
+    parallel = (DRAFT_ALLREDUCES * feat.allreduce_us.get(width, 0.0) + feat.gather_us.get(width, 0.0)
+                if feat.allreduces else 0.0)
+    return read / bandwidth * 1e6 + terms.draft_us + parallel
+
+
+def draft_us(feat: Features, terms: Terms, draft: Draft, batch: int = 1) -> float:
+    """The draft's part of a cycle: steps - 1 decode forwards over topk tokens a request and one extend over
+    steps + 1 tokens a request (see Draft.decode_forwards, Draft.extend_tokens)."""
+    decode = draft.decode_forwards * draft_forward_us(feat, terms, draft, batch * draft.topk)
+    return decode + draft_forward_us(feat, terms, draft, batch * draft.extend_tokens, extend=True)
 
 
 def accept_length(terms: Terms, draft: Draft) -> float:
@@ -232,9 +271,19 @@ def accept_length(terms: Terms, draft: Draft) -> float:
     return 1.0 + sum(per_depth ** i for i in range(1, depth + 1))
 
 
-def cycle_us(feat: Features, terms: Terms, draft: Draft) -> float:
-    verify = forward_us(feat, terms, draft.draft_tokens)
-    return verify + (draft.steps + 1) * draft_forward_us(feat, terms, draft) + terms.cycle_us
+def cycle_us(feat: Features, terms: Terms, draft: Draft, batch: int = 1) -> float:
+    """One speculative cycle of `batch` streams: the verify pass, the draft's forwards, the cycle overhead."""
+    verify = forward_us(feat, terms, batch * draft.draft_tokens)
+    return verify + draft_us(feat, terms, draft, batch) + cycle_overhead_us(feat, terms)
+
+
+def cycle_overhead_us(feat: Features, terms: Terms) -> float:
+    """Host time a cycle runs in series with the GPU: EAGLE turns SGLang's overlap scheduler off (0.5.5
+    server_args.py:1548-1552, 0.5.1.post3 :618-624), so each cycle runs the scheduler loop (event_loop_normal)
+    and its host syncs between the draft, verify and extend graphs; under TP > 1 every iteration also
+    broadcasts the received requests over the TP group's CPU group (scheduler.py:1099-1105) and each sync
+    waits for the slowest rank. The plain step overlaps that time with the GPU, so it has no such term."""
+    return terms.cycle_us + (terms.cycle_tp_us if feat.allreduces else 0.0)
 
 
 def tokens_per_s(feat: Features, terms: Terms, draft: Draft | None = None, accept: float | None = None) -> float:

@@ -340,12 +340,24 @@ def uses_cuda_graph(launch: dict[str, Any]) -> bool:
 
 
 def _draft_shape(model: dict[str, Any], launch: dict[str, Any], tp: int) -> Any:
-    from topoctl.autoconf.decode_terms import Draft
-
     steps = int(launch.get("speculative_num_steps") or 3)
     topk = int(launch.get("speculative_eagle_topk") or 1)
     tokens = int(launch.get("speculative_num_draft_tokens") or steps + 1)
-    return Draft(steps=steps, topk=topk, draft_tokens=tokens, bytes_per_gpu=draft_read_bytes(model, tp))
+    return draft_shape(model, tp, steps, topk, tokens, str(launch.get("speculative_algorithm") or "EAGLE3"))
+
+
+def draft_shape(model: dict[str, Any], tp: int, steps: int, topk: int, tokens: int, algorithm: str) -> Any:
+    """The draft of a speculative launch (decode_terms.Draft): its shape and the bytes its forwards read.
+    An EAGLE-3 draft runs its fc (3 x hidden -> hidden, a replicated torch.nn.Linear in SGLang's
+    models/llama_eagle3.py:135-139) only on the target's hidden states, i.e. in the draft extend; an
+    EAGLE draft's fc (2 x hidden -> hidden, models/llama_eagle.py:82-97) runs in every forward."""
+    from topoctl.autoconf.decode_terms import Draft
+
+    fc = draft_fc_bytes(model, algorithm)
+    per_forward = draft_read_bytes(model, tp)
+    eagle3 = algorithm.upper() == "EAGLE3"
+    return Draft(steps=steps, topk=topk, draft_tokens=tokens, bytes_per_gpu=per_forward + (0.0 if eagle3 else fc),
+                 fc_bytes=fc if eagle3 else 0.0)
 
 
 def _term_inputs(feat: Any, terms: Any, gpu: dict[str, Any], model: dict[str, Any]) -> list[Input]:
@@ -367,9 +379,6 @@ def _term_inputs(feat: Any, terms: Any, gpu: dict[str, Any], model: dict[str, An
                         "decode_terms.PARAMETERS", FIT_ORIGIN))
     if feat.moe_layers:
         inputs.append(Input("overhead per MoE layer", terms.moe_us, "us", f"{feat.moe_layers} MoE layers", FIT_ORIGIN))
-        inputs.append(Input("overhead per routed expert read", terms.expert_us, "us per expert per MoE layer",
-                            f"{feat.active_experts} experts per token; the H200 decode-step rows bound it: about 0 "
-                            "(one batched product per layer) to 8 us (one product per expert)", FIT_ORIGIN))
     inputs.append(Input("scheduler overhead per step", terms.step_us, "us", "sampling, scheduling, launch", FIT_ORIGIN))
     if feat.allreduces:
         inputs.append(Input("allreduces per forward pass", feat.allreduces, "calls", "2 per layer under tensor parallelism"))
@@ -377,18 +386,32 @@ def _term_inputs(feat: Any, terms: Any, gpu: dict[str, Any], model: dict[str, An
 
 
 def _spec_inputs(feat: Any, terms: Any, draft: Any, length: float, source: str, origin: str) -> list[Input]:
+    """The inputs of a speculative cycle, in the order the cycle runs them: draft, verify, bookkeeping."""
+    from topoctl.autoconf.decode_terms import DRAFT_ALLREDUCES
+
     inputs = [Input("draft weight bytes per GPU (one forward)", draft.bytes_per_gpu / 1e9, "GB",
-                    "one decoder layer + fc + lm_head over a 32000-token draft vocabulary, bf16", ASSUMED),
-              Input("draft overhead per forward", terms.draft_us + (terms.draft_tp_us if feat.allreduces else 0.0), "us",
-                    "draft_us" + (" + draft_tp_us (TP > 1)" if feat.allreduces else ""), FIT_ORIGIN),
-              Input("per-token cost of the verify pass", terms.token_us, "us per token per layer",
-                    f"{draft.draft_tokens} tokens verified", FIT_ORIGIN),
-              Input("speculative cycle overhead", terms.cycle_us, "us", "tree build, verify bookkeeping", FIT_ORIGIN),
-              Input("accept length", length, "tokens per cycle", source, origin)]
+                    "one decoder layer + lm_head over a 32000-token draft vocabulary, bf16, split over the TP group",
+                    ASSUMED),
+              Input("draft fc bytes per GPU (the extend)", draft.fc_bytes / 1e9, "GB",
+                    "the EAGLE-3 fc over the target's 3 hidden states, replicated (SGLang llama_eagle3.py)", ASSUMED),
+              Input("draft forwards per cycle", draft.decode_forwards + 1, "forwards",
+                    f"{draft.decode_forwards} decode steps over {draft.topk} tokens + 1 extend over "
+                    f"{draft.extend_tokens} tokens (SGLang eagle_worker.py)"),
+              Input("draft overhead per forward", terms.draft_us, "us", "draft_us", FIT_ORIGIN)]
+    if feat.allreduces:
+        inputs.append(Input("draft collectives per forward (TP > 1)", DRAFT_ALLREDUCES + 1, "calls",
+                            f"{DRAFT_ALLREDUCES} allreduces + 1 NCCL all-gather of the logits; all-gather "
+                            f"{feat.gather_us.get(draft.topk, 0.0):.1f} us a call (the nccl path's allreduce "
+                            "latency at the logits' bytes, taken as its bound)", ASSUMED))
+    inputs.append(Input("per-token cost of the verify pass", terms.token_us, "us per token per layer",
+                        f"{draft.draft_tokens} tokens verified", FIT_ORIGIN))
     if feat.moe_layers:
-        inputs.insert(3, Input("distinct experts read by the verify pass", feat.distinct_experts(draft.draft_tokens, terms.rho),
-                               "experts per MoE layer", f"E x (1 - (1 - k/E)^(1 + {terms.rho:.3f} x (T - 1))), "
-                               f"T = {draft.draft_tokens}, E = {feat.experts}, k = {feat.active_experts}", FIT_ORIGIN))
+        inputs.append(Input("distinct experts read by the verify pass", feat.distinct_experts(draft.draft_tokens, terms.rho),
+                            "experts per MoE layer", f"E x (1 - (1 - k/E)^(1 + {terms.rho:.3f} x (T - 1))), "
+                            f"T = {draft.draft_tokens}, E = {feat.experts}, k = {feat.active_experts}", FIT_ORIGIN))
+    inputs += [Input("speculative cycle overhead", terms.cycle_us, "us",
+                     "tree build, verify bookkeeping, host syncs (no overlap scheduler with EAGLE)", FIT_ORIGIN),
+               Input("accept length", length, "tokens per cycle", source, origin)]
     return inputs
 
 
@@ -464,7 +487,8 @@ def estimate(case: EstimateCase) -> Estimate | None:
     spec = bool(launch.get("speculative_algorithm"))
     draft = _draft_shape(model, launch, tp) if spec else None
     batch, kv_read, batch_inputs = _batch(objective, memory, context_tokens)
-    counts = (batch,) if draft is None else (batch, batch * draft.topk, batch * draft.draft_tokens)
+    counts = (batch,) if draft is None else (batch, batch * draft.topk, batch * draft.draft_tokens,
+                                             batch * draft.extend_tokens)
     feat = decode_features(model, tp, path, gpu, lat, graph, counts)
     feat.base_bytes += kv_read
     context = decode_context(case.decode_context, memory)
@@ -482,7 +506,7 @@ def estimate(case: EstimateCase) -> Estimate | None:
     step = sum(parts.values())
     replicas = int(launch.get("dp_size") or 1) if objective == "throughput" else 1
     factor, band_source = band_of(band_group(model, spec))
-    fixed = parts["overhead"] + parts["tokens"] + parts["experts"]
+    fixed = parts["overhead"] + parts["tokens"]
     est = Estimate(replicas * batch / step * 1e6, step, parts["allreduce"], parts["weights"], fixed, objective,
                    tuple(inputs),
                    batch=batch, allreduce_source=call.source, allreduce_level=call.level, allreduce_origin=call.origin,
@@ -490,17 +514,10 @@ def estimate(case: EstimateCase) -> Estimate | None:
     if draft is None:
         return est
     length, source, origin = accept_length(model, accept, draft)
-    cycle = decode_terms.cycle_us(feat, terms, draft) if batch == 1 else _batched_cycle(feat, terms, draft, batch)
+    cycle = decode_terms.cycle_us(feat, terms, draft, batch)
     return replace(est, inputs=est.inputs + tuple(_spec_inputs(feat, terms, draft, length, source, origin)),
                    tokens_per_s=replicas * batch * length / cycle * 1e6, cycle_us=cycle,
                    step_us=decode_terms.forward_us(feat, terms, batch * draft.draft_tokens))
-
-
-def _batched_cycle(feat: Any, terms: Any, draft: Any, batch: int) -> float:
-    from topoctl.autoconf import decode_terms
-
-    verify = decode_terms.forward_us(feat, terms, batch * draft.draft_tokens)
-    return verify + (draft.steps + 1) * decode_terms.draft_forward_us(feat, terms, draft) + terms.cycle_us
 
 
 def _batch(objective: str, memory: Fit, context_tokens: int | None) -> tuple[int, float, list[Input]]:
@@ -526,15 +543,23 @@ def _moe_layers(model: dict[str, Any]) -> int:
 
 
 def draft_read_bytes(model: dict[str, Any], tp: int) -> float:
-    """Bytes one EAGLE-3 draft forward reads per GPU: one decoder layer of the target's width, the fc that
-    joins the target's three hidden states, and an lm_head over the draft vocabulary, in bf16."""
+    """Bytes one draft forward reads per GPU beside its fc: one decoder layer of the target's width and an
+    lm_head over the draft vocabulary, in bf16, split over the TP group (SGLang's draft layers are
+    tensor-parallel: QKVParallelLinear, row-parallel output and down projections, ParallelLMHead)."""
     from topoctl.autoconf.decode_terms import DRAFT_VOCAB
 
     hidden = model["hidden_size"]
     heads, kv, head_dim = model["heads"], model["kv_heads"], model["head_dim"]
     layer = 2 * hidden * heads * head_dim + 2 * hidden * kv * head_dim + 3 * hidden * 4 * hidden
-    params = layer + 3 * hidden * hidden + min(DRAFT_VOCAB, model["vocab_size"] or DRAFT_VOCAB) * hidden
+    params = layer + min(DRAFT_VOCAB, model["vocab_size"] or DRAFT_VOCAB) * hidden
     return params * 2.0 / tp
+
+
+def draft_fc_bytes(model: dict[str, Any], algorithm: str = "EAGLE3") -> float:
+    """Bytes of the draft's fc on every GPU: a plain torch.nn.Linear, not split by TP (3 x hidden -> hidden
+    for EAGLE-3, 2 x hidden -> hidden for EAGLE), bf16."""
+    hidden = model["hidden_size"]
+    return (3 if algorithm.upper() == "EAGLE3" else 2) * hidden * hidden * 2.0
 
 
 def gpu_family(gpu: dict[str, Any]) -> str:
@@ -579,4 +604,14 @@ def decode_features(model: dict[str, Any], tp: int, path: str, gpu: dict[str, An
                     kv_bytes=kv_bytes_per_token(model, tp))
     for tokens in token_counts:
         feat.allreduce_us[tokens] = lat.lookup(path, tokens * model["allreduce_bytes_per_token"], tp, cuda_graph).us
+        # a draft forward's logits are all-gathered through NCCL whatever the allreduce path (SGLang
+        # parallel_state.py all_gather -> pynccl); no all-gather was measured, so the nccl allreduce latency
+        # of the gathered bytes stands for it (an all-gather moves each byte once, an allreduce twice)
+        feat.gather_us[tokens] = lat.lookup("nccl", tokens * _draft_vocab(model) * 2.0, tp, cuda_graph).us
     return feat
+
+
+def _draft_vocab(model: dict[str, Any]) -> int:
+    from topoctl.autoconf.decode_terms import DRAFT_VOCAB
+
+    return min(DRAFT_VOCAB, int(model.get("vocab_size") or DRAFT_VOCAB))

@@ -14,7 +14,7 @@ is what `recommend` prints.
 The fit is a Nelder-Mead search on the logarithms of the parameters (squared log error of tokens/s, of
 published speedups and of published accept lengths, plus a weak pull towards the defaults so that a
 parameter the corpus says little about stays where it started). It is written here in plain Python: the
-problem has 14 parameters and ~35 rows, and a numerical library would be a new dependency for that alone.
+problem has 13 fitted parameters and ~50 rows, and a numerical library would be a new dependency for that alone.
 """
 from __future__ import annotations
 
@@ -36,8 +36,8 @@ CORPUS = os.path.join(HERE, "data", "public-decode.yaml")
 CORPUS_ENV = "TOPOCTL_DECODE_CORPUS"  # another corpus file to fit and score (an experiment; --write refuses it)
 FIT_FILE = os.path.join(HERE, os.pardir, "autoconf", "data", "decode-fit.yaml")
 DECODE_STEP = os.path.join(HERE, "data", "h200-decode-step-bench", "snapshot.json")
-FITTED = ["attention_us", "mla_us", "moe_us", "expert_us", "step_us", "rho",
-          "token_us", "draft_us", "draft_tp_us", "cycle_us", "accept_a", "accept_tree", "kv_mla", "kv_gqa"]
+FITTED = ["attention_us", "mla_us", "moe_us", "step_us", "rho",
+          "token_us", "draft_us", "cycle_us", "cycle_tp_us", "accept_a", "accept_tree", "kv_mla", "kv_gqa"]
 # Not fitted: the bandwidth a decode step streams at and the fixed time of streaming a layer are measured
 # (measured_stream below, the H200 decode-step rows); the fitted per-layer overheads are what SGLang's step
 # adds beyond streaming the matrices.
@@ -175,8 +175,8 @@ def _draft(row: dict[str, Any], profile: dict[str, Any]) -> Any:
     spec = row.get("spec")
     if not spec:
         return None
-    return terms_mod.Draft(steps=int(spec["steps"]), topk=int(spec["topk"]), draft_tokens=int(spec["draft_tokens"]),
-                           bytes_per_gpu=launch_model.draft_read_bytes(profile, int(row["tp"])))
+    return launch_model.draft_shape(profile, int(row["tp"]), int(spec["steps"]), int(spec["topk"]),
+                                    int(spec["draft_tokens"]), str(spec.get("algorithm") or "EAGLE3"))
 
 
 def decode_context(row: dict[str, Any]) -> tuple[float, str]:
@@ -198,7 +198,7 @@ def load_cases(path: str = CORPUS) -> tuple[dict[str, Any], list[Case]]:
         profile = _profile(str(row["model"]), doc.get("models") or {})
         nvlink = row["gpu"] in NVLINK_GPUS
         draft = _draft(row, profile)
-        counts = (1,) if draft is None else (1, draft.topk, draft.draft_tokens)
+        counts = (1,) if draft is None else (1, draft.topk, draft.draft_tokens, draft.extend_tokens)
         feat = launch_model.decode_features(profile, int(row["tp"]), "custom" if nvlink else "nccl", _gpu(row["gpu"]),
                                             _latencies(nvlink), bool(row.get("cuda_graph", True)), counts)
         feat.context = decode_context(row)[0]

@@ -93,13 +93,79 @@ def test_the_fixed_time_of_a_layer_does_not_scale_with_the_datasheet():
     assert slow_us - 20.0 == pytest.approx(2 * (fast_us - 20.0))
 
 
-def test_the_expert_term_grows_with_the_experts_a_pass_reads():
-    terms = decode_terms.Terms(expert_us=5.0, rho=1.0)
-    moe, dense = features("qwen3-30b-a3b"), features("llama-3.1-8b")
-    one, four = (decode_terms.forward_parts(moe, terms, t)["experts"] for t in (1, 4))
-    assert one == pytest.approx(48 * 8 * 5.0)  # 48 MoE layers x 8 experts x 5 us
-    assert four == pytest.approx(48 * moe.distinct_experts(4, 1.0) * 5.0) and four > 3 * one
-    assert decode_terms.forward_parts(dense, terms, 4)["experts"] == 0.0
+def test_a_moe_verify_pass_costs_the_bytes_of_its_distinct_experts():
+    # SGLang's fused MoE kernels run every routed expert in one launch, each block streaming its expert's
+    # tiles once: a wider pass costs the extra experts' bytes, with no fixed cost per expert on top
+    terms = decode_terms.Terms(rho=1.0)
+    moe = features("qwen3-30b-a3b")
+    assert "experts" not in decode_terms.forward_parts(moe, terms, 4)
+    bandwidth = decode_terms.achieved_bandwidth(moe, terms, moe.per_layer_bytes())
+    extra = moe.moe_layers * moe.expert_bytes * (moe.distinct_experts(4, 1.0) - 8) / bandwidth * 1e6
+    one, four = (decode_terms.forward_parts(moe, terms, t)["weights"] for t in (1, 4))
+    assert four - one == pytest.approx(extra)
+
+
+def _draft(steps: int, topk: int, tokens: int, tp: int = 1):
+    return launch_model.draft_shape(models.profile("qwen3-30b-a3b"), tp, steps, topk, tokens, "EAGLE3")
+
+
+def _tp_features(tp: int):
+    snap = system_snapshot("h100-8x-nvswitch")
+    return launch_model.decode_features(models.profile("qwen3-30b-a3b"), tp, "custom", target_gpu(snap),
+                                        launch_model.Latencies(snap), True, (1, 2, 3, 4, 8))
+
+
+def test_a_cycle_runs_steps_minus_one_draft_decodes_and_one_extend():
+    # eagle_worker.py (0.5.5 :587-597, 0.5.1.post3 :663-672): the draft loop breaks before the last step's
+    # forward; the extend after verify feeds steps + 1 tokens a request (:916)
+    terms, feat = decode_terms.Terms(), features("qwen3-30b-a3b")
+    draft = _draft(3, 2, 8)
+    assert (draft.decode_forwards, draft.extend_tokens) == (2, 4)
+    decode = decode_terms.draft_forward_us(feat, terms, draft, 2)
+    extend = decode_terms.draft_forward_us(feat, terms, draft, 4, extend=True)
+    assert decode_terms.draft_us(feat, terms, draft) == pytest.approx(2 * decode + extend)
+    one_step = _draft(1, 1, 2)
+    assert decode_terms.draft_us(feat, terms, one_step) == pytest.approx(
+        decode_terms.draft_forward_us(feat, terms, one_step, 2, extend=True))
+
+
+def test_only_the_extend_reads_the_replicated_fc():
+    # llama_eagle3.py: the fc is a plain torch.nn.Linear (not split by TP) applied to the target's hidden states
+    model = models.profile("qwen3-30b-a3b")
+    one, four = _draft(3, 1, 4, tp=1), _draft(3, 1, 4, tp=4)
+    assert one.fc_bytes == four.fc_bytes == 3 * model["hidden_size"] ** 2 * 2
+    assert four.bytes_per_gpu == pytest.approx(one.bytes_per_gpu / 4)
+    terms, feat = decode_terms.Terms(), features("qwen3-30b-a3b")
+    plain = decode_terms.draft_forward_us(feat, terms, one, 4)
+    extend = decode_terms.draft_forward_us(feat, terms, one, 4, extend=True)
+    assert extend > plain
+    eagle = launch_model.draft_shape(model, 1, 3, 1, 4, "EAGLE")  # an EAGLE draft runs its fc every forward
+    assert eagle.fc_bytes == 0.0 and eagle.bytes_per_gpu == pytest.approx(one.bytes_per_gpu + 2 * model["hidden_size"] ** 2 * 2)
+
+
+def test_a_draft_forward_under_tp_pays_its_allreduces_and_the_gather_of_its_logits():
+    terms, feat = decode_terms.Terms(), _tp_features(2)
+    draft = _draft(3, 1, 4, tp=2)
+    assert feat.gather_us[1] > 0.0 and feat.allreduce_us[1] > 0.0
+    alone = features("qwen3-30b-a3b")  # one GPU: no collectives
+    alone.bandwidth = feat.bandwidth
+    single = decode_terms.draft_forward_us(alone, terms, draft, 1)
+    parallel = decode_terms.draft_forward_us(feat, terms, draft, 1)
+    assert parallel - single == pytest.approx(decode_terms.DRAFT_ALLREDUCES * feat.allreduce_us[1] + feat.gather_us[1])
+    assert features("qwen3-30b-a3b").gather_us[1] == 0.0
+
+
+def test_the_tp_overhead_of_speculation_is_paid_once_a_cycle():
+    # host work between the graphs runs in series (no overlap scheduler with EAGLE): once a cycle, however
+    # many draft steps the cycle runs
+    terms = decode_terms.Terms(cycle_us=100.0, cycle_tp_us=700.0)
+    assert decode_terms.cycle_overhead_us(_tp_features(2), terms) == pytest.approx(800.0)
+    assert decode_terms.cycle_overhead_us(features("qwen3-30b-a3b"), terms) == pytest.approx(100.0)
+    feat = _tp_features(2)
+    short, deep = _draft(3, 1, 4, tp=2), _draft(7, 1, 8, tp=2)
+    for draft in (short, deep):
+        body = decode_terms.forward_us(feat, terms, draft.draft_tokens) + decode_terms.draft_us(feat, terms, draft)
+        assert decode_terms.cycle_us(feat, terms, draft) - body == pytest.approx(800.0)
 
 
 def _rows():
