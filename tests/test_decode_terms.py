@@ -240,3 +240,21 @@ def test_corpus_rows_decode_at_their_stated_workload_or_the_assumed_context():
     stated = {"workload": {"input_tokens": 610.1, "output_tokens": 4446.2, "basis": "totals / requests"}}
     assert launch_model_checks.decode_context(stated) == (pytest.approx(610.1 + 4446.2 / 2), "stated")
     assert launch_model_checks.decode_context({}) == (decode_terms.DEFAULT_DECODE_CONTEXT, "assumed")
+
+
+def test_rows_without_a_release_are_fitted_and_rows_before_0_5_are_not():
+    import sys
+
+    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+    import launch_model_checks
+
+    def fitted(**row: object) -> bool:
+        return launch_model_checks.Case(dict(row), None, None).fitted
+
+    assert fitted(sglang=None) and fitted() and fitted(sglang="0.5.6.post2") and fitted(sglang="0.5.1.post3")
+    assert not fitted(sglang="0.4.3.post4") and not fitted(engine="vllm", sglang=None)
+    # the Kimi-K2.5 H200 rows name no release (their page's 0.5.6.post2 cannot load the model) and are fitted
+    doc = yaml.safe_load(open(CORPUS, encoding="utf-8"))
+    kimi = [c for c in doc["cases"] if c["source"] == "sglang-cookbook-kimi-k25"]
+    assert len(kimi) == 3 and all(c["sglang"] is None and "0.5.9" in c["note"] for c in kimi)
+    assert all(launch_model_checks.Case(c, None, None).fitted for c in kimi)
