@@ -19,13 +19,15 @@ One forward pass over T tokens on one GPU of a TP group:
     step(T)  = read(T) / achieved bandwidth
              + layers x (attention or MLA overhead) + MoE layers x MoE overhead
              + layers x (T - 1) x per-token cost                           (tree verify, wider GEMMs)
-             + context x KV bytes per token / (datasheet x eta[family] x kv[kind])   kind: MLA or GQA
+             + context x KV bytes per token / (stream rate x kv[kind])              kind: MLA or GQA
              + allreduces x latency(path, T tokens) + per-step scheduler overhead
 
     context = the mean number of tokens in the KV cache while a request decodes (input + output / 2 for a
               benchmark's requests); KV bytes per token per GPU as the memory model counts them (the MLA
               latent on every GPU, a GQA model's share of its KV heads, at least one head); kv[kind]: the
-              fraction of the weight stream's rate the decode attention kernel reads the cache at, fitted
+              fraction of the weight stream's rate the decode attention kernel reads the cache at, fitted;
+              stream rate: the slope of the machine's decode-step rows (`topoctl bench`), else
+              datasheet x eta[family]
 
 Speculative decoding (EAGLE / EAGLE-3) runs cycles as SGLang's EAGLE worker does (0.5.1.post3 and 0.5.5,
 speculative/eagle_worker.py): `steps - 1` draft decode forwards over `topk` tokens a request (the loop
@@ -72,10 +74,10 @@ PARAMETERS: dict[str, tuple[float, str]] = {
                            "group, host syncs that wait for every rank)"),
     "accept_a": (0.6, "per-depth acceptance of a one-wide draft chain"),
     "accept_tree": (0.5, "how much a wider draft tree raises the per-depth acceptance"),
-    "kv_mla": (1.0, "fraction of the weight stream's bandwidth (datasheet x eta) an MLA decode kernel reads the KV "
-                    "cache at"),
-    "kv_gqa": (1.0, "fraction of the weight stream's bandwidth (datasheet x eta) a GQA/MHA decode kernel reads the "
-                    "KV cache at"),
+    "kv_mla": (1.0, "fraction of the weight stream's rate (its slope: measured by bench, else datasheet x eta) an "
+                    "MLA decode kernel reads the KV cache at"),
+    "kv_gqa": (1.0, "fraction of the weight stream's rate (its slope: measured by bench, else datasheet x eta) a "
+                    "GQA/MHA decode kernel reads the KV cache at"),
 }
 BOUNDED = {"eta_hopper": 1.0, "eta_blackwell": 1.0, "eta_other": 1.0, "rho": 1.0, "accept_a": 0.97,
            "accept_tree": 1.0, "kv_mla": 1.0, "kv_gqa": 1.0}
@@ -173,6 +175,7 @@ class Features:
     gather_us: dict[int, float] = field(default_factory=dict)  # tokens -> us per NCCL logits all-gather (0 without TP)
     allreduces: int = 0
     measured_bandwidth: Any = None  # a callable (bytes per layer) -> bytes/s, from `topoctl bench` rows
+    measured_stream: float | None = None  # bytes/s, the slope of those rows (time per layer against bytes per layer)
     kv_bytes: float = 0.0  # KV cache bytes per token of context per GPU, every layer (memory.kv_bytes_per_token)
     context: float = 0.0  # mean tokens in the KV cache while the request decodes
 
@@ -212,12 +215,14 @@ def overhead_us(feat: Features, terms: Terms) -> float:
 
 
 def kv_rate(feat: Features, terms: Terms) -> float:
-    """Bytes/s the decode attention kernel reads the KV cache at: the weight stream's rate (datasheet x eta,
-    the slope of the H200 decode-step line, without its per-layer fixed time, which the weight reads of the
-    same layer already pay) times the fitted fraction of the attention kind. MLA and GQA are apart because
+    """Bytes/s the decode attention kernel reads the KV cache at: the weight stream's rate without its
+    per-layer fixed time, which the weight reads of the same layer already pay (the slope of this machine's
+    decode-step rows when `topoctl bench` measured them, else datasheet x eta, the slope of the H200
+    decode-step line), times the fitted fraction of the attention kind. MLA and GQA are apart because
     SGLang runs them through different kernels (an MLA kernel reads one latent head of 576 values a token,
     a GQA kernel K and V of each KV head)."""
-    return feat.bandwidth * terms.eta(feat.family) * terms.kv(feat.mla)
+    stream = feat.measured_stream if feat.measured_stream else feat.bandwidth * terms.eta(feat.family)
+    return stream * terms.kv(feat.mla)
 
 
 def kv_read_us(feat: Features, terms: Terms) -> float:

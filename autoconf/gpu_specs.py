@@ -6,6 +6,7 @@ Layer: launch model and search (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from topoctl.snapshot_view import SnapshotLike, view_of
@@ -46,20 +47,50 @@ def target_gpu(snapshot: SnapshotLike) -> dict[str, Any]:
     return out
 
 
+@dataclass(frozen=True)
+class StreamLine:
+    """The decode-step rows as a line, time per layer = fixed_us + bytes per layer / bandwidth: its slope is
+    the rate the box streams memory at once the per-layer fixed time is paid (what the KV read streams at)."""
+    bandwidth: float  # bytes/s, 1 / slope
+    fixed_us: float  # the intercept, us a layer
+    rows: int
+    dtype: str  # the weight format of the rows the line runs through ("all formats" when bf16 was not measured)
+
+
+STREAM_FORMAT = "bf16"  # the line's rows: fp8 rows stream slower (the activation's conversion, the scaled product)
+
+
+def stream_line(points: list[tuple[float, float]], dtype: str) -> StreamLine | None:
+    """Least squares over (bytes per layer, bytes/s) points of time per layer against bytes per layer; None
+    without two layer sizes or with a slope that is not positive (no rate can be read from such rows)."""
+    times = [(x, x / y * 1e6) for x, y in points if x > 0 and y > 0]
+    if len({x for x, _ in times}) < 2:
+        return None
+    mean_x = sum(x for x, _ in times) / len(times)
+    mean_y = sum(y for _, y in times) / len(times)
+    slope = sum((x - mean_x) * (y - mean_y) for x, y in times) / sum((x - mean_x) ** 2 for x, _ in times)
+    if slope <= 0:
+        return None
+    return StreamLine(bandwidth=1e6 / slope, fixed_us=mean_y - slope * mean_x, rows=len(times), dtype=dtype)
+
+
 class MeasuredBandwidth:
     """Achieved bandwidth by the bytes a layer streams, from `topoctl bench --decode-step` rows (one-token
     passes captured in a CUDA graph): piecewise linear in log(bytes per layer), flat beyond the rows. Rows
     are kept by weight format: an fp8 layer pays the activation's conversion and a scaled product, so it
     streams slower than a bf16 layer of the same bytes (the H200 rows: 1850 against about 2400 GB/s at
-    107 MB); `for_dtype` gives the curve of the launch's format, or of all rows when that one was not measured."""
+    107 MB); `for_dtype` gives the curve of the launch's format, or of all rows when that one was not measured.
+    `stream` is the line through the rows (StreamLine), the same for every format: what the KV read streams at."""
 
-    def __init__(self, points: list[tuple[float, float]], by_dtype: dict[str, list[tuple[float, float]]] | None = None):
+    def __init__(self, points: list[tuple[float, float]], by_dtype: dict[str, list[tuple[float, float]]] | None = None,
+                 stream: StreamLine | None = None):
         self.points = sorted(points)
         self.by_dtype = {k: sorted(v) for k, v in (by_dtype or {}).items()}
+        self.stream = stream
 
     def for_dtype(self, dtype: str) -> MeasuredBandwidth:
         points = self.by_dtype.get(dtype)
-        return MeasuredBandwidth(points) if points else self
+        return MeasuredBandwidth(points, stream=self.stream) if points else self
 
     def __call__(self, layer_bytes: float) -> float:
         import math
@@ -84,22 +115,40 @@ FUSED_EXPERT_ROWS = (None, "one batched product per layer", "one product per lay
 
 def decode_step_bandwidth(snapshot: SnapshotLike) -> tuple[MeasuredBandwidth, str] | None:
     """The achieved bandwidth `topoctl bench` measured for decode-step weight reads on this machine
-    (snapshot measurements.decode_step, rows of one token in a CUDA graph), or None when none was measured."""
-    rows = [r for r in view_of(snapshot).measurement_rows("decode_step")
-            if isinstance(r, dict) and r.get("status", "ok") == "ok" and r.get("tokens") == 1 and r.get("cuda_graph")
-            and r.get("moe_experts") in FUSED_EXPERT_ROWS]
+    (snapshot measurements.decode_step, rows of one token in a CUDA graph), or None when none was measured.
+    Its `stream` is the line through the bf16 CUDA-graph rows of every token count (all formats when no bf16
+    row was measured), as benchmarks/launch_model_checks.py draws the H200 line the datasheet x eta figure
+    comes from."""
+    graph_rows = [r for r in view_of(snapshot).measurement_rows("decode_step")
+                  if isinstance(r, dict) and r.get("status", "ok") == "ok" and r.get("cuda_graph")
+                  and r.get("moe_experts") in FUSED_EXPERT_ROWS]
+    rows = [r for r in graph_rows if r.get("tokens") == 1]
     points = []
     by_dtype: dict[str, list[tuple[float, float]]] = {}
     for row in rows:
-        try:
-            point = (float(row["bytes_per_layer"]), float(row["graph_bandwidth_gb_s"]) * 1e9)
-        except (KeyError, TypeError, ValueError):
+        point = _point(row)
+        if point is None:
             continue
         points.append(point)
         by_dtype.setdefault(str(row.get("dtype") or "bf16"), []).append(point)
     if not points:
         return None
+    line_points: dict[str, list[tuple[float, float]]] = {}
+    for row in graph_rows:
+        point = _point(row)
+        if point is not None:
+            line_points.setdefault(str(row.get("dtype") or "bf16"), []).append(point)
+    stream = (stream_line(line_points[STREAM_FORMAT], STREAM_FORMAT) if line_points.get(STREAM_FORMAT) else
+              stream_line([p for pts in line_points.values() for p in pts], "all formats"))
     models = sorted({str(r.get("model")) for r in rows})
-    return MeasuredBandwidth(points, by_dtype), (
+    return MeasuredBandwidth(points, by_dtype, stream), (
         f"snapshot measurements.decode_step (topoctl bench --decode-step): {len(points)} one-token passes in a CUDA "
         f"graph ({', '.join(models)}), read at this layer size")
+
+
+def _point(row: dict[str, Any]) -> tuple[float, float] | None:
+    """(bytes per layer, bytes/s) of a decode-step row; None when it lacks either."""
+    try:
+        return float(row["bytes_per_layer"]), float(row["graph_bandwidth_gb_s"]) * 1e9
+    except (KeyError, TypeError, ValueError):
+        return None

@@ -453,9 +453,27 @@ def decode_context(asked: int | None, memory: Fit) -> Input:
     return Input(DECODE_CONTEXT_INPUT, value, "tokens", source, origin)
 
 
-def _kv_inputs(feat: Any, terms: Any, model: dict[str, Any], tp: int, context: Input) -> list[Input]:
+def _kv_rate_input(feat: Any, terms: Any, stream: Any) -> Input:
+    """The rate the KV cache streams at: the slope of this machine's decode-step rows when `topoctl bench`
+    measured them (gpu_specs.StreamLine), else datasheet x eta; times the fitted fraction of the attention kind."""
+    from topoctl.autoconf.decode_terms import kv_rate
+
+    kind = "kv_mla" if feat.mla else "kv_gqa"
+    fraction = f"{kind} {terms.kv(feat.mla):.3f}"
+    if stream is None:
+        return Input("KV read rate", kv_rate(feat, terms) / 1e9, "GB/s",
+                     f"datasheet x {terms.eta(feat.family):.3f} ({feat.family}) x {fraction}", FIT_ORIGIN)
+    capped = f", capped at the datasheet {feat.bandwidth / 1e9:.0f} GB/s" if stream.bandwidth > feat.bandwidth else ""
+    return Input("KV read rate", kv_rate(feat, terms) / 1e9, "GB/s",
+                 f"{stream.bandwidth / 1e9:.0f} GB/s{capped}, the slope of {stream.rows} {stream.dtype} "
+                 f"decode-step rows ({stream.fixed_us:.1f} us + bytes / rate a layer; snapshot "
+                 f"measurements.decode_step) x {fraction}",
+                 f"{MEASURED_HERE} (the decode-step rows' slope; {kind} {FIT_ORIGIN})")
+
+
+def _kv_inputs(feat: Any, terms: Any, model: dict[str, Any], tp: int, context: Input, stream: Any = None) -> list[Input]:
     """The KV-read term's inputs: the context, the bytes a token of it holds on one GPU, the rate they stream at."""
-    from topoctl.autoconf.decode_terms import kv_rate, kv_read_us
+    from topoctl.autoconf.decode_terms import kv_read_us
 
     if feat.mla:
         held = f"the MLA latent ({model.get('kv_bytes_per_token_layer')} bytes a layer) of {feat.layers} layers, on every GPU"
@@ -463,13 +481,10 @@ def _kv_inputs(feat: Any, terms: Any, model: dict[str, Any], tp: int, context: I
         heads = max(1, int(model["kv_heads"]) // tp)
         held = (f"K and V of {heads} of {model['kv_heads']} KV heads per GPU (at least one), head_dim "
                 f"{model['head_dim']}, {model['dtype_bytes']} bytes, {feat.layers} layers")
-    kind = "kv_mla" if feat.mla else "kv_gqa"
     return [context,
             Input("KV cache bytes per token of context per GPU", feat.kv_bytes / 1e3, "KB",
                   f"{held} (memory.kv_bytes_per_token)"),
-            Input("KV read rate", kv_rate(feat, terms) / 1e9, "GB/s",
-                  f"datasheet x {terms.eta(feat.family):.3f} ({feat.family}) x {kind} {terms.kv(feat.mla):.3f}",
-                  FIT_ORIGIN),
+            _kv_rate_input(feat, terms, stream),
             Input("KV read per forward pass", kv_read_us(feat, terms), "us", "context x bytes per token / rate")]
 
 
@@ -496,9 +511,12 @@ def estimate(case: EstimateCase) -> Estimate | None:
         feat.context = context.value
     measured = gpu.get("decode_step_bandwidth")
     feat.measured_bandwidth = measured.for_dtype(weight_format(model)) if measured is not None else None
+    stream = measured.stream if measured is not None else None
+    if stream is not None:  # no faster than the datasheet: a steeper line is the rows' noise, not the memory
+        feat.measured_stream = min(stream.bandwidth, feat.bandwidth)
     inputs = _term_inputs(feat, terms, gpu, model) + batch_inputs
     if objective != "throughput":
-        inputs += _kv_inputs(feat, terms, model, tp, context)
+        inputs += _kv_inputs(feat, terms, model, tp, context, stream)
     call = lat.lookup(path, batch * model["allreduce_bytes_per_token"], tp, graph)
     mode = "" if graph else "; the launch decodes eagerly (--disable-cuda-graph)"
     inputs.append(Input("allreduce latency per call (decode)", call.us, "us", call.source + mode, call.origin))

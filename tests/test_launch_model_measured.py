@@ -10,6 +10,7 @@ import copy
 import json
 import os
 
+import pytest
 from conftest import FIXTURES
 
 from topoctl.autoconf import launch_model, memory, models
@@ -133,3 +134,92 @@ def test_explain_names_the_cited_table_and_the_field_report(cli):
     assert "[field report]" in call
     overhead = next(line for line in text.splitlines() if "overhead per MLA layer" in line)
     assert "[fitted on the public corpus (benchmarks/data/public-decode.yaml)]" in overhead
+
+
+# ---------------------------------------------------------- the KV read at the stream rate measured on the box
+
+BENCH_RUN = os.path.join(os.path.dirname(FIXTURES), "benchmarks", "data", "h200-decode-step-bench", "snapshot.json")
+
+
+def _bench_rows(scale: float = 1.0) -> list[dict]:
+    """The H200 bench run's decode-step rows, as a box whose memory streams `scale` times as fast would give them."""
+    with open(BENCH_RUN, encoding="utf-8") as handle:
+        rows = json.load(handle)["measurements"]["decode_step"]
+    for row in rows:
+        row["graph_bandwidth_gb_s"] *= scale
+        row["graph_us_per_layer"] /= scale
+    return rows
+
+
+def _slope(rows: list[dict]) -> float:
+    """Bytes/s: 1 / the least-squares slope of time per layer against bytes per layer, over the bf16 rows."""
+    points = [(r["bytes_per_layer"], r["graph_us_per_layer"]) for r in rows if r["dtype"] == "bf16"]
+    n = len(points)
+    mx, my = sum(x for x, _ in points) / n, sum(y for _, y in points) / n
+    return 1e6 * sum((x - mx) ** 2 for x, _ in points) / sum((x - mx) * (y - my) for x, y in points)
+
+
+def _kv_estimate(rows: list[dict] | None, model_name: str = "llama-3.1-8b") -> tuple[launch_model.Estimate, dict]:
+    snapshot = copy.deepcopy(system_snapshot("h200-1x-vm"))
+    if rows is not None:
+        snapshot.setdefault("measurements", {})["decode_step"] = rows
+    gpu = target_gpu(snapshot)
+    model = models.profile(model_name)
+    fit = memory.fit(memory.FitCase(model, gpu["memory_bytes"], 1, "0.5.12", False))
+    est = launch_model.estimate(launch_model.EstimateCase(model, {"tp_size": 1}, "nccl", gpu,
+                                                          launch_model.Latencies(snapshot), fit))
+    assert est is not None
+    return est, {item.name: item for item in est.inputs}
+
+
+def _expected_kv_us(inputs: dict, rate: float) -> float:
+    context = inputs[launch_model.DECODE_CONTEXT_INPUT].value
+    return context * inputs["KV cache bytes per token of context per GPU"].value * 1e3 / rate * 1e6
+
+
+def test_the_kv_read_streams_at_the_rate_bench_measured_on_the_box():
+    terms, _ = launch_model.fitted_terms()
+    slow = _bench_rows(0.7)  # a box that streams at 70% of the H200 run's rate
+    est, inputs = _kv_estimate(slow)
+    rate = inputs["KV read rate"]
+    assert rate.origin.startswith(launch_model.MEASURED_HERE) and "slope" in rate.origin
+    measured = _slope(slow) * terms.kv_gqa
+    assert rate.value == pytest.approx(measured / 1e9, rel=1e-9)
+    assert "the slope of 30 bf16 decode-step rows" in rate.source
+    assert est.kv_us == pytest.approx(_expected_kv_us(inputs, measured), rel=1e-6)
+    # the same box without rows: datasheet x eta, fitted; the measured box's KV read takes 1 / 0.7 as long
+    plain, plain_inputs = _kv_estimate(None)
+    assert plain_inputs["KV read rate"].origin == launch_model.FIT_ORIGIN
+    assert plain.kv_us == pytest.approx(_expected_kv_us(plain_inputs, 4.8e12 * terms.eta_hopper * terms.kv_gqa))
+    assert est.kv_us == pytest.approx(plain.kv_us * terms.eta_hopper * 4.8e12 / (0.7 * _slope(_bench_rows())),
+                                      rel=1e-6)
+    assert est.kv_us > plain.kv_us
+
+
+def test_the_h200_run_on_its_own_box_gives_the_h200_line():
+    """The datasheet x eta figure is the slope of this very run (benchmarks/launch_model_checks.py), so on
+    the H200 it was measured on the measured rate and the fitted one agree (eta is stored rounded)."""
+    terms, _ = launch_model.fitted_terms()
+    _, inputs = _kv_estimate(_bench_rows())
+    assert inputs["KV read rate"].value * 1e9 == pytest.approx(_slope(_bench_rows()) * terms.kv_gqa, rel=1e-9)
+    assert inputs["KV read rate"].value * 1e9 == pytest.approx(4.8e12 * terms.eta_hopper * terms.kv_gqa, rel=1e-3)
+
+
+def test_a_measured_line_steeper_than_the_datasheet_is_capped_and_one_size_gives_no_line():
+    terms, _ = launch_model.fitted_terms()
+    _, inputs = _kv_estimate(_bench_rows(1.3))  # 5.4 TB/s on a 4.8 TB/s part: not the memory
+    assert inputs["KV read rate"].value * 1e9 == pytest.approx(4.8e12 * terms.kv_gqa)
+    assert "capped at the datasheet 4800 GB/s" in inputs["KV read rate"].source
+    one = [r for r in _bench_rows() if r["model"] == "llama-3.1-8b" and r["dtype"] == "bf16" and r["tp"] == 1]
+    assert {r["bytes_per_layer"] for r in one} == {one[0]["bytes_per_layer"]}
+    _, inputs = _kv_estimate(one)  # one layer size: a rate at that size, but no slope to read a stream rate from
+    assert inputs["achieved bandwidth at this layer size"].origin == launch_model.MEASURED_HERE
+    assert inputs["KV read rate"].origin == launch_model.FIT_ORIGIN
+
+
+def test_recommend_json_names_the_measured_kv_rate(cli):
+    code, out, err = cli(["recommend", "--topology", BENCH_RUN, "--model", "llama-3.1-8b", "--format", "json"])
+    assert code == 0, err
+    estimate = json.loads(out)["chosen"]["estimate"]
+    rate = next(item for item in estimate["inputs"] if item["name"] == "KV read rate")
+    assert rate["origin"].startswith("measured on this machine (the decode-step rows' slope")
