@@ -50,32 +50,36 @@ def rank(candidates: list[Candidate], blocked: list[Candidate]) -> None:
 
 def hold_within_band(candidates: list[Candidate]) -> None:
     """Speculative decoding is kept only when its predicted gain clears the launch model's band for gains
-    (the held-out error of predicted speedups, autoconf/data/decode-fit.yaml); inside the band the launch
-    without it is put first, and says what would settle the choice. Measured numbers are not second-guessed."""
+    (the held-out error of predicted speedups, autoconf/data/decode-fit.yaml), and called slower only when its
+    predicted loss clears it (gain below 1 / band); in between the launch without it is put first, and says
+    the choice is uncertain and what would settle it. Measured numbers are not second-guessed."""
     from topoctl.autoconf.launch_model import band_of
 
     if not candidates:
         return
     winner = candidates[0]
-    speculative = winner.speculative  # a property: read once, so that the type checker sees it is a string below
-    if not speculative:
+    speculative = bool(winner.speculative)
+    other = next((c for c in candidates[1:] if bool(c.speculative) != speculative and c.tp == winner.tp
+                  and c.path == winner.path and len(c.warnings) == len(winner.warnings)
+                  and c.remedies_missed == winner.remedies_missed), None)
+    if other is None:
         return
-    alt = next((c for c in candidates[1:] if not c.speculative and c.tp == winner.tp and c.path == winner.path
-                and len(c.warnings) == len(winner.warnings) and c.remedies_missed == winner.remedies_missed), None)
-    if alt is None or winner.estimate is not None or winner.predicted is None or alt.predicted is None:
+    spec, plain = (winner, other) if speculative else (other, winner)
+    if spec.estimate is not None or plain.estimate is not None or spec.predicted is None or plain.predicted is None:
         return
-    moe = bool(winner.fit is not None and getattr(winner.predicted, "moe", False))
+    moe = bool(spec.fit is not None and getattr(spec.predicted, "moe", False))
     band, _ = band_of("gain-moe" if moe else "gain-dense")
-    gain = winner.predicted.tokens_per_s / alt.predicted.tokens_per_s
-    if gain >= band:
-        return
-    candidates.remove(alt)
-    uncertain = (f"{speculative.upper().replace('EAGLE3', 'EAGLE-3')} is predicted {gain:.2f}x the launch "
+    gain = spec.predicted.tokens_per_s / plain.predicted.tokens_per_s
+    if gain >= band or gain < 1.0 / band:
+        return  # the gain, or the loss, clears the band: the ranking's order stands
+    name = str(spec.speculative).upper().replace("EAGLE3", "EAGLE-3")
+    uncertain = (f"{name} is predicted {gain:.2f}x the launch "
                  f"without it, inside the launch model's band for speculative gains (x/{band:.2f}): the choice "
                  "is uncertain and SGLang's default (no speculation) is kept. One measurement settles it: "
                  "`topoctl bench` on this machine, or `python -m sglang.bench_one_batch_server --batch-size 1` "
                  "against a server launched with and without the speculative flags")
-    candidates.insert(0, replace(alt, uncertain=uncertain))
+    candidates.remove(plain)
+    candidates.insert(0, replace(plain, uncertain=uncertain))
 
 
 def require_a_launch(candidates: list[Candidate], blocked: list[Candidate]) -> None:

@@ -60,3 +60,59 @@ def test_the_tp_reason_names_the_gpus_of_a_partial_launch():
     whole = _cand(4, 95.0, gpus=(0, 1, 2, 3))
     reasons, _ = winner_reasons(whole, space, {"nccl": {}}, False, 4)
     assert "GPUs 0" not in reasons["tp_size"][0]
+
+
+# ------------------------------------------------ speculation: kept, uncertain or slower, by the band for gains
+
+@dataclass
+class _SpecPredicted(_Predicted):
+    moe: bool = False
+
+
+def _verdict(gain: float, moe: bool) -> dict:
+    """The speculative comparison recommend prints when the launch model alone predicts EAGLE-3 at `gain` x
+    the same launch without it (TP 4, one path, nothing measured)."""
+    from topoctl.autoconf.ranking import speculative_comparison
+
+    fit = object() if moe else None
+    plain = Candidate("nccl", {"tp_size": 4}, predicted=_SpecPredicted(100.0, moe=moe), fit=fit)
+    spec = Candidate("nccl", {"tp_size": 4, "speculative_algorithm": "eagle3"},
+                     predicted=_SpecPredicted(100.0 * gain, moe=moe), fit=fit)
+    ranked = [plain, spec]
+    rank(ranked, [])
+    out = speculative_comparison(ranked, ranked[0], "eagle3", False, [])
+    assert out is not None
+    return out
+
+
+def test_speculation_is_called_slower_only_when_its_loss_clears_the_band():
+    from topoctl.autoconf.launch_model import band_of
+
+    for moe, group in ((True, "gain-moe"), (False, "gain-dense")):
+        band, _ = band_of(group)
+        assert band > 1.05  # the fitted bands (autoconf/data/decode-fit.yaml) leave room on both sides
+        inside_loss = _verdict(1.0 / band * 1.01, moe)  # below 1 but inside the band: uncertain, not slower
+        assert inside_loss["verdict"] == "uncertain" and inside_loss["emitted"] == "without", group
+        assert f"inside the launch model's band for speculative gains (x/{band:.2f})" in inside_loss["message"]
+        assert "bench_one_batch_server --batch-size 1" in inside_loss["message"]
+        assert "slower" not in inside_loss["message"]
+        assert _verdict(0.99, moe)["verdict"] == "uncertain"
+        cleared_loss = _verdict(1.0 / band * 0.99, moe)  # the loss clears the band: slower
+        assert cleared_loss["verdict"] == "slower" and cleared_loss["emitted"] == "without", group
+        assert cleared_loss["message"].startswith("EAGLE-3 is slower here")
+        inside_gain = _verdict(band * 0.99, moe)  # above 1 but inside the band: uncertain, launched without it
+        assert inside_gain["verdict"] == "uncertain" and inside_gain["emitted"] == "without", group
+        cleared_gain = _verdict(band * 1.01, moe)  # the gain clears the band: kept
+        assert cleared_gain["verdict"] == "kept" and cleared_gain["emitted"] == "with", group
+
+
+def test_a_measured_number_is_not_second_guessed_by_the_band():
+    from topoctl.autoconf.ranking import speculative_comparison
+
+    plain = Candidate("nccl", {"tp_size": 4}, predicted=_SpecPredicted(100.0), estimate=100.0, estimate_level=3)
+    spec = Candidate("nccl", {"tp_size": 4, "speculative_algorithm": "eagle3"}, predicted=_SpecPredicted(99.0),
+                     estimate=99.0, estimate_level=3)
+    ranked = [spec, plain]
+    rank(ranked, [])
+    out = speculative_comparison(ranked, ranked[0], "eagle3", False, [])
+    assert out is not None and out["verdict"] == "slower"  # 0.99x, measured on both sides: no band applies
