@@ -78,6 +78,8 @@ PARAMETERS: dict[str, tuple[float, str]] = {
                     "MLA decode kernel reads the KV cache at"),
     "kv_gqa": (1.0, "fraction of the weight stream's rate (its slope: measured by bench, else datasheet x eta) a "
                     "GQA/MHA decode kernel reads the KV cache at"),
+    "moe_trtllm_us": (10.0, "us per MoE layer on a trtllm-gen MoE runner (flashinfer_mxfp4, flashinfer_trtllm: "
+                            "routing, both expert GEMMs and the finalize in one fused module)"),
 }
 BOUNDED = {"eta_hopper": 1.0, "eta_blackwell": 1.0, "eta_other": 1.0, "rho": 1.0, "accept_a": 0.97,
            "accept_tree": 1.0, "kv_mla": 1.0, "kv_gqa": 1.0}
@@ -92,6 +94,28 @@ DEFAULT_DECODE_CONTEXT = 1000
 # down projections are row-parallel (one allreduce each), and the lm_head's logits are all-gathered through
 # NCCL (layers/logits_processor.py:852-881, distributed/parallel_state.py:728-741).
 DRAFT_ALLREDUCES = 3
+# The products of one layer of the H200 decode-step bench (probe/bench/decode_step.py: QKV, output, gate+up
+# and down, or an MoE layer's two expert products beside QKV and output), whose measured fixed time a layer
+# (stream_fixed_us) is their launch and drain in a CUDA graph: one kernel's share prices a kernel saved.
+BENCH_KERNELS_PER_LAYER = 4
+GENERIC_PATH = "generic path (no entry of autoconf/data/sglang-kernels.yaml for this release, GPU and model)"
+
+
+@dataclass(frozen=True)
+class KernelPath:
+    """The decode kernels SGLang picks for a launch by default (autoconf/data/sglang-kernels.yaml): its MoE
+    runner and that runner's kernel family, its decode attention backend, and whether the flashinfer
+    allreduce + residual + RMSNorm fusion is on (for passes of at most fusion_max_tokens tokens)."""
+    moe_runner: str = "auto"
+    moe_family: str = "generic"
+    decode_attention: str = "default"
+    allreduce_fusion: bool = False
+    fusion_max_tokens: int = 0
+    source: str = GENERIC_PATH
+
+    @property
+    def trtllm_moe(self) -> bool:
+        return self.moe_family == "trtllm-gen"
 
 
 @dataclass(frozen=True)
@@ -114,6 +138,7 @@ class Terms:
     accept_tree: float = PARAMETERS["accept_tree"][0]
     kv_mla: float = PARAMETERS["kv_mla"][0]
     kv_gqa: float = PARAMETERS["kv_gqa"][0]
+    moe_trtllm_us: float = PARAMETERS["moe_trtllm_us"][0]
 
     @classmethod
     def from_vector(cls, names: list[str], values: list[float], base: Terms | None = None) -> Terms:
@@ -178,6 +203,7 @@ class Features:
     measured_stream: float | None = None  # bytes/s, the slope of those rows (time per layer against bytes per layer)
     kv_bytes: float = 0.0  # KV cache bytes per token of context per GPU, every layer (memory.kv_bytes_per_token)
     context: float = 0.0  # mean tokens in the KV cache while the request decodes
+    kernel: KernelPath = field(default_factory=KernelPath)  # the decode kernels SGLang picks (sglang-kernels.yaml)
 
     def distinct_experts(self, tokens: int, rho: float) -> float:
         if not self.experts:
@@ -208,10 +234,37 @@ def achieved_bandwidth(feat: Features, terms: Terms, layer_bytes: float) -> floa
     return layer_bytes / seconds
 
 
+def moe_overhead_us(feat: Features, terms: Terms) -> float:
+    """Fixed time of one MoE layer: moe_trtllm_us on a trtllm-gen MoE runner, else moe_us."""
+    return terms.moe_trtllm_us if feat.kernel.trtllm_moe else terms.moe_us
+
+
 def overhead_us(feat: Features, terms: Terms) -> float:
     """Fixed time of one forward pass beside its weight reads and allreduces."""
     per_layer = terms.mla_us if feat.mla else terms.attention_us
-    return feat.layers * per_layer + feat.moe_layers * terms.moe_us + terms.step_us
+    return feat.layers * per_layer + feat.moe_layers * moe_overhead_us(feat, terms) + terms.step_us
+
+
+def fused_allreduces(feat: Features, tokens: int) -> int:
+    """Allreduces of a pass over `tokens` tokens that run as one fused allreduce + residual + RMSNorm call:
+    every one but the last layer's MLP output (the fusion hands that norm to the next layer, and the last
+    layer has none), when the launch's path has the fusion on, under TP > 1, up to its token limit."""
+    path = feat.kernel
+    if not (path.allreduce_fusion and feat.allreduces and tokens <= path.fusion_max_tokens):
+        return 0
+    return max(feat.allreduces - 1, 0)
+
+
+def norm_kernel_us(terms: Terms) -> float:
+    """One small kernel's time in a CUDA graph (its launch and drain): the measured fixed time of a layer of
+    the H200 decode-step line over the BENCH_KERNELS_PER_LAYER products that layer runs. Not fitted."""
+    return terms.stream_fixed_us / BENCH_KERNELS_PER_LAYER
+
+
+def fusion_saved_us(feat: Features, terms: Terms, tokens: int) -> float:
+    """Time a fused pass saves: the RMSNorm kernel after each fused allreduce no longer runs on its own (the
+    fused call itself is priced as the allreduce it replaces, from the allreduce latency table)."""
+    return fused_allreduces(feat, tokens) * norm_kernel_us(terms)
 
 
 def kv_rate(feat: Features, terms: Terms) -> float:
@@ -241,7 +294,8 @@ def forward_parts(feat: Features, terms: Terms, tokens: int) -> dict[str, float]
             "kv": kv_read_us(feat, terms),
             "overhead": overhead_us(feat, terms),
             "tokens": feat.layers * max(tokens - 1, 0) * terms.token_us,
-            "allreduce": feat.allreduces * feat.allreduce_us.get(tokens, 0.0)}
+            "allreduce": feat.allreduces * feat.allreduce_us.get(tokens, 0.0),
+            "fusion": -fusion_saved_us(feat, terms, tokens)}
 
 
 def forward_us(feat: Features, terms: Terms, tokens: int = 1) -> float:

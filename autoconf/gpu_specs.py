@@ -38,7 +38,9 @@ def target_gpu(snapshot: SnapshotLike) -> dict[str, Any]:
         memory = model.memory_bytes if model else None
         memory_source = f"topoctl/data/gpus.yaml {model.key}" if model and memory else "unknown"
     bandwidth = gpu_bandwidth(name)
-    out = {"name": name, "memory_bytes": int(memory) if memory else None, "memory_source": memory_source,
+    known = gpus.lookup(name) if name else None
+    out = {"name": name, "compute_capability": known.compute_capability if known else None,
+           "memory_bytes": int(memory) if memory else None, "memory_source": memory_source,
            "bandwidth": bandwidth[0] if bandwidth else None,
            "bandwidth_source": bandwidth[1] if bandwidth else "no bandwidth known for this GPU"}
     measured = decode_step_bandwidth(snapshot)
@@ -152,3 +154,61 @@ def _point(row: dict[str, Any]) -> tuple[float, float] | None:
         return float(row["bytes_per_layer"]), float(row["graph_bandwidth_gb_s"]) * 1e9
     except (KeyError, TypeError, ValueError):
         return None
+
+
+# ------------------------------------------------------------------------------ the decode kernel path
+
+KERNELS_FILE = "autoconf/data/sglang-kernels.yaml"
+# launch settings that replace the path SGLang would pick: an explicit backend or DP attention (the fusion is
+# set only without DP attention; the runner and attention only when left at auto / unset)
+PATH_OVERRIDES = ("moe_runner_backend", "attention_backend", "decode_attention_backend", "enable_dp_attention")
+
+
+def sm_family(compute_capability: str | None) -> str | None:
+    """sm100 for compute capability 10.x, sm90 for 9.x, ... (the family SGLang's is_sm100_supported tests)."""
+    if not compute_capability:
+        return None
+    major = str(compute_capability).split(".")[0]
+    return f"sm{major}0" if major.isdigit() else None
+
+
+def _in_range(release: str, entry: dict[str, Any]) -> bool:
+    from topoctl.pep440 import parse
+
+    version, first, through = parse(release), parse(str(entry["first"])), parse(str(entry["through"]))
+    return bool(version and first and through and first <= version <= through)
+
+
+def _matches(entry: dict[str, Any], architecture: str, sm: str, quant: str | None) -> bool:
+    wanted = entry.get("quantization")
+    return (entry.get("architecture") == architecture and entry.get("sm") == sm
+            and (wanted == "any" or wanted == quant))
+
+
+def kernel_path(release: str | None, compute_capability: str | None, model: dict[str, Any],
+                launch: dict[str, Any] | None = None) -> Any:
+    """The decode kernel path SGLang `release` picks for `model` on a GPU of `compute_capability`
+    (decode_terms.KernelPath, from autoconf/data/sglang-kernels.yaml); the generic path when no entry holds
+    that release, GPU family, architecture and quantization, when the release is unknown, or when the launch
+    sets a backend or DP attention itself."""
+    from topoctl.autoconf.data_files import load
+    from topoctl.autoconf.decode_terms import KernelPath
+
+    sm = sm_family(compute_capability)
+    if not release or not sm or any((launch or {}).get(key) for key in PATH_OVERRIDES):
+        return KernelPath()
+    doc = load("sglang-kernels.yaml") or {}
+    quant = (model.get("quantization") or {}).get("method")
+    architecture = str(model.get("architecture"))
+    for entry in doc.get("paths") or ():
+        if _matches(entry, architecture, sm, quant) and _in_range(release, entry):
+            runner = str(entry["moe_runner"])
+            fusion = doc.get("fusion") or {}
+            lines = (entry.get("source") or {}).get(release) or f"read in {', '.join(entry.get('source') or {})}"
+            return KernelPath(moe_runner=runner, moe_family=str(((doc.get("runners") or {}).get(runner) or {})
+                                                                .get("family", "generic")),
+                              decode_attention=str(entry["decode_attention"]),
+                              allreduce_fusion=bool(entry["allreduce_fusion"]),
+                              fusion_max_tokens=int(fusion.get("max_tokens") or 0),
+                              source=f"SGLang {release} on {sm}, {architecture}: sglang {lines} ({KERNELS_FILE})")
+    return KernelPath()

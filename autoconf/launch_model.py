@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from topoctl.autoconf.data_files import load
+from topoctl.autoconf.gpu_specs import kernel_path
 from topoctl.autoconf.memory import Fit, kv_bytes_per_token, per_gpu
 from topoctl.autoconf.models import same_model
 from topoctl.autoconf.target import interconnect
@@ -36,6 +37,8 @@ ASSUMED = "assumed"
 COMPUTED = "computed"
 MEASURED_HERE = "measured on this machine"
 NO_ALLREDUCE = "none (one GPU: no allreduce)"
+H200_LINE = "measured (the committed H200 decode-step run)"
+SGLANG_SOURCE = "read from SGLang's source"  # the kernel path a release picks (autoconf/data/sglang-kernels.yaml)
 ORIGINS = {"measured": MEASURED, "cited": CITED, "field-report": FIELD_REPORT, "assumed": ASSUMED}
 
 
@@ -362,7 +365,7 @@ def draft_shape(model: dict[str, Any], tp: int, steps: int, topk: int, tokens: i
 
 def _term_inputs(feat: Any, terms: Any, gpu: dict[str, Any], model: dict[str, Any]) -> list[Input]:
     """The inputs of one forward pass, each with its origin."""
-    from topoctl.autoconf.decode_terms import achieved_bandwidth
+    from topoctl.autoconf.decode_terms import achieved_bandwidth, moe_overhead_us
 
     layer_bytes = feat.per_layer_bytes()
     measured = feat.measured_bandwidth is not None
@@ -378,10 +381,33 @@ def _term_inputs(feat: Any, terms: Any, gpu: dict[str, Any], model: dict[str, An
     inputs.append(Input("overhead per MLA layer" if feat.mla else "overhead per attention layer", per_layer, "us",
                         "decode_terms.PARAMETERS", FIT_ORIGIN))
     if feat.moe_layers:
-        inputs.append(Input("overhead per MoE layer", terms.moe_us, "us", f"{feat.moe_layers} MoE layers", FIT_ORIGIN))
+        runner = f", {feat.kernel.moe_runner} (trtllm-gen)" if feat.kernel.trtllm_moe else ""
+        inputs.append(Input("overhead per MoE layer", moe_overhead_us(feat, terms), "us",
+                            f"{feat.moe_layers} MoE layers{runner}", FIT_ORIGIN))
     inputs.append(Input("scheduler overhead per step", terms.step_us, "us", "sampling, scheduling, launch", FIT_ORIGIN))
     if feat.allreduces:
         inputs.append(Input("allreduces per forward pass", feat.allreduces, "calls", "2 per layer under tensor parallelism"))
+    return inputs
+
+
+def _kernel_inputs(feat: Any, terms: Any, tokens: int) -> list[Input]:
+    """The decode kernel path SGLang picks (autoconf/data/sglang-kernels.yaml) when an entry holds the launch,
+    and with the fused allreduce on, the norm kernels it saves; nothing on the generic path."""
+    from topoctl.autoconf.decode_terms import GENERIC_PATH, fused_allreduces, fusion_saved_us, norm_kernel_us
+
+    path = feat.kernel
+    if path.source == GENERIC_PATH:
+        return []
+    fused = fused_allreduces(feat, tokens)
+    inputs = [Input(f"decode kernel path: MoE runner {path.moe_runner}, attention {path.decode_attention}, allreduce "
+                    f"fusion {'on' if path.allreduce_fusion else 'off'}", fused, "fused allreduce calls per pass",
+                    path.source, SGLANG_SOURCE)]
+    if fused:
+        inputs.append(Input("norm kernels saved by the fused allreduce", fusion_saved_us(feat, terms, tokens), "us",
+                            f"{fused} trtllm_allreduce_fusion calls (each at the allreduce latency below) in place of "
+                            f"an allreduce and its RMSNorm kernel, every allreduce but the last layer's MLP output; "
+                            f"{norm_kernel_us(terms):.1f} us a kernel, the H200 decode-step line's fixed time a layer "
+                            f"over its 4 products", H200_LINE))
     return inputs
 
 
@@ -506,6 +532,7 @@ def estimate(case: EstimateCase) -> Estimate | None:
                                              batch * draft.extend_tokens)
     feat = decode_features(model, tp, path, gpu, lat, graph, counts)
     feat.base_bytes += kv_read
+    feat.kernel = kernel_path(memory.reserve.get("release"), gpu.get("compute_capability"), model, launch)
     context = decode_context(case.decode_context, memory)
     if objective != "throughput":  # throughput reads its streams' KV in the weight stream (_batch)
         feat.context = context.value
@@ -514,7 +541,7 @@ def estimate(case: EstimateCase) -> Estimate | None:
     stream = measured.stream if measured is not None else None
     if stream is not None:  # no faster than the datasheet: a steeper line is the rows' noise, not the memory
         feat.measured_stream = min(stream.bandwidth, feat.bandwidth)
-    inputs = _term_inputs(feat, terms, gpu, model) + batch_inputs
+    inputs = _term_inputs(feat, terms, gpu, model) + _kernel_inputs(feat, terms, batch) + batch_inputs
     if objective != "throughput":
         inputs += _kv_inputs(feat, terms, model, tp, context, stream)
     call = lat.lookup(path, batch * model["allreduce_bytes_per_token"], tp, graph)
@@ -524,7 +551,7 @@ def estimate(case: EstimateCase) -> Estimate | None:
     step = sum(parts.values())
     replicas = int(launch.get("dp_size") or 1) if objective == "throughput" else 1
     factor, band_source = band_of(band_group(model, spec))
-    fixed = parts["overhead"] + parts["tokens"]
+    fixed = parts["overhead"] + parts["tokens"] + parts["fusion"]
     est = Estimate(replicas * batch / step * 1e6, step, parts["allreduce"], parts["weights"], fixed, objective,
                    tuple(inputs),
                    batch=batch, allreduce_source=call.source, allreduce_level=call.level, allreduce_origin=call.origin,

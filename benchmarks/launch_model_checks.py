@@ -14,7 +14,7 @@ is what `recommend` prints.
 The fit is a Nelder-Mead search on the logarithms of the parameters (squared log error of tokens/s, of
 published speedups and of published accept lengths, plus a weak pull towards the defaults so that a
 parameter the corpus says little about stays where it started). It is written here in plain Python: the
-problem has 13 fitted parameters and ~50 rows, and a numerical library would be a new dependency for that alone.
+problem has 14 fitted parameters and ~50 rows, and a numerical library would be a new dependency for that alone.
 """
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from topoctl.autoconf import decode_terms as terms_mod
-from topoctl.autoconf import launch_model, models
+from topoctl.autoconf import gpu_specs, launch_model, models
 from topoctl.autoconf.data_files import read_yaml
 from topoctl.catalogue import system_snapshot
 
@@ -37,7 +37,8 @@ CORPUS_ENV = "TOPOCTL_DECODE_CORPUS"  # another corpus file to fit and score (an
 FIT_FILE = os.path.join(HERE, os.pardir, "autoconf", "data", "decode-fit.yaml")
 DECODE_STEP = os.path.join(HERE, "data", "h200-decode-step-bench", "snapshot.json")
 FITTED = ["attention_us", "mla_us", "moe_us", "step_us", "rho",
-          "token_us", "draft_us", "cycle_us", "cycle_tp_us", "accept_a", "accept_tree", "kv_mla", "kv_gqa"]
+          "token_us", "draft_us", "cycle_us", "cycle_tp_us", "accept_a", "accept_tree", "kv_mla", "kv_gqa",
+          "moe_trtllm_us"]
 # Not fitted: the bandwidth a decode step streams at and the fixed time of streaming a layer are measured
 # (measured_stream below, the H200 decode-step rows); the fitted per-layer overheads are what SGLang's step
 # adds beyond streaming the matrices.
@@ -158,7 +159,7 @@ def _gpu(key: str) -> dict[str, Any]:
 
     found = next(m for m in gpus.models() if m.key == key)
     return {"name": found.key, "family": found.architecture, "bandwidth": float(found.memory_bandwidth_gb_s or 0) * 1e9,
-            "memory_bytes": found.memory_bytes}
+            "memory_bytes": found.memory_bytes, "compute_capability": found.compute_capability}
 
 
 LATENCIES: dict[str, Any] = {}
@@ -191,6 +192,13 @@ def decode_context(row: dict[str, Any]) -> tuple[float, str]:
     return float(terms_mod.DEFAULT_DECODE_CONTEXT), "assumed"
 
 
+def _kernel_path(row: dict[str, Any], profile: dict[str, Any]) -> Any:
+    """The decode kernel path SGLang picks for the row's launch (autoconf/data/sglang-kernels.yaml): its
+    stated `sglang` release on its GPU; a row with no release (or a vLLM row) takes the generic path."""
+    release = row.get("sglang") if row.get("engine", "sglang") == "sglang" else None
+    return gpu_specs.kernel_path(str(release) if release else None, _gpu(row["gpu"])["compute_capability"], profile)
+
+
 def load_cases(path: str = CORPUS) -> tuple[dict[str, Any], list[Case]]:
     doc = read_yaml(path)
     cases = []
@@ -202,6 +210,7 @@ def load_cases(path: str = CORPUS) -> tuple[dict[str, Any], list[Case]]:
         feat = launch_model.decode_features(profile, int(row["tp"]), "custom" if nvlink else "nccl", _gpu(row["gpu"]),
                                             _latencies(nvlink), bool(row.get("cuda_graph", True)), counts)
         feat.context = decode_context(row)[0]
+        feat.kernel = _kernel_path(row, profile)
         cases.append(Case(row, feat, draft))
     return doc, cases
 
@@ -375,6 +384,15 @@ def _ratio_stats(ratios: list[float]) -> str:
             f"(median ratio {statistics.median(ratios):.3f})")
 
 
+def group_worst(held: list[Held]) -> dict[str, float]:
+    """The largest held-out |error| (as a factor) of each group's tok/s cases (accept length from the shape)."""
+    out: dict[str, float] = {}
+    for h in held:
+        error = math.exp(abs(math.log((h.predicted_own or 1.0) / float(h.case.row["tok_s"]))))
+        out[h.case.group] = round(max(out.get(h.case.group, 1.0), error), 3)
+    return dict(sorted(out.items()))
+
+
 def keep_drop(h: Held, band: float) -> tuple[str, str]:
     """(predicted decision, measured decision) for a case with a measured gain."""
     measured = "keep" if (h.measured_speedup or 0) > 1.0 else "drop"
@@ -425,6 +443,7 @@ def print_stats(held: list[Held], band: dict[str, float]) -> dict[str, Any]:
     print(f"- keep/drop of speculation on {len(decisions)} cases with a measured gain: {right} right, "
           f"{len(wrong)} wrong ({', '.join(wrong) or 'none'}), {len(unsure)} uncertain ({', '.join(unsure) or 'none'})")
     print(f"- bands (80th percentile of held-out |error|, as a factor): {band}")
+    print(f"- held-out worst |error| by group: {group_worst(fitted)}")
     return {"plain": plain, "spec_own": spec_own, "spec_pub": spec_pub, "right": right, "wrong": wrong,
             "uncertain": unsure, "decisions": len(decisions)}
 

@@ -258,3 +258,62 @@ def test_rows_without_a_release_are_fitted_and_rows_before_0_5_are_not():
     kimi = [c for c in doc["cases"] if c["source"] == "sglang-cookbook-kimi-k25"]
     assert len(kimi) == 3 and all(c["sglang"] is None and "0.5.9" in c["note"] for c in kimi)
     assert all(launch_model_checks.Case(c, None, None).fitted for c in kimi)
+
+
+def test_sglang_picks_the_trtllm_gen_path_for_gpt_oss_and_deepseek_on_b200_only():
+    from topoctl.autoconf.gpu_specs import kernel_path
+
+    gpt_oss, deepseek = models.profile("gpt-oss-120b"), models.profile("deepseek-r1")
+    b200 = kernel_path("0.5.1.post3", "10.0", gpt_oss)
+    assert (b200.moe_runner, b200.decode_attention, b200.allreduce_fusion) == ("flashinfer_mxfp4", "trtllm_mha", True)
+    assert b200.trtllm_moe and ":2247-2251 (fusion)" in b200.source
+    hopper = kernel_path("0.5.1.post3", "9.0", gpt_oss)
+    assert (hopper.moe_runner, hopper.allreduce_fusion, hopper.trtllm_moe) == ("triton_kernel", False, False)
+    r1 = kernel_path("0.5.6.post1", "10.0", deepseek)
+    assert (r1.moe_runner, r1.decode_attention, r1.allreduce_fusion) == ("flashinfer_trtllm", "trtllm_mla", True)
+    # no release, a release outside the entries read, another architecture, a launch that sets its own backend
+    generic = decode_terms.KernelPath()
+    assert kernel_path(None, "10.0", deepseek) == generic
+    assert kernel_path("0.5.9", "10.0", deepseek) == generic
+    assert kernel_path("0.5.6", "10.0", models.profile("qwen3-235b-a22b")) == generic
+    assert kernel_path("0.5.6.post1", "10.0", deepseek, {"enable_dp_attention": True}) == generic
+
+
+def test_the_fused_allreduce_saves_a_norm_kernel_on_every_allreduce_but_the_last():
+    terms = decode_terms.Terms(stream_fixed_us=20.0)
+    feat = features("qwen3-30b-a3b", tp=4, system="h100-8x-nvswitch")
+    plain = decode_terms.forward_parts(feat, terms, 1)
+    feat.kernel = decode_terms.KernelPath(allreduce_fusion=True, fusion_max_tokens=2048)
+    fused = decode_terms.forward_parts(feat, terms, 1)
+    assert decode_terms.fused_allreduces(feat, 1) == feat.allreduces - 1 == 2 * feat.layers - 1
+    assert fused["allreduce"] == plain["allreduce"]  # the fused call is priced at the allreduce it replaces
+    assert fused["fusion"] == pytest.approx(-(2 * feat.layers - 1) * 20.0 / 4)
+    assert decode_terms.fused_allreduces(feat, 4096) == 0  # beyond the fusion's 2048 tokens
+    feat.kernel = decode_terms.KernelPath(moe_family="trtllm-gen")
+    assert decode_terms.overhead_us(feat, decode_terms.Terms(moe_trtllm_us=1.0, moe_us=9.0)) == pytest.approx(
+        decode_terms.overhead_us(feat, decode_terms.Terms(moe_trtllm_us=1.0, moe_us=1.0)))
+
+
+def test_the_kernel_table_is_what_each_release_s_own_server_args_picks():
+    # tests/data/oracle/kernel-paths.json: scripts/sglang_oracle/kernel_paths.py ran each release's ServerArgs
+    from topoctl.pep440 import parse
+
+    oracle = json.load(open(os.path.join(ROOT, "tests", "data", "oracle", "kernel-paths.json"), encoding="utf-8"))
+    table = yaml.safe_load(open(os.path.join(ROOT, "autoconf", "data", "sglang-kernels.yaml"), encoding="utf-8"))
+    compared = 0
+    for outcome in oracle["outcomes"]:
+        assert outcome["kind"] == "ok", outcome
+        entries = [e for e in table["paths"] if e["architecture"] == outcome["architecture"] and e["sm"] == outcome["sm"]
+                   and e["quantization"] in ("any", outcome["quantization"])
+                   and parse(str(e["first"])) <= parse(outcome["release"]) <= parse(str(e["through"]))]
+        if outcome["architecture"] == "DeepseekV3ForCausalLM" and outcome["sm"] != "sm100":
+            continue  # the stand-in config is no MLA model: its Hopper attention backend says nothing
+        if not entries:  # the generic path: SGLang keeps the default MoE runner and no fusion
+            assert (outcome["moe_runner_backend"], outcome["enable_flashinfer_allreduce_fusion"]) == ("auto", False)
+            continue
+        (entry,) = entries
+        assert (outcome["moe_runner_backend"], outcome["attention_backend"],
+                outcome["enable_flashinfer_allreduce_fusion"]) == (
+            entry["moe_runner"], entry["decode_attention"], entry["allreduce_fusion"]), outcome
+        compared += 1
+    assert compared >= 20

@@ -2,7 +2,9 @@
 
 Post-init asks the model's architecture (hf_config.architectures[0]) to pick defaults: FlashInfer allreduce
 fusion turns itself on for some MoE architectures on SM90/SM100. The oracle serves a few architectures and
-answers what a plain decoder of that family says; anything else is the stub (falsy, zero).
+answers what a plain decoder of that family says; anything else is the stub (falsy, zero). An architecture
+may name the checkpoint's quant_method after a `+` ("GptOssForCausalLM+mxfp4", "DeepseekV3ForCausalLM+fp8"):
+the config then carries that quantization_config, which post-init reads to pick the MoE runner on SM100.
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ ARCHITECTURES = {
     "LlamaForCausalLM": (False, 32, 0),
     "Qwen3MoeForCausalLM": (True, 48, 128),
     "GptOssForCausalLM": (True, 36, 128),
+    "DeepseekV3ForCausalLM": (True, 61, 256),
 }
 
 
@@ -45,12 +48,14 @@ class _ModelConfig(_Namespace):
 
 class FakeModelConfig(_ModelConfig):
     def __init__(self, arch: str) -> None:
+        arch, _, quant = arch.partition("+")
         moe, layers, experts = ARCHITECTURES.get(arch, (False, 32, 0))
         hf = _Namespace({
             "architectures": [arch], "model_type": arch.lower(), "num_hidden_layers": layers,
             "hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 8,
             "vocab_size": 151936, "max_position_embeddings": 32768, "torch_dtype": "bfloat16",
-            "num_experts": experts or None, "num_local_experts": experts or None, "quantization_config": None,
+            "num_experts": experts or None, "num_local_experts": experts or None,
+            "quantization_config": {"quant_method": quant} if quant else None,
             "text_config": None, "vision_config": None, "tie_word_embeddings": False,
         })
         super().__init__({

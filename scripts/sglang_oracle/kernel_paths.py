@@ -1,0 +1,88 @@
+"""The decode kernel path each release's own ServerArgs picks, run by the oracle, for autoconf/data/sglang-kernels.yaml.
+
+    python scripts/sglang_oracle/kernel_paths.py --src-root /work/wheels [--python PY] [-o tests/data/oracle/kernel-paths.json]
+
+For each release whose wheel is unpacked under SRC_ROOT/s<version>/ (or SRC_ROOT/<version>/) and each
+architecture and quantization the kernel table speaks of, a launch that leaves every backend at its default
+(`--tp-size N` only) runs through the release's real parser and post-init (run_release.py) on the B200 and
+H100 reference systems; the outcome's moe_runner_backend, attention_backend and
+enable_flashinfer_allreduce_fusion are what SGLang chose. The outcomes are written as JSON and
+tests/test_decode_terms.py holds every entry of sglang-kernels.yaml to them, release by release. The stand-in
+config is a plain decoder (model_config.py): an MLA model's Hopper backend is not answered by it (its
+attention_arch is MHA), so only the SM100 entries of MLA models are compared.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent.parent
+sys.path.insert(0, str(HERE.parent))
+
+from sglang_oracle.hardware import load_system  # noqa: E402
+
+RELEASES = ("0.5.1.post3", "0.5.6", "0.5.6.post1", "0.5.6.post2")
+ARCHITECTURES = ("GptOssForCausalLM+mxfp4", "GptOssForCausalLM", "DeepseekV3ForCausalLM+fp8", "Qwen3MoeForCausalLM")
+SYSTEMS = {"b200-8x-nvswitch": ("sm100", (4, 8)), "h100-8x-nvswitch": ("sm90", (8,))}
+FIELDS = ("moe_runner_backend", "attention_backend", "enable_flashinfer_allreduce_fusion")
+
+
+def _source(root: Path, version: str) -> Path | None:
+    for candidate in (root / f"s{version}", root / version):
+        if (candidate / "sglang" / "srt" / "server_args.py").is_file():
+            return candidate
+    return None
+
+
+def _flashinfer(version: str) -> str | None:
+    with open(REPO / "topoctl" / "sglang" / "data" / "releases.json", encoding="utf-8") as handle:
+        releases = json.load(handle)["releases"]
+    return next((r.get("flashinfer") for r in releases if r["version"] == version), None)
+
+
+def run(python: str, src: Path, version: str) -> list[dict[str, Any]]:
+    rows = []
+    for system, (sm, sizes) in SYSTEMS.items():
+        hw = load_system(REPO / "fixtures", system, _flashinfer(version))
+        launches = [{"id": f"{arch} tp{tp}", "argv": ["--tp-size", str(tp)], "env": {}, "arch": arch}
+                    for arch in ARCHITECTURES for tp in sizes]
+        done = subprocess.run([python, str(HERE / "run_release.py"), str(src), json.dumps(hw.to_json())],
+                              input="\n".join(json.dumps(launch) for launch in launches), capture_output=True,
+                              text=True, timeout=1800, check=False)
+        for line in done.stdout.splitlines():
+            outcome = json.loads(line)
+            arch, _, quant = outcome["id"].split(" ")[0].partition("+")
+            final = outcome.get("final") or {}
+            rows.append({"release": version, "system": system, "sm": sm, "architecture": arch,
+                         "quantization": quant or None, "tp": int(outcome["id"].split("tp")[-1]),
+                         "kind": outcome["kind"], **{name: final.get(name) for name in FIELDS}})
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--src-root", type=Path, required=True)
+    parser.add_argument("--python", default=sys.executable, help="a Python with msgspec and packaging")
+    parser.add_argument("-o", "--output", type=Path, default=REPO / "tests" / "data" / "oracle" / "kernel-paths.json")
+    args = parser.parse_args(argv)
+    rows: list[dict[str, Any]] = []
+    for version in RELEASES:
+        src = _source(args.src_root, version)
+        if src is None:
+            print(f"no unpacked wheel of {version} under {args.src_root}", file=sys.stderr)
+            return 1
+        rows += run(args.python, src, version)
+    doc = {"generated_by": "scripts/sglang_oracle/kernel_paths.py (the oracle: each release's ServerArgs post-init)",
+           "launch": "--tp-size N only (every backend at its default, one node, no DP attention)", "outcomes": rows}
+    args.output.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    print(f"wrote {args.output} ({len(rows)} outcomes)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
