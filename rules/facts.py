@@ -558,6 +558,15 @@ def _model(field: str) -> Callable[[Context], Any]:
     return resolve
 
 
+def _model_quant_method(context: Context) -> Any:
+    """The checkpoint's quantization_config.quant_method (lower case), None for an unquantized checkpoint or
+    when no model is given: SGLang takes it as --quantization for some architectures and GPUs."""
+    model = context.request.get("model")
+    quant = model.get("quantization") if isinstance(model, dict) else None
+    method = quant.get("method") if isinstance(quant, dict) else None
+    return str(method).lower() if method else None
+
+
 def _model_name(context: Context) -> Any:
     model = context.request.get("model")
     if isinstance(model, str):
@@ -671,6 +680,8 @@ FACTS: dict[str, tuple[str, str, Callable[[Context], Any]]] = {
                                    _model("architecture")),
     "request.model.model_type": ("str", "requested model's model_type (of text_config for multimodal models)",
                                  _model("model_type")),
+    "request.model.quant_method": ("str", "requested model's checkpoint quantization_config.quant_method, lower "
+                                          "case (None: unquantized or no model given)", _model_quant_method),
     "request.model.experts": ("int", "requested model's routed experts (None: dense)", _model("experts")),
     "request.model.attention": ("str", "requested model's attention: mla | gqa | mha", _model("attention")),
     "request.speculative": ("str", "speculative algorithm, lower case (request.speculative, else launch.speculative_algorithm)",
