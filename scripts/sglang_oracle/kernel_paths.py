@@ -54,7 +54,11 @@ def run(python: str, src: Path, version: str) -> list[dict[str, Any]]:
         done = subprocess.run([python, str(HERE / "run_release.py"), str(src), json.dumps(hw.to_json())],
                               input="\n".join(json.dumps(launch) for launch in launches), capture_output=True,
                               text=True, timeout=1800, check=False)
-        for line in done.stdout.splitlines():
+        lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+        if done.returncode != 0 or len(lines) != len(launches):
+            tail = (done.stderr.strip().splitlines() or [""])[-1]
+            raise RuntimeError(f"{version} on {system}: {len(lines)} of {len(launches)} outcomes ({tail[:200]})")
+        for line in lines:
             outcome = json.loads(line)
             arch, _, quant = outcome["id"].split(" ")[0].partition("+")
             final = outcome.get("final") or {}
@@ -68,15 +72,20 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--src-root", type=Path, required=True)
     parser.add_argument("--python", default=sys.executable, help="a Python with msgspec and packaging")
+    parser.add_argument("--releases", nargs="*", default=list(RELEASES), help="the releases to run (default: %(default)s)")
     parser.add_argument("-o", "--output", type=Path, default=REPO / "tests" / "data" / "oracle" / "kernel-paths.json")
     args = parser.parse_args(argv)
     rows: list[dict[str, Any]] = []
-    for version in RELEASES:
+    for version in args.releases:
         src = _source(args.src_root, version)
         if src is None:
             print(f"no unpacked wheel of {version} under {args.src_root}", file=sys.stderr)
             return 1
-        rows += run(args.python, src, version)
+        try:
+            rows += run(args.python, src, version)
+        except RuntimeError as error:  # an incomplete unpack (no sglang/utils.py ...) or a release the stubs miss
+            print(error, file=sys.stderr)
+            return 1
     doc = {"generated_by": "scripts/sglang_oracle/kernel_paths.py (the oracle: each release's ServerArgs post-init)",
            "launch": "--tp-size N only (every backend at its default, one node, no DP attention)", "outcomes": rows}
     args.output.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n", encoding="utf-8")
