@@ -10,7 +10,8 @@ pass over `num_draft_tokens` tokens; a cycle yields `accept_length` tokens (`--a
 measured value for the same model, else the documented default).
 
 latency objective: one stream's tokens/s.  throughput objective: dp replicas x B streams / step(B), with B =
-min(CUDA graph max batch, KV tokens / context), and the KV cache read once per step for each stream.
+min(CUDA graph max batch, KV tokens / context), and the KV cache read once per step for each stream (its
+--decode-context when given, else half the context).
 
 Layer: launch model and search (docs/architecture.md, "Layers").
 """
@@ -463,7 +464,8 @@ DECODE_CONTEXT_INPUT = "decode context (mean tokens in the KV cache while a requ
 
 
 def decode_context(asked: int | None, memory: Fit) -> Input:
-    """The decode context the latency objective reads the KV cache of: --decode-context, else the assumed
+    """The decode context the latency objective reads the KV cache of (and, when given, the throughput
+    objective's streams hold and read): --decode-context, else the assumed
     default (decode_terms.DEFAULT_DECODE_CONTEXT), capped by the context one request may hold (the memory
     fit's context length: --context-length, else the model's own), since no request's cache holds more."""
     from topoctl.autoconf.decode_terms import DEFAULT_DECODE_CONTEXT
@@ -527,13 +529,14 @@ def estimate(case: EstimateCase) -> Estimate | None:
     terms, _ = fitted_terms()
     spec = bool(launch.get("speculative_algorithm"))
     draft = _draft_shape(model, launch, tp) if spec else None
-    batch, kv_read, batch_inputs = _batch(objective, memory, context_tokens)
+    context = decode_context(case.decode_context, memory)
+    batch, kv_read, batch_inputs = _batch(objective, memory, context_tokens,
+                                          context if case.decode_context else None)
     counts = (batch,) if draft is None else (batch, batch * draft.topk, batch * draft.draft_tokens,
                                              batch * draft.extend_tokens)
     feat = decode_features(model, tp, path, gpu, lat, graph, counts)
     feat.base_bytes += kv_read
     feat.kernel = kernel_path(memory.reserve.get("release"), gpu.get("compute_capability"), model, launch)
-    context = decode_context(case.decode_context, memory)
     if objective != "throughput":  # throughput reads its streams' KV in the weight stream (_batch)
         feat.context = context.value
     measured = gpu.get("decode_step_bandwidth")
@@ -565,11 +568,23 @@ def estimate(case: EstimateCase) -> Estimate | None:
                    step_us=decode_terms.forward_us(feat, terms, batch * draft.draft_tokens))
 
 
-def _batch(objective: str, memory: Fit, context_tokens: int | None) -> tuple[int, float, list[Input]]:
-    """(streams per replica, KV bytes read per step, their inputs): one stream for the latency objective;
-    min(CUDA graph max batch, KV tokens / context) for throughput, each reading half its context's KV."""
+def _batch(objective: str, memory: Fit, context_tokens: int | None,
+           asked: Input | None = None) -> tuple[int, float, list[Input]]:
+    """(streams per replica, KV bytes read per step, their inputs): one stream for the latency objective.
+    For throughput, with --decode-context (`asked`, capped by the context length: decode_context), each
+    stream holds and reads that mean context, so min(CUDA graph max batch, KV tokens / decode context)
+    streams; without it, min(CUDA graph max batch, KV tokens / context) streams of the context (--context-
+    length, else costs.yaml's throughput_context_tokens), each reading half of it."""
     if objective != "throughput":
         return 1, 0.0, []
+    if asked is not None:
+        held = int(asked.value)
+        batch = max(1, min(memory.cuda_graph_max_bs, memory.kv_tokens // max(held, 1)))
+        kv_read = batch * held * memory.kv_bytes_per_token
+        return batch, kv_read, [asked, Input("streams per replica", batch, "requests",
+                                             f"min(CUDA graph max batch {memory.cuda_graph_max_bs}, KV tokens "
+                                             f"{memory.kv_tokens} / decode context {held}); each reads its "
+                                             "decode context's KV cache once a step")]
     context = context_tokens or int(load("costs.yaml").get("throughput_context_tokens", 4096))
     batch = max(1, min(memory.cuda_graph_max_bs, memory.kv_tokens // max(context, 1)))
     kv_read = batch * (context / 2) * memory.kv_bytes_per_token

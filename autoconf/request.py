@@ -26,5 +26,5 @@ class Request:
     context_length: int | None = None
     max_running_requests: int | None = None
     accept_length: float | None = None
-    decode_context: int | None = None  # mean tokens in the KV cache while a request decodes (latency objective)
+    decode_context: int | None = None  # mean tokens in the KV cache while a request decodes (both objectives)
     draft: dict[str, Any] | None = None  # the draft model's profile, when --draft-model is a model folder

@@ -248,3 +248,53 @@ def test_decode_context_is_an_input_with_its_origin(capsys):
     assert long["tokens_per_s"] < default["tokens_per_s"]
     item = _context_inputs(capped["chosen"]["estimate"])[name]
     assert item["value"] == 4096 and "capped by the context length 4096" in item["source"]
+
+
+def _throughput_estimate(model_name: str, decode: int | None, context_length: int | None = None):
+    snap = system_snapshot("h200-4x-nvswitch-vm")
+    gpu = target_gpu(snap)
+    model = models.profile(model_name)
+    fit = memory.fit(memory.FitCase(model, gpu["memory_bytes"], 4, "0.5.12", False, context_length=context_length))
+    est = launch_model.estimate(launch_model.EstimateCase(model, {"tp_size": 4}, "custom", gpu,
+                                                          launch_model.Latencies(snap), fit, "throughput",
+                                                          context_tokens=context_length, decode_context=decode))
+    assert est is not None
+    return est, fit
+
+
+def test_the_throughput_objective_takes_decode_context_for_its_batch_and_kv_reads():
+    name = launch_model.DECODE_CONTEXT_INPUT
+    default, fit = _throughput_estimate("llama-3.1-70b", None)
+    assert name not in {item.name for item in default.inputs}  # without it: the context of costs.yaml, as before
+    assert default.batch == min(fit.cuda_graph_max_bs, fit.kv_tokens // 4096)
+    results = {}
+    for tokens in (500, 2048, 32000):
+        est, _ = _throughput_estimate("llama-3.1-70b", tokens)
+        inputs = {item.name: item for item in est.inputs}
+        assert inputs[name].value == tokens and inputs[name].origin == "--decode-context"
+        assert est.batch == max(1, min(fit.cuda_graph_max_bs, fit.kv_tokens // tokens))
+        assert f"/ decode context {tokens})" in inputs["streams per replica"].source
+        results[tokens] = est
+    # a stream holding 2048 tokens where the default holds 4096 (reading 2048): the batch doubles
+    assert results[2048].batch == min(fit.cuda_graph_max_bs, 2 * default.batch)
+    assert results[32000].batch < default.batch < results[2048].batch
+    assert results[32000].tokens_per_s < default.tokens_per_s < results[2048].tokens_per_s
+    # the KV a step reads (in the weight stream's bytes) follows streams x decode context
+    read = {t: results[t].batch * t for t in results}
+    assert sorted(results, key=lambda t: results[t].weights_us) == sorted(results, key=read.__getitem__)
+    assert default.weights_us < results[2048].weights_us  # 297 x 2048 tokens against 512 x 2048
+
+
+def test_the_throughput_objectives_decode_context_is_capped_by_the_context_length(capsys):
+    argv = ["recommend", "--system", "h200-4x-nvswitch-vm", "--model", "llama-3.1-70b", "--tp-size", "4",
+            "--objective", "throughput", "--format", "json"]
+    plain = json.loads(run(capsys, argv)[1])["chosen"]["estimate"]
+    given = json.loads(run(capsys, [*argv, "--decode-context", "32000"])[1])["chosen"]["estimate"]
+    capped = json.loads(run(capsys, [*argv, "--decode-context", "32000", "--context-length", "8192"])[1])
+    assert launch_model.DECODE_CONTEXT_INPUT not in _context_inputs(plain)
+    item = _context_inputs(given)[launch_model.DECODE_CONTEXT_INPUT]
+    assert item["value"] == 32000 and item["origin"] == "--decode-context"
+    assert given["tokens_per_s"] < plain["tokens_per_s"] and given["batch"] < plain["batch"]
+    item = _context_inputs(capped["chosen"]["estimate"])[launch_model.DECODE_CONTEXT_INPUT]
+    assert item["value"] == 8192 and "capped by the context length 8192" in item["source"]
+    assert "/ decode context 8192)" in _context_inputs(capped["chosen"]["estimate"])["streams per replica"]["source"]

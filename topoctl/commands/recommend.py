@@ -158,8 +158,9 @@ def _output(result, fmt: str, top: int) -> str:
               help="Requests decoded at once (written as --max-running-requests).")
 @click.option("--decode-context", type=click.IntRange(min=1), metavar="TOKENS",
               help="Mean tokens in the KV cache while a request decodes (its prompt plus half its output), for "
-                   "the latency objective's KV reads (default 1000, assumed: a chat turn; capped by the context "
-                   "length; docs/launch-model.md).")
+                   "the KV reads (default 1000, assumed: a chat turn; capped by the context length; "
+                   "docs/launch-model.md); with --objective throughput also what each stream holds, so the batch "
+                   "is KV tokens / this.")
 @click.option("--accept-length", type=click.FloatRange(min=1.0, max=64.0),
               help="EAGLE-3 tokens accepted per verify cycle (default: measured for the same model, else 2.77, a "
                    "published EAGLE-3 acceptance length; docs/launch-model.md).")
