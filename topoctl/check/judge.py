@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from topoctl.check.judge_memory import memory_items
 from topoctl.check.outcome import Item, Outcome
 from topoctl.check.parse import raw_flag, raw_int
+from topoctl.check.resolve import launch_model
 from topoctl.check.resolve_gpus import _ids, _machine, _order_unknown, _visible_count, any_gpu_sets, launch_group
 from topoctl.check.resolve_nodes import NodeSpan, node_span
 from topoctl.cuda_devices import (
@@ -58,7 +59,10 @@ def judge(parsed: ParsedLaunch, snapshot: SnapshotLike, flags: FlagSet, ruleset:
     outcome.items.extend(Item("topoctl-nodes", "info", "nodes the launch spans", one_line(message), "", where)
                          for message, where in sizes.span.notes)
     spec = launch.get("speculative_algorithm")
-    request = {"model": model, "speculative": spec.lower() if isinstance(spec, str) else None, "tp_size": sizes.tp,
+    # The rules see the model the memory fit reads: --model, else the launch's --model-path (config.json or a
+    # built-in profile's Hugging Face id); SGLang decides some settings from that checkpoint.
+    served = launch_model(parsed, model)[0]
+    request = {"model": served, "speculative": spec.lower() if isinstance(spec, str) else None, "tp_size": sizes.tp,
                "ep_size": min(sizes.ep, sizes.tp) if sizes.span.nodes != 1 else sizes.ep, "dp_size": sizes.dp,
                "gpus": None, "sglang_version": flags.requested, "launch": launch}
     outcome.items.extend(_gpu_and_rule_items(parsed, snapshot, ruleset, request, launch, sizes, gpu_count,

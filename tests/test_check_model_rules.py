@@ -1,0 +1,47 @@
+"""check's rules see the model the launch serves (topoctl/check/judge.py): --model, else the launch's --model-path
+(a folder with a config.json, or a built-in profile's Hugging Face id), as the memory fit reads it. SGLang decides
+some settings from that checkpoint: from 0.5.19 an MXFP8 checkpoint on SM100 makes the MoE runner flashinfer_trtllm
+itself, so --moe-a2a-backend flashinfer with the runner at auto starts (moe-a2a-flashinfer-needs-cutlass-runner)."""
+from __future__ import annotations
+
+import json
+
+from topoctl.autoconf.models import builtin_models
+
+B200 = ["check", "--system", "b200-8x-nvswitch", "--sglang-version", "0.5.23", "--format", "json"]
+A2A = ["--", "python3", "-m", "sglang.launch_server", "--tp", "8", "--enable-dp-attention", "--dp-size", "8",
+       "--moe-a2a-backend", "flashinfer", "--ep-size", "8"]
+RULE = "moe-a2a-flashinfer-needs-cutlass-runner"
+
+
+def found(out: str) -> set[str]:
+    (result,) = json.loads(out)["results"]
+    return {item["id"] for item in result["findings"] if item["severity"] == "block"}
+
+
+def _folder(tmp_path, quant_method: str):
+    config = dict(builtin_models()["deepseek-v3"]["config"])
+    config["quantization_config"] = {"quant_method": quant_method}
+    folder = tmp_path / f"deepseek-{quant_method}"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(config))
+    return str(folder)
+
+
+def test_an_mxfp8_checkpoint_folder_on_b200_is_not_blocked_for_the_runner(cli, tmp_path):
+    _, out, _ = cli([*B200, *A2A, "--model-path", _folder(tmp_path, "mxfp8")])
+    assert RULE not in found(out), out
+
+
+def test_an_fp8_checkpoint_folder_and_the_fp8_built_in_still_block(cli, tmp_path):
+    code, out, _ = cli([*B200, *A2A, "--model-path", _folder(tmp_path, "fp8")])
+    assert code == 1 and RULE in found(out)
+    code, out, _ = cli([*B200, *A2A, "--model-path", "deepseek-ai/DeepSeek-V3"])
+    assert code == 1 and RULE in found(out)
+
+
+def test_the_same_mxfp8_folder_on_h200_blocks(cli, tmp_path):
+    code, out, _ = cli([*B200[:2], "h200-4x-nvswitch-vm", *B200[3:], "--", "python3", "-m", "sglang.launch_server",
+                        "--tp", "4", "--enable-dp-attention", "--dp-size", "4", "--moe-a2a-backend", "flashinfer",
+                        "--ep-size", "4", "--model-path", _folder(tmp_path, "mxfp8")])
+    assert code == 1 and RULE in found(out)
