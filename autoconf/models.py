@@ -432,6 +432,8 @@ def quantization(text: dict[str, Any], outer: dict[str, Any], where: str = "conf
         scheme, bits = "fp8", 8
     elif method == "mxfp4" or "mxfp4" in fmt:
         scheme, bits, group_size = "mxfp4", 4, 32
+    elif method == "mxfp8" or "mxfp8" in fmt:
+        scheme, bits, group_size = "mxfp8", 8, 32
     elif "nvfp4" in fmt or method in ("modelopt_fp4", "nvfp4") or algo == "NVFP4":
         scheme, bits, group_size = "nvfp4", 4, 16
     elif method in ("awq", "gptq", "awq_marlin", "gptq_marlin"):
@@ -449,7 +451,8 @@ def quantization(text: dict[str, Any], outer: dict[str, Any], where: str = "conf
 
 def quantization_bytes(quant: dict[str, Any]) -> float:
     """Bytes per weight of a quantized linear layer, scales included: fp8 1 (+ a float32 scale per 128x128
-    block); mxfp4 0.5 + 1/32 (an 8-bit scale per 32); nvfp4 0.5 + 1/16 (an fp8 scale per 16); int4 with a
+    block); mxfp4 0.5 + 1/32 (an 8-bit scale per 32); mxfp8 1 + 1/32 (e4m3 weights, a UE8M0 scale per 32:
+    SGLang 0.5.23 layers/quantization/mxfp8_block_convert.py:5, :19); nvfp4 0.5 + 1/16 (an fp8 scale per 16); int4 with a
     16-bit scale per group (+ a 4-bit zero point for AWQ/GPTQ); otherwise the dtype's width."""
     scheme = quant.get("scheme")
     group = quant.get("group_size")
@@ -459,6 +462,8 @@ def quantization_bytes(quant: dict[str, Any]) -> float:
         return 1.0 + 4.0 / (128 * 128)
     if scheme == "mxfp4":
         return 0.5 + 1.0 / 32
+    if scheme == "mxfp8":
+        return 1.0 + 1.0 / 32
     if scheme == "nvfp4":
         return 0.5 + 1.0 / 16
     bits = quant.get("bits") or 16

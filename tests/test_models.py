@@ -191,6 +191,20 @@ def test_a_mistyped_quantization_config_is_exit_2_naming_the_field(cli, tmp_path
     assert code == 2 and f"quantization_config.{field} must be" in _one_error(err)
 
 
+def test_an_mxfp8_checkpoint_counts_one_byte_and_a_scale_per_32_weights():
+    """An MXFP8 checkpoint (quant_method mxfp8, as SGLang 0.5.19+ reads it from config.json) stores e4m3
+    weights with one UE8M0 scale per 32 (SGLang 0.5.23 layers/quantization/mxfp8_block_convert.py:5, :19).
+    Counted at the dtype's 2 bytes it was twice its size, and check refused MXFP8 DeepSeek on 8x B200 as not
+    fitting (169.6 GB a GPU)."""
+    config = _config("deepseek-v3")
+    config["quantization_config"] = {"quant_method": "mxfp8"}
+    mx = models.from_config(config, "x", "test")
+    fp8 = models.profile("deepseek-v3")
+    assert mx["quantization"]["scheme"] == "mxfp8" and mx["quantization"]["group_size"] == 32
+    assert mx["weight_bytes"] == pytest.approx(fp8["weight_bytes"], rel=0.04)
+    assert mx["weight_bytes"] < 0.6 * mx["total_params"] * 2
+
+
 def test_gptq_group_size_minus_one_is_per_channel_not_negative_bytes():
     config = _config("llama-3.1-8b")
     config["quantization_config"] = {"quant_method": "gptq", "bits": 4, "group_size": -1}
