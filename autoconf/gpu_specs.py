@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from topoctl.pep440 import parse
 from topoctl.snapshot_view import SnapshotLike, view_of
 
 MIB = 1024 ** 2
@@ -173,8 +174,6 @@ def sm_family(compute_capability: str | None) -> str | None:
 
 
 def _in_range(release: str, entry: dict[str, Any]) -> bool:
-    from topoctl.pep440 import parse
-
     version, first, through = parse(release), parse(str(entry["first"])), parse(str(entry["through"]))
     return bool(version and first and through and first <= version <= through)
 
