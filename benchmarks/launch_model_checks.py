@@ -112,12 +112,11 @@ def measured_stream(path: str = DECODE_STEP) -> Stream:
     points = [(float(r["bytes_per_layer"]), float(r["graph_us_per_layer"])) for r in rows
               if r.get("status") == "ok" and r.get("cuda_graph") and r.get("graph_us_per_layer")
               and r.get("dtype") == STREAM_DTYPE and r.get("moe_experts") != "one product per expert"]
-    n = len(points)
-    mean_x = sum(x for x, _ in points) / n
-    mean_y = sum(y for _, y in points) / n
-    slope = sum((x - mean_x) * (y - mean_y) for x, y in points) / sum((x - mean_x) ** 2 for x, _ in points)
-    return Stream(bandwidth=1e6 / slope, fixed_us=mean_y - slope * mean_x, datasheet=_gpu("h200-sxm")["bandwidth"],
-                  rows=n)
+    line = gpu_specs.stream_line([(x, x / us * 1e6) for x, us in points], STREAM_DTYPE)
+    if line is None:
+        raise SystemExit(f"{path}: no line through its {STREAM_DTYPE} CUDA-graph rows (fewer than two layer sizes)")
+    return Stream(bandwidth=line.bandwidth, fixed_us=line.fixed_us, datasheet=_gpu("h200-sxm")["bandwidth"],
+                  rows=line.rows)
 
 
 def base_terms() -> Any:
