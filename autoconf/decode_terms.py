@@ -288,9 +288,13 @@ def kv_read_us(feat: Features, terms: Terms) -> float:
 
 
 def forward_parts(feat: Features, terms: Terms, tokens: int) -> dict[str, float]:
-    """The parts (us) of one forward pass over `tokens` tokens."""
-    bandwidth = achieved_bandwidth(feat, terms, feat.per_layer_bytes())
-    return {"weights": feat.read_bytes(tokens, terms.rho) / bandwidth * 1e6,
+    """The parts (us) of one forward pass over `tokens` tokens. Its layers stream at the achieved bandwidth of
+    the bytes a layer reads in this pass (a wider MoE pass reads more experts a layer), so each layer pays
+    the fixed time of its stream once, as in the decode-step rows the line is drawn through (an MoE layer's
+    bytes there are those of the experts its 1, 4 or 16 tokens read)."""
+    read = feat.read_bytes(tokens, terms.rho)
+    bandwidth = achieved_bandwidth(feat, terms, read / max(feat.layers, 1))
+    return {"weights": read / bandwidth * 1e6,
             "kv": kv_read_us(feat, terms),
             "overhead": overhead_us(feat, terms),
             "tokens": feat.layers * max(tokens - 1, 0) * terms.token_us,

@@ -99,10 +99,13 @@ def test_a_moe_verify_pass_costs_the_bytes_of_its_distinct_experts():
     terms = decode_terms.Terms(rho=1.0)
     moe = features("qwen3-30b-a3b")
     assert "experts" not in decode_terms.forward_parts(moe, terms, 4)
-    bandwidth = decode_terms.achieved_bandwidth(moe, terms, moe.per_layer_bytes())
-    extra = moe.moe_layers * moe.expert_bytes * (moe.distinct_experts(4, 1.0) - 8) / bandwidth * 1e6
+    # and each layer still pays its stream's fixed time once: the extra bytes stream at the line's slope
+    # (datasheet x eta), as the decode-step rows of an MoE layer at 4 and 16 tokens measured them
+    slope = moe.bandwidth * terms.eta(moe.family)
+    extra = moe.moe_layers * moe.expert_bytes * (moe.distinct_experts(4, 1.0) - 8) / slope * 1e6
     one, four = (decode_terms.forward_parts(moe, terms, t)["weights"] for t in (1, 4))
     assert four - one == pytest.approx(extra)
+    assert one == pytest.approx(moe.read_bytes(1, 1.0) / slope * 1e6 + moe.layers * terms.stream_fixed_us)
 
 
 def _draft(steps: int, topk: int, tokens: int, tp: int = 1):
