@@ -11,7 +11,7 @@ measured value for the same model, else the documented default).
 
 latency objective: one stream's tokens/s.  throughput objective: dp replicas x B streams / step(B), with B =
 min(CUDA graph max batch, KV tokens / context), and the KV cache read once per step for each stream (its
---decode-context when given, else half the context).
+--decode-context when given, else half the context), at the KV read rate of one stream's cache.
 
 Layer: launch model and search (docs/architecture.md, "Layers").
 """
@@ -461,6 +461,7 @@ class EstimateCase:
 
 
 DECODE_CONTEXT_INPUT = "decode context (mean tokens in the KV cache while a request decodes)"
+KV_READ_INPUT = "KV tokens a step reads (every stream's context)"
 
 
 def decode_context(asked: int | None, memory: Fit) -> Input:
@@ -530,23 +531,20 @@ def estimate(case: EstimateCase) -> Estimate | None:
     spec = bool(launch.get("speculative_algorithm"))
     draft = _draft_shape(model, launch, tp) if spec else None
     context = decode_context(case.decode_context, memory)
-    batch, kv_read, batch_inputs = _batch(objective, memory, context_tokens,
-                                          context if case.decode_context else None)
+    batch, kv_context, batch_inputs = _batch(objective, memory, context_tokens,
+                                             context if case.decode_context else None)
     counts = (batch,) if draft is None else (batch, batch * draft.topk, batch * draft.draft_tokens,
                                              batch * draft.extend_tokens)
     feat = decode_features(model, tp, path, gpu, lat, graph, counts)
-    feat.base_bytes += kv_read
     feat.kernel = kernel_path(memory.reserve.get("release"), gpu.get("compute_capability"), model, launch)
-    if objective != "throughput":  # throughput reads its streams' KV in the weight stream (_batch)
-        feat.context = context.value
+    feat.context = context.value if kv_context is None else kv_context.value
     measured = gpu.get("decode_step_bandwidth")
     feat.measured_bandwidth = measured.for_dtype(weight_format(model)) if measured is not None else None
     stream = measured.stream if measured is not None else None
     if stream is not None:  # no faster than the datasheet: a steeper line is the rows' noise, not the memory
         feat.measured_stream = min(stream.bandwidth, feat.bandwidth)
     inputs = _term_inputs(feat, terms, gpu, model) + _kernel_inputs(feat, terms, batch) + batch_inputs
-    if objective != "throughput":
-        inputs += _kv_inputs(feat, terms, model, tp, context, stream)
+    inputs += _kv_inputs(feat, terms, model, tp, context if kv_context is None else kv_context, stream)
     call = lat.lookup(path, batch * model["allreduce_bytes_per_token"], tp, graph)
     mode = "" if graph else "; the launch decodes eagerly (--disable-cuda-graph)"
     inputs.append(Input("allreduce latency per call (decode)", call.us, "us", call.source + mode, call.origin))
@@ -569,28 +567,33 @@ def estimate(case: EstimateCase) -> Estimate | None:
 
 
 def _batch(objective: str, memory: Fit, context_tokens: int | None,
-           asked: Input | None = None) -> tuple[int, float, list[Input]]:
-    """(streams per replica, KV bytes read per step, their inputs): one stream for the latency objective.
-    For throughput, with --decode-context (`asked`, capped by the context length: decode_context), each
-    stream holds and reads that mean context, so min(CUDA graph max batch, KV tokens / decode context)
-    streams; without it, min(CUDA graph max batch, KV tokens / context) streams of the context (--context-
-    length, else costs.yaml's throughput_context_tokens), each reading half of it."""
+           asked: Input | None = None) -> tuple[int, Input | None, list[Input]]:
+    """(streams per replica, the KV tokens a step reads over all of them, their inputs): one stream and
+    None (the stream's own decode context) for the latency objective. For throughput, with
+    --decode-context (`asked`, capped by the context length: decode_context), each stream holds and reads
+    that mean context, so min(CUDA graph max batch, KV tokens / decode context) streams; without it,
+    min(CUDA graph max batch, KV tokens / context) streams of the context (--context-length, else
+    costs.yaml's throughput_context_tokens), each admitted with room for all of it and reading half of it
+    on the mean. The KV tokens read are priced like one stream's (decode_terms.kv_read_us: at the KV read
+    rate of the attention kind), not as weight bytes: the decode attention kernel reads them, not the
+    weight GEMMs."""
     if objective != "throughput":
-        return 1, 0.0, []
+        return 1, None, []
     if asked is not None:
         held = int(asked.value)
         batch = max(1, min(memory.cuda_graph_max_bs, memory.kv_tokens // max(held, 1)))
-        kv_read = batch * held * memory.kv_bytes_per_token
-        return batch, kv_read, [asked, Input("streams per replica", batch, "requests",
-                                             f"min(CUDA graph max batch {memory.cuda_graph_max_bs}, KV tokens "
-                                             f"{memory.kv_tokens} / decode context {held}); each reads its "
-                                             "decode context's KV cache once a step")]
+        read = Input(KV_READ_INPUT, batch * held, "tokens", f"{batch} streams x decode context {held}", COMPUTED)
+        return batch, read, [asked, Input("streams per replica", batch, "requests",
+                                          f"min(CUDA graph max batch {memory.cuda_graph_max_bs}, KV tokens "
+                                          f"{memory.kv_tokens} / decode context {held}); each reads its "
+                                          "decode context's KV cache once a step")]
     context = context_tokens or int(load("costs.yaml").get("throughput_context_tokens", 4096))
     batch = max(1, min(memory.cuda_graph_max_bs, memory.kv_tokens // max(context, 1)))
-    kv_read = batch * (context / 2) * memory.kv_bytes_per_token
-    return batch, kv_read, [Input("streams per replica", batch, "requests",
-                                  f"min(CUDA graph max batch {memory.cuda_graph_max_bs}, KV tokens {memory.kv_tokens} / "
-                                  f"context {context})")]
+    read = Input(KV_READ_INPUT, batch * context // 2, "tokens",
+                 f"{batch} streams x half the context {context} (a stream's mean while it decodes)", COMPUTED)
+    return batch, read, [Input("streams per replica", batch, "requests",
+                               f"min(CUDA graph max batch {memory.cuda_graph_max_bs}, KV tokens {memory.kv_tokens} / "
+                               f"context {context})")]
 
 
 # ------------------------------------------------------------------------ decode-step features and terms

@@ -280,10 +280,16 @@ def test_the_throughput_objective_takes_decode_context_for_its_batch_and_kv_read
     assert results[2048].batch == min(fit.cuda_graph_max_bs, 2 * default.batch)
     assert results[32000].batch < default.batch < results[2048].batch
     assert results[32000].tokens_per_s < default.tokens_per_s < results[2048].tokens_per_s
-    # the KV a step reads (in the weight stream's bytes) follows streams x decode context
+    # the KV a step reads follows streams x decode context, priced at the KV read rate, not as weights
     read = {t: results[t].batch * t for t in results}
-    assert sorted(results, key=lambda t: results[t].weights_us) == sorted(results, key=read.__getitem__)
-    assert default.weights_us < results[2048].weights_us  # 297 x 2048 tokens against 512 x 2048
+    assert sorted(results, key=lambda t: results[t].kv_us) == sorted(results, key=read.__getitem__)
+    assert default.kv_us < results[2048].kv_us  # 297 x 2048 tokens against 512 x 2048
+    expected = {**{id(results[t]): read[t] for t in results}, id(default): default.batch * 4096 // 2}
+    for est in (default, *results.values()):
+        inputs = {item.name: item for item in est.inputs}
+        assert inputs[launch_model.KV_READ_INPUT].value == expected[id(est)]
+        # the weights a step streams do not grow with the streams' KV (a dense model reads its weights once)
+        assert est.weights_us == pytest.approx(default.weights_us, rel=1e-9)
 
 
 def test_the_throughput_objectives_decode_context_is_capped_by_the_context_length(capsys):
