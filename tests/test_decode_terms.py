@@ -277,9 +277,27 @@ def test_sglang_picks_the_trtllm_gen_path_for_gpt_oss_and_deepseek_on_b200_only(
     # no release, a release outside the entries read, another architecture, a launch that sets its own backend
     generic = decode_terms.KernelPath()
     assert kernel_path(None, "10.0", deepseek) == generic
-    assert kernel_path("0.5.9", "10.0", deepseek) == generic
+    assert kernel_path("0.5.5", "10.0", deepseek) == generic  # before the first release read for it
     assert kernel_path("0.5.6", "10.0", models.profile("qwen3-235b-a22b")) == generic
     assert kernel_path("0.5.6.post1", "10.0", deepseek, {"enable_dp_attention": True}) == generic
+
+
+def test_releases_from_0_5_7_fuse_on_hopper_and_run_bf16_qwen3_moe_on_trtllm_gen():
+    from topoctl.autoconf.gpu_specs import kernel_path
+
+    qwen3, gpt_oss, deepseek = (models.profile(n) for n in ("qwen3-235b-a22b", "gpt-oss-120b", "deepseek-v3"))
+    assert kernel_path("0.5.6.post2", "9.0", gpt_oss).allreduce_fusion is False
+    for release in ("0.5.7", "0.5.14", "0.5.23"):
+        assert kernel_path(release, "9.0", gpt_oss).allreduce_fusion, release
+        assert kernel_path(release, "9.0", qwen3).allreduce_fusion, release
+        assert kernel_path(release, "10.0", deepseek).trtllm_moe, release
+    assert not kernel_path("0.5.7", "10.0", qwen3).trtllm_moe  # 0.5.7: flashinfer_trtllm for fp8 checkpoints only
+    b200 = kernel_path("0.5.8", "10.0", qwen3)
+    assert (b200.moe_runner, b200.trtllm_moe, b200.allreduce_fusion) == ("flashinfer_trtllm", True, True)
+    kimi = models.profile("kimi-k2.5")  # its int4 recipe (4-bit int, group 32) takes flashinfer_trtllm from 0.5.10
+    assert (kernel_path("0.5.9", "10.0", kimi).trtllm_moe, kernel_path("0.5.10", "10.0", kimi).trtllm_moe) == (False, True)
+    assert kernel_path("0.5.24", "10.0", qwen3) == decode_terms.KernelPath()  # not read yet: the generic path
+    assert kernel_path("0.5.23", "10.0", models.profile("llama-3.1-70b")) == decode_terms.KernelPath()
 
 
 def test_the_fused_allreduce_saves_a_norm_kernel_on_every_allreduce_but_the_last():
@@ -297,6 +315,9 @@ def test_the_fused_allreduce_saves_a_norm_kernel_on_every_allreduce_but_the_last
         decode_terms.overhead_us(feat, decode_terms.Terms(moe_trtllm_us=1.0, moe_us=1.0)))
 
 
+MLA_ARCHITECTURES = ("DeepseekV3ForCausalLM", "KimiK25ForConditionalGeneration")
+
+
 def test_the_kernel_table_is_what_each_release_s_own_server_args_picks():
     # tests/data/oracle/kernel-paths.json: scripts/sglang_oracle/kernel_paths.py ran each release's ServerArgs
     from topoctl.pep440 import parse
@@ -309,14 +330,25 @@ def test_the_kernel_table_is_what_each_release_s_own_server_args_picks():
         entries = [e for e in table["paths"] if e["architecture"] == outcome["architecture"] and e["sm"] == outcome["sm"]
                    and e["quantization"] in ("any", outcome["quantization"])
                    and parse(str(e["first"])) <= parse(outcome["release"]) <= parse(str(e["through"]))]
-        if outcome["architecture"] == "DeepseekV3ForCausalLM" and outcome["sm"] != "sm100":
-            continue  # the stand-in config is no MLA model: its Hopper attention backend says nothing
+        # the stand-in config is no MLA model: an MLA model's Hopper attention backend says nothing
+        mla_on_hopper = outcome["architecture"] in MLA_ARCHITECTURES and outcome["sm"] != "sm100"
         if not entries:  # the generic path: SGLang keeps the default MoE runner and no fusion
-            assert (outcome["moe_runner_backend"], outcome["enable_flashinfer_allreduce_fusion"]) == ("auto", False)
+            assert (outcome["moe_runner_backend"], outcome["allreduce_fusion"]) == ("auto", False), outcome
             continue
         (entry,) = entries
-        assert (outcome["moe_runner_backend"], outcome["attention_backend"],
-                outcome["enable_flashinfer_allreduce_fusion"]) == (
+        attention = entry["decode_attention"] if mla_on_hopper else outcome["attention_backend"]
+        assert (outcome["moe_runner_backend"], attention, outcome["allreduce_fusion"]) == (
             entry["moe_runner"], entry["decode_attention"], entry["allreduce_fusion"]), outcome
         compared += 1
-    assert compared >= 20
+    assert compared >= 250
+    assert {o["release"] for o in oracle["outcomes"]} >= {"0.5.7", "0.5.14", "0.5.23"}
+
+
+def test_the_fusion_switch_the_oracle_reads_is_the_one_the_communicator_reads():
+    # 0.5.14 on: flashinfer_allreduce_fusion_backend decides (communicator.py:172); the old flag reads False
+    oracle = json.load(open(os.path.join(ROOT, "tests", "data", "oracle", "kernel-paths.json"), encoding="utf-8"))
+    late = [o for o in oracle["outcomes"] if o["release"] == "0.5.23" and o["architecture"] == "Qwen3MoeForCausalLM"]
+    assert late and all(o["allreduce_fusion"] and o["flashinfer_allreduce_fusion_backend"] == "auto"
+                        and o["enable_flashinfer_allreduce_fusion"] is False for o in late)
+    early = [o for o in oracle["outcomes"] if o["release"] == "0.5.7" and o["architecture"] == "Qwen3MoeForCausalLM"]
+    assert early and all(o["allreduce_fusion"] and o["enable_flashinfer_allreduce_fusion"] for o in early)

@@ -5,8 +5,9 @@
 For each release whose wheel is unpacked under SRC_ROOT/s<version>/ (or SRC_ROOT/<version>/) and each
 architecture and quantization the kernel table speaks of, a launch that leaves every backend at its default
 (`--tp-size N` only) runs through the release's real parser and post-init (run_release.py) on the B200 and
-H100 reference systems; the outcome's moe_runner_backend, attention_backend and
-enable_flashinfer_allreduce_fusion are what SGLang chose. The outcomes are written as JSON and
+H100 reference systems; the outcome's moe_runner_backend, attention_backend,
+enable_flashinfer_allreduce_fusion and flashinfer_allreduce_fusion_backend are what SGLang chose, and
+allreduce_fusion whether its communicator fuses (fused()). The outcomes are written as JSON and
 tests/test_decode_terms.py holds every entry of sglang-kernels.yaml to them, release by release. The stand-in
 config is a plain decoder (model_config.py): an MLA model's Hopper backend is not answered by it (its
 attention_arch is MHA), so only the SM100 entries of MLA models are compared.
@@ -26,10 +27,28 @@ sys.path.insert(0, str(HERE.parent))
 
 from sglang_oracle.hardware import load_system  # noqa: E402
 
-RELEASES = ("0.5.1.post3", "0.5.6", "0.5.6.post1", "0.5.6.post2")
-ARCHITECTURES = ("GptOssForCausalLM+mxfp4", "GptOssForCausalLM", "DeepseekV3ForCausalLM+fp8", "Qwen3MoeForCausalLM")
+RELEASES = ("0.5.1.post3", "0.5.6", "0.5.6.post1", "0.5.6.post2", "0.5.7", "0.5.8", "0.5.8.post1", "0.5.9", "0.5.10",
+            "0.5.10.post1", "0.5.11", "0.5.12", "0.5.12.post1", "0.5.13", "0.5.13.post1", "0.5.14", "0.5.15",
+            "0.5.15.post1", "0.5.16", "0.5.17", "0.5.18", "0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23")
+# the kernel table's architectures and those of the built-in models (autoconf/data/models.yaml), with the
+# quant_method of the built-in checkpoint after a `+`
+ARCHITECTURES = ("GptOssForCausalLM+mxfp4", "GptOssForCausalLM", "DeepseekV3ForCausalLM+fp8", "Qwen3MoeForCausalLM",
+                 "Glm4MoeForCausalLM", "KimiK25ForConditionalGeneration+compressed-tensors", "MixtralForCausalLM",
+                 "LlamaForCausalLM", "Qwen3ForCausalLM", "Qwen2ForCausalLM")
 SYSTEMS = {"b200-8x-nvswitch": ("sm100", (4, 8)), "h100-8x-nvswitch": ("sm90", (8,))}
-FIELDS = ("moe_runner_backend", "attention_backend", "enable_flashinfer_allreduce_fusion")
+FIELDS = ("moe_runner_backend", "attention_backend", "enable_flashinfer_allreduce_fusion",
+          "flashinfer_allreduce_fusion_backend")
+
+
+def fused(final: dict[str, Any]) -> bool:
+    """Whether decode runs the fused allreduce: up to 0.5.13 the communicator reads
+    enable_flashinfer_allreduce_fusion (0.5.6 communicator.py:767-780); from 0.5.14, the first release with
+    flashinfer_allreduce_fusion_backend, it reads that field (`is not None`, 0.5.14 communicator.py:172, 0.5.23
+    layers/layer_boundary/residual/add_norm.py:149), and post-init sets the old flag back to False after turning
+    it into the backend "auto" (0.5.14 server_args.py:2732-2741)."""
+    if "flashinfer_allreduce_fusion_backend" in final:
+        return final["flashinfer_allreduce_fusion_backend"] is not None
+    return bool(final.get("enable_flashinfer_allreduce_fusion"))
 
 
 def _source(root: Path, version: str) -> Path | None:
@@ -64,7 +83,8 @@ def run(python: str, src: Path, version: str) -> list[dict[str, Any]]:
             final = outcome.get("final") or {}
             rows.append({"release": version, "system": system, "sm": sm, "architecture": arch,
                          "quantization": quant or None, "tp": int(outcome["id"].split("tp")[-1]),
-                         "kind": outcome["kind"], **{name: final.get(name) for name in FIELDS}})
+                         "kind": outcome["kind"], "allreduce_fusion": fused(final),
+                         **{name: final.get(name) for name in FIELDS}})
     return rows
 
 

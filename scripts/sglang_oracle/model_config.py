@@ -18,6 +18,19 @@ ARCHITECTURES = {
     "Qwen3MoeForCausalLM": (True, 48, 128),
     "GptOssForCausalLM": (True, 36, 128),
     "DeepseekV3ForCausalLM": (True, 61, 256),
+    "Glm4MoeForCausalLM": (True, 92, 160),
+    "KimiK25ForConditionalGeneration": (True, 61, 384),
+    "MixtralForCausalLM": (True, 32, 8),
+}
+# A quant_method whose quantization_config post-init reads beyond quant_method: the built-in checkpoint's whole
+# config (autoconf/data/models.yaml). Kimi-K2.5's int4 recipe picks flashinfer_trtllm on SM100 from 0.5.10
+# (0.5.19 arg_groups/overrides.py:792-798); KimiK25Config lifts it from text_config (configs/kimi_k25.py:158-159).
+QUANTIZATION_CONFIGS = {
+    "compressed-tensors": {
+        "quant_method": "compressed-tensors", "format": "pack-quantized",
+        "config_groups": {"group_0": {"targets": ["Linear"], "weights": {
+            "num_bits": 4, "type": "int", "group_size": 32, "strategy": "group", "symmetric": True}}},
+    },
 }
 
 
@@ -55,7 +68,7 @@ class FakeModelConfig(_ModelConfig):
             "hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 8,
             "vocab_size": 151936, "max_position_embeddings": 32768, "torch_dtype": "bfloat16",
             "num_experts": experts or None, "num_local_experts": experts or None,
-            "quantization_config": {"quant_method": quant} if quant else None,
+            "quantization_config": QUANTIZATION_CONFIGS.get(quant, {"quant_method": quant}) if quant else None,
             "text_config": None, "vision_config": None, "tie_word_embeddings": False,
         })
         super().__init__({
