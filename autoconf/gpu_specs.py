@@ -163,6 +163,10 @@ KERNELS_FILE = "autoconf/data/sglang-kernels.yaml"
 # launch settings that replace the path SGLang would pick: an explicit backend or DP attention (the fusion is
 # set only without DP attention; the runner and attention only when left at auto / unset)
 PATH_OVERRIDES = ("moe_runner_backend", "attention_backend", "decode_attention_backend", "enable_dp_attention")
+# a MoE all-to-all backend other than "none" changes the path too: the fusion gate (0.5.7 server_args.py:1491,
+# 0.5.23 arg_groups/overrides.py:995) and the flashinfer_trtllm picks (0.5.7 :1133-1137 for DeepSeek, 0.5.23
+# arg_groups/model_overrides/qwen3_moe.py:83) hold only with moe_a2a_backend "none"
+A2A_NONE = ("", "none")
 
 
 def sm_family(compute_capability: str | None) -> str | None:
@@ -195,6 +199,8 @@ def kernel_path(release: str | None, compute_capability: str | None, model: dict
 
     sm = sm_family(compute_capability)
     if not release or not sm or any((launch or {}).get(key) for key in PATH_OVERRIDES):
+        return KernelPath()
+    if str((launch or {}).get("moe_a2a_backend") or "").lower() not in A2A_NONE:
         return KernelPath()
     doc = load("sglang-kernels.yaml") or {}
     quant = (model.get("quantization") or {}).get("method")

@@ -280,6 +280,9 @@ def test_sglang_picks_the_trtllm_gen_path_for_gpt_oss_and_deepseek_on_b200_only(
     assert kernel_path("0.5.5", "10.0", deepseek) == generic  # before the first release read for it
     assert kernel_path("0.5.6", "10.0", models.profile("qwen3-235b-a22b")) == generic
     assert kernel_path("0.5.6.post1", "10.0", deepseek, {"enable_dp_attention": True}) == generic
+    # a MoE all-to-all backend: SGLang's fusion gate and runner picks need moe_a2a_backend "none"
+    assert kernel_path("0.5.12", "10.0", deepseek, {"moe_a2a_backend": "deepep"}) == generic
+    assert kernel_path("0.5.12", "10.0", deepseek, {"moe_a2a_backend": "none"}) == kernel_path("0.5.12", "10.0", deepseek)
 
 
 def test_releases_from_0_5_7_fuse_on_hopper_and_run_bf16_qwen3_moe_on_trtllm_gen():
