@@ -1,7 +1,8 @@
 """The launch model against public single-stream decode measurements: fit, leave-one-source-out check, table.
 
     .venv/bin/python benchmarks/launch_model_checks.py            # print the corpus table and LOSO statistics
-    .venv/bin/python benchmarks/launch_model_checks.py --write    # also write autoconf/data/decode-fit.yaml
+    .venv/bin/python benchmarks/launch_model_checks.py --write    # also write autoconf/data/decode-fit.yaml and
+                                                                  # benchmarks/data/launch-model-held-out.json
     .venv/bin/python benchmarks/launch_model_checks.py --corpus /tmp/draft.yaml   # score a draft of the corpus
 
 The corpus is benchmarks/data/public-decode.yaml (every row with its source and the place in it). The
@@ -9,7 +10,9 @@ parameters of autoconf/decode_terms.py are fitted on the SGLang rows (vLLM rows 
 the error quoted is leave-one-source-out: each source's rows are predicted by a fit made without them. The
 uncertainty band of a prediction is the 80th percentile of those held-out errors among cases of its group
 (plain dense, plain MoE, plain MLA, speculative tokens/s, speculative gain on dense and on MoE models), and
-is what `recommend` prints.
+is what `recommend` prints. Each run also lists the cases whose held-out ratio moved by more than 3% against
+the ratios the last --write stored (benchmarks/data/launch-model-held-out.json), worse ones first: a
+variant is judged row by row, not only by each group's worst case.
 
 The fit is a Nelder-Mead search on the logarithms of the parameters (squared log error of tokens/s, of
 published speedups and of published accept lengths, plus a weak pull towards the defaults so that a
@@ -19,6 +22,7 @@ problem has 14 fitted parameters and ~50 rows, and a numerical library would be 
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import statistics
@@ -35,6 +39,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 CORPUS = os.path.join(HERE, "data", "public-decode.yaml")
 CORPUS_ENV = "TOPOCTL_DECODE_CORPUS"  # another corpus file to fit and score (an experiment; --write refuses it)
 FIT_FILE = os.path.join(HERE, os.pardir, "autoconf", "data", "decode-fit.yaml")
+# Each case's held-out ratio as the last --write left it: a change to the model or the corpus is read row by
+# row against it, so a row that gets worse inside a group whose worst case holds still is seen.
+HELD_OUT_FILE = os.path.join(HERE, "data", "launch-model-held-out.json")
+MOVE_THRESHOLD = 0.03  # a held-out ratio that moves by more than 3% is listed
 DECODE_STEP = os.path.join(HERE, "data", "h200-decode-step-bench", "snapshot.json")
 FITTED = ["attention_us", "mla_us", "moe_us", "step_us", "rho",
           "token_us", "draft_us", "cycle_us", "cycle_tp_us", "accept_a", "accept_tree", "kv_mla", "kv_gqa",
@@ -105,8 +113,6 @@ def measured_stream(path: str = DECODE_STEP) -> Stream:
     `topoctl bench` measures the box itself. The fp8 rows are left out of the line: they stream slower
     (the activation's conversion and the scaled product), and SGLang's fp8 and 4-bit kernels are not the
     plain-torch products the bench times."""
-    import json
-
     doc = json.load(open(path, encoding="utf-8"))
     rows = doc["measurements"]["decode_step"] if "measurements" in doc else doc["rows"]
     points = [(float(r["bytes_per_layer"]), float(r["graph_us_per_layer"])) for r in rows
@@ -476,6 +482,78 @@ def print_context_pairs(held: list[Held]) -> None:
             print(f"| {h.case.id} | {h.case.feat.context:.0f} | {m:.2f} | {p:.2f} | {growth} |")
 
 
+def held_out_ratios(held: list[Held]) -> dict[str, float]:
+    """Each case's held-out ratio, predicted / measured: tokens/s with the accept length from the draft shape,
+    or the speedup for a case the source gives as a speedup only (the table's `ratio` column)."""
+    out = {}
+    for h in held:
+        if h.case.row.get("tok_s") and h.predicted_own:
+            out[h.case.id] = round(h.predicted_own / float(h.case.row["tok_s"]), 4)
+        elif h.case.row.get("speedup") and h.speedup:
+            out[h.case.id] = round(h.speedup / float(h.case.row["speedup"]), 4)
+    return out
+
+
+@dataclass(frozen=True)
+class Move:
+    """One case whose held-out ratio differs from the stored run's: before or after is None for a case the
+    stored run or this one does not have."""
+    case: str
+    before: float | None
+    after: float | None
+
+    @property
+    def worse(self) -> bool | None:
+        """Whether the error grew (|ln ratio| larger); None for an added or a removed case."""
+        if self.before is None or self.after is None:
+            return None
+        return abs(math.log(self.after)) > abs(math.log(self.before))
+
+
+def moved_rows(current: dict[str, float], stored: dict[str, float], threshold: float = MOVE_THRESHOLD) -> list[Move]:
+    """The cases whose held-out ratio moved by more than `threshold` (a fraction of the stored ratio), and
+    the cases only one of the two runs has, in case order."""
+    moves = []
+    for case in sorted(set(current) | set(stored)):
+        before, after = stored.get(case), current.get(case)
+        if before is None or after is None or abs(math.log(after / before)) > math.log(1 + threshold):
+            moves.append(Move(case, before, after))
+    return moves
+
+
+def _ratio_text(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def print_moves(current: dict[str, float], path: str = HELD_OUT_FILE) -> None:
+    """The rows whose held-out ratio moved since the stored run, worse ones first."""
+    if not os.path.exists(path):
+        print(f"\nNo stored held-out ratios ({os.path.relpath(path)}): --write stores them.")
+        return
+    with open(path, encoding="utf-8") as handle:
+        stored = json.load(handle)["ratios"]
+    moves = moved_rows(current, stored)
+    print(f"\nHeld-out ratios that moved by more than {MOVE_THRESHOLD:.0%} against {os.path.relpath(path)} "
+          f"(the last --write): {len(moves)} of {len(set(current) | set(stored))} cases")
+    if not moves:
+        return
+    print("| case | stored | now | error |")
+    print("|---|---|---|---|")
+    order = {True: 0, None: 1, False: 2}
+    for move in sorted(moves, key=lambda m: order[m.worse]):
+        verdict = {True: "worse", False: "better", None: "added" if move.before is None else "removed"}[move.worse]
+        print(f"| {move.case} | {_ratio_text(move.before)} | {_ratio_text(move.after)} | {verdict} |")
+
+
+def write_held_out(path: str, ratios: dict[str, float]) -> None:
+    doc = {"generated_by": "benchmarks/launch_model_checks.py --write (do not edit by hand)",
+           "what": "each corpus case's leave-one-source-out ratio, predicted / measured (the table's ratio column)",
+           "ratios": dict(sorted(ratios.items()))}
+    with open(path, "w", encoding="utf-8") as handle:
+        json.dump(doc, handle, indent=1)
+        handle.write("\n")
+
+
 def _measured_record() -> dict[str, Any]:
     stream = measured_stream()
     return {"terms": list(MEASURED_TERMS),
@@ -504,7 +582,8 @@ def write_fit(path: str, terms: Any, band: dict[str, float], cases: list[Case]) 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--write", action="store_true", help="write autoconf/data/decode-fit.yaml")
+    parser.add_argument("--write", action="store_true",
+                        help="write autoconf/data/decode-fit.yaml and benchmarks/data/launch-model-held-out.json")
     parser.add_argument("--corpus", metavar="YAML",
                         help=f"score another corpus file (default: ${CORPUS_ENV}, else benchmarks/data/public-decode.yaml)")
     args = parser.parse_args(argv)
@@ -517,12 +596,16 @@ def main(argv: list[str] | None = None) -> int:
     print_table(held, band)
     print_stats(held, band)
     print_context_pairs(held)
+    ratios = held_out_ratios(held)
+    if os.path.abspath(corpus) == os.path.abspath(CORPUS):  # another corpus has other rows: nothing to compare
+        print_moves(ratios)
     full = fit(cases)
     print(f"\nFitted on all {sum(c.fitted for c in cases)} SGLang rows: "
           + ", ".join(f"{k} {v:.4g}" for k, v in full.as_dict().items()))
     if args.write:
         write_fit(FIT_FILE, full, band, cases)
-        print(f"wrote {os.path.relpath(FIT_FILE)}")
+        write_held_out(HELD_OUT_FILE, ratios)
+        print(f"wrote {os.path.relpath(FIT_FILE)} and {os.path.relpath(HELD_OUT_FILE)}")
     return 0
 
 

@@ -234,23 +234,25 @@ def test_the_kv_bytes_are_the_mla_latent_on_every_gpu_and_a_share_of_the_gqa_hea
         2 * decode_terms.kv_read_us(feat, decode_terms.Terms(kv_mla=1.0)))
 
 
-def test_corpus_rows_decode_at_their_stated_workload_or_the_assumed_context():
+def _checks():
+    """benchmarks/launch_model_checks.py as a module (benchmarks/ is not a package)."""
     import sys
 
     sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
     import launch_model_checks
 
+    return launch_model_checks
+
+
+def test_corpus_rows_decode_at_their_stated_workload_or_the_assumed_context():
+    launch_model_checks = _checks()
     stated = {"workload": {"input_tokens": 610.1, "output_tokens": 4446.2, "basis": "totals / requests"}}
     assert launch_model_checks.decode_context(stated) == (pytest.approx(610.1 + 4446.2 / 2), "stated")
     assert launch_model_checks.decode_context({}) == (decode_terms.DEFAULT_DECODE_CONTEXT, "assumed")
 
 
 def test_rows_without_a_release_are_fitted_and_rows_before_0_5_are_not():
-    import sys
-
-    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
-    import launch_model_checks
-
+    launch_model_checks = _checks()
     def fitted(**row: object) -> bool:
         return launch_model_checks.Case(dict(row), None, None).fitted
 
@@ -355,3 +357,30 @@ def test_the_fusion_switch_the_oracle_reads_is_the_one_the_communicator_reads():
                         and o["enable_flashinfer_allreduce_fusion"] is False for o in late)
     early = [o for o in oracle["outcomes"] if o["release"] == "0.5.7" and o["architecture"] == "Qwen3MoeForCausalLM"]
     assert early and all(o["allreduce_fusion"] and o["enable_flashinfer_allreduce_fusion"] for o in early)
+
+
+def test_a_held_out_ratio_that_moves_is_listed_row_by_row(tmp_path, capsys):
+    # a variant whose group worst holds still can still make one row worse: the run lists it
+    checks = _checks()
+    stored = {"a": 1.00, "b": 0.80, "c": 1.20, "gone": 0.9}
+    current = {"a": 1.05, "b": 0.81, "c": 1.10, "new": 1.0}
+    moves = {m.case: m for m in checks.moved_rows(current, stored)}
+    assert set(moves) == {"a", "c", "gone", "new"}  # b moved 1.25%, under the 3% threshold
+    assert moves["a"].worse is True and moves["c"].worse is False
+    assert moves["gone"].after is None and moves["new"].before is None and moves["new"].worse is None
+    path = tmp_path / "held-out.json"
+    checks.write_held_out(str(path), stored)
+    checks.print_moves(current, str(path))
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ") and "---" not in line]
+    assert lines[0].startswith("| case |")
+    assert [line.split(" | ")[-1] for line in lines[1:]] == ["worse |", "removed |", "added |", "better |"]
+    assert lines[1].startswith("| a | 1.000 | 1.050 |")
+
+
+def test_the_stored_held_out_ratios_cover_the_corpus_case_by_case():
+    # benchmarks/data/launch-model-held-out.json is what the last --write scored: every scored row, no other
+    doc = yaml.safe_load(open(CORPUS, encoding="utf-8"))
+    scored = {c["id"] for c in doc["cases"] if c.get("tok_s") or c.get("speedup")}
+    stored = json.load(open(_checks().HELD_OUT_FILE, encoding="utf-8"))["ratios"]
+    assert set(stored) == scored  # regenerate: benchmarks/launch_model_checks.py --write
+    assert all(0.1 < ratio < 10 for ratio in stored.values())
