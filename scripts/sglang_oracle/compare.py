@@ -30,7 +30,8 @@ REPO = Path(__file__).resolve().parent.parent.parent
 DEFAULT_DATA = REPO / "tests" / "data" / "oracle"
 
 # The built-in model profile check is given for each architecture the oracle served.
-MODELS = {"LlamaForCausalLM": "llama-3.1-8b", "Qwen3MoeForCausalLM": "qwen3-30b-a3b"}
+MODELS = {"LlamaForCausalLM": "llama-3.1-8b", "Qwen3MoeForCausalLM": "qwen3-30b-a3b",
+          "DeepseekV3ForCausalLM+fp8": "deepseek-v3"}
 
 # Blocks whose failure happens after ServerArgs and outside the gates the oracle runs: each is a rule with its
 # own source lines or measurement, and must-fire / must-not-fire cases (docs/sglang-oracle.md lists them).

@@ -4,7 +4,10 @@ variables topoctl's rules speak of, alone and in pairs.
 Deterministic: the same release gets the same launches on every run. Singles cover every option at every TP
 size of every system; each release adds a different window of option pairs at the system's largest TP size,
 so that the releases together cover every pair; the MoE architecture is crossed with the options whose outcome
-depends on it (FlashInfer fusion's auto-on, expert parallelism, DP attention).
+depends on it (FlashInfer fusion's auto-on, expert parallelism, DP attention). After the grid come the
+checkpoint launches (CHECKPOINT_LAUNCHES): a quantized checkpoint's architecture with the MoE runner and
+quantization flags SGLang judges against it, at the largest TP size of the systems that decide it; they are
+numbered after the grid, so adding one leaves every grid launch's id as it was.
 """
 from __future__ import annotations
 
@@ -69,6 +72,37 @@ OPTIONS = (
 )
 PAIRS_PER_RELEASE = 24
 
+# Checkpoint launches: (name, architecture with the checkpoint's quant_method after "+", options), on
+# CHECKPOINT_SYSTEMS (SM90, SM100, SM120). The FP8 DeepSeek checkpoint takes --quantization fp8 from its config
+# on SM100 before the MoE runner's checks. Its stand-in is no MLA model (model_config.py): on SM12x 0.5.6.post1-
+# 0.5.6.post2 pick the TRT-LLM MHA backend for it and refuse it, which the real MLA model never meets, so it is
+# not run there (STAND_IN_OFF).
+DEEPSEEK_FP8 = "DeepseekV3ForCausalLM+fp8"
+_A2A_DPA = ("--moe-a2a-backend", "flashinfer", "--enable-dp-attention")
+CHECKPOINT_SYSTEMS = ("h200-4x-nvswitch-vm", "b200-8x-nvswitch", "rtx-pro-6000-8x-pcie")
+STAND_IN_OFF = {DEEPSEEK_FP8: ("rtx-pro-6000-8x-pcie",)}
+CHECKPOINT_LAUNCHES = (
+    ("base", DEEPSEEK_FP8, Option("x")),
+    ("runner-flashinfer-cutlass", DEEPSEEK_FP8, Option("x", ("--moe-runner-backend", "flashinfer_cutlass"))),
+    ("runner-flashinfer-cutlass-ep", DEEPSEEK_FP8,
+     Option("x", ("--moe-runner-backend", "flashinfer_cutlass"), expert=True)),
+    ("a2a-flashinfer-cutlass", DEEPSEEK_FP8,
+     Option("x", ("--moe-a2a-backend", "flashinfer", "--moe-runner-backend", "flashinfer_cutlass"), expert=True)),
+    ("a2a-dpa-auto", DEEPSEEK_FP8, Option("dp-attention", _A2A_DPA, expert=True)),
+    *((f"a2a-dpa-{runner}", DEEPSEEK_FP8,
+       Option("dp-attention", (*_A2A_DPA, "--moe-runner-backend", runner), expert=True))
+      for runner in ("flashinfer_cutlass", "flashinfer_trtllm", "flashinfer_trtllm_routed", "flashinfer_cutedsl",
+                     "deep_gemm")),
+    ("runner-flashinfer-trtllm", DEEPSEEK_FP8, Option("x", ("--moe-runner-backend", "flashinfer_trtllm"))),
+    ("quant-fp8-runner-flashinfer-cutlass", MOE,
+     Option("x", ("--quantization", "fp8", "--moe-runner-backend", "flashinfer_cutlass"))),
+    *((f"quant-fp8-a2a-dpa-{runner}", MOE,
+       Option("dp-attention", ("--quantization", "fp8", *_A2A_DPA, "--moe-runner-backend", runner), expert=True))
+      for runner in ("auto", "flashinfer_cutlass", "flashinfer_trtllm", "flashinfer_trtllm_routed")),
+    ("quant-nvfp4-online", DENSE, Option("x", ("--quantization", "nvfp4_online"))),
+    ("quant-nvfp4-online", MOE, Option("x", ("--quantization", "nvfp4_online"))),
+)
+
 
 @dataclass
 class Launch:
@@ -117,6 +151,20 @@ def launches(release_index: int) -> list[Launch]:
                     out.append(_build((option,), system, MOE, tp))
         for first, second in _pairs(release_index):
             out.append(_build((first, second), system, DENSE, max(tp_sizes(system))))
+    out.extend(checkpoint_launches())
     for number, launch in enumerate(out):
         launch.id = number
+    return out
+
+
+def checkpoint_launches() -> list[Launch]:
+    """The checkpoint launches (numbered by launches(), after the grid), on every system that decides them."""
+    out = []
+    for system in CHECKPOINT_SYSTEMS:
+        for name, arch, option in CHECKPOINT_LAUNCHES:
+            if system in STAND_IN_OFF.get(arch, ()):
+                continue
+            launch = _build((option,), system, arch, max(tp_sizes(system)))
+            launch.options = (name,)
+            out.append(launch)
     return out

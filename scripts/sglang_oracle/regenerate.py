@@ -1,12 +1,16 @@
 """Regenerate the oracle's outcomes from the release wheels: every grid launch through each release's own code.
 
     python scripts/sglang_oracle_regenerate.py --src-root DIR [--out tests/data/oracle] [--jobs 2]
-        [--only 0.5.12 ...] [--python PYTHON]
+        [--only 0.5.12 ...] [--python PYTHON] [--checkpoint-only]
 
 DIR holds one folder per release (DIR/0.5.12/sglang/...), as scripts/grep_releases.py reads them
 (`pip download --no-deps sglang==X` and unzip). PYTHON runs the releases (default: this interpreter); it
 needs msgspec (SGLang >= 0.5.13 declares its options with it) and nothing else: torch and the kernels are
 stubbed. One process per release and reference system (SGLang reads some hardware answers at import).
+
+With --checkpoint-only, only the checkpoint launches after the grid (grid.CHECKPOINT_LAUNCHES) are run, and
+their outcomes replace those of the committed file's launches with the same ids (the grid's are kept as
+they are): one process per release and system that has them, instead of the whole grid.
 
 Writes OUT/sglang-<version>.json.gz per release ({"version", "flashinfer", "systems", "launches"}, each
 launch with its outcome) and OUT/summary.json; the comparison test reads them without the wheels.
@@ -57,16 +61,27 @@ def run_system(python: str, src: Path, system: str, flashinfer: str | None,
     return outcomes
 
 
-def run_release(python: str, src_root: Path, index: int, version: str, flashinfer: str | None) -> dict[str, Any]:
+def run_release(python: str, src_root: Path, index: int, version: str, flashinfer: str | None,
+                merge_into: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Every launch of the release (or, with merge_into, the checkpoint launches, merged into that document)."""
     launches = grid.launches(index)
+    if merge_into is not None:
+        first = len(launches) - len(grid.checkpoint_launches())
+        launches = launches[first:]
     by_id = {launch.id: launch for launch in launches}
     results: list[dict[str, Any]] = []
     for system in grid.SYSTEMS:
         batch = [launch for launch in launches if launch.system == system]
+        if not batch:
+            continue
         for outcome in run_system(python, src_root / version, system, flashinfer, batch):
             launch = asdict(by_id[outcome.pop("id")])
             launch["options"] = list(launch["options"])
             results.append({**launch, "outcome": outcome})
+    if merge_into is not None:
+        ids = {launch["id"] for launch in results}
+        kept = [launch for launch in merge_into["launches"] if launch["id"] not in ids]
+        results = sorted(kept + results, key=lambda launch: launch["id"])
     return {"version": version, "flashinfer": flashinfer, "launches": results}
 
 
@@ -135,6 +150,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--python", default=sys.executable, help="interpreter with msgspec installed")
     parser.add_argument("--doc", type=Path, default=DEFAULT_DOC, help="where the result table is written")
     parser.add_argument("--doc-only", action="store_true", help="rewrite the table from OUT's data, run nothing")
+    parser.add_argument("--checkpoint-only", action="store_true",
+                        help="run only the checkpoint launches after the grid, merged into OUT's files")
     args = parser.parse_args(argv)
     if args.doc_only:
         return _doc_only(args.out, args.doc)
@@ -148,7 +165,8 @@ def main(argv: list[str] | None = None) -> int:
     summary_path = args.out / "summary.json"
     summary = json.loads(summary_path.read_text()) if summary_path.exists() else {"releases": {}}
     with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
-        futures = {pool.submit(run_release, args.python, args.src_root, i, v, f): v for i, v, f in todo}
+        futures = {pool.submit(run_release, args.python, args.src_root, i, v, f,
+                               _committed(args.out, v) if args.checkpoint_only else None): v for i, v, f in todo}
         for future in concurrent.futures.as_completed(futures):
             doc = future.result()
             write(args.out, doc)
@@ -159,6 +177,12 @@ def main(argv: list[str] | None = None) -> int:
     summary_path.write_text(json.dumps(summary, indent=1, sort_keys=False) + "\n")
     write_doc(summary, args.doc)
     return 0
+
+
+def _committed(out: Path, version: str) -> dict[str, Any]:
+    with gzip.open(out / f"sglang-{version}.json.gz", "rt", encoding="utf-8") as handle:
+        doc: dict[str, Any] = json.load(handle)
+    return doc
 
 
 def _doc_only(out: Path, doc_path: Path) -> int:
