@@ -52,3 +52,14 @@ def test_the_mxfp8_folder_on_b200_passes_check_as_a_whole(cli, tmp_path):
     not at the 2 bytes that refused it as not fitting 8x B200."""
     code, out, _ = cli([*B200, *A2A, "--model-path", _folder(tmp_path, "mxfp8")])
     assert code == 0 and not found(out), out
+
+
+def test_nvfp4_online_blocks_off_sm100_only(cli):
+    """ValueError at arg_groups/overrides.py:1458 in 0.5.23 off SM100; on B200 SGLang starts (flashinfer_trtllm)."""
+    launch = ["--", "python3", "-m", "sglang.launch_server", "--tp", "4", "--quantization", "nvfp4_online",
+              "--model-path", "Qwen/Qwen3-30B-A3B"]
+    code, out, _ = cli(["check", "--system", "h200-4x-nvswitch-vm", "--sglang-version", "0.5.23", "--format", "json",
+                        *launch])
+    assert code == 1 and "quantization-nvfp4-online-needs-sm100" in found(out), out
+    code, out, _ = cli([*B200, *launch])
+    assert "quantization-nvfp4-online-needs-sm100" not in found(out), out
