@@ -33,11 +33,59 @@ def test_an_mxfp8_checkpoint_folder_on_b200_is_not_blocked_for_the_runner(cli, t
     assert RULE not in found(out), out
 
 
+FP8_RULE = "moe-a2a-flashinfer-fp8-runner"
+CUTLASS_FP8 = "moe-runner-flashinfer-cutlass-fp8"
+
+
+def findings(out: str) -> dict[str, dict]:
+    (result,) = json.loads(out)["results"]
+    return {item["id"]: item for item in result["findings"] if item["severity"] == "block"}
+
+
 def test_an_fp8_checkpoint_folder_and_the_fp8_built_in_still_block(cli, tmp_path):
+    """With the runner at auto SGLang asserts a FlashInfer runner (moe_hook.py:531 in 0.5.23); an FP8 checkpoint
+    that SGLang takes as fp8 on SM100 is judged by the FP8 rule, whose fix names a runner that takes FP8."""
     code, out, _ = cli([*B200, *A2A, "--model-path", _folder(tmp_path, "fp8")])
-    assert code == 1 and RULE in found(out)
+    assert code == 1 and FP8_RULE in found(out) and RULE not in found(out)
     code, out, _ = cli([*B200, *A2A, "--model-path", "deepseek-ai/DeepSeek-V3"])
-    assert code == 1 and RULE in found(out)
+    assert code == 1 and FP8_RULE in found(out)
+    fix = findings(out)[FP8_RULE]["remediation"]
+    assert "flashinfer_trtllm" in fix and "flashinfer_cutlass" not in fix
+
+
+def test_the_cutlass_runner_the_old_fix_named_is_blocked_for_the_fp8_checkpoint_on_b200(cli):
+    """SGLang refuses it: "Invalid quantization 'fp8'" (arg_groups/moe_hook.py:81 in 0.5.23)."""
+    code, out, _ = cli([*B200, *A2A, "--moe-runner-backend", "flashinfer_cutlass", "--model-path",
+                        "deepseek-ai/DeepSeek-V3"])
+    assert code == 1 and CUTLASS_FP8 in found(out), out
+    code, out, _ = cli([*B200, "--", "python3", "-m", "sglang.launch_server", "--tp", "8", "--moe-runner-backend",
+                        "flashinfer_cutlass", "--model-path", "deepseek-ai/DeepSeek-V3"])
+    assert code == 1 and found(out) == {CUTLASS_FP8}, out
+
+
+def test_the_runners_that_take_fp8_pass_on_b200(cli):
+    for runner in ("flashinfer_trtllm", "flashinfer_trtllm_routed", "deep_gemm"):
+        code, out, _ = cli([*B200, *A2A, "--moe-runner-backend", runner, "--model-path", "deepseek-ai/DeepSeek-V3"])
+        assert code == 0 and not found(out), (runner, out)
+
+
+def test_the_fp8_checkpoint_with_the_cutlass_runner_on_h200_is_not_blocked(cli):
+    """Off SM100 SGLang takes no quantization from the checkpoint before its check: the launch starts."""
+    code, out, _ = cli(["check", "--system", "h200-4x-nvswitch-vm", "--sglang-version", "0.5.23", "--format", "json",
+                        "--", "python3", "-m", "sglang.launch_server", "--tp", "4", "--moe-runner-backend",
+                        "flashinfer_cutlass", "--model-path", "deepseek-ai/DeepSeek-V3"])
+    assert CUTLASS_FP8 not in found(out), out
+
+
+def test_nvfp4_online_blocks_off_sm100_only(cli):
+    """ValueError at arg_groups/overrides.py:1458 in 0.5.23 off SM100; on B200 SGLang starts (flashinfer_trtllm)."""
+    launch = ["--", "python3", "-m", "sglang.launch_server", "--tp", "4", "--quantization", "nvfp4_online",
+              "--model-path", "Qwen/Qwen3-30B-A3B"]
+    code, out, _ = cli(["check", "--system", "h200-4x-nvswitch-vm", "--sglang-version", "0.5.23", "--format", "json",
+                        *launch])
+    assert code == 1 and "quantization-nvfp4-online-needs-sm100" in found(out), out
+    code, out, _ = cli([*B200, *launch])
+    assert "quantization-nvfp4-online-needs-sm100" not in found(out), out
 
 
 def test_the_same_mxfp8_folder_on_h200_blocks(cli, tmp_path):
@@ -52,14 +100,3 @@ def test_the_mxfp8_folder_on_b200_passes_check_as_a_whole(cli, tmp_path):
     not at the 2 bytes that refused it as not fitting 8x B200."""
     code, out, _ = cli([*B200, *A2A, "--model-path", _folder(tmp_path, "mxfp8")])
     assert code == 0 and not found(out), out
-
-
-def test_nvfp4_online_blocks_off_sm100_only(cli):
-    """ValueError at arg_groups/overrides.py:1458 in 0.5.23 off SM100; on B200 SGLang starts (flashinfer_trtllm)."""
-    launch = ["--", "python3", "-m", "sglang.launch_server", "--tp", "4", "--quantization", "nvfp4_online",
-              "--model-path", "Qwen/Qwen3-30B-A3B"]
-    code, out, _ = cli(["check", "--system", "h200-4x-nvswitch-vm", "--sglang-version", "0.5.23", "--format", "json",
-                        *launch])
-    assert code == 1 and "quantization-nvfp4-online-needs-sm100" in found(out), out
-    code, out, _ = cli([*B200, *launch])
-    assert "quantization-nvfp4-online-needs-sm100" not in found(out), out
