@@ -38,6 +38,23 @@ def test_oracle_outcomes_are_releases_topoctl_knows(docs):
     assert sum(len(doc["launches"]) for doc in docs) >= 20_000
 
 
+def test_committed_launches_are_the_grid_then_its_checkpoint_launches(docs):
+    """Each release's file holds grid.launches() for its index, ids and argv alike: the grid's launches, then the
+    checkpoint launches numbered after them (regenerate.py --checkpoint-only adds those to a committed file)."""
+    from sglang_oracle import grid
+
+    releases = [entry["version"] for entry in json.loads(
+        (ROOT / "topoctl" / "sglang" / "data" / "releases.json").read_text())["releases"]]
+    for doc in docs:
+        expected = [(launch.id, launch.system, launch.arch, launch.argv, launch.env)
+                    for launch in grid.launches(releases.index(doc["version"]))]
+        committed = [(launch["id"], launch["system"], launch["arch"], launch["argv"], launch["env"])
+                     for launch in doc["launches"]]
+        assert committed == expected, doc["version"]
+        checkpoint = [launch for launch in doc["launches"] if launch["arch"] == grid.DEEPSEEK_FP8]
+        assert checkpoint and all(launch["outcome"]["kind"] != "oracle-error" for launch in checkpoint)
+
+
 def test_the_oracle_answers_nearly_every_launch(docs):
     """An outcome the stubs could not produce (oracle-error) is no verdict: they stay a small remainder."""
     total = sum(len(doc["launches"]) for doc in docs)
