@@ -26,6 +26,7 @@ from topoctl.autoconf.memory import Fit, kv_bytes_per_token, per_gpu
 from topoctl.autoconf.models import same_model
 from topoctl.autoconf.target import interconnect
 from topoctl.snapshot_view import SnapshotLike, view_of
+from topoctl.vocab import EVIDENCE_LEVEL_RANK
 
 KIB = 1024.0
 
@@ -170,10 +171,37 @@ def _origin_of(row: dict[str, Any]) -> str:
     return ORIGINS.get(str(row.get("origin") or "cited"), CITED)
 
 
+@dataclass(frozen=True)
+class Relation:
+    """A path with no curve of its own in costs.yaml, priced as another path is (`priced_as`), for a cited
+    relation between the two (flashinfer_fusion: the custom allreduce it replaces)."""
+    priced_as: str
+    level: str
+    source: str
+
+
+def _table_rows(link: str) -> dict[str, Any]:
+    return (load("costs.yaml").get("allreduce") or {}).get(link) or {}
+
+
+def table_relations(link: str) -> dict[str, Relation]:
+    """The `priced_as` rows of costs.yaml for an interconnect, by path."""
+    return {path: Relation(str(row["priced_as"]), str(row.get("level", "modelled")),
+                           " ".join(str(row.get("source", "")).split()))
+            for path, row in _table_rows(link).items() if row.get("priced_as")}
+
+
+def table_unmeasured(link: str) -> dict[str, str]:
+    """Why a path keeps the no-faster-than fallback on an interconnect (costs.yaml `unmeasured:` rows)."""
+    return {path: " ".join(str(row["unmeasured"]).split()) for path, row in _table_rows(link).items()
+            if row.get("unmeasured")}
+
+
 def table_curves(link: str) -> dict[str, dict[int, Curve]]:
-    rows = (load("costs.yaml").get("allreduce") or {}).get(link) or {}
     out: dict[str, dict[int, Curve]] = {}
-    for path, row in rows.items():
+    for path, row in _table_rows(link).items():
+        if "points" not in row:  # a priced_as or unmeasured row (table_relations, table_unmeasured)
+            continue
         base = Curve([tuple(p) for p in row["points"]], int(row["world"]), str(row.get("scaling", "steps")),
                      str(row.get("level", "modelled")), " ".join(str(row.get("source", "")).split()), _origin_of(row))
         out[path] = {base.world: base}
@@ -205,6 +233,8 @@ class Latencies:
         self.link = interconnect(snapshot)
         self.measured = measured_curves(snapshot)
         self.table = table_curves(self.link)
+        self.relations = table_relations(self.link)
+        self.unmeasured = table_unmeasured(self.link)
         # the rules' per-call latencies (field report, upstream reports) for paths neither of those covers
         self.rules: dict[str, dict[int, Curve]] = {}
         for ev in evidence or ():
@@ -233,11 +263,28 @@ class Latencies:
                     f"; only {KIND_TEXT[kind]} rows were measured for {path}, used for this "
                     f"{KIND_TEXT[wanted]} launch")
                 return self._nearest(curves, world), note
+        related = self._related(path, world, cuda_graph)
+        if related is not None:
+            return related
         for source in (self.table, self.rules):
             cited = source.get(path)
             if cited:
                 return self._nearest(cited, world), ""
         return None
+
+    def _related(self, path: str, world: int, cuda_graph: bool) -> tuple[Curve, str] | None:
+        """The curve of the path a costs.yaml relation prices `path` as (its snapshot rows first, as that
+        path's own lookup takes them), the relation's citation put before that path's source."""
+        relation = self.relations.get(path)
+        if relation is None or relation.priced_as == path:
+            return None
+        found = self._curve(relation.priced_as, world, cuda_graph)
+        if found is None:
+            return None
+        curve, note = found
+        level = min((relation.level, curve.level), key=lambda name: EVIDENCE_LEVEL_RANK.get(name, 0))
+        return replace(curve, level=level,
+                       source=f"priced as {relation.priced_as}: {relation.source}; {relation.priced_as}: {curve.source}"), note
 
     def measured_curve(self, path: str, world: int, cuda_graph: bool = True) -> tuple[Curve, str] | None:
         """The snapshot's own measured curve for a path (its kind first, as _curve picks it), or None when
@@ -273,8 +320,9 @@ class Latencies:
                  for c in [found_other[0]]]
         if known:
             value, other = max(known)
-            return Latency(value, "modelled", f"no data for {path} on {self.link}: assumed no faster than {other}",
-                           ASSUMED)
+            why = f" ({self.unmeasured[path]})" if path in self.unmeasured else ""
+            return Latency(value, "modelled",
+                           f"no data for {path} on {self.link}: assumed no faster than {other}{why}", ASSUMED)
         return Latency(100.0, "modelled", f"no allreduce data for {self.link}: 100 us per call assumed", ASSUMED)
 
     def latency(self, path: str, message_bytes: float, world: int, cuda_graph: bool = True) -> tuple[float, str, str]:

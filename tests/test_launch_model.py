@@ -305,3 +305,62 @@ def test_the_throughput_objectives_decode_context_is_capped_by_the_context_lengt
     item = _context_inputs(capped["chosen"]["estimate"])[launch_model.DECODE_CONTEXT_INPUT]
     assert item["value"] == 8192 and "capped by the context length 8192" in item["source"]
     assert "/ decode context 8192)" in _context_inputs(capped["chosen"]["estimate"])["streams per replica"]["source"]
+
+
+# ------------------------------------------------------------------ the fused allreduce + RMSNorm path
+
+def test_the_fused_allreduce_is_priced_as_the_custom_allreduce_it_replaces_with_its_citation():
+    lat = launch_model.Latencies(system_snapshot("h200-4x-nvswitch-vm"))
+    for world, message in ((2, 16 * 1024), (4, 16 * 1024), (8, 512 * 1024)):
+        fused, custom = lat.lookup("flashinfer_fusion", message, world), lat.lookup("custom", message, world)
+        assert fused.us == custom.us and fused.origin == custom.origin == launch_model.CITED
+        assert fused.level == "upstream-reported"
+    source = lat.lookup("flashinfer_fusion", 16 * 1024, 4).source
+    assert source.startswith("flashinfer_fusion on nvswitch: priced as custom: vLLM PR #22086 (H100 TP 2, 512 KiB)")
+    assert "SGLang PR #7621 (B200 TP 8)" in source[:300]  # inside what --explain prints of a source
+    assert source.endswith(custom.source.split(": ", 1)[1])  # then the custom row it takes its numbers from
+
+
+def test_the_fused_allreduce_follows_the_custom_allreduce_this_machine_measured(tmp_path):
+    snapshot = system_snapshot("h200-4x-nvswitch-vm")
+    snapshot["measurements"] = {"method": "topoctl bench", "allreduce": [
+        {"path": "custom", "world_size": 4, "bytes": 16384, "latency_us": {"median": 9.0}, "status": "ok",
+         "cuda_graph": True}]}
+    lat = launch_model.Latencies(snapshot)
+    fused = lat.lookup("flashinfer_fusion", 16384, 4)
+    assert fused.us == 9.0 and fused.origin.startswith(launch_model.MEASURED)
+    assert "priced as custom" in fused.source and "snapshot measurements (topoctl bench)" in fused.source
+
+
+def test_pcie_keeps_the_no_faster_than_fallback_and_says_no_fused_allreduce_was_measured_there():
+    lat = launch_model.Latencies(system_snapshot("rtx-pro-6000-8x-pcie"))
+    fused = lat.lookup("flashinfer_fusion", 14 * 1024, 8)
+    slowest = max(lat.lookup(path, 14 * 1024, 8).us for path in ("nccl", "custom"))
+    assert fused.us == slowest and fused.origin == launch_model.ASSUMED
+    assert fused.source.startswith("no data for flashinfer_fusion on pcie: assumed no faster than")
+    assert "over PCIe was found (none on SM120 either)" in fused.source
+
+
+def _by_path(capsys, system, model, *extra):
+    code, out, err = run(capsys, ["recommend", "--system", system, "--model", model, "--format", "json", *extra])
+    assert code == 0, err
+    doc = json.loads(out)
+    same_tp = [alt for alt in [doc["chosen"], *doc["alternatives"]] if alt["tp_size"] == doc["chosen"]["tp_size"]]
+    return doc, {alt["allreduce_path"]: alt for alt in reversed(same_tp)}
+
+
+def test_the_fused_path_ties_custom_on_h200_llama_as_the_h100_measurement_has_it(capsys):
+    # Llama runs no LayerCommunicator, so the launch keeps its RMSNorm kernels: fused and unfused cost the
+    # same, as vLLM PR #22086 measured at 512 KiB on 2x H100; the tie goes to custom (SGLang's default)
+    doc, by_path = _by_path(capsys, "h200-4x-nvswitch-vm", "llama-3.1-70b")
+    fused, custom, nccl = (by_path[p]["estimate"]["tokens_per_s"] for p in ("flashinfer_fusion", "custom", "nccl"))
+    assert fused == custom > nccl
+    assert doc["chosen"]["allreduce_path"] == "custom"
+
+
+def test_deepseek_on_b200_pays_the_custom_allreduce_on_the_fused_path(capsys):
+    _, by_path = _by_path(capsys, "b200-8x-nvswitch", "deepseek-v3")
+    fused, nccl = by_path["flashinfer_fusion"]["estimate"], by_path["nccl"]["estimate"]
+    assert fused["tokens_per_s"] > nccl["tokens_per_s"]
+    latency = next(item for item in fused["inputs"] if item["name"] == "allreduce latency per call (decode)")
+    assert latency["value"] == 5.7  # the custom row at 8 GPUs and 14 KiB, SGLang PR #2904
