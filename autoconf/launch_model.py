@@ -453,7 +453,9 @@ def _kernel_inputs(feat: Any, terms: Any, tokens: int) -> list[Input]:
                     path.source, SGLANG_SOURCE)]
     if fused:
         inputs.append(Input("norm kernels saved by the fused allreduce", fusion_saved_us(feat, terms, tokens), "us",
-                            f"{fused} trtllm_allreduce_fusion calls (each at the allreduce latency below) in place of "
+                            f"{fused} flashinfer allreduce + residual + RMSNorm calls (trtllm_allreduce_fusion through SGLang "
+                            f"0.5.9, allreduce_fusion from 0.5.10: sglang-kernels.yaml `fusion`; each at the "
+                            f"allreduce latency below) in place of "
                             f"an allreduce and its RMSNorm kernel, every allreduce but the last layer's MLP output; "
                             f"{norm_kernel_us(terms):.1f} us a kernel, the H200 decode-step line's fixed time a layer "
                             f"over its 4 products", H200_LINE))
