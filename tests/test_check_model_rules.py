@@ -100,3 +100,40 @@ def test_the_mxfp8_folder_on_b200_passes_check_as_a_whole(cli, tmp_path):
     not at the 2 bytes that refused it as not fitting 8x B200."""
     code, out, _ = cli([*B200, *A2A, "--model-path", _folder(tmp_path, "mxfp8")])
     assert code == 0 and not found(out), out
+
+
+def _qwen3_moe(*flags: str) -> list[str]:
+    return ["--", "python3", "-m", "sglang.launch_server", "--tp", "4", *flags, "--model-path", "Qwen/Qwen3-30B-A3B"]
+
+
+def _h200(version: str) -> list[str]:
+    return ["check", "--system", "h200-4x-nvswitch-vm", "--sglang-version", version, "--format", "json"]
+
+
+def test_the_trtllm_runner_blocks_an_unquantized_checkpoint_before_0_5_7(cli):
+    """AssertionError at server_args.py:1525 in 0.5.6; 0.5.7 takes bfloat16 (None), and fp8 is always taken."""
+    rule = "moe-runner-flashinfer-trtllm-needs-quantization"
+    code, out, _ = cli([*_h200("0.5.6"), *_qwen3_moe("--moe-runner-backend", "flashinfer_trtllm")])
+    assert code == 1 and rule in found(out), out
+    code, out, _ = cli([*_h200("0.5.7"), *_qwen3_moe("--moe-runner-backend", "flashinfer_trtllm")])
+    assert rule not in found(out), out
+    code, out, _ = cli([*_h200("0.5.6"), *_qwen3_moe("--moe-runner-backend", "flashinfer_trtllm",
+                                                      "--quantization", "fp8")])
+    assert rule not in found(out), out
+
+
+def test_the_cutedsl_runner_blocks_without_nvfp4_from_0_5_11(cli, tmp_path):
+    """AssertionError at arg_groups/moe_hook.py:98 in 0.5.23; modelopt_fp4 is taken, 0.5.10.post1 has no check,
+    and a checkpoint quantized otherwise (here ModelOpt) is not judged."""
+    rule = "moe-runner-flashinfer-cutedsl-needs-nvfp4"
+    code, out, _ = cli([*_h200("0.5.23"), *_qwen3_moe("--moe-runner-backend", "flashinfer_cutedsl")])
+    assert code == 1 and rule in found(out), out
+    code, out, _ = cli([*_h200("0.5.23"), *_qwen3_moe("--moe-runner-backend", "flashinfer_cutedsl",
+                                                       "--quantization", "modelopt_fp4")])
+    assert rule not in found(out), out
+    code, out, _ = cli([*_h200("0.5.10.post1"), *_qwen3_moe("--moe-runner-backend", "flashinfer_cutedsl")])
+    assert rule not in found(out), out
+    launch = ["--", "python3", "-m", "sglang.launch_server", "--tp", "8", "--moe-runner-backend", "flashinfer_cutedsl",
+              "--model-path", _folder(tmp_path, "modelopt")]
+    code, out, _ = cli([*B200, *launch])
+    assert rule not in found(out), out
