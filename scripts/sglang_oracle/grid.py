@@ -101,6 +101,17 @@ CHECKPOINT_LAUNCHES = (
       for runner in ("auto", "flashinfer_cutlass", "flashinfer_trtllm", "flashinfer_trtllm_routed")),
     ("quant-nvfp4-online", DENSE, Option("x", ("--quantization", "nvfp4_online"))),
     ("quant-nvfp4-online", MOE, Option("x", ("--quantization", "nvfp4_online"))),
+    # The MoE runners' own quantization assertions: flashinfer_trtllm on an unquantized (BF16) checkpoint, and
+    # flashinfer_cutedsl with and without the NVFP4 quantizations it takes.
+    ("runner-flashinfer-trtllm", MOE, Option("x", ("--moe-runner-backend", "flashinfer_trtllm"))),
+    ("quant-fp8-runner-flashinfer-trtllm", MOE,
+     Option("x", ("--quantization", "fp8", "--moe-runner-backend", "flashinfer_trtllm"))),
+    ("runner-flashinfer-cutedsl", MOE, Option("x", ("--moe-runner-backend", "flashinfer_cutedsl"))),
+    ("runner-flashinfer-cutedsl", DEEPSEEK_FP8, Option("x", ("--moe-runner-backend", "flashinfer_cutedsl"))),
+    *((f"quant-{name}-runner-flashinfer-cutedsl", MOE,
+       Option("x", ("--quantization", quantization, "--moe-runner-backend", "flashinfer_cutedsl")))
+      for name, quantization in (("fp8", "fp8"), ("modelopt-fp4", "modelopt_fp4"),
+                                 ("nvfp4-online", "nvfp4_online"))),
 )
 
 
