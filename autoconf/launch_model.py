@@ -587,14 +587,15 @@ def estimate(case: EstimateCase) -> Estimate | None:
                                              batch * draft.extend_tokens)
     feat = decode_features(model, tp, path, gpu, lat, graph, counts)
     feat.kernel = kernel_path(memory.reserve.get("release"), gpu.get("compute_capability"), model, launch)
-    feat.context = context.value if kv_context is None else kv_context.value
+    read_context = context if kv_context is None else kv_context  # one stream's, or every stream's (throughput)
+    feat.context = read_context.value
     measured = gpu.get("decode_step_bandwidth")
     feat.measured_bandwidth = measured.for_dtype(weight_format(model)) if measured is not None else None
     stream = measured.stream if measured is not None else None
     if stream is not None:  # no faster than the datasheet: a steeper line is the rows' noise, not the memory
         feat.measured_stream = min(stream.bandwidth, feat.bandwidth)
     inputs = _term_inputs(feat, terms, gpu, model) + _kernel_inputs(feat, terms, batch) + batch_inputs
-    inputs += _kv_inputs(feat, terms, model, tp, context if kv_context is None else kv_context, stream)
+    inputs += _kv_inputs(feat, terms, model, tp, read_context, stream)
     call = lat.lookup(path, batch * model["allreduce_bytes_per_token"], tp, graph)
     mode = "" if graph else "; the launch decodes eagerly (--disable-cuda-graph)"
     inputs.append(Input("allreduce latency per call (decode)", call.us, "us", call.source + mode, call.origin))
