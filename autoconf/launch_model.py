@@ -442,7 +442,13 @@ def _term_inputs(feat: Any, terms: Any, gpu: dict[str, Any], model: dict[str, An
 def _kernel_inputs(feat: Any, terms: Any, tokens: int) -> list[Input]:
     """The decode kernel path SGLang picks (autoconf/data/sglang-kernels.yaml) when an entry holds the launch,
     and with the fused allreduce on, the norm kernels it saves; nothing on the generic path."""
-    from topoctl.autoconf.decode_terms import GENERIC_PATH, fused_allreduces, fusion_saved_us, norm_kernel_us
+    from topoctl.autoconf.decode_terms import (
+        BENCH_KERNELS_PER_LAYER,
+        GENERIC_PATH,
+        fused_allreduces,
+        fusion_saved_us,
+        norm_kernel_us,
+    )
 
     path = feat.kernel
     if path.source == GENERIC_PATH:
@@ -458,7 +464,7 @@ def _kernel_inputs(feat: Any, terms: Any, tokens: int) -> list[Input]:
                             f"allreduce latency below) in place of "
                             f"an allreduce and its RMSNorm kernel, every allreduce but the last layer's MLP output; "
                             f"{norm_kernel_us(terms):.1f} us a kernel, the H200 decode-step line's fixed time a layer "
-                            f"over its 4 products", H200_LINE))
+                            f"over its {BENCH_KERNELS_PER_LAYER} products", H200_LINE))
     return inputs
 
 
