@@ -12,8 +12,10 @@ import os
 import shutil
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, examples
 
 H200 = ["--system", "h200-4x-nvswitch-vm"]
 RTX = ["--system", "rtx-pro-6000-8x-pcie"]
@@ -421,6 +423,133 @@ def test_a_launch_env_on_stdin_is_still_read(cli, monkeypatch):
     monkeypatch.setattr("sys.stdin", io.StringIO("SGLANG_ARGS='--tp-size 8'\n"))
     code, out, _ = cli(["check", "-", *H200])
     assert code == 1 and out.startswith("<stdin>: SGLang") and "topoctl-tp-exceeds-gpus" in out
+
+
+# ----------------------------------------------------------------------------------------------- launch.env by its text
+
+def same_as_launch_env(cli, tmp_path, name, text, argv):
+    """check of `text` saved as `name` and as launch.env: (code, json, stderr) of each, paths made one."""
+    other, env = tmp_path / name, tmp_path / "launch.env"
+    other.write_text(text, encoding="utf-8")
+    env.write_text(text, encoding="utf-8")
+    runs = []
+    for path in (other, env):
+        code, out, err = cli(["check", str(path), *argv, "--format", "json"])
+        runs.append((code, out.replace(str(path), "FILE"), err.replace(str(path), "FILE")))
+    return runs
+
+
+@pytest.mark.parametrize("name", ["launch.out", "launch", "recommended.txt", ".env.prod"])
+def test_recommend_output_under_any_name_is_judged_as_under_launch_env(cli, tmp_path, name):
+    code, text, err = cli(["recommend", *H200])  # written for 4 GPUs: TP 4
+    assert code == 0, err
+    named, as_env = same_as_launch_env(cli, tmp_path, name, text, ["--system", "h200-2x-nvswitch-vm"])
+    assert named == as_env
+    code, out, _ = named
+    assert code == 1 and [f["id"] for f in results(out)[0]["findings"] if f["severity"] == "block"] == \
+        ["topoctl-tp-exceeds-gpus"], out
+    assert json.loads(out)["no_launch"] == []
+
+
+def test_a_dotenv_file_with_sglang_args_under_another_name_is_a_launch_env(cli, tmp_path):
+    text = "# written by hand\nexport NCCL_ALGO=Tree\nSGLANG_ARGS='--tp-size 8'\n"
+    named, as_env = same_as_launch_env(cli, tmp_path, "serving.conf", text, H200)
+    assert named == as_env
+    code, out, _ = named
+    blocks = [f for f in results(out)[0]["findings"] if f["severity"] == "block"]
+    assert code == 1 and [(f["id"], f["where"]) for f in blocks] == [("topoctl-tp-exceeds-gpus", "FILE:3")], out
+
+
+def test_name_value_lines_without_sglang_args_are_no_launch_saying_what_check_reads(cli, tmp_path):
+    path = tmp_path / "vars.txt"
+    path.write_text("NCCL_ALGO=Tree\nexport HF_HOME='/data/hf'\n")
+    code, out, _ = cli(["check", str(path), *H200, "--format", "json"])
+    doc = json.loads(out)
+    assert code == 0 and doc["results"] == [], out
+    [none] = doc["no_launch"]
+    assert none["origin"] == f"{path}:1"
+    assert "NAME=VALUE lines without SGLANG_ARGS" in none["reason"] and "recommend's header" in none["reason"]
+
+
+def test_sglang_args_among_lines_a_launch_env_cannot_hold_is_no_launch_at_that_line(cli, tmp_path):
+    path = tmp_path / "vars.txt"
+    path.write_text("TP=8\nSGLANG_ARGS=\"--tp-size $TP\"\n")
+    code, out, _ = cli(["check", str(path), *H200, "--format", "json"])
+    doc = json.loads(out)
+    assert code == 0 and doc["results"] == [], out
+    [none] = doc["no_launch"]
+    assert none["origin"] == f"{path}:2" and "not launch.env syntax" in none["reason"] and "#! line" in none["reason"]
+
+
+def test_other_text_named_on_the_command_line_is_still_no_launch(cli, tmp_path):
+    path = tmp_path / "notes.txt"
+    path.write_text("# how we serve\nstart the server with the recommended flags\n")
+    code, out, _ = cli(["check", str(path), *H200, "--format", "json"])
+    assert code == 0 and json.loads(out)["no_launch"] == [
+        {"origin": f"{path}:1", "reason": f"{path}: no launch (not a launch.env, manifest, compose file, Dockerfile "
+                                          "or shell script)"}]
+
+
+def test_a_script_with_a_shebang_and_no_suffix_is_still_a_script(cli, tmp_path):
+    path = tmp_path / "serve"
+    path.write_text("#!/bin/bash\nexport SGLANG_ARGS='--tp-size 2'\npython3 -m sglang.launch_server --model-path M "
+                    "--tp-size 8\n")
+    code, out, _ = cli(["check", str(path), *H200, "--format", "json"])
+    [result] = results(out)
+    assert code == 1 and result["origin"] == f"{path}:3", out  # the launch line, not SGLANG_ARGS of line 2
+    # every line an assignment, but a shell script: read as one, and it starts no server
+    path.write_text("#!/bin/sh\nSGLANG_ARGS='--tp-size 8'\n")
+    code, out, _ = cli(["check", str(path), *H200, "--format", "json"])
+    doc = json.loads(out)
+    assert code == 0 and doc["results"] == [] and "no command of the script starts" in doc["no_launch"][0]["reason"]
+
+
+def test_a_folder_walk_takes_launch_envs_by_name_only(cli, tmp_path):
+    code, text, _ = cli(["recommend", *H200])
+    (tmp_path / "launch.out").write_text(text)
+    (tmp_path / "serving.conf").write_text("SGLANG_ARGS='--tp-size 8'\n")
+    (tmp_path / "launch.env").write_text(text)
+    code, out, _ = cli(["check", str(tmp_path), "--system", "h200-2x-nvswitch-vm", "--format", "json"])
+    doc = json.loads(out)
+    assert code == 1 and [r["origin"] for r in doc["results"]] == [str(tmp_path / "launch.env")], out
+    assert doc["no_launch"] == []
+
+
+_ENV_NAMES = st.one_of(st.sampled_from(["NCCL_ALGO", "NCCL_P2P_DISABLE", "HF_HOME", "SGLANG_ARGS",
+                                        "TOPOCTL_SGLANG_VERSION", "CUDA_VISIBLE_DEVICES"]),
+                       st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,12}", fullmatch=True))
+_ARGS = st.lists(st.sampled_from(["--tp-size", "2", "8", "--mem-fraction-static", "0.8", "--enable-torch-compile",
+                                  "--cuda-graph-max-bs", "--model-path", "my model's dir"]), max_size=6)
+
+
+@st.composite
+def _env_texts(draw):
+    from topoctl.autoconf.render import sh_quote
+
+    lines = []
+    for name in draw(st.lists(_ENV_NAMES, max_size=5)):
+        value = " ".join(draw(_ARGS)) if name == "SGLANG_ARGS" else draw(st.text(max_size=12))
+        lines.append(draw(st.sampled_from(["", "export ", "  "])) + f"{name}={sh_quote(value)}"
+                     + draw(st.sampled_from(["", "  # why", " "])))
+        if draw(st.booleans()):
+            lines.append(draw(st.sampled_from(["", "# a comment", "   "])))
+    return "\n".join(lines) + "\n"
+
+
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=_env_texts())
+def test_launch_env_text_under_another_name_is_read_as_launch_env_iff_it_assigns_sglang_args(cli, tmp_path, text):
+    from topoctl.sglang.launch import parse_env_text
+
+    named, as_env = same_as_launch_env(cli, tmp_path, "launch.out", text, H200)
+    names = [name for _, name, _ in parse_env_text(text, "t")]
+    if "SGLANG_ARGS" in names:
+        assert named == as_env
+    else:
+        code, out, _ = named
+        assert code == 0 and json.loads(out)["results"] == [], out
+        reason = json.loads(out)["no_launch"][0]["reason"]
+        assert ("without SGLANG_ARGS" in reason) if names else ("not a launch.env" in reason), reason
 
 
 # The shape of ai-dynamo 1.6.1's own template (dynamo/profiler/templates/dgd/sglang/agg.yaml in its wheel),

@@ -12,7 +12,11 @@ launch.env files, and folders of them. Nothing is run or sourced; every launch k
   (`deploy.resources.reservations.devices` with `capabilities: [gpu]`, `count`/`device_ids`).
 * Shell scripts (`*.sh`, or a `#!` line naming a shell): every launch line, with the variables exported
   before it (topoctl.sglang.launchers.read_script).
-* launch.env files (`*.env`; in folders only names holding "launch"): topoctl.sglang.launch.parse_env_file.
+* launch.env files (`*.env`; in folders only names holding "launch"): topoctl.sglang.launch.parse_env_file. A
+  file named on the command line whose name says nothing (`recommend > launch.out`, `recommended.txt`,
+  `.env.prod`) is one by its text when it is neither YAML, a Dockerfile nor a shell script: topoctl recommend's
+  header, or NAME=VALUE lines as a launch.env has them that assign SGLANG_ARGS (_env_form). A folder walk never
+  reaches that test: it takes only the names above.
 
 Line numbers come from PyYAML's node marks (compose), so a finding points at the line that wrote the word.
 
@@ -587,8 +591,46 @@ def read_file(path: str, found_in_folder: bool = False) -> tuple[str, list[Found
         return "dockerfile", dockerfile.read_dockerfile(path, text, base_dir)
     if _is_script(path, text):
         return "script", _read_script_file(path, text, base_dir)
+    by_text = _env_form(path, text)  # only a file named on the command line gets here: a folder takes none
+    if by_text is not None:
+        return by_text.kind, [by_text]
     return "unknown", [Found(path, 1, kind="unknown", none_reason=f"{path}: no launch (not a launch.env, manifest, "
                                                                   "compose file, Dockerfile or shell script)")]
+
+
+# The first line of every launch.env topoctl recommend writes (autoconf/render.py render_env), up to its version.
+_RECOMMEND_HEADER = "# launch.env for SGLang, written by topoctl "
+_ARGS_ASSIGNMENT = re.compile(r"^[ \t]*(?:export[ \t]+)?SGLANG_ARGS=", re.MULTILINE)
+_ENV_FORM_NEEDS = ("check reads a file not named *.env as a launch.env when it starts with topoctl recommend's "
+                   "header or its NAME='value' lines assign SGLANG_ARGS")
+
+
+def _env_form(path: str, text: str) -> Found | None:
+    """A launch.env named otherwise (launch.out, recommended.txt, .env.prod), by its text: recommend's header, or
+    NAME=VALUE lines that parse_env_text reads to the end and that assign SGLANG_ARGS. NAME=VALUE lines without
+    SGLANG_ARGS, and an SGLANG_ARGS assignment among lines a launch.env cannot hold, are no launch, said with what
+    check looks for; None for any other text (the caller says it is no launch of a kind check reads)."""
+    from topoctl.sglang.launch import ARGS_KEY, parse_env_text
+
+    if text.startswith(_RECOMMEND_HEADER):  # recommend's own output: read as launch.env even when edited badly
+        return Found(path, 1, kind="launch.env")
+    try:
+        assignments = parse_env_text(text, path)
+    except TopoctlError as error:
+        if _ARGS_ASSIGNMENT.search(text) is None:
+            return None
+        line = _error_line(error.message, path)
+        why = error.message.split(": ", 1)[-1]
+        return Found(path, line, kind="unknown", none_reason=f"{path}: no launch (it assigns {ARGS_KEY}, but line "
+                                                             f"{line} is not launch.env syntax: {why}. "
+                                                             f"{_ENV_FORM_NEEDS}; a #! line naming a shell makes "
+                                                             "it a shell script)")
+    if not assignments:
+        return None
+    if any(name == ARGS_KEY for _, name, _ in assignments):
+        return Found(path, 1, kind="launch.env")
+    return Found(path, 1, kind="unknown", none_reason=f"{path}: no launch (NAME=VALUE lines without {ARGS_KEY}; "
+                                                      f"{_ENV_FORM_NEEDS})")
 
 
 def _read_script_file(path: str, text: str, base_dir: str) -> list[Found]:

@@ -70,9 +70,12 @@ def command(ctx: click.Context, **given: Any) -> int:
     Job, LeaderWorkerSet, DynamoGraphDeployment, OME and KServe runtimes...),
     Docker Compose files, shell scripts, Dockerfiles, SkyPilot tasks, Helm
     charts, or folders of them (in folders: *.yaml, *.yml, *.sh, Dockerfile*,
-    *launch*.env; a folder with Chart.yaml is a chart). Every launch found is
-    reported with its file and line; a file with none is said so; a file that
-    cannot be read is reported with the others, then exit 2.
+    *launch*.env; a folder with Chart.yaml is a chart). A file named here
+    under another name (recommend > launch.out) is a launch.env when it
+    starts with recommend's header or its NAME='value' lines assign
+    SGLANG_ARGS. Every launch found is reported with its file and line; a
+    file with none is said so; a file that cannot be read is reported with
+    the others, then exit 2.
 
     \b
     Launchers: python -m sglang.launch_server, sglang serve [MODEL],
