@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from topoctl import __version__
 from topoctl.errors import NoGpuError
@@ -35,6 +35,9 @@ from topoctl.probe.nvml import (
 from topoctl.probe.software import collect_packages, cuda_from_torch_local, nccl_from_wheel
 from topoctl.probe.topology import sysfs_bdf
 from topoctl.snapshot import MAX_GPUS, SCHEMA_VERSION
+
+if TYPE_CHECKING:
+    from topoctl.snapshot_types import SnapshotCudaVisibleDevices
 
 WITHOUT_A_GPU = "without a GPU, show, recommend and check take --system NAME or --topology FILE"
 NO_GPU_HINTS = {
@@ -313,7 +316,7 @@ class _Collector:
         snapshot["unknown"] = dict(sorted(self.unknown.items()))
         return snapshot
 
-    def cuda_visible(self, gpus: list[dict[str, Any]]) -> dict[str, Any] | None:
+    def cuda_visible(self, gpus: list[dict[str, Any]]) -> SnapshotCudaVisibleDevices | None:
         """What CUDA will see under CUDA_VISIBLE_DEVICES (probe/visible.py); None when it is not set (or a
         capture did not record it)."""
         import os

@@ -5,24 +5,29 @@ started with the variable set sees only the GPUs it names, renumbered cuda:0, cu
 How the value is read (integer ids in CUDA's device order as CUDA_DEVICE_ORDER sets it, UUID prefixes, MIG
 instances, the list ending at an invalid entry) is decided in one place, topoctl/cuda_devices.py
 resolve_visible, which cites its sources; check and recommend read the record through the same function.
+The record's shape is the snapshot schema's `cuda_visible_devices` (topoctl/schema/snapshot.schema.json).
 
 Layer: probe (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from topoctl.cuda_devices import resolve_visible
+
+if TYPE_CHECKING:
+    from topoctl.snapshot_types import CudaDeviceEntry, SnapshotCudaVisibleDevices
 
 ENV_NAMES = ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER")
 
 
-def cuda_visible(value: str, gpus: list[dict[str, Any]], device_order: str | None = None) -> dict[str, Any]:
+def cuda_visible(value: str, gpus: list[dict[str, Any]], device_order: str | None = None) -> SnapshotCudaVisibleDevices:
     """{"value", "device_order", "cuda_devices": [{"cuda": k, "gpu": index|None, "id": entry}], "hidden":
     [indices] (None when unknown), "ended_at": entry|None, "why": str|None, "unknown": str|None}."""
     group = resolve_visible(value, device_order, gpus)
     indices = sorted(gpu["index"] for gpu in gpus)
     entries = [] if value.strip() == "" else [entry.strip() for entry in value.split(",")]
+    devices: list[CudaDeviceEntry]
     if group.gpus is not None:
         devices = [{"cuda": k, "gpu": gpu, "id": entries[k]} for k, gpu in enumerate(group.gpus)]
         hidden: list[int] | None = sorted(set(indices) - set(group.gpus))

@@ -169,4 +169,11 @@ def consistent_snapshots(draw: st.DrawFn) -> dict[str, Any]:
         for entry in pcie["root_complexes"]:
             if isinstance(entry, dict) and isinstance(entry.get("gpus"), list):
                 entry["gpus"] = [index % count for index in entry["gpus"]]
+    visible = data.get("cuda_visible_devices")
+    if isinstance(visible, dict):
+        if isinstance(visible.get("hidden"), list):
+            visible["hidden"] = [index % count for index in visible["hidden"]]
+        for device in visible["cuda_devices"]:
+            if device["gpu"] is not None:
+                device["gpu"] %= count
     return data

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from topoctl.catalogue import list_systems, system_snapshot
 from topoctl.errors import TopoctlError
+from topoctl.probe.visible import cuda_visible
 from topoctl.snapshot import validate_snapshot
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -104,12 +105,90 @@ MUTATIONS = {
 }
 
 
+def _visible(change):
+    """The CUDA_VISIBLE_DEVICES record the probe writes for `CUDA_VISIBLE_DEVICES=1` (probe/visible.py), then
+    `change` made to it."""
+    def apply(data):
+        data["cuda_visible_devices"] = cuda_visible("1", data["gpus"], "PCI_BUS_ID")
+        change(data)
+    return apply
+
+
+MUTATIONS.update({
+    "visible-string": (_visible(_set(["cuda_visible_devices"], "1")), "cuda_visible_devices must be a mapping or null"),
+    "visible-value-missing": (_visible(_set(["cuda_visible_devices", "value"], DELETE)),
+                              "cuda_visible_devices.value is missing"),
+    "visible-value-list": (_visible(_set(["cuda_visible_devices", "value"], [1])),
+                           "cuda_visible_devices.value must be a string, got a list"),
+    "visible-order-int": (_visible(_set(["cuda_visible_devices", "device_order"], 1)),
+                          "cuda_visible_devices.device_order must be a string or null"),
+    "visible-devices-missing": (_visible(_set(["cuda_visible_devices", "cuda_devices"], DELETE)),
+                                "cuda_visible_devices.cuda_devices is missing"),
+    "visible-devices-null": (_visible(_set(["cuda_visible_devices", "cuda_devices"], None)),
+                             "cuda_visible_devices.cuda_devices must be a list, got null"),
+    "visible-device-string": (_visible(_set(["cuda_visible_devices", "cuda_devices", 0], "cuda:0")),
+                              "cuda_visible_devices.cuda_devices[0] must be a mapping"),
+    "visible-device-gpu-string": (_visible(_set(["cuda_visible_devices", "cuda_devices", 0, "gpu"], "1")),
+                                  "cuda_visible_devices.cuda_devices[0].gpu must be an integer or null, got a string"),
+    "visible-device-gpu-out-of-range": (_visible(_set(["cuda_visible_devices", "cuda_devices", 0, "gpu"], 2)),
+                                        "cuda_visible_devices.cuda_devices[0].gpu must be a GPU index (0..1)"),
+    "visible-device-cuda-negative": (_visible(_set(["cuda_visible_devices", "cuda_devices", 0, "cuda"], -1)),
+                                     "cuda_visible_devices.cuda_devices[0].cuda must be >= 0"),
+    "visible-device-id-missing": (_visible(_set(["cuda_visible_devices", "cuda_devices", 0, "id"], DELETE)),
+                                  "cuda_visible_devices.cuda_devices[0].id is missing"),
+    "visible-hidden-string": (_visible(_set(["cuda_visible_devices", "hidden"], "0")),
+                              "cuda_visible_devices.hidden must be a list or null"),
+    "visible-hidden-out-of-range": (_visible(_set(["cuda_visible_devices", "hidden"], [0, 9])),
+                                    "cuda_visible_devices.hidden[1] must be a GPU index (0..1)"),
+    "visible-unknown-bool": (_visible(_set(["cuda_visible_devices", "unknown"], True)),
+                             "cuda_visible_devices.unknown must be a string or null"),
+})
+
+
 @pytest.mark.parametrize("name", sorted(MUTATIONS))
 def test_nonsense_is_rejected_naming_the_field(name):
     change, contains = MUTATIONS[name]
     data = fixture("rtx-4090-2x-pcie-no-p2p")
     change(data)
     rejects(data, contains)
+
+
+@pytest.mark.parametrize("name", sorted(n for n in os.listdir(FIXTURES) if os.path.isfile(
+    os.path.join(FIXTURES, n, "snapshot.json"))))
+@pytest.mark.parametrize("value, order", [("1", "PCI_BUS_ID"), ("0", None), ("", None), ("MIG-1", None),
+                                          ("0,x,1", "PCI_BUS_ID")])
+def test_the_cuda_visible_devices_record_the_probe_writes_is_valid(name, value, order):
+    """Every reference snapshot with the record probe/visible.py writes for a value (known GPUs, an unknown
+    order, none, a MIG instance, a list CUDA ends early) still meets the schema and the checks across fields."""
+    data = fixture(name)
+    data["cuda_visible_devices"] = cuda_visible(value, data["gpus"], order)
+    validate_snapshot(data, origin=name)
+
+
+def test_a_cuda_visible_devices_record_from_before_device_order_and_unknown_is_valid():
+    """topoctl's first record (before it read CUDA_DEVICE_ORDER) had value, cuda_devices, hidden, ended_at and
+    why only: the schema declares what it has, so a snapshot probed then stays valid (schema_version 1)."""
+    data = fixture("h200-2x-nvswitch-vm")
+    data["cuda_visible_devices"] = {"value": "1", "cuda_devices": [{"cuda": 0, "gpu": 1, "id": "1"}], "hidden": [0],
+                                    "ended_at": None, "why": None}
+    validate_snapshot(data, origin="old.json")
+
+
+@pytest.mark.parametrize("name", ["visible-device-gpu-string", "visible-device-gpu-out-of-range", "visible-value-list"])
+def test_a_malformed_cuda_visible_devices_record_is_one_line_error_and_hint(cli, tmp_path, name):
+    """Before the schema declared it, a malformed record passed loading and its readers dropped it unsaid; now
+    show, recommend and check refuse the file: one error naming the field, the hint, exit 2."""
+    change, contains = MUTATIONS[name]
+    data = fixture("h200-2x-nvswitch-vm")
+    change(data)
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps(data))
+    for argv in (["show", "--topology", str(path)], ["recommend", "--topology", str(path), "--model", "llama-3.1-8b"],
+                 ["check", "--topology", str(path), "--", "python", "-m", "sglang.launch_server", "--model-path", "M"]):
+        code, out, err = cli(argv)
+        assert code == 2, (argv[0], code, err)
+        assert err.splitlines() == [f"topoctl: error: {path}: {contains}",
+                                    "  hint: regenerate it with `topoctl probe -o FILE`"], (argv[0], err)
 
 
 def test_values_from_the_file_are_not_echoed():

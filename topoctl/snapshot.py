@@ -266,15 +266,27 @@ def _check_across_fields(data: dict[str, Any]) -> None:
     summary = data["summary"]
     if summary["gpu_count"] != count:
         raise _Invalid(f"summary.gpu_count is {summary['gpu_count']} but gpus lists {count}")
+    for field, index in _gpu_indices(data):
+        if index >= count:
+            raise _Invalid(f"{field} must be a GPU index (0..{count - 1})")
+
+
+def _gpu_indices(data: dict[str, Any]) -> list[tuple[str, int]]:
+    """(field, value) of every GPU index the snapshot names outside gpus and pairs: each must be below the count."""
+    summary = data["summary"]
     indexed = [("summary.downtrained_gpus", summary.get("downtrained_gpus"))]
     indexed += [(f"summary.root_complex_groups[{n}]", group) for n, group in
                 enumerate(summary.get("root_complex_groups") or [])]
     indexed += [(f"pcie.root_complexes[{n}].gpus", (entry or {}).get("gpus")) for n, entry in
                 enumerate((data.get("pcie") or {}).get("root_complexes") or [])]
-    for field, indices in indexed:
-        for position, index in enumerate(indices or []):
-            if index >= count:
-                raise _Invalid(f"{field}[{position}] must be a GPU index (0..{count - 1})")
+    visible = data.get("cuda_visible_devices") or {}  # the record CUDA_VISIBLE_DEVICES leaves (probe/visible.py)
+    named = [(f"{field}[{position}]", index) for field, indices in indexed for position, index in
+             enumerate(indices or [])]
+    named += [(f"cuda_visible_devices.cuda_devices[{n}].gpu", device["gpu"]) for n, device in
+              enumerate(visible.get("cuda_devices") or []) if device["gpu"] is not None]
+    named += [(f"cuda_visible_devices.hidden[{position}]", index) for position, index in
+              enumerate(visible.get("hidden") or [])]
+    return named
 
 
 def _check(data: Any) -> None:

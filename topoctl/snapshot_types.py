@@ -162,6 +162,29 @@ class SnapshotNetwork(TypedDict, total=False):
     gpudirect: dict[str, Any] | None
 
 
+class CudaDeviceEntry(TypedDict, total=False):
+    """One entry of snapshot.cuda_visible_devices.cuda_devices: cuda:<cuda> is snapshot GPU <gpu> (None:
+    unknown), named by the list's entry <id>."""
+
+    cuda: Required[int]
+    gpu: Required[int | None]
+    id: Required[str]
+
+
+class SnapshotCudaVisibleDevices(TypedDict, total=False):
+    """snapshot.cuda_visible_devices: what CUDA sees under CUDA_VISIBLE_DEVICES (probe/visible.py writes it,
+    topoctl/visible_view.py reads it). `device_order` and `unknown` are absent in records written before the
+    probe wrote them."""
+
+    value: Required[str]
+    device_order: str | None
+    cuda_devices: Required[list[CudaDeviceEntry]]
+    hidden: Required[list[int] | None]
+    ended_at: Required[str | None]
+    why: Required[str | None]
+    unknown: str | None
+
+
 class Snapshot(TypedDict, total=False):
     """A validated snapshot as topoctl/schema/snapshot.schema.json publishes it: the loaded dict is the value
     (a TypedDict costs nothing at run time and copies nothing), so mypy sees the JSON's shape on the path from
@@ -181,4 +204,5 @@ class Snapshot(TypedDict, total=False):
     measurements: SnapshotMeasurements | None
     iommu: SnapshotIommu | None
     network: SnapshotNetwork | None
+    cuda_visible_devices: SnapshotCudaVisibleDevices | None
     unknown: dict[str, str | None] | None
