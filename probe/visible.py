@@ -5,7 +5,8 @@ started with the variable set sees only the GPUs it names, renumbered cuda:0, cu
 How the value is read (integer ids in CUDA's device order as CUDA_DEVICE_ORDER sets it, UUID prefixes, MIG
 instances, the list ending at an invalid entry) is decided in one place, topoctl/cuda_devices.py
 resolve_visible, which cites its sources; check and recommend read the record through the same function.
-The record's shape is the snapshot schema's `cuda_visible_devices` (topoctl/schema/snapshot.schema.json).
+The record's shape is the snapshot schema's `cuda_visible_devices` (topoctl/schema/snapshot.schema.json);
+readers, the probe's own note included, read it as SnapshotView.cuda_visible_devices (topoctl/visible_view.py).
 
 Layer: probe (docs/architecture.md, "Layers").
 """
@@ -17,6 +18,7 @@ from topoctl.cuda_devices import resolve_visible
 
 if TYPE_CHECKING:
     from topoctl.snapshot_types import CudaDeviceEntry, SnapshotCudaVisibleDevices
+    from topoctl.visible_view import CudaVisibleDevices
 
 ENV_NAMES = ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER")
 
@@ -39,15 +41,16 @@ def cuda_visible(value: str, gpus: list[dict[str, Any]], device_order: str | Non
             "ended_at": group.ended_at, "why": group.why, "unknown": group.reason or None}
 
 
-def describe(visible: dict[str, Any], gpu_count: int) -> str:
+def describe(visible: CudaVisibleDevices, gpu_count: int) -> str:
     """One line for people: what NVML saw and what CUDA will see."""
-    if visible.get("unknown"):
-        return (f"CUDA_VISIBLE_DEVICES={visible['value']!r}: the probe saw all {gpu_count} GPUs through NVML (the "
-                f"snapshot lists them all); which of them a CUDA program sees is unknown: {visible['unknown']}")
-    mapped = ", ".join(f"GPU{d['gpu']} as cuda:{d['cuda']}" for d in visible["cuda_devices"]) or "no GPU"
-    hidden = ", ".join(f"GPU{i}" for i in visible["hidden"] or []) or "none"
-    line = (f"CUDA_VISIBLE_DEVICES={visible['value']!r}: the probe saw all {gpu_count} GPUs through NVML (the snapshot "
+    if visible.unknown:
+        return (f"CUDA_VISIBLE_DEVICES={visible.value!r}: the probe saw all {gpu_count} GPUs through NVML (the "
+                f"snapshot lists them all); which of them a CUDA program sees is unknown: {visible.unknown}")
+    mapped = ", ".join(f"GPU{d.gpu} as cuda:{d.cuda}" if d.gpu is not None else f"{d.id} as cuda:{d.cuda}"
+                       for d in visible.cuda_devices) or "no GPU"
+    hidden = ", ".join(f"GPU{i}" for i in visible.hidden or ()) or "none"
+    line = (f"CUDA_VISIBLE_DEVICES={visible.value!r}: the probe saw all {gpu_count} GPUs through NVML (the snapshot "
             f"lists them all); a CUDA program sees {mapped}; hidden from CUDA: {hidden}")
-    if visible["ended_at"] is not None:
-        line += f"; the list ends at {visible['ended_at']!r} ({visible['why']})"
+    if visible.ended_at is not None:
+        line += f"; the list ends at {visible.ended_at!r} ({visible.why})"
     return line

@@ -8,9 +8,16 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 
 from topoctl.catalogue import system_snapshot
+from topoctl.cuda_devices import pci_order
 from topoctl.probe.visible import cuda_visible
+from topoctl.snapshot import load_snapshot
+from topoctl.snapshot_view import SnapshotView
+from topoctl.visible_view import CudaDevice, CudaVisibleDevices
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _snapshot(tmp_path, value: str, order: str | None = "PCI_BUS_ID") -> str:
@@ -112,3 +119,32 @@ def test_recommend_on_a_snapshot_probed_with_integer_ids_in_the_default_order(tm
     doc = json.loads(out)
     assert any("which GPUs CUDA sees is unknown" in note and "FASTEST_FIRST" in note for note in doc["notes"])
     assert doc["placement"]["gpus"] == [0, 1]  # the machine's best pair, written with PCI_BUS_ID ids
+
+
+def test_a_replayed_capture_with_cuda_visible_devices_loads_and_is_followed(tmp_path, cli):
+    """The real 2x H200 capture (fixtures/h200-2x-nvswitch-vm), with the answer a probe records when
+    CUDA_VISIBLE_DEVICES=1 CUDA_DEVICE_ORDER=PCI_BUS_ID is set (host.cuda_env; the recording machine had it
+    unset): the replayed snapshot's record meets the schema, reads typed, and recommend and check follow it."""
+    with open(os.path.join(ROOT, "fixtures", "h200-2x-nvswitch-vm", "capture.json"), encoding="utf-8") as handle:
+        capture = json.load(handle)
+    assert "cuda_env" not in capture["host"]
+    capture["host"]["cuda_env"] = {"ok": {"CUDA_VISIBLE_DEVICES": "1", "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}}
+    (tmp_path / "capture.json").write_text(json.dumps(capture))
+    topology = str(tmp_path / "snapshot.json")
+    code, out, err = cli(["probe", "--from-capture", str(tmp_path / "capture.json"), "--format", "json", "-o", topology])
+    assert code == 0, err
+    snapshot = load_snapshot(topology)  # validated against the schema, the record with it
+    first, second = pci_order(snapshot)  # CUDA devices 0 and 1 in PCI bus order
+    assert SnapshotView(snapshot).cuda_visible_devices == CudaVisibleDevices(
+        "1", "PCI_BUS_ID", (CudaDevice(0, second, "1"),), (first,), None, None, None)
+    # the probe's note, written from the typed record
+    assert f"a CUDA program sees GPU{second} as cuda:0; hidden from CUDA: GPU{first}" in err
+    code, out, err = cli(["recommend", "--topology", topology, "--model", "llama-3.1-8b", "--format", "json"])
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["placement"]["gpus"] == [second] and any("CUDA sees 1 of the 2 GPUs" in note for note in doc["notes"])
+    code, out, err = cli(["check", "--topology", topology, "--format", "json", "--", "python", "-m",
+                          "sglang.launch_server", "--model-path", "/m", "--tp-size", "2"])
+    assert code == 1, out + err
+    ids = [item["id"] for item in json.loads(out)["results"][0]["findings"]]
+    assert "topoctl-tp-exceeds-visible-gpus" in ids

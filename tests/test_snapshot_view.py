@@ -2,6 +2,8 @@
 snapshot (a rule's test case) reads as unknown where it says nothing."""
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from conftest import examples
 from hypothesis import given, settings
@@ -9,8 +11,10 @@ from hypothesis import strategies as st
 
 from topoctl.catalogue import list_systems, system_snapshot
 from topoctl.p2p import pair_p2p_ok
+from topoctl.probe.visible import cuda_visible
 from topoctl.snapshot import SCHEMA_VERSION, validate_snapshot
 from topoctl.snapshot_view import SnapshotView
+from topoctl.visible_view import CudaDevice, CudaVisibleDevices, read_record
 from topoctl.vocab import INTERCONNECTS, SOFTWARE_KEYS
 
 
@@ -150,3 +154,87 @@ def test_a_view_of_nothing():
     view = SnapshotView(None)
     assert (view.gpus, view.gpu_count, view.pairs, view.interconnect) == (None, None, None, None)
     assert view.indexed_gpus == [] and view.gpu_names == [] and view.first_gpu == {}
+
+
+# -------------------------------------------------------------- the CUDA_VISIBLE_DEVICES record, typed
+def _as_record(visible: CudaVisibleDevices) -> dict:
+    """The typed record written back in the probe's form: the round trip the view keeps."""
+    return {"value": visible.value, "device_order": visible.device_order,
+            "cuda_devices": [{"cuda": device.cuda, "gpu": device.gpu, "id": device.id} for device in visible.cuda_devices],
+            "hidden": None if visible.hidden is None else list(visible.hidden),
+            "ended_at": visible.ended_at, "why": visible.why, "unknown": visible.unknown}
+
+
+def test_the_cuda_visible_devices_record_reads_as_a_frozen_dataclass():
+    data = system_snapshot("h200-2x-nvswitch-vm")  # GPU0 on bus 00:06.0, GPU1 on 00:07.0
+    assert SnapshotView(data).cuda_visible_devices is None  # CUDA_VISIBLE_DEVICES was not set
+    data["cuda_visible_devices"] = cuda_visible("1,0", data["gpus"], "PCI_BUS_ID")
+    visible = SnapshotView(data).cuda_visible_devices
+    assert visible == CudaVisibleDevices("1,0", "PCI_BUS_ID", (CudaDevice(0, 1, "1"), CudaDevice(1, 0, "0")), (),
+                                         None, None, None)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        visible.value = "0"  # type: ignore[misc]
+    # integer ids without CUDA_DEVICE_ORDER=PCI_BUS_ID: which GPUs is unknown, and the record says why
+    data["cuda_visible_devices"] = cuda_visible("0", data["gpus"], None)
+    unknown = SnapshotView(data).cuda_visible_devices
+    assert unknown.cuda_devices == (CudaDevice(0, None, "0"),) and unknown.hidden is None
+    assert "FASTEST_FIRST" in unknown.unknown
+    # a record from before device_order and unknown were written reads them as None
+    old = {"value": "1", "cuda_devices": [{"cuda": 0, "gpu": 1, "id": "1"}], "hidden": [0], "ended_at": None, "why": None}
+    assert read_record(old) == CudaVisibleDevices("1", None, (CudaDevice(0, 1, "1"),), (0,), None, None, None)
+
+
+ENTRIES = st.one_of(st.integers(-2, 9).map(str), st.sampled_from(["", " 1 ", "x", "1.0", "GPU-", "MIG-1", "gpu-"]),
+                    st.text(max_size=4))
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(name=st.sampled_from(list_systems()), entries=st.lists(ENTRIES, max_size=5), uuid_cut=st.integers(0, 12),
+       order=st.sampled_from([None, "PCI_BUS_ID", "pci_bus_id", "FASTEST_FIRST", ""]), data=st.data())
+def test_any_record_the_probe_writes_is_valid_and_reads_back_field_for_field(name, entries, uuid_cut, order, data):
+    """Whatever CUDA_VISIBLE_DEVICES holds (ids, UUID prefixes, MIG instances, text CUDA ends the list at), the
+    record probe/visible.py writes meets the schema and the loader's checks, and the view gives it back field
+    for field: every GPU is either one CUDA device or hidden, unless which is unknown."""
+    snapshot = system_snapshot(name)
+    uuids = [gpu["uuid"][:4 + uuid_cut] for gpu in snapshot["gpus"] if gpu.get("uuid")]
+    if uuids and data.draw(st.booleans()):
+        entries = [*entries, data.draw(st.sampled_from(uuids))]
+    record = cuda_visible(",".join(data.draw(st.permutations(entries))), snapshot["gpus"], order)
+    snapshot["cuda_visible_devices"] = record
+    validate_snapshot(snapshot, origin=name)
+    visible = SnapshotView(snapshot).cuda_visible_devices
+    assert _as_record(visible) == record
+    indices = sorted(gpu["index"] for gpu in snapshot["gpus"])
+    if visible.hidden is None:
+        assert all(device.gpu is None for device in visible.cuda_devices)
+    else:
+        assert sorted([device.gpu for device in visible.cuda_devices] + list(visible.hidden)) == indices
+    assert [device.cuda for device in visible.cuda_devices] == list(range(len(visible.cuda_devices)))
+
+
+JSON = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.floats(allow_nan=False), st.text(max_size=3)),
+                    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=3), inner,
+                                                                                         max_size=3)), max_leaves=8)
+FIELDS = ("value", "device_order", "cuda_devices", "hidden", "ended_at", "why", "unknown")
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(record=st.one_of(JSON, st.dictionaries(st.sampled_from(FIELDS), JSON, max_size=7),
+                        st.fixed_dictionaries({"value": st.text(max_size=3)},
+                                              optional={"cuda_devices": st.lists(st.one_of(JSON, st.fixed_dictionaries(
+                                                  {"cuda": JSON, "gpu": JSON, "id": JSON})), max_size=3),
+                                                  "hidden": JSON, "device_order": JSON})))
+def test_a_record_no_loader_checked_reads_as_typed_or_none_never_raises(record):
+    """A rule's test case or a hand-made dict is not validated: what is there reads with the record's types
+    (a wrong one as unknown), and no string value is no record."""
+    visible = SnapshotView({"cuda_visible_devices": record}).cuda_visible_devices
+    if not isinstance(record, dict) or not isinstance(record.get("value"), str):
+        assert visible is None
+        return
+    assert visible.value == record["value"]
+    assert all(isinstance(field, (str, type(None))) for field in (visible.device_order, visible.ended_at, visible.why,
+                                                                  visible.unknown))
+    for device in visible.cuda_devices:
+        assert type(device.cuda) is int and device.cuda >= 0 and isinstance(device.id, str)
+        assert device.gpu is None or (type(device.gpu) is int and device.gpu >= 0)
+    assert visible.hidden is None or all(type(index) is int and index >= 0 for index in visible.hidden)

@@ -260,11 +260,10 @@ def probe_visible(snapshot: SnapshotLike) -> ProbeVisible | None:
     text says why."""
     snapshot = view_of(snapshot)
     recorded = snapshot.cuda_visible_devices
-    if not isinstance(recorded, dict) or not isinstance(recorded.get("value"), str):
+    if recorded is None:
         return None
-    value = recorded["value"]
-    order_value = recorded.get("device_order")
-    group = parse_visible_devices(value, snapshot, order_value if isinstance(order_value, str) else None)
+    value = recorded.value
+    group = parse_visible_devices(value, snapshot, recorded.device_order)
     order = pci_order(snapshot)
     if group.gpus is None:
         return ProbeVisible(tuple(order), one_line_text(

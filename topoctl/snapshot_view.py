@@ -28,6 +28,7 @@ from topoctl.vocab import SOFTWARE_KEYS
 if TYPE_CHECKING:
     from topoctl.network_view import NetworkView
     from topoctl.snapshot_types import GpuEntry, PairEntry, Snapshot
+    from topoctl.visible_view import CudaVisibleDevices
 
 
 class Pair(NamedTuple):  # not a dataclass: this class is made on every start-up path, 10x cheaper so
@@ -181,10 +182,15 @@ class SnapshotView:
         return _section(self.data, "unknown")
 
     @property
-    def cuda_visible_devices(self) -> dict[str, Any] | None:
-        """snapshot.cuda_visible_devices: what CUDA_VISIBLE_DEVICES was at probe time, or None when unset."""
+    def cuda_visible_devices(self) -> "CudaVisibleDevices | None":
+        """snapshot.cuda_visible_devices (topoctl/visible_view.py): the GPUs CUDA saw under CUDA_VISIBLE_DEVICES
+        where the snapshot was taken, as which CUDA device ids; None when the variable was not set."""
         recorded = self.data.get("cuda_visible_devices")
-        return recorded if isinstance(recorded, dict) else None
+        if not isinstance(recorded, dict):
+            return None
+        from topoctl.visible_view import read_record
+
+        return read_record(recorded)
 
     @property
     def hostname(self) -> str | None:

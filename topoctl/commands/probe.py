@@ -9,6 +9,7 @@ import click
 from topoctl.commands.completion import complete_captures
 from topoctl.io import check_destination, emit, write_atomic
 from topoctl.render import dump, to_json
+from topoctl.snapshot_view import SnapshotView
 
 
 @click.command("probe")
@@ -110,11 +111,12 @@ def _notes(snapshot: dict) -> None:
     """What people must know about what was (not) seen: CUDA_VISIBLE_DEVICES, calls cut by --timeout."""
     from topoctl.errors import one_line
 
-    visible = snapshot.get("cuda_visible_devices")
-    if isinstance(visible, dict):
+    view = SnapshotView(snapshot)
+    visible = view.cuda_visible_devices
+    if visible is not None:
         from topoctl.probe.visible import describe
 
-        click.echo(f"topoctl: note: {one_line(describe(visible, len(snapshot['gpus'])))}", err=True)
+        click.echo(f"topoctl: note: {one_line(describe(visible, view.gpu_count or 0))}", err=True)
     timed_out = sum(1 for reason in (snapshot.get("unknown") or {}).values() if reason == "Timeout")
     if timed_out:
         click.echo(f"topoctl: warning: the probe reached --timeout: {timed_out} fields were not read (unknown, "
