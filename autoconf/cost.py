@@ -12,6 +12,8 @@ from topoctl.autoconf.data_files import load
 from topoctl.autoconf.evidence import (
     DESCRIPTIVE_KEYS,
     INTERCONNECT_KEY,
+    LEVEL_NAMES,
+    LEVELS,
     MODEL_KEY,
     Evidence,
     _changed,
@@ -19,6 +21,7 @@ from topoctl.autoconf.evidence import (
     _here,
     unmeasured_settings,
 )
+from topoctl.autoconf.launch_model import Relation, table_relations, table_unmeasured
 from topoctl.autoconf.models import same_model
 from topoctl.autoconf.space import SPEC_GROUP, Candidate, agrees
 from topoctl.autoconf.target import interconnect
@@ -147,24 +150,48 @@ def _known_latency(path: str, evidence: list[Evidence], snapshot: SnapshotLike) 
     return None
 
 
+# Without a model the per-call ranking cannot count what a fused allreduce saves beside its call.
+NO_MODEL_SAVING = ("the RMSNorm kernel a fused call saves is counted only with a model (--model): how many a pass "
+                   "saves depends on the model's layers and the kernel path SGLang picks for it")
+
+
+def _related(path: str, relations: dict[str, Relation],
+             known: dict[str, tuple[float, int, str] | None]) -> tuple[float, int, str] | None:
+    """A path with no data of its own that a costs.yaml relation (`priced_as`) prices as another path: that
+    path's latency here, level and source as the launch model gives them (launch_model.Relation.price)."""
+    relation = relations.get(path)
+    found = known.get(relation.priced_as) if relation is not None and relation.priced_as != path else None
+    if relation is None or found is None:
+        return None
+    value, rank, basis = found
+    level, source = relation.price(LEVEL_NAMES.get(rank, "modelled"), basis)
+    return value, LEVELS.get(level, 1), f"{source}; {NO_MODEL_SAVING}"
+
+
 def path_latencies(evidence: list[Evidence], snapshot: SnapshotLike) -> dict[str, tuple[float, int, str]]:
     """Per-call allreduce latency (us), level and basis of every path: best evidence, else the cost table; a
-    path with neither is assumed no faster than the slowest path that has data here (no gain is assumed for
-    what nobody measured). Computed once per search: it depends on the path, not on the candidate."""
+    path with neither that costs.yaml prices as another path (`priced_as`: flashinfer_fusion as custom on
+    NVSwitch/NVLink) takes that path's latency, as the launch model does; any other is assumed no faster than
+    the slowest path that has data here (no gain is assumed for what nobody measured), with the costs.yaml
+    `unmeasured` reason where there is one. Computed once per search: it depends on the path, not on the
+    candidate."""
+    link = interconnect(snapshot)
+    relations, unmeasured = table_relations(link), table_unmeasured(link)
     paths = list(table.table()["allreduce_paths"])
     known = {path: _known_latency(path, evidence, snapshot) for path in paths}
     out: dict[str, tuple[float, int, str]] = {}
     for path in paths:
-        found = known[path]
+        found = known[path] or _related(path, relations, known)
         if found:
             out[path] = found
             continue
         others = [(item[0], other) for other, item in known.items() if other != path and item]
+        why = f" ({unmeasured[path]})" if path in unmeasured else ""
         if others:
             value, other = max(others)
-            out[path] = (value, 1, f"no data for this path: assumed no faster than {other} (modelled)")
+            out[path] = (value, 1, f"no data for this path: assumed no faster than {other}{why} (modelled)")
         else:
-            out[path] = (100.0, 1, "no data: 100 us per call assumed (modelled)")
+            out[path] = (100.0, 1, f"no data: 100 us per call assumed{why} (modelled)")
     return out
 
 
@@ -175,7 +202,6 @@ def measured_latency(cand: Candidate, measured: Any) -> tuple[float, int, str] |
     evidence and the reference table, as with --model. Without a model the message size is not known: the
     curve is read at the smallest size measured (one decode step's allreduce is the small end), and the basis
     says so. None for one GPU (no allreduce) or a path the snapshot has no rows for."""
-    from topoctl.autoconf.evidence import LEVELS
     from topoctl.autoconf.launch_model import uses_cuda_graph
 
     world = cand.tp

@@ -179,6 +179,15 @@ class Relation:
     level: str
     source: str
 
+    def price(self, level: str, source: str) -> tuple[str, str]:
+        """(level, source) of a path this relation prices, from those of the path it is priced as: the lower of
+        the relation's level and that path's, the relation's citation before that path's own source. The
+        latency is that path's, unchanged. The launch model (Latencies) and the per-call ranking without a
+        model (cost.path_latencies) both price a related path through this, each from its own price of the
+        path it is priced as."""
+        lower = min((self.level, level), key=lambda name: EVIDENCE_LEVEL_RANK.get(name, 0))
+        return lower, f"priced as {self.priced_as}: {self.source}; {self.priced_as}: {source}"
+
 
 def _table_rows(link: str) -> dict[str, Any]:
     return (load("costs.yaml").get("allreduce") or {}).get(link) or {}
@@ -282,9 +291,8 @@ class Latencies:
         if found is None:
             return None
         curve, note = found
-        level = min((relation.level, curve.level), key=lambda name: EVIDENCE_LEVEL_RANK.get(name, 0))
-        return replace(curve, level=level,
-                       source=f"priced as {relation.priced_as}: {relation.source}; {relation.priced_as}: {curve.source}"), note
+        level, source = relation.price(curve.level, curve.source)
+        return replace(curve, level=level, source=source), note
 
     def measured_curve(self, path: str, world: int, cuda_graph: bool = True) -> tuple[Curve, str] | None:
         """The snapshot's own measured curve for a path (its kind first, as _curve picks it), or None when

@@ -316,8 +316,10 @@ def test_the_fused_allreduce_is_priced_as_the_custom_allreduce_it_replaces_with_
         assert fused.us == custom.us and fused.origin == custom.origin == launch_model.CITED
         assert fused.level == "upstream-reported"
     source = lat.lookup("flashinfer_fusion", 16 * 1024, 4).source
-    assert source.startswith("flashinfer_fusion on nvswitch: priced as custom: vLLM PR #22086 (H100 TP 2, 512 KiB)")
-    assert "SGLang PR #7621 (B200 TP 8)" in source[:300]  # inside what --explain prints of a source
+    assert source.startswith("flashinfer_fusion on nvswitch: priced as custom: measured upstream: vLLM PR #22086 "
+                             "(2x H100, 512 KiB")
+    assert "SGLang PR #7621 (B200 TP 8" in source[:300]  # inside what --explain prints of a source
+    assert "Assumed from them: one trtllm_allreduce_fusion call" in source
     assert source.endswith(custom.source.split(": ", 1)[1])  # then the custom row it takes its numbers from
 
 
@@ -339,6 +341,44 @@ def test_pcie_keeps_the_no_faster_than_fallback_and_says_no_fused_allreduce_was_
     assert fused.us == slowest and fused.origin == launch_model.ASSUMED
     assert fused.source.startswith("no data for flashinfer_fusion on pcie: assumed no faster than")
     assert "over PCIe was found (none on SM120 either)" in fused.source
+
+
+def _alternatives(cli, *argv):
+    code, out, err = cli(["recommend", *argv, "--format", "json"])
+    assert code == 0, err
+    doc = json.loads(out)
+    return {alt["allreduce_path"]: alt for alt in reversed([doc["chosen"], *doc["alternatives"]])}
+
+
+def test_without_a_model_the_fused_path_is_priced_by_the_relation_the_launch_model_uses(cli):
+    # the per-call ranking (no --model) prices flashinfer_fusion as it prices custom, with the relation's
+    # citation the launch model prints for the fused path's tok/s, and says the norm saving needs a model
+    from topoctl.autoconf import cost
+
+    relation = launch_model.table_relations("nvswitch")["flashinfer_fusion"]
+    plain = _alternatives(cli, "--system", "h200-4x-nvswitch-vm")
+    fused, custom = plain["flashinfer_fusion"], plain["custom"]
+    assert fused["modelled_allreduce_ms_per_forward"] == custom["modelled_allreduce_ms_per_forward"]
+    basis = fused["evidence"][0]
+    assert basis == (f"priced as custom: {relation.source}; custom: {custom['evidence'][0]}; "
+                     f"{cost.NO_MODEL_SAVING}")
+    assert "assumed no faster than" not in basis
+    modelled = _alternatives(cli, "--system", "h200-4x-nvswitch-vm", "--model", "qwen3-235b-a22b")["flashinfer_fusion"]
+    call = next(item for item in modelled["estimate"]["inputs"] if item["name"] == "allreduce latency per call (decode)")
+    assert f"priced as custom: {relation.source}; custom: " in call["source"]
+
+
+def test_without_a_model_pcie_keeps_the_fallback_for_the_fused_path_and_says_why(cli):
+    why = launch_model.table_unmeasured("pcie")["flashinfer_fusion"]
+    basis = _alternatives(cli, "--system", "rtx-pro-6000-8x-pcie")["flashinfer_fusion"]["evidence"][0]
+    assert f"({why})" in basis and "priced as" not in basis
+
+
+def test_a_related_path_takes_the_lower_level_and_the_relation_before_its_own_source():
+    relation = launch_model.Relation("custom", "upstream-reported", "the cited relation")
+    assert relation.price("measured", "bench rows") == ("upstream-reported", "priced as custom: the cited relation; "
+                                                                           "custom: bench rows")
+    assert relation.price("modelled", "a rule")[0] == "modelled"
 
 
 def _by_path(capsys, system, model, *extra):
