@@ -99,19 +99,31 @@ DRAFT_ALLREDUCES = 3
 # (stream_fixed_us) is their launch and drain in a CUDA graph: one kernel's share prices a kernel saved.
 BENCH_KERNELS_PER_LAYER = 4
 GENERIC_PATH = "generic path (no entry of autoconf/data/sglang-kernels.yaml for this release, GPU and model)"
+# Which allreduces of a pass a fused path runs as one allreduce + residual + RMSNorm call (KernelPath.fused;
+# sglang-kernels.yaml `explicit`): every one but the last layer's MLP output (the models whose MLP leaves its
+# allreduce to the next layer's fused call), or the attention output's of every layer (the MLP's down
+# projection allreducing by itself).
+ALL_BUT_LAST, ATTENTION_ONLY = "all_but_last", "attention"
+FUSED_TEXT = {ALL_BUT_LAST: "every allreduce but the last layer's MLP output",
+              ATTENTION_ONLY: "the attention output's allreduce of every layer (the MLP's down projection allreduces "
+                              "by itself)"}
 
 
 @dataclass(frozen=True)
 class KernelPath:
     """The decode kernels SGLang picks for a launch by default (autoconf/data/sglang-kernels.yaml): its MoE
     runner and that runner's kernel family, its decode attention backend, and whether the flashinfer
-    allreduce + residual + RMSNorm fusion is on (for passes of at most fusion_max_tokens tokens)."""
+    allreduce + residual + RMSNorm fusion is on (for passes of at most fusion_max_tokens tokens), on which
+    allreduces (`fused`, FUSED_TEXT), and, where the launch asks for the fusion but SGLang runs none of it or
+    turns it off, why (`fusion_note`: no norm kernel is saved)."""
     moe_runner: str = "auto"
     moe_family: str = "generic"
     decode_attention: str = "default"
     allreduce_fusion: bool = False
     fusion_max_tokens: int = 0
     source: str = GENERIC_PATH
+    fused: str = ALL_BUT_LAST
+    fusion_note: str = ""
 
     @property
     def trtllm_moe(self) -> bool:
@@ -246,12 +258,15 @@ def overhead_us(feat: Features, terms: Terms) -> float:
 
 
 def fused_allreduces(feat: Features, tokens: int) -> int:
-    """Allreduces of a pass over `tokens` tokens that run as one fused allreduce + residual + RMSNorm call:
-    every one but the last layer's MLP output (the fusion hands that norm to the next layer, and the last
-    layer has none), when the launch's path has the fusion on, under TP > 1, up to its token limit."""
+    """Allreduces of a pass over `tokens` tokens that run as one fused allreduce + residual + RMSNorm call,
+    when the launch's path has the fusion on, under TP > 1, up to its token limit: every one but the last
+    layer's MLP output (the fusion hands that norm to the next layer, and the last layer has none), or on a
+    path that fuses the attention output only, one a layer."""
     path = feat.kernel
     if not (path.allreduce_fusion and feat.allreduces and tokens <= path.fusion_max_tokens):
         return 0
+    if path.fused == ATTENTION_ONLY:
+        return min(feat.layers, feat.allreduces)
     return max(feat.allreduces - 1, 0)
 
 

@@ -6,7 +6,7 @@ Layer: launch model and search (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from topoctl.pep440 import parse
@@ -193,16 +193,33 @@ def kernel_path(release: str | None, compute_capability: str | None, model: dict
     """The decode kernel path SGLang `release` picks for `model` on a GPU of `compute_capability`
     (decode_terms.KernelPath, from autoconf/data/sglang-kernels.yaml); the generic path when no entry holds
     that release, GPU family, architecture and quantization, when the release is unknown, or when the launch
-    sets a backend or DP attention itself."""
+    sets a backend or DP attention itself. Then the launch's own fusion setting: asked for where no entry has
+    the fusion on, the fused allreduces SGLang runs for it (`explicit`), or why none; and the fusion off, with
+    why, where the launch turns it off or SGLang does itself (`explicit.turned_off`)."""
     from topoctl.autoconf.data_files import load
+
+    doc = load("sglang-kernels.yaml") or {}
+    sm = sm_family(compute_capability)
+    path = _default_path(doc, release, sm, model, launch or {})
+    asked = _fusion_asked(launch or {})
+    if asked is True and not path.allreduce_fusion:
+        path = _asked_fusion(doc, path, FusionAsk(release, sm, str(model.get("architecture")), launch or {}))
+    if path.allreduce_fusion:
+        off = _turned_off(doc, release, launch or {}, asked)
+        if off:
+            path = replace(path, allreduce_fusion=False, fusion_note=off)
+    return path
+
+
+def _default_path(doc: dict[str, Any], release: str | None, sm: str | None, model: dict[str, Any],
+                  launch: dict[str, Any]) -> Any:
+    """The path of the entry that holds the launch, else the generic one (see kernel_path)."""
     from topoctl.autoconf.decode_terms import KernelPath
 
-    sm = sm_family(compute_capability)
-    if not release or not sm or any((launch or {}).get(key) for key in PATH_OVERRIDES):
+    if not release or not sm or any(launch.get(key) for key in PATH_OVERRIDES):
         return KernelPath()
-    if str((launch or {}).get("moe_a2a_backend") or "").lower() not in A2A_NONE:
+    if str(launch.get("moe_a2a_backend") or "").lower() not in A2A_NONE:
         return KernelPath()
-    doc = load("sglang-kernels.yaml") or {}
     quant = (model.get("quantization") or {}).get("method")
     architecture = str(model.get("architecture"))
     for entry in doc.get("paths") or ():
@@ -217,3 +234,111 @@ def kernel_path(release: str | None, compute_capability: str | None, model: dict
                               fusion_max_tokens=int(fusion.get("max_tokens") or 0),
                               source=f"SGLang {release} on {sm}, {architecture}: sglang {lines} ({KERNELS_FILE})")
     return KernelPath()
+
+
+# The launch setting of the fusion flag (topoctl/sglang/data/settings.yaml: --enable-flashinfer-allreduce-fusion,
+# --flashinfer-allreduce-fusion-backend from 0.5.14; false: --enforce-disable-flashinfer-allreduce-fusion).
+FUSION_SETTING = "flashinfer_allreduce_fusion"
+NO_SAVING = "no norm kernel saved"
+
+
+@dataclass(frozen=True)
+class FusionAsk:
+    """A launch that sets the fusion flag: the release, the GPU's SM family, the model's architecture, the launch."""
+    release: str | None
+    sm: str | None
+    architecture: str
+    launch: dict[str, Any]
+
+
+def _fusion_asked(launch: dict[str, Any]) -> bool | None:
+    """The launch's own fusion setting: True (the flag), False (--enforce-disable-...), None (not set)."""
+    if launch.get(FUSION_SETTING) is None:
+        return None
+    return _on(launch, FUSION_SETTING)
+
+
+def _on(launch: dict[str, Any], setting: str) -> bool:
+    from topoctl.rules.settings import normalize
+
+    return launch.get(setting) is not None and normalize(setting, launch[setting]) is True
+
+
+def _release_lines(rows: dict[str, Any] | None, release: str) -> str:
+    rows = rows or {}
+    return str(rows.get(release) or f"read in {', '.join(rows)}")
+
+
+def _asked_fusion(doc: dict[str, Any], path: Any, ask: FusionAsk) -> Any:
+    """The path of a launch that sets the fusion flag where no entry has the fusion on: the fused allreduces
+    SGLang runs for it (sglang-kernels.yaml `explicit`), or the path unchanged with why it saves nothing."""
+    explicit, fusion = doc.get("explicit") or {}, doc.get("fusion") or {}
+    why = _not_fused(explicit, fusion, ask)
+    row = _architecture_row(explicit, ask)
+    if why or row is None or ask.release is None:
+        return replace(path, fusion_note=f"{NO_SAVING}: the launch sets the fusion flag, but {why}")
+    lines = _release_lines(row.get("source"), ask.release)
+    if row["fused"] == "none":
+        return replace(path, fusion_note=f"{NO_SAVING}: the launch sets the fusion flag, but it changes no kernel of "
+                                         f"{ask.architecture} in SGLang {ask.release}: sglang {lines} ({KERNELS_FILE} "
+                                         "`explicit`)")
+    return replace(path, allreduce_fusion=True, fused=str(row["fused"]),
+                   fusion_max_tokens=int(fusion.get("max_tokens") or 0),
+                   source=f"SGLang {ask.release} on {ask.sm}, {ask.architecture}, the fusion flag set by the launch: "
+                          f"sglang {lines}; the fused call: {_release_lines(fusion.get('source'), ask.release)} "
+                          f"({KERNELS_FILE} `explicit`)")
+
+
+def _architecture_row(explicit: dict[str, Any], ask: FusionAsk) -> dict[str, Any] | None:
+    for row in explicit.get("architectures") or ():
+        if ask.architecture in row["architectures"] and ask.release and _in_range(ask.release, row):
+            return dict(row)
+    return None
+
+
+def _not_fused(explicit: dict[str, Any], fusion: dict[str, Any], ask: FusionAsk) -> str:
+    """Why SGLang runs no fused call for a launch that sets the flag (empty when it does, or may: the row)."""
+    if not ask.release or not ask.sm:
+        return "no SGLang release or GPU family is known, so what the flag does was not read"
+    if _on(ask.launch, "dp_attention") or ask.launch.get("enable_dp_attention"):
+        return (f"SGLang's communicator skips the fusion under DP attention (apply_flashinfer_allreduce_fusion: not "
+                f"is_dp_attention_enabled(); sglang {_release_lines(fusion.get('source'), ask.release)})")
+    if str(ask.launch.get("moe_a2a_backend") or "").lower() not in A2A_NONE:
+        return "with a MoE all-to-all backend the layers' scatter modes change, and the fused call there was not read"
+    if ask.sm not in (explicit.get("sm") or ()):
+        return _off_the_gate(explicit, fusion, ask)
+    if _architecture_row(explicit, ask) is None:
+        return (f"what it does for {ask.architecture} in SGLang {ask.release} was not read ({KERNELS_FILE} "
+                "`explicit`), so none is counted")
+    return ""
+
+
+def _off_the_gate(explicit: dict[str, Any], fusion: dict[str, Any], ask: FusionAsk) -> str:
+    """Why a launch on a GPU outside the fusion's SM families saves nothing (sglang-kernels.yaml `sm_gate`)."""
+    gate = explicit.get("sm_gate") or {}
+    ignored, refused = gate.get("ignored") or {}, gate.get("refused") or {}
+    release, sm = str(ask.release), str(ask.sm).upper()
+    families = "/".join(str(family).upper() for family in explicit.get("sm") or ())
+    if refused and _in_range(release, refused):
+        return (f"SGLang {release} raises at start-up above TP 1 on {sm} (\"FlashInfer allreduce fusion requires SM90 "
+                f"or SM10X NVIDIA GPUs.\", sglang {_release_lines(refused.get('source'), release)})")
+    if ignored and _in_range(release, ignored):
+        return (f"SGLang {release} runs the fused call on {families} only, not {sm} (sglang "
+                f"{_release_lines(fusion.get('source'), release)})")
+    return f"what SGLang {release} does with it on {sm} was not read ({KERNELS_FILE} `explicit`), so none is counted"
+
+
+def _turned_off(doc: dict[str, Any], release: str | None, launch: dict[str, Any], asked: bool | None) -> str:
+    """Why a fused path is off after all: the launch turns the fusion off, or SGLang does with a setting of the
+    launch (sglang-kernels.yaml `explicit.turned_off`); empty when it stays on."""
+    rows = (doc.get("explicit") or {}).get("turned_off") or {}
+    enforce, off = rows.get("enforce_disable"), rows.get("deterministic_inference")
+    if not release:
+        return ""
+    if asked is False and enforce and _in_range(release, enforce):
+        return (f"{NO_SAVING}: the launch turns the fusion off (--enforce-disable-flashinfer-allreduce-fusion; sglang "
+                f"{_release_lines(enforce.get('source'), release)})")
+    if off and _on(launch, "deterministic_inference") and _in_range(release, off):
+        return (f"{NO_SAVING}: SGLang turns the fusion off itself with --enable-deterministic-inference (sglang "
+                f"{_release_lines(off.get('source'), release)})")
+    return ""

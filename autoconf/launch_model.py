@@ -447,11 +447,17 @@ def _term_inputs(feat: Any, terms: Any, gpu: dict[str, Any], model: dict[str, An
     return inputs
 
 
+SAVED_INPUT = "norm kernels saved by the fused allreduce"
+
+
 def _kernel_inputs(feat: Any, terms: Any, tokens: int) -> list[Input]:
-    """The decode kernel path SGLang picks (autoconf/data/sglang-kernels.yaml) when an entry holds the launch,
-    and with the fused allreduce on, the norm kernels it saves; nothing on the generic path."""
+    """The decode kernel path SGLang picks (autoconf/data/sglang-kernels.yaml) when an entry or the launch's
+    own fusion flag sets it, and with the fused allreduce on, the norm kernels it saves; where the launch asks
+    for the fusion and SGLang saves none (KernelPath.fusion_note), a saving of 0 and why; nothing else on the
+    generic path."""
     from topoctl.autoconf.decode_terms import (
         BENCH_KERNELS_PER_LAYER,
+        FUSED_TEXT,
         GENERIC_PATH,
         fused_allreduces,
         fusion_saved_us,
@@ -459,20 +465,22 @@ def _kernel_inputs(feat: Any, terms: Any, tokens: int) -> list[Input]:
     )
 
     path = feat.kernel
-    if path.source == GENERIC_PATH:
-        return []
+    inputs = []
+    if path.source != GENERIC_PATH:
+        inputs.append(Input(f"decode kernel path: MoE runner {path.moe_runner}, attention {path.decode_attention}, "
+                            f"allreduce fusion {'on' if path.allreduce_fusion else 'off'}",
+                            fused_allreduces(feat, tokens), "fused allreduce calls per pass", path.source, SGLANG_SOURCE))
     fused = fused_allreduces(feat, tokens)
-    inputs = [Input(f"decode kernel path: MoE runner {path.moe_runner}, attention {path.decode_attention}, allreduce "
-                    f"fusion {'on' if path.allreduce_fusion else 'off'}", fused, "fused allreduce calls per pass",
-                    path.source, SGLANG_SOURCE)]
     if fused:
-        inputs.append(Input("norm kernels saved by the fused allreduce", fusion_saved_us(feat, terms, tokens), "us",
+        inputs.append(Input(SAVED_INPUT, fusion_saved_us(feat, terms, tokens), "us",
                             f"{fused} flashinfer allreduce + residual + RMSNorm calls (trtllm_allreduce_fusion through SGLang "
                             f"0.5.9, allreduce_fusion from 0.5.10: sglang-kernels.yaml `fusion`; each at the "
                             f"allreduce latency below) in place of "
-                            f"an allreduce and its RMSNorm kernel, every allreduce but the last layer's MLP output; "
+                            f"an allreduce and its RMSNorm kernel, {FUSED_TEXT.get(path.fused, path.fused)}; "
                             f"{norm_kernel_us(terms):.1f} us a kernel, the H200 decode-step line's fixed time a layer "
                             f"over its {BENCH_KERNELS_PER_LAYER} products", H200_LINE))
+    elif path.fusion_note and feat.allreduces:  # at TP 1 there is no allreduce to fuse
+        inputs.append(Input(SAVED_INPUT, 0.0, "us", path.fusion_note, SGLANG_SOURCE))
     return inputs
 
 

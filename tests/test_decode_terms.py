@@ -320,6 +320,71 @@ def test_the_fused_allreduce_saves_a_norm_kernel_on_every_allreduce_but_the_last
         decode_terms.overhead_us(feat, decode_terms.Terms(moe_trtllm_us=1.0, moe_us=1.0)))
 
 
+FUSION = {"flashinfer_allreduce_fusion": True}
+
+
+def test_a_launch_that_sets_the_fusion_flag_fuses_where_sglang_honours_it():
+    from topoctl.autoconf.gpu_specs import kernel_path
+
+    qwen3, deepseek, qwen3_moe = (models.profile(n) for n in ("qwen3-32b", "deepseek-v3", "qwen3-235b-a22b"))
+    assert kernel_path("0.5.12", "9.0", qwen3) == decode_terms.KernelPath()  # no entry: SGLang leaves it off
+    dense = kernel_path("0.5.12", "9.0", qwen3, FUSION)  # the communicator fuses the attention output only
+    assert (dense.allreduce_fusion, dense.fused, dense.fusion_max_tokens) == (True, decode_terms.ATTENTION_ONLY, 2048)
+    assert "qwen3.py:133 (o_proj leaves its allreduce to the communicator)" in dense.source
+    assert "communicator.py:155 (2048 tokens)" in dense.source and not dense.fusion_note
+    for release in ("0.5.7", "0.5.20"):
+        assert kernel_path(release, "10.0", qwen3, FUSION).allreduce_fusion, release
+    # a launch that sets its own MoE runner leaves the entries' path, but SGLang's fusion gate does not read it
+    own = kernel_path("0.5.12", "10.0", deepseek, dict(FUSION, moe_runner_backend="triton"))
+    assert (own.moe_runner, own.allreduce_fusion, own.fused) == ("auto", True, decode_terms.ALL_BUT_LAST)
+    assert kernel_path("0.5.12", "10.0", deepseek, {"moe_runner_backend": "triton"}).allreduce_fusion is False
+
+
+def test_where_sglang_runs_no_fused_call_for_the_flag_the_path_says_why():
+    from topoctl.autoconf.gpu_specs import kernel_path
+
+    llama, qwen3, qwen3_moe = "llama-3.1-70b", "qwen3-32b", "qwen3-235b-a22b"
+    cases = {("0.5.12", "9.0", llama, ()): "changes no kernel of LlamaForCausalLM in SGLang 0.5.12: sglang srt/models/llama.py",
+             ("0.5.23", "9.0", llama, ()): "what it does for LlamaForCausalLM in SGLang 0.5.23 was not read",
+             ("0.5.21", "9.0", qwen3, ()): "what it does for Qwen3ForCausalLM in SGLang 0.5.21 was not read",
+             ("0.5.6", "9.0", qwen3_moe, ()): "what it does for Qwen3MoeForCausalLM in SGLang 0.5.6 was not read",
+             ("0.5.12", "8.0", qwen3, ()): "SGLang 0.5.12 runs the fused call on SM90/SM100 only, not SM80",
+             ("0.5.14", "8.0", qwen3, ()): "SGLang 0.5.14 raises at start-up above TP 1 on SM80",
+             ("0.5.7", "8.0", qwen3, ()): "what SGLang 0.5.7 does with it on SM80 was not read",
+             ("0.5.12", "9.0", qwen3, (("dp_attention", True),)): "skips the fusion under DP attention",
+             ("0.5.12", "9.0", qwen3, (("moe_a2a_backend", "deepep"),)): "MoE all-to-all backend"}
+    for (release, capability, model, extra), why in cases.items():
+        path = kernel_path(release, capability, models.profile(model), dict(FUSION, **dict(extra)))
+        assert not path.allreduce_fusion and path.fusion_note.startswith("no norm kernel saved: the launch sets"), why
+        assert why in path.fusion_note, path.fusion_note
+    assert "flashinfer_comm_fusion.py:49-51" in kernel_path("0.5.14", "8.0", models.profile(qwen3), FUSION).fusion_note
+
+
+def test_sglang_turns_a_fused_path_off_with_deterministic_inference_and_the_launch_s_switch():
+    from topoctl.autoconf.gpu_specs import kernel_path
+
+    deepseek = models.profile("deepseek-v3")
+    assert kernel_path("0.5.12", "10.0", deepseek).allreduce_fusion  # the entry: fused by default
+    off = kernel_path("0.5.12", "10.0", deepseek, {"deterministic_inference": True})
+    assert not off.allreduce_fusion
+    assert "--enable-deterministic-inference (sglang srt/server_args.py:4318-4322)" in off.fusion_note
+    assert kernel_path("0.5.11", "10.0", deepseek, {"deterministic_inference": True}).allreduce_fusion  # from 0.5.12
+    late = kernel_path("0.5.23", "9.0", models.profile("qwen3-235b-a22b"), dict(FUSION, deterministic_inference=True))
+    assert not late.allreduce_fusion and "arg_groups/overrides.py:1063-1070" in late.fusion_note
+    disabled = kernel_path("0.5.12", "10.0", deepseek, {"flashinfer_allreduce_fusion": False})
+    assert not disabled.allreduce_fusion and "--enforce-disable-flashinfer-allreduce-fusion" in disabled.fusion_note
+    assert kernel_path("0.5.23", "10.0", deepseek, {"flashinfer_allreduce_fusion": "false"}).allreduce_fusion is False
+
+
+def test_a_path_that_fuses_the_attention_output_only_saves_one_norm_kernel_a_layer():
+    terms = decode_terms.Terms(stream_fixed_us=20.0)
+    feat = features("qwen3-32b", tp=4, system="h200-4x-nvswitch-vm")
+    feat.kernel = decode_terms.KernelPath(allreduce_fusion=True, fusion_max_tokens=2048, fused=decode_terms.ATTENTION_ONLY)
+    assert decode_terms.fused_allreduces(feat, 1) == feat.layers == feat.allreduces // 2
+    assert decode_terms.forward_parts(feat, terms, 1)["fusion"] == pytest.approx(-feat.layers * 20.0 / 4)
+    assert decode_terms.fused_allreduces(feat, 4096) == 0
+
+
 MLA_ARCHITECTURES = ("DeepseekV3ForCausalLM", "KimiK25ForConditionalGeneration")
 
 

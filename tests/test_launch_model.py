@@ -398,6 +398,43 @@ def test_the_fused_path_ties_custom_on_h200_llama_as_the_h100_measurement_has_it
     assert doc["chosen"]["allreduce_path"] == "custom"
 
 
+def _saved(alternative):
+    return next(item for item in alternative["estimate"]["inputs"]
+                if item["name"] == launch_model.SAVED_INPUT)
+
+
+def test_the_fusion_flag_saves_a_norm_kernel_a_layer_on_dense_qwen3_where_sglang_fuses_it(capsys):
+    # no entry turns the fusion on for Qwen3ForCausalLM; the flag does (0.5.12 qwen3.py:133, communicator.py:155):
+    # the attention output's allreduce of each layer, priced as the custom allreduce, its norm kernel saved
+    from topoctl.autoconf.decode_terms import Terms, norm_kernel_us
+
+    terms = Terms.from_dict(launch_model.fitted_terms()[1]["terms"])
+    _, by_path = _by_path(capsys, "h200-4x-nvswitch-vm", "qwen3-32b", "--sglang-version", "0.5.12")
+    fused, custom = by_path["flashinfer_fusion"], by_path["custom"]
+    saved = _saved(fused)
+    assert saved["value"] == pytest.approx(64 * norm_kernel_us(terms), abs=1e-3)  # 64 layers
+    assert "the attention output's allreduce of every layer" in saved["source"]
+    assert fused["estimate"]["allreduce_ms"] == custom["estimate"]["allreduce_ms"]
+    step = fused["estimate"]["step_ms"]
+    assert step == pytest.approx(custom["estimate"]["step_ms"] - saved["value"] / 1000, abs=2e-4)
+    assert not any(item["name"] == launch_model.SAVED_INPUT for item in custom["estimate"]["inputs"])
+    # from 0.5.21 the layer boundary was not read for it: the flag's saving is not counted, and --explain says so
+    _, late = _by_path(capsys, "h200-4x-nvswitch-vm", "qwen3-32b", "--sglang-version", "0.5.21")
+    assert _saved(late["flashinfer_fusion"])["value"] == 0.0
+    assert late["flashinfer_fusion"]["estimate"]["tokens_per_s"] == late["custom"]["estimate"]["tokens_per_s"]
+
+
+def test_explain_says_the_fusion_flag_changes_no_kernel_of_llama(capsys):
+    code, out, err = run(capsys, ["recommend", "--system", "h200-4x-nvswitch-vm", "--model", "llama-3.1-70b",
+                                  "--sglang-version", "0.5.12", "--explain", "--format", "json"])
+    assert code == 0, err
+    _, by_path = _by_path(capsys, "h200-4x-nvswitch-vm", "llama-3.1-70b", "--sglang-version", "0.5.12")
+    saved = _saved(by_path["flashinfer_fusion"])
+    assert saved["value"] == 0.0 and saved["origin"] == launch_model.SGLANG_SOURCE
+    assert saved["source"].startswith("no norm kernel saved: the launch sets the fusion flag, but it changes no "
+                                      "kernel of LlamaForCausalLM in SGLang 0.5.12: sglang srt/models/llama.py")
+
+
 def test_deepseek_on_b200_pays_the_custom_allreduce_on_the_fused_path(capsys):
     _, by_path = _by_path(capsys, "b200-8x-nvswitch", "deepseek-v3")
     fused, nccl = by_path["flashinfer_fusion"]["estimate"], by_path["nccl"]["estimate"]
