@@ -137,3 +137,47 @@ def test_the_cutedsl_runner_blocks_without_nvfp4_from_0_5_11(cli, tmp_path):
               "--model-path", _folder(tmp_path, "modelopt")]
     code, out, _ = cli([*B200, *launch])
     assert rule not in found(out), out
+
+
+def test_the_trtllm_runner_blocks_weight_only_int4_quantizations_from_0_5_7(cli):
+    """AssertionError "Invalid quantization 'awq'" at arg_groups/moe_hook.py:124 in 0.5.23 and server_args.py:1832
+    in 0.5.7; the older rule keeps 0.5.6.post2, and --quantization awq without the runner starts."""
+    rule = "moe-runner-flashinfer-trtllm-weight-only-int4"
+    older = "moe-runner-flashinfer-trtllm-needs-quantization"
+    for version in ("0.5.7", "0.5.23"):
+        for quantization in ("awq", "gptq_marlin"):
+            code, out, _ = cli([*_h200(version), *_qwen3_moe("--moe-runner-backend", "flashinfer_trtllm",
+                                                             "--quantization", quantization)])
+            assert code == 1 and rule in found(out), out
+    code, out, _ = cli([*_h200("0.5.6.post2"), *_qwen3_moe("--moe-runner-backend", "flashinfer_trtllm",
+                                                            "--quantization", "gptq")])
+    assert code == 1 and found(out) & {rule, older} == {older}, out
+    code, out, _ = cli([*_h200("0.5.23"), *_qwen3_moe("--quantization", "awq")])
+    assert rule not in found(out), out
+    code, out, _ = cli([*_h200("0.5.23"), *_qwen3_moe("--moe-runner-backend", "flashinfer_trtllm",
+                                                       "--quantization", "fp8")])
+    assert rule not in found(out), out
+
+
+def _qwen3_folder(tmp_path, quant_method: str):
+    config = dict(builtin_models()["qwen3-30b-a3b"]["config"])
+    config["quantization_config"] = {"quant_method": quant_method}
+    folder = tmp_path / f"qwen3-{quant_method}"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(config))
+    return str(folder)
+
+
+def test_an_awq_checkpoint_folder_blocks_the_trtllm_runner_where_sglang_takes_its_quantization(cli, tmp_path):
+    """On SM100 SGLang takes the Qwen3 MoE checkpoint's quant_method (model_overrides/qwen3_moe.py:49 in 0.5.23)
+    and asserts on 'awq'; on H200 it sees no quantization and starts (ServerArgs; the load is not judged)."""
+    rule = "moe-runner-flashinfer-trtllm-weight-only-int4"
+    launch = ["--", "python3", "-m", "sglang.launch_server", "--tp", "8", "--moe-runner-backend", "flashinfer_trtllm",
+              "--model-path", _qwen3_folder(tmp_path, "awq")]
+    code, out, _ = cli([*B200, *launch])
+    assert code == 1 and rule in found(out), out
+    launch[5] = "4"
+    code, out, _ = cli([*_h200("0.5.23"), *launch])
+    assert rule not in found(out), out
+    code, out, _ = cli([*_h200("0.5.6"), *launch])
+    assert code == 1 and rule in found(out), out
