@@ -112,6 +112,12 @@ CHECKPOINT_LAUNCHES = (
        Option("x", ("--quantization", quantization, "--moe-runner-backend", "flashinfer_cutedsl")))
       for name, quantization in (("fp8", "fp8"), ("modelopt-fp4", "modelopt_fp4"),
                                  ("nvfp4-online", "nvfp4_online"))),
+    # flashinfer_trtllm with the weight-only int4 quantizations its list does not take, and two of them without
+    # the runner (SGLang's default runner takes them).
+    *((f"quant-{quantization.replace('_', '-')}-runner-flashinfer-trtllm", MOE,
+       Option("x", ("--quantization", quantization, "--moe-runner-backend", "flashinfer_trtllm")))
+      for quantization in ("awq", "awq_marlin", "gptq", "gptq_marlin", "moe_wna16")),
+    *((f"quant-{quantization}", MOE, Option("x", ("--quantization", quantization))) for quantization in ("awq", "gptq")),
 )
 
 
