@@ -181,3 +181,20 @@ def test_an_awq_checkpoint_folder_blocks_the_trtllm_runner_where_sglang_takes_it
     assert rule not in found(out), out
     code, out, _ = cli([*_h200("0.5.6"), *launch])
     assert code == 1 and rule in found(out), out
+
+
+def test_an_fp8_qwen3_moe_checkpoint_folder_gets_the_fp8_runners_for_the_all_to_all_backend(cli, tmp_path):
+    """SGLang takes the FP8 Qwen3 MoE checkpoint as fp8 on SM100 (model_overrides/qwen3_moe.py:49 in 0.5.23), so
+    flashinfer_cutlass, the old fix, ends in "Invalid quantization 'fp8'"; the fix names the runners that start."""
+    folder = _qwen3_folder(tmp_path, "fp8")
+    code, out, _ = cli([*B200, *A2A, "--model-path", folder])
+    assert code == 1 and FP8_RULE in found(out) and RULE not in found(out), out
+    fix = findings(out)[FP8_RULE]["remediation"]
+    assert "flashinfer_trtllm" in fix and "flashinfer_cutlass" not in fix
+    code, out, _ = cli([*B200, *A2A, "--moe-runner-backend", "flashinfer_cutlass", "--model-path", folder])
+    assert code == 1 and {FP8_RULE, CUTLASS_FP8} <= found(out), out
+    code, out, _ = cli([*B200, *A2A, "--moe-runner-backend", "flashinfer_trtllm", "--model-path", folder])
+    assert not found(out) & {FP8_RULE, CUTLASS_FP8, RULE}, out
+    b200_0_5_12 = [*B200[:4], "0.5.12", *B200[5:]]
+    code, out, _ = cli([*b200_0_5_12, *A2A, "--model-path", folder])
+    assert code == 1 and "moe-a2a-flashinfer-fp8-no-runner" in found(out) and RULE not in found(out), out
