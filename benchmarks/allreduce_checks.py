@@ -6,7 +6,8 @@ Reads the published points (default benchmarks/data/public-allreduce.yaml: each 
 GPU count, path, method and [message bytes, us] points), asks the launch model for the same path, message
 size and world size on the named built-in system (autoconf/launch_model.py Latencies: the same function
 `recommend` uses), and prints the table quoted in docs/launch-model.md. Exit 1 when a ratio falls outside
-the data file's band (the check's acceptance), 2 on a data file it cannot use.
+the data file's band and its source does not list it under `known_outside`, or when a listed point comes back
+inside the band (the check's acceptance); 2 on a data file it cannot use.
 """
 from __future__ import annotations
 
@@ -37,6 +38,8 @@ class Row:
     published_us: float
     predicted_us: float
     level: str
+    known_outside: bool = False  # the source lists this point as a known miss (known_outside_reason says why)
+    input: bool = False  # the source set a costs.yaml row (`input_of`): not an independent check
 
     @property
     def ratio(self) -> float:
@@ -61,7 +64,22 @@ def load(path: str) -> dict[str, Any]:
                     and point[1] > 0):
                 raise TopoctlError(f"{path}: source {source['id']}: point {point!r} is not [bytes, us]",
                                    hint="write each point as [message bytes, latency in microseconds]")
+        _check_known_outside(path, source)
     return data
+
+
+def _check_known_outside(path: str, source: dict[str, Any]) -> None:
+    """A source's `known_outside` names sizes among its own points and says why (`known_outside_reason`)."""
+    known = source.get("known_outside")
+    if known is None:
+        return
+    sizes = {point[0] for point in source["points"]}
+    if not isinstance(known, list) or not known or any(size not in sizes for size in known):
+        raise TopoctlError(f"{path}: source {source['id']}: known_outside {known!r} is not a list of its point sizes",
+                           hint="list the message bytes of the points expected outside the band")
+    if not str(source.get("known_outside_reason") or "").strip():
+        raise TopoctlError(f"{path}: source {source['id']}: known_outside without known_outside_reason",
+                           hint="say why those points are expected outside the band")
 
 
 def rows(data: dict[str, Any]) -> list[Row]:
@@ -73,12 +91,13 @@ def rows(data: dict[str, Any]) -> list[Row]:
         if system not in latencies:
             latencies[system] = launch_model.Latencies(system_snapshot(system))
         world = int(source["world"])
+        known = set(source.get("known_outside") or ())
         for size, published in source["points"]:
             predicted, level, _ = latencies[system].latency(str(source["path"]), float(size), world)
             out.append(Row(str(source["id"]), str(source["url"]), " ".join(str(source["gpu"]).split()), world,
                            str(source["path"]), str(source["timing"]), " ".join(str(source["method"]).split()),
                            int(size),
-                           float(published), predicted, level))
+                           float(published), predicted, level, size in known, bool(source.get("input_of"))))
     return out
 
 
@@ -94,23 +113,44 @@ def outside(table: list[Row], band: float) -> list[Row]:
     return [row for row in table if not 1 / band <= row.ratio <= band]
 
 
+def failures(table: list[Row], band: float) -> list[Row]:
+    """The rows that fail the acceptance: outside the band and not listed as known, or listed and inside."""
+    out = set(map(id, outside(table, band)))
+    return [row for row in table if (id(row) in out) != row.known_outside]
+
+
 def render(table: list[Row], band: float) -> str:
     lines = ["| source | GPU | GPUs | path | timed | message | published (us) | predicted (us) | predicted / published |",
              "|---|---|---|---|---|---|---|---|---|"]
+    out = set(map(id, outside(table, band)))
     for row in table:
-        lines.append(f"| [{row.source}]({row.url}) | {row.gpu} | {row.world} | {row.path} | {row.timing} "
+        mark = " (input)" if row.input else ""
+        miss = " (known miss)" if row.known_outside and id(row) in out else ""
+        lines.append(f"| [{row.source}]({row.url}){mark} | {row.gpu} | {row.world} | {row.path} | {row.timing} "
                      f"| {size_text(row.message_bytes)} "
-                     f"| {row.published_us:.3g} | {row.predicted_us:.3g} ({row.level}) | {row.ratio:.2f} |")
+                     f"| {row.published_us:.3g} | {row.predicted_us:.3g} ({row.level}) | {row.ratio:.2f}{miss} |")
     paths = sorted({row.path for row in table})
     summary = []
     for path in paths:
         ratios = [row.ratio for row in table if row.path == path]
         summary.append(f"{path}: {len(ratios)} points, ratio {min(ratios):.2f}-{max(ratios):.2f}")
-    bad = outside(table, band)
-    verdict = (f"all {len(table)} points within a factor of {band:g}" if not bad
-               else f"{len(bad)} of {len(table)} points outside a factor of {band:g}")
-    lines += ["", "; ".join(summary) + f"; {verdict}."]
+    lines += ["", "; ".join(summary) + f"; {_verdict(table, band)}."]
     return "\n".join(lines)
+
+
+def _verdict(table: list[Row], band: float) -> str:
+    bad = outside(table, band)
+    if not bad:
+        verdict = f"all {len(table)} points within a factor of {band:g}"
+    else:
+        known = sum(1 for row in bad if row.known_outside)
+        verdict = f"{len(bad)} of {len(table)} points outside a factor of {band:g}"
+        if known:
+            verdict += f", {known} of them known misses listed in the data file"
+    stale = [row for row in table if row.known_outside and row not in bad]
+    if stale:
+        verdict += f"; {len(stale)} listed as known misses lie inside it"
+    return verdict
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -127,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     band = float(data.get("band", 3.0))
     print(render(table, band))
-    return 1 if outside(table, band) else 0
+    return 1 if failures(table, band) else 0
 
 
 if __name__ == "__main__":
