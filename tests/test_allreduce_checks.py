@@ -61,6 +61,20 @@ def test_every_ratio_is_within_the_documented_band_or_a_listed_known_miss(tool):
     assert "factor of 3" in (ROOT / "docs" / "launch-model.md").read_text(encoding="utf-8")
 
 
+def test_the_checks_reach_pcie_and_mark_the_sources_that_set_an_input(tool):
+    data = tool.load(str(DATA))
+    table = tool.rows(data)
+    pcie = [row for row in table if row.path == "nccl" and "pcie" in next(
+        source["system"] for source in data["sources"] if source["id"] == row.source)]
+    # PCIe NCCL at 4, 8 and 16 GPUs, and at least one PCIe source that set no input (an independent check)
+    assert {row.world for row in pcie} >= {4, 8, 16}
+    assert any(not row.input for row in pcie) and any(row.input for row in pcie)
+    out = tool.render(table, float(data["band"]))
+    for row in table:
+        marked = f"[{row.source}]({row.url}) (input) |" in out
+        assert marked == row.input
+
+
 def _one_source(tmp_path, extra: str, size: int = 16384, us: float = 1.0):
     path = tmp_path / "one.yaml"
     path.write_text("band: 3\nsources:\n  - {id: synthetic, url: https://example.invalid, gpu: H100,"

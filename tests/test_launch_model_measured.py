@@ -131,7 +131,10 @@ def test_explain_names_the_cited_table_and_the_field_report(cli):
     assert code == 0, err
     text = out + err
     call = next(line for line in text.splitlines() if "input: allreduce latency per call" in line)
-    assert "[field report]" in call
+    # the PCIe NCCL decode point is the median of public measurements; the custom row is the field report's
+    assert "[cited reference table]" in call and "median of three public measurements" in call
+    custom = next(line for line in text.splitlines() if "allreduce=custom" in line)
+    assert "allreduce latency: field report" in custom
     overhead = next(line for line in text.splitlines() if "overhead per MLA layer" in line)
     assert "[fitted on the public corpus (benchmarks/data/public-decode.yaml)]" in overhead
 
