@@ -29,6 +29,7 @@ $py -m topoctl check "$dir/launch.env" --expect "$dir/machine.yaml" > "$dir/chec
 $py -m topoctl check --format json -- python -m sglang.launch_server --model-path M --tp "$(nvidia-smi -L | wc -l)" --enable-torch-symm-mem \
     > "$dir/check-torch-symm-mem.json" 2>&1; echo "exit $?" >> "$dir/check-torch-symm-mem.json"
 $py scripts/compare_with_nvidia_smi.py "$dir" "$dir/snapshot-live.json" | tee "$dir/compare-live.txt" || status=1
+$py scripts/real_visible_devices_check.py "$dir" "$description" | tee "$dir/visible-devices.txt" || status=1
 $py scripts/compare_with_nvidia_smi.py "$dir" | tee "$dir/compare-replay.txt" || status=1
 $py benchmarks/probe_bench.py --repeat "${REPEAT:-7}" --json "$dir/probe-bench.json" | tee "$dir/probe-bench.txt" || status=1
 exit $status

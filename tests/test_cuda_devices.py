@@ -1,6 +1,10 @@
 """topoctl/cuda_devices.py: CUDA_VISIBLE_DEVICES read and written as CUDA reads it (PCI bus order ids)."""
 from __future__ import annotations
 
+import json
+import os
+
+from conftest import ROOT
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -10,6 +14,7 @@ from topoctl.cuda_devices import (
     indices_match_pci_order,
     parse_visible_devices,
     pci_order,
+    resolve_visible,
     visible_devices_value,
 )
 from topoctl.probe.visible import cuda_visible
@@ -136,3 +141,26 @@ def test_an_invalid_entry_ends_the_list_there(snapshot, data):
     group = parse_visible_devices(value, snapshot, "PCI_BUS_ID")
     assert group.gpus == parse_visible_devices(",".join(map(str, head)), snapshot, "PCI_BUS_ID").gpus
     assert group.ended_at == invalid.strip() and group.notes
+
+
+def _measured_cases():
+    """The CUDA runtime's own answers on a real 1x H200 (scripts/real_visible_devices_check.py, committed in
+    docs/real-hardware/h200-1x-vm-visible/visible-devices.json): what a fresh CUDA program enumerated under each value."""
+    path = os.path.join(ROOT, "docs", "real-hardware", "h200-1x-vm-visible", "visible-devices.json")
+    with open(path, encoding="utf-8") as handle:
+        return json.load(handle)
+
+
+def test_every_answer_topoctl_gives_is_what_cuda_enumerated_on_a_real_h200():
+    """Replayed against the measured answers, the resolver never names a GPU CUDA did not show (or misses one it
+    did, or reorders them); where it says it cannot know, the measurement is on record for a later rule."""
+    measured = _measured_cases()
+    gpus = [{"index": index, "uuid": uuid} for index, uuid in enumerate(measured["gpus"])]
+    known = 0
+    for case in measured["cases"]:
+        group = resolve_visible(case["value"], case["order"], gpus)
+        if group.gpus is None:
+            continue
+        known += 1
+        assert [gpus[index]["uuid"] for index in group.gpus] == case["cuda"]["uuids"], case["value"]
+    assert known == sum(1 for case in measured["cases"] if case["verdict"] == "agree") >= 22

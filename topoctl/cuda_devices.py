@@ -137,9 +137,14 @@ def resolve_visible(value: str, device_order: str | None, gpus: Sequence[Mapping
     - A tie-break of FASTEST_FIRST among GPUs of one model (by PCI bus id) is claimed in third-party text
       (microsoft/onnxruntime pull 28066) but not in NVIDIA's documentation: integer ids under FASTEST_FIRST on
       more than one device are `order_unknown` (gpus None), never guessed.
-    - A GPU named twice: the guide does not say what CUDA does; unknown (gpus None). A UUID no GPU of the
-      snapshot has: unknown too (CUDA would end the list there, but the snapshot may be a built-in system whose
-      UUIDs are not the target's)."""
+    - A GPU named twice: the guide does not say what CUDA does; unknown (gpus None). Measured on a 1x H200
+      (driver 580.159.04, CUDA 13.0 runtime; docs/real-hardware/h200-1x-vm-visible/visible-devices.json): `0,0` hid every
+      GPU, while the GPU's UUID followed by `0` showed it once; one driver's answer, so it stays unknown here
+      and the reason quotes it. A UUID no GPU of the snapshot has: unknown too (CUDA would end the list there,
+      as it did on that machine, but the snapshot may be a built-in system whose UUIDs are not the target's).
+    - Every answer this function gives was held against the CUDA runtime on that machine
+      (scripts/real_visible_devices_check.py): 22 of 30 values named the GPUs CUDA enumerated, in its order,
+      and the other 8 were unknown; none was wrong."""
     by_index = {gpu["index"]: gpu for gpu in gpus if isinstance(gpu.get("index"), int)}
     if devices is None:
         order = [gpu["index"] for gpu in _bus_sorted(list(by_index.values()))]
@@ -170,7 +175,8 @@ def resolve_visible(value: str, device_order: str | None, gpus: Sequence[Mapping
             integers += index < 0
         if index in chosen:
             return VisibleGroup(None, f"{VISIBLE_DEVICES}={value} names a device twice ({entry}): CUDA's "
-                                      "documentation does not say what a repeat does")
+                                      "documentation does not say what a repeat does (on a 1x H200, driver "
+                                      "580.159.04, `0,0` hid every GPU)")
         chosen.append(index)
     notes = ([f"{VISIBLE_DEVICES} entry {ended_at!r} is invalid ({why}): CUDA hides it and every entry after it"]
              if ended_at is not None else [])
