@@ -14,16 +14,22 @@ of is not put behind one that honours a remedy it needs):
    departures from SGLang's defaults, and the smaller TP size. Candidates of every (TP, DP) option compete,
    each judged on its own GPUs (placement.py).
 
+Then a choice that departs from SGLang's default on the launch model's prediction alone (speculative decoding,
+the allreduce path) is held at the default when its predicted gain is inside the model's band
+(hold_within_band).
+
 Layer: launch model and search (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
 from topoctl.autoconf.evidence import LEVEL_NAMES, LEVELS, _fmt
-from topoctl.autoconf.space import SPEC_GROUP, Candidate, Space
+from topoctl.autoconf.space import SPEC_GROUP, Candidate, Space, agrees, default_path
 from topoctl.errors import TopoctlError
+from topoctl.sglang import spelling as table
 
 
 def sort_key(cand: Candidate) -> tuple:
@@ -40,46 +46,162 @@ def ties(winner: Candidate, candidates: list[Candidate]) -> list[Candidate]:
             and round(c.score, 6) == round(winner.score, 6) and not c.warnings]
 
 
-def rank(candidates: list[Candidate], blocked: list[Candidate]) -> None:
-    """Order both lists in place: the passing ones best first, the blocked ones stably."""
+def rank(candidates: list[Candidate], blocked: list[Candidate], flags: Any = None) -> None:
+    """Order both lists in place: the passing ones best first, the blocked ones stably. `flags`: the SGLang
+    flag set launch.env is written for (the held choice's note names its flags; setting names without it)."""
     candidates.sort(key=Candidate.canonical)
     candidates.sort(key=sort_key, reverse=True)
     blocked.sort(key=Candidate.canonical)
-    hold_within_band(candidates)
+    hold_within_band(candidates, flags)
 
 
-def hold_within_band(candidates: list[Candidate]) -> None:
-    """Speculative decoding is kept only when its predicted gain clears the launch model's band for gains
-    (the held-out error of predicted speedups, autoconf/data/decode-fit.yaml), and called slower only when its
-    predicted loss clears it (gain below 1 / band); in between the launch without it is put first, and says
-    the choice is uncertain and what would settle it. Measured numbers are not second-guessed."""
-    from topoctl.autoconf.launch_model import band_of
+def hold_within_band(candidates: list[Candidate], flags: Any = None) -> None:
+    """A choice that departs from SGLang's default on the launch model's prediction alone is kept only when its
+    predicted gain clears the model's band for it; otherwise the launch with SGLang's default is put first, and
+    says the choice is uncertain and what one measurement would settle it (Candidate.uncertain, by choice).
+    Measured numbers are not second-guessed. Two choices are held, in this order:
 
+    - speculative decoding (_hold_speculation): kept only when its gain clears the band for gains of its kind,
+      called slower only when its loss clears it (gain below 1 / band);
+    - the allreduce path (_hold_path), when it departs from SGLang's default path for the launch: kept only
+      when its gain over the default-path launch clears the band of _path_band."""
     if not candidates:
         return
+    _hold_speculation(candidates)
+    _hold_path(candidates, flags)
+
+
+def _counterpart(winner: Candidate, candidates: list[Candidate], same: Callable[[Candidate], bool]) -> Candidate | None:
+    """The best-ranked other launch of the winner's (TP, DP) option, with no more warnings and remedies left
+    out than the winner, for which `same` holds: the launch the winner's choice is weighed against. None when
+    that launch is blocked, warned or missing: the winner was then chosen for that, and is not held."""
+    return next((c for c in candidates[1:] if c.tp == winner.tp and c.dp == winner.dp
+                 and len(c.warnings) <= len(winner.warnings) and c.remedies_missed <= winner.remedies_missed
+                 and same(c)), None)
+
+
+def _modelled_gain(choice: Candidate, default: Candidate) -> float | None:
+    """The launch model's predicted tok/s of `choice` over `default`; None when either has a number from
+    evidence (measured, or reported upstream: the ranking's levels order those, the band does not) or no
+    prediction."""
+    if choice.estimate is not None or default.estimate is not None or choice.predicted is None \
+            or default.predicted is None:
+        return None
+    return float(choice.predicted.tokens_per_s / default.predicted.tokens_per_s)
+
+
+def _put_first(candidates: list[Candidate], default: Candidate, choice: str, note: str) -> None:
+    """Put the default launch first, carrying the notes of the launch it replaces and this one."""
+    held = {**candidates[0].uncertain, **default.uncertain, choice: note}
+    candidates.remove(default)
+    candidates.insert(0, replace(default, uncertain=held))
+
+
+def _gain_band(cand: Candidate) -> tuple[float, str]:
+    """The band for gains of the candidate's kind: `gain-moe` for a model with routed experts, else
+    `gain-dense` (the held-out error of predicted speedups, autoconf/data/decode-fit.yaml)."""
+    from topoctl.autoconf.launch_model import band_of
+
+    moe = bool(cand.fit is not None and getattr(cand.predicted, "moe", False))
+    return band_of("gain-moe" if moe else "gain-dense")
+
+
+def _hold_speculation(candidates: list[Candidate]) -> None:
+    """Speculative decoding is kept only when its predicted gain clears the band for gains, and called slower
+    only when its predicted loss clears it; in between the launch without it (same path) is put first."""
     winner = candidates[0]
     speculative = bool(winner.speculative)
-    other = next((c for c in candidates[1:] if bool(c.speculative) != speculative and c.tp == winner.tp
-                  and c.path == winner.path and len(c.warnings) == len(winner.warnings)
-                  and c.remedies_missed == winner.remedies_missed), None)
+    other = _counterpart(winner, candidates,
+                         lambda c: bool(c.speculative) != speculative and c.path == winner.path)
     if other is None:
         return
     spec, plain = (winner, other) if speculative else (other, winner)
-    if spec.estimate is not None or plain.estimate is not None or spec.predicted is None or plain.predicted is None:
+    gain = _modelled_gain(spec, plain)
+    if gain is None:
         return
-    moe = bool(spec.fit is not None and getattr(spec.predicted, "moe", False))
-    band, _ = band_of("gain-moe" if moe else "gain-dense")
-    gain = spec.predicted.tokens_per_s / plain.predicted.tokens_per_s
+    band, _ = _gain_band(spec)
     if gain >= band or gain < 1.0 / band:
         return  # the gain, or the loss, clears the band: the ranking's order stands
     name = str(spec.speculative).upper().replace("EAGLE3", "EAGLE-3")
-    uncertain = (f"{name} is predicted {gain:.2f}x the launch "
-                 f"without it, inside the launch model's band for speculative gains (x/{band:.2f}): the choice "
-                 "is uncertain and SGLang's default (no speculation) is kept. One measurement settles it: "
-                 "`topoctl bench` on this machine, or `python -m sglang.bench_one_batch_server --batch-size 1` "
-                 "against a server launched with and without the speculative flags")
-    candidates.remove(plain)
-    candidates.insert(0, replace(plain, uncertain=uncertain))
+    _put_first(candidates, plain, "speculative", (
+        f"{name} is predicted {gain:.2f}x the launch "
+        f"without it, inside the launch model's band for speculative gains (x/{band:.2f}): the choice "
+        "is uncertain and SGLang's default (no speculation) is kept. One measurement settles it: "
+        "`topoctl bench` on this machine, or `python -m sglang.bench_one_batch_server --batch-size 1` "
+        "against a server launched with and without the speculative flags"))
+
+
+# The allreduce paths `topoctl bench` times (probe/bench/plan.py Plan.paths, docs/bench.md "What it measures"):
+# NCCL and torch symmetric memory. SGLang's custom allreduce, pcie_ipc, nccl_symm_mem and the fused allreduce +
+# RMSNorm call are not timed (recorded unavailable, or not attempted), so bench settles no comparison with them.
+BENCH_TIMED_PATHS = ("nccl", "torch_symm_mem")
+
+
+def _measured_here(cand: Candidate) -> bool:
+    """Whether the launch model's per-call allreduce latency of the candidate is this machine's own measurement
+    (the snapshot's `topoctl bench` rows, level measured). A path priced as another by a relation (the fused
+    call, priced as the custom allreduce) takes the relation's lower level and is not one."""
+    from topoctl.autoconf.launch_model import MEASURED
+
+    predicted = cand.predicted
+    return bool(predicted is not None and getattr(predicted, "allreduce_level", "") == "measured"
+                and str(getattr(predicted, "allreduce_origin", "")).startswith(MEASURED))
+
+
+def _path_band(cand: Candidate) -> float:
+    """The band a path's predicted gain must clear: the wider of the band for gains of the model's kind
+    (_gain_band: `gain-dense` or `gain-moe`) and the band of the chosen launch's own tok/s (launch_model.band_of
+    of its group, `plain-dense`, `plain-moe`, `plain-mla` or `speculative`, carried on its prediction). A path
+    gain is a ratio of two predictions of one model on one machine, as a speculative gain is, so the errors the
+    two launches share (the bandwidth, the per-layer overheads) cancel in it as they do in the pairs the gain
+    bands are held out on; but those pairs differ by speculation (accept length, the draft's cost), none by
+    allreduce path: what a path changes (its per-call latency here, the fused call's saved norm kernel) has no
+    held-out pair, so the gain band is not a measured error of path gains. The conservative reading is the
+    wider band: a path gain the prediction's own tok/s band cannot tell apart is not claimed either."""
+    gain_band, _ = _gain_band(cand)
+    return max(gain_band, float(getattr(cand.predicted, "band", 1.0) or 1.0))
+
+
+def _path_flags(winner: Candidate, default: Candidate, flags: Any) -> str:
+    """The flags (setting names without a flag set) by which the winner's path departs from the default's."""
+    paths = table.table()["allreduce_paths"]
+    differs = {setting: value for setting, value in paths[winner.path].items()
+               if not agrees(setting, value, default.launch, default.defaults)}
+    if flags is None:
+        return ", ".join(sorted(differs)) or "its path settings"
+    rendered = table.render(differs, flags, decided=set(differs))
+    tokens = [" ".join(words) for _, words in rendered.args]
+    tokens += [f"{name}={text}" for name, (text, _) in sorted(rendered.env.items())]
+    return " ".join(tokens) or "its path settings"
+
+
+def _hold_path(candidates: list[Candidate], flags: Any) -> None:
+    """A winner whose allreduce path departs from SGLang's default path for the launch, on the launch model's
+    prediction alone, is kept only when its gain over the default-path launch (same TP, DP and speculation, no
+    more warnings or remedies left out) clears _path_band; otherwise that launch is put first. Untouched: a
+    default path that is blocked, warned or missing (the winner was chosen for that), a tie (chosen by the
+    ranking's preferences), a number from evidence, and a winner whose per-call allreduce latency was measured
+    on this machine (_measured_here: a measured number is not second-guessed)."""
+    winner = candidates[0]
+    path = default_path(winner.defaults)
+    if path is None or winner.path == path:
+        return
+    default = _counterpart(winner, candidates, lambda c: c.path == path and c.speculative == winner.speculative)
+    if default is None or _measured_here(winner):
+        return
+    gain = _modelled_gain(winner, default)
+    if gain is None or round(winner.score, 6) <= round(default.score, 6):
+        return
+    band = _path_band(winner)
+    if gain >= band:
+        return  # the gain clears the band: the ranking's order stands
+    bench = (" (or `topoctl bench` here)"
+             if winner.runs_path in BENCH_TIMED_PATHS and default.runs_path in BENCH_TIMED_PATHS else "")
+    _put_first(candidates, default, "allreduce path", (
+        f"allreduce={winner.path} is predicted {gain:.2f}x SGLang's default path ({path}), inside the launch "
+        f"model's band x/{band:.2f}: uncertain, so the default is kept. To settle it, run "
+        f"`python -m sglang.bench_one_batch_server --batch-size 1` on a server with and without "
+        f"{_path_flags(winner, default, flags)}{bench}"))
 
 
 def require_a_launch(candidates: list[Candidate], blocked: list[Candidate]) -> None:
@@ -200,9 +322,9 @@ def speculative_comparison(candidates: list[Candidate], winner: Candidate, specu
     elif without is None:
         out["verdict"] = "forced" if forced else "only"
         out["message"] = f"{name} kept (--force-speculative)" if forced else f"{name} is the only launch left"
-    elif winner.uncertain:
+    elif winner.uncertain.get("speculative"):
         out["verdict"] = "uncertain"
-        out["message"] = winner.uncertain + " (--force-speculative keeps it)"
+        out["message"] = winner.uncertain["speculative"] + " (--force-speculative keeps it)"
     elif not winner.speculative:
         a, b = out["with"], out["without"]
         shown_a = a["throughput_tok_s"] if a["throughput_tok_s"] is not None else a["estimated_tok_s"]

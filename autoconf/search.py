@@ -512,6 +512,8 @@ def _result(snapshot: SnapshotView, model: dict[str, Any] | None, flags: FlagSet
         notes.append("tie: " + "; ".join(c.label() + f" (TP {c.tp})" for c in tied[:4])
                      + f" predict the same {winner.score:.1f} tok/s as the chosen launch; it was chosen by the rules' "
                      "preferences and the fewest departures from SGLang's defaults")
+    # a choice held at SGLang's default (ranking.hold_within_band); speculation's says so in its comparison
+    notes.extend(note for choice, note in sorted(winner.uncertain.items()) if choice != "speculative")
     same_tp = [c for c in candidates if c.tp == winner.tp]
     result = Result(snapshot, model, flags, target_version, winner.tp, plan.ep, req.speculative, req.force_speculative,
                     winner, candidates, blocked, list(winner.report.findings), reasons, decided,
@@ -540,6 +542,6 @@ def search(snapshot: SnapshotLike, model: dict[str, Any] | None, flags: FlagSet,
     evidence = collect_evidence([pool.findings_by_id[key] for key in sorted(pool.findings_by_id)], plan.notes)
     _settle_unfit(pool, evidence, snapshot, model, gpu, plan)
     _price(pool, evidence, snapshot, model, gpu, req, allreduces)
-    rank(pool.candidates, pool.blocked)
+    rank(pool.candidates, pool.blocked, flags)
     require_a_launch(pool.candidates, pool.blocked)
     return _result(snapshot, model, flags, target_version, plan, pool, evidence, gpu)

@@ -61,7 +61,9 @@ class Candidate:
     remedies_asked: int = 0  # preferences of blocking rules that fired for this candidate's (TP, DP) option
     gpus: tuple[int, ...] = ()  # the GPUs it runs on (snapshot indices; autoconf/placement.py)
     estimate_withheld: list[str] = field(default_factory=list)  # numbers measured on another launch, and why
-    uncertain: str = ""  # why a choice was left at SGLang's default: its predicted gain is inside the band
+    # why a choice was left at SGLang's default, by the choice ("speculative", "allreduce path"): its predicted
+    # gain is inside the launch model's band (ranking.hold_within_band)
+    uncertain: dict[str, str] = field(default_factory=dict)
     # What SGLang sets by itself for this launch (the rules' effect.implies, report.implied): setting -> (value,
     # rule id). The launch as SGLang runs it (`effective`) and the allreduce path that runs (`runs_path`) are what
     # the cost, the evidence and the rule preferences judge, the way check judges a launch.
@@ -149,6 +151,17 @@ def running_path(path: str, effective: dict[str, Any], implied: dict[str, Any],
         if all(agrees(setting, value, effective) for setting, value in settings.items()):
             return name
     return path
+
+
+def default_path(defaults: dict[str, Any] | None = None) -> str | None:
+    """SGLang's default allreduce path for a launch: the path whose every setting a launch that writes none of
+    them runs with (`defaults`: what the rules say SGLang does by itself in this scope, e.g. the fusion on by
+    default for some models), the most specific first; custom wherever SGLang keeps its own defaults."""
+    paths = table.table()["allreduce_paths"]
+    for name, settings in sorted(paths.items(), key=lambda item: (-len(item[1]), item[0])):
+        if all(agrees(setting, value, {}, defaults) for setting, value in settings.items()):
+            return name
+    return None
 
 
 @dataclass

@@ -116,3 +116,154 @@ def test_a_measured_number_is_not_second_guessed_by_the_band():
     rank(ranked, [])
     out = speculative_comparison(ranked, ranked[0], "eagle3", False, [])
     assert out is not None and out["verdict"] == "slower"  # 0.99x, measured on both sides: no band applies
+
+
+# ------------------------------------------------ the allreduce path: kept only when its gain clears the band
+
+@dataclass
+class _PathPredicted(_Predicted):  # the fields of launch_model.Estimate the path hold reads
+    band: float = 1.0
+    allreduce_level: str = "upstream-reported"
+    allreduce_origin: str = "cited reference table"
+    moe: bool = False
+
+
+FUSED = {"custom_all_reduce": True, "flashinfer_allreduce_fusion": True}
+
+
+def _path_cand(path: str, tok_s: float, band: float = 1.0, spec: bool = False, **extra) -> Candidate:
+    settings = {"flashinfer_fusion": FUSED, "custom": {"custom_all_reduce": True},
+                "nccl": {"custom_all_reduce": False}}[path]
+    launch = {"tp_size": 4, **settings, **({"speculative_algorithm": "eagle3"} if spec else {})}
+    level = extra.pop("allreduce_level", "upstream-reported")
+    origin = extra.pop("allreduce_origin", "cited reference table")
+    return Candidate(path, launch, predicted=_PathPredicted(tok_s, band=band, allreduce_level=level,
+                                                            allreduce_origin=origin), **extra)
+
+
+def _dense_gain_band() -> float:
+    from topoctl.autoconf.launch_model import band_of
+
+    band, _ = band_of("gain-dense")
+    assert band > 1.05
+    return band
+
+
+def test_a_path_gain_inside_the_band_keeps_sglangs_default_path_and_says_what_settles_it():
+    band = _dense_gain_band()
+    fused, custom = _path_cand("flashinfer_fusion", 100.0 * band * 0.99), _path_cand("custom", 100.0)
+    ranked = [custom, fused]
+    rank(ranked, [])
+    assert ranked[0].path == "custom" and ranked[1] is fused
+    note = ranked[0].uncertain["allreduce path"]
+    assert note.startswith(f"allreduce=flashinfer_fusion is predicted {band * 0.99:.2f}x SGLang's default path "
+                           f"(custom), inside the launch model's band x/{band:.2f}: uncertain")
+    # bench does not time the custom allreduce nor the fused call: only the SGLang run with and without is named
+    assert note.endswith("`python -m sglang.bench_one_batch_server --batch-size 1` on a server with and without "
+                         "flashinfer_allreduce_fusion")
+    assert "topoctl bench" not in note
+    assert "speculative" not in ranked[0].uncertain
+
+
+def test_a_path_gain_that_clears_the_band_wins():
+    band = _dense_gain_band()
+    fused, custom, nccl = (_path_cand("flashinfer_fusion", 100.0 * band * 1.01), _path_cand("custom", 100.0),
+                           _path_cand("nccl", 90.0))
+    ranked = [nccl, custom, fused]
+    rank(ranked, [])
+    assert ranked == [fused, custom, nccl] and not ranked[0].uncertain
+
+
+def test_the_path_band_is_the_wider_of_the_gain_band_and_the_launchs_own_band():
+    # a gain of 1.2x clears the dense gain band (x/1.11) but not a prediction whose tok/s band is x/1.28
+    fused, custom = _path_cand("flashinfer_fusion", 120.0, band=1.28), _path_cand("custom", 100.0, band=1.28)
+    ranked = [fused, custom]
+    rank(ranked, [])
+    assert ranked[0].path == "custom" and "x/1.28" in ranked[0].uncertain["allreduce path"]
+    fused, custom = _path_cand("flashinfer_fusion", 130.0, band=1.28), _path_cand("custom", 100.0, band=1.28)
+    ranked = [custom, fused]
+    rank(ranked, [])
+    assert ranked[0] is fused
+
+
+def test_a_path_chosen_because_the_default_path_is_warned_or_blocked_is_not_held():
+    fused = _path_cand("flashinfer_fusion", 101.0)
+    warned = _path_cand("custom", 100.0, warnings=[(object(), "a warning")])
+    ranked = [warned, fused]
+    rank(ranked, [])
+    assert ranked == [fused, warned] and not fused.uncertain
+    missing_remedy = _path_cand("custom", 100.0, remedies_asked=1)
+    ranked = [missing_remedy, _path_cand("flashinfer_fusion", 101.0, remedies=1, remedies_asked=1)]
+    rank(ranked, [])
+    assert ranked[0].path == "flashinfer_fusion" and not ranked[0].uncertain
+    nccl = _path_cand("nccl", 101.0)  # the default path blocked: not among the passing candidates at all
+    ranked = [nccl]
+    rank(ranked, [_path_cand("custom", 120.0)])
+    assert ranked == [nccl] and not nccl.uncertain
+
+
+def test_a_path_tie_a_measured_number_and_another_option_are_not_held():
+    preferred = _path_cand("flashinfer_fusion", 100.0, prefers=1)  # a rule's preference breaks the tie
+    tie = [_path_cand("custom", 100.0), preferred]
+    rank(tie, [])
+    assert tie[0] is preferred and not preferred.uncertain  # no predicted gain behind the choice: not held
+    measured = _path_cand("nccl", 101.0, allreduce_level="measured",
+                          allreduce_origin="measured in the snapshot (nccl CUDA-graph rows)")
+    ranked = [_path_cand("custom", 100.0), measured]
+    rank(ranked, [])
+    assert ranked[0] is measured  # topoctl bench rows on this machine: not second-guessed
+    field = _path_cand("nccl", 101.0, allreduce_level="measured", allreduce_origin="field report")
+    ranked = [_path_cand("custom", 100.0), field]
+    rank(ranked, [])
+    assert ranked[0].path == "custom"  # measured on another machine, its gain here is the model's: held
+    evidence = _path_cand("nccl", 101.0, estimate=101.0)
+    ranked = [_path_cand("custom", 100.0), evidence]
+    rank(ranked, [])
+    assert ranked[0] is evidence
+    other_tp = Candidate("custom", {"tp_size": 2, "custom_all_reduce": True}, predicted=_PathPredicted(100.0))
+    ranked = [other_tp, _path_cand("flashinfer_fusion", 101.0)]
+    rank(ranked, [])
+    assert ranked[0].path == "flashinfer_fusion"  # no default-path launch of its own (TP, DP) option
+
+
+def test_bench_is_named_only_where_it_times_both_paths():
+    nccl = _path_cand("nccl", 101.0)
+    ranked = [_path_cand("custom", 100.0), nccl]
+    rank(ranked, [])
+    assert "topoctl bench" not in ranked[0].uncertain["allreduce path"]  # bench does not time custom allreduce
+    # SGLang itself turns custom allreduce off here (deterministic inference): the default runs as NCCL
+    off = {"custom_all_reduce": False}
+    symm = Candidate("torch_symm_mem", {"tp_size": 4, "custom_all_reduce": False, "torch_symm_mem": True},
+                     predicted=_PathPredicted(101.0), defaults=off)
+    plain = Candidate("custom", {"tp_size": 4, "custom_all_reduce": True}, predicted=_PathPredicted(100.0),
+                      defaults=off, implied={"custom_all_reduce": (False, "a rule")})
+    default_nccl = Candidate("nccl", {"tp_size": 4, "custom_all_reduce": False}, predicted=_PathPredicted(100.0),
+                             defaults=off)
+    ranked = [plain, default_nccl, symm]
+    rank(ranked, [])
+    assert ranked[0] is not symm and ranked[0].path == "nccl"
+    assert ranked[0].uncertain["allreduce path"].endswith("without torch_symm_mem (or `topoctl bench` here)")
+
+
+def test_speculation_and_the_path_are_held_each_by_its_own_band():
+    from topoctl.autoconf.ranking import speculative_comparison
+
+    band = _dense_gain_band()
+    # EAGLE-3 on the fused path: the speculative gain clears its band, the path's gain does not
+    spec_fused = _path_cand("flashinfer_fusion", 100.0 * band * 1.2 * 1.02, spec=True)
+    spec_custom = _path_cand("custom", 100.0 * band * 1.2, spec=True)
+    plain_fused, plain_custom = _path_cand("flashinfer_fusion", 102.0), _path_cand("custom", 100.0)
+    ranked = [plain_custom, plain_fused, spec_custom, spec_fused]
+    rank(ranked, [])
+    assert ranked[0].path == "custom" and ranked[0].speculative == "eagle3"
+    assert set(ranked[0].uncertain) == {"allreduce path"}
+    out = speculative_comparison(ranked, ranked[0], "eagle3", False, [])
+    assert out is not None and out["verdict"] == "kept"  # the path's note is not speculation's
+    # both inside their bands: the launch without speculation on the default path, with both notes
+    spec_fused = _path_cand("flashinfer_fusion", 102.0 * band * 0.99, spec=True)
+    ranked = [plain_custom, plain_fused, _path_cand("custom", 100.0 * band * 0.99, spec=True), spec_fused]
+    rank(ranked, [])
+    assert ranked[0] is not plain_custom and ranked[0].path == "custom" and not ranked[0].speculative
+    assert set(ranked[0].uncertain) == {"allreduce path", "speculative"}
+    out = speculative_comparison(ranked, ranked[0], "eagle3", False, [])
+    assert out is not None and out["verdict"] == "uncertain"

@@ -287,3 +287,31 @@ def test_rules_options_usage_errors(argv, needle, cli):
     assert code == 2 and needle in err
     if "ID=REASON" in needle:
         assert "hint:" in err and "reason is shown in every report" in err
+
+
+QWEN3_FUSION = target("h200-4x-nvswitch-vm") + ["--model", "qwen3-32b", "--sglang-version", "0.5.12"]
+
+
+def test_the_fusion_flags_gain_inside_the_band_keeps_sglangs_default_path(cli):
+    """Qwen3-32B at TP 4 on H200, SGLang 0.5.12: the fusion flag is predicted 1.05x (one RMSNorm kernel a
+    layer saved, no Hopper measurement of the fused call), inside the x/1.28 band: launch.env keeps the custom
+    allreduce, SGLang's default, and --explain and json say the choice is uncertain and what settles it."""
+    code, env, err = cli(["recommend", *QWEN3_FUSION])
+    assert code == 0, err
+    assert "SGLANG_ARGS='--tp-size 4'" in env.splitlines()
+    assert "--enable-flashinfer-allreduce-fusion" not in env
+    assert "# Chosen: allreduce=custom, speculative=off" in env
+    doc = recommend_json(QWEN3_FUSION, cli)
+    assert doc["chosen"]["allreduce_path"] == "custom" and "--enable-flashinfer-allreduce-fusion" not in doc["args"]
+    fused = next(alt for alt in doc["alternatives"] if alt["tp_size"] == 4
+                 and alt["allreduce_path"] == "flashinfer_fusion")
+    gain = fused["estimate"]["tokens_per_s"] / doc["chosen"]["estimate"]["tokens_per_s"]
+    assert 1.0 < gain < doc["chosen"]["estimate"]["band"]["factor"]  # faster as predicted, inside the band
+    note = next(n for n in doc["notes"] if n.startswith("allreduce=flashinfer_fusion is predicted"))
+    assert f"{gain:.2f}x SGLang's default path (custom)" in note and "uncertain" in note
+    assert note.endswith("`python -m sglang.bench_one_batch_server --batch-size 1` on a server with and without "
+                         "--enable-flashinfer-allreduce-fusion")
+    code, out, err = cli(["recommend", *QWEN3_FUSION, "--explain"])
+    assert code == 0, err
+    assert "SGLANG_ARGS='--tp-size 4'" in out.splitlines()  # --explain goes to stderr, launch.env to stdout
+    assert "chosen: allreduce=custom, speculative=off" in err and f"note: {note}" in err.splitlines()
