@@ -162,7 +162,8 @@ def _point(row: dict[str, Any]) -> tuple[float, float] | None:
 KERNELS_FILE = "autoconf/data/sglang-kernels.yaml"
 # launch settings that replace the path SGLang would pick: an explicit backend or DP attention (the fusion is
 # set only without DP attention; the runner and attention only when left at auto / unset)
-PATH_OVERRIDES = ("moe_runner_backend", "attention_backend", "decode_attention_backend", "enable_dp_attention")
+PATH_OVERRIDES = ("moe_runner_backend", "attention_backend", "decode_attention_backend")
+PATH_OVERRIDE_SWITCHES = ("dp_attention",)  # bool settings, read through spelling.switch
 # a MoE all-to-all backend other than "none" changes the path too: the fusion gate (0.5.7 server_args.py:1491,
 # 0.5.23 arg_groups/overrides.py:995) and the flashinfer_trtllm picks (0.5.7 :1133-1137 for DeepSeek, 0.5.23
 # arg_groups/model_overrides/qwen3_moe.py:83) hold only with moe_a2a_backend "none"
@@ -215,8 +216,10 @@ def _default_path(doc: dict[str, Any], release: str | None, sm: str | None, mode
                   launch: dict[str, Any]) -> Any:
     """The path of the entry that holds the launch, else the generic one (see kernel_path)."""
     from topoctl.autoconf.decode_terms import KernelPath
+    from topoctl.sglang.spelling import switch
 
-    if not release or not sm or any(launch.get(key) for key in PATH_OVERRIDES):
+    if not release or not sm or any(launch.get(key) for key in PATH_OVERRIDES) \
+            or any(switch(launch, key) for key in PATH_OVERRIDE_SWITCHES):
         return KernelPath()
     if str(launch.get("moe_a2a_backend") or "").lower() not in A2A_NONE:
         return KernelPath()
@@ -300,7 +303,9 @@ def _not_fused(explicit: dict[str, Any], fusion: dict[str, Any], ask: FusionAsk)
     """Why SGLang runs no fused call for a launch that sets the flag (empty when it does, or may: the row)."""
     if not ask.release or not ask.sm:
         return "no SGLang release or GPU family is known, so what the flag does was not read"
-    if _on(ask.launch, "dp_attention") or ask.launch.get("enable_dp_attention"):
+    from topoctl.sglang.spelling import switch
+
+    if switch(ask.launch, "dp_attention"):
         return (f"SGLang's communicator skips the fusion under DP attention (apply_flashinfer_allreduce_fusion: not "
                 f"is_dp_attention_enabled(); sglang {_release_lines(fusion.get('source'), ask.release)})")
     if str(ask.launch.get("moe_a2a_backend") or "").lower() not in A2A_NONE:

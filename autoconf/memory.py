@@ -351,22 +351,20 @@ def sglang_reserve(gpu_bytes: int, tp: int, version: str | None, model: dict[str
 
 
 def decode_graph_off(launch: dict[str, Any]) -> bool:
-    """Whether the launch turns SGLang's decode CUDA graph off: `--disable-cuda-graph` is the setting
-    `cuda_graph` set false in a candidate (topoctl/sglang/data/spelling.yaml), or `disable_cuda_graph` true in
-    a launch read from its flags."""
-    from topoctl.rules.settings import normalize
+    """Whether the launch turns SGLang's decode CUDA graph off: the setting `cuda_graph` false, written
+    `--disable-cuda-graph` (topoctl/sglang/data/spelling.yaml, read by spelling.switch under either name)."""
+    from topoctl.sglang.spelling import switch
 
-    if launch.get("disable_cuda_graph"):
-        return True
-    value = launch.get("cuda_graph")
-    return value is not None and normalize("cuda_graph", value) is False
+    return switch(launch, "cuda_graph") is False
 
 
 def _dp_attention_mib(rule: dict[str, Any], launch: dict[str, Any], graph_bs: int) -> float:
     """SGLang's DP-attention padding reserve: graph max bs x dp x 3 MiB, and x 1.5 more above 300 (before the
     floor; sglang-memory.yaml reserve.dp_attention cites each release)."""
+    from topoctl.sglang.spelling import switch
+
     term = rule.get("dp_attention") or {}
-    if not launch.get("enable_dp_attention") or not term:
+    if not switch(launch, "dp_attention") or not term:
         return 0.0
     dp = int(launch.get("dp_size") or 1)
     mib = graph_bs * dp * float(term["mib_per_bs_dp"])

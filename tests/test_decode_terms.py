@@ -282,6 +282,9 @@ def test_sglang_picks_the_trtllm_gen_path_for_gpt_oss_and_deepseek_on_b200_only(
     assert kernel_path("0.5.5", "10.0", deepseek) == generic  # before the first release read for it
     assert kernel_path("0.5.6", "10.0", models.profile("qwen3-235b-a22b")) == generic
     assert kernel_path("0.5.6.post1", "10.0", deepseek, {"enable_dp_attention": True}) == generic
+    # DP attention as a candidate or a launch check read carries it: the setting name (spelling.yaml)
+    assert kernel_path("0.5.6.post1", "10.0", deepseek, {"dp_attention": True}) == generic
+    assert kernel_path("0.5.6.post1", "10.0", deepseek, {"dp_attention": False}) == kernel_path("0.5.6.post1", "10.0", deepseek)
     # a MoE all-to-all backend: SGLang's fusion gate and runner picks need moe_a2a_backend "none"
     assert kernel_path("0.5.12", "10.0", deepseek, {"moe_a2a_backend": "deepep"}) == generic
     assert kernel_path("0.5.12", "10.0", deepseek, {"moe_a2a_backend": "none"}) == kernel_path("0.5.12", "10.0", deepseek)

@@ -4,6 +4,8 @@ a launch fits only with KV room for one request of the context; the launch's own
 numbers are worked by hand from the lines of each release's wheel named in the tests."""
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from topoctl.autoconf import memory, models
@@ -37,6 +39,116 @@ def test_dp_attention_pads_the_reserve_by_graph_batch_times_dp():
     assert "dp_attention" not in plain.terms
     # both are above the 10 GiB floor: the fraction moves by the term exactly
     assert res.reserved_mib - plain.reserved_mib == pytest.approx(512 * 8 * 4.5)
+
+
+def test_dp_attention_under_its_setting_name_pads_the_reserve_the_same():
+    # a recommend candidate and a launch check read carry the setting name (topoctl/sglang/data/spelling.yaml
+    # dp_attention: --enable-dp-attention), not SGLang's dest: both are the same launch to SGLang
+    by_dest = reserve("0.5.12", tp=8, launch={"enable_dp_attention": True, "dp_size": 8})
+    by_setting = reserve("0.5.12", tp=8, launch={"dp_attention": True, "dp_size": 8})
+    assert by_setting.terms == by_dest.terms and by_setting.fraction == by_dest.fraction
+    assert by_setting.terms["dp_attention"] == 512 * 8 * 4.5
+    assert "dp_attention" not in reserve("0.5.12", tp=8, launch={"dp_attention": False, "dp_size": 8}).terms
+    assert "dp_attention" not in reserve("0.5.12", tp=8, launch={"dp_attention": "false", "dp_size": 8}).terms
+
+
+def test_a_switch_is_read_under_its_setting_name_or_its_flag_s_dest():
+    from topoctl.sglang.spelling import switch
+
+    assert switch({"dp_attention": True}, "dp_attention") is True
+    assert switch({"enable_dp_attention": True}, "dp_attention") is True
+    assert switch({"dp_attention": "0"}, "dp_attention") is False
+    assert switch({}, "dp_attention") is None
+    assert switch({"cuda_graph": False}, "cuda_graph") is False
+    assert switch({"disable_cuda_graph": True}, "cuda_graph") is False
+    assert switch({"disable_cuda_graph": False}, "cuda_graph") is None
+    # the setting name wins over a dest: it is what the launch was read as
+    assert switch({"cuda_graph": True, "disable_cuda_graph": True}, "cuda_graph") is True
+
+
+B200_BYTES = 192199786496  # memory_total_bytes of fixtures/b200-8x-nvswitch: 183296 MiB
+DSV3 = ["--", "python3", "-m", "sglang.launch_server", "--model-path", "deepseek-ai/DeepSeek-V3", "--tp", "8"]
+
+
+def _spy_fit(monkeypatch):
+    """The launch dicts the memory fit is handed, as the command builds them."""
+    seen = []
+    real = memory.fit
+
+    def spy(case):
+        seen.append(dict(case.launch or {}))
+        return real(case)
+
+    monkeypatch.setattr(memory, "fit", spy)
+    return seen
+
+
+def test_check_of_a_dp_attention_launch_counts_the_padding_reserve(cli, monkeypatch):
+    # SGLang 0.5.12 server_args.py:1540-1562 at --cuda-graph-max-bs 2048 on a B200 (183296 MiB), TP 8:
+    # 512 base + 16384 x 1.5 activation + 2048 x 2 decode graphs + 1024 TP + 1536 prefill graphs = 31744 MiB,
+    # and with --enable-dp-attention --dp-size 8 another 2048 x 8 x (3 + 1.5) = 73728 MiB: 105472 MiB,
+    # mem_fraction_static (183296 - 105472) / 183296 = 0.425, below DeepSeek-V3's 85.1 GB of weights per GPU
+    seen = _spy_fit(monkeypatch)
+    target = ["check", "--system", "b200-8x-nvswitch", "--sglang-version", "0.5.12", "--format", "json"]
+    code, out, err = cli([*target, *DSV3, "--cuda-graph-max-bs", "2048", "--enable-dp-attention", "--dp-size", "8"])
+    assert code == 1, err
+    found = {f["id"]: f for r in json.loads(out)["results"] for f in r["findings"]}
+    assert found["topoctl-model-does-not-fit"]["severity"] == "block"
+    assert "SGLang's default 0.425 of 192.2 GB" in found["topoctl-model-does-not-fit"]["message"]
+    # check hands the fit the setting names, as recommend does
+    assert seen[-1]["dp_attention"] is True and "enable_dp_attention" not in seen[-1]
+    # the same launch without DP attention: 0.827 of the GPU, it loads
+    code, out, err = cli([*target, *DSV3, "--cuda-graph-max-bs", "2048"])
+    assert code == 0, err
+    assert "topoctl-model-does-not-fit" not in out
+    code, out, err = cli([*target, *DSV3, "--disable-cuda-graph"])
+    assert code == 0, err
+    assert seen[-1]["cuda_graph"] is False and "disable_cuda_graph" not in seen[-1]
+
+
+SITE_DP_ATTENTION = """schema_version: 1
+rules:
+  - id: site-dp-attention
+    title: This site serves with DP attention
+    severity: warn
+    when: {fact: gpu.count, ge: 1}
+    effect: {require: {dp_attention: true}}
+    message: the site's policy asks for --enable-dp-attention
+    remediation: add --enable-dp-attention
+    evidence:
+      - {source: "upstream:site-policy a choice of the site", level: modelled, summary: not a measurement,
+         scope: every launch}
+    tests:
+      - {name: any machine, expect: fire, snapshot: {summary: {gpu_count: 2}}}
+      - {name: no GPU, expect: silent, snapshot: {summary: {gpu_count: 0}}}
+"""
+
+
+def test_recommend_s_dp_attention_candidate_counts_the_padding_reserve(cli, monkeypatch, tmp_path):
+    # a site rule requiring DP attention puts the setting name in recommend's candidates (cand.effective).
+    # SGLang 0.5.12 sizes the reserve (_handle_gpu_memory_settings, server_args.py:1554-1562) before
+    # _handle_data_parallelism turns DP attention off at --dp-size 1 (:3062-3064), so the term holds at DP 1:
+    # 512 x 1 x (3 + 1.5) = 2304 MiB on the 28672 MiB of the plain launch: (183296 - 30976) / 183296 = 0.831
+    from rules_helpers import write_rules
+
+    write_rules(tmp_path / "rules", SITE_DP_ATTENTION)
+    base = ["recommend", "--system", "b200-8x-nvswitch", "--model", "deepseek-v3", "--sglang-version", "0.5.12",
+            "--tp-size", "8", "--format", "json"]
+    code, out, err = cli(base)
+    assert code == 0, err
+    plain = json.loads(out)["chosen"]["fit"]
+    seen = _spy_fit(monkeypatch)
+    code, out, err = cli([*base, "--rules", str(tmp_path / "rules")])
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["settings"]["dp_attention"] is True and "--enable-dp-attention" in doc["args"]
+    fit = doc["chosen"]["fit"]
+    assert fit["sglang_reserve"]["terms_mib"]["dp_attention"] == 2304
+    assert fit["sglang_reserve"]["reserved_mib"] == plain["sglang_reserve"]["reserved_mib"] + 2304 == 30976
+    assert plain["mem_fraction_static"] == 0.844 and fit["mem_fraction_static"] == 0.831
+    assert fit["kv_cache_tokens"] < plain["kv_cache_tokens"]
+    assert any(launch.get("dp_attention") is True for launch in seen)
+    assert not any("enable_dp_attention" in launch for launch in seen)
 
 
 def test_deepep_reserves_2_gib_on_top_of_the_floor_from_0_5_16():

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from topoctl.check.judge_memory import memory_items
 from topoctl.check.outcome import Item, Outcome
-from topoctl.check.parse import raw_flag, raw_int
+from topoctl.check.parse import raw_int
 from topoctl.check.resolve import launch_model
 from topoctl.check.resolve_gpus import _ids, _machine, _order_unknown, _visible_count, any_gpu_sets, launch_group
 from topoctl.check.resolve_nodes import NodeSpan, node_span
@@ -25,6 +25,7 @@ from topoctl.cuda_devices import (
 )
 from topoctl.errors import one_line
 from topoctl.sglang.launch import ParsedLaunch
+from topoctl.sglang.spelling import switch
 from topoctl.snapshot_view import SnapshotLike, view_of
 
 if TYPE_CHECKING:
@@ -101,7 +102,7 @@ def parallel_sizes(parsed: ParsedLaunch, flags: FlagSet, gpu_count: int) -> Size
     dp_value = settings.get("dp_size")
     dp = dp_value if isinstance(dp_value, int) and not isinstance(dp_value, bool) \
         else raw_int(parsed, ("dp_size", "data_parallel_size"), 1)
-    dp = 1 if dp < 1 or raw_flag(parsed, "enable_dp_attention") else dp
+    dp = 1 if dp < 1 or switch(settings, "dp_attention") else dp
     span = node_span(parsed, tp if tp >= 1 else 1, raw_int(parsed, ("pp_size", "pipeline_parallel_size"), 1),
                      gpu_count)
     return Sizes(tp, span.tp_per_node if tp >= 1 else tp, ep, dp, span)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from topoctl.check.parse import raw_flag, written_value
+from topoctl.check.parse import written_value
 from topoctl.check.resolve import launch_model
 from topoctl.errors import one_line
 from topoctl.snapshot_view import SnapshotLike, view_of
@@ -67,9 +67,9 @@ def memory_items(parsed: Any, snapshot: SnapshotLike, flags: Any, tp: int, named
     gpu_bytes = _gpu_bytes(snapshot)
     if model is None or gpu_bytes is None or tp < 1:
         return []
+    # keyed by setting names (dp_attention, cuda_graph), as a recommend candidate is: the memory fit reads
+    # them through spelling.switch
     launch = {k: v for k, v in parsed.settings.items() if k != "model_path"}
-    if raw_flag(parsed, "disable_cuda_graph"):
-        launch["disable_cuda_graph"] = True
     context = _int_setting(parsed, "context_length")  # the model's own length: SGLang caps a request to the pool
     spec = launch.get("speculative_algorithm")
     result = fit(FitCase(model, gpu_bytes, tp, flags.requested or flags.version, bool(spec),

@@ -42,11 +42,6 @@ def written_value(parsed: Any, dest: str | tuple[str, ...]) -> tuple[str | None,
     return (given[-1] if given else None), str(getattr(parsed, "where", "") or "")
 
 
-def raw_flag(parsed: Any, dest: str) -> bool:
-    """Whether a switch topoctl has no logical setting for (--enable-dp-attention) is given."""
-    return any(True for _ in given_flags(parsed, dest))
-
-
 def raw_int(parsed: Any, dest: str | tuple[str, ...], default: int) -> int:
     """An int flag topoctl has no logical setting for (--base-gpu-id, --gpu-id-step), read from the launch's
     arguments with the version's flag data; the last one given counts, as in argparse (one argparse refuses is

@@ -167,6 +167,29 @@ def reverse_map() -> dict[str, tuple[str, str, Any]]:
     return out
 
 
+def _dest(flag: str) -> str:
+    """The argparse dest of a long flag SGLang declares without `dest=` (--enable-dp-attention -> enable_dp_attention)."""
+    return flag.lstrip("-").replace("-", "_")
+
+
+def switch(launch: dict[str, Any], setting: str) -> bool | None:
+    """Whether a launch dict turns the bool `setting` on (True) or off (False), or leaves it (None).
+
+    A launch dict is keyed by setting names (a recommend candidate, a launch check read from its flags:
+    `dp_attention`, `cuda_graph`), or in places by the argparse dest of one of the setting's switches in this
+    table (`enable_dp_attention`, `disable_cuda_graph`); both are read here, through the table, so a reader of a
+    launch asks for the setting once and never spells SGLang's dest itself."""
+    value = launch.get(setting)
+    if value is not None:
+        return bool(parse_value(setting, value) if isinstance(value, str) else value)
+    spec = specs().get(setting, {})
+    for role, meaning in (("disable", False), ("enable", True)):
+        for entry in _entries(spec, role):
+            if entry.get("value") is None and launch.get(_dest(entry["flag"])):
+                return meaning
+    return None
+
+
 def parse_value(setting: str, text: str) -> Any:
     spec = specs().get(setting, {})
     kind = spec.get("kind")
