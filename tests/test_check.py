@@ -67,6 +67,50 @@ def test_launches_sglang_runs_do_not_block(name, version, extra, rule_hint, cli)
         assert rule_hint in out, out
 
 
+FUSION_RULE = "flashinfer-allreduce-fusion-sm12x"
+
+
+def _fusion_verdict(cli, system, version, extra):
+    """(exit code, the fusion rule blocks, other blocking rule ids) of `check --format json` for one launch."""
+    code, out, err = cli(["check", *target(system), "--sglang-version", version, "--format", "json", *CMD, *extra])
+    assert code in (0, 1), err
+    blocking = {f["id"] for r in json.loads(out)["results"] for f in r["findings"] if f["severity"] == "block"}
+    return code, FUSION_RULE in blocking, blocking - {FUSION_RULE}
+
+
+@pytest.mark.parametrize("system,version,extra", [
+    # From 0.5.14 SGLang refuses the fusion at start-up above TP 1 on any GPU whose SM major is not 9 or 10
+    # (flashinfer_comm_fusion.py _resolve_backend, reached from the runner's warmup before serving).
+    ("a100-8x-4nic-roce", "0.5.14", ["--tp", "8", "--enable-flashinfer-allreduce-fusion"]),
+    ("a100-8x-4nic-roce", "0.5.23", ["--tp", "8", "--flashinfer-allreduce-fusion-backend", "auto"]),
+    ("l40s-4x-pcie-2numa", "0.5.18", ["--tp", "4", "--enable-flashinfer-allreduce-fusion"]),
+    ("rtx-4090-2x-pcie-no-p2p", "0.5.21", ["--tp", "2", "--flashinfer-allreduce-fusion-backend", "auto"]),
+    ("rtx-pro-6000-8x-pcie", "0.5.14", ["--tp", "8", "--enable-flashinfer-allreduce-fusion"]),
+])
+def test_fusion_outside_sm90_sm10x_blocks_from_0_5_14(cli, system, version, extra):
+    code, fusion, _ = _fusion_verdict(cli, system, version, extra)
+    assert code == 1 and fusion
+    # the same launch without the flag: the fusion rule says nothing
+    _, fusion, _ = _fusion_verdict(cli, system, version, extra[:2])
+    assert not fusion
+
+
+@pytest.mark.parametrize("system,version,extra", [
+    # 0.5.8-0.5.13.post1 gate the fused call sites to SM90/SM100 and have no start-up check: ignored
+    ("a100-8x-4nic-roce", "0.5.13", ["--tp", "8", "--enable-flashinfer-allreduce-fusion"]),
+    ("l40s-4x-pcie-2numa", "0.5.13.post1", ["--tp", "4", "--enable-flashinfer-allreduce-fusion"]),
+    # TP 1: no fusion group, SGLang returns before its architecture check
+    ("l40s-4x-pcie-2numa", "0.5.23", ["--tp", "1", "--enable-flashinfer-allreduce-fusion"]),
+    # SM90 and SM100 run it
+    ("h200-4x-nvswitch-vm", "0.5.23", ["--tp", "4", "--enable-flashinfer-allreduce-fusion"]),
+    ("b200-8x-nvswitch", "0.5.14", ["--tp", "8", "--flashinfer-allreduce-fusion-backend", "auto"]),
+])
+def test_fusion_where_sglang_runs_or_ignores_it_is_not_blocked(cli, system, version, extra):
+    code, fusion, others = _fusion_verdict(cli, system, version, extra)
+    assert not fusion
+    assert code == (1 if others else 0), others
+
+
 def test_same_flags_pass_where_not_blocked(cli):
     code, out, _ = cli(["check", *target("h200-4x-nvswitch-vm"), "--sglang-version", "0.5.12", *CMD,
                         "--tp", "4", "--enable-flashinfer-allreduce-fusion"])

@@ -43,7 +43,8 @@ BEYOND_REACH = {
                                     "starts and corrupts or hangs at run time",
     "ep-flashinfer-a2a-sm120": "FlashInfer's all-to-all kernels fail on SM120 at run time",
     "nccl-nvls-needs-nvswitch-sm90": "NCCL's NVLink SHARP set-up fails inside libnccl without NVSwitch",
-    "flashinfer-allreduce-fusion-sm12x": "FlashInfer's fusion kernels fail on SM12x inside the workspace set-up",
+    "flashinfer-allreduce-fusion-sm12x": "the fusion workspace set-up refuses GPUs outside SM90/SM10x from 0.5.14 "
+                                         "and FlashInfer's fusion kernels fail on SM12x inside it",
     "flashinfer-allreduce-fusion-auto-on-sglang-0.5.5-sm12x": "FlashInfer's fusion kernels fail on SM12x",
     "topoctl-model-does-not-fit": "the model's weights and KV cache against GPU memory (topoctl's memory model)",
 }
