@@ -147,10 +147,6 @@ def running_path(path: str, effective: dict[str, Any], implied: dict[str, Any],
         if all(agrees(setting, value, effective, scoped) for setting, value in settings.items()):
             return name
     return path
-    for name, settings in sorted(paths.items(), key=lambda item: (-len(item[1]), item[0])):
-        if all(agrees(setting, value, effective) for setting, value in settings.items()):
-            return name
-    return path
 
 
 def default_path(defaults: dict[str, Any] | None = None) -> str | None:
