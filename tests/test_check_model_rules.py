@@ -198,3 +198,41 @@ def test_an_fp8_qwen3_moe_checkpoint_folder_gets_the_fp8_runners_for_the_all_to_
     b200_0_5_12 = [*B200[:4], "0.5.12", *B200[5:]]
     code, out, _ = cli([*b200_0_5_12, *A2A, "--model-path", folder])
     assert code == 1 and "moe-a2a-flashinfer-fp8-no-runner" in found(out) and RULE not in found(out), out
+
+
+BELOW_SM100 = "moe-a2a-flashinfer-fp8-runner-below-sm100"
+
+
+def _fp8_a2a(tp: int, *flags: str) -> list[str]:
+    return ["--", "python3", "-m", "sglang.launch_server", "--model-path", "Qwen/Qwen3-30B-A3B", "--quantization", "fp8",
+            "--tp-size", str(tp), "--ep-size", str(tp), "--enable-dp-attention", "--dp-size", str(tp),
+            "--moe-a2a-backend", "flashinfer", *flags]
+
+
+def test_the_fp8_all_to_all_fix_on_h200_names_no_trtllm_gen_runner(cli):
+    """SGLang's ServerArgs refuse the runner at auto on H200 as on B200 (the block stays), but flashinfer_trtllm_routed
+    and flashinfer_trtllm run FlashInfer's TRT-LLM-gen MoE module, built only for SM 10/12 (flashinfer
+    jit/fused_moe.py:284 in 0.6.12, the pin of 0.5.15): the fix on SM90 leaves the all-to-all backend at none, and
+    names deep_gemm only for 0.5.19 on."""
+    for version in ("0.5.16", "0.5.19", "0.5.23"):
+        code, out, _ = cli([*_h200(version), *_fp8_a2a(4)])
+        assert code == 1 and found(out) == {BELOW_SM100}, (version, out)
+        fix = findings(out)[BELOW_SM100]["remediation"]
+        assert fix.startswith("Leave --moe-a2a-backend at none"), fix
+        assert "Add --moe-runner-backend" not in fix and "deep_gemm is accepted" in fix, fix
+    code, out, _ = cli([*_h200("0.5.16"), *_fp8_a2a(4)[:-2]])
+    assert code == 0 and not found(out), out
+    code, out, _ = cli([*_h200("0.5.19"), *_fp8_a2a(4, "--moe-runner-backend", "deep_gemm")])
+    assert code == 0 and not found(out), out
+
+
+def test_the_fp8_all_to_all_fix_on_b200_keeps_the_trtllm_gen_runners(cli):
+    """On SM100 the same launch keeps moe-a2a-flashinfer-fp8-runner and its fix: flashinfer_trtllm_routed from 0.5.15
+    (FlashInfer builds the module for SM 10), and the runner it names passes."""
+    b200 = [*B200[:4], "0.5.16", *B200[5:]]
+    code, out, _ = cli([*b200, *_fp8_a2a(8)])
+    assert code == 1 and found(out) == {FP8_RULE}, out
+    fix = findings(out)[FP8_RULE]["remediation"]
+    assert fix.startswith("Add --moe-runner-backend flashinfer_trtllm_routed"), fix
+    code, out, _ = cli([*b200, *_fp8_a2a(8, "--moe-runner-backend", "flashinfer_trtllm_routed")])
+    assert code == 0 and not found(out), out
