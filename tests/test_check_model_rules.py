@@ -19,10 +19,11 @@ def found(out: str) -> set[str]:
     return {item["id"] for item in result["findings"] if item["severity"] == "block"}
 
 
-def _folder(tmp_path, quant_method: str):
-    config = dict(builtin_models()["deepseek-v3"]["config"])
+def _folder(tmp_path, quant_method: str, model: str = "deepseek-v3"):
+    """A checkpoint folder: the built-in profile's config.json of `model` with this quant_method."""
+    config = dict(builtin_models()[model]["config"])
     config["quantization_config"] = {"quant_method": quant_method}
-    folder = tmp_path / f"deepseek-{quant_method}"
+    folder = tmp_path / f"{model}-{quant_method}"
     folder.mkdir()
     (folder / "config.json").write_text(json.dumps(config))
     return str(folder)
@@ -159,21 +160,12 @@ def test_the_trtllm_runner_blocks_weight_only_int4_quantizations_from_0_5_7(cli)
     assert rule not in found(out), out
 
 
-def _qwen3_folder(tmp_path, quant_method: str):
-    config = dict(builtin_models()["qwen3-30b-a3b"]["config"])
-    config["quantization_config"] = {"quant_method": quant_method}
-    folder = tmp_path / f"qwen3-{quant_method}"
-    folder.mkdir()
-    (folder / "config.json").write_text(json.dumps(config))
-    return str(folder)
-
-
 def test_an_awq_checkpoint_folder_blocks_the_trtllm_runner_where_sglang_takes_its_quantization(cli, tmp_path):
     """On SM100 SGLang takes the Qwen3 MoE checkpoint's quant_method (model_overrides/qwen3_moe.py:49 in 0.5.23)
     and asserts on 'awq'; on H200 it sees no quantization and starts (ServerArgs; the load is not judged)."""
     rule = "moe-runner-flashinfer-trtllm-weight-only-int4"
     launch = ["--", "python3", "-m", "sglang.launch_server", "--tp", "8", "--moe-runner-backend", "flashinfer_trtllm",
-              "--model-path", _qwen3_folder(tmp_path, "awq")]
+              "--model-path", _folder(tmp_path, "awq", "qwen3-30b-a3b")]
     code, out, _ = cli([*B200, *launch])
     assert code == 1 and rule in found(out), out
     launch[5] = "4"
@@ -186,7 +178,7 @@ def test_an_awq_checkpoint_folder_blocks_the_trtllm_runner_where_sglang_takes_it
 def test_an_fp8_qwen3_moe_checkpoint_folder_gets_the_fp8_runners_for_the_all_to_all_backend(cli, tmp_path):
     """SGLang takes the FP8 Qwen3 MoE checkpoint as fp8 on SM100 (model_overrides/qwen3_moe.py:49 in 0.5.23), so
     flashinfer_cutlass, the old fix, ends in "Invalid quantization 'fp8'"; the fix names the runners that start."""
-    folder = _qwen3_folder(tmp_path, "fp8")
+    folder = _folder(tmp_path, "fp8", "qwen3-30b-a3b")
     code, out, _ = cli([*B200, *A2A, "--model-path", folder])
     assert code == 1 and FP8_RULE in found(out) and RULE not in found(out), out
     fix = findings(out)[FP8_RULE]["remediation"]
