@@ -132,6 +132,30 @@ def rule_text(rule_id: str = "site-sm120-symm-mem", severity: str = "block", spe
     return VALID_RULE.format(rule_id=rule_id, severity=severity, specifier=specifier, expect_on_sm120=expect_on_sm120)
 
 
+SITE_POLICY_RULE = """schema_version: 1
+rules:
+  - id: {rule_id}
+    title: This site serves with {what}
+    severity: warn
+    when: {{fact: gpu.count, ge: 1}}
+    effect: {{require: {{{setting}: true}}}}
+    message: the site's policy asks for {flag}
+    remediation: add {flag}
+    evidence:
+      - {{source: "upstream:site-policy a choice of the site", level: modelled, summary: not a measurement,
+         scope: every launch}}
+    tests:
+      - {{name: any machine, expect: fire, snapshot: {{summary: {{gpu_count: 2}}}}}}
+      - {{name: no GPU, expect: silent, snapshot: {{summary: {{gpu_count: 0}}}}}}
+"""
+
+
+def site_policy_rule(rule_id: str, setting: str, flag: str, what: str) -> str:
+    """A site rule file (a site's own policy, not shipped knowledge) requiring one on/off setting on every
+    machine with a GPU: how a test makes recommend take a setting it would not choose by itself."""
+    return SITE_POLICY_RULE.format(rule_id=rule_id, setting=setting, flag=flag, what=what)
+
+
 def write_rules(folder: Path, text: str, name: str = "site.yaml") -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / name

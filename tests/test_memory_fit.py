@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from rules_helpers import site_policy_rule, write_rules
 
 from topoctl.autoconf import memory, models
 
@@ -106,22 +107,7 @@ def test_check_of_a_dp_attention_launch_counts_the_padding_reserve(cli, monkeypa
     assert seen[-1]["cuda_graph"] is False and "disable_cuda_graph" not in seen[-1]
 
 
-SITE_DP_ATTENTION = """schema_version: 1
-rules:
-  - id: site-dp-attention
-    title: This site serves with DP attention
-    severity: warn
-    when: {fact: gpu.count, ge: 1}
-    effect: {require: {dp_attention: true}}
-    message: the site's policy asks for --enable-dp-attention
-    remediation: add --enable-dp-attention
-    evidence:
-      - {source: "upstream:site-policy a choice of the site", level: modelled, summary: not a measurement,
-         scope: every launch}
-    tests:
-      - {name: any machine, expect: fire, snapshot: {summary: {gpu_count: 2}}}
-      - {name: no GPU, expect: silent, snapshot: {summary: {gpu_count: 0}}}
-"""
+SITE_DP_ATTENTION = site_policy_rule("site-dp-attention", "dp_attention", "--enable-dp-attention", "DP attention")
 
 
 def test_recommend_s_dp_attention_candidate_counts_the_padding_reserve(cli, monkeypatch, tmp_path):
@@ -129,7 +115,6 @@ def test_recommend_s_dp_attention_candidate_counts_the_padding_reserve(cli, monk
     # SGLang 0.5.12 sizes the reserve (_handle_gpu_memory_settings, server_args.py:1554-1562) before
     # _handle_data_parallelism turns DP attention off at --dp-size 1 (:3062-3064), so the term holds at DP 1:
     # 512 x 1 x (3 + 1.5) = 2304 MiB on the 28672 MiB of the plain launch: (183296 - 30976) / 183296 = 0.831
-    from rules_helpers import write_rules
 
     write_rules(tmp_path / "rules", SITE_DP_ATTENTION)
     base = ["recommend", "--system", "b200-8x-nvswitch", "--model", "deepseek-v3", "--sglang-version", "0.5.12",

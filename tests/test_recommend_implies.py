@@ -9,24 +9,10 @@ from __future__ import annotations
 
 import json
 
-from rules_helpers import write_rules
+from rules_helpers import site_policy_rule, write_rules
 
-SITE = """schema_version: 1
-rules:
-  - id: site-serve-deterministically
-    title: This site serves with deterministic inference
-    severity: warn
-    when: {fact: gpu.count, ge: 1}
-    effect: {require: {deterministic_inference: true}}
-    message: the site's policy asks for --enable-deterministic-inference
-    remediation: add --enable-deterministic-inference
-    evidence:
-      - {source: "upstream:site-policy a choice of the site", level: modelled, summary: not a measurement,
-         scope: every launch}
-    tests:
-      - {name: any machine, expect: fire, snapshot: {summary: {gpu_count: 2}}}
-      - {name: no GPU, expect: silent, snapshot: {summary: {gpu_count: 0}}}
-"""
+SITE = site_policy_rule("site-serve-deterministically", "deterministic_inference",
+                        "--enable-deterministic-inference", "deterministic inference")
 
 
 def test_a_path_sglang_turns_off_is_priced_as_the_path_that_runs(cli, tmp_path):
