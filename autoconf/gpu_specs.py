@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from topoctl.pep440 import parse
+from topoctl.sglang.spelling import switch
 from topoctl.snapshot_view import SnapshotLike, view_of
 
 MIB = 1024 ** 2
@@ -202,7 +203,7 @@ def kernel_path(release: str | None, compute_capability: str | None, model: dict
     doc = load("sglang-kernels.yaml") or {}
     sm = sm_family(compute_capability)
     path = _default_path(doc, release, sm, model, launch or {})
-    asked = _fusion_asked(launch or {})
+    asked = switch(launch or {}, FUSION_SETTING)  # True: the flag; False: --enforce-disable-...; None: not set
     if asked is True and not path.allreduce_fusion:
         path = _asked_fusion(doc, path, FusionAsk(release, sm, str(model.get("architecture")), launch or {}))
     if path.allreduce_fusion:
@@ -216,8 +217,6 @@ def _default_path(doc: dict[str, Any], release: str | None, sm: str | None, mode
                   launch: dict[str, Any]) -> Any:
     """The path of the entry that holds the launch, else the generic one (see kernel_path)."""
     from topoctl.autoconf.decode_terms import KernelPath
-    from topoctl.sglang.spelling import switch
-
     if not release or not sm or any(launch.get(key) for key in PATH_OVERRIDES) \
             or any(switch(launch, key) for key in PATH_OVERRIDE_SWITCHES):
         return KernelPath()
@@ -252,19 +251,6 @@ class FusionAsk:
     sm: str | None
     architecture: str
     launch: dict[str, Any]
-
-
-def _fusion_asked(launch: dict[str, Any]) -> bool | None:
-    """The launch's own fusion setting: True (the flag), False (--enforce-disable-...), None (not set)."""
-    if launch.get(FUSION_SETTING) is None:
-        return None
-    return _on(launch, FUSION_SETTING)
-
-
-def _on(launch: dict[str, Any], setting: str) -> bool:
-    from topoctl.rules.settings import normalize
-
-    return launch.get(setting) is not None and normalize(setting, launch[setting]) is True
 
 
 def _release_lines(rows: dict[str, Any] | None, release: str) -> str:
@@ -303,8 +289,6 @@ def _not_fused(explicit: dict[str, Any], fusion: dict[str, Any], ask: FusionAsk)
     """Why SGLang runs no fused call for a launch that sets the flag (empty when it does, or may: the row)."""
     if not ask.release or not ask.sm:
         return "no SGLang release or GPU family is known, so what the flag does was not read"
-    from topoctl.sglang.spelling import switch
-
     if switch(ask.launch, "dp_attention"):
         return (f"SGLang's communicator skips the fusion under DP attention (apply_flashinfer_allreduce_fusion: not "
                 f"is_dp_attention_enabled(); sglang {_release_lines(fusion.get('source'), ask.release)})")
@@ -343,7 +327,7 @@ def _turned_off(doc: dict[str, Any], release: str | None, launch: dict[str, Any]
     if asked is False and enforce and _in_range(release, enforce):
         return (f"{NO_SAVING}: the launch turns the fusion off (--enforce-disable-flashinfer-allreduce-fusion; sglang "
                 f"{_release_lines(enforce.get('source'), release)})")
-    if off and _on(launch, "deterministic_inference") and _in_range(release, off):
+    if off and switch(launch, "deterministic_inference") is True and _in_range(release, off):
         return (f"{NO_SAVING}: SGLang turns the fusion off itself with --enable-deterministic-inference (sglang "
                 f"{_release_lines(off.get('source'), release)})")
     return ""
