@@ -490,6 +490,16 @@ def test_other_text_named_on_the_command_line_is_still_no_launch(cli, tmp_path):
                                           "or shell script)"}]
 
 
+def test_a_binary_file_named_on_the_command_line_is_one_error_saying_check_reads_text(cli, tmp_path):
+    path = tmp_path / "launch.out"
+    path.write_bytes(b"\x00\x01\xff\xfe")
+    code, out, err = cli(["check", str(path), *H200])
+    lines = err.strip().splitlines()
+    assert code == 2 and out == "" and len(lines) == 2, err
+    assert lines[0] == f"topoctl: error: cannot read {path}: not UTF-8 text (invalid start byte at byte 2)"
+    assert "check reads text files" in lines[1] and "Traceback" not in err
+
+
 def test_a_script_with_a_shebang_and_no_suffix_is_still_a_script(cli, tmp_path):
     path = tmp_path / "serve"
     path.write_text("#!/bin/bash\nexport SGLANG_ARGS='--tp-size 2'\npython3 -m sglang.launch_server --model-path M "

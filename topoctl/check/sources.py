@@ -146,7 +146,11 @@ def _read_text(path: str) -> str:
         text = limits.read_file(path, limits.MAX_LAUNCH_FILE_BYTES).decode("utf-8")
     except FileNotFoundError:
         raise TopoctlError(f"no such file: {path}", hint="give launch files, manifests, scripts or folders") from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except UnicodeDecodeError as exc:
+        raise TopoctlError(f"cannot read {path}: not UTF-8 text ({exc.reason} at byte {exc.start})",
+                           hint="check reads text files: launch.env files, manifests, compose files, Dockerfiles "
+                                "and shell scripts") from None
+    except OSError as exc:
         raise TopoctlError(f"cannot read {path}: {exc}", hint="check the path and its permissions") from None
     return text.lstrip("\ufeff")
 
