@@ -460,24 +460,27 @@ def test_a_dotenv_file_with_sglang_args_under_another_name_is_a_launch_env(cli, 
     assert code == 1 and [(f["id"], f["where"]) for f in blocks] == [("topoctl-tp-exceeds-gpus", "FILE:3")], out
 
 
-def test_name_value_lines_without_sglang_args_are_no_launch_saying_what_check_reads(cli, tmp_path):
-    path = tmp_path / "vars.txt"
-    path.write_text("NCCL_ALGO=Tree\nexport HF_HOME='/data/hf'\n")
+def _the_one_no_launch(cli, path, text: str) -> dict:
+    """check of one file named on the command line that holds no launch: exit 0, no result, and its one
+    no-launch entry."""
+    path.write_text(text)
     code, out, _ = cli(["check", str(path), *H200, "--format", "json"])
     doc = json.loads(out)
     assert code == 0 and doc["results"] == [], out
     [none] = doc["no_launch"]
+    return none
+
+
+def test_name_value_lines_without_sglang_args_are_no_launch_saying_what_check_reads(cli, tmp_path):
+    path = tmp_path / "vars.txt"
+    none = _the_one_no_launch(cli, path, "NCCL_ALGO=Tree\nexport HF_HOME='/data/hf'\n")
     assert none["origin"] == f"{path}:1"
     assert "NAME=VALUE lines without SGLANG_ARGS" in none["reason"] and "recommend's header" in none["reason"]
 
 
 def test_sglang_args_among_lines_a_launch_env_cannot_hold_is_no_launch_at_that_line(cli, tmp_path):
     path = tmp_path / "vars.txt"
-    path.write_text("TP=8\nSGLANG_ARGS=\"--tp-size $TP\"\n")
-    code, out, _ = cli(["check", str(path), *H200, "--format", "json"])
-    doc = json.loads(out)
-    assert code == 0 and doc["results"] == [], out
-    [none] = doc["no_launch"]
+    none = _the_one_no_launch(cli, path, "TP=8\nSGLANG_ARGS=\"--tp-size $TP\"\n")
     assert none["origin"] == f"{path}:2" and "not launch.env syntax" in none["reason"] and "#! line" in none["reason"]
 
 
