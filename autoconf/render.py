@@ -14,7 +14,7 @@ import re
 import shlex
 from typing import Any
 
-from topoctl import __version__
+from topoctl import LAUNCH_ENV_TITLE, __version__
 from topoctl.autoconf.evidence import LEVEL_NAMES
 from topoctl.autoconf.search import Candidate, Result, estimate_formula, implied_notes
 from topoctl.cuda_devices import DEVICE_ORDER, PCI_BUS_ID_ORDER, VISIBLE_DEVICES, visible_devices_value
@@ -224,7 +224,7 @@ def render_env(result: Result) -> str:
     target = doc["target"]
     out = rendered(result)
     lines = [
-        comment(f"launch.env for SGLang, written by topoctl {__version__} (topoctl recommend)."),
+        comment(f"{LAUNCH_ENV_TITLE} {__version__} (topoctl recommend)."),
         "# Load it without running anything else:   set -a; . ./launch.env; set +a",
         "# then start SGLang with the flags:          "
         'eval "set -- $SGLANG_ARGS"; python -m sglang.launch_server --model-path MODEL "$@"',

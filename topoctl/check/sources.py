@@ -29,6 +29,7 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from topoctl import LAUNCH_ENV_TITLE
 from topoctl.errors import TopoctlError, one_line
 from topoctl.limits import MAX_LAUNCHES_PER_FILE, LimitError
 from topoctl.sglang.launchers import (
@@ -603,7 +604,7 @@ def read_file(path: str, found_in_folder: bool = False) -> tuple[str, list[Found
 
 
 # The first line of every launch.env topoctl recommend writes (autoconf/render.py render_env), up to its version.
-_RECOMMEND_HEADER = "# launch.env for SGLang, written by topoctl "
+_RECOMMEND_HEADER = f"# {LAUNCH_ENV_TITLE} "
 _ARGS_ASSIGNMENT = re.compile(r"^[ \t]*(?:export[ \t]+)?SGLANG_ARGS=", re.MULTILINE)
 _ENV_FORM_NEEDS = ("check reads a file not named *.env as a launch.env when it starts with topoctl recommend's "
                    "header or its NAME='value' lines assign SGLANG_ARGS")
