@@ -25,9 +25,9 @@ from topoctl.autoconf.launch_model import Relation, table_relations, table_unmea
 from topoctl.autoconf.models import same_model
 from topoctl.autoconf.space import SPEC_GROUP, Candidate, agrees
 from topoctl.autoconf.target import interconnect
-from topoctl.rules.settings import equal
-from topoctl.sglang import spelling as table
-from topoctl.snapshot_view import SnapshotLike
+from topoctl.rules.sglang import spelling as table
+from topoctl.rules.sglang.settings import equal
+from topoctl.snapshot.view import SnapshotLike
 
 NO_MODEL_NOTE = "no model given: ranked by per-call allreduce latency"
 

@@ -15,15 +15,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from topoctl.rules.settings import equal
-from topoctl.sglang import spelling as table
-from topoctl.vocab import (
+from topoctl.core.vocab import (
     EVIDENCE_DESCRIPTIVE_KEYS,
     EVIDENCE_INTERCONNECT_KEY,
     EVIDENCE_LEVEL_RANK,
     EVIDENCE_MODEL_KEY,
 )
-from topoctl.vocab import evidence_config_text as config_text
+from topoctl.core.vocab import evidence_config_text as config_text
+from topoctl.rules.sglang import spelling as table
+from topoctl.rules.sglang.settings import equal
 
 LEVELS = EVIDENCE_LEVEL_RANK
 LEVEL_NAMES = {rank: name for name, rank in LEVELS.items()}

@@ -1,6 +1,6 @@
 """GPU facts the launch model needs: memory size (the snapshot's `gpus[].memory_total_bytes`, what NVML
 reports; else the datasheet's) and memory bandwidth (the datasheet's, from topoctl/data/gpus.yaml through
-topoctl.gpus.lookup, with its sources).
+topoctl.core.gpus.lookup, with its sources).
 
 Layer: launch model and search (docs/architecture.md, "Layers").
 """
@@ -9,17 +9,16 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from topoctl.pep440 import parse
-from topoctl.sglang.spelling import switch
-from topoctl.snapshot_view import SnapshotLike, view_of
+from topoctl.core.pep440 import parse
+from topoctl.rules.sglang.spelling import switch
+from topoctl.snapshot.view import SnapshotLike, view_of
 
 MIB = 1024 ** 2
 
 
 def gpu_bandwidth(name: str | None) -> tuple[float, str] | None:
     """(memory bandwidth in bytes/s, source) for an NVML GPU name; None when the GPU table has no number."""
-    from topoctl import gpus
-
+    from topoctl.core import gpus
     model = gpus.lookup(name) if name else None
     if model is None or not model.memory_bandwidth_gb_s:
         return None
@@ -28,7 +27,7 @@ def gpu_bandwidth(name: str | None) -> tuple[float, str] | None:
 
 def target_gpu(snapshot: SnapshotLike) -> dict[str, Any]:
     """The first GPU's name, memory and bandwidth (a launch runs on GPUs of one model)."""
-    from topoctl import gpus
+    from topoctl.core import gpus
     first = view_of(snapshot).first_gpu
     name = first.get("name")
     memory = first.get("memory_total_bytes")
@@ -238,7 +237,7 @@ def _default_path(doc: dict[str, Any], release: str | None, sm: str | None, mode
     return KernelPath()
 
 
-# The launch setting of the fusion flag (topoctl/sglang/data/settings.yaml: --enable-flashinfer-allreduce-fusion,
+# The launch setting of the fusion flag (rules/sglang/data/settings.yaml: --enable-flashinfer-allreduce-fusion,
 # --flashinfer-allreduce-fusion-backend from 0.5.14; false: --enforce-disable-flashinfer-allreduce-fusion).
 FUSION_SETTING = "flashinfer_allreduce_fusion"
 NO_SAVING = "no norm kernel saved"

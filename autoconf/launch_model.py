@@ -25,8 +25,8 @@ from topoctl.autoconf.gpu_specs import kernel_path
 from topoctl.autoconf.memory import Fit, kv_bytes_per_token, per_gpu
 from topoctl.autoconf.models import same_model
 from topoctl.autoconf.target import interconnect
-from topoctl.snapshot_view import SnapshotLike, view_of
-from topoctl.vocab import EVIDENCE_LEVEL_RANK
+from topoctl.core.vocab import EVIDENCE_LEVEL_RANK
+from topoctl.snapshot.view import SnapshotLike, view_of
 
 KIB = 1024.0
 
@@ -393,7 +393,7 @@ def accept_length(model: dict[str, Any], given: float | None, draft: Any = None)
 
 def uses_cuda_graph(launch: dict[str, Any]) -> bool:
     """Whether the launch decodes inside CUDA graphs (SGLang's default; `--disable-cuda-graph` turns it off)."""
-    from topoctl.rules.settings import normalize
+    from topoctl.rules.sglang.settings import normalize
 
     value = launch.get("cuda_graph")
     return value is None or normalize("cuda_graph", value) is not False
@@ -700,8 +700,7 @@ def draft_fc_bytes(model: dict[str, Any], algorithm: str = "EAGLE3") -> float:
 
 def gpu_family(gpu: dict[str, Any]) -> str:
     """The GPU's architecture family as topoctl/data/gpus.yaml names it (hopper, blackwell, ...)."""
-    from topoctl import gpus
-
+    from topoctl.core import gpus
     if gpu.get("family"):
         return str(gpu["family"])
     found = gpus.lookup(gpu.get("name")) if gpu.get("name") else None

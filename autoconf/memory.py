@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from topoctl.pep440 import Version
+from topoctl.core.pep440 import Version
 
 MIB = 1024 * 1024
 REPLICATED_PARTS = ("router", "norms")
@@ -130,11 +130,11 @@ def model_list(name: str, release: str) -> list[str]:
 def target_release(version: str | None) -> tuple[str, str]:
     """(the known release whose rules apply, how it was chosen) for a target SGLang version.
 
-    Matched as topoctl matches SGLang versions everywhere (topoctl/sglang/flags.py match_version): exact, the
+    Matched as topoctl matches SGLang versions everywhere (topoctl/rules/sglang/flags.py match_version): exact, the
     release a pre-release or dev build leads to, the nearest older known release, or, newer than every known
     release, the newest. No version: the newest known release. Matched once per version and run: every
     candidate's fit asks again."""
-    from topoctl.sglang.flags import match_version, newest_version
+    from topoctl.rules.sglang.flags import match_version, newest_version
 
     if not version:
         newest = newest_version() or "0.5.23"
@@ -352,8 +352,8 @@ def sglang_reserve(gpu_bytes: int, tp: int, version: str | None, model: dict[str
 
 def decode_graph_off(launch: dict[str, Any]) -> bool:
     """Whether the launch turns SGLang's decode CUDA graph off: the setting `cuda_graph` false, written
-    `--disable-cuda-graph` (topoctl/sglang/data/spelling.yaml, read by spelling.switch under either name)."""
-    from topoctl.sglang.spelling import switch
+    `--disable-cuda-graph` (rules/sglang/data/spelling.yaml, read by spelling.switch under either name)."""
+    from topoctl.rules.sglang.spelling import switch
 
     return switch(launch, "cuda_graph") is False
 
@@ -361,7 +361,7 @@ def decode_graph_off(launch: dict[str, Any]) -> bool:
 def _dp_attention_mib(rule: dict[str, Any], launch: dict[str, Any], graph_bs: int) -> float:
     """SGLang's DP-attention padding reserve: graph max bs x dp x 3 MiB, and x 1.5 more above 300 (before the
     floor; sglang-memory.yaml reserve.dp_attention cites each release)."""
-    from topoctl.sglang.spelling import switch
+    from topoctl.rules.sglang.spelling import switch
 
     term = rule.get("dp_attention") or {}
     if not switch(launch, "dp_attention") or not term:

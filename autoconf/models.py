@@ -28,7 +28,7 @@ import struct
 from typing import Any
 
 from topoctl.autoconf.data_files import load
-from topoctl.errors import TopoctlError, one_line
+from topoctl.core.errors import TopoctlError, one_line
 
 MOE_KEYS = ("n_routed_experts", "num_experts", "num_local_experts")
 ACTIVE_KEYS = ("num_experts_per_tok", "experts_per_token", "moe_topk")
@@ -89,9 +89,8 @@ def list_models_text() -> str:
 # ------------------------------------------------------------------------------------------ reading files
 
 def _read_json(path: str, what: str) -> Any:
-    from topoctl import limits
-
-    try:  # within the limits of topoctl/limits.py: size, depth, integer size
+    from topoctl.core import safe_read as limits
+    try:  # within the limits of topoctl/core/safe_read.py: size, depth, integer size
         return limits.loads_json(limits.read_file(path, limits.MAX_MODEL_CONFIG_BYTES).decode("utf-8"), path)
     except FileNotFoundError:
         raise TopoctlError(f"no such file: {path}", hint=f"pass the model's {what}") from None
@@ -145,8 +144,7 @@ def _ref_commit(ref: str) -> str:
     """The snapshot name a Hugging Face cache's refs/main holds. Anything else there (a folder, a link to
     nothing, no permission, a FIFO, bytes that are not a commit name) is exit 2 naming refs/main: a wrong
     snapshot would size the wrong model, and a name with `..` could reach outside the cache."""
-    from topoctl import limits
-
+    from topoctl.core import safe_read as limits
     hint = "refs/main holds the name of one folder under snapshots/"
     try:
         commit = limits.read_text(ref, 4096, hint="refs/main holds the commit hash of a snapshot").strip()
@@ -200,8 +198,7 @@ def _index_total(index: str) -> int | None:
 
 def _lfs_pointer_size(path: str) -> int:
     """The `size` a git-lfs pointer file names: the bytes of the weight file it stands for."""
-    from topoctl import limits
-
+    from topoctl.core import safe_read as limits
     text = limits.read_text(path, MAX_LFS_POINTER_BYTES, hint="a git-lfs pointer is UTF-8 text")
     found = re.search(r"^size (\d{1,20})$", text, re.M)
     if found is None or int(found.group(1)) <= 0:
@@ -235,8 +232,7 @@ def _tensor_bytes(where: str, name: str, entry: Any, data_bytes: int) -> int:
 def safetensors_bytes(path: str) -> tuple[int, bool]:
     """(tensor bytes, whether they come from a git-lfs pointer) of one *.safetensors file, its header checked
     entry by entry; a truncated, zero or inconsistent header is exit 2 naming the file and the entry."""
-    from topoctl import limits
-
+    from topoctl.core import safe_read as limits
     head, size = limits.read_head(path, len(LFS_POINTER))
     if head == LFS_POINTER:
         return _lfs_pointer_size(path), True

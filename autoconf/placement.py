@@ -11,7 +11,7 @@
 5. the lowest GPU indices (PCI bus order): deterministic ties.
 
 Pure: a snapshot (plain data) in, a Placement with its reasons out. The search, for n usable GPUs, groups
-of k and d replicas (a snapshot holds at most topoctl.snapshot.MAX_GPUS = 128 GPUs):
+of k and d replicas (a snapshot holds at most topoctl.snapshot.document.MAX_GPUS = 128 GPUs):
 
 - the pairs are read once (pair_views, O(n^2)) and scored once into a matrix of integers (_Matrix, O(n^2));
 - exact, on machines of at most EXACT_GPUS (16) GPUs where there are at most EXACT_LIMIT (5,000) groups
@@ -36,12 +36,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from topoctl.cuda_devices import pci_order
-from topoctl.p2p import measured_health, pair_p2p_ok
-from topoctl.snapshot_view import SnapshotLike, view_of
+from topoctl.core.p2p import measured_health, pair_p2p_ok
+from topoctl.snapshot.cuda_devices import pci_order
+from topoctl.snapshot.view import SnapshotLike, view_of
 
 if TYPE_CHECKING:
-    from topoctl.snapshot_types import GpuEntry, PairEntry
+    from topoctl.snapshot.shape import GpuEntry, PairEntry
 
 EXACT_LIMIT = 5000
 EXACT_GPUS = 16  # beyond, the greedy search: a replica loop over 100 GPUs would compare C(100, 2) pairs each

@@ -28,8 +28,8 @@ from typing import Any
 
 from topoctl.autoconf.evidence import LEVEL_NAMES, LEVELS, _fmt
 from topoctl.autoconf.space import SPEC_GROUP, Candidate, Space, agrees, default_path
-from topoctl.errors import TopoctlError
-from topoctl.sglang import spelling as table
+from topoctl.core.errors import TopoctlError
+from topoctl.rules.sglang import spelling as table
 
 
 def sort_key(cand: Candidate) -> tuple:

@@ -46,15 +46,15 @@ from topoctl.autoconf.target import (  # noqa: F401 - re-exported
     rules_request,
     target_gpu_count,
 )
-from topoctl.cuda_devices import ProbeVisible, probe_visible
-from topoctl.rules.engine import launch_defaults
-from topoctl.rules.settings import equal
-from topoctl.sglang import spelling as table
-from topoctl.snapshot_view import SnapshotLike, SnapshotView, view_of
+from topoctl.rules.engine.evaluation import launch_defaults
+from topoctl.rules.sglang import spelling as table
+from topoctl.rules.sglang.settings import equal
+from topoctl.snapshot.cuda_devices import ProbeVisible, probe_visible
+from topoctl.snapshot.view import SnapshotLike, SnapshotView, view_of
 
 if TYPE_CHECKING:
-    from topoctl.rules.model import Report, RuleSet, Violation
-    from topoctl.sglang.flags import FlagSet
+    from topoctl.rules.engine.model import Report, RuleSet, Violation
+    from topoctl.rules.sglang.flags import FlagSet
 
 _agrees = agrees  # the name tests and site code have used
 _throughput = throughput
@@ -96,7 +96,7 @@ class Result:
 
 def _violations(report: Report, launch: dict[str, Any]) -> tuple[list[tuple[Any, str]], list[tuple[Any, str]]]:
     """(blocking, warning) (finding, why) pairs of the violations a candidate launch commits."""
-    from topoctl.rules import violations
+    from topoctl.rules.engine import violations
 
     blocks: list[tuple[Any, str]] = []
     warns: list[tuple[Any, str]] = []
@@ -130,7 +130,7 @@ class _Judge:
 
     def __init__(self, ruleset: RuleSet, snapshot: SnapshotLike, model: dict[str, Any] | None, layout: Layout,
                  version: str | None, facts_cache: dict[str, Any] | None = None):
-        import topoctl.rules as rules_api
+        import topoctl.rules.engine as rules_api
 
         self.rules_api, self.ruleset, self.snapshot = rules_api, ruleset, snapshot
         self.model, self.version = model, version
@@ -337,7 +337,7 @@ def place(snapshot: SnapshotLike, tp: int, dp: int, visible: ProbeVisible | None
 def usable_gpu_count(snapshot: SnapshotLike, notes: list[str]) -> tuple[int, ProbeVisible | None]:
     """How many GPUs a launch can use on the target: those CUDA sees when the snapshot records
     CUDA_VISIBLE_DEVICES (probe/visible.py), else every GPU. A target where CUDA sees none is bad input."""
-    from topoctl.errors import TopoctlError
+    from topoctl.core.errors import TopoctlError
 
     machine = target_gpu_count(snapshot)
     visible = probe_visible(snapshot)
@@ -389,7 +389,7 @@ class _Plan:
 def _checked_options(model: dict[str, Any] | None, gpu_count: int, visible: ProbeVisible | None, req: Request,
                      ep: int) -> list[tuple[int, int]]:
     """The (TP, DP) options, each checked against the GPUs the launch can use (a clear error otherwise)."""
-    from topoctl.errors import TopoctlError
+    from topoctl.core.errors import TopoctlError
 
     if ep > 1 and model is not None and not model.get("moe"):
         raise TopoctlError(f"--ep-size {ep}: {model['name']} is a dense model; expert parallelism needs experts",
@@ -413,7 +413,7 @@ def _checked_options(model: dict[str, Any] | None, gpu_count: int, visible: Prob
 def _plan(snapshot: SnapshotView, model: dict[str, Any] | None, flags: FlagSet, target_version: str | None,
           req: Request, ruleset: RuleSet | None) -> _Plan:
     if ruleset is None:
-        import topoctl.rules as rules_api
+        import topoctl.rules.engine as rules_api
 
         ruleset = rules_api.load_rules()
     notes: list[str] = [] if flags.exact else [flags.note]
@@ -470,7 +470,7 @@ def _judge_options(snapshot: SnapshotView, model: dict[str, Any] | None, plan: _
 def _settle_unfit(pool: _Pool, evidence: list[Evidence], snapshot: SnapshotView, model: dict[str, Any] | None,
                   gpu: dict[str, Any], plan: _Plan) -> None:
     """Move the launches a measurement shows running back in; with none left that loads, say what would fit."""
-    from topoctl.errors import TopoctlError
+    from topoctl.core.errors import TopoctlError
 
     pool.unfit, measured = measured_to_run(pool.unfit, evidence, snapshot, model)
     for cand in measured:

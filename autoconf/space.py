@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from topoctl.autoconf.evidence import Evidence
-from topoctl.rules.settings import equal
-from topoctl.sglang import spelling as table
+from topoctl.rules.sglang import spelling as table
+from topoctl.rules.sglang.settings import equal
 
 SPEC_GROUP = tuple(table.table()["speculative_group"])  # the three EAGLE sizes, from sglang/data/spelling.yaml
 ROLE_SETTINGS = ("speculative_algorithm", "speculative_draft_model_path", "tp_size", "ep_size", "model_path")
@@ -30,7 +30,7 @@ def effect_items(effect: dict[str, Any], kind: str) -> list[tuple[str, Any]]:
 
 def agrees(setting: str, value: Any, launch: dict[str, Any], scoped: dict[str, Any] | None = None) -> bool:
     """Whether a launch runs with `value` for `setting` (a setting it leaves out, or `none`, is at its default:
-    `scoped`, what the rules say SGLang does by itself here, else topoctl/sglang/data/settings.yaml)."""
+    `scoped`, what the rules say SGLang does by itself here, else rules/sglang/data/settings.yaml)."""
     return equal(setting, launch.get(setting), value, scoped)
 
 

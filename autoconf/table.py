@@ -1,7 +1,7 @@
 """`topoctl recommend --format table`: the ranked candidates, best first, as a table for people.
 
 The same ranking `recommend` writes the winner of (autoconf/ranking.py), read from the recommendation's
-document (autoconf/render.py), so that the table and launch.env can never disagree on the order. Blocked and
+document (autoconf/launch_text.py), so that the table and launch.env can never disagree on the order. Blocked and
 unfit launches are counted below the table; `--explain` says what blocked each.
 
 Layer: launch model and search (docs/architecture.md, "Layers").

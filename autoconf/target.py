@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from topoctl.errors import TopoctlError
-from topoctl.snapshot_view import SnapshotLike, view_of
+from topoctl.core.errors import TopoctlError
+from topoctl.snapshot.view import SnapshotLike, view_of
 
 
 def target_gpu_count(snapshot: SnapshotLike) -> int:

@@ -18,8 +18,8 @@ from typing import Any
 
 from topoctl.autoconf import launch_model
 from topoctl.autoconf.data_files import read_yaml
-from topoctl.catalogue import system_snapshot
-from topoctl.errors import TopoctlError
+from topoctl.core.errors import TopoctlError
+from topoctl.snapshot.catalogue import system_snapshot
 
 DEFAULT_DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "public-allreduce.yaml")
 REQUIRED = ("id", "url", "gpu", "system", "world", "path", "timing", "method", "points")

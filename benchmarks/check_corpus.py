@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/check_corpus.py [--repeat N]
 
-Each corpus file is checked in-process (topoctl.cli.main, as the tests call it) against the reference system
+Each corpus file is checked in-process (topoctl.cli.app.main, as the tests call it) against the reference system
 its expectation names, N times (default 5); the median time per file is printed next to the baseline of the
 same run (a one-line launch.env, the cheapest check there is), as a ratio, so that the figure means the same on
 another machine. Then the results against tests/data/launch_corpus/expected.yaml: files, launches, false
@@ -28,7 +28,7 @@ BASELINE = os.path.join(CORPUS, "env", "h100_launch.env")
 
 
 def run_check(path: str, system: str) -> tuple[int, dict, float]:
-    from topoctl.cli import main
+    from topoctl.cli.app import main
 
     out, err = io.StringIO(), io.StringIO()
     start = time.perf_counter()

@@ -26,7 +26,7 @@ def main() -> int:
     python = sys.executable
     with tempfile.TemporaryDirectory() as folder:
         env_file = os.path.join(folder, "launch.env")
-        from topoctl.cli import main as topoctl_main
+        from topoctl.cli.app import main as topoctl_main
 
         if topoctl_main(["recommend", "--system", options.system, "--model", options.model, "-o", env_file]) != 0:
             return 1

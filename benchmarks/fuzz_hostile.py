@@ -921,9 +921,9 @@ def _preload() -> None:
             pass
     # The built-in knowledge, as a long-running process would hold it (what a case gives is read by the child).
     from topoctl.autoconf import data_files
-    from topoctl.gpus import _data
-    from topoctl.rules.loader import builtin_rules, rule_schema
-    from topoctl.sglang.flags import _load_doc
+    from topoctl.core.gpus import _data
+    from topoctl.rules.engine.loader import builtin_rules, rule_schema
+    from topoctl.rules.sglang.flags import _load_doc
 
     os.environ["TOPOCTL_NO_CACHE"] = "1"  # the parent must not write a user cache the fresh cases would read
     builtin_rules()
@@ -941,7 +941,7 @@ def _warm_up() -> None:
     """Run each command once in the parent (output to /dev/null), as a long-running process would have: the
     lazy imports and the parsed built-in knowledge are then there in every child, which costs 0.03 s a case
     instead of 0.35 s. Only built-in data is held; everything a case gives is read by the child."""
-    from topoctl.cli import main as cli_main
+    from topoctl.cli.app import main as cli_main
 
     saved = os.dup(1), os.dup(2)
     null = os.open(os.devnull, os.O_WRONLY)
@@ -1167,14 +1167,14 @@ def build_reference() -> None:
                            capture_output=True)
             with open(target, "rb") as handle:
                 _REFERENCE[key] = handle.read()
-        probe = ("import json, sys, topoctl.cache as c\n"
+        probe = ("import json, sys, topoctl.core.knowledge_cache as c\n"
                  "seen = {}\n"
                  "orig = c._read\n"
                  "def spy(path, stamp):\n"
                  "    seen[path.rsplit('/', 1)[-1].split('-')[0]] = [path.rsplit('/', 1)[-1], stamp]\n"
                  "    return orig(path, stamp)\n"
                  "c._read = spy\n"
-                 "from topoctl.cli import main\n"
+                 "from topoctl.cli.app import main\n"
                  "main(sys.argv[1:])\n"
                  "print(json.dumps(seen), file=sys.stderr)\n")
         argv = ["check", *NO_P2P_SYSTEM, "--sglang-version", NO_P2P_VERSION, "--", *LAUNCH, "--tp-size", "2"]

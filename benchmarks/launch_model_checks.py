@@ -33,7 +33,7 @@ from typing import Any
 from topoctl.autoconf import decode_terms as terms_mod
 from topoctl.autoconf import gpu_specs, launch_model, models
 from topoctl.autoconf.data_files import read_yaml
-from topoctl.catalogue import system_snapshot
+from topoctl.snapshot.catalogue import system_snapshot
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CORPUS = os.path.join(HERE, "data", "public-decode.yaml")
@@ -160,8 +160,7 @@ def _profile(name: str, corpus_models: dict[str, Any]) -> dict[str, Any]:
 
 
 def _gpu(key: str) -> dict[str, Any]:
-    from topoctl import gpus
-
+    from topoctl.core import gpus
     found = next(m for m in gpus.models() if m.key == key)
     return {"name": found.key, "family": found.architecture, "bandwidth": float(found.memory_bandwidth_gb_s or 0) * 1e9,
             "memory_bytes": found.memory_bytes, "compute_capability": found.compute_capability}

@@ -11,7 +11,7 @@ stay meaningful on a shared machine where absolute times do not. The CPU time ea
 system, from wait4) is reported the same way: on a machine whose cores other jobs keep busy, a process
 waits for a core for much of its wall time, while its CPU time stays what the work costs. The load average
 over the run is printed with the results. Goals (issue 22): recommend warm <= 6x, check <= 5x, show <= 3x; recommend on 128 GPUs
-(the most one snapshot may hold, topoctl.snapshot.MAX_GPUS) < 2 s.
+(the most one snapshot may hold, topoctl.snapshot.document.MAX_GPUS) < 2 s.
 """
 from __future__ import annotations
 

@@ -31,13 +31,13 @@ def main() -> int:
     args = parser.parse_args()
 
     from topoctl.autoconf import models
-    from topoctl.autoconf.render import render
+    from topoctl.autoconf.launch_text import render
     from topoctl.autoconf.search import Request, search
-    from topoctl.catalogue import list_systems, system_snapshot
-    from topoctl.commands.recommend import flag_set_for
-    from topoctl.errors import TopoctlError
-    from topoctl.rules import load_rules
-    from topoctl.sglang.flags import known_versions
+    from topoctl.cli.commands.recommend import flag_set_for
+    from topoctl.core.errors import TopoctlError
+    from topoctl.rules.engine import load_rules
+    from topoctl.rules.sglang.flags import known_versions
+    from topoctl.snapshot.catalogue import list_systems, system_snapshot
 
     rules = load_rules()
     profiles = {name: models.profile(name) for name in sorted(models.builtin_models())}

@@ -17,12 +17,12 @@ import time
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from topoctl.snapshot_types import Snapshot
+    from topoctl.snapshot.shape import Snapshot
 
 
 def eight_gpu_snapshot() -> Snapshot | dict[str, Any]:
     try:
-        from topoctl.catalogue import system_snapshot
+        from topoctl.snapshot.catalogue import system_snapshot
 
         return system_snapshot("rtx-pro-6000-8x-pcie")
     except Exception:  # the reference system is not installed: build the same shape
@@ -40,7 +40,7 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=50)
     args = parser.parse_args()
 
-    from topoctl.rules import RuleSet, evaluate, load_rules, violations
+    from topoctl.rules.engine import RuleSet, evaluate, load_rules, violations
 
     started = time.perf_counter()
     shipped = load_rules().rules
@@ -49,7 +49,7 @@ def main() -> int:
              for index in range(args.rules)]
     ruleset = RuleSet(rules)
     snapshot = eight_gpu_snapshot()
-    request = {"model": {"name": "kimi-k2.5", "moe": True, "layers": 61}, "speculative": "eagle3", "tp_size": 8,
+    request: dict[str, Any] = {"model": {"name": "kimi-k2.5", "moe": True, "layers": 61}, "speculative": "eagle3", "tp_size": 8,
                "sglang_version": "0.5.12", "launch": {"tp_size": 8, "env:NCCL_ALGO": "Ring"}}
 
     evaluate(ruleset, snapshot, request)  # warm caches (version parsing, imports)

@@ -31,7 +31,7 @@ def write_site_files(folder: str, count: int) -> None:
     """`count` files of one rule each: the shipped rules in turn, each under a new id."""
     import yaml
 
-    from topoctl.rules.loader import builtin_rule_files
+    from topoctl.rules.engine.loader import builtin_rule_files
 
     shipped: list[Any] = []
     for path in builtin_rule_files():

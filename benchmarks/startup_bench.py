@@ -83,7 +83,7 @@ def yaml_compare(rounds: int = 20) -> str:
 
     import yaml
 
-    from topoctl.catalogue import system_snapshot
+    from topoctl.snapshot.catalogue import system_snapshot
 
     data = system_snapshot("h100-8x-nvswitch")
     options = {"sort_keys": False, "allow_unicode": True, "default_flow_style": False, "width": 120}

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from topoctl import __version__
-from topoctl.errors import TopoctlError, one_line
+from topoctl.core.errors import TopoctlError, one_line
 
 CAPTURE_VERSION = 1
 SECTIONS = ("nvml", "files", "host", "software", "torch")
@@ -117,7 +117,7 @@ def _capture_path(path: str) -> str:
         return os.path.join(path, "capture.json")
     if os.path.exists(path) or "/" in path or os.sep in path or path.startswith("."):
         return path
-    from topoctl.catalogue import builtin_capture
+    from topoctl.snapshot.catalogue import builtin_capture
 
     return builtin_capture(path) or path
 
@@ -129,8 +129,7 @@ def load_capture(path: str) -> dict[str, Any]:
     """
     hint = "record one with `topoctl probe --record FILE`, or name a built-in capture (topoctl recommend --list-systems)"
     path = _capture_path(path)
-    from topoctl import limits
-
+    from topoctl.core import safe_read as limits
     try:
         raw = limits.read_file(path, limits.MAX_SNAPSHOT_BYTES)
     except FileNotFoundError:

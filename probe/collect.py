@@ -14,8 +14,8 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from topoctl import __version__
-from topoctl.errors import NoGpuError
-from topoctl.p2p import P2P_NOT_READ, P2P_NVML_UNKNOWN
+from topoctl.core.errors import NoGpuError
+from topoctl.core.p2p import P2P_NOT_READ, P2P_NVML_UNKNOWN
 from topoctl.probe import pcie_checks, topology
 from topoctl.probe.capture import Session
 from topoctl.probe.files import Files
@@ -34,10 +34,10 @@ from topoctl.probe.nvml import (
 )
 from topoctl.probe.software import collect_packages, cuda_from_torch_local, nccl_from_wheel
 from topoctl.probe.topology import sysfs_bdf
-from topoctl.snapshot import MAX_GPUS, SCHEMA_VERSION
+from topoctl.snapshot.document import MAX_GPUS, SCHEMA_VERSION
 
 if TYPE_CHECKING:
-    from topoctl.snapshot_types import SnapshotCudaVisibleDevices
+    from topoctl.snapshot.shape import SnapshotCudaVisibleDevices
 
 WITHOUT_A_GPU = "without a GPU, show, recommend and check take --system NAME or --topology FILE"
 NO_GPU_HINTS = {
@@ -481,7 +481,7 @@ def probe_capture(capture: dict[str, Any], name: str, kind: str = "capture") -> 
     A capture is a file users edit, truncate and attach to bug reports: an answer of the wrong type (a device
     count that is not a small integer, a bus id that is a number) is a bad input (exit 2), not a traceback.
     """
-    from topoctl.errors import TopoctlError
+    from topoctl.core.errors import TopoctlError
 
     count = capture.get("nvml", {}).get("nvmlDeviceGetCount")
     if isinstance(count, dict) and "ok" in count and (
@@ -491,7 +491,7 @@ def probe_capture(capture: dict[str, Any], name: str, kind: str = "capture") -> 
                            + (f", more than {MAX_GPUS}, the most one snapshot may hold)" if above else ")"),
                            hint="re-record it with `topoctl probe --record FILE`")
     if isinstance(count, dict) and "ok" in count:
-        from topoctl.limits import check_capture_gpus
+        from topoctl.core.safe_read import check_capture_gpus
 
         check_capture_gpus(count["ok"], len(capture.get("nvml", {})), name)  # before any per-GPU work
     try:

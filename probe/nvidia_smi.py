@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from topoctl.p2p import P2P_CODES
+from topoctl.core.p2p import P2P_CODES
 
 DEVICE = re.compile(r"^(GPU|NIC)\d+$")
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from topoctl.p2p import pair_p2p_ok
-from topoctl.snapshot_view import SnapshotLike, view_of
+from topoctl.core.p2p import pair_p2p_ok
+from topoctl.snapshot.view import SnapshotLike, view_of
 
 GREEN, RED, YELLOW, BOLD, RESET = "\x1b[32m", "\x1b[31m", "\x1b[33m", "\x1b[1m", "\x1b[0m"
 
@@ -74,7 +74,7 @@ def render(snapshot: SnapshotLike, color: bool = False) -> str:
                  f"NCCL {_clean(view.software('nccl'))}, torch {_clean(view.software('torch'))}, "
                  f"SGLang {_clean(view.software('sglang'))}")
     lines.extend(network_lines(view))
-    from topoctl.probe.bench.render import render_measurements, render_pcie_checks
+    from topoctl.probe.bench.bench_lines import render_measurements, render_pcie_checks
 
     lines.extend(render_pcie_checks(view))
     measured = render_measurements(view)

@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from topoctl.gpus import architecture_for_cc, architecture_for_nvml_id
-from topoctl.p2p import pair_verdicts
+from topoctl.core.gpus import architecture_for_cc, architecture_for_nvml_id
+from topoctl.core.p2p import pair_verdicts
 
 HIDDEN_BUS = re.compile(r"^[fF:.]+$")
 BDF = re.compile(r"^[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
@@ -142,7 +142,7 @@ def _interconnect(gpus: list[dict[str, Any]], pairs: list[dict[str, Any]], nvlin
 def summarize(snapshot: dict[str, Any]) -> dict[str, Any]:
     gpus, pairs = snapshot["gpus"], snapshot["pairs"]
 
-    verdicts = pair_verdicts(pairs)  # NCCL's P2P transport needs read and write OK (topoctl/p2p.py)
+    verdicts = pair_verdicts(pairs)  # NCCL's P2P transport needs read and write OK (topoctl/core/p2p.py)
     numa = {gpu.get("numa_node") for gpu in gpus}
     return {
         "gpu_count": len(gpus),

@@ -3,10 +3,10 @@
 NVML ignores CUDA_VISIBLE_DEVICES: the probe sees (and the snapshot lists) every GPU of the machine. A launch
 started with the variable set sees only the GPUs it names, renumbered cuda:0, cuda:1, ... in the order named.
 How the value is read (integer ids in CUDA's device order as CUDA_DEVICE_ORDER sets it, UUID prefixes, MIG
-instances, the list ending at an invalid entry) is decided in one place, topoctl/cuda_devices.py
+instances, the list ending at an invalid entry) is decided in one place, topoctl/snapshot/cuda_devices.py
 resolve_visible, which cites its sources; check and recommend read the record through the same function.
-The record's shape is the snapshot schema's `cuda_visible_devices` (topoctl/schema/snapshot.schema.json);
-readers, the probe's own note included, read it as SnapshotView.cuda_visible_devices (topoctl/visible_view.py).
+The record's shape is the snapshot schema's `cuda_visible_devices` (topoctl/snapshot/schema/snapshot.schema.json);
+readers, the probe's own note included, read it as SnapshotView.cuda_visible_devices (topoctl/snapshot/visible_view.py).
 
 Layer: probe (docs/architecture.md, "Layers").
 """
@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from topoctl.cuda_devices import resolve_visible
+from topoctl.snapshot.cuda_devices import resolve_visible
 
 if TYPE_CHECKING:
-    from topoctl.snapshot_types import CudaDeviceEntry, SnapshotCudaVisibleDevices
-    from topoctl.visible_view import CudaVisibleDevices
+    from topoctl.snapshot.shape import CudaDeviceEntry, SnapshotCudaVisibleDevices
+    from topoctl.snapshot.visible_view import CudaVisibleDevices
 
 ENV_NAMES = ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER")
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 import os
 import sys
 
-from topoctl.errors import NoGpuError
+from topoctl.core.errors import NoGpuError
+from topoctl.core.serialize import to_json
 from topoctl.probe.capture import load_capture
 from topoctl.probe.collect import probe_capture
-from topoctl.render import to_json
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures")
 

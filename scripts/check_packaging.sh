@@ -28,6 +28,6 @@ for artifact in "$wheel" "$sdist"; do
     code=$?
     set -e
     [ "$code" = 0 ] || { echo "$artifact: topoctl check exited $code"; exit 1; }
-    (cd "$scratch" && "$venv/bin/python" -c 'import topoctl.sglang.prepare as p; assert p.dynamo_versions(), "no Dynamo data"')
+    (cd "$scratch" && "$venv/bin/python" -c 'import topoctl.deploy.launcher_args as p; assert p.dynamo_versions(), "no Dynamo data"')
     echo "$(basename "$artifact"): installs, topoctl check examples/deploy exits 0"
 done

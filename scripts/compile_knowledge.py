@@ -2,7 +2,7 @@
 
 Runs the commands that read topoctl's built-in knowledge (recommend, check, show, rules) in-process with the
 user cache off, records every section they build (rules, settings, SGLang spelling, model profiles, costs,
-GPU data), and writes each with the SHA-256 of its source files (topoctl/cache.py). A run with an empty
+GPU data), and writes each with the SHA-256 of its source files (topoctl/core/knowledge_cache.py). A run with an empty
 user cache then reads these instead of parsing YAML. After changing any knowledge file:
 
     python scripts/compile_knowledge.py           # rewrite topoctl/data/compiled/
@@ -18,8 +18,8 @@ import sys
 
 def record() -> dict[str, str]:
     os.environ["TOPOCTL_NO_CACHE"] = "1"
-    from topoctl import cache
-    from topoctl.cli import main
+    from topoctl.cli.app import main
+    from topoctl.core import knowledge_cache as cache
 
     cache._recording = {}
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
@@ -28,8 +28,7 @@ def record() -> dict[str, str]:
                      ["check", "--system", "rtx-pro-6000-8x-pcie", "--", "--tp-size", "8"],
                      ["show", "--system", "h200-2x-nvswitch-vm"], ["rules", "list"]):
             main(argv)
-        from topoctl import gpus
-
+        from topoctl.core import gpus
         gpus.models()
     recorded = cache._recording
     cache._recording = None
@@ -39,8 +38,8 @@ def record() -> dict[str, str]:
 
 def check_rule_files() -> None:
     """The built-in rule files against the rule schema (the loader trusts their structure at run time)."""
-    from topoctl.limits import load_yaml
-    from topoctl.rules.loader import builtin_rule_files, validate_against_schema
+    from topoctl.core.safe_read import load_yaml
+    from topoctl.rules.engine.loader import builtin_rule_files, validate_against_schema
 
     for path in builtin_rule_files():
         with open(path, encoding="utf-8") as handle:
@@ -48,8 +47,8 @@ def check_rule_files() -> None:
 
 
 def main(argv: list[str]) -> int:
-    from topoctl.cache import SHIPPED_DIR
-    from topoctl.errors import TopoctlError
+    from topoctl.core.errors import TopoctlError
+    from topoctl.core.knowledge_cache import SHIPPED_DIR
 
     try:
         check_rule_files()
@@ -68,7 +67,7 @@ def main(argv: list[str]) -> int:
             print(f"stale shipped knowledge: {', '.join(sorted(set(stale)))}; run python scripts/compile_knowledge.py")
             return 1
         return 0
-    from topoctl.io import write_atomic
+    from topoctl.core.io import write_atomic
 
     os.makedirs(SHIPPED_DIR, exist_ok=True)
     for name in os.listdir(SHIPPED_DIR):

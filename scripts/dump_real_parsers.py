@@ -10,7 +10,7 @@ Writes xz-compressed JSON with sorted keys (the same wheels give the same bytes)
   builds it (scripts/sglang_flags/real_parser.py `dump`), and the real outcome of each probe of
   scripts/sglang_flags/check.py; tests/test_sglang_real_parser.py compares the shipped flag data with it.
 * sglang-config.json.xz: the argument list SGLang's ConfigArgumentMerger hands argparse for each `--config`
-  file of CONFIGS (tests/test_sglang_config_real.py holds topoctl.sglang.prepare to it).
+  file of CONFIGS (tests/test_sglang_config_real.py holds topoctl.deploy.launcher_args to it).
 * dynamo-probes.json.xz: what Dynamo's own parsers leave for SGLang of each probe of DYNAMO_PROBES, or the
   argparse error they stop with (tests/test_dynamo_real_parser.py).
 * sglang-memory.json.xz: the mem_fraction_static SGLang's `_handle_gpu_memory_settings` computes, per release
@@ -38,7 +38,7 @@ OUT_DIR = REPO_ROOT / "tests" / "data" / "real_parsers"
 sys.path.insert(0, str(HERE))
 
 # --config files whose merge is recorded, and the releases they are recorded for (the boundaries of
-# topoctl/sglang/prepare.py's --config behaviours and the newest releases).
+# topoctl/deploy/launcher_args.py's --config behaviours and the newest releases).
 CONFIGS = {
     "scalars-and-store-true": "tp-size: 8\nenable-metrics: true\nskip-server-warmup: false\nmem-fraction-static: 0.7\n",
     "lists": "served-model-name: [a]\nmem-fraction-static: 0.8\n",

@@ -47,13 +47,13 @@ def release_folders(src_root: str) -> list[str] | None:
 
 
 def write_or_print(text: str, output: str | None) -> None:
-    """An extractor's result: written to `output` atomically (topoctl.io.write_atomic, so a run cut short leaves
+    """An extractor's result: written to `output` atomically (topoctl.core.io.write_atomic, so a run cut short leaves
     the committed data file whole), or printed when no -o was given."""
     if not output:
         sys.stdout.write(text)
         return
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    from topoctl.io import write_atomic
+    from topoctl.core.io import write_atomic
 
     write_atomic(output, text)
 

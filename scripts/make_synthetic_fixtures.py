@@ -25,9 +25,9 @@ import json  # noqa: E402
 from fakes.nvml import make_fake_pynvml  # noqa: E402
 from fakes.session import SpecSession, installed  # noqa: E402
 
-from topoctl.errors import NoGpuError  # noqa: E402
+from topoctl.core.errors import NoGpuError  # noqa: E402
+from topoctl.core.serialize import to_json  # noqa: E402
 from topoctl.probe.collect import run_probe  # noqa: E402
-from topoctl.render import to_json  # noqa: E402
 
 RECORDED_AT = "2026-11-30T00:00:00+00:00"  # fixed, so that regenerating gives byte-identical files
 

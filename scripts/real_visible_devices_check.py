@@ -9,7 +9,7 @@ machine's GPUs, invalid entries, repeats, an empty value), under both CUDA_DEVIC
 two things with that environment and compares them:
 
 - `topoctl probe`: the snapshot's `cuda_visible_devices` record (probe/visible.py, read by
-  topoctl/cuda_devices.py resolve_visible), i.e. which of the machine's GPUs topoctl says a CUDA program sees,
+  topoctl/snapshot/cuda_devices.py resolve_visible), i.e. which of the machine's GPUs topoctl says a CUDA program sees,
   in order, or that it cannot say;
 - an independent CUDA program: a fresh Python process that asks torch for its device count and each device's
   UUID (torch.cuda.get_device_properties(i).uuid), which is the CUDA runtime's own answer.

@@ -1,13 +1,12 @@
 """The imports of the product modules, read from their source (ast), for tests/test_architecture.py.
 
-Modules are named as installed (setup.cfg's package_dir: probe/ is topoctl.probe, ...). An import counts as
+Modules are named as installed (probe/ is topoctl.probe through the link topoctl/probe, ...). An import counts as
 inside a function when a def or lambda encloses it; imports under `if TYPE_CHECKING:` are not counted (they
 never run).
 """
 from __future__ import annotations
 
 import ast
-import configparser
 import os
 from collections import Counter
 
@@ -15,17 +14,15 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def product_modules() -> dict[str, str]:
-    """Every installed module -> its source file."""
-    config = configparser.ConfigParser()
-    config.read(os.path.join(ROOT, "setup.cfg"))
-    mapping = dict(line.split("=", 1) for line in config["options"]["package_dir"].strip().splitlines())
-    mapping = {name.strip(): folder.strip() for name, folder in mapping.items()}
+    """Every installed module -> its source file, walked from topoctl/ through its links (topoctl/autoconf ->
+    ../autoconf, ...), the tree setuptools packages."""
     out = {}
-    for package in config["options"]["packages"].split():
-        parts = package.split(".")
-        cut = max(n for n in range(1, len(parts) + 1) if ".".join(parts[:n]) in mapping)
-        folder = os.path.join(ROOT, mapping[".".join(parts[:cut])], *parts[cut:])
-        for name in sorted(os.listdir(folder)):
+    top = os.path.join(ROOT, "topoctl")
+    for folder, dirs, files in os.walk(top, followlinks=True):
+        dirs[:] = sorted(d for d in dirs if os.path.exists(os.path.join(folder, d, "__init__.py")))
+        package = ".".join(["topoctl", *os.path.relpath(folder, top).split(os.sep)])
+        package = "topoctl" if folder == top else package
+        for name in sorted(files):
             if name.endswith(".py"):
                 out[package if name == "__init__.py" else f"{package}.{name[:-3]}"] = os.path.join(folder, name)
     return out

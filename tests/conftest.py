@@ -17,7 +17,7 @@ FIXTURES = os.path.join(ROOT, "fixtures")
 LAUNCH_CORPUS = os.path.join(TESTS, "data", "launch_corpus")  # launch files in public forms, with expected.yaml
 if TESTS not in sys.path:
     sys.path.insert(0, TESTS)
-# The knowledge cache (topoctl/cache.py) goes to a folder of this test run, never the user's ~/.cache.
+# The knowledge cache (topoctl/core/knowledge_cache.py) goes to a folder of this test run, never the user's ~/.cache.
 os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="topoctl-test-cache-")
 
 CliResult = tuple[int, str, str]
@@ -69,8 +69,8 @@ def fixtures_root() -> str:
 
 @pytest.fixture
 def cli(capsys: pytest.CaptureFixture[str]) -> Callable[[Sequence[str]], CliResult]:
-    """Run `topoctl ARGV` in-process through topoctl.cli.main: returns (exit code, stdout, stderr)."""
-    from topoctl.cli import main
+    """Run `topoctl ARGV` in-process through topoctl.cli.app.main: returns (exit code, stdout, stderr)."""
+    from topoctl.cli.app import main
 
     def run(argv: Sequence[str]) -> CliResult:
         capsys.readouterr()  # drop what came before, so the result is this command's alone

@@ -39,8 +39,8 @@ def capture_systems() -> list[str]:
 
 def cases() -> list[Case]:
     """Every reference system's cases, then `rules list` and `rules explain` of every built-in rule (_rules)."""
-    from topoctl.catalogue import list_systems
-    from topoctl.sglang.flags import known_versions
+    from topoctl.rules.sglang.flags import known_versions
+    from topoctl.snapshot.catalogue import list_systems
 
     out: list[Case] = []
     for name in capture_systems():
@@ -75,7 +75,7 @@ def cases() -> list[Case]:
             out.append(Case(name, f"recommend-sglang-{version}-args",
                             (*plain, "--model", "kimi-k2.5", "--sglang-version", version, "--format", "args")))
     out.append(Case("_rules", "list", ("rules", "list")))
-    from topoctl.rules import load_rules
+    from topoctl.rules.engine import load_rules
 
     for rule in load_rules().rules:
         out.append(Case("_rules", f"explain-{rule.id}", ("rules", "explain", rule.id)))
@@ -84,6 +84,8 @@ def cases() -> list[Case]:
 
 def render(argv: tuple[str, ...], code: int, out: str, err: str) -> str:
     """The case's text, with this checkout's location written as <checkout> (rule sources name their file),
-    so the golden files hold in any clone."""
+    so the golden files hold in any clone; an unpacked sdist, whose topoctl/rules is a copy of rules/ rather
+    than the clone's link to it, names the rules' folder the clone's way."""
     text = f"$ topoctl {' '.join(argv)}\nexit {code}\n--- stdout\n{out}--- stderr\n{err}"
+    text = text.replace(os.path.join(ROOT, "topoctl", "rules") + os.sep, os.path.join(ROOT, "rules") + os.sep)
     return text.replace(ROOT + os.sep, "<checkout>/")

@@ -1,4 +1,4 @@
-"""Hypothesis strategies for snapshots, generated from the published schema (topoctl/schema/snapshot.schema.json).
+"""Hypothesis strategies for snapshots, generated from the published schema (topoctl/snapshot/schema/snapshot.schema.json).
 
 Why not hypothesis-jsonschema (PyPI): its last release, 0.23.1 (February 2024), fails on the Hypothesis this
 project tests with (6.170: `'many' object has no attribute 'more'`, an internal API it reaches into), and it
@@ -23,7 +23,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SCHEMA_FILE = os.path.join(ROOT, "topoctl", "schema", "snapshot.schema.json")
+SCHEMA_FILE = os.path.join(ROOT, "topoctl", "snapshot", "schema", "snapshot.schema.json")
 KNOWN_KEYWORDS = {"$ref", "type", "enum", "const", "pattern", "minimum", "minItems", "maxItems", "items", "required",
                   "properties", "additionalProperties", "description", "examples", "title", "$schema", "$id", "$defs"}
 MAX_GPUS = 8  # the product's range (2-8 GPUs, and 1): more only makes examples slower, not different

@@ -38,7 +38,7 @@ def test_every_published_point_gets_a_row_with_the_models_prediction(tool):
 
 def test_the_prediction_is_the_one_recommend_uses(tool):
     from topoctl.autoconf import launch_model
-    from topoctl.catalogue import system_snapshot
+    from topoctl.snapshot.catalogue import system_snapshot
 
     data = tool.load(str(DATA))
     row = tool.rows(data)[0]

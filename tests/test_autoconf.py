@@ -5,9 +5,9 @@ import pytest
 
 from topoctl.autoconf import models
 from topoctl.autoconf.evidence import config_text, normalise_config
-from topoctl.sglang import spelling as table
-from topoctl.sglang.flags import known_versions, load_flag_set
-from topoctl.sglang.launch import parse_args, split_command
+from topoctl.deploy.sglang_launch import parse_args, split_command
+from topoctl.rules.sglang import spelling as table
+from topoctl.rules.sglang.flags import known_versions, load_flag_set
 
 
 def test_every_flag_in_settings_yaml_exists_in_some_version():
@@ -79,7 +79,7 @@ def test_words_are_not_guessed():
 
 
 def _builtin_numbers():
-    from topoctl.rules import load_rules
+    from topoctl.rules.engine import load_rules
 
     for rule in load_rules().rules:
         for item in rule.evidence:

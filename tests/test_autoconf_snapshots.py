@@ -7,7 +7,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from topoctl.snapshot import validate_snapshot
+from topoctl.snapshot.document import validate_snapshot
 
 
 def make_snapshot(name: str = "test-box", gpu_name: str = "NVIDIA RTX PRO 6000 Blackwell Server Edition",

@@ -34,7 +34,7 @@ def test_percentiles_interpolate_between_ranks():
 def test_sizes_and_the_models_messages():
     assert planning.parse_size("42K") == 43008 and planning.parse_size("2.5M") == int(2.5 * 1024 ** 2)
     assert planning.parse_size("4096") == 4096 and planning.parse_size("1GiB") == 1024 ** 3
-    from topoctl.errors import TopoctlError
+    from topoctl.core.errors import TopoctlError
 
     for bad in ("", "x", "-4K", "1T", "2"):
         with pytest.raises(TopoctlError):
@@ -126,8 +126,8 @@ def test_process_group_failure_is_a_clear_problem():
 def test_cli_two_processes_write_a_snapshot_show_displays(tmp_path):
     from click.testing import CliRunner
 
-    from topoctl.cli import cli
-    from topoctl.snapshot import load_snapshot
+    from topoctl.cli.app import cli
+    from topoctl.snapshot.document import load_snapshot
 
     out = tmp_path / "machine.json"
     result = CliRunner().invoke(cli, ["bench", "--topology", os.path.join(FIXTURES, "h200-2x-nvswitch-vm", "snapshot.json"),
@@ -145,7 +145,7 @@ def test_cli_two_processes_write_a_snapshot_show_displays(tmp_path):
 
 
 def test_cli_bad_options_exit_2_before_any_process(tmp_path):
-    from topoctl.cli import main
+    from topoctl.cli.app import main
 
     snapshot = os.path.join(FIXTURES, "h200-2x-nvswitch-vm", "snapshot.json")
     assert main(["bench", "--topology", snapshot, "--backend", "gloo", "--sizes", "lots"]) == 2
@@ -173,7 +173,7 @@ def test_parse_size_round_trips_every_plain_and_suffixed_size():
 
 def test_rows_are_written_in_snapshot_gpu_numbers():
     """Workers count GPUs in torch's order; the snapshot in NVML's: rows are mapped by PCI bus id."""
-    from topoctl.commands.bench import _gpu_map
+    from topoctl.cli.commands.bench import _gpu_map
     from topoctl.probe.bench.runner import Progress, Runner, empty_measurements
 
     snapshot = {"gpus": [{"index": 0, "pci_bus_id": "00000000:18:00.0"}, {"index": 1, "pci_bus_id": "00000000:3B:00.0"}]}

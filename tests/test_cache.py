@@ -1,4 +1,4 @@
-"""The knowledge cache (topoctl/cache.py): a warm start gives exactly what a cold parse gives, and never a
+"""The knowledge cache (topoctl/core/knowledge_cache.py): a warm start gives exactly what a cold parse gives, and never a
 stale, half-written or corrupt file's content."""
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ import stat
 
 import pytest
 
-from topoctl import cache
 from topoctl.autoconf import data_files
-from topoctl.rules import loader
-from topoctl.rules import settings as rule_settings
-from topoctl.sglang import flags, spelling
-from topoctl.sglang import settings as sglang_settings
+from topoctl.core import knowledge_cache as cache
+from topoctl.rules.engine import loader
+from topoctl.rules.sglang import flags, spelling
+from topoctl.rules.sglang import settings as rule_settings
+from topoctl.rules.sglang import settings as sglang_settings
 
 
 def _clear() -> None:
@@ -69,13 +69,13 @@ def test_warm_cache_gives_what_a_cold_parse_gives(cache_home):
     assert first == cold
     assert warm == cold
     # Rules rebuilt from the cache behave like freshly parsed ones (same compiled conditions' answers).
-    from topoctl.catalogue import system_snapshot
-    from topoctl.rules import evaluate
+    from topoctl.rules.engine import evaluate
+    from topoctl.snapshot.catalogue import system_snapshot
 
     snapshot = system_snapshot("rtx-pro-6000-8x-pcie")
     request = {"model": None, "speculative": None, "tp_size": 8, "ep_size": 1, "sglang_version": "0.5.12",
                "launch": {"torch_symm_mem": True, "custom_all_reduce": True}}
-    from topoctl.rules.model import RuleSet
+    from topoctl.rules.engine.model import RuleSet
 
     fresh = RuleSet(loader._parse_builtin(loader.builtin_rule_files()))
     assert evaluate(RuleSet(list(loader.builtin_rules())), snapshot, request).to_dict() == \
@@ -249,8 +249,8 @@ def test_site_rules_are_checked_once_per_content(cache_home, tmp_path, monkeypat
     edit (new content) is checked again, and a broken edit is reported, never served from the old entry."""
     from rules_helpers import rule_text, write_rules
 
-    from topoctl.errors import TopoctlError
-    from topoctl.rules import load_rules
+    from topoctl.core.errors import TopoctlError
+    from topoctl.rules.engine import load_rules
 
     folder = tmp_path / "site"
     write_rules(folder, rule_text())
@@ -282,7 +282,7 @@ def test_a_cold_run_reads_the_shipped_knowledge_without_yaml(tmp_path):
     import subprocess
     import sys
 
-    code = ("import sys; from topoctl.cli import main; "
+    code = ("import sys; from topoctl.cli.app import main; "
             "main(['recommend', '--system', 'rtx-pro-6000-8x-pcie', '--model', 'kimi-k2.5', '--format', 'args']); "
             "print('yaml' in sys.modules)")
     env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "empty"))
@@ -312,7 +312,7 @@ def test_a_run_served_by_the_shipped_sections_loads_no_openssl(tmp_path):
     import subprocess
     import sys
 
-    code = ("import sys; from topoctl.cli import main; "
+    code = ("import sys; from topoctl.cli.app import main; "
             "main(['check', '--system', 'h200-4x-nvswitch-vm', '--', 'python', '-m', 'sglang.launch_server', "
             "'--model-path', 'M', '--tp', '4']); print(sorted({'hmac', '_hashlib'} & set(sys.modules)))")
     env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "empty"))
@@ -324,8 +324,7 @@ def test_a_run_served_by_the_shipped_sections_loads_no_openssl(tmp_path):
 def test_a_shipped_section_s_check_reads_the_bytes_that_were_hashed(tmp_path, monkeypatch):
     """The rules section's check (every rule id of the shipped files) reads the bytes content_stamp hashed
     instead of reading each rule file again, and nothing of them is kept after the call."""
-    from topoctl import limits
-
+    from topoctl.core import safe_read as limits
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "empty"))
     monkeypatch.delenv("TOPOCTL_NO_CACHE", raising=False)
     files = loader.builtin_rule_files()

@@ -12,11 +12,11 @@ from click.testing import CliRunner
 from test_autoconf_snapshots import make_snapshot
 from test_recommend import target
 
-from topoctl.catalogue import list_systems
-from topoctl.cli import cli as cli_group
-from topoctl.cli import main
-from topoctl.errors import TopoctlError
-from topoctl.sglang.flags import known_versions
+from topoctl.cli.app import cli as cli_group
+from topoctl.cli.app import main
+from topoctl.core.errors import TopoctlError
+from topoctl.rules.sglang.flags import known_versions
+from topoctl.snapshot.catalogue import list_systems
 
 CMD = ["--", "python", "-m", "sglang.launch_server", "--model-path", "M"]
 
@@ -140,11 +140,10 @@ def _blocked_launches():
     """(system, version, command tokens, the rule ids that block it) for every alternative recommend drops."""
     from topoctl.autoconf import models
     from topoctl.autoconf.search import Request, search
-    from topoctl.catalogue import system_snapshot
-    from topoctl.commands.recommend import flag_set_for
-    from topoctl.rules import load_rules
-    from topoctl.sglang import spelling as table
-
+    from topoctl.cli.commands.recommend import flag_set_for
+    from topoctl.rules.engine import load_rules
+    from topoctl.rules.sglang import spelling as table
+    from topoctl.snapshot.catalogue import system_snapshot
     ruleset = load_rules()
     out = []
     for name in list_systems():
@@ -230,7 +229,7 @@ def test_site_rules(tmp_path, cli):
 
 def test_fallback_system_when_no_gpu(monkeypatch, cli):
     import topoctl.probe.collect as collect
-    from topoctl.errors import NoGpuError
+    from topoctl.core.errors import NoGpuError
 
     def no_gpu():
         raise NoGpuError("no NVIDIA driver")
@@ -324,7 +323,7 @@ def test_cli_runner_and_subprocess(tmp_path):
 
 def test_no_torch_or_nvml_on_recommend_and_check(tmp_path):
     argv = target("h200-4x-nvswitch-vm")
-    code = ("import sys; from topoctl.cli import main; "
+    code = ("import sys; from topoctl.cli.app import main; "
             f"main(['recommend', *{argv!r}, '--model', 'kimi-k2.5']); "
             f"main(['check', *{argv!r}, '--', 'python', '-m', 'sglang.launch_server', '--tp', '4']); "
             "bad = [m for m in ('torch', 'pynvml', 'topoctl.probe.nvml') if m in sys.modules]; "

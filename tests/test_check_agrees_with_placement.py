@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from topoctl.catalogue import list_systems, system_snapshot
-from topoctl.cli import main
+from topoctl.cli.app import main
+from topoctl.snapshot.catalogue import list_systems, system_snapshot
 
 SYSTEMS = [name for name in list_systems() if system_snapshot(name).get("gpus")]
 

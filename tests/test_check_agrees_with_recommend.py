@@ -53,8 +53,7 @@ def test_all_three_speculative_parameters_or_none_pass(cli):
 
 def test_the_speculative_group_is_written_once_in_the_settings_table():
     from topoctl.autoconf import search
-    from topoctl.sglang import spelling as table
-
+    from topoctl.rules.sglang import spelling as table
     assert search.SPEC_GROUP == tuple(table.table()["speculative_group"])
 
 
@@ -106,7 +105,7 @@ def test_check_and_recommend_agree_on_every_parallel_size(cli, tp, ep):
 # ------------------------------------------------------------------------------------------ shared options
 
 def _command(path):
-    from topoctl.cli import cli as cli_group
+    from topoctl.cli.app import cli as cli_group
 
     command = cli_group
     for name in path:
@@ -146,7 +145,7 @@ def test_rules_test_takes_rules_but_not_disable():
 
 def test_show_falls_back_to_a_built_in_system_where_no_gpu_is_seen(cli, monkeypatch):
     import topoctl.probe.collect as collect
-    from topoctl.errors import NoGpuError
+    from topoctl.core.errors import NoGpuError
 
     def no_gpu():
         raise NoGpuError("no NVIDIA driver")
@@ -184,7 +183,7 @@ def _count_calls(monkeypatch, module, name):
 
 
 def test_check_reads_the_flag_data_once_per_launch(cli, monkeypatch, tmp_path):
-    import topoctl.sglang.flags as flags_module
+    import topoctl.rules.sglang.flags as flags_module
 
     first, second = tmp_path / "a.env", tmp_path / "b.env"
     first.write_text("SGLANG_ARGS='--tp-size 8'\n")
@@ -197,7 +196,7 @@ def test_check_reads_the_flag_data_once_per_launch(cli, monkeypatch, tmp_path):
 
 @pytest.mark.parametrize("command, tail", [(["recommend", *H100], []), (["check", *H100], ["--", "--tp-size", "8"])])
 def test_sglang_version_is_normalised_once(cli, monkeypatch, command, tail):
-    import topoctl.sglang.flags as flags_module
+    import topoctl.rules.sglang.flags as flags_module
 
     calls = _count_calls(monkeypatch, flags_module, "normalise_version")
     code, out, err = cli([*command, "--sglang-version", "v0.5.12+cu129", *tail])

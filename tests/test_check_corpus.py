@@ -87,7 +87,7 @@ SIZE_BLOCKS = {"topoctl-tp-exceeds-gpus", "sglang-tp-exceeds-given-gpus", "topoc
 
 
 def _releases() -> set[str]:
-    with open(os.path.join(ROOT, "topoctl", "sglang", "data", "releases.json"), encoding="utf-8") as handle:
+    with open(os.path.join(ROOT, "rules", "sglang", "data", "releases.json"), encoding="utf-8") as handle:
         return {entry["version"] for entry in json.load(handle)["releases"]}
 
 
@@ -130,7 +130,7 @@ def test_each_expected_verdict_agrees_with_sglang_own_parser_and_post_init(relat
     post-init raises blocks, unless the raise reads the machine it runs on (`oracle_machine_only`, its place cited);
     the ranks one node runs (SGLang's tp_size // (nnodes // pp_size), read from its final ServerArgs) above the
     reference system's GPUs block."""
-    from topoctl.catalogue import system_snapshot
+    from topoctl.snapshot.catalogue import system_snapshot
 
     entry = EXPECTED[relative]
     gpus = len(system_snapshot(entry.get("system", "h100-8x-nvswitch"))["gpus"])

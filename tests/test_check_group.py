@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from topoctl.cli import main
+from topoctl.cli.app import main
 
-ORDER = "CUDA_DEVICE_ORDER=PCI_BUS_ID"  # integer ids in PCI bus order (topoctl/cuda_devices.py resolve_visible)
+ORDER = "CUDA_DEVICE_ORDER=PCI_BUS_ID"  # integer ids in PCI bus order (topoctl/snapshot/cuda_devices.py resolve_visible)
 # SGLang 0.5.12 serves custom allreduce over PCIe only with its first kernel: the launch asks for it, so that
 # the group logic below meets a custom allreduce SGLang really runs (rules/knowledge/allreduce.yaml).
 V1 = "SGLANG_OPT_USE_CUSTOM_ALL_REDUCE_V2=0"
@@ -40,7 +40,7 @@ def test_visible_pair_with_p2p_is_not_blocked(capsys):
 @pytest.mark.parametrize("value", ["0,1", "1,2"])
 def test_integer_ids_under_the_default_order_warn_never_block(capsys, value):
     # Without CUDA_DEVICE_ORDER, CUDA's default FASTEST_FIRST order leaves which GPUs the ids name unspecified
-    # (topoctl/cuda_devices.py resolve_visible): every pair of 2 GPUs is possible, some fail, none is shown to
+    # (topoctl/snapshot/cuda_devices.py resolve_visible): every pair of 2 GPUs is possible, some fail, none is shown to
     code, doc, _ = check(capsys, "l40s-4x-pcie-2numa", f"CUDA_VISIBLE_DEVICES={value}", *LAUNCH, "--tp", "2")
     findings = {item["id"]: item for item in doc["results"][0]["findings"]}
     assert code == 0, doc
@@ -101,7 +101,7 @@ def test_unmappable_visible_devices_warn_and_judge_every_gpu(value, capsys):
 
 
 def test_uuids_name_gpus(capsys):
-    from topoctl.catalogue import system_snapshot
+    from topoctl.snapshot.catalogue import system_snapshot
 
     uuids = [gpu["uuid"] for gpu in system_snapshot("l40s-4x-pcie-2numa")["gpus"]]
     code, doc, _ = check(capsys, "l40s-4x-pcie-2numa", f"CUDA_VISIBLE_DEVICES={uuids[2]},{uuids[3][:12]}",
@@ -110,7 +110,7 @@ def test_uuids_name_gpus(capsys):
 
 
 def test_an_unknown_pair_outside_the_group_does_not_block(tmp_path, capsys):
-    from topoctl.catalogue import system_snapshot
+    from topoctl.snapshot.catalogue import system_snapshot
 
     snapshot = system_snapshot("rtx-pro-6000-8x-pcie")
     for entry in snapshot["pairs"]:

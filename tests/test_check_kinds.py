@@ -7,7 +7,7 @@ import os
 
 from conftest import LAUNCH_CORPUS
 
-from topoctl.check import dockerfile, helm
+from topoctl.deploy import dockerfile, helm
 
 H100 = ["--system", "h100-8x-nvswitch"]
 

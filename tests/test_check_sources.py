@@ -537,7 +537,7 @@ _ARGS = st.lists(st.sampled_from(["--tp-size", "2", "8", "--mem-fraction-static"
 
 @st.composite
 def _env_texts(draw):
-    from topoctl.autoconf.render import sh_quote
+    from topoctl.autoconf.launch_text import sh_quote
 
     lines = []
     for name in draw(st.lists(_ENV_NAMES, max_size=5)):
@@ -552,7 +552,7 @@ def _env_texts(draw):
 @settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(text=_env_texts())
 def test_launch_env_text_under_another_name_is_read_as_launch_env_iff_it_assigns_sglang_args(cli, tmp_path, text):
-    from topoctl.sglang.launch import parse_env_text
+    from topoctl.deploy.sglang_launch import parse_env_text
 
     named, as_env = same_as_launch_env(cli, tmp_path, "launch.out", text, H200)
     names = [name for _, name, _ in parse_env_text(text, "t")]

@@ -60,7 +60,7 @@ def test_no_recipe_or_doc_names_a_release_tag():
     """A recipe that names a tag (`@v0.2.0`, `rev: v0.2.0`) fails: the published repository has none."""
     tag = re.compile(r"(@v?\d+\.\d+|rev:\s*v?\d+\.\d+|release tag\b)")
     paths = [os.path.join(ROOT, "README.md"), os.path.join(ROOT, ".pre-commit-hooks.yaml"),
-             os.path.join(ROOT, "topoctl", "commands", "bench.py"), os.path.join(ROOT, "probe", "torch_check.py")]
+             os.path.join(ROOT, "topoctl", "cli", "commands", "bench.py"), os.path.join(ROOT, "probe", "torch_check.py")]
     paths += [os.path.join(CI, name) for name in os.listdir(CI)]
     paths += [os.path.join(ROOT, "docs", name) for name in os.listdir(os.path.join(ROOT, "docs")) if name.endswith(".md")]
     for path in paths:

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from conftest import FIXTURES
 
 from topoctl import __version__
-from topoctl.cli import cli as cli_group
+from topoctl.cli.app import cli as cli_group
 
 
 def assert_one_line_error(err: str, *words: str) -> None:
@@ -159,12 +159,12 @@ def test_version_is_answered_without_click_and_agrees_with_the_flag_data():
     import subprocess
     import sys
 
-    from topoctl.sglang.flags import known_versions, newest_version
-    from topoctl.version import flag_data_versions, version_text
+    from topoctl.core.version import flag_data_versions, version_text
+    from topoctl.rules.sglang.flags import known_versions, newest_version
 
     assert flag_data_versions() == known_versions()
     assert f"to {newest_version()};" in version_text()
     code = ("import sys; from topoctl.entry import main; main(['--version']); "
-            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'click' or m == 'topoctl.sglang.flags'))")
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'click' or m == 'topoctl.rules.sglang.flags'))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.splitlines()[-1] == "[]" and out.startswith("topoctl ")

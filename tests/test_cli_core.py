@@ -17,8 +17,8 @@ import sys
 import pytest
 from click.testing import CliRunner
 
-from topoctl.cli import cli as cli_group
-from topoctl.cli import main
+from topoctl.cli.app import cli as cli_group
+from topoctl.cli.app import main
 
 H200 = ["--system", "h200-2x-nvswitch-vm"]
 
@@ -68,7 +68,7 @@ def test_a_group_without_a_command_shows_its_help(cli, argv):
 
 
 def test_one_line_escapes_control_characters():
-    from topoctl.cli import one_line
+    from topoctl.cli.app import one_line
 
     assert one_line("a\nb\rc\td\x1b[31me\x00f\x7fg\u2028h\u00e9") == "a\\nb\\rc\\td\\x1b[31me\\x00f\\x7fg\\u2028h\u00e9"
 
@@ -83,13 +83,13 @@ def test_hostile_option_value_is_escaped_in_the_error(cli):
 
 
 def test_hostile_message_and_hint_are_escaped(cli, monkeypatch):
-    import topoctl.target
-    from topoctl.errors import TopoctlError
+    import topoctl.cli.target_machine
+    from topoctl.core.errors import TopoctlError
 
     def hostile(*args, **kwargs):
         raise TopoctlError("bad\nNEXT LINE\x1b[2J", hint="try\r\tthis\x07")
 
-    monkeypatch.setattr(topoctl.target, "resolve_target", hostile)
+    monkeypatch.setattr(topoctl.cli.target_machine, "resolve_target", hostile)
     code, out, err = cli(["show", *H200])
     assert code == 2
     assert err.splitlines() == ["topoctl: error: bad\\nNEXT LINE\\x1b[2J", "  hint: try\\r\\tthis\\x07"]
@@ -133,13 +133,13 @@ def test_an_unexpected_exception_through_click_runner(broken_show):
 
 
 def test_an_unexpected_exception_outside_a_subcommand(cli, monkeypatch):
-    import topoctl.cli
+    import topoctl.cli.app
 
     def boom(*args, **kwargs):
         raise RuntimeError("while parsing")
 
     monkeypatch.delenv("TOPOCTL_DEBUG", raising=False)
-    monkeypatch.setattr(topoctl.cli.cli, "main", boom)
+    monkeypatch.setattr(topoctl.cli.app.cli, "main", boom)
     code, _, err = cli(["show"])
     assert code == 70 and err.startswith("topoctl: internal error: RuntimeError: while parsing\n")
 
@@ -147,7 +147,7 @@ def test_an_unexpected_exception_outside_a_subcommand(cli, monkeypatch):
 def test_an_internal_error_in_a_real_process(tmp_path):
     code = ("import sys, topoctl.probe.render_matrix as m\n"
             "m.render = lambda *a, **k: 1 / 0\n"
-            "from topoctl.cli import main\n"
+            "from topoctl.cli.app import main\n"
             "sys.exit(main())\n")
     proc = subprocess.run([sys.executable, "-c", code, "show", *H200], capture_output=True, text=True,
                           cwd=str(tmp_path), env={k: v for k, v in os.environ.items() if k != "TOPOCTL_DEBUG"})

@@ -22,7 +22,7 @@ VALIDATOR = jsonschema.Draft202012Validator(load_schema())
 SETTINGS = settings(max_examples=examples(EXAMPLES), deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                            HealthCheck.function_scoped_fixture, HealthCheck.large_base_example])
-EXPECTED_EXITS = {0, 1, 2, 3}  # ok, blocking finding, the user's input, no GPU (topoctl/errors.py)
+EXPECTED_EXITS = {0, 1, 2, 3}  # ok, blocking finding, the user's input, no GPU (topoctl/core/errors.py)
 LAUNCHES = st.sampled_from([
     ["python", "-m", "sglang.launch_server", "--model-path", "M"],
     ["python", "-m", "sglang.launch_server", "--model-path", "M", "--tp-size", "2", "--enable-custom-all-reduce"],

@@ -1,4 +1,4 @@
-"""topoctl/cuda_devices.py: CUDA_VISIBLE_DEVICES read and written as CUDA reads it (PCI bus order ids)."""
+"""topoctl/snapshot/cuda_devices.py: CUDA_VISIBLE_DEVICES read and written as CUDA reads it (PCI bus order ids)."""
 from __future__ import annotations
 
 import json
@@ -8,8 +8,9 @@ from conftest import ROOT
 from hypothesis import given
 from hypothesis import strategies as st
 
-from topoctl.catalogue import system_snapshot
-from topoctl.cuda_devices import (
+from topoctl.probe.visible import cuda_visible
+from topoctl.snapshot.catalogue import system_snapshot
+from topoctl.snapshot.cuda_devices import (
     first_gpus,
     indices_match_pci_order,
     parse_visible_devices,
@@ -17,7 +18,6 @@ from topoctl.cuda_devices import (
     resolve_visible,
     visible_devices_value,
 )
-from topoctl.probe.visible import cuda_visible
 
 
 def _mixed():

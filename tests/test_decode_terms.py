@@ -12,7 +12,7 @@ from conftest import ROOT
 
 from topoctl.autoconf import decode_terms, launch_model, models
 from topoctl.autoconf.gpu_specs import target_gpu
-from topoctl.catalogue import system_snapshot
+from topoctl.snapshot.catalogue import system_snapshot
 
 CORPUS = os.path.join(ROOT, "benchmarks", "data", "public-decode.yaml")
 DECODE_STEP = os.path.join(ROOT, "benchmarks", "data", "h200-decode-step.json")
@@ -393,7 +393,7 @@ MLA_ARCHITECTURES = ("DeepseekV3ForCausalLM", "KimiK25ForConditionalGeneration")
 
 def test_the_kernel_table_is_what_each_release_s_own_server_args_picks():
     # tests/data/oracle/kernel-paths.json: scripts/sglang_oracle/kernel_paths.py ran each release's ServerArgs
-    from topoctl.pep440 import parse
+    from topoctl.core.pep440 import parse
 
     oracle = json.load(open(os.path.join(ROOT, "tests", "data", "oracle", "kernel-paths.json"), encoding="utf-8"))
     table = yaml.safe_load(open(os.path.join(ROOT, "autoconf", "data", "sglang-kernels.yaml"), encoding="utf-8"))

@@ -1,6 +1,6 @@
 """Same inputs, same bytes: every command and format, across processes and hash seeds (PYTHONHASHSEED).
 
-One subprocess per seed runs the whole list of commands in-process (topoctl.cli.main) and reports a digest of
+One subprocess per seed runs the whole list of commands in-process (topoctl.cli.app.main) and reports a digest of
 each command's exit code, stdout and stderr; the digests must agree across seeds, with a cold and a warm
 knowledge cache. Probe replays of every fixture, show, recommend (every format, with --explain), check (every
 format, launch.env and a command), rules list/explain/test/facts/schema.
@@ -41,7 +41,7 @@ def commands() -> list[list[str]]:
 
 RUNNER = """
 import hashlib, io, json, sys
-from topoctl.cli import main
+from topoctl.cli.app import main
 report = []
 for argv in json.loads(sys.argv[1]):
     out, err = io.BytesIO(), io.BytesIO()

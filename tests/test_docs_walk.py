@@ -155,12 +155,12 @@ WALK: dict[tuple[str, str], object] = {
     ("docs/rules.md", "effect:"): Skip("the `effect` field alone, a fragment of the rule file above (which runs)"),
     ("docs/rules.md", "from topoctl.rules import load_rules, evaluate, violations"): Python(
         site_rule=True,
-        prelude="from topoctl.catalogue import system_snapshot\n"
+        prelude="from topoctl.snapshot.catalogue import system_snapshot\n"
                 "snapshot = system_snapshot('rtx-pro-6000-8x-pcie')\n"
                 "request = {'model': None, 'speculative': None, 'tp_size': 8, 'ep_size': 1,"
                 " 'sglang_version': '0.5.12', 'launch': {}}\n"),
     ("docs/rules.md", "disable:"): DisableFile(),
-    ("docs/sglang-flags.md", "from topoctl.sglang.flags import load_flag_set"): Python(prelude="flag = '--tp-size'\n"),
+    ("docs/sglang-flags.md", "from topoctl.rules.sglang.flags import load_flag_set"): Python(prelude="flag = '--tp-size'\n"),
     ("docs/sglang-flags.md", "python scripts/extract_dynamo_flags.py 1.6.1"): Skip(
         "downloads the ai-dynamo 1.6.1 wheel; the data it wrote is committed and tests/test_dynamo_real_parser.py checks it"),
     ("docs/sglang-oracle.md", "mkdir -p /tmp/sglang-src"): Skip(

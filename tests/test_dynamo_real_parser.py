@@ -2,7 +2,7 @@
 
 In CI: what Dynamo's parse_known_args (and, from 1.5, the router's) left for SGLang of each probe of
 scripts/dump_real_parsers.py DYNAMO_PROBES, or the argparse error they stopped with, recorded per ai-dynamo
-release in tests/data/real_parsers/dynamo-probes.json.xz: what topoctl.sglang.prepare leaves must be the same,
+release in tests/data/real_parsers/dynamo-probes.json.xz: what topoctl.deploy.launcher_args leaves must be the same,
 and an argparse error of theirs must be a blocking finding of topoctl's. Where the wheels are (set
 TOPOCTL_DYNAMO_WHEELS to a folder of ai_dynamo-<version>-*.whl files) Dynamo's code runs again
 (scripts/extract_dynamo_flags.py) and must give the recording.
@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 
-from topoctl.commands._options import flag_set_for
-from topoctl.sglang.launchers import Launch
-from topoctl.sglang.prepare import dynamo_versions, load_dynamo, prepare
+from topoctl.cli.commands._options import flag_set_for
+from topoctl.deploy.launcher_args import dynamo_versions, load_dynamo, prepare
+from topoctl.deploy.launchers import Launch
 
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 from dump_real_parsers import DYNAMO_PROBES, dynamo_outcome, read_dump  # noqa: E402
@@ -31,7 +31,7 @@ RECORDED = read_dump("dynamo-probes")
 def test_the_recording_covers_every_release_with_option_data_from_its_own_wheel():
     assert sorted(RECORDED["releases"]) == sorted(dynamo_versions())
     assert RECORDED["probes"] == DYNAMO_PROBES
-    data = Path(ROOT) / "topoctl" / "sglang" / "data"
+    data = Path(ROOT) / "rules" / "sglang" / "data"
     for version, digest in RECORDED["wheels"].items():
         assert json.loads((data / f"dynamo-{version}.json").read_text(encoding="utf-8"))["source"]["sha256"] == digest
 

@@ -24,8 +24,8 @@ import yaml
 from docs_helpers import fenced_blocks, matches, sessions
 from model_helpers import fitting_model
 
-from topoctl.catalogue import list_systems
-from topoctl.sglang.flags import known_versions
+from topoctl.rules.sglang.flags import known_versions
+from topoctl.snapshot.catalogue import list_systems
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXTURES = os.path.join(ROOT, "fixtures")
@@ -48,7 +48,7 @@ def _section(text: str, heading: str) -> str:
 def no_gpu(monkeypatch):
     """This machine shows no GPU, whatever machine runs the tests."""
     import topoctl.probe.collect as collect
-    from topoctl.errors import NoGpuError
+    from topoctl.core.errors import NoGpuError
 
     def probe_live(*args, **kwargs):
         raise NoGpuError("no NVIDIA driver (test)")
@@ -291,7 +291,7 @@ ROUND_TRIP = 'set -a; . ./launch.env; set +a; eval "set -- $SGLANG_ARGS"; printf
 # check reads flags with the target's installed SGLang (0.5.12 on this system), not the version the file
 # was written for: these launches use --cuda-graph-max-bs-decode, which 0.5.12 does not know.
 def _writes_the_decode_graph_flag(version: str) -> bool:
-    from topoctl.sglang.flags import load_flag_set
+    from topoctl.rules.sglang.flags import load_flag_set
 
     return load_flag_set(version).has("--cuda-graph-max-bs-decode")
 

@@ -8,10 +8,10 @@ import subprocess
 import pytest
 from test_autoconf_snapshots import hostile, make_snapshot
 
-from topoctl.autoconf.render import assignment, comment, sh_quote
-from topoctl.catalogue import list_systems
-from topoctl.cli import main
-from topoctl.sglang.launch import parse_env_text
+from topoctl.autoconf.launch_text import assignment, comment, sh_quote
+from topoctl.cli.app import main
+from topoctl.deploy.sglang_launch import parse_env_text
+from topoctl.snapshot.catalogue import list_systems
 
 SHELLS = [["bash", "-c"], ["sh", "-c"]]
 
@@ -39,7 +39,7 @@ def test_quote_round_trip(value, tmp_path):
 
 
 def test_bad_key_refused():
-    from topoctl.errors import TopoctlError
+    from topoctl.core.errors import TopoctlError
 
     for key in ("A-B", "1A", "A B", "$(x)", ""):
         with pytest.raises(TopoctlError):

@@ -9,7 +9,7 @@ import pytest
 import yaml
 from conftest import ROOT
 
-from topoctl.export_nfd import PREFIX, label_value
+from topoctl.present.nfd_labels import PREFIX, label_value
 
 LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")  # Kubernetes' label value syntax
 EXAMPLES = os.path.join(ROOT, "examples", "kubernetes")
@@ -48,14 +48,14 @@ def test_label_values_are_valid(value, label):
 
 
 def test_feature_file_is_written_atomically(cli, tmp_path, monkeypatch):
-    """A failed write leaves the old file whole (topoctl.io.write_atomic)."""
+    """A failed write leaves the old file whole (topoctl.core.io.write_atomic)."""
     out = tmp_path / "topoctl"
     out.write_text("old\n")
-    import topoctl.io
+    import topoctl.core.io
 
     def broken(self, text):
-        raise topoctl.errors.OutputError("disk full")
-    monkeypatch.setattr(topoctl.io.Destination, "write", broken)
+        raise topoctl.core.errors.OutputError("disk full")
+    monkeypatch.setattr(topoctl.core.io.Destination, "write", broken)
     code, _, _ = cli(["export", "nfd", "--system", "h100-8x-8nic-ib", "-o", str(out)])
     assert code != 0 and out.read_text() == "old\n"
 

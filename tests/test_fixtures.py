@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 from conftest import FIXTURES, ROOT, fixture_dirs
 
-from topoctl.cli import cli, main
+from topoctl.cli.app import cli, main
 
 P2P_STATUSES = {"OK", "CNS", "GNS", "TNS", "DR", "NS", "U", "unknown"}
 LINKS = {"PIX", "PXB", "PHB", "NODE", "SYS"}
@@ -149,7 +149,7 @@ def test_committed_snapshot_equals_replay(name):
 
 
 def test_no_gpu_fixture_has_no_snapshot_and_is_no_system():
-    from topoctl.catalogue import list_systems
+    from topoctl.snapshot.catalogue import list_systems
 
     assert not os.path.exists(os.path.join(path_of("no-gpu"), "snapshot.json"))
     assert "no-gpu" not in list_systems()
@@ -186,7 +186,7 @@ def test_real_captures_are_not_marked_synthetic(name):
 
 
 def load_system(name: str) -> dict:
-    from topoctl.catalogue import system_snapshot
+    from topoctl.snapshot.catalogue import system_snapshot
 
     return system_snapshot(name)
 

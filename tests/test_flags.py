@@ -11,8 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from packaging.version import Version
 
-from topoctl.errors import TopoctlError
-from topoctl.sglang.flags import FlagSet, known_versions, load_flag_set, match_version, newest_version
+from topoctl.core.errors import TopoctlError
+from topoctl.rules.sglang.flags import FlagSet, known_versions, load_flag_set, match_version, newest_version
 
 VERSIONS = known_versions()
 
@@ -24,7 +24,7 @@ def test_known_versions_cover_the_supported_releases():
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_data_files_are_extracted_not_hand_typed(version):
-    path = resources.files("topoctl.sglang").joinpath(f"data/sglang-{version}.json")
+    path = resources.files("topoctl.rules.sglang").joinpath(f"data/sglang-{version}.json")
     doc = json.loads(path.read_text(encoding="utf-8"))
     assert doc["sglang_version"] == version
     assert doc["extracted_by"] == "scripts/extract_sglang_flags.py"

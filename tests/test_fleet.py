@@ -8,8 +8,8 @@ import uuid
 
 import pytest
 
-from topoctl.catalogue import system_snapshot
-from topoctl.render import to_yaml
+from topoctl.core.serialize import to_yaml
+from topoctl.snapshot.catalogue import system_snapshot
 
 
 def _node(base: dict, number: int) -> dict:

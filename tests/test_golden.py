@@ -13,7 +13,7 @@ import os
 import pytest
 from golden_cases import GOLDEN, ROOT, Case, cases, render
 
-from topoctl.io import write_atomic
+from topoctl.core.io import write_atomic
 
 CASES = cases()
 
@@ -29,7 +29,7 @@ def _run(cli, case: Case, folder: str) -> str:
 
 
 def test_every_system_has_cases():
-    from topoctl.catalogue import list_systems
+    from topoctl.snapshot.catalogue import list_systems
 
     systems = {case.system for case in CASES}
     assert set(list_systems()) <= systems

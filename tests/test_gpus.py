@@ -1,14 +1,14 @@
-"""GPU knowledge as data (topoctl/data/gpus.yaml through topoctl/gpus.py): one compute-capability ->
+"""GPU knowledge as data (topoctl/data/gpus.yaml through topoctl/core/gpus.py): one compute-capability ->
 architecture table read by the probe (when NVML cannot name the architecture) and by the rules (when a snapshot
 lists SMs but no architecture names), NVML's architecture ids, and the GPU products the launch model reads."""
 from __future__ import annotations
 
 import pytest
 
-from topoctl import gpus
-from topoctl.gpus import architecture_for_cc, architecture_for_sm
+from topoctl.core import gpus
+from topoctl.core.gpus import architecture_for_cc, architecture_for_sm
 from topoctl.probe.topology import architecture_name
-from topoctl.rules.facts import UNKNOWN, Context
+from topoctl.rules.engine.facts import UNKNOWN, Context
 
 CASES = [((7, 0), "volta"), ((7, 5), "turing"), ((8, 0), "ampere"), ((8, 6), "ampere"), ((8, 9), "ada"),
          ((9, 0), "hopper"), ((10, 0), "blackwell"), ((10, 3), "blackwell"), ((11, 0), "blackwell"),
@@ -80,7 +80,7 @@ def test_the_reference_systems_gpus_are_known(name):
 
 
 def test_every_reference_systems_gpu_is_in_the_data_and_agrees_with_the_snapshot():
-    from topoctl.catalogue import list_systems, system_snapshot
+    from topoctl.snapshot.catalogue import list_systems, system_snapshot
 
     for system in list_systems():
         for gpu in system_snapshot(system)["gpus"]:

@@ -8,15 +8,15 @@ from __future__ import annotations
 import pytest
 
 from topoctl.autoconf import models
-from topoctl.autoconf.render import render
+from topoctl.autoconf.launch_text import render
 from topoctl.autoconf.search import Request, search, target_gpu_count
-from topoctl.catalogue import list_systems, system_snapshot
 from topoctl.check.judge import judge
-from topoctl.commands.recommend import flag_set_for
-from topoctl.errors import TopoctlError
-from topoctl.rules import load_rules
-from topoctl.sglang import launch as launch_mod
-from topoctl.sglang.flags import known_versions
+from topoctl.cli.commands.recommend import flag_set_for
+from topoctl.core.errors import TopoctlError
+from topoctl.deploy import sglang_launch as launch_mod
+from topoctl.rules.engine import load_rules
+from topoctl.rules.sglang.flags import known_versions
+from topoctl.snapshot.catalogue import list_systems, system_snapshot
 
 RULES = load_rules()
 MODELS = {name: models.profile(name) for name in sorted(models.builtin_models())}

@@ -1,7 +1,7 @@
-"""The import contracts of .importlinter hold (import-linter, from the lint extra): check never imports
-recommend's search, topoctl/sglang/ imports neither autoconf nor the rules, check's readers only read files.
-The packages are laid out as installed (topoctl.autoconf from autoconf/, ...) in a temporary folder, because
-import-linter walks one package's folder."""
+"""The import contracts of .importlinter hold (import-linter, from the lint extra): one folder a layer, check
+never imports recommend's search, rules/sglang/ knows nothing of the rule engine, deployment reading never
+imports the rule engine. The tree is copied as it is (the links topoctl/autoconf -> ../autoconf and the
+others followed), so that a test can add a bad import without touching the checkout."""
 from __future__ import annotations
 
 import os
@@ -12,15 +12,10 @@ import sys
 import pytest
 from conftest import ROOT
 
-LAYOUT = {"topoctl": "topoctl", "topoctl/autoconf": "autoconf", "topoctl/rules": "rules", "topoctl/probe": "probe"}
 
-
-def _installed_layout(into: str) -> None:
+def _copy_tree(into: str) -> None:
     ignore = shutil.ignore_patterns("__pycache__", "data", "knowledge", "schema", "*.json", "*.yaml")
-    for target, source in LAYOUT.items():
-        shutil.copytree(os.path.join(ROOT, source), os.path.join(into, target), ignore=ignore, dirs_exist_ok=True)
-    os.makedirs(os.path.join(into, "topoctl", "systems"), exist_ok=True)
-    open(os.path.join(into, "topoctl", "systems", "__init__.py"), "w").close()
+    shutil.copytree(os.path.join(ROOT, "topoctl"), os.path.join(into, "topoctl"), ignore=ignore)
 
 
 def _lint(tmp_path) -> subprocess.CompletedProcess[str]:
@@ -30,17 +25,30 @@ def _lint(tmp_path) -> subprocess.CompletedProcess[str]:
                           env=env, capture_output=True, text=True, timeout=300)
 
 
+def _add(tmp_path, module_path: str, line: str) -> None:
+    with open(os.path.join(tmp_path, *module_path.split("/")), "a", encoding="utf-8") as handle:
+        handle.write(f"\n{line}  # noqa: E402,F401\n")
+
+
 def test_the_import_contracts_hold(tmp_path):
     pytest.importorskip("importlinter", reason="import-linter comes with the lint extra (.ci/run installs it)")
-    _installed_layout(str(tmp_path))
+    _copy_tree(str(tmp_path))
     result = _lint(tmp_path)
     assert result.returncode == 0 and "0 broken" in result.stdout, result.stdout + result.stderr
 
 
 def test_a_forbidden_import_breaks_a_contract(tmp_path):
     pytest.importorskip("importlinter", reason="import-linter comes with the lint extra (.ci/run installs it)")
-    _installed_layout(str(tmp_path))
-    with open(os.path.join(tmp_path, "topoctl", "sglang", "launchers.py"), "a", encoding="utf-8") as handle:
-        handle.write("\nfrom topoctl.autoconf import search  # noqa: E402,F401\n")
+    _copy_tree(str(tmp_path))
+    _add(tmp_path, "topoctl/deploy/launchers.py", "from topoctl.autoconf import search")
     result = _lint(tmp_path)
-    assert result.returncode != 0 and "topoctl.sglang.launchers -> topoctl.autoconf.search" in result.stdout
+    assert result.returncode != 0 and "topoctl.deploy.launchers -> topoctl.autoconf.search" in result.stdout
+
+
+def test_a_new_module_is_held_by_its_folder_without_being_listed(tmp_path):
+    # The contract names folders: a module added to a lower layer that reaches up breaks it at once.
+    pytest.importorskip("importlinter", reason="import-linter comes with the lint extra (.ci/run installs it)")
+    _copy_tree(str(tmp_path))
+    _add(tmp_path, "topoctl/core/brand_new.py", "from topoctl.check import judge")
+    result = _lint(tmp_path)
+    assert result.returncode != 0 and "topoctl.core.brand_new -> topoctl.check.judge" in result.stdout

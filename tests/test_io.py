@@ -9,8 +9,8 @@ import tempfile
 
 import pytest
 
-from topoctl.errors import TopoctlError
-from topoctl.io import write_atomic
+from topoctl.core.errors import TopoctlError
+from topoctl.core.io import write_atomic
 
 
 def test_writes_and_replaces(tmp_path):
@@ -139,7 +139,7 @@ def test_a_character_device_is_written_into_not_replaced(tmp_path):
 
 
 def test_dev_stdout_is_written_into_never_renamed_over():
-    from topoctl.io import Destination
+    from topoctl.core.io import Destination
 
     # Decided without writing anything: a test must never risk replacing the machine's /dev/stdout.
     for name in ("/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"):
@@ -168,9 +168,9 @@ def test_a_read_only_file_is_refused(tmp_path, monkeypatch):
     target = tmp_path / "launch.env"
     target.write_text("old")
     os.chmod(target, 0o444)
-    import topoctl.io
+    import topoctl.core.io
 
-    monkeypatch.setattr(topoctl.io.os, "access", lambda path, mode: False)  # as a user who may not write it
+    monkeypatch.setattr(topoctl.core.io.os, "access", lambda path, mode: False)  # as a user who may not write it
     with pytest.raises(TopoctlError) as caught:
         write_atomic(str(target), "new")
     assert caught.value.exit_code == 2 and "is read-only" in caught.value.message
@@ -182,9 +182,9 @@ def test_a_read_only_file_the_user_may_write_anyway_is_written(tmp_path, monkeyp
     target = tmp_path / "launch.env"
     target.write_text("old")
     os.chmod(target, 0o444)
-    import topoctl.io
+    import topoctl.core.io
 
-    monkeypatch.setattr(topoctl.io.os, "access", lambda path, mode: True)  # root
+    monkeypatch.setattr(topoctl.core.io.os, "access", lambda path, mode: True)  # root
     write_atomic(str(target), "new")
     assert target.read_text() == "new"
     assert os.stat(target).st_mode & 0o777 == 0o444

@@ -1,11 +1,11 @@
-"""Snapshots up to topoctl.snapshot.MAX_GPUS load and recommend; one GPU more is one clear error (exit 2).
+"""Snapshots up to topoctl.snapshot.document.MAX_GPUS load and recommend; one GPU more is one clear error (exit 2).
 
 The large snapshots are benchmarks/large_snapshots.py's synthetic copies of an 8-GPU reference system."""
 from __future__ import annotations
 
 import json
 
-from topoctl.snapshot import MAX_GPUS, validate_snapshot
+from topoctl.snapshot.document import MAX_GPUS, validate_snapshot
 
 
 def test_the_synthetic_large_snapshots_are_valid_snapshots(large_snapshot):

@@ -9,8 +9,8 @@ import pytest
 
 from topoctl.autoconf import launch_model, memory, models
 from topoctl.autoconf.gpu_specs import target_gpu
-from topoctl.catalogue import system_snapshot
-from topoctl.cli import main
+from topoctl.cli.app import main
+from topoctl.snapshot.catalogue import system_snapshot
 
 EAGLE3 = {"speculative_algorithm": "eagle3", "speculative_num_steps": 3, "speculative_eagle_topk": 1,
           "speculative_num_draft_tokens": 4}

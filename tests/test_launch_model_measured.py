@@ -15,7 +15,7 @@ from conftest import FIXTURES
 
 from topoctl.autoconf import launch_model, memory, models
 from topoctl.autoconf.gpu_specs import target_gpu
-from topoctl.catalogue import system_snapshot
+from topoctl.snapshot.catalogue import system_snapshot
 
 SIZES = (4096, 16384, 65536, 262144, 1048576)
 

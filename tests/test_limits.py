@@ -1,4 +1,4 @@
-"""topoctl/limits.py: each limit's worst case stays under a bound counted in operations or bytes (never time).
+"""topoctl/core/safe_read.py: each limit's worst case stays under a bound counted in operations or bytes (never time).
 
 Operations are counted with sys.setprofile (Python and C function calls made while parsing) or the YAML
 composer's own count of nodes; bytes with tracemalloc's peak or with a reader that counts what it hands out.
@@ -19,8 +19,8 @@ from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from topoctl import limits
-from topoctl.limits import LimitError
+from topoctl.core import safe_read as limits
+from topoctl.core.safe_read import LimitError
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -83,7 +83,7 @@ def test_an_endless_file_is_read_only_up_to_the_limit(limit):
 
 
 def test_dev_zero_as_a_snapshot_is_one_line_exit_2(capsys):
-    from topoctl.cli import main
+    from topoctl.cli.app import main
 
     assert main(["show", "--topology", "/dev/zero"]) == 2
     assert "/dev/zero is a character device, not a regular file" in capsys.readouterr().err
@@ -294,7 +294,7 @@ def test_a_word_past_the_limit_and_too_many_words_are_refused():
 
 
 def test_the_launch_command_limit_through_the_cli(capsys):
-    from topoctl.cli import main
+    from topoctl.cli.app import main
 
     assert main(["check", "--system", "h200-4x-nvswitch-vm", "--", *["--tp-size"] * 5000]) == 2
     assert "more than 4,096" in capsys.readouterr().err
@@ -373,8 +373,7 @@ def test_a_fifo_inside_a_checked_folder_is_named_and_never_opened(cli, tmp_path)
 
 
 def test_a_fifo_as_the_knowledge_cache_is_not_read(cli, tmp_path, monkeypatch):
-    from topoctl import cache
-
+    from topoctl.core import knowledge_cache as cache
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     monkeypatch.delenv("TOPOCTL_NO_CACHE", raising=False)
     folder = tmp_path / "topoctl"

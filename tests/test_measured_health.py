@@ -12,9 +12,9 @@ import json
 import pytest
 
 from topoctl.autoconf.placement import choose_gpus
-from topoctl.catalogue import system_snapshot
-from topoctl.cli import main
-from topoctl.snapshot import load_snapshot
+from topoctl.cli.app import main
+from topoctl.snapshot.catalogue import system_snapshot
+from topoctl.snapshot.document import load_snapshot
 
 FAILED = {"method": "synthetic (tests/test_measured_health.py)", "backend": "nccl", "gpus": list(range(8)),
           "p2p": [{"src": 0, "dst": 1, "healthy": False, "reason": "timeout after 30 s (the copy hung)",

@@ -43,7 +43,7 @@ def test_dp_attention_pads_the_reserve_by_graph_batch_times_dp():
 
 
 def test_dp_attention_under_its_setting_name_pads_the_reserve_the_same():
-    # a recommend candidate and a launch check read carry the setting name (topoctl/sglang/data/spelling.yaml
+    # a recommend candidate and a launch check read carry the setting name (rules/sglang/data/spelling.yaml
     # dp_attention: --enable-dp-attention), not SGLang's dest: both are the same launch to SGLang
     by_dest = reserve("0.5.12", tp=8, launch={"enable_dp_attention": True, "dp_size": 8})
     by_setting = reserve("0.5.12", tp=8, launch={"dp_attention": True, "dp_size": 8})
@@ -54,7 +54,7 @@ def test_dp_attention_under_its_setting_name_pads_the_reserve_the_same():
 
 
 def test_a_switch_is_read_under_its_setting_name_or_its_flag_s_dest():
-    from topoctl.sglang.spelling import switch
+    from topoctl.rules.sglang.spelling import switch
 
     assert switch({"dp_attention": True}, "dp_attention") is True
     assert switch({"enable_dp_attention": True}, "dp_attention") is True

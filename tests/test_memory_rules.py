@@ -12,7 +12,7 @@ import pytest
 from packaging.version import Version
 
 from topoctl.autoconf import memory, models
-from topoctl.sglang import flags, releases
+from topoctl.rules.sglang import flags, releases
 
 MIB = 1024 * 1024
 H200, L40S, RTX4090, RTX_PRO_6000 = 143770 * MIB, 46068 * MIB, 24564 * MIB, 97887 * MIB

@@ -9,9 +9,9 @@ import subprocess
 
 import pytest
 
-from topoctl.catalogue import system_snapshot
-from topoctl.rules import evaluate, load_rules
-from topoctl.rules.engine import evaluate_rule
+from topoctl.rules.engine import evaluate, load_rules
+from topoctl.rules.engine.evaluation import evaluate_rule
+from topoctl.snapshot.catalogue import system_snapshot
 
 RULES = {rule.id: rule for rule in load_rules().rules}
 
@@ -123,9 +123,9 @@ def test_the_node_split_is_a_new_result_and_leaves_the_search_s_as_it_was():
     import dataclasses
 
     from topoctl.autoconf.search import search
-    from topoctl.commands._options import flag_set_for, target_version
-    from topoctl.commands.recommend import _nodes
-    from topoctl.snapshot_view import SnapshotView
+    from topoctl.cli.commands._options import flag_set_for, target_version
+    from topoctl.cli.commands.recommend import _nodes
+    from topoctl.snapshot.view import SnapshotView
 
     view = SnapshotView(system_snapshot("h100-8x-8nic-ib"))
     version = target_version(view, None)

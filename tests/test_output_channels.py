@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from topoctl.io import STALE_AFTER_S, remove_stale_temp_files, write_atomic
+from topoctl.core.io import STALE_AFTER_S, remove_stale_temp_files, write_atomic
 
 SYSTEM = "h200-4x-nvswitch-vm"
 RECOMMEND = ["recommend", "--system", SYSTEM, "--model", "llama-3.1-70b"]
@@ -102,7 +102,7 @@ ENCODINGS = [{"PYTHONIOENCODING": "ascii"}, {"PYTHONIOENCODING": "latin-1"},
 @pytest.fixture(scope="module")
 def unicode_snapshot(tmp_path_factory):
     """A built-in snapshot whose GPU names and hostname are not ASCII (nor Latin-1)."""
-    from topoctl.catalogue import system_snapshot
+    from topoctl.snapshot.catalogue import system_snapshot
 
     snapshot = system_snapshot(SYSTEM)
     for gpu in snapshot["gpus"]:
@@ -217,7 +217,7 @@ def stall(src, dst):
     open(sys.argv[1], "w").write(src)   # tell the test where the temp file is, then wait to be killed
     time.sleep(60)
 os.replace = stall
-from topoctl.cli import main
+from topoctl.cli.app import main
 sys.exit(main(sys.argv[2:]))
 """
 
@@ -303,7 +303,7 @@ def test_a_signal_during_a_dash_o_write_removes_the_temp_file_then_acts(tmp_path
     A shell without job control starts a background job (`cmd &`, and so `nohup`) with SIGINT ignored, and
     Python then installs no KeyboardInterrupt handler; this test relied on the inherited one and failed
     ("DID NOT RAISE") in whole runs started that way, while passing alone in a terminal."""
-    import topoctl.io as topo_io
+    import topoctl.core.io as topo_io
 
     number = getattr(signal, signame)
     seen: list[int] = []
@@ -332,7 +332,7 @@ def test_an_ignored_signal_during_a_dash_o_write_stays_ignored_and_the_write_com
                                                                                       signame):
     """A background job (`topoctl recommend -o launch.env &` from a script) has SIGINT ignored, `nohup` SIGHUP:
     such a signal must not end the write or leave a temp file, and stays ignored afterwards."""
-    import topoctl.io as topo_io
+    import topoctl.core.io as topo_io
 
     number = getattr(signal, signame)
     previous = signal.signal(number, signal.SIG_IGN)
@@ -374,9 +374,9 @@ def test_ctrl_c_while_the_command_modules_load_is_130_not_a_traceback(monkeypatc
 
     class Loading(types.ModuleType):
         def __getattr__(self, name):
-            raise KeyboardInterrupt  # what a Ctrl-C in the middle of `import topoctl.io` looks like to main
+            raise KeyboardInterrupt  # what a Ctrl-C in the middle of `import topoctl.core.io` looks like to main
 
-    monkeypatch.setitem(sys.modules, "topoctl.io", Loading("topoctl.io"))
+    monkeypatch.setitem(sys.modules, "topoctl.core.io", Loading("topoctl.core.io"))
     assert entry.main(["recommend", "--system", SYSTEM]) == 130
     assert capsys.readouterr().err == "topoctl: interrupted\n"
 
@@ -393,8 +393,7 @@ def _create_a_class_while_ctrl_c_lands():
 
 
 def test_ctrl_c_wrapped_while_a_class_is_created_is_130_in_a_command(monkeypatch, capsys):
-    from topoctl import cli as cli_module
-
+    from topoctl.cli import app as cli_module
     monkeypatch.setattr(cli_module.cli, "main", lambda *args, **kwargs: _create_a_class_while_ctrl_c_lands())
     assert cli_module.main(["recommend", "--system", SYSTEM]) == 130
     assert capsys.readouterr().err == "topoctl: interrupted\n"
@@ -409,14 +408,13 @@ def test_ctrl_c_wrapped_while_the_command_modules_load_is_130(monkeypatch, capsy
         def __getattr__(self, name):
             _create_a_class_while_ctrl_c_lands()
 
-    monkeypatch.setitem(sys.modules, "topoctl.io", Loading("topoctl.io"))
+    monkeypatch.setitem(sys.modules, "topoctl.core.io", Loading("topoctl.core.io"))
     assert entry.main(["recommend", "--system", SYSTEM]) == 130
     assert capsys.readouterr().err == "topoctl: interrupted\n"
 
 
 def test_a_real_bug_is_still_exit_70(monkeypatch, capsys):
-    from topoctl import cli as cli_module
-
+    from topoctl.cli import app as cli_module
     def broken(*args, **kwargs):
         raise RuntimeError("a bug")
 

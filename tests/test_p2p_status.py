@@ -1,4 +1,4 @@
-"""One meaning of "P2P read and write OK" everywhere (topoctl/p2p.py): NVML's `U` is an unknown like "unknown",
+"""One meaning of "P2P read and write OK" everywhere (topoctl/core/p2p.py): NVML's `U` is an unknown like "unknown",
 never a working P2P and never a lost one. Checked on a copy of the real 2x H200 snapshot whose first pair's
 read status is unknown, through the summary, the snapshot loader, `show`, the rules' facts and `check --expect`."""
 from __future__ import annotations
@@ -10,8 +10,8 @@ import os
 import pytest
 from conftest import FIXTURES
 
-from topoctl.cli import main
-from topoctl.p2p import P2P_CAPABILITIES, P2P_CODES, P2P_STATUSES, UNKNOWN_P2P_STATUSES, pair_p2p_ok
+from topoctl.cli.app import main
+from topoctl.core.p2p import P2P_CAPABILITIES, P2P_CODES, P2P_STATUSES, UNKNOWN_P2P_STATUSES, pair_p2p_ok
 
 SYSTEM = "h200-2x-nvswitch-vm"
 # Custom allreduce off: with a pair's P2P unknown the rules block it (an unknown P2P is not a working P2P), so
@@ -61,8 +61,8 @@ def test_the_vocabulary():
 
 def test_every_layer_uses_the_one_vocabulary():
     """The probe's NVML tables, the nvidia-smi parser and the snapshot loader hold the same objects."""
-    import topoctl.p2p as p2p
-    import topoctl.snapshot as snapshot
+    import topoctl.core.p2p as p2p
+    import topoctl.snapshot.document as snapshot
     from topoctl.probe import collect, nvidia_smi, nvml
 
     assert nvml.P2P_CAPS is p2p.P2P_CAPABILITY_INDEX and nvml.P2P_STATUS is p2p.P2P_STATUS_BY_CODE
@@ -77,7 +77,7 @@ def test_every_layer_uses_the_one_vocabulary():
 @pytest.mark.parametrize("status", ["unknown", "U"])
 def test_summary_says_all_pairs_p2p_null(status, tmp_path):
     from topoctl.probe.topology import summarize
-    from topoctl.snapshot import load_snapshot
+    from topoctl.snapshot.document import load_snapshot
 
     snapshot = with_read(status)
     summary = summarize(snapshot)
@@ -103,7 +103,7 @@ def test_show_marks_a_failing_pair_not_ok(tmp_path, capsys):
 
 @pytest.mark.parametrize("status", ["unknown", "U"])
 def test_rules_see_an_unknown_pair(status):
-    from topoctl.rules.facts import UNKNOWN, _pair_facts
+    from topoctl.rules.engine.facts import UNKNOWN, _pair_facts
 
     _, facts = _pair_facts(with_read(status)["pairs"][0])
     assert facts["pair.p2p.read"] is UNKNOWN and facts["pair.p2p_ok"] is UNKNOWN
@@ -160,6 +160,6 @@ def test_drift_names_the_pairs():
     ([], None), ([True], True), ([True, None], None), ([None, False], False), ([True, True], True),
 ])
 def test_all_pairs_p2p_is_a_three_valued_and(verdicts, expected):
-    from topoctl.p2p import all_pairs_p2p
+    from topoctl.core.p2p import all_pairs_p2p
 
     assert all_pairs_p2p(verdicts) is expected

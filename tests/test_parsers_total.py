@@ -17,7 +17,7 @@ from conftest import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from topoctl.errors import TopoctlError
+from topoctl.core.errors import TopoctlError
 
 EXAMPLES = 1000
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -130,7 +130,7 @@ SNAPSHOT = json.loads(read(os.path.join(FIXTURES, "l40s-4x-pcie-2numa", "snapsho
     lambda doc: st.sampled_from([json.dumps(doc), yaml.safe_dump(doc)])).map(str.encode)))
 def test_snapshot_parser_is_total(data):
     from topoctl.probe.render_matrix import render
-    from topoctl.snapshot import parse_snapshot_text
+    from topoctl.snapshot.document import parse_snapshot_text
 
     try:
         text = data.decode("utf-8")
@@ -155,7 +155,7 @@ CLAIMS = st.integers(min_value=0, max_value=5000).map(
 @given(st.one_of(inputs([json.dumps(CAPTURE)], mutations(CAPTURE).map(lambda doc: json.dumps(doc).encode())),
                  CLAIMS.map(str.encode)))
 def test_capture_parser_is_total(tmp_path_factory, data):
-    from topoctl.errors import NoGpuError
+    from topoctl.core.errors import NoGpuError
     from topoctl.probe.capture import load_capture
     from topoctl.probe.collect import probe_capture
 
@@ -201,8 +201,8 @@ ENV_PIECES = st.sampled_from(["SGLANG_ARGS=", "'", '"', "\\", "\n", " ", "#", "e
                  st.integers(min_value=1, max_value=20000).map(
                      lambda n: ("SGLANG_ARGS='" + "--tp 8 " * n + "'\n").encode())))
 def test_launch_env_parser_is_total(tmp_path_factory, data):
-    from topoctl.commands._options import flag_set_for
-    from topoctl.sglang.launch import parse_env_file
+    from topoctl.cli.commands._options import flag_set_for
+    from topoctl.deploy.sglang_launch import parse_env_file
 
     path = tmp_path_factory.mktemp("env") / "launch.env"
     path.write_bytes(data)
@@ -225,9 +225,9 @@ WORDS = st.one_of(st.sampled_from(["python", "python3", "-m", "sglang.launch_ser
                  st.integers(min_value=1, max_value=10000).map(lambda n: ["--tp-size"] * n),
                  st.integers(min_value=1, max_value=100000).map(lambda n: ["--model-path", "m" * n])))
 def test_launch_command_parser_is_total(tokens):
-    from topoctl.commands._options import flag_set_for
-    from topoctl.limits import check_tokens
-    from topoctl.sglang.launch import parse_args, split_command
+    from topoctl.cli.commands._options import flag_set_for
+    from topoctl.core.safe_read import check_tokens
+    from topoctl.deploy.sglang_launch import parse_args, split_command
 
     try:
         check_tokens(tokens, "the command after --")
@@ -259,8 +259,8 @@ def test_model_config_parser_is_total(tmp_path_factory, data):
 
 def evaluate_site_rules(folder: str) -> None:
     """What `check --rules DIR` does with a rule file: load it next to the built-in rules, evaluate, report."""
-    from topoctl.catalogue import system_snapshot
-    from topoctl.rules import evaluate, load_rules
+    from topoctl.rules.engine import evaluate, load_rules
+    from topoctl.snapshot.catalogue import system_snapshot
 
     ruleset = load_rules(extra_dirs=[folder])
     report = evaluate(ruleset, system_snapshot("rtx-pro-6000-8x-pcie"),

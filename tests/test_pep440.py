@@ -1,4 +1,4 @@
-"""topoctl.pep440 against packaging, the reference it stands in for on the start-up path.
+"""topoctl.core.pep440 against packaging, the reference it stands in for on the start-up path.
 
 Versions: validity, normalised text, the properties topoctl reads and the order of every pair, over versions
 generated in every PEP 440 spelling (separators, letter forms, implicit numbers, epochs, local labels) and over
@@ -20,7 +20,7 @@ from packaging.specifiers import SpecifierSet as PackagingSet
 from packaging.version import InvalidVersion as PackagingInvalid
 from packaging.version import Version as PackagingVersion
 
-from topoctl import pep440
+from topoctl.core import pep440
 
 SEPARATORS = st.sampled_from(["", ".", "-", "_"])
 NUMBER = st.integers(min_value=0, max_value=30)
@@ -89,7 +89,7 @@ def test_orders_every_pair_as_packaging_does(left, right):
 
 
 def _shipped_release_strings() -> list[str]:
-    data = os.path.join(ROOT, "topoctl", "sglang", "data")
+    data = os.path.join(ROOT, "rules", "sglang", "data")
     names = [m.group(2) for m in map(re.compile(r"^(sglang|dynamo)-(.+)\.json$").match, os.listdir(data)) if m]
     with open(os.path.join(data, "releases.json"), encoding="utf-8") as handle:
         doc = json.load(handle)
@@ -155,7 +155,7 @@ def _knowledge_specifiers() -> list[str]:
             if name.endswith(".yaml"):
                 with open(os.path.join(folder, name), encoding="utf-8") as handle:
                     found.update(re.findall(r"\bversion: *\"([^\"]+)\"", handle.read()))
-    with open(os.path.join(ROOT, "topoctl", "sglang", "data", "spelling.yaml"), encoding="utf-8") as handle:
+    with open(os.path.join(ROOT, "rules", "sglang", "data", "spelling.yaml"), encoding="utf-8") as handle:
         found.update(re.findall(r"\bsglang: *\"([^\"]+)\"", handle.read()))
     return sorted(found)
 

@@ -7,8 +7,8 @@ import shutil
 import pytest
 from conftest import fixture_dirs
 
-from topoctl.catalogue import system_snapshot
-from topoctl.picture import to_dot
+from topoctl.present.picture import to_dot
+from topoctl.snapshot.catalogue import system_snapshot
 
 SYSTEMS = [name for name in fixture_dirs() if name != "no-gpu"]
 HAVE_DOT = shutil.which("dot") is not None
@@ -104,7 +104,7 @@ def test_a_changed_picture_is_found_stale(tmp_path, monkeypatch):
 
 
 def test_svg_stamp_round_trip():
-    from topoctl.picture import dot_digest, stamp_svg, svg_stamp
+    from topoctl.present.picture import dot_digest, stamp_svg, svg_stamp
 
     svg = stamp_svg('<?xml version="1.0"?>\n<svg width="1pt"></svg>\n', "digraph t {}\n")
     assert svg.index("<!-- topoctl picture") < svg.index("<svg") and svg_stamp(svg) == dot_digest("digraph t {}\n")

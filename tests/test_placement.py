@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from topoctl.autoconf.placement import EXACT_GPUS, EXACT_LIMIT, choose_gpus, pair_views
-from topoctl.catalogue import system_snapshot
+from topoctl.snapshot.catalogue import system_snapshot
 
 
 def _set_pair(snapshot, a, b, **fields):

@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 
 from topoctl.autoconf import placement as placement_module
 from topoctl.autoconf.placement import choose_gpus, choose_replicas, pair_views
-from topoctl.catalogue import system_snapshot
-from topoctl.cuda_devices import pci_order
+from topoctl.snapshot.catalogue import system_snapshot
+from topoctl.snapshot.cuda_devices import pci_order
 
 LINKS = [("NV18", 18), ("NV4", 4), ("NV2", 2), ("PIX", 0), ("PXB", 0), ("PHB", 0), ("NODE", 0), ("SYS", 0),
          (None, 0)]

@@ -1,4 +1,4 @@
-"""`topoctl plot p2p|allreduce` (topoctl/plots.py): measurements as pictures through the optional `plot` extra."""
+"""`topoctl plot p2p|allreduce` (topoctl/present/plots.py): measurements as pictures through the optional `plot` extra."""
 from __future__ import annotations
 
 import copy
@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from topoctl.catalogue import system_snapshot
+from topoctl.snapshot.catalogue import system_snapshot
 
 NEEDS_MATPLOTLIB = pytest.mark.skipif(
     subprocess.run([sys.executable, "-c", "import matplotlib"], capture_output=True).returncode != 0,
@@ -34,7 +34,7 @@ def _with_p2p(name: str, failed: tuple[int, int] | None = None) -> dict:
 
 
 def test_p2p_matrix_places_each_measured_pair():
-    from topoctl.plots import p2p_matrix
+    from topoctl.present.plots import p2p_matrix
 
     gpus, matrix = p2p_matrix(_with_p2p("l40s-4x-pcie-2numa", failed=(2, 1)))
     assert gpus == [0, 1, 2, 3]
@@ -43,7 +43,7 @@ def test_p2p_matrix_places_each_measured_pair():
 
 
 def test_allreduce_series_on_the_real_h200_measurements():
-    from topoctl.plots import allreduce_series
+    from topoctl.present.plots import allreduce_series
 
     series = {line.label: line for line in allreduce_series(system_snapshot("h200-1x-vm"))}
     assert "nccl (eager)" in series and "torch_symm_mem/one_shot (CUDA graph)" in series
@@ -103,7 +103,7 @@ def test_without_matplotlib_one_line_and_the_extra_named(cli, monkeypatch, tmp_p
     ["check", "--system", "h200-1x-vm", "--", "python", "-m", "sglang.launch_server", "--model-path", "M"],
 ])
 def test_show_recommend_check_and_rules_never_import_matplotlib(argv):
-    run = ("import sys\nfrom topoctl.cli import main\ncode = main(sys.argv[1:])\n"
+    run = ("import sys\nfrom topoctl.cli.app import main\ncode = main(sys.argv[1:])\n"
            "print('LOADED' if [m for m in ('matplotlib', 'torch') if m in sys.modules] else 'CLEAN', file=sys.stderr)\n")
     proc = subprocess.run([sys.executable, "-c", run, *argv], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr

@@ -9,8 +9,8 @@ from fakes.nvml import make_fake_pynvml
 from fakes.session import SpecSession, installed
 from fakes.systems import SYSTEMS
 
+from topoctl.core.serialize import dump
 from topoctl.probe.collect import run_probe
-from topoctl.render import dump
 
 
 class CountingSession(SpecSession):
@@ -73,7 +73,7 @@ def test_probe_yaml_of_every_fixture_has_no_anchors():
     from click.testing import CliRunner
     from conftest import FIXTURES, fixture_dirs
 
-    from topoctl.cli import cli
+    from topoctl.cli.app import cli
 
     for name in fixture_dirs():
         if name == "no-gpu":

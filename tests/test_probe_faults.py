@@ -9,8 +9,8 @@ from fakes.nvml import make_fake_pynvml
 from fakes.session import SpecSession, installed
 from fakes.systems import SYSTEMS
 
-from topoctl.cli import main
-from topoctl.errors import NoGpuError
+from topoctl.cli.app import main
+from topoctl.core.errors import NoGpuError
 from topoctl.probe.capture import Session
 from topoctl.probe.collect import probe_capture, run_probe
 from topoctl.probe.render_matrix import render

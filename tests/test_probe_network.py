@@ -8,13 +8,13 @@ import os
 import pytest
 from conftest import ROOT
 
-from topoctl.catalogue import system_snapshot
 from topoctl.probe.capture import Session, load_capture
 from topoctl.probe.collect import probe_capture
 from topoctl.probe.files import Files
 from topoctl.probe.network import collect_network, nic_link
-from topoctl.snapshot import validate_snapshot
-from topoctl.snapshot_view import SnapshotView
+from topoctl.snapshot.catalogue import system_snapshot
+from topoctl.snapshot.document import validate_snapshot
+from topoctl.snapshot.view import SnapshotView
 
 REAL_NIC_CAPTURE = os.path.join(ROOT, "docs", "real-hardware", "h200-1x-vm-nics", "capture.json")
 

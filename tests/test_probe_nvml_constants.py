@@ -61,7 +61,7 @@ def test_topology_levels(real):
 
 
 def test_architectures(real):
-    from topoctl.gpus import nvml_architecture_ids
+    from topoctl.core.gpus import nvml_architecture_ids
 
     architecture = nvml_architecture_ids()  # topoctl/data/gpus.yaml
     for code, name in architecture.items():

@@ -10,12 +10,12 @@ import copy
 import json
 import os
 
-from topoctl.catalogue import system_snapshot
-from topoctl.cuda_devices import pci_order
 from topoctl.probe.visible import cuda_visible
-from topoctl.snapshot import load_snapshot
-from topoctl.snapshot_view import SnapshotView
-from topoctl.visible_view import CudaDevice, CudaVisibleDevices
+from topoctl.snapshot.catalogue import system_snapshot
+from topoctl.snapshot.cuda_devices import pci_order
+from topoctl.snapshot.document import load_snapshot
+from topoctl.snapshot.view import SnapshotView
+from topoctl.snapshot.visible_view import CudaDevice, CudaVisibleDevices
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -108,7 +108,7 @@ def test_a_launch_with_its_own_cuda_visible_devices_is_read_against_the_machine(
 
 def test_recommend_on_a_snapshot_probed_with_integer_ids_in_the_default_order(tmp_path, cli):
     # probed with CUDA_VISIBLE_DEVICES=2,3 and no CUDA_DEVICE_ORDER: which two GPUs CUDA saw is unknown
-    # (CUDA's default order is unspecified past the fastest GPU, topoctl/cuda_devices.py resolve_visible), so
+    # (CUDA's default order is unspecified past the fastest GPU, topoctl/snapshot/cuda_devices.py resolve_visible), so
     # recommend does not claim them: it says so and places the launch with its own CUDA_DEVICE_ORDER=PCI_BUS_ID
     topology = _snapshot(tmp_path, "2,3", order=None)
     record = json.loads(open(topology).read())["cuda_visible_devices"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 import re
 
-from topoctl.catalogue import list_systems
+from topoctl.snapshot.catalogue import list_systems
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -111,7 +111,7 @@ def _doc_synopses() -> dict[tuple[str, ...], set[str]]:
 def _click_commands() -> dict[tuple[str, ...], object]:
     import click
 
-    from topoctl.cli import cli
+    from topoctl.cli.app import cli
 
     out: dict[tuple[str, ...], object] = {}
     ctx = click.Context(cli)
@@ -165,7 +165,7 @@ def test_exit_code_table_says_when_recommend_exits_1():
     row = next(line for line in table.splitlines() if line.startswith("| 1 |"))
     assert "`check`" in row and "`rules test`" in row
     assert "`recommend`" in row and "no launch that passes the rules" in row
-    from topoctl.commands.recommend import command
+    from topoctl.cli.commands.recommend import command
 
     assert "1 no launch passes the rules" in command.help
 

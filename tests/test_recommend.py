@@ -9,9 +9,9 @@ import sys
 import pytest
 from click.testing import CliRunner
 
-from topoctl.catalogue import list_systems
-from topoctl.cli import cli as cli_group
-from topoctl.sglang.flags import known_versions
+from topoctl.cli.app import cli as cli_group
+from topoctl.rules.sglang.flags import known_versions
+from topoctl.snapshot.catalogue import list_systems
 
 
 def target(name: str) -> list[str]:

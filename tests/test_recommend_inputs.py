@@ -192,7 +192,7 @@ def test_a_gpu_memory_reading_under_one_mib_is_no_reading(cli, tmp_path, memory)
     """Found by tests/test_commands_over_schema_snapshots.py: memory_total_bytes below 1 MiB (schema-valid, a
     broken reading) was 0 MiB to SGLang's memory model and `recommend` died dividing by it (exit 70). Such a
     reading counts as none: the datasheet's memory is used, as for a null."""
-    from topoctl.catalogue import system_snapshot
+    from topoctl.snapshot.catalogue import system_snapshot
 
     data = system_snapshot("h200-4x-nvswitch-vm")
     for gpu in data["gpus"]:

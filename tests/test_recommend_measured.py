@@ -9,8 +9,8 @@ from __future__ import annotations
 import copy
 import json
 
-from topoctl.catalogue import system_snapshot
-from topoctl.cli import main
+from topoctl.cli.app import main
+from topoctl.snapshot.catalogue import system_snapshot
 
 SIZES = (4096, 16384, 65536, 262144, 1048576, 4194304)
 

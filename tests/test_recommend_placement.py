@@ -9,9 +9,9 @@ import shlex
 import pytest
 import yaml
 
-from topoctl.catalogue import list_systems, system_snapshot
-from topoctl.cli import main
-from topoctl.sglang.launch import parse_env_text
+from topoctl.cli.app import main
+from topoctl.deploy.sglang_launch import parse_env_text
+from topoctl.snapshot.catalogue import list_systems, system_snapshot
 
 
 def run(capsys, *argv):

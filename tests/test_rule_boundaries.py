@@ -4,10 +4,10 @@ from __future__ import annotations
 import pytest
 from packaging.version import Version
 
-from topoctl.rules import load_rules
-from topoctl.rules.boundaries import known_releases, problems, specifier_bounds
-from topoctl.sglang import flags
-from topoctl.sglang.releases import flashinfer_pin, flashinfer_release_versions, release_versions
+from topoctl.rules.engine import load_rules
+from topoctl.rules.engine.boundaries import known_releases, problems, specifier_bounds
+from topoctl.rules.sglang import flags
+from topoctl.rules.sglang.releases import flashinfer_pin, flashinfer_release_versions, release_versions
 
 RULESET = load_rules()
 RELEASES = known_releases()
@@ -19,7 +19,7 @@ def test_rule_boundaries_are_named_releases(rule):
 
 
 def test_release_list_is_the_releases_with_flag_data():
-    # The flag data (one file per release, topoctl.sglang.flags.known_versions) and the release list that rule
+    # The flag data (one file per release, topoctl.rules.sglang.flags.known_versions) and the release list that rule
     # boundaries are held to describe the same releases; pre-releases with flag data are not boundaries.
     releases = [version for version in flags.known_versions() if not Version(version).is_prerelease]
     assert releases == release_versions()

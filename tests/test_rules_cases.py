@@ -6,9 +6,9 @@ import json
 import pytest
 import yaml
 
-from topoctl.rules import load_rules
-from topoctl.rules.loader import builtin_rule_files, rule_schema, validate_against_schema
-from topoctl.rules.selftest import run_case
+from topoctl.rules.engine import load_rules
+from topoctl.rules.engine.loader import builtin_rule_files, rule_schema, validate_against_schema
+from topoctl.rules.engine.selftest import run_case
 
 RULESET = load_rules()
 CASES = [(rule, case) for rule in RULESET.rules for case in rule.tests]
@@ -64,8 +64,8 @@ def test_a_case_asserts_the_effect_and_fails_when_it_is_wrong(tmp_path):
     """`violates:` holds a rule's effect to the case's launch: a wrong assertion is a failing case."""
     from rules_helpers import rule_text, write_rules
 
-    from topoctl.rules import load_rules
-    from topoctl.rules.selftest import run_all
+    from topoctl.rules.engine import load_rules
+    from topoctl.rules.engine.selftest import run_all
 
     case = ('      - name: the launch that it blocks\n        expect: fire\n'
             '        snapshot: {gpus: [{index: 0, sm: 120}], software: {sglang: "0.5.12"}}\n'
@@ -97,7 +97,7 @@ def test_conflicting_defaults_are_reported(tmp_path, cli):
 
 
 def test_the_built_in_rules_have_no_conflicting_defaults():
-    from topoctl.rules import load_rules
-    from topoctl.rules.selftest import default_conflicts
+    from topoctl.rules.engine import load_rules
+    from topoctl.rules.engine.selftest import default_conflicts
 
     assert default_conflicts(load_rules().rules) == []

@@ -6,9 +6,9 @@ import json
 from click.testing import CliRunner
 from rules_helpers import rule_text, write_rules
 
-from topoctl.cli import cli, main
-from topoctl.rules import load_rules
-from topoctl.rules.loader import rule_schema
+from topoctl.cli.app import cli, main
+from topoctl.rules.engine import load_rules
+from topoctl.rules.engine.loader import rule_schema
 
 
 def test_rules_test_passes_on_the_shipped_knowledge(capsys):

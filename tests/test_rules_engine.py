@@ -13,10 +13,10 @@ from rules_helpers import (
     write_rules,
 )
 
-from topoctl.errors import TopoctlError
-from topoctl.rules import evaluate, load_rules, violations
-from topoctl.rules.conditions import compile_condition, nccl_list_enables
-from topoctl.rules.facts import Context
+from topoctl.core.errors import TopoctlError
+from topoctl.rules.engine import evaluate, load_rules, violations
+from topoctl.rules.engine.conditions import compile_condition, nccl_list_enables
+from topoctl.rules.engine.facts import Context
 
 RULES = load_rules()
 
@@ -289,14 +289,14 @@ FIXTURE_BLOCKS = {
 
 
 def _installed_systems():
-    from topoctl.catalogue import list_systems
+    from topoctl.snapshot.catalogue import list_systems
 
     return [name for name in list_systems() if name in FIXTURE_BLOCKS]
 
 
 @pytest.mark.parametrize("system", _installed_systems())
 def test_reference_systems(system):
-    from topoctl.catalogue import system_snapshot
+    from topoctl.snapshot.catalogue import system_snapshot
 
     request, must, must_not = FIXTURE_BLOCKS[system]
     found = blocks(system_snapshot(system), request)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from topoctl.catalogue import system_snapshot
-from topoctl.rules import evaluate, load_rules
-from topoctl.rules.facts import Context
+from topoctl.rules.engine import evaluate, load_rules
+from topoctl.rules.engine.facts import Context
+from topoctl.snapshot.catalogue import system_snapshot
 
 RULES = load_rules()
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 import pytest
 from rules_helpers import h200_8x_nvswitch, rtx_pro_6000_8x_pcie, write_rules
 
-from topoctl.errors import TopoctlError
-from topoctl.rules import evaluate, load_rules, violations
+from topoctl.core.errors import TopoctlError
+from topoctl.rules.engine import evaluate, load_rules, violations
 
 RULES = load_rules()
 

@@ -6,9 +6,9 @@ import re
 import pytest
 from rules_helpers import rule_text, write_rules
 
-from topoctl.cli import main
-from topoctl.errors import TopoctlError
-from topoctl.rules import load_rules
+from topoctl.cli.app import main
+from topoctl.core.errors import TopoctlError
+from topoctl.rules.engine import load_rules
 
 
 def with_number(number: str) -> str:
@@ -144,9 +144,9 @@ def test_cli_exits_2_without_traceback(tmp_path, capsys, name):
 
 def test_the_schema_spells_the_closed_sets_the_loader_relies_on():
     """The loader no longer repeats these checks: the schema must hold exactly the sets the code knows."""
-    from topoctl import vocab
-    from topoctl.rules.conditions import FORBID_OPERATORS
-    from topoctl.rules.loader import rule_schema
+    from topoctl.core import vocab
+    from topoctl.rules.engine.conditions import FORBID_OPERATORS
+    from topoctl.rules.engine.loader import rule_schema
 
     defs = rule_schema()["$defs"]
     assert set(defs["forbid"]["properties"]) == {"setting", *FORBID_OPERATORS}
@@ -161,9 +161,9 @@ def test_a_cached_rule_s_matchers_compiled_on_first_run_answer_as_compiled_at_on
     unknown facts are those of the condition compiled whole at once."""
     from dataclasses import replace
 
-    from topoctl.rules import conditions
-    from topoctl.rules.engine import evaluate_rule
-    from topoctl.rules.loader import builtin_rules
+    from topoctl.rules.engine import conditions
+    from topoctl.rules.engine.evaluation import evaluate_rule
+    from topoctl.rules.engine.loader import builtin_rules
 
     rules = builtin_rules()
     cases = [case for rule in rules for case in rule.tests]
@@ -177,8 +177,7 @@ def test_a_cached_rule_s_matchers_compiled_on_first_run_answer_as_compiled_at_on
 
 
 def test_a_checked_condition_compiles_no_matcher_until_it_runs(monkeypatch):
-    from topoctl.rules import conditions
-
+    from topoctl.rules.engine import conditions
     compiled = []
     real = conditions._compile_matcher
     monkeypatch.setattr(conditions, "_compile_matcher", lambda *args: compiled.append(args) or real(*args))
@@ -192,8 +191,8 @@ def test_a_checked_condition_compiles_no_matcher_until_it_runs(monkeypatch):
 def test_a_rule_read_from_its_file_is_compiled_whole_so_a_bad_matcher_is_refused(tmp_path):
     """Deferring is for checked cache entries only: a site rule whose condition shares its text with nothing
     checked still has every matcher checked when the file is read."""
-    from topoctl.rules.conditions import ConditionError
-    from topoctl.rules.loader import _compiled
+    from topoctl.rules.engine.conditions import ConditionError
+    from topoctl.rules.engine.loader import _compiled
 
     with pytest.raises(ConditionError):
         _compiled({"all": [{"fact": "gpu.count", "gt": 0}, {"fact": "gpu.count", "version": ">=1"}]})
@@ -206,14 +205,14 @@ ID_LINE = re.compile(r"^\s*-\s*id:\s*['\"]?([A-Za-z0-9][A-Za-z0-9._-]*)", re.M) 
 @pytest.mark.parametrize("text", ["- id: first\n", "rules:\n  - id: a-1\n\n\n  -\n    id: 'b.2'\n- id:\"c\"\n",
                                   "  - id: x\r\n  - id: y", "\n\n- id: z", "#- id: no\n -id: no2\n - id: yes_3"])
 def test_rule_ids_finds_what_the_id_line_pattern_finds(text):
-    from topoctl.rules.loader import rule_ids
+    from topoctl.rules.engine.loader import rule_ids
 
     assert rule_ids(text) == ID_LINE.findall(text)
 
 
 def test_rule_ids_of_every_shipped_file_are_the_id_line_pattern_s():
-    from topoctl import limits
-    from topoctl.rules.loader import builtin_rule_files, rule_ids
+    from topoctl.core import safe_read as limits
+    from topoctl.rules.engine.loader import builtin_rule_files, rule_ids
 
     for path in builtin_rule_files():
         text = limits.read_text(path, limits.MAX_DATA_FILE_BYTES)

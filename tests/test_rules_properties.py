@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rules_helpers import h200_8x_nvswitch, knock_out, make_snapshot, rtx_4090_2x_no_p2p, rtx_pro_6000_8x_pcie
 
-from topoctl.rules import evaluate, evaluate_rule, load_rules, violations
+from topoctl.rules.engine import evaluate, evaluate_rule, load_rules, violations
 
 RULES = load_rules()
 BLOCK_RULES = [rule for rule in RULES.rules if rule.severity == "block"]

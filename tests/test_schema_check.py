@@ -1,4 +1,4 @@
-"""topoctl/schema_check.py gives jsonschema's verdict (valid or not) on every built-in rule file and on
+"""topoctl/core/schema_check.py gives jsonschema's verdict (valid or not) on every built-in rule file and on
 generated mutations of them: the compiled check may never pass a file jsonschema refuses, nor the reverse."""
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from topoctl.rules.loader import builtin_rule_files, rule_schema
-from topoctl.schema_check import compile_schema
+from topoctl.core.schema_check import compile_schema
+from topoctl.rules.engine.loader import builtin_rule_files, rule_schema
 
 CHECK = compile_schema(rule_schema())
 VALIDATOR = jsonschema.Draft202012Validator(rule_schema())
@@ -96,7 +96,7 @@ def test_a_keyword_it_does_not_compile_is_refused():
         compile_schema({"type": "object", "dependentRequired": {"a": ["b"]}})
 
 
-# -- snapshots: the compiled check with strict integers against topoctl.snapshot's jsonschema validator -------
+# -- snapshots: the compiled check with strict integers against topoctl.snapshot.document's jsonschema validator -------
 def _snapshots() -> list:
     import glob
     import json
@@ -115,8 +115,7 @@ SNAPSHOT_ODD = [*ODD_VALUES, 2.0, -3, 10 ** 6, "NV12", "SYS", "OK", "0000:17:00.
 
 
 def _snapshot_check():
-    from topoctl import snapshot
-
+    from topoctl.snapshot import document as snapshot
     return compile_schema(snapshot.schema(), strict_integers=True), snapshot.validator()
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from topoctl.catalogue import system_snapshot
-from topoctl.rules import evaluate, load_rules
-from topoctl.rules import facts as facts_module
+from topoctl.rules.engine import evaluate, load_rules
+from topoctl.rules.engine import facts as facts_module
+from topoctl.snapshot.catalogue import system_snapshot
 
 EAGLE = ["--model", "kimi-k2.5", "--speculative", "eagle3", "--draft-model", "/models/eagle3"]
 
@@ -40,8 +40,7 @@ def test_facts_cache_gives_the_same_reports_and_builds_pair_facts_once(monkeypat
 def test_a_quantifier_over_pair_facts_is_judged_once_per_group_layout(large_snapshot):
     """Launches on the same TP groups share each pair-only quantifier's verdict; other layouts get their own;
     every report is what an evaluation without the shared cache gives."""
-    from topoctl.rules import conditions
-
+    from topoctl.rules.engine import conditions
     ruleset = load_rules()
     snapshot = large_snapshot(16)
     requests = [{"tp_size": tp, "dp_size": 16 // tp, "sglang_version": "0.5.12",
@@ -60,8 +59,8 @@ def test_a_quantifier_over_pair_facts_is_judged_once_per_group_layout(large_snap
 
 
 def test_path_latency_and_document_are_built_once(monkeypatch, cli):
-    from topoctl.autoconf import cost, render, search
-
+    from topoctl.autoconf import cost, search
+    from topoctl.autoconf import launch_text as render
     calls = {"latency": 0, "document": 0}
     known, document = cost._known_latency, render._document
     monkeypatch.setattr(cost, "_known_latency", lambda *a: calls.__setitem__("latency", calls["latency"] + 1) or known(*a))

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from topoctl.autoconf.search import _agrees
-from topoctl.rules import Finding, Report, violations
-from topoctl.rules.settings import equal
+from topoctl.rules.engine import Finding, Report, violations
+from topoctl.rules.sglang.settings import equal
 
 
 def _report(effect) -> Report:

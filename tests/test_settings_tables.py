@@ -1,9 +1,9 @@
-"""The launch settings are described once: what each one is (type, default) in topoctl/sglang/data/settings.yaml, how it is
-written for SGLang (flags, env, values) in topoctl/sglang/data/spelling.yaml. The two tables name the same settings."""
+"""The launch settings are described once: what each one is (type, default) in rules/sglang/data/settings.yaml, how it is
+written for SGLang (flags, env, values) in rules/sglang/data/spelling.yaml. The two tables name the same settings."""
 from __future__ import annotations
 
-from topoctl.rules import settings as launch_settings
-from topoctl.sglang import spelling as written
+from topoctl.rules.sglang import settings as launch_settings
+from topoctl.rules.sglang import spelling as written
 
 
 def test_every_written_setting_is_a_rules_setting_and_every_rules_setting_is_written():

@@ -2,7 +2,7 @@
 
 In CI: the argument list SGLang's `prepare_server_args` handed argparse for each config file of
 scripts/dump_real_parsers.py CONFIGS, recorded per release in tests/data/real_parsers/sglang-config.json.xz,
-must be the one topoctl.sglang.prepare builds. Where the wheels are (TOPOCTL_SGLANG_WHEELS, as for
+must be the one topoctl.deploy.launcher_args builds. Where the wheels are (TOPOCTL_SGLANG_WHEELS, as for
 tests/test_sglang_real_parser.py) SGLang's code runs again (scripts/sglang_flags/real_parser.py, with PyYAML
 imported for real so that the config file is read) and must give the recording.
 """
@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 
-from topoctl.commands._options import flag_set_for
-from topoctl.sglang.launchers import Launch
-from topoctl.sglang.prepare import prepare
+from topoctl.cli.commands._options import flag_set_for
+from topoctl.deploy.launcher_args import prepare
+from topoctl.deploy.launchers import Launch
 
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 from dump_real_parsers import CONFIG_COMMAND, CONFIG_RELEASES, CONFIGS, read_dump, unpack_sglang  # noqa: E402

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
-from topoctl.sglang.flags import known_versions, load_flag_set, newest_version
+from topoctl.rules.sglang.flags import known_versions, load_flag_set, newest_version
 
 CHECK = Path(__file__).parent / "data" / "sglang_real_parser_check.json"
 RESULTS = {r["version"]: r for r in json.loads(CHECK.read_text(encoding="utf-8"))["results"]}
-DATA_DIR = Path(__file__).resolve().parent.parent / "topoctl" / "sglang" / "data"
+DATA_DIR = Path(__file__).resolve().parent.parent / "rules" / "sglang" / "data"
 
 
 def _doc(version: str) -> dict:
@@ -96,9 +96,9 @@ def test_flags_of_0_5_9_to_0_5_11_are_known_in_their_own_release(version):
 
 
 def test_flag_data_and_the_release_list_name_the_same_releases():
-    """topoctl/sglang/data/releases.json (the FlashInfer pins) and the flag data cover the same releases; the only
+    """rules/sglang/data/releases.json (the FlashInfer pins) and the flag data cover the same releases; the only
     extra data file is a pre-release that is on the package index (0.5.10rc0)."""
-    from topoctl.sglang.releases import newest_release, release_versions
+    from topoctl.rules.sglang.releases import newest_release, release_versions
 
     finals = [v for v in known_versions() if not Version(v).is_prerelease]
     assert finals == release_versions()
@@ -106,8 +106,8 @@ def test_flag_data_and_the_release_list_name_the_same_releases():
 
 
 def test_the_pin_and_the_flags_of_a_pre_release_come_from_the_same_release():
-    from topoctl.sglang.flags import match_version
-    from topoctl.sglang.releases import flashinfer_pin
+    from topoctl.rules.sglang.flags import match_version
+    from topoctl.rules.sglang.releases import flashinfer_pin
 
     for version in ("0.5.12rc1", "0.5.12+cu129", "0.5.21rc0"):
         release, _ = match_version(version)

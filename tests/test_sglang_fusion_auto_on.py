@@ -14,7 +14,7 @@ from pathlib import Path
 
 import yaml
 
-from topoctl.rules import load_rules
+from topoctl.rules.engine import load_rules
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -130,7 +130,7 @@ def test_the_committed_rules_are_the_extractor_s_and_each_has_cases():
 def test_deterministic_inference_still_clears_the_auto_on_fusion():
     """SGLang clears the fusion under deterministic inference after its auto-on (0.5.12+): an `implies` beats a
     rule's `defaults`, so the launch is judged with the fusion off."""
-    from topoctl.rules import evaluate
+    from topoctl.rules.engine import evaluate
 
     snapshot = {"gpus": [{"index": 0, "sm": 90, "name": "NVIDIA H200"}, {"index": 1, "sm": 90, "name": "NVIDIA H200"}]}
     request = {"tp_size": 2, "sglang_version": "0.5.12", "model": {"architecture": "Qwen3MoeForCausalLM"}}

@@ -10,10 +10,11 @@ from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from topoctl.commands._options import flag_set_for
-from topoctl.errors import TopoctlError
-from topoctl.sglang import launchers, prepare
-from topoctl.sglang.launchers import GpuSet, Launch, NotALaunch, Unsupported, read_command, read_script
+from topoctl.cli.commands._options import flag_set_for
+from topoctl.core.errors import TopoctlError
+from topoctl.deploy import launcher_args as prepare
+from topoctl.deploy import launchers
+from topoctl.deploy.launchers import GpuSet, Launch, NotALaunch, Unsupported, read_command, read_script
 
 
 def test_docker_run_options_are_skipped_and_env_gpus_image_kept(tmp_path):
@@ -113,7 +114,7 @@ def test_reading_any_script_either_gives_launches_or_says_why(text):
 
 # ----------------------------------------------------------------------------------------------- Dynamo data
 
-DATA = os.path.join(os.path.dirname(prepare.__file__), "data")
+DATA = prepare._data_dir()
 
 
 def test_dynamo_tables_carry_their_sources_and_pins():

@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
 
 from sglang_oracle import compare  # noqa: E402
 
-from topoctl.rules import load_rules  # noqa: E402
+from topoctl.rules.engine import load_rules  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data" / "oracle"
@@ -33,7 +33,7 @@ def docs() -> list[dict]:
 
 
 def test_oracle_outcomes_are_releases_topoctl_knows(docs):
-    releases = json.loads((ROOT / "topoctl" / "sglang" / "data" / "releases.json").read_text())["releases"]
+    releases = json.loads((ROOT / "rules" / "sglang" / "data" / "releases.json").read_text())["releases"]
     assert {doc["version"] for doc in docs} <= {entry["version"] for entry in releases}
     assert sum(len(doc["launches"]) for doc in docs) >= 20_000
 
@@ -44,7 +44,7 @@ def test_committed_launches_are_the_grid_then_its_checkpoint_launches(docs):
     from sglang_oracle import grid
 
     releases = [entry["version"] for entry in json.loads(
-        (ROOT / "topoctl" / "sglang" / "data" / "releases.json").read_text())["releases"]]
+        (ROOT / "rules" / "sglang" / "data" / "releases.json").read_text())["releases"]]
     for doc in docs:
         expected = [(launch.id, launch.system, launch.arch, launch.argv, launch.env)
                     for launch in grid.launches(releases.index(doc["version"]))]

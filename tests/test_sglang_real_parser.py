@@ -17,14 +17,14 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 
-from topoctl.sglang.flags import known_versions
+from topoctl.rules.sglang.flags import known_versions
 
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 from dump_real_parsers import read_dump, unpack_sglang  # noqa: E402
 from sglang_flags.check import compare  # noqa: E402
 
 WHEELS = os.environ.get("TOPOCTL_SGLANG_WHEELS", "")
-DATA_DIR = Path(ROOT) / "topoctl" / "sglang" / "data"
+DATA_DIR = Path(ROOT) / "rules" / "sglang" / "data"
 RECORDED = read_dump("sglang-parsers")
 
 

@@ -2,7 +2,7 @@
 judged with another version's flag data (check and recommend alike)."""
 from __future__ import annotations
 
-from topoctl.sglang.flags import known_versions, newest_version
+from topoctl.rules.sglang.flags import known_versions, newest_version
 
 RTX = ["--system", "rtx-pro-6000-8x-pcie"]
 

@@ -1,10 +1,10 @@
-"""topoctl/shell.py: scripts read with bash's grammar, expanded from what the file defines, unknowns named."""
+"""topoctl/deploy/shell.py: scripts read with bash's grammar, expanded from what the file defines, unknowns named."""
 from __future__ import annotations
 
 import pytest
 
-from topoctl import shell
-from topoctl.sglang.launchers import read_command, read_script
+from topoctl.deploy import shell
+from topoctl.deploy.launchers import read_command, read_script
 
 
 def words(text: str) -> list[list[str]]:

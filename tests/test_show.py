@@ -11,9 +11,9 @@ import pytest
 from click.testing import CliRunner
 from conftest import fixture_dirs
 
-from topoctl.catalogue import system_snapshot
-from topoctl.cli import cli, main
+from topoctl.cli.app import cli, main
 from topoctl.probe.render_matrix import render
+from topoctl.snapshot.catalogue import system_snapshot
 
 SYSTEMS = [name for name in fixture_dirs() if name != "no-gpu"]
 ESC = "\x1b"

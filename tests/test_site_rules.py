@@ -1,4 +1,4 @@
-"""Site rules (--rules DIR, rules/loader.py site_rules): one cache entry per folder keyed by its real path and
+"""Site rules (--rules DIR, rules/engine/loader.py site_rules): one cache entry per folder keyed by its real path and
 verified against every file's bytes and the install's HMAC key; a file that holds no rules is a warning that
 names it; a folder with no rules is exit 2. Nothing a site wrote is dropped without a word."""
 from __future__ import annotations
@@ -10,9 +10,9 @@ import os
 import pytest
 from rules_helpers import rule_text, write_rules
 
-from topoctl import cache
-from topoctl.errors import TopoctlError
-from topoctl.rules import load_rules, loader
+from topoctl.core import knowledge_cache as cache
+from topoctl.core.errors import TopoctlError
+from topoctl.rules.engine import load_rules, loader
 
 SNAPSHOT_SYSTEM = "rtx-pro-6000-8x-pcie"
 
@@ -236,7 +236,7 @@ def test_judging_a_launch_leaves_the_test_cases_out_and_the_rules_commands_keep_
 
 def test_rule_paths_resolve_as_realpath_does(tmp_path, monkeypatch):
     """--rules paths are told apart by real path: the folder resolved once, links inside it each on their own."""
-    from topoctl.commands._options import _real_paths, unique_rule_paths
+    from topoctl.cli.commands._options import _real_paths, unique_rule_paths
 
     folder = tmp_path / "site"
     write_rules(folder, rule_text(rule_id="site-a"), name="a.yaml")

@@ -1,4 +1,4 @@
-"""The snapshot's one contract, topoctl/schema/snapshot.schema.json: a valid JSON Schema, which every shipped
+"""The snapshot's one contract, topoctl/snapshot/schema/snapshot.schema.json: a valid JSON Schema, which every shipped
 snapshot meets; topoctl's validator (jsonschema with a strict integer) gives the plain jsonschema verdict
 except on integral floats; the field list in docs/architecture.md is generated from it."""
 from __future__ import annotations
@@ -14,8 +14,9 @@ from conftest import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from topoctl import snapshot, vocab
-from topoctl.catalogue import list_systems, system_snapshot
+from topoctl.core import vocab
+from topoctl.snapshot import document as snapshot
+from topoctl.snapshot.catalogue import list_systems, system_snapshot
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VALIDATOR = jsonschema.Draft202012Validator(snapshot.schema())
@@ -77,7 +78,7 @@ def _arrays_without_items(node, where="#"):
 
 
 def test_the_schema_walk_finds_the_product_schemas():
-    assert {"topoctl/schema/snapshot.schema.json", "rules/schema/rule.schema.json"} <= set(_schema_files())
+    assert {"topoctl/snapshot/schema/snapshot.schema.json", "rules/schema/rule.schema.json"} <= set(_schema_files())
 
 
 def test_an_array_that_does_not_say_its_items_is_found():
@@ -193,7 +194,7 @@ def test_the_docs_field_list_is_generated_from_the_schema():
 
 def test_the_schema_ships_with_the_package():
     setup = open(os.path.join(ROOT, "setup.cfg"), encoding="utf-8").read()
-    assert "topoctl = data/*.yaml, data/compiled/*.json, schema/*.json" in setup
+    assert "topoctl.snapshot = schema/*.json" in setup
     assert json.load(open(snapshot.SCHEMA_FILE, encoding="utf-8"))["title"].startswith("topoctl snapshot")
 
 
@@ -201,7 +202,7 @@ def test_loading_a_snapshot_never_imports_the_probe():
     """The probe <-> snapshot cycle is gone: snapshot.py (and the catalogue) stand on their own."""
     import subprocess
 
-    code = ("import sys, topoctl.snapshot, topoctl.catalogue; topoctl.catalogue.list_systems(); "
+    code = ("import sys, topoctl.snapshot.document, topoctl.snapshot.catalogue; topoctl.snapshot.catalogue.list_systems(); "
             "print(sorted(m for m in sys.modules if m.startswith('topoctl.probe')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

@@ -1,5 +1,5 @@
-"""The typed shape of a snapshot (topoctl/snapshot_types.py: Snapshot and the TypedDicts it is made of) is the
-published schema's, key for key: read from topoctl/schema/snapshot.schema.json itself, so a field added to or
+"""The typed shape of a snapshot (topoctl/snapshot/shape.py: Snapshot and the TypedDicts it is made of) is the
+published schema's, key for key: read from topoctl/snapshot/schema/snapshot.schema.json itself, so a field added to or
 dropped from either side fails here instead of drifting apart. Every TypedDict reachable from Snapshot is
 held to the schema node it types (its properties, and which of them the schema requires)."""
 from __future__ import annotations
@@ -11,11 +11,11 @@ import typing
 
 import pytest
 
-from topoctl import snapshot_types
-from topoctl.snapshot_types import Snapshot
+from topoctl.snapshot import shape as snapshot_types
+from topoctl.snapshot.shape import Snapshot
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-with open(os.path.join(ROOT, "topoctl", "schema", "snapshot.schema.json"), encoding="utf-8") as _handle:
+with open(os.path.join(ROOT, "topoctl", "snapshot", "schema", "snapshot.schema.json"), encoding="utf-8") as _handle:
     SCHEMA = json.load(_handle)
 
 

@@ -12,10 +12,10 @@ from conftest import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from topoctl.catalogue import list_systems, system_snapshot
-from topoctl.errors import TopoctlError
+from topoctl.core.errors import TopoctlError
 from topoctl.probe.visible import cuda_visible
-from topoctl.snapshot import validate_snapshot
+from topoctl.snapshot.catalogue import list_systems, system_snapshot
+from topoctl.snapshot.document import validate_snapshot
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXTURES = os.path.join(ROOT, "fixtures")

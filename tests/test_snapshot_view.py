@@ -1,4 +1,4 @@
-"""The typed view of a snapshot (topoctl/snapshot_view.py) answers from the validated data, and a partial
+"""The typed view of a snapshot (topoctl/snapshot/view.py) answers from the validated data, and a partial
 snapshot (a rule's test case) reads as unknown where it says nothing."""
 from __future__ import annotations
 
@@ -9,13 +9,13 @@ from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from topoctl.catalogue import list_systems, system_snapshot
-from topoctl.p2p import pair_p2p_ok
+from topoctl.core.p2p import pair_p2p_ok
+from topoctl.core.vocab import INTERCONNECTS, SOFTWARE_KEYS
 from topoctl.probe.visible import cuda_visible
-from topoctl.snapshot import SCHEMA_VERSION, validate_snapshot
-from topoctl.snapshot_view import SnapshotView
-from topoctl.visible_view import CudaDevice, CudaVisibleDevices, read_record
-from topoctl.vocab import INTERCONNECTS, SOFTWARE_KEYS
+from topoctl.snapshot.catalogue import list_systems, system_snapshot
+from topoctl.snapshot.document import SCHEMA_VERSION, validate_snapshot
+from topoctl.snapshot.view import SnapshotView
+from topoctl.snapshot.visible_view import CudaDevice, CudaVisibleDevices, read_record
 
 
 @pytest.mark.parametrize("name", list_systems())
@@ -59,7 +59,7 @@ VERSIONS = st.one_of(st.none(), st.sampled_from(["0.5.12", "2.8.0+cu128", "570.1
 
 @st.composite
 def valid_snapshots(draw):
-    """Snapshots built to the schema (topoctl/schema/snapshot.schema.json) and its cross-field rules: GPU
+    """Snapshots built to the schema (topoctl/snapshot/schema/snapshot.schema.json) and its cross-field rules: GPU
     indices 0..n-1 in any order, every ordered pair once, summary.gpu_count equal to the GPUs listed."""
     count = draw(st.integers(1, 5))
     order = draw(st.permutations(range(count)))

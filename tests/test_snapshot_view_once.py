@@ -1,4 +1,4 @@
-"""Each command makes one SnapshotView of each snapshot it reads and passes it down (topoctl/snapshot_view.py).
+"""Each command makes one SnapshotView of each snapshot it reads and passes it down (topoctl/snapshot/view.py).
 
 A reader deep in the search that built its own view again from the dict would make the count grow: before
 the view was passed down, `recommend` built 27 of them per run (10 in autoconf/target.interconnect alone),
@@ -13,8 +13,8 @@ import os
 
 import pytest
 
-from topoctl.cli import main
-from topoctl.snapshot_view import SnapshotView
+from topoctl.cli.app import main
+from topoctl.snapshot.view import SnapshotView
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SYSTEM = ("--system", "h200-4x-nvswitch-vm")

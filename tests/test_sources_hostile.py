@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from topoctl import limits
-from topoctl.sglang import launchers
+from topoctl.core import safe_read as limits
+from topoctl.deploy import launchers
 
 H200 = ["--system", "h200-4x-nvswitch-vm"]
 COMPOSE = ("services:\n  s:\n    image: lmsysorg/sglang:v0.5.21-cu129\n{extra}"

@@ -6,7 +6,7 @@ import json
 
 import yaml
 
-from topoctl.errors import one_line
+from topoctl.core.errors import one_line
 
 
 def test_one_line_limit_cuts_long_text_only():

@@ -17,7 +17,7 @@ import sys
 import pytest
 from model_helpers import fitting_model
 
-from topoctl.catalogue import list_systems
+from topoctl.snapshot.catalogue import list_systems
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXTURES = os.path.join(ROOT, "fixtures")
@@ -784,9 +784,9 @@ def test_probe_without_gpu_keeps_exit_3_when_the_record_cannot_be_written(cli, m
     from fakes.nvml import make_fake_pynvml
     from fakes.session import installed
 
-    import topoctl.commands.probe
+    import topoctl.cli.commands.probe
 
-    monkeypatch.setattr(topoctl.commands.probe, "check_destination", lambda path: None)  # the folder goes later
+    monkeypatch.setattr(topoctl.cli.commands.probe, "check_destination", lambda path: None)  # the folder goes later
     with installed(make_fake_pynvml({"init_error": "DriverNotLoaded", "gpus": []})):
         code, out, err = cli(["probe", "--record", str(tmp_path / "gone" / "cap.json")])
     assert code == 3, err

@@ -13,11 +13,11 @@ import click
 import pytest
 import yaml
 
-from topoctl.catalogue import list_captures, list_systems
+from topoctl.snapshot.catalogue import list_captures, list_systems
 
 
 def _options(*words: str) -> set[str]:
-    from topoctl.cli import cli
+    from topoctl.cli.app import cli
 
     command: click.Command = cli
     ctx = click.Context(cli)
@@ -29,7 +29,7 @@ def _options(*words: str) -> set[str]:
 @pytest.mark.parametrize("words", [["probe", "--from-capture", "no-gpu"], ["show"], ["recommend"], ["check", "x.env"]])
 def test_the_no_gpu_hint_names_only_options_of_commands_that_take_them(cli, monkeypatch, words):
     import topoctl.probe.collect as collect
-    from topoctl.errors import NoGpuError
+    from topoctl.core.errors import NoGpuError
 
     if words[0] != "probe":  # the live probe of a machine without a driver, as no-gpu's capture has it
         monkeypatch.setattr(collect, "probe_live", lambda *a, **k: (_ for _ in ()).throw(
@@ -82,7 +82,7 @@ def test_list_systems_and_list_models_print_documents_with_format_json_and_yaml(
 def test_rules_help_shows_whole_summaries():
     from click.testing import CliRunner
 
-    from topoctl.cli import cli as group
+    from topoctl.cli.app import cli as group
 
     result = CliRunner().invoke(group, ["rules", "--help"], terminal_width=80)
     listing = result.output.split("Commands:", 1)[1]
@@ -224,7 +224,7 @@ def test_sarif_levels_follow_fail_on_and_disabled_rules_are_listed(cli):
 def _complete(words: str, incomplete: str) -> list[str]:
     from click.shell_completion import ShellComplete
 
-    from topoctl.cli import cli as group
+    from topoctl.cli.app import cli as group
 
     completer = ShellComplete(group, {}, "topoctl", "_TOPOCTL_COMPLETE")
     return [item.value for item in completer.get_completions(words.split(), incomplete) if item.type == "plain"]
@@ -232,7 +232,7 @@ def _complete(words: str, incomplete: str) -> list[str]:
 
 def test_completion_completes_commands_system_model_capture_and_rule_names():
     from topoctl.autoconf.models import builtin_models
-    from topoctl.rules import load_rules
+    from topoctl.rules.engine import load_rules
 
     assert "completion" in _complete("", "") and "recommend" in _complete("", "re")
     for words in ("recommend --system", "show --system", "check --fallback-system", "recommend --fallback-system"):
@@ -313,8 +313,8 @@ def test_the_docker_image_builds_and_checks_the_example_deployments(tmp_path):
 
 def test_show_says_that_gloo_measurements_are_not_the_gpus_figures():
     """`topoctl bench --backend gloo` measures CPU processes; show must not present them as the GPUs' P2P."""
-    from topoctl.catalogue import system_snapshot
-    from topoctl.probe.bench.render import render_measurements
+    from topoctl.probe.bench.bench_lines import render_measurements
+    from topoctl.snapshot.catalogue import system_snapshot
 
     snapshot = system_snapshot("h200-2x-nvswitch-vm")
     snapshot["measurements"] = {"method": "topoctl bench", "measured_at": "t", "backend": "gloo", "gpus": [0, 1],
@@ -403,7 +403,7 @@ def test_recommend_and_check_never_take_gloo_figures_for_the_gpus(cli, tmp_path)
     """The same bench block changes recommend's and check's answer when it is the GPUs' (backend nccl: the
     failed pair loses P2P, the measured latencies rank the paths) and changes nothing when it came from CPU
     processes (backend gloo): as if nothing had been measured."""
-    from topoctl.catalogue import system_snapshot
+    from topoctl.snapshot.catalogue import system_snapshot
 
     outputs = {}
     for name, block in (("none", None), ("gloo", _bench_block("gloo")), ("nccl", _bench_block("nccl"))):

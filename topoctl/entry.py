@@ -1,13 +1,13 @@
 """The console script's door: `topoctl --version` answers without importing click or any command (it is
-what scripts and CI logs call most often), everything else goes to topoctl.cli.
+what scripts and CI logs call most often), everything else goes to topoctl.cli.app.
 
 Layer: commands and CLI (docs/architecture.md, "Layers")."""
 from __future__ import annotations
 
 import sys
 
-from topoctl.errors import caused_by_ctrl_c
-from topoctl.version import version_text
+from topoctl.core.errors import caused_by_ctrl_c
+from topoctl.core.version import version_text
 
 
 def _say(text: str) -> None:
@@ -64,12 +64,12 @@ def settle_streams(code: int) -> int:
 
 
 def _dispatch(args: list[str], argv: list[str] | None) -> int:
-    from topoctl.io import Interrupted
+    from topoctl.core.io import Interrupted
 
     try:
         if list(args) == ["--version"]:
             return _print_version()
-        from topoctl.cli import main as cli_main
+        from topoctl.cli.app import main as cli_main
 
         return cli_main(argv)
     except Interrupted as stop:  # SIGTERM/SIGHUP during -o, under a handler that did not end the process

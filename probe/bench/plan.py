@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from topoctl.errors import TopoctlError
+from topoctl.core.errors import TopoctlError
 
 # Sizes every run sweeps (bytes): 4 KiB to 64 MiB by factors of 4; the model's message sizes are added.
 DEFAULT_SIZES = (4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864)

@@ -311,7 +311,7 @@ def build_paths(device: Device, plan: Plan) -> tuple[list[Path], list[dict[str, 
                 unavailable.append(_unavailable_row(plan, "torch_symm_mem", str(why), variant))
     if "custom" in plan.paths:
         unavailable.append(_unavailable_row(plan, "custom", custom_allreduce_reason()))
-        # SGLang's other allreduce paths (topoctl/sglang/data/spelling.yaml) live inside SGLang's own process
+        # SGLang's other allreduce paths (rules/sglang/data/spelling.yaml) live inside SGLang's own process
         # groups: recorded, with the reason, rather than left out.
         for name in ("pcie_ipc", "nccl_symm_mem"):
             unavailable.append(_unavailable_row(plan, name, f"SGLang's {name} allreduce runs inside SGLang's "

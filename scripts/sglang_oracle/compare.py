@@ -246,8 +246,8 @@ class ImpliedSettings:
     """topoctl's `implies` for a launch, through its public rules API (the same engine check runs)."""
 
     def __init__(self) -> None:
-        from topoctl.rules import load_rules
-        from topoctl.target import resolve_target
+        from topoctl.cli.target_machine import resolve_target
+        from topoctl.rules.engine import load_rules
 
         self.ruleset = load_rules()
         self.snapshots: dict[str, Any] = {}
@@ -258,9 +258,9 @@ class ImpliedSettings:
         """(the launch's settings as topoctl reads them, {setting: value} topoctl says SGLang sets itself,
         the defaults rules say SGLang uses in their scope for settings the launch leaves out)."""
         from topoctl.autoconf.models import profile
-        from topoctl.rules import evaluate
-        from topoctl.sglang.flags import load_flag_set
-        from topoctl.sglang.launch import ParsedLaunch, apply_env, parse_args
+        from topoctl.deploy.sglang_launch import ParsedLaunch, apply_env, parse_args
+        from topoctl.rules.engine import evaluate
+        from topoctl.rules.sglang.flags import load_flag_set
 
         system = launch["system"]
         if system not in self.snapshots:
@@ -275,7 +275,7 @@ class ImpliedSettings:
         request = {"tp_size": tp, "ep_size": settings.get("ep_size") or 1, "dp_size": 1, "gpus": None,
                    "sglang_version": version, "launch": settings, "model": profile(MODELS[launch["arch"]]),
                    "speculative": str(settings.get("speculative_algorithm") or "").lower() or None}
-        from topoctl.rules.engine import launch_defaults
+        from topoctl.rules.engine.evaluation import launch_defaults
 
         report = evaluate(self.ruleset, self.snapshots[system], request, self.facts[system])
         return settings, {setting: value for setting, (value, _) in report.implied.items()}, launch_defaults(report)
@@ -298,8 +298,7 @@ def implied_disagreements(doc: dict[str, Any], launch: dict[str, Any], implied: 
 
 
 def _written_default(setting: str) -> Any:
-    from topoctl.rules import settings as launch_settings
-
+    from topoctl.rules.sglang import settings as launch_settings
     return launch_settings.default_of(setting) if launch_settings.is_known_setting(setting) else None
 
 

@@ -35,7 +35,7 @@ sys.path.insert(0, str(HERE.parent))
 
 CORPUS = REPO / "tests" / "data" / "launch_corpus"
 DEFAULT_OUT = CORPUS / "oracle.json"
-RELEASES = REPO / "topoctl" / "sglang" / "data" / "releases.json"
+RELEASES = REPO / "rules" / "sglang" / "data" / "releases.json"
 DEFAULT_SYSTEM = "h100-8x-nvswitch"
 SIZES = ("tp_size", "dp_size", "pp_size", "ep_size", "nnodes", "enable_dp_attention", "disable_custom_all_reduce",
          "enable_p2p_check")
@@ -70,10 +70,10 @@ def architecture(args: list[str]) -> str:
 def corpus_launches(relative: str, system: str) -> list[dict[str, Any]]:
     """Each launch of one corpus file as check reads it: {line, version, argv, env}; a file or container with no
     launch gives none. The same reading as `topoctl check FILE --system SYSTEM`."""
-    from topoctl.catalogue import system_snapshot
     from topoctl.check.pipeline import parsed_launches
     from topoctl.check.resolve import VersionChooser
-    from topoctl.commands._options import flag_set_for, requested_version, target_version
+    from topoctl.cli.commands._options import flag_set_for, requested_version, target_version
+    from topoctl.snapshot.catalogue import system_snapshot
 
     chooser = VersionChooser(target_version(system_snapshot(system), None), "the target's installed SGLang", None,
                              flag_set_for, requested_version)

@@ -17,20 +17,20 @@ from topoctl.check.parse import raw_int
 from topoctl.check.resolve import launch_model
 from topoctl.check.resolve_gpus import _ids, _machine, _order_unknown, _visible_count, any_gpu_sets, launch_group
 from topoctl.check.resolve_nodes import NodeSpan, node_span
-from topoctl.cuda_devices import (
+from topoctl.core.errors import one_line
+from topoctl.deploy.sglang_launch import ParsedLaunch
+from topoctl.rules.sglang.spelling import switch
+from topoctl.snapshot.cuda_devices import (
     DEVICE_ORDER,
     PCI_BUS_ID_ORDER,
     VISIBLE_DEVICES,
     visible_devices_value,
 )
-from topoctl.errors import one_line
-from topoctl.sglang.launch import ParsedLaunch
-from topoctl.sglang.spelling import switch
-from topoctl.snapshot_view import SnapshotLike, view_of
+from topoctl.snapshot.view import SnapshotLike, view_of
 
 if TYPE_CHECKING:
-    from topoctl.rules.model import RuleSet
-    from topoctl.sglang.flags import FlagSet
+    from topoctl.rules.engine.model import RuleSet
+    from topoctl.rules.sglang.flags import FlagSet
 
 SEVERITY_ORDER = {"block": 0, "warn": 1, "info": 2}
 
@@ -72,7 +72,7 @@ def judge(parsed: ParsedLaunch, snapshot: SnapshotLike, flags: FlagSet, ruleset:
     outcome.items.extend(_size_items(parsed, sizes.tp_all, sizes.tp, sizes.ep, gpu_count, sizes.span))
     if not any(item.severity == "block" and item.id.endswith("tp-exceeds-gpus") for item in outcome.items):
         def measured() -> list[Any]:  # only asked when the memory model says the launch does not load
-            import topoctl.rules as rules_api
+            import topoctl.rules.engine as rules_api
             from topoctl.autoconf.evidence import collect_evidence
 
             report = rules_api.evaluate(ruleset, snapshot, request)
@@ -157,7 +157,7 @@ def _version_mismatch(parsed: ParsedLaunch, flags: FlagSet) -> list[Item]:
     """A launch.env written for another SGLang version than the one that reads it."""
     made_for = parsed.metadata.get("TOPOCTL_SGLANG_VERSION")
     if made_for:
-        from topoctl.sglang.flags import normalise_version
+        from topoctl.rules.sglang.flags import normalise_version
 
         try:
             made_for = normalise_version(made_for)
@@ -196,7 +196,7 @@ def _size_items(parsed: ParsedLaunch, tp_all: int, tp_node: int, ep: int, gpu_co
     one node runs against the target's GPUs, --ep-size against the whole TP group. A node count that is only
     assumed never blocks."""
     from topoctl.autoconf.target import check_parallel_sizes
-    from topoctl.errors import TopoctlError
+    from topoctl.core.errors import TopoctlError
 
     if tp_all < 1 or ep < 1:  # a size below 1 is already a blocking flag problem
         return []
@@ -225,7 +225,7 @@ def rule_items(parsed: ParsedLaunch, snapshot: SnapshotLike, ruleset: RuleSet, r
                launch: dict[str, Any], present: set[str]) -> list[Item]:
     """The rules' findings on one launch and GPU group (request["gpus"]), as check reports them; `present`:
     ids already reported (a warning without forbid/require is not repeated)."""
-    import topoctl.rules as rules_api
+    import topoctl.rules.engine as rules_api
 
     report = rules_api.evaluate(ruleset, snapshot, request)
     items: list[Item] = []

@@ -8,8 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 from topoctl.check.outcome import Item
-from topoctl.errors import one_line
-from topoctl.snapshot_view import SnapshotLike, view_of
+from topoctl.core.errors import one_line
+from topoctl.snapshot.view import SnapshotLike, view_of
 
 
 def drift(expected: SnapshotLike, actual: SnapshotLike) -> list[Item]:

@@ -23,8 +23,8 @@ from typing import Any
 
 from topoctl.check.parse import written_value
 from topoctl.check.resolve import launch_model
-from topoctl.errors import one_line
-from topoctl.snapshot_view import SnapshotLike, view_of
+from topoctl.core.errors import one_line
+from topoctl.snapshot.view import SnapshotLike, view_of
 
 
 def _gpu_bytes(snapshot: SnapshotLike) -> int | None:

@@ -1,7 +1,7 @@
 """What check says of one launch: its findings (Item) and the launch's outcome (Outcome), handed from the judge
 stage to the report stage (topoctl/check/__init__.py lists the stages).
 
-Layer: deployment reading (docs/architecture.md, "Layers").
+Layer: judge (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 

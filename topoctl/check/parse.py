@@ -1,19 +1,19 @@
-"""The parse stage of check: a launch found in a file (topoctl/sglang/launchers.py Launch) -> a ParsedLaunch, read
+"""The parse stage of check: a launch found in a file (topoctl/deploy/launchers.py Launch) -> a ParsedLaunch, read
 with the SGLang version the resolve stage chose for it, as that version's argparse reads it.
 
-What a launcher hands SGLang's parser (topoctl/sglang/prepare.py), the launch's environment, the parts of the file
+What a launcher hands SGLang's parser (topoctl/deploy/launcher_args.py), the launch's environment, the parts of the file
 that were skipped and a floating image tag (said), and the words topoctl cannot resolve ($EXTRA_ARGS, "$@", a
 value set by the scheduler): left out and named, never guessed. Also the readers of flags topoctl has no logical
 setting for (--base-gpu-id, --nnodes), as argparse reads them, for the later stages.
 
-Layer: deployment reading (docs/architecture.md, "Layers").
+Layer: judge (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 
 import re
 from typing import Any, Callable, Iterator
 
-from topoctl.sglang.launch import ParsedLaunch
+from topoctl.deploy.sglang_launch import ParsedLaunch
 
 
 def given_flags(parsed: Any, dest: str | tuple[str, ...]) -> Iterator[tuple[str | None, int]]:
@@ -65,8 +65,7 @@ _SCHEDULER_VALUE = re.compile(r"\$.*?\b(LWS|SLURM|SKYPILOT|OMPI_COMM_WORLD|PMI|P
 def _judged_env(name: str) -> bool:
     """Environment variables whose value check judges (NCCL, CUDA, SGLang, torch, the settings table); an
     unknown HF_TOKEN or a mount path is not worth a warning."""
-    from topoctl.sglang import spelling
-
+    from topoctl.rules.sglang import spelling
     return name.startswith(("NCCL_", "CUDA_", "SGLANG_", "TORCH_", "NVSHMEM_", "PYTORCH_")) \
         or name in spelling.env_names()
 
@@ -74,8 +73,8 @@ def _judged_env(name: str) -> bool:
 def _said_problems(parsed: ParsedLaunch, launch: Any, flags: Any, source: str, note: Callable[[str], None]) -> None:
     """What the reader of a launch should know before its findings: parts of the file that were skipped, and a
     floating image tag with the version assumed for it and why."""
-    from topoctl.sglang.launch import Problem
-    from topoctl.sglang.launchers import floating_tag
+    from topoctl.deploy.launchers import floating_tag
+    from topoctl.deploy.sglang_launch import Problem
 
     for text in launch.notes:
         parsed.problems.append(Problem("skipped" if text.startswith(("skipped", "not rendered")) else "note", "info",
@@ -94,7 +93,7 @@ def _drop_unresolved(prepared: Any, launch: Any, parsed: ParsedLaunch,
                      flags: Any) -> tuple[list[str], list[str], set[int]]:
     """Words that are a whole shell/Kubernetes expansion topoctl cannot resolve ($EXTRA_ARGS, "$@") are left
     out (a warning names them): what they hold is not known here."""
-    from topoctl.sglang.launch import Problem
+    from topoctl.deploy.sglang_launch import Problem
 
     whole = re.compile(r"\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|\$\([A-Za-z_][A-Za-z0-9_]*\)|\$[@*]")
     args: list[str] = []
@@ -135,8 +134,8 @@ def parse_launch(launch: Any, versions: Any, origin: str, note: Callable[[str], 
     """One launch found in a file (or given after `--`), read with the releases the resolve stage chose for it
     (`versions`: flags, why that version, the ai-dynamo table): a ParsedLaunch, or why the launch is not checked
     (a launcher that hands SGLang nothing topoctl can read)."""
-    from topoctl.sglang import launch as launch_mod
-    from topoctl.sglang.prepare import prepare
+    from topoctl.deploy import sglang_launch as launch_mod
+    from topoctl.deploy.launcher_args import prepare
 
     flags = versions.flags
     parsed = launch_mod.ParsedLaunch(origin=origin, launcher=launch.launcher, image=launch.image,
@@ -158,8 +157,7 @@ def parse_launch(launch: Any, versions: Any, origin: str, note: Callable[[str], 
 
 def parse_env_file(path: str, flags_for: Callable[..., Any]) -> ParsedLaunch:
     """A launch.env (topoctl recommend's output), read with the flag data `flags_for` picks from its metadata."""
-    from topoctl.sglang import launch as launch_mod
-
+    from topoctl.deploy import sglang_launch as launch_mod
     parsed = launch_mod.parse_env_file(path, flags_for)
     parsed.launcher = "launch.env"
     return parsed

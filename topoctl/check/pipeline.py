@@ -10,26 +10,25 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from topoctl.check import sources
 from topoctl.check.judge import judge
 from topoctl.check.outcome import Outcome
 from topoctl.check.parse import parse_env_file, parse_launch
 from topoctl.check.resolve import VersionChooser
-from topoctl.errors import TopoctlError
-from topoctl.sglang.launch import ParsedLaunch
-from topoctl.snapshot_view import SnapshotLike
+from topoctl.core.errors import TopoctlError
+from topoctl.deploy import sources
+from topoctl.deploy.sglang_launch import ParsedLaunch
+from topoctl.snapshot.view import SnapshotLike
 
 if TYPE_CHECKING:
-    from topoctl.rules.model import RuleSet
+    from topoctl.rules.engine.model import RuleSet
 
 Entry = Any  # a ParsedLaunch to judge, or an Outcome already decided (no launch, not checked)
 
 
 def read_command(tokens: list[str]) -> Any:
     """The launch given after `--`: one usage error (exit 2) when it is not an SGLang launch."""
-    from topoctl.limits import check_tokens
-    from topoctl.sglang import launchers
-
+    from topoctl.core.safe_read import check_tokens
+    from topoctl.deploy import launchers
     check_tokens(list(tokens), "the command after --")
     try:
         launch = launchers.read_command(list(tokens))

@@ -18,7 +18,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from topoctl.errors import TopoctlError
+from topoctl.core.errors import TopoctlError
 
 
 @dataclass
@@ -53,7 +53,7 @@ class VersionChooser:
 
     def env_file_flags(self, path: str) -> Callable[..., Any]:
         """The flag data a launch.env is read with, chosen from its own TOPOCTL_SGLANG_VERSION when nothing
-        else names one (topoctl/sglang/launch.py parse_env_file calls it with the file's metadata)."""
+        else names one (topoctl/deploy/sglang_launch.py parse_env_file calls it with the file's metadata)."""
 
         def flags_for(metadata: dict[str, str], lines: dict[str, str] | None = None) -> Any:
             if self.installed:
@@ -74,8 +74,8 @@ class VersionChooser:
         return flags_for
 
     def _dynamo(self, launch: Any, where: str) -> tuple[Any, str]:
-        from topoctl.sglang.launchers import image_dynamo_version
-        from topoctl.sglang.prepare import load_dynamo
+        from topoctl.deploy.launcher_args import load_dynamo
+        from topoctl.deploy.launchers import image_dynamo_version
 
         if self.dynamo_version:
             return load_dynamo(self.dynamo_version), "--dynamo-version"
@@ -92,7 +92,7 @@ class VersionChooser:
 
     def versions(self, launch: Any, origin: str) -> Versions:
         """The releases that read one launch found in a file (or given after `--`)."""
-        from topoctl.sglang.launchers import image_sglang_version
+        from topoctl.deploy.launchers import image_sglang_version
 
         where = launch.where or origin
         dynamo, dynamo_from_image = None, False

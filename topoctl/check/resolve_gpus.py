@@ -16,7 +16,9 @@ from typing import Any
 
 from topoctl.check.outcome import Item
 from topoctl.check.parse import raw_int
-from topoctl.cuda_devices import (
+from topoctl.core.errors import one_line
+from topoctl.deploy.sglang_launch import ParsedLaunch
+from topoctl.snapshot.cuda_devices import (
     DEVICE_ORDER,
     VISIBLE_DEVICES,
     VisibleGroup,
@@ -25,9 +27,7 @@ from topoctl.cuda_devices import (
     pci_order,
     probe_visible,
 )
-from topoctl.errors import one_line
-from topoctl.sglang.launch import ParsedLaunch
-from topoctl.snapshot_view import SnapshotLike
+from topoctl.snapshot.view import SnapshotLike
 
 # Runtimes that, given a number of GPUs and no ids, give GPUs 0..N-1 (nvidia-smi's indices): Docker Engine
 # (moby daemon/nvidia_linux.go, setNvidiaGPUs: NVIDIA_VISIBLE_DEVICES=countToDevices(count), "0,1,...,count-1";
@@ -70,7 +70,7 @@ def any_gpu_sets(parsed: ParsedLaunch, snapshot: SnapshotLike) -> list[tuple[int
 
 def _order_unknown(parsed: ParsedLaunch, snapshot: SnapshotLike) -> Any:
     """The launch's CUDA_VISIBLE_DEVICES when it names `count` GPUs that CUDA's default device order leaves
-    unknown (integer ids without CUDA_DEVICE_ORDER=PCI_BUS_ID, topoctl/cuda_devices.py resolve_visible)."""
+    unknown (integer ids without CUDA_DEVICE_ORDER=PCI_BUS_ID, topoctl/snapshot/cuda_devices.py resolve_visible)."""
     value = parsed.env.get(VISIBLE_DEVICES)
     if value is None:
         return None
@@ -87,7 +87,7 @@ def launch_group(parsed: ParsedLaunch, snapshot: SnapshotLike, tp: int, dp: int,
     """The GPUs the launch runs on (snapshot indices), and what check says about them.
 
     CUDA_VISIBLE_DEVICES (launch.env, or the environment before the command) names the visible GPUs, read as
-    CUDA reads it (topoctl/cuda_devices.py); SGLang's ranks take visible devices base_gpu_id + dp_rank x tp x
+    CUDA reads it (topoctl/snapshot/cuda_devices.py); SGLang's ranks take visible devices base_gpu_id + dp_rank x tp x
     gpu_id_step + tp_rank x gpu_id_step (sglang 0.5.12 srt/entrypoints/engine.py and
     srt/managers/data_parallel_controller.py; pipeline parallelism not modelled). Without
     it, the first tp x dp GPUs in PCI bus order. When the value cannot be mapped onto the snapshot, every GPU
@@ -243,7 +243,7 @@ def _rank_positions(tp: int, dp: int, base: int, step: int) -> tuple[list[int], 
     """(the visible device index of each rank, whether they are other than the first tp x dp), built only when
     they could fit a snapshot: past MAX_GPUS ranks (`--tp-size 1000000000`) the highest index alone stands for
     them, which is all the checks below read of a group that cannot fit."""
-    from topoctl.snapshot import MAX_GPUS
+    from topoctl.snapshot.document import MAX_GPUS
 
     needed = tp * dp
     if needed > MAX_GPUS:

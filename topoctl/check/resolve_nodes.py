@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from topoctl.check.parse import written_value
-from topoctl.errors import one_line
+from topoctl.core.errors import one_line
 
 
 @dataclass
