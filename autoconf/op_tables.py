@@ -10,7 +10,7 @@ the two neighbouring grid values (latency is close to affine in size between nei
 exact).  Outside the measured range it holds the edge value below the grid and continues the last
 segment's slope (never downward) above it, and the answer says "extrapolated", on which axis, and how far.
 
-Stdlib only, nothing else from topoctl, so the module can move with the package layout.
+Layer: launch model and search (docs/architecture.md, "Layers").
 """
 
 from __future__ import annotations
