@@ -75,8 +75,8 @@ def _version(flags: Any) -> Version:
 # ----------------------------------------------------------------------------------------------- Dynamo data
 
 def _data_dir() -> str:
-    # Dynamo's option data is engine knowledge, kept beside SGLang's flag data
-    return os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "rules", "sglang", "data")
+    # Dynamo's option data is engine knowledge, kept beside SGLang's flag data (topoctl/rules/sglang/data)
+    return os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "rules", "sglang", "data")
 
 
 @functools.lru_cache(maxsize=1)
