@@ -28,3 +28,4 @@ class Request:
     accept_length: float | None = None
     decode_context: int | None = None  # mean tokens in the KV cache while a request decodes (both objectives)
     draft: dict[str, Any] | None = None  # the draft model's profile, when --draft-model is a model folder
+    nodes: int = 1  # nodes of the launch (recommend --nnodes): paths that run within one node only are left out

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from topoctl.autoconf import pcie_ipc
 from topoctl.autoconf.cost import (  # noqa: F401 - re-exported for callers of the search
     NO_MODEL_NOTE,
     _known_latency,
@@ -459,7 +460,10 @@ def _judge_options(snapshot: SnapshotView, model: dict[str, Any] | None, plan: _
         tp_space = settings_space(judge.findings())
         if pool.space is None or tp == plan.options[-1][0]:
             pool.space = tp_space
+        ipc = pcie_ipc.Scope(plan.version, tp, pcie_ipc.model_dtype(model), req.nodes)
         for path, spec, launch in launches(tp_space, base_launch, plan.version, spec_options, req.draft_model):
+            if not pcie_ipc.admits(path, ipc):  # SGLang would run it on NCCL (rules/sglang/data)
+                continue
             cand, _ = judge_candidate(judge, path, spec, launch, tp_space, req.speculative)
             pool.add(_fit(cand, model, gpu, plan.memory_version, req) if model is not None else cand)
         for key, finding in judge.findings_by_id.items():

@@ -25,6 +25,8 @@ def record() -> dict[str, str]:
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         for argv in (["recommend", "--system", "rtx-pro-6000-8x-pcie", "--model", "kimi-k2.5", "--speculative",
                       "eagle3", "--draft-model", "/models/eagle3", "--format", "json"],
+                     ["recommend", "--system", "rtx-pro-6000-8x-pcie", "--model", "kimi-k2.5", "--sglang-version",
+                      "0.5.23", "--format", "json"],  # reads the PCIe IPC record (autoconf/pcie_ipc.py)
                      ["check", "--system", "rtx-pro-6000-8x-pcie", "--", "--tp-size", "8"],
                      ["show", "--system", "h200-2x-nvswitch-vm"], ["rules", "list"]):
             main(argv)

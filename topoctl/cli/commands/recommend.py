@@ -307,7 +307,8 @@ def _request(options: RecommendOptions) -> Request:
     draft = None
     if asked.draft_model and os.path.isfile(os.path.join(asked.draft_model, "config.json")):
         draft = models.from_model_dir(asked.draft_model)  # a local draft folder: its own bytes
-    return replace(asked, speculative=asked.speculative.lower() if asked.speculative else None, draft=draft)
+    return replace(asked, speculative=asked.speculative.lower() if asked.speculative else None, draft=draft,
+                   nodes=options.nnodes)
 
 
 def _note_environment(result: Any, nodes: Any) -> None:
