@@ -15,6 +15,7 @@ import shlex
 from typing import Any
 
 from topoctl import LAUNCH_ENV_TITLE, __version__
+from topoctl.autoconf.anchor import RULE_ID as PATH_RATIO
 from topoctl.autoconf.evidence import LEVEL_NAMES
 from topoctl.autoconf.search import Candidate, Result, estimate_formula, implied_notes
 from topoctl.core.errors import TopoctlError
@@ -100,7 +101,10 @@ def basis(cand: Candidate) -> str:
     model with the origin of its allreduce latency (measured in the snapshot, cited reference table, field
     report, assumed), or the per-call allreduce latency alone."""
     if cand.estimate is not None:
-        return f"rule evidence, {LEVEL_NAMES[cand.estimate_level]}"
+        level = f"rule evidence, {LEVEL_NAMES[cand.estimate_level]}"
+        if cand.predicted is not None and any(ev.rule_id == PATH_RATIO for ev in cand.estimate_basis):
+            return f"{level}, x launch model path ratio (allreduce latency: {cand.predicted.allreduce_origin})"
+        return level
     if cand.predicted is not None:
         return (f"launch model, {cand.predicted.band_text()} (x/{cand.predicted.band:.2f}, held-out band); "
                 f"allreduce latency: {cand.predicted.allreduce_origin}")

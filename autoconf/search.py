@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from topoctl.autoconf import pcie_ipc
+from topoctl.autoconf.anchor import anchored
 from topoctl.autoconf.cost import (  # noqa: F401 - re-exported for callers of the search
     NO_MODEL_NOTE,
     _known_latency,
@@ -498,6 +499,7 @@ def _price(pool: _Pool, evidence: list[Evidence], snapshot: SnapshotView, model:
     if model is not None:
         lat = Latencies(snapshot, evidence)
         priced = [_predict(cand, model, gpu, lat, req) for cand in priced]
+        priced = anchored(priced[:passing]) + priced[passing:]  # a measured launch anchors its other paths
     pool.candidates, pool.blocked = priced[:passing], priced[passing:]
 
 

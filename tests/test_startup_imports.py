@@ -96,8 +96,9 @@ BUDGETS = {
     # recommend: topoctl.rules.sglang.settings (the settings table, SGLang knowledge) beside the rules' view of it
     # (topoctl.rules.sglang.settings)
     # the network view (NICs) only once a rule reads a network fact: none does on a snapshot without NICs
-    # and the search's Request in a module of its own (autoconf/request.py), so that a listing needs no search
-    "recommend": (175, 53, ("yaml", "jsonschema", "topoctl.check.judge", "topoctl.probe.collect", "subprocess", "hmac",
+    # and the search's Request in a module of its own (autoconf/request.py), so that a listing needs no search;
+    # +2 own: the PCIe IPC record (autoconf/pcie_ipc.py) and the measured-launch anchor (autoconf/anchor.py)
+    "recommend": (177, 55, ("yaml", "jsonschema", "topoctl.check.judge", "topoctl.probe.collect", "subprocess", "hmac",
                             "_hashlib", "topoctl.snapshot.network_view", "topoctl.snapshot.visible_view")),
 }
 
