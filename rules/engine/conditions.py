@@ -14,7 +14,7 @@ from __future__ import annotations
 import fnmatch
 import re
 from functools import lru_cache
-from typing import Any, Callable, Optional
+from typing import Callable, Optional, TypeGuard, cast
 
 from topoctl.core import pep440
 
@@ -22,7 +22,7 @@ from .facts import PAIR_FACTS, UNKNOWN, VERSION_FACT_TYPE, Context, fact_type, l
 
 Tri = Optional[bool]
 Compiled = Callable[[Context], Tri]
-Test = Callable[[Any], bool]
+Test = Callable[[object], bool]
 
 COMBINATORS = ("all", "any", "not", "every_pair", "any_pair")
 OPERATORS = ("eq", "ne", "in", "not_in", "lt", "le", "gt", "ge", "version", "any_in", "all_in", "contains",
@@ -42,7 +42,7 @@ class ConditionError(ValueError):
 
 
 # ------------------------------------------------------------------------------------------ value tests
-def _key(value: Any) -> Any:
+def _key(value: object) -> object:
     """Comparison key: strings ignore case (Tree == TREE), bools never equal ints (True != 1)."""
     if isinstance(value, str):
         return value.casefold()
@@ -51,12 +51,12 @@ def _key(value: Any) -> Any:
     return value
 
 
-def _number(value: Any) -> bool:
+def _number(value: object) -> TypeGuard[int | float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 @lru_cache(maxsize=4096)
-def parse_version(text: str) -> Any:
+def parse_version(text: str) -> pep440.Version | None:
     """The PEP 440 version `text` spells (topoctl.core.pep440), or None when it is not one."""
     return pep440.parse(text)
 
@@ -81,7 +81,12 @@ def nccl_list_enables(value: str, token: str) -> bool:
     return False
 
 
-def make_test(op: str, operand: Any) -> Test:
+def _items(operand: object) -> list[object]:
+    """A list operand (check_operand has held it to a list of scalars)."""
+    return cast("list[object]", operand)
+
+
+def make_test(op: str, operand: object) -> Test:
     """A predicate over a known, non-UNKNOWN value (None allowed: request facts may be None)."""
     if op == "eq":
         key = _key(operand)
@@ -90,10 +95,10 @@ def make_test(op: str, operand: Any) -> Test:
         key = _key(operand)
         return lambda value: _key(value) != key
     if op in ("in", "values"):
-        keys = [_key(item) for item in operand]
+        keys = [_key(item) for item in _items(operand)]
         return lambda value: _key(value) in keys
     if op == "not_in":
-        keys = [_key(item) for item in operand]
+        keys = [_key(item) for item in _items(operand)]
         return lambda value: _key(value) not in keys
     if op in ("lt", "le", "gt", "ge"):
         compare = {"lt": lambda a: a < operand, "le": lambda a: a <= operand,
@@ -102,29 +107,29 @@ def make_test(op: str, operand: Any) -> Test:
     if op == "version":
         specifier = pep440.specifier(operand)
 
-        def matches_version(value: Any) -> bool:
+        def matches_version(value: object) -> bool:
             parsed = parse_version(str(value)) if value is not None else None
             return parsed is not None and specifier.contains(parsed)
         return matches_version
     if op == "any_in":
-        keys = [_key(item) for item in operand]
+        keys = [_key(item) for item in _items(operand)]
         return lambda value: isinstance(value, list) and any(_key(item) in keys for item in value)
     if op == "all_in":
-        keys = [_key(item) for item in operand]
+        keys = [_key(item) for item in _items(operand)]
         return lambda value: isinstance(value, list) and all(_key(item) in keys for item in value)
     if op == "contains":
         key = _key(operand)
         return lambda value: isinstance(value, list) and any(_key(item) == key for item in value)
     if op == "glob":
-        pattern = re.compile(fnmatch.translate(operand.casefold()))
+        pattern = re.compile(fnmatch.translate(cast(str, operand).casefold()))
         return lambda value: isinstance(value, str) and pattern.match(value.casefold()) is not None
     if op == "has_token":
-        return lambda value: isinstance(value, str) and nccl_list_enables(value, operand)
+        return lambda value: isinstance(value, str) and nccl_list_enables(value, cast(str, operand))
     raise ValueError(f"no test for operator {op!r}")
 
 
 # ------------------------------------------------------------------------------------------ validation
-def check_operand(field: str, fact: str, kind: str, op: str, operand: Any) -> None:
+def check_operand(field: str, fact: str, kind: str, op: str, operand: object) -> None:
     """Refuse operator/operand combinations that could never mean what the author wanted."""
     check = next((checker for ops, checker in _OPERAND_CHECKS if op in ops), None)
     if check is None:
@@ -132,7 +137,7 @@ def check_operand(field: str, fact: str, kind: str, op: str, operand: Any) -> No
     check(field, fact, kind, op, operand)
 
 
-def _scalar_fits(kind: str, item: Any) -> bool:
+def _scalar_fits(kind: str, item: object) -> bool:
     """Whether one operand value fits a fact of `kind` (null fits every kind: it matches an unknown)."""
     if item is None:
         return True
@@ -145,21 +150,21 @@ def _scalar_fits(kind: str, item: Any) -> bool:
     return False
 
 
-def _check_equality(field: str, fact: str, kind: str, op: str, operand: Any) -> None:
+def _check_equality(field: str, fact: str, kind: str, op: str, operand: object) -> None:
     if kind.startswith("list["):
         raise ConditionError(field, f"{op} cannot compare list fact {fact!r}; use contains, any_in or all_in")
     if not _scalar_fits(kind, operand):
         raise ConditionError(field, f"{op} operand {operand!r} does not fit {kind} fact {fact!r}")
 
 
-def _check_membership(field: str, fact: str, kind: str, op: str, operand: Any) -> None:
+def _check_membership(field: str, fact: str, kind: str, op: str, operand: object) -> None:
     if kind.startswith("list["):
         raise ConditionError(field, f"{op} needs a scalar fact; {fact!r} is a list (use any_in or all_in)")
     if not isinstance(operand, list) or not all(_scalar_fits(kind, item) for item in operand):
         raise ConditionError(field, f"{op} needs a list of {kind} values, got {operand!r}")
 
 
-def _check_order(field: str, fact: str, kind: str, op: str, operand: Any) -> None:
+def _check_order(field: str, fact: str, kind: str, op: str, operand: object) -> None:
     if kind != "int":
         raise ConditionError(field, f"{op} needs a numeric fact; {fact!r} is {kind}"
                                     + (" (use version: for versions)" if kind == VERSION_FACT_TYPE else ""))
@@ -167,7 +172,7 @@ def _check_order(field: str, fact: str, kind: str, op: str, operand: Any) -> Non
         raise ConditionError(field, f"{op} needs a number, got {operand!r}")
 
 
-def _check_version(field: str, fact: str, kind: str, op: str, operand: Any) -> None:
+def _check_version(field: str, fact: str, kind: str, op: str, operand: object) -> None:
     if kind != VERSION_FACT_TYPE:
         raise ConditionError(field, f"version needs a version fact; {fact!r} is {kind}")
     if not isinstance(operand, str) or not operand.strip():
@@ -178,28 +183,28 @@ def _check_version(field: str, fact: str, kind: str, op: str, operand: Any) -> N
         raise ConditionError(field, f"invalid PEP 440 version specifier {operand!r}") from None
 
 
-def _check_list_membership(field: str, fact: str, kind: str, op: str, operand: Any) -> None:
+def _check_list_membership(field: str, fact: str, kind: str, op: str, operand: object) -> None:
     if not kind.startswith("list["):
         raise ConditionError(field, f"{op} needs a list fact; {fact!r} is {kind} (use in)")
     if not isinstance(operand, list) or not all(_scalar_fits(kind, item) for item in operand):
         raise ConditionError(field, f"{op} needs a list of values fitting {kind}, got {operand!r}")
 
 
-def _check_contains(field: str, fact: str, kind: str, op: str, operand: Any) -> None:
+def _check_contains(field: str, fact: str, kind: str, op: str, operand: object) -> None:
     if not kind.startswith("list["):
         raise ConditionError(field, f"contains needs a list fact; {fact!r} is {kind}")
     if operand is None or not _scalar_fits(kind, operand):
         raise ConditionError(field, f"contains operand {operand!r} does not fit {kind}")
 
 
-def _check_text(field: str, fact: str, kind: str, op: str, operand: Any) -> None:
+def _check_text(field: str, fact: str, kind: str, op: str, operand: object) -> None:
     if kind != "str":
         raise ConditionError(field, f"{op} needs a string fact; {fact!r} is {kind}")
     if not isinstance(operand, str) or not operand:
         raise ConditionError(field, f"{op} needs a non-empty string, got {operand!r}")
 
 
-def _check_flag(field: str, fact: str, kind: str, op: str, operand: Any) -> None:
+def _check_flag(field: str, fact: str, kind: str, op: str, operand: object) -> None:
     if not isinstance(operand, bool):
         raise ConditionError(field, f"{op} needs true or false, got {operand!r}")
     if op == "set" and not fact.startswith("launch."):
@@ -208,7 +213,7 @@ def _check_flag(field: str, fact: str, kind: str, op: str, operand: Any) -> None
         raise ConditionError(field, f"known applies to snapshot facts; {fact!r} is always known")
 
 
-_OPERAND_CHECKS: tuple[tuple[tuple[str, ...], Callable[[str, str, str, str, Any], None]], ...] = (
+_OPERAND_CHECKS: tuple[tuple[tuple[str, ...], Callable[[str, str, str, str, object], None]], ...] = (
     (("eq", "ne"), _check_equality),
     (("in", "not_in", "values"), _check_membership),
     (("lt", "le", "gt", "ge"), _check_order),
@@ -221,7 +226,7 @@ _OPERAND_CHECKS: tuple[tuple[tuple[str, ...], Callable[[str, str, str, str, Any]
 
 
 # ------------------------------------------------------------------------------------------ compiling
-def compile_condition(node: Any, field: str = "when", in_pair: bool = False, checked: bool = False) -> Compiled:
+def compile_condition(node: object, field: str = "when", in_pair: bool = False, checked: bool = False) -> Compiled:
     """Compile a condition as written in a rule file; raise ConditionError naming the bad field.
 
     checked=True: `node` was compiled without error before (a rule from the knowledge cache), so each matcher
@@ -291,7 +296,7 @@ def _not(part: Compiled) -> Compiled:
     return run_not
 
 
-def _pair_facts_only(node: Any) -> bool:
+def _pair_facts_only(node: object) -> bool:
     """Whether every fact a condition reads is a pair fact: then its verdict on a pair depends on that pair
     alone, and a quantifier's verdict on the pairs of one group layout is the same in every evaluation."""
     if isinstance(node, list):
@@ -332,7 +337,7 @@ def _quantifier(part: Compiled, every: bool, pair_only: bool = False) -> Compile
         if memo is None:
             return over_pairs(context)
         key = (run_pairs, context.scope())
-        found = memo.get(key)
+        found = cast("tuple[Tri, list[str]] | None", memo.get(key))
         if found is None:
             start = len(context.unknown_seen)
             found = memo[key] = (over_pairs(context), context.unknown_seen[start:])
@@ -342,7 +347,7 @@ def _quantifier(part: Compiled, every: bool, pair_only: bool = False) -> Compile
     return run_pairs
 
 
-def _deferred(node: dict[str, Any], field: str, in_pair: bool) -> Compiled:
+def _deferred(node: dict[str, object], field: str, in_pair: bool) -> Compiled:
     """A checked matcher, compiled on its first run and kept: what it answers is what compiling it at once
     gives (the same _compile_matcher, the same node)."""
     compiled: Compiled | None = None
@@ -355,7 +360,7 @@ def _deferred(node: dict[str, Any], field: str, in_pair: bool) -> Compiled:
     return run_deferred
 
 
-def _compile_matcher(node: dict[str, Any], field: str, in_pair: bool) -> Compiled:
+def _compile_matcher(node: dict[str, object], field: str, in_pair: bool) -> Compiled:
     fact = node["fact"]
     if not isinstance(fact, str):
         raise ConditionError(f"{field}.fact", f"fact must be a name, got {fact!r}")
@@ -398,7 +403,7 @@ def _compile_matcher(node: dict[str, Any], field: str, in_pair: bool) -> Compile
     return run_matcher
 
 
-def _launch_matcher(setting: str, op: str, operand: Any) -> Compiled:
+def _launch_matcher(setting: str, op: str, operand: object) -> Compiled:
     """Launch settings the launch does not name do not match (a rule about a launch setting fires only
     when the launch sets it); `set: true|false` asks exactly that. Defaults are for violations()."""
     if op == "set":

@@ -11,7 +11,8 @@ Layer: knowledge (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Callable, TypeAlias, cast
 
 from topoctl.core.p2p import UNKNOWN_P2P_STATUSES, measured_health, pair_p2p_ok
 from topoctl.snapshot.cuda_devices import pci_order
@@ -45,6 +46,14 @@ class _Unknown:
 UNKNOWN = _Unknown()
 _MISSING = object()
 
+# A fact's value: a scalar or a list of them as the snapshot or request gives it, None (a request fact not
+# asked for) or UNKNOWN; which one a name holds is its declared type (FACTS, PAIR_FACTS).
+FactValue: TypeAlias = "bool | int | float | str | Sequence[object] | _Unknown | None"
+PairFacts: TypeAlias = "dict[str, FactValue]"
+Resolver: TypeAlias = "Callable[[Context], FactValue]"
+# The facts cache callers keep per snapshot: fact values, the view, the pair table and lists, memos.
+SharedCache: TypeAlias = "dict[str, object]"
+
 # P2P answers that say nothing about whether P2P works.
 UNKNOWN_P2P = {*UNKNOWN_P2P_STATUSES, None}
 VERSION_FACT_TYPE = "version"
@@ -52,12 +61,12 @@ SOFTWARE_PACKAGES = ("driver", "cuda_driver", "cuda_runtime", "nccl", "torch", "
                      "vllm", "nvidia_ml_py")
 
 
-def _known(value: Any) -> Any:
+def _known(value: object) -> FactValue:
     """A snapshot value as a fact: what the snapshot leaves out or gives as null is UNKNOWN."""
-    return UNKNOWN if value is None else value
+    return UNKNOWN if value is None else cast("FactValue", value)  # a validated snapshot's value is JSON
 
 
-def _sm_of_gpu(gpu: Any) -> Any:
+def _sm_of_gpu(gpu: object) -> int | _Unknown:
     if not isinstance(gpu, dict):
         return UNKNOWN
     sm = gpu.get("sm")
@@ -66,7 +75,7 @@ def _sm_of_gpu(gpu: Any) -> Any:
     return _sm_from_capability(gpu.get("compute_capability"))
 
 
-def _sm_from_capability(capability: Any) -> Any:
+def _sm_from_capability(capability: object) -> int | _Unknown:
     if isinstance(capability, str) and "." in capability:
         major, _, minor = capability.partition(".")
         if major.isdigit() and minor.isdigit():
@@ -74,7 +83,7 @@ def _sm_from_capability(capability: Any) -> Any:
     return UNKNOWN
 
 
-def _all_known(values: list[Any]) -> Any:
+def _all_known(values: list[int | _Unknown]) -> FactValue:
     return UNKNOWN if any(value is UNKNOWN for value in values) else values
 
 
@@ -91,24 +100,24 @@ class Context:
     __slots__ = ("snapshot", "view", "request", "launch", "_cache", "_pairs", "_shared", "pair", "pair_label",
                  "unknown_seen", "_group")
 
-    def __init__(self, snapshot: SnapshotLike, request: dict[str, Any] | None,
-                 shared: dict[str, Any] | None = None) -> None:
+    def __init__(self, snapshot: SnapshotLike, request: Mapping[str, object] | None,
+                 shared: SharedCache | None = None) -> None:
         self._shared = shared
         # every read of the snapshot's shape goes through the view: the command's own when it passed one
         self.view = self._view_of(snapshot, shared)
         self.snapshot = self.view.data
         self.request = request if isinstance(request, dict) else {}
         launch = self.request.get("launch")
-        self.launch: dict[str, Any] = launch if isinstance(launch, dict) else {}
-        self._cache: dict[str, Any] = {}
-        self._pairs: list[tuple[str, dict[str, Any]]] | None = None
-        self._group: Any = _MISSING
-        self.pair: dict[str, Any] | None = None
+        self.launch: Mapping[str, object] = launch if isinstance(launch, dict) else {}
+        self._cache: dict[str, FactValue] = {}
+        self._pairs: list[tuple[str, PairFacts]] | None = None
+        self._group: tuple[tuple[int, ...], ...] | None | object = _MISSING
+        self.pair: PairFacts | None = None
         self.pair_label = ""
         self.unknown_seen: list[str] = []
 
     @staticmethod
-    def _view_of(snapshot: SnapshotLike, shared: dict[str, Any] | None) -> SnapshotView:
+    def _view_of(snapshot: SnapshotLike, shared: SharedCache | None) -> SnapshotView:
         """The snapshot's view: the one the caller passed (a command makes one per run), else the one made for
         every evaluation that shares a facts cache (recommend judges each candidate launch on the same
         snapshot), else one for this evaluation (a rule's test case, a plain dict)."""
@@ -124,20 +133,20 @@ class Context:
             shared[_VIEW_KEY] = view
         return view
 
-    def fact(self, name: str) -> Any:
+    def fact(self, name: str) -> FactValue:
         """The value of a non-pair fact, or UNKNOWN."""
-        value = self._cache.get(name, _MISSING)
+        value = self._cache.get(name, cast("FactValue", _MISSING))
         if value is _MISSING:
             shared = self._shared if name in SNAPSHOT_FACTS and (name not in GROUP_FACTS or self.scope() is None) \
                 else None
             if shared is not None:
-                value = shared.get(name, _MISSING)
+                value = cast("FactValue", shared.get(name, _MISSING))
             if value is _MISSING:
                 resolver = FACTS.get(name)
                 if resolver is not None:
                     value = resolver[2](self)
                 elif name.startswith("launch."):
-                    value = launch_value(self, name[len("launch."):])[1]
+                    value = cast("FactValue", launch_value(self, name[len("launch."):])[1])
                 else:
                     value = UNKNOWN
                 if shared is not None:
@@ -145,14 +154,14 @@ class Context:
             self._cache[name] = value
         return value
 
-    def pair_fact(self, name: str) -> Any:
+    def pair_fact(self, name: str) -> FactValue:
         """The value of a `pair.*` fact for the pair a quantifier is visiting."""
         pair = self.pair
         if pair is None:
             return UNKNOWN
         return pair.get(name, UNKNOWN)
 
-    def pairs(self) -> list[tuple[str, dict[str, Any]]]:
+    def pairs(self) -> list[tuple[str, PairFacts]]:
         """(label, pair facts) for every ordered pair inside one TP group of the launch (scope()), computed once.
 
         The launch's group is the default scope of every pair quantifier: a rule about "any pair" judges the
@@ -165,28 +174,28 @@ class Context:
                 if _PAIRS_KEY not in shared:
                     known = _known_pairs(self, shared)
                     shared[_PAIRS_KEY] = [known.facts(position) for position in range(len(known.entries))]
-                self._pairs = shared[_PAIRS_KEY]
+                self._pairs = cast("list[tuple[str, PairFacts]]", shared[_PAIRS_KEY])
             else:
                 key = f"{_PAIRS_KEY}{scope}"
                 if key not in shared:
                     shared[key] = _known_pairs(self, shared).inside(scope)
-                self._pairs = shared[key]
+                self._pairs = cast("list[tuple[str, PairFacts]]", shared[key])
         return self._pairs
 
-    def memo(self, name: str) -> dict[Any, Any] | None:
+    def memo(self, name: str) -> dict[object, object] | None:
         """A dict kept across the evaluations that share this snapshot (None without a shared cache)."""
         if self._shared is None:
             return None
         found = self._shared.get(f"{name}\0")
         if found is None:
             found = self._shared[f"{name}\0"] = {}
-        return found
+        return cast("dict[object, object]", found)
 
     def scope(self) -> tuple[tuple[int, ...], ...] | None:
         """The launch's TP groups (one per data-parallel replica), or None for one group of every GPU."""
         if self._group is _MISSING:
             self._group = _launch_scope(self)
-        return self._group
+        return cast("tuple[tuple[int, ...], ...] | None", self._group)
 
     def group(self) -> tuple[int, ...] | None:
         """The launch's GPUs as snapshot GPU indices (PCI bus order), or None for every GPU in one group.
@@ -211,22 +220,22 @@ class _PairTable:
     (src, dst): a launch's groups read only the pairs inside them, O(sum of k^2) for groups of k GPUs
     instead of a pass over all n^2 pairs per group layout (recommend on 128 GPUs judges dozens)."""
 
-    def __init__(self, entries: list[PairEntry], health: dict[tuple[int, int], tuple[bool, Any]]) -> None:
+    def __init__(self, entries: list[PairEntry], health: dict[tuple[int, int], tuple[bool, object]]) -> None:
         self.entries, self.health = entries, health
-        self.made: list[tuple[str, dict[str, Any]] | None] = [None] * len(entries)
+        self.made: list[tuple[str, PairFacts] | None] = [None] * len(entries)
         self.where: dict[tuple[int, int], list[int]] = {}
         for position, entry in enumerate(entries):
             src, dst = _int_value(entry.get("src")), _int_value(entry.get("dst"))
             if src is not None and dst is not None:
                 self.where.setdefault((src, dst), []).append(position)
 
-    def facts(self, position: int) -> tuple[str, dict[str, Any]]:
+    def facts(self, position: int) -> tuple[str, PairFacts]:
         made = self.made[position]
         if made is None:
             made = self.made[position] = _pair_facts(self.entries[position], self.health)
         return made
 
-    def inside(self, scope: tuple[tuple[int, ...], ...]) -> list[tuple[str, dict[str, Any]]]:
+    def inside(self, scope: tuple[tuple[int, ...], ...]) -> list[tuple[str, PairFacts]]:
         """The pairs whose two GPUs are in one replica of `scope`, in the pair list's order."""
         positions: list[int] = []
         for replica in scope:
@@ -236,9 +245,9 @@ class _PairTable:
         return [self.facts(position) for position in sorted(set(positions))]
 
 
-def _known_pairs(context: Context, shared: dict[str, Any]) -> _PairTable:
+def _known_pairs(context: Context, shared: SharedCache) -> _PairTable:
     table = shared.get(_TABLE_KEY)
-    if table is None:
+    if not isinstance(table, _PairTable):
         table = shared[_TABLE_KEY] = _PairTable(context.view.pairs or [], measured_health(context.snapshot))
     return table
 
@@ -257,7 +266,7 @@ def _machine_gpus(context: Context) -> list[int]:
     return sorted(named)
 
 
-def _int_value(value: Any) -> int | None:
+def _int_value(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
@@ -282,26 +291,26 @@ def _launch_scope(context: Context) -> tuple[tuple[int, ...], ...] | None:
     return replicas
 
 
-def _group_facts(context: Context) -> list[dict[str, Any]] | None:
+def _group_facts(context: Context) -> list[PairFacts] | None:
     """The pair facts of the launch's group when it is narrower than the machine, else None."""
     return None if context.group() is None else [facts for _, facts in context.pairs()]
 
 
-def launch_value(context: Context, setting: str) -> tuple[bool, Any]:
+def launch_value(context: Context, setting: str) -> tuple[bool, object]:
     """(explicitly set?, value) of a launch setting; a setting the launch does not name is (False, None)."""
     if setting in context.launch:
         return True, launch_settings.normalize(setting, context.launch[setting])
     return False, None
 
 
-def _p2p_status(value: Any) -> Any:
+def _p2p_status(value: object) -> str | _Unknown:
     return value if isinstance(value, str) and value not in UNKNOWN_P2P else UNKNOWN
 
 
-def _pair_facts(entry: PairEntry, health: dict[tuple[int, int], tuple[bool, Any]] | None = None
-                ) -> tuple[str, dict[str, Any]]:
-    p2p: dict[str, Any] = entry["p2p"] if isinstance(entry.get("p2p"), dict) else {}
-    facts: dict[str, Any] = {
+def _pair_facts(entry: PairEntry, health: dict[tuple[int, int], tuple[bool, object]] | None = None
+                ) -> tuple[str, PairFacts]:
+    p2p: dict[str, str] = entry["p2p"] if isinstance(entry.get("p2p"), dict) else {}
+    facts: PairFacts = {
         "pair.src": entry.get("src", UNKNOWN) if entry.get("src") is not None else UNKNOWN,
         "pair.dst": entry.get("dst", UNKNOWN) if entry.get("dst") is not None else UNKNOWN,
     }
@@ -322,8 +331,8 @@ def _pair_facts(entry: PairEntry, health: dict[tuple[int, int], tuple[bool, Any]
     facts["pair.nvlinks"] = nvlinks if isinstance(nvlinks, int) and not isinstance(nvlinks, bool) else UNKNOWN
     if isinstance(link, str) and link.upper().startswith("NV"):
         facts["pair.nvlink"] = True
-    elif facts["pair.nvlinks"] is not UNKNOWN:
-        facts["pair.nvlink"] = facts["pair.nvlinks"] > 0
+    elif isinstance(nvlinks, int) and not isinstance(nvlinks, bool):
+        facts["pair.nvlink"] = nvlinks > 0
     elif isinstance(link, str):
         facts["pair.nvlink"] = False
     else:
@@ -337,17 +346,23 @@ def _pair_facts(entry: PairEntry, health: dict[tuple[int, int], tuple[bool, Any]
 
 
 # ---------------------------------------------------------------------------------------------- resolvers
-def _gpus(context: Context) -> Any:
-    return _known(context.view.gpus)
+def _gpus(context: Context) -> list[object] | _Unknown:
+    gpus = context.view.gpus
+    return UNKNOWN if gpus is None else gpus
 
 
-def _gpu_count(context: Context) -> Any:
+def _sms(context: Context) -> list[int] | _Unknown:
+    """gpu.sm, of the type FACTS declares for it (_gpu_sms makes it)."""
+    return cast("list[int] | _Unknown", context.fact("gpu.sm"))
+
+
+def _gpu_count(context: Context) -> FactValue:
     return _known(context.view.gpu_count)
 
 
-def _gpu_sms(context: Context) -> Any:
+def _gpu_sms(context: Context) -> FactValue:
     gpus = _gpus(context)
-    if gpus is not UNKNOWN:
+    if not isinstance(gpus, _Unknown):
         return _all_known([_sm_of_gpu(gpu) for gpu in gpus])
     capabilities = _known(context.view.summary_value("compute_capabilities"))
     if isinstance(capabilities, list):
@@ -355,19 +370,20 @@ def _gpu_sms(context: Context) -> Any:
     return UNKNOWN
 
 
-def _from_sms(transform: Callable[[list[int]], Any]) -> Callable[[Context], Any]:
-    def resolve(context: Context) -> Any:
-        sms = context.fact("gpu.sm")
-        return UNKNOWN if sms is UNKNOWN else transform(sms)
+def _from_sms(transform: Callable[[list[int]], FactValue]) -> Resolver:
+    def resolve(context: Context) -> FactValue:
+        sms = _sms(context)
+        return UNKNOWN if isinstance(sms, _Unknown) else transform(sms)
     return resolve
 
 
 def _per_gpu(field: str, summary_field: str | None = None,
-             derive: Callable[[Context], Any] | None = None) -> Callable[[Context], Any]:
-    def resolve(context: Context) -> Any:
+             derive: Resolver | None = None) -> Resolver:
+    def resolve(context: Context) -> FactValue:
         gpus = _gpus(context)
-        if gpus is not UNKNOWN and all(isinstance(gpu, dict) and gpu.get(field) is not None for gpu in gpus):
-            return [gpu[field] for gpu in gpus]
+        if not isinstance(gpus, _Unknown) and all(isinstance(gpu, dict) and gpu.get(field) is not None
+                                                  for gpu in gpus):
+            return [cast("dict[str, object]", gpu)[field] for gpu in gpus]
         if summary_field:
             listed = _known(context.view.summary_value(summary_field))
             if isinstance(listed, list) and None not in listed:
@@ -376,38 +392,39 @@ def _per_gpu(field: str, summary_field: str | None = None,
     return resolve
 
 
-def _architectures_from_sm(context: Context) -> Any:
+def _architectures_from_sm(context: Context) -> FactValue:
     from topoctl.core.gpus import architecture_for_sm  # the GPU table: only when the snapshot names no architecture
 
-    sms = context.fact("gpu.sm")
-    names = UNKNOWN if sms is UNKNOWN else [architecture_for_sm(sm) for sm in sms]  # topoctl/data/gpus.yaml
-    if names is UNKNOWN or None in names:
+    sms = _sms(context)
+    if isinstance(sms, _Unknown):
         return UNKNOWN
-    return sorted(set(names))
+    names = [architecture_for_sm(sm) for sm in sms]  # topoctl/data/gpus.yaml
+    known = [name for name in names if name is not None]
+    return UNKNOWN if len(known) != len(names) else sorted(set(known))
 
 
-def _capabilities_from_sm(context: Context) -> Any:
-    sms = context.fact("gpu.sm")
-    return UNKNOWN if sms is UNKNOWN else [f"{sm // 10}.{sm % 10}" for sm in sms]
+def _capabilities_from_sm(context: Context) -> FactValue:
+    sms = _sms(context)
+    return UNKNOWN if isinstance(sms, _Unknown) else [f"{sm // 10}.{sm % 10}" for sm in sms]
 
 
-def _first_gpu_name(context: Context) -> Any:
+def _first_gpu_name(context: Context) -> FactValue:
     names = context.fact("gpu.names")
     return names[0] if isinstance(names, list) and names and isinstance(names[0], str) else UNKNOWN
 
 
-def _memory_min(context: Context) -> Any:
+def _memory_min(context: Context) -> FactValue:
     gpus = _gpus(context)
-    if gpus is UNKNOWN or not gpus:
+    if isinstance(gpus, _Unknown) or not gpus:
         return UNKNOWN
     sizes = [gpu.get("memory_total_bytes") if isinstance(gpu, dict) else None for gpu in gpus]
     known = [size for size in sizes if isinstance(size, int)]
     return UNKNOWN if len(known) != len(sizes) else min(known)
 
 
-def _mig_enabled(context: Context) -> Any:
+def _mig_enabled(context: Context) -> FactValue:
     gpus = _gpus(context)
-    if gpus is UNKNOWN:
+    if isinstance(gpus, _Unknown):
         return UNKNOWN
     modes = [gpu.get("mig_mode") if isinstance(gpu, dict) else None for gpu in gpus]
     if "enabled" in modes:
@@ -415,14 +432,14 @@ def _mig_enabled(context: Context) -> Any:
     return UNKNOWN if None in modes else False
 
 
-def _summary(field: str, kind: type | tuple[type, ...]) -> Callable[[Context], Any]:
-    def resolve(context: Context) -> Any:
+def _summary(field: str, kind: type | tuple[type, ...]) -> Resolver:
+    def resolve(context: Context) -> FactValue:
         value = _known(context.view.summary_value(field))
         return value if isinstance(value, kind) else UNKNOWN
     return resolve
 
 
-def _nvlink_present(context: Context) -> Any:
+def _nvlink_present(context: Context) -> FactValue:
     value = _known(context.view.nvlink_value("present"))
     if isinstance(value, bool):
         return value
@@ -432,12 +449,12 @@ def _nvlink_present(context: Context) -> Any:
     return interconnect in NVLINK_INTERCONNECTS
 
 
-def _bar1_small(context: Context) -> Any:
+def _bar1_small(context: Context) -> FactValue:
     small = _known(context.view.summary_value("bar1_small_gpus"))
     return len(small) if isinstance(small, list) else UNKNOWN
 
 
-def _all_pairs_p2p(context: Context) -> Any:
+def _all_pairs_p2p(context: Context) -> FactValue:
     group = _group_facts(context)
     if group is not None:
         oks = [facts["pair.p2p_ok"] for facts in group]
@@ -457,10 +474,10 @@ def _all_pairs_p2p(context: Context) -> Any:
     return UNKNOWN if UNKNOWN in oks else True
 
 
-def _group_or_summary(field: str, from_group: Callable[[list[dict[str, Any]]], Any],
-                      kind: type) -> Callable[[Context], Any]:
+def _group_or_summary(field: str, from_group: Callable[[list[PairFacts]], FactValue],
+                      kind: type) -> Resolver:
     """A pair summary: of the launch's group when it is narrower than the machine, else the probe's summary."""
-    def resolve(context: Context) -> Any:
+    def resolve(context: Context) -> FactValue:
         group = _group_facts(context)
         if group is not None:
             return from_group(group)
@@ -471,24 +488,24 @@ def _group_or_summary(field: str, from_group: Callable[[list[dict[str, Any]]], A
     return resolve
 
 
-def _group_nvlink_all(group: list[dict[str, Any]]) -> Any:
+def _group_nvlink_all(group: list[PairFacts]) -> FactValue:
     links = [facts["pair.nvlink"] for facts in group]
     if False in links:
         return False
     return UNKNOWN if UNKNOWN in links or not links else True
 
 
-def _group_gpus(context: Context) -> Any:
+def _group_gpus(context: Context) -> FactValue:
     group = context.group()
     return list(group) if group is not None else _machine_gpus(context) or UNKNOWN
 
 
-def _group_size(context: Context) -> Any:
+def _group_size(context: Context) -> FactValue:
     group = context.group()
     return len(group) if group is not None else context.fact("gpu.count")
 
 
-def _virtualized(context: Context) -> Any:
+def _virtualized(context: Context) -> FactValue:
     value = _known(context.view.summary_value("virtualized"))
     if isinstance(value, bool):
         return value
@@ -496,7 +513,7 @@ def _virtualized(context: Context) -> Any:
     return value if isinstance(value, bool) else UNKNOWN
 
 
-def _cpu_vendor(context: Context) -> Any:
+def _cpu_vendor(context: Context) -> FactValue:
     model = _known(context.view.host_value("cpu_model"))
     if not isinstance(model, str):
         return UNKNOWN
@@ -508,7 +525,7 @@ def _cpu_vendor(context: Context) -> Any:
     return "other"
 
 
-def _root_complex_count(context: Context) -> Any:
+def _root_complex_count(context: Context) -> FactValue:
     complexes = _known(context.view.pcie_value("root_complexes"))
     if isinstance(complexes, list):
         return len(complexes)
@@ -516,26 +533,26 @@ def _root_complex_count(context: Context) -> Any:
     return len(groups) if isinstance(groups, list) else UNKNOWN
 
 
-def _downtrained(context: Context) -> Any:
+def _downtrained(context: Context) -> FactValue:
     listed = _known(context.view.summary_value("downtrained_gpus"))
     return len(listed) if isinstance(listed, list) else UNKNOWN
 
 
-def _software(package: str) -> Callable[[Context], Any]:
-    def resolve(context: Context) -> Any:
+def _software(package: str) -> Resolver:
+    def resolve(context: Context) -> FactValue:
         value = _known(context.view.software(package))
         return str(value) if isinstance(value, (str, int, float)) and not isinstance(value, bool) else UNKNOWN
     return resolve
 
 
-def _target_sglang(context: Context) -> Any:
+def _target_sglang(context: Context) -> FactValue:
     wanted = context.request.get("sglang_version")
     if isinstance(wanted, (str, int, float)) and not isinstance(wanted, bool) and str(wanted):
         return str(wanted)
     return context.fact("software.sglang_installed")
 
 
-def _target_flashinfer(context: Context) -> Any:
+def _target_flashinfer(context: Context) -> FactValue:
     """The FlashInfer the target SGLang runs with: the snapshot's when the target is the SGLang installed there
     (or no other target is asked for), else the version the target release pins (rules/sglang/releases)."""
     from topoctl.rules.sglang.releases import flashinfer_pin
@@ -551,14 +568,14 @@ def _target_flashinfer(context: Context) -> Any:
     return pin if pin is not None else UNKNOWN
 
 
-def _model(field: str) -> Callable[[Context], Any]:
-    def resolve(context: Context) -> Any:
+def _model(field: str) -> Resolver:
+    def resolve(context: Context) -> FactValue:
         model = context.request.get("model")
         return model.get(field) if isinstance(model, dict) else None
     return resolve
 
 
-def _model_quant_method(context: Context) -> Any:
+def _model_quant_method(context: Context) -> FactValue:
     """The checkpoint's quantization_config.quant_method (lower case), None for an unquantized checkpoint or
     when no model is given: SGLang takes it as --quantization for some architectures and GPUs."""
     model = context.request.get("model")
@@ -567,22 +584,22 @@ def _model_quant_method(context: Context) -> Any:
     return str(method).lower() if method else None
 
 
-def _model_name(context: Context) -> Any:
+def _model_name(context: Context) -> FactValue:
     model = context.request.get("model")
     if isinstance(model, str):
         return model
     return model.get("name") if isinstance(model, dict) else None
 
 
-def _speculative(context: Context) -> Any:
+def _speculative(context: Context) -> FactValue:
     value = context.request.get("speculative")
     if value is None:
         value = context.launch.get("speculative_algorithm")
     return str(value).lower() if value else None
 
 
-def _parallel_size(field: str, fallback: Callable[[Context], Any]) -> Callable[[Context], Any]:
-    def resolve(context: Context) -> Any:
+def _parallel_size(field: str, fallback: Resolver) -> Resolver:
+    def resolve(context: Context) -> FactValue:
         for value in (context.request.get(field), context.launch.get(field)):
             if isinstance(value, int) and not isinstance(value, bool):
                 return value
@@ -590,7 +607,7 @@ def _parallel_size(field: str, fallback: Callable[[Context], Any]) -> Callable[[
     return resolve
 
 
-def _attention_dp_size(context: Context) -> Any:
+def _attention_dp_size(context: Context) -> int:
     """The attention-DP width SGLang resolves: --attn-dp-size when above 1 (0.5.22+), else --dp-size with
     --enable-dp-attention, else 1. SGLang turns DP attention off by itself at --dp-size 1 (the data-parallelism
     hook of every release read), so a width of 1 means no attention DP."""
@@ -604,7 +621,7 @@ def _attention_dp_size(context: Context) -> Any:
     return 1
 
 
-def _attention_dp_whole_tp(context: Context) -> Any:
+def _attention_dp_whole_tp(context: Context) -> FactValue:
     tp_size = context.fact("request.tp_size")
     if not isinstance(tp_size, int) or isinstance(tp_size, bool):
         return UNKNOWN
@@ -612,13 +629,13 @@ def _attention_dp_whole_tp(context: Context) -> Any:
     return width > 1 and width == tp_size
 
 
-def _sglang_request(context: Context) -> Any:
+def _sglang_request(context: Context) -> FactValue:
     value = context.request.get("sglang_version")
     return str(value) if value not in (None, "") else None
 
 
 # name -> (type, documentation, resolver). Types: int, bool, str, version, list[int], list[str].
-FACTS: dict[str, tuple[str, str, Callable[[Context], Any]]] = {
+FACTS: dict[str, tuple[str, str, Resolver]] = {
     "gpu.count": ("int", "number of GPUs (summary.gpu_count, else len(gpus))", _gpu_count),
     "gpu.sm": ("list[int]", "every GPU's SM number, major*10+minor (120 for compute capability 12.0)", _gpu_sms),
     "gpu.sm_majors": ("list[int]", "distinct SM majors (9 Hopper, 10 B200/GB200, 12 RTX Blackwell)",
@@ -700,7 +717,8 @@ FACTS: dict[str, tuple[str, str, Callable[[Context], Any]]] = {
 }
 for _package in SOFTWARE_PACKAGES:
     FACTS[f"software.{_package}"] = (VERSION_FACT_TYPE, f"{_package} version from the snapshot", _software(_package))
-register_network_facts(FACTS, UNKNOWN)  # network.*, request.nnodes (rules/engine/network_facts.py)
+_UNKNOWN_VALUE: FactValue = UNKNOWN  # as a FactValue, so register's resolvers answer FactValue
+register_network_facts(FACTS, _UNKNOWN_VALUE)  # network.*, request.nnodes (rules/engine/network_facts.py)
 
 # Facts read from the snapshot alone (not from the request: software.sglang is the requested target version
 # when one is given), so one evaluation's value holds for every request on the same snapshot.
@@ -733,15 +751,15 @@ PAIR_FACTS: dict[str, tuple[str, str]] = {
 }
 
 
-def _bool(value: Any) -> Any:
+def _bool(value: object) -> bool | _Unknown:
     return value if isinstance(value, bool) else UNKNOWN
 
 
-def _str(value: Any) -> Any:
+def _str(value: object) -> str | _Unknown:
     return value if isinstance(value, str) else UNKNOWN
 
 
-def _int(value: Any) -> Any:
+def _int(value: object) -> int | _Unknown:
     return value if isinstance(value, int) and not isinstance(value, bool) else UNKNOWN
 
 

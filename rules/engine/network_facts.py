@@ -7,21 +7,40 @@ Layer: knowledge (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Callable, Protocol, TypeVar, cast
 
 if TYPE_CHECKING:
     from topoctl.snapshot.network_view import NetworkView
+    from topoctl.snapshot.view import SnapshotView
+
+# A network fact's value before register swaps UNKNOWN_VALUE for UNKNOWN: an int, str, bool or UNKNOWN_VALUE.
+_Raw = object
+
+
+class Context(Protocol):
+    """What these facts read of rules.facts.Context (not imported: rules.facts imports this module)."""
+
+    @property
+    def view(self) -> SnapshotView: ...
+
+    @property
+    def request(self) -> Mapping[str, object]: ...
+
+
+FactContext = TypeVar("FactContext", bound=Context)
+FactValue = TypeVar("FactValue")
 
 UNKNOWN_VALUE = object()  # replaced by rules.facts.UNKNOWN when registered (no import cycle)
 NCCL_DEFAULT_GDR_LEVEL = "PXB"  # src/graph/paths.cc:511 (v2.30.7): netGdrLevel = ... PATH_PXB
 
 
-def _network(context: Any) -> NetworkView | None:
+def _network(context: Context) -> NetworkView | None:
     view = context.view.network
     return view if view.present else None
 
 
-def _nearest_links(context: Any) -> list[str] | None:
+def _nearest_links(context: Context) -> list[str] | None:
     """Each GPU's nearest active NIC relation; None when not probed, no active NIC, or any relation unknown."""
     network = _network(context)
     if network is None or not network.active_rdma:
@@ -32,27 +51,27 @@ def _nearest_links(context: Any) -> list[str] | None:
     return [entry.link for entry in nearest if entry is not None and entry.link is not None]
 
 
-def _rdma_count(context: Any) -> Any:
+def _rdma_count(context: Context) -> _Raw:
     network = _network(context)
     nics = network.active_rdma if network is not None else None
     return UNKNOWN_VALUE if nics is None else len(nics)
 
 
-def _count_nearest(links: tuple[str, ...]) -> Callable[[Any], Any]:
-    def resolve(context: Any) -> Any:
+def _count_nearest(links: tuple[str, ...]) -> Callable[[Context], _Raw]:
+    def resolve(context: Context) -> _Raw:
         nearest = _nearest_links(context)
         return UNKNOWN_VALUE if nearest is None else sum(1 for link in nearest if link in links)
     return resolve
 
 
-def _worst_nearest(context: Any) -> Any:
+def _worst_nearest(context: Context) -> _Raw:
     from topoctl.snapshot.network_view import LINK_ORDER  # a network fact read: context.view.network imported it
 
     nearest = _nearest_links(context)
     return UNKNOWN_VALUE if not nearest else max(nearest, key=LINK_ORDER.index)
 
 
-def _peermem(context: Any) -> Any:
+def _peermem(context: Context) -> _Raw:
     network = _network(context)
     if network is None:
         return UNKNOWN_VALUE
@@ -62,7 +81,7 @@ def _peermem(context: Any) -> Any:
     return False if all(value is False for value in loaded) else UNKNOWN_VALUE
 
 
-def _virtual_up(context: Any) -> Any:
+def _virtual_up(context: Context) -> _Raw:
     """Interfaces that are up and not a PCI device, other than lo and docker*: NCCL's default socket interface
     choice skips only those two (env.rst:53), so a Kubernetes node's cali*/flannel*/veth* are candidates."""
     network = _network(context)
@@ -73,12 +92,12 @@ def _virtual_up(context: Any) -> Any:
                and not i.name.startswith("docker"))
 
 
-def _nnodes(context: Any) -> Any:
+def _nnodes(context: Context) -> _Raw:
     value = (context.request or {}).get("nnodes")
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else 1
 
 
-NETWORK_FACTS: dict[str, tuple[str, str, Callable[[Any], Any]]] = {
+NETWORK_FACTS: dict[str, tuple[str, str, Callable[[Context], _Raw]]] = {
     "network.rdma_nics": ("int", "RDMA NICs with an active port (/sys/class/infiniband)", _rdma_count),
     "network.gpus_nearest_nic_sys": ("int", "GPUs whose nearest active RDMA NIC is SYS away (across NUMA nodes)",
                                      _count_nearest(("SYS",))),
@@ -94,14 +113,14 @@ NETWORK_FACTS: dict[str, tuple[str, str, Callable[[Any], Any]]] = {
 }
 
 
-def register(facts: dict[str, Any], unknown: Any) -> None:
+def register(facts: dict[str, tuple[str, str, Callable[[FactContext], FactValue]]], unknown: FactValue) -> None:
     """Add the network facts to rules.facts.FACTS, with that module's UNKNOWN."""
     for name, (kind, text, resolve) in NETWORK_FACTS.items():
         facts[name] = (kind, text, _with_unknown(resolve, unknown))
 
 
-def _with_unknown(resolve: Callable[[Any], Any], unknown: Any) -> Callable[[Any], Any]:
-    def wrapped(context: Any) -> Any:
+def _with_unknown(resolve: Callable[[Context], _Raw], unknown: FactValue) -> Callable[[Context], FactValue]:
+    def wrapped(context: Context) -> FactValue:
         value = resolve(context)
-        return unknown if value is UNKNOWN_VALUE else value
+        return unknown if value is UNKNOWN_VALUE else cast(FactValue, value)
     return wrapped
