@@ -15,10 +15,17 @@ from __future__ import annotations
 import gc
 import os
 import time
-from typing import Any, Callable
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Callable
 
 from topoctl.probe.bench.plan import Plan, repetitions
+from topoctl.probe.bench.records import Bytes, GBps, Message, MessageQueue, Row
 from topoctl.probe.bench.stats import spread
+
+if TYPE_CHECKING:
+    import torch
+
+    from topoctl.probe.bench import decode_step
 
 MULTICAST_OFF = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
 
@@ -31,7 +38,7 @@ class Unavailable(Exception):
     """A path or feature this machine cannot run; the message is the reason recorded."""
 
 
-def _torch() -> Any:
+def _torch() -> ModuleType:
     import torch
 
     return torch
@@ -48,17 +55,17 @@ class Device:
         self.index = index
         self.torch = _torch()
 
-    def tensor_device(self) -> Any:
+    def tensor_device(self) -> torch.device:
         raise NotImplementedError
 
     def sync(self) -> None:
         raise NotImplementedError
 
-    def time(self, fn: Callable[[], Any], count: int) -> float:
+    def time(self, fn: Callable[[], object], count: int) -> float:
         """Seconds for `count` back-to-back calls of fn (device work included)."""
         raise NotImplementedError
 
-    def capture(self, fn: Callable[[], Any], count: int) -> Callable[[], Any]:
+    def capture(self, fn: Callable[[], object], count: int) -> Callable[[], object]:
         """A callable that replays `count` calls of fn captured in one CUDA graph."""
         raise Unavailable(self.graphs_reason or "CUDA graphs are not available")
 
@@ -66,13 +73,13 @@ class Device:
 class CpuDevice(Device):
     graphs_reason = "CUDA graphs need a GPU (CPU back end)"
 
-    def tensor_device(self) -> Any:
+    def tensor_device(self) -> torch.device:
         return self.torch.device("cpu")
 
     def sync(self) -> None:
         return None
 
-    def time(self, fn: Callable[[], Any], count: int) -> float:
+    def time(self, fn: Callable[[], object], count: int) -> float:
         started = time.perf_counter()
         for _ in range(count):
             fn()
@@ -85,13 +92,13 @@ class CudaDevice(Device):
         self.torch.cuda.set_device(index)
         self.device = self.torch.device("cuda", index)
 
-    def tensor_device(self) -> Any:
+    def tensor_device(self) -> torch.device:
         return self.device
 
     def sync(self) -> None:
         self.torch.cuda.synchronize(self.device)
 
-    def time(self, fn: Callable[[], Any], count: int) -> float:
+    def time(self, fn: Callable[[], object], count: int) -> float:
         cuda = self.torch.cuda
         start, end = cuda.Event(enable_timing=True), cuda.Event(enable_timing=True)
         start.record()
@@ -101,7 +108,7 @@ class CudaDevice(Device):
         end.synchronize()
         return float(start.elapsed_time(end)) / 1000.0
 
-    def capture(self, fn: Callable[[], Any], count: int) -> Callable[[], Any]:
+    def capture(self, fn: Callable[[], object], count: int) -> Callable[[], object]:
         cuda = self.torch.cuda
         side = cuda.Stream()
         side.wait_stream(cuda.current_stream())
@@ -130,7 +137,7 @@ class CudaDevice(Device):
 
 # ------------------------------------------------------------------------------------------ measuring
 
-def measure(device: Device, fn: Callable[[], Any], slice_s: float, graph: bool) -> tuple[list[float], int]:
+def measure(device: Device, fn: Callable[[], object], slice_s: float, graph: bool) -> tuple[list[float], int]:
     """Per-operation seconds, one per sample, and the number of operations timed."""
     for _ in range(3):
         fn()
@@ -170,11 +177,11 @@ def _slowest_rank(times: list[float], device: Device) -> list[float]:
     return [float(value) for value in tensor.tolist()]
 
 
-def _dtype(torch: Any, name: str) -> Any:
+def _dtype(torch: ModuleType, name: str) -> torch.dtype:
     return {"bfloat16": torch.bfloat16, "float32": torch.float32, "float16": torch.float16}[name]
 
 
-def _element_count(nbytes: int, torch_dtype: Any) -> int:
+def _element_count(nbytes: Bytes, torch_dtype: torch.dtype) -> int:
     width = _torch().tensor([], dtype=torch_dtype).element_size()
     return max(1, nbytes // width)
 
@@ -194,7 +201,7 @@ class Path:
     def available(self) -> None:
         """Raise Unavailable with the reason when this machine cannot run the path."""
 
-    def prepare(self, nbytes: int) -> tuple[Callable[[], Any], Callable[[], bool]]:
+    def prepare(self, nbytes: int) -> tuple[Callable[[], object], Callable[[], bool]]:
         raise NotImplementedError
 
 
@@ -205,7 +212,7 @@ class DistPath(Path):
         super().__init__(device, plan)
         self.name = "nccl" if plan.backend == "nccl" else plan.backend
 
-    def prepare(self, nbytes: int) -> tuple[Callable[[], Any], Callable[[], bool]]:
+    def prepare(self, nbytes: int) -> tuple[Callable[[], object], Callable[[], bool]]:
         import torch.distributed as dist
 
         torch, where = self.torch, self.device.tensor_device()
@@ -247,7 +254,7 @@ class SymmMemPath(Path):
         if not hasattr(getattr(self.torch.ops, "symm_mem", None), op):
             raise Unavailable(f"this torch has no torch.ops.symm_mem.{op}")
 
-    def prepare(self, nbytes: int) -> tuple[Callable[[], Any], Callable[[], bool]]:
+    def prepare(self, nbytes: int) -> tuple[Callable[[], object], Callable[[], bool]]:
         import torch.distributed as dist
         import torch.distributed._symmetric_memory as symm_mem
 
@@ -266,10 +273,10 @@ class SymmMemPath(Path):
         ops = torch.ops.symm_mem
 
         if self.variant == "one_shot":
-            def call() -> Any:
+            def call() -> object:
                 return ops.one_shot_all_reduce(buffer, "sum", group)
         else:
-            def call() -> Any:
+            def call() -> object:
                 return ops.two_shot_all_reduce_(buffer, "sum", group)
 
         def check() -> bool:
@@ -297,10 +304,10 @@ def custom_allreduce_reason() -> str:
             "(measure it with the package's own benchmark)")
 
 
-def build_paths(device: Device, plan: Plan) -> tuple[list[Path], list[dict[str, Any]]]:
+def build_paths(device: Device, plan: Plan) -> tuple[list[Path], list[Row]]:
     """The paths to time, and the rows of the paths that cannot run here (with the reason)."""
     paths: list[Path] = [DistPath(device, plan)]
-    unavailable: list[dict[str, Any]] = []
+    unavailable: list[Row] = []
     if "torch_symm_mem" in plan.paths:
         for variant in ("one_shot", "two_shot"):
             path = SymmMemPath(device, plan, variant)
@@ -319,8 +326,8 @@ def build_paths(device: Device, plan: Plan) -> tuple[list[Path], list[dict[str, 
     return paths, unavailable
 
 
-def _unavailable_row(plan: Plan, path: str, reason: str, variant: str | None = None) -> dict[str, Any]:
-    row: dict[str, Any] = {"path": path, "world_size": plan.world_size, "gpus": list(range(plan.world_size)),
+def _unavailable_row(plan: Plan, path: str, reason: str, variant: str | None = None) -> Row:
+    row: Row = {"path": path, "world_size": plan.world_size, "gpus": list(range(plan.world_size)),
                            "bytes": None, "dtype": plan.dtype, "cuda_graph": None, "latency_us": None,
                            "repetitions": 0, "status": "unavailable", "reason": reason}
     if variant:
@@ -330,7 +337,7 @@ def _unavailable_row(plan: Plan, path: str, reason: str, variant: str | None = N
 
 # -------------------------------------------------------------------------------------------- workers
 
-def _send(queue: Any, rank: int, message: dict[str, Any]) -> None:
+def _send(queue: MessageQueue, rank: int, message: Message) -> None:
     if rank == 0:
         queue.put(message)
 
@@ -343,7 +350,7 @@ def _quiet_interrupts() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def allreduce_worker(rank: int, plan_dict: dict[str, Any], port: int, queue: Any) -> None:
+def allreduce_worker(rank: int, plan_dict: dict[str, Any], port: int, queue: MessageQueue) -> None:
     """One rank of the collective measurements (spawned by runner.py)."""
     _quiet_interrupts()
     os.environ.update(MULTICAST_OFF)
@@ -376,7 +383,7 @@ def allreduce_worker(rank: int, plan_dict: dict[str, Any], port: int, queue: Any
             pass
 
 
-def _allreduce_sweep(rank: int, plan: Plan, device: Device, queue: Any) -> None:
+def _allreduce_sweep(rank: int, plan: Plan, device: Device, queue: MessageQueue) -> None:
     paths, unavailable = build_paths(device, plan)
     for row in unavailable:
         _send(queue, rank, {"kind": "row", "section": "allreduce", "row": row})
@@ -394,9 +401,9 @@ def _allreduce_sweep(rank: int, plan: Plan, device: Device, queue: Any) -> None:
                 _send(queue, rank, {"kind": "row", "section": "allreduce", "row": row})
 
 
-def _allreduce_row(plan: Plan, device: Device, path: Path, nbytes: int, graph: bool, slice_s: float) -> dict[str, Any]:
+def _allreduce_row(plan: Plan, device: Device, path: Path, nbytes: int, graph: bool, slice_s: float) -> Row:
     torch = device.torch
-    row: dict[str, Any] = {"path": path.name, "world_size": plan.world_size, "gpus": list(range(plan.world_size)),
+    row: Row = {"path": path.name, "world_size": plan.world_size, "gpus": list(range(plan.world_size)),
                            "bytes": nbytes, "dtype": plan.dtype, "cuda_graph": graph}
     if path.variant:
         row["variant"] = path.variant
@@ -420,7 +427,7 @@ def _allreduce_row(plan: Plan, device: Device, path: Path, nbytes: int, graph: b
     return out
 
 
-def _coalescing(rank: int, plan: Plan, device: Device, queue: Any) -> None:
+def _coalescing(rank: int, plan: Plan, device: Device, queue: MessageQueue) -> None:
     import torch.distributed as dist
 
     torch = device.torch
@@ -445,7 +452,7 @@ def _coalescing(rank: int, plan: Plan, device: Device, queue: Any) -> None:
     slice_s = plan.slice_s("coalescing", 2)
     _send(queue, rank, {"kind": "start", "item": f"coalescing {n} x {each} B vs 2 x {large_bytes} B",
                         "section": "coalescing"})
-    row: dict[str, Any] = {"path": "nccl" if plan.backend == "nccl" else plan.backend, "world_size": plan.world_size,
+    row: Row = {"path": "nccl" if plan.backend == "nccl" else plan.backend, "world_size": plan.world_size,
                            "n": n, "bytes_each": each, "bytes_large": large_bytes, "cuda_graph": graph,
                            "dtype": plan.dtype}
     try:
@@ -465,7 +472,7 @@ def _coalescing(rank: int, plan: Plan, device: Device, queue: Any) -> None:
 
 # ------------------------------------------------------------------------------------------------ P2P
 
-def _pattern(torch: Any, count: int, device: Any, seed: int) -> Any:
+def _pattern(torch: ModuleType, count: int, device: torch.device, seed: int) -> torch.Tensor:
     """A deterministic, non-constant int32 pattern, made where it is needed (never copied to compare)."""
     values = torch.arange(count, dtype=torch.int64, device=device) * 2654435761 + seed
     return (values & 0x7FFFFFFF).to(torch.int32)
@@ -479,10 +486,10 @@ class PeerCopies:
         self.plan = plan
         self.torch = _torch()
 
-    def where(self, index: int) -> Any:
+    def where(self, index: int) -> torch.device:
         raise NotImplementedError
 
-    def copy(self, dst: Any, src: Any, pair: tuple[int, int]) -> None:
+    def copy(self, dst: torch.Tensor, src: torch.Tensor, pair: tuple[int, int]) -> None:
         dst.copy_(src, non_blocking=True)
 
     def sync(self, *indices: int) -> None:
@@ -493,7 +500,7 @@ class PeerCopies:
 
 
 class CudaPeers(PeerCopies):
-    def where(self, index: int) -> Any:
+    def where(self, index: int) -> torch.device:
         return self.torch.device("cuda", index)
 
     def sync(self, *indices: int) -> None:
@@ -513,10 +520,10 @@ class CudaPeers(PeerCopies):
 
 
 class FakePeers(PeerCopies):
-    def where(self, index: int) -> Any:
+    def where(self, index: int) -> torch.device:
         return self.torch.device("cpu")
 
-    def copy(self, dst: Any, src: Any, pair: tuple[int, int]) -> None:
+    def copy(self, dst: torch.Tensor, src: torch.Tensor, pair: tuple[int, int]) -> None:
         fault = self.plan.faults.get(f"{pair[0]}-{pair[1]}")
         if fault == "hang":
             time.sleep(3600)
@@ -527,7 +534,8 @@ class FakePeers(PeerCopies):
             dst.view(-1)[dst.numel() // 2] += 1
 
 
-def p2p_worker(plan_dict: dict[str, Any], pairs: list[list[int]], queue: Any, bad: list[list[int]] | None = None) -> None:
+def p2p_worker(plan_dict: dict[str, Any], pairs: list[list[int]], queue: MessageQueue,
+               bad: list[list[int]] | None = None) -> None:
     """P2P health, bandwidth and latency for `pairs`, in one process that sees every GPU (spawned). `bad`: pairs
     already found broken (an earlier worker hung on them): a both-ways copy never runs over them again."""
     _quiet_interrupts()
@@ -550,7 +558,7 @@ def p2p_worker(plan_dict: dict[str, Any], pairs: list[list[int]], queue: Any, ba
         queue.put({"kind": "fatal", "reason": f"{type(exc).__name__}: {str(exc)[:200]}"})
 
 
-def _copy_seconds(peers: PeerCopies, pairs: list[tuple[Any, Any, tuple[int, int]]], devices: list[int],
+def _copy_seconds(peers: PeerCopies, pairs: list[tuple[torch.Tensor, torch.Tensor, tuple[int, int]]], devices: list[int],
                   reps: int) -> float:
     peers.sync(*devices)
     started = time.perf_counter()
@@ -561,7 +569,7 @@ def _copy_seconds(peers: PeerCopies, pairs: list[tuple[Any, Any, tuple[int, int]
     return time.perf_counter() - started
 
 
-def _local_copies(plan: Plan, peers: PeerCopies, queue: Any) -> None:
+def _local_copies(plan: Plan, peers: PeerCopies, queue: MessageQueue) -> None:
     """Device-to-device copy bandwidth inside each GPU: the yardstick for the peer figures (bytes read + written
     are 2x the buffer; reported as buffer bytes per second, like the peer copies)."""
     torch = peers.torch
@@ -579,15 +587,15 @@ def _local_copies(plan: Plan, peers: PeerCopies, queue: Any) -> None:
                            "repetitions": 25}})
 
 
-def _gbps(value: float) -> float:
+def _gbps(value: GBps) -> GBps:
     """GB/s for the record: one decimal, or three significant digits below 1 GB/s (never rounded to 0)."""
     return round(value, 1) if value >= 1 else float(f"{value:.3g}")
 
 
-def _pair_row(plan: Plan, peers: PeerCopies, src: int, dst: int, reverse_broken: bool = False) -> dict[str, Any]:
+def _pair_row(plan: Plan, peers: PeerCopies, src: int, dst: int, reverse_broken: bool = False) -> Row:
     torch = peers.torch
     pair = (src, dst)
-    row: dict[str, Any] = {"src": src, "dst": dst, "healthy": False, "reason": None, "bandwidth_gbps": None,
+    row: Row = {"src": src, "dst": dst, "healthy": False, "reason": None, "bandwidth_gbps": None,
                            "latency_us": None, "bytes": plan.p2p_bytes}
     try:
         count = plan.p2p_bytes // 4
@@ -644,7 +652,7 @@ def _pair_row(plan: Plan, peers: PeerCopies, src: int, dst: int, reverse_broken:
     return row
 
 
-def decode_step_worker(requests: list[Any], queue: Any) -> None:
+def decode_step_worker(requests: list[decode_step.Request], queue: MessageQueue) -> None:
     """The decode-step measurements (probe/bench/decode_step.py), one request after another; a request that
     fails (no fp8 product on this GPU, out of memory) is recorded as a row with its reason and the next
     one goes on."""
