@@ -31,7 +31,13 @@ import random
 import statistics
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Callable, Iterator
+
+from topoctl.probe.bench.records import Bytes, Microseconds, Row
+
+if TYPE_CHECKING:
+    import torch
 
 DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp8": "float8_e4m3fn"}
 FP8_ROWS = 16  # cuBLASLt's fp8 products want every dimension a multiple of 16
@@ -145,7 +151,7 @@ class Layers:
     are stored concatenated along `out` (up: [experts x 2 x moe_inter, hidden], down: [hidden, experts x
     moe_inter]), so that the first n experts' weights are one contiguous block read by one product."""
 
-    def __init__(self, torch: Any, shapes: Shapes, dtype_name: str, device: Any, experts_held: int):
+    def __init__(self, torch: ModuleType, shapes: Shapes, dtype_name: str, device: torch.device, experts_held: int):
         self.torch, self.shapes, self.dtype_name = torch, shapes, dtype_name
         self.fp8 = dtype_name == "fp8"
         self.dtype = getattr(torch, DTYPES[dtype_name])
@@ -161,7 +167,7 @@ class Layers:
                     for _ in range(s.moe_layers)]
         self.one = torch.ones((), dtype=torch.float32, device=device)
 
-    def _mat(self, rows: int, cols: int) -> Any:
+    def _mat(self, rows: int, cols: int) -> torch.Tensor:
         torch = self.torch
         if not self.fp8:
             return torch.empty((rows, cols), dtype=self.dtype, device=self.device).normal_(0, 0.02)
@@ -189,14 +195,14 @@ class Layers:
         experts = sum(routed) * 3 * s.hidden * s.moe_inter
         return (s.layers * per_attn + dense + experts) * self.element
 
-    def product(self, x: Any, weight: Any) -> Any:
+    def product(self, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
         """x [rows, in] times a stored [out, in] matrix: [rows, out] in the compute dtype."""
         if not self.fp8:
             return x @ weight.t()
         return self.torch._scaled_mm(x.to(self.dtype), weight.t(), scale_a=self.one, scale_b=self.one,
                                      out_dtype=self.compute)
 
-    def forward(self, x: Any, routed: list[int]) -> Any:
+    def forward(self, x: torch.Tensor, routed: list[int]) -> torch.Tensor:
         """One pass: x [T, hidden] through every layer's matrices."""
         s = self.shapes
         out = x
@@ -217,12 +223,13 @@ class Layers:
                 dense_index += 1
         return out
 
-    def activation(self, tokens: int) -> Any:
+    def activation(self, tokens: int) -> torch.Tensor:
         rows = max(tokens, FP8_ROWS) if self.fp8 else tokens
         return self.torch.randn(rows, self.shapes.hidden, dtype=self.compute, device=self.device)
 
 
-def _graph_time_us(torch: Any, layers: Layers, x: Any, routed: list[int], replays: int) -> list[float]:
+def _graph_time_us(torch: ModuleType, layers: Layers, x: torch.Tensor, routed: list[int], replays: int
+                   ) -> list[Microseconds]:
     stream = torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(stream):
@@ -244,7 +251,8 @@ def _graph_time_us(torch: Any, layers: Layers, x: Any, routed: list[int], replay
     return times[2:] if len(times) > 4 else times
 
 
-def _plain_time_us(sync: Callable[[], None], layers: Layers, x: Any, routed: list[int], repeats: int) -> list[float]:
+def _plain_time_us(sync: Callable[[], None], layers: Layers, x: torch.Tensor, routed: list[int], repeats: int
+                   ) -> list[Microseconds]:
     times = []
     for _ in range(repeats):
         sync()
@@ -255,7 +263,7 @@ def _plain_time_us(sync: Callable[[], None], layers: Layers, x: Any, routed: lis
     return times[1:] if len(times) > 2 else times
 
 
-def copy_bandwidth(torch: Any, device: Any, nbytes: int, repeats: int = 10) -> float:
+def copy_bandwidth(torch: ModuleType, device: torch.device, nbytes: Bytes, repeats: int = 10) -> float:
     """Bytes/s of a device-to-device copy (read + write counted) of `nbytes`: a bandwidth figure that shares
     nothing with the matrix products."""
     src = torch.empty(nbytes // 2, dtype=torch.int16, device=device)
@@ -289,7 +297,7 @@ def _summary(values: list[float]) -> dict[str, float]:
 
 
 def _row(request: Request, layers: Layers, tokens: int, routed: list[int], graph: list[float] | None,
-         plain: list[float]) -> dict[str, Any]:
+         plain: list[float]) -> Row:
     s = layers.shapes
     nbytes = layers.bytes_read(routed)
     g = statistics.median(graph) if graph else None
@@ -309,7 +317,7 @@ def _row(request: Request, layers: Layers, tokens: int, routed: list[int], graph
             "torch": str(layers.torch.__version__)}
 
 
-def measure(request: Request, announce: Callable[[str], None] = lambda item: None) -> Iterator[dict[str, Any]]:
+def measure(request: Request, announce: Callable[[str], None] = lambda item: None) -> Iterator[Row]:
     """A row for every token count of `request`, each as soon as it is measured (the copy figure, timed
     first, on each). `announce` is told before each step (the watchdog names what hung)."""
     import torch
@@ -346,9 +354,9 @@ def measure(request: Request, announce: Callable[[str], None] = lambda item: Non
         del layers
 
 
-def merge_rows(existing: list[dict[str, Any]] | None, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def merge_rows(existing: list[Row] | None, rows: list[Row]) -> list[Row]:
     """The snapshot's decode-step rows with those of the (model, dtype, TP) measured now replaced."""
-    def key(row: dict[str, Any]) -> tuple[Any, Any, Any]:
+    def key(row: Row) -> tuple[object, object, object]:
         return row.get("model"), row.get("dtype"), row.get("tp", 1)
 
     measured = {key(r) for r in rows}
@@ -361,7 +369,7 @@ def load_config(path: str) -> dict[str, Any]:
     return dict(config.get("text_config") or config)
 
 
-def failed_row(request: Request, reason: str) -> dict[str, Any]:
+def failed_row(request: Request, reason: str) -> Row:
     """The row of a request that could not be measured: what was asked and why not (never used as a figure)."""
     return {"model": request.shapes.name, "dtype": request.dtype, "tp": request.shapes.tp, "tokens": None,
             "layers": None, "model_layers": request.shapes.layers, "cuda_graph": request.on_gpu,

@@ -17,10 +17,15 @@ import socket
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, TextIO
 
 from topoctl import __version__
 from topoctl.probe.bench.plan import Plan
+
+if TYPE_CHECKING:
+    from multiprocessing.process import BaseProcess
+
+    from topoctl.probe.bench.decode_step import Request
 
 STARTUP_S = 120.0  # a worker's start-up: spawning Python, importing torch, CUDA and NCCL initialisation
 
@@ -35,7 +40,7 @@ class Outcome:
 class Progress:
     """A one-line progress bar on a terminal, one line per phase otherwise (stderr)."""
 
-    def __init__(self, total: int, stream: Any = None, enabled: bool = True) -> None:
+    def __init__(self, total: int, stream: TextIO | None = None, enabled: bool = True) -> None:
         self.total, self.done = max(total, 1), 0
         self.stream = stream if stream is not None else sys.stderr
         self.enabled = enabled
@@ -71,7 +76,7 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def empty_measurements(plan: Plan, versions: dict[str, Any], gpus: list[int]) -> dict[str, Any]:
+def empty_measurements(plan: Plan, versions: dict[str, str | None], gpus: list[int]) -> dict[str, Any]:
     return {"method": f"topoctl bench {__version__}", "topoctl_version": __version__,
             "measured_at": _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z"),
             "versions": versions, "gpus": gpus, "backend": plan.backend, "budget_s": plan.budget_s,
@@ -96,7 +101,7 @@ class Runner:
         import torch.multiprocessing as mp  # the workers' side needs torch; the parent only starts them
 
         self.ctx = mp.get_context("spawn")
-        self.children: list[Any] = []
+        self.children: list[BaseProcess] = []
         self.index_map: list[int] | None = None  # torch device index -> snapshot GPU index
 
     def _gpu(self, torch_index: int) -> int:
@@ -233,7 +238,7 @@ class Runner:
             if len(hung) == hung_before or not remaining:
                 return False
 
-    def decode_step(self, requests: list[Any]) -> bool:
+    def decode_step(self, requests: list[Request]) -> bool:
         """The decode-step measurements in one worker (one GPU); rows replace the snapshot's rows of the same
         model, dtype and TP as they arrive."""
         from topoctl.probe.bench.decode_step import merge_rows
@@ -287,7 +292,7 @@ class Runner:
         return finished
 
 
-def run_bench(plan: Plan, versions: dict[str, Any], gpus: list[int], on_update: Callable[[dict[str, Any]], None],
+def run_bench(plan: Plan, versions: dict[str, str | None], gpus: list[int], on_update: Callable[[dict[str, Any]], None],
               progress: Progress | None = None,
               gpu_map: Callable[[list[str | None]], list[int]] | None = None) -> Outcome:
     """Measure everything `plan` asks for. Ctrl-C ends the workers and returns what was measured."""
@@ -309,7 +314,7 @@ def run_bench(plan: Plan, versions: dict[str, Any], gpus: list[int], on_update: 
     return Outcome(measurements, list(measurements["problems"]), interrupted)
 
 
-def run_decode_step(plan: Plan, requests: list[Any], measurements: dict[str, Any],
+def run_decode_step(plan: Plan, requests: list[Request], measurements: dict[str, Any],
                     on_update: Callable[[dict[str, Any]], None], progress: Progress | None = None) -> Outcome:
     """Measure the decode step of every request into `measurements` (the snapshot's, whose other rows are
     kept). Ctrl-C ends the worker and keeps what was measured."""
