@@ -363,9 +363,13 @@ def allreduce_worker(rank: int, plan_dict: dict[str, Any], port: int, queue: Mes
             raise RuntimeError("simulated process group failure")
         import datetime
 
-        dist.init_process_group(plan.backend, init_method=f"tcp://127.0.0.1:{port}", rank=rank,
-                                world_size=plan.world_size, timeout=datetime.timedelta(seconds=plan.timeout_s),
-                                **({"device_id": device.tensor_device()} if plan.backend == "nccl" else {}))
+        address, timeout = f"tcp://127.0.0.1:{port}", datetime.timedelta(seconds=plan.timeout_s)
+        if plan.backend == "nccl":  # device_id only where NCCL binds the group to this rank's GPU
+            dist.init_process_group(plan.backend, init_method=address, rank=rank, world_size=plan.world_size,
+                                    timeout=timeout, device_id=device.tensor_device())
+        else:
+            dist.init_process_group(plan.backend, init_method=address, rank=rank, world_size=plan.world_size,
+                                    timeout=timeout)
     except Exception as exc:
         queue.put({"kind": "fatal", "rank": rank,
                    "reason": f"{plan.backend.upper()} init failed: {type(exc).__name__}: {str(exc)[:200]}"})
