@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any
+from types import ModuleType
+from typing import Any, Callable
 
 from topoctl.core.p2p import P2P_CAPABILITY_INDEX, P2P_STATUS_BY_CODE
 from topoctl.probe.capture import Answer, ProbeFailure, Session
@@ -29,7 +30,7 @@ FABRIC_STATE = {0: "not_supported", 1: "not_started", 2: "in_progress", 3: "comp
 MAX_NVLINKS = 36  # NVML_NVLINK_MAX_LINKS (nvidia-ml-py 13.x); iteration stops at the first link NVML rejects
 
 
-def _text(value: Any) -> str:
+def _text(value: object) -> str:
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
 
 
@@ -47,8 +48,8 @@ class Nvml:
 
     def __init__(self, session: Session) -> None:
         self.session = session
-        self._pynvml: Any = None
-        self._handles: dict[int, Any] = {}
+        self._pynvml: ModuleType | None = None
+        self._handles: dict[int, object] = {}  # pynvml's opaque device handles
         self._lock = threading.Lock()
         # The watchdog (collect.run_probe with a timeout): past `deadline` (time.monotonic()) no new call is made,
         # each answers Timeout; `in_flight` names the call each thread is inside, so a hung one can be named.
@@ -57,7 +58,7 @@ class Nvml:
         self._indices: dict[int, int] = {}  # id(handle) -> device index, to name calls by index
 
     # -- plumbing -----------------------------------------------------------------------------------
-    def _lib(self) -> Any:
+    def _lib(self) -> ModuleType:
         if self._pynvml is None:
             try:
                 import pynvml  # nvidia-ml-py
@@ -66,7 +67,7 @@ class Nvml:
             self._pynvml = pynvml
         return self._pynvml
 
-    def _call(self, function: str, *args: Any) -> Any:
+    def _call(self, function: str, *args: object) -> Any:
         lib = self._lib()
         fn = getattr(lib, function, None)
         if fn is None:
@@ -86,7 +87,7 @@ class Nvml:
             if timed:
                 self.session.note_time(f"nvml {function}", time.perf_counter() - started)
 
-    def _describe(self, function: str, args: tuple[Any, ...]) -> str:
+    def _describe(self, function: str, args: tuple[object, ...]) -> str:
         """`nvmlDeviceGetP2PStatus(GPU 0, GPU 3, 0)`: a call named the way a user can find it again."""
         parts = []
         for arg in args:
@@ -104,7 +105,7 @@ class Nvml:
         return sorted(((name, now - started) for name, started in list(self.in_flight.values())),
                       key=lambda item: -item[1])
 
-    def _handle(self, index: int) -> Any:
+    def _handle(self, index: int) -> object:
         handle = self._handles.get(index)
         if handle is None:
             with self._lock:  # one lookup per device even when GPUs are probed from several threads
@@ -114,7 +115,7 @@ class Nvml:
                     self._indices[id(handle)] = index
         return handle
 
-    def _ask(self, function: str, *indices: Any, live: Any) -> Answer:
+    def _ask(self, function: str, *indices: object, live: Callable[..., object]) -> Answer:
         key = "|".join([function, *(str(i) for i in indices)])
         return self.session.ask("nvml", key, live)
 

@@ -32,10 +32,14 @@ from __future__ import annotations
 
 import copy
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from topoctl.probe.capture import Answer, ProbeFailure, Session
 from topoctl.probe.topology import sysfs_bdf
+
+if TYPE_CHECKING:
+    from topoctl.probe.files import Files
+    from topoctl.probe.nvml import Nvml
 
 ACS_EXT_CAP_ID = 0x000D
 EXT_CAP_START = 0x100
@@ -71,7 +75,7 @@ def read_config(session: Session, bdf: str) -> Answer:
     return session.ask("files", f"config:{path}", live)
 
 
-def bar1(nvml: Any, i: int) -> Answer:
+def bar1(nvml: Nvml, i: int) -> Answer:
     def live() -> dict[str, int]:
         info = nvml._call("nvmlDeviceGetBAR1MemoryInfo", nvml._handle(i))
         return {"total": int(info.bar1Total), "used": int(info.bar1Used), "free": int(info.bar1Free)}
@@ -79,12 +83,12 @@ def bar1(nvml: Any, i: int) -> Answer:
     return nvml._ask("nvmlDeviceGetBAR1MemoryInfo", i, live=live)
 
 
-def replay_counter(nvml: Any, i: int) -> Answer:
+def replay_counter(nvml: Nvml, i: int) -> Answer:
     return nvml._ask("nvmlDeviceGetPcieReplayCounter", i,
                      live=lambda: int(nvml._call("nvmlDeviceGetPcieReplayCounter", nvml._handle(i))))
 
 
-def pcie_field_values(nvml: Any, i: int) -> Answer:
+def pcie_field_values(nvml: Nvml, i: int) -> Answer:
     """{name: value or "err:<reason>"} for PCIE_FIELDS, in one NVML call."""
 
     def live() -> dict[str, Any]:
@@ -194,7 +198,7 @@ def pair_acs(path_a: list[str], path_b: list[str], acs_of: dict[str, dict[str, A
 
 # --------------------------------------------------------------------------------------------- collect
 
-def collect(session: Session, nvml: Any, files: Any, snapshot: dict[str, Any], unknown: dict[str, str]) -> None:
+def collect(session: Session, nvml: Nvml, files: Files, snapshot: dict[str, Any], unknown: dict[str, str]) -> None:
     """Add BAR1, PCIe counters, IOMMU group and ACS facts to `snapshot` (gpus, pairs, a top-level `iommu`).
 
     A capture recorded before these questions existed answers none of them: then one `unknown["pcie_checks"]`
@@ -210,7 +214,7 @@ def collect(session: Session, nvml: Any, files: Any, snapshot: dict[str, Any], u
         unknown.update(found)
 
 
-def _collect(session: Session, nvml: Any, files: Any, snapshot: dict[str, Any], unknown: dict[str, str]) -> None:
+def _collect(session: Session, nvml: Nvml, files: Files, snapshot: dict[str, Any], unknown: dict[str, str]) -> None:
     acs_of: dict[str, dict[str, Any]] = {}
     for gpu in snapshot["gpus"]:
         at = f"gpus.{gpu['index']}"
@@ -240,7 +244,7 @@ def _collect(session: Session, nvml: Any, files: Any, snapshot: dict[str, Any], 
         unknown.update(reasons)
 
 
-def _gpu_bar1(nvml: Any, gpu: dict[str, Any], at: str, unknown: dict[str, str]) -> None:
+def _gpu_bar1(nvml: Nvml, gpu: dict[str, Any], at: str, unknown: dict[str, str]) -> None:
     answer = bar1(nvml, gpu["index"])
     if not answer.ok or not isinstance(answer.value, dict):
         gpu["bar1"] = None
@@ -252,7 +256,7 @@ def _gpu_bar1(nvml: Any, gpu: dict[str, Any], at: str, unknown: dict[str, str]) 
     gpu["bar1"] = {"total_bytes": total, "used_bytes": answer.value.get("used"), "covers_memory": covers}
 
 
-def _gpu_counters(nvml: Any, gpu: dict[str, Any], at: str, unknown: dict[str, str]) -> None:
+def _gpu_counters(nvml: Nvml, gpu: dict[str, Any], at: str, unknown: dict[str, str]) -> None:
     counters: dict[str, Any] = {}
     replay = replay_counter(nvml, gpu["index"])
     counters["replay"] = replay.value if replay.ok else None
@@ -282,7 +286,7 @@ def _read_cmdline() -> str:
         raise ProbeFailure(type(exc).__name__) from None
 
 
-def _iommu(session: Session, files: Any, snapshot: dict[str, Any], unknown: dict[str, str]) -> None:
+def _iommu(session: Session, files: Files, snapshot: dict[str, Any], unknown: dict[str, str]) -> None:
     units = files.listdir("/sys/class/iommu")
     present: bool | None = bool(units.value) if units.ok else (False if units.reason == "FileNotFoundError" else None)
     groups_answer = files.listdir("/sys/kernel/iommu_groups")

@@ -9,10 +9,13 @@ Layer: probe (docs/architecture.md, "Layers").
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from topoctl.core.p2p import pair_p2p_ok
-from topoctl.snapshot.view import SnapshotLike, view_of
+from topoctl.snapshot.view import SnapshotLike, SnapshotView, view_of
+
+if TYPE_CHECKING:
+    from topoctl.snapshot.network_view import RdmaNic
 
 GREEN, RED, YELLOW, BOLD, RESET = "\x1b[32m", "\x1b[31m", "\x1b[33m", "\x1b[1m", "\x1b[0m"
 
@@ -22,7 +25,7 @@ def _p2p_mark(pair: Mapping[str, Any]) -> str:
     return {True: "+", False: "-", None: "?"}[pair_p2p_ok(pair.get("p2p"))]
 
 
-def _clean(value: Any) -> str:
+def _clean(value: object) -> str:
     """Snapshot text may come from anywhere: show it printable, on one line."""
     text = "-" if value is None else str(value)
     return "".join(ch if ch.isprintable() else "?" for ch in text)
@@ -90,7 +93,7 @@ def render(snapshot: SnapshotLike, color: bool = False) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _nic_line(number: int, nic: Any) -> str:
+def _nic_line(number: int, nic: RdmaNic) -> str:
     transport = {"ib": "InfiniBand", "roce": "RoCE", "mixed": "IB+RoCE"}.get(nic.transport or "", "link layer ?")
     rate = f"{nic.rate_gbps:g} Gb/s" if nic.rate_gbps else "no active port"
     ports = f"port {','.join(str(port) for port in nic.active_ports)} active" if nic.active_ports else "no port ACTIVE"
@@ -98,7 +101,7 @@ def _nic_line(number: int, nic: Any) -> str:
             f"{_clean(nic.pci_bus_id)})")
 
 
-def network_lines(view: Any) -> list[str]:
+def network_lines(view: SnapshotView) -> list[str]:
     """The NIC legend, the interfaces with their speed and GPUDirect RDMA readiness (nothing on a snapshot made
     before NICs were probed)."""
     network = view.network

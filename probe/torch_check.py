@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from topoctl.probe.capture import ProbeFailure, Session
+from topoctl.probe.capture import Answer, ProbeFailure, Session
 
 
 def _torch_facts() -> dict[str, Any]:
@@ -43,6 +43,6 @@ def _torch_facts() -> dict[str, Any]:
     return facts
 
 
-def collect_torch(session: Session) -> Any:
+def collect_torch(session: Session) -> Answer:
     """The torch cross-check's answer (ok with facts, or the reason it could not run)."""
     return session.ask("torch", "facts", _torch_facts)
