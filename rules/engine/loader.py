@@ -20,7 +20,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from topoctl.core import knowledge_cache as cache
 from topoctl.core import safe_read as limits
@@ -28,8 +28,14 @@ from topoctl.core import vocab
 from topoctl.core.errors import TopoctlError
 from topoctl.rules.sglang import settings as launch_settings
 
-from .conditions import ConditionError, check_operand, compile_condition
+from .conditions import Compiled, ConditionError, check_operand, compile_condition
 from .model import Rule, RuleSet, TestCase
+
+if TYPE_CHECKING:
+    from jsonschema.exceptions import ValidationError
+    from jsonschema.protocols import Validator
+
+    from topoctl.core.schema_check import Check
 
 RULE_FILE_SUFFIXES = (".yaml", ".yml")
 FIX_HINT = "see docs/rules.md; `topoctl rules schema` prints the rule file schema"
@@ -122,7 +128,7 @@ def rule_ids(text: str) -> list[str]:
     return _ID_AFTER_NEWLINE.findall("\n" + text)
 
 
-def _holds_every_rule(entries: Any, files: list[str]) -> bool:
+def _holds_every_rule(entries: object, files: list[str]) -> bool:
     """Whether cached rules are exactly the rules the shipped files define (ids read from the text: no YAML
     parser on the warm path), each with the fields a Rule needs."""
     wanted: list[str] = []
@@ -199,7 +205,7 @@ def site_rules(directory: str, with_tests: bool = True) -> SiteRules:
     return out
 
 
-def _stored_files(stored: Any) -> dict[str, Any]:
+def _stored_files(stored: object) -> dict[str, Any]:
     files = stored.get("files") if isinstance(stored, dict) else None
     return files if isinstance(files, dict) else {}
 
@@ -296,7 +302,7 @@ def _check_stale(stale: list[tuple[int, str, bytes | None, str]]) -> list[Entry]
     return [entry if entry is not None else _checked(item) for item, entry in zip(stale, merged, strict=True)]
 
 
-def _fresh(entry: Any, digest: str, lists: tuple[str, ...]) -> bool:
+def _fresh(entry: object, digest: str, lists: tuple[str, ...]) -> bool:
     """Whether a cached entry was built from the bytes of SHA-256 `digest` and holds these lists."""
     return isinstance(entry, dict) and entry.get("sha256") == digest and all(
         isinstance(entry.get(name), list) for name in lists)
@@ -330,10 +336,10 @@ def _rule_from_plain(plain: dict[str, Any]) -> Rule:
     return Rule(condition=_compiled(plain["when"], checked=True), tests=tests, **fields)
 
 
-_CONDITIONS: dict[tuple[bool, str], Any] = {}  # (checked, a condition's repr) -> its compiled form
+_CONDITIONS: dict[tuple[bool, str], Compiled] = {}  # (checked, a condition's repr) -> its compiled form
 
 
-def _compiled(when: Any, checked: bool = False) -> Any:
+def _compiled(when: object, checked: bool = False) -> Compiled:
     """compile_condition, once per distinct condition and process (a compiled condition is a pure function of
     the facts: rules that share one share it). Keyed by repr (C-fast; plain YAML/JSON data, so equal text means
     an equal condition; the same condition written in another key order is merely compiled again).
@@ -456,7 +462,7 @@ def _rule_id_near(text: str, line: int) -> str | None:
     return found or "?"
 
 
-def validate_against_schema(path: str, data: Any) -> None:
+def validate_against_schema(path: str, data: object) -> None:
     """Check a parsed rule file against the published JSON Schema: the structure. Every problem of the file is
     reported at once, on one line: the schema's best-matching error first (file, rule, field, what is wrong,
     with the field's schema description as hint), then the others of the file, so that a site's author fixes
@@ -485,26 +491,27 @@ def validate_against_schema(path: str, data: Any) -> None:
 MAX_LISTED_SCHEMA_PROBLEMS = 20
 
 
-def _located(data: Any, error: Any) -> tuple[str | None, str, str]:
+def _located(data: object, error: ValidationError) -> tuple[str | None, str, str]:
     """(rule id or #index, field, message) of one schema error."""
     location = list(error.absolute_path)
     rule_id = None
-    if len(location) >= 2 and location[0] == "rules" and isinstance(location[1], int):
-        raw = data["rules"][location[1]]
+    rules = data.get("rules") if isinstance(data, dict) else None
+    if len(location) >= 2 and location[0] == "rules" and isinstance(location[1], int) and isinstance(rules, list):
+        raw = rules[location[1]]
         rule_id = raw.get("id") if isinstance(raw, dict) and isinstance(raw.get("id"), str) else f"#{location[1]}"
         location = location[2:]
     field, message = schema_problem(error, location)
     return rule_id, field, message
 
 
-def _located_text(data: Any, error: Any) -> str:
+def _located_text(data: object, error: ValidationError) -> str:
     rule_id, field, message = _located(data, error)
     where = (f"rule {rule_id!r}: " if rule_id is not None else "") + (f"field {field!r}: " if field else "")
     return where + message
 
 
 @lru_cache(maxsize=1)
-def _fast_check() -> Any:
+def _fast_check() -> Check:
     """The rule schema compiled into Python checks (topoctl/core/schema_check.py), once per process."""
     from topoctl.core.schema_check import compile_schema  # only when a site rule file is checked
 
@@ -512,14 +519,14 @@ def _fast_check() -> Any:
 
 
 @lru_cache(maxsize=1)
-def _validator() -> Any:
+def _validator() -> Validator:
     """The rule file schema's validator, built once per process (building it checks the schema itself)."""
     import jsonschema
 
     return jsonschema.Draft202012Validator(rule_schema())
 
 
-def _schema_hint(error: Any) -> str | None:
+def _schema_hint(error: ValidationError) -> str | None:
     """The first sentence of the failing field's description in the schema (what the field is for), if any."""
     description = error.schema.get("description") if isinstance(error.schema, dict) else None
     if not isinstance(description, str) or not description.strip():
@@ -532,7 +539,7 @@ _TYPE_WORDS = {"object": "a mapping", "array": "a list", "string": "text", "numb
                "integer": "an integer", "boolean": "true or false", "null": "null"}
 
 
-def _kind(value: Any) -> str:
+def _kind(value: object) -> str:
     """What a YAML value is, in the schema's words (never the value: it may be long or odd)."""
     for name, kinds in (("boolean", bool), ("integer", int), ("number", float), ("string", str),
                         ("array", list), ("object", dict)):
@@ -541,12 +548,12 @@ def _kind(value: Any) -> str:
     return "null" if value is None else type(value).__name__
 
 
-def _short(value: Any) -> str:
+def _short(value: object) -> str:
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def schema_problem(error: Any, location: list[Any]) -> tuple[str, str]:
+def schema_problem(error: ValidationError, location: list[str | int]) -> tuple[str, str]:
     """(field, message) for a jsonschema error, in the loader's words: `unknown field 'x' (allowed: ...)`,
     `missing`, `must be one of ...`, `must be a mapping, got text`; any other check keeps jsonschema's text."""
     field = _dotted(location)
@@ -578,7 +585,7 @@ def schema_problem(error: Any, location: list[Any]) -> tuple[str, str]:
     return field, message if len(message) <= 160 else message[:157] + "..."
 
 
-def _dotted(location: Iterable[Any]) -> str:
+def _dotted(location: Iterable[object]) -> str:
     text = ""
     for part in location:
         text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
@@ -586,6 +593,7 @@ def _dotted(location: Iterable[Any]) -> str:
 
 
 # ----------------------------------------------------------------------------------------- one rule
+Fail = Callable[[str, str], "RuleFileError"]  # (field, message) -> the error to raise, naming the rule
 def _build_rule(path: str, raw: dict[str, Any], builtin: bool) -> Rule:
     """A rule the schema has passed: its semantic checks, then the Rule."""
     rule_id = raw["id"]
@@ -609,7 +617,7 @@ def _build_rule(path: str, raw: dict[str, Any], builtin: bool) -> Rule:
                 tags=list(raw.get("tags") or []), builtin=builtin)
 
 
-def _check_evidence(evidence: list[dict[str, Any]], fail: Any) -> None:
+def _check_evidence(evidence: list[dict[str, Any]], fail: Fail) -> None:
     """What the schema cannot say about evidence numbers: each names a kind whose unit it uses, and its configs
     name only settings, env:NAME, an allreduce path, the model, the interconnect or a descriptive key."""
     for position, item in enumerate(evidence):
@@ -631,7 +639,7 @@ _EVIDENCE_EXTRA_KEYS = (vocab.EVIDENCE_PATH_KEY, vocab.EVIDENCE_MODEL_KEY, vocab
                         *vocab.EVIDENCE_DESCRIPTIVE_KEYS)
 
 
-def _check_evidence_config(config: dict[str, Any], field: str, fail: Any) -> None:
+def _check_evidence_config(config: dict[str, Any], field: str, fail: Fail) -> None:
     for key, value in config.items():
         if key in _EVIDENCE_EXTRA_KEYS:
             if key == vocab.EVIDENCE_INTERCONNECT_KEY and value not in vocab.INTERCONNECTS:
@@ -643,7 +651,7 @@ def _check_evidence_config(config: dict[str, Any], field: str, fail: Any) -> Non
         _check_setting_value(key, value, f"{field}.{key}", fail)
 
 
-def _check_effect(raw: dict[str, Any], fail: Any) -> dict[str, Any]:
+def _check_effect(raw: dict[str, Any], fail: Fail) -> dict[str, Any]:
     """Setting names and values, and each forbid operator's operand against its setting's type (the schema
     has already held the shape: a mapping of forbid/require/prefer/defaults/implies, one operator a forbid)."""
     checked_forbid = []
@@ -669,13 +677,13 @@ def _check_effect(raw: dict[str, Any], fail: Any) -> dict[str, Any]:
     return result
 
 
-def _check_setting_name(setting: Any, field: str, fail: Any) -> None:
+def _check_setting_name(setting: object, field: str, fail: Fail) -> None:
     if not isinstance(setting, str) or not launch_settings.is_known_setting(setting):
         known = ", ".join(sorted(launch_settings.setting_table()))
         raise fail(field, f"unknown setting {setting!r} (logical settings: {known}; or env:NAME)")
 
 
-def _check_setting_value(setting: str, value: Any, field: str, fail: Any) -> None:
+def _check_setting_value(setting: str, value: object, field: str, fail: Fail) -> None:
     kind = launch_settings.setting_type(setting)
     fits = value is None or {
         "bool": lambda: isinstance(value, bool),
@@ -687,7 +695,7 @@ def _check_setting_value(setting: str, value: Any, field: str, fail: Any) -> Non
                                                                          if kind == "str" else ""))
 
 
-def _check_tests(raw: list[dict[str, Any]], fail: Any) -> list[TestCase]:
+def _check_tests(raw: list[dict[str, Any]], fail: Fail) -> list[TestCase]:
     cases = []
     for position, case in enumerate(raw):
         field = f"tests[{position}]"
