@@ -2,6 +2,8 @@
 violations with defaults, disabling with reasons, site rules; and scenarios on reference machines."""
 from __future__ import annotations
 
+from typing import get_args
+
 import pytest
 from rules_helpers import (
     h200_8x_nvswitch,
@@ -14,9 +16,11 @@ from rules_helpers import (
 )
 
 from topoctl.core.errors import TopoctlError
+from topoctl.core.vocab import SEVERITIES
 from topoctl.rules.engine import evaluate, load_rules, violations
 from topoctl.rules.engine.conditions import compile_condition, nccl_list_enables
 from topoctl.rules.engine.facts import Context
+from topoctl.rules.engine.model import Severity
 
 RULES = load_rules()
 
@@ -340,3 +344,9 @@ def test_site_rules_add_and_disable(tmp_path):
 def test_site_rules_without_builtins(tmp_path):
     write_rules(tmp_path, rule_text())
     assert [rule.id for rule in load_rules(extra_dirs=[str(tmp_path)], builtin=False).rules] == ["site-sm120-symm-mem"]
+
+
+def test_severity_literal_is_the_vocabulary():
+    """model.Severity is what mypy checks a rule's severity against; vocab.SEVERITIES is what the schema and
+    the ordering use: one word added to one and not the other fails here."""
+    assert get_args(Severity) == SEVERITIES

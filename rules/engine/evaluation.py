@@ -9,27 +9,27 @@ Layer: knowledge (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
 
 from topoctl.rules.sglang import settings as launch_settings
 from topoctl.snapshot.view import SnapshotLike
 
 from .conditions import FORBID_OPERATORS, make_test
-from .facts import Context
-from .model import SEVERITY_ORDER, Finding, Report, Rule, RuleSet, Violation
+from .facts import Context, SharedCache
+from .model import SEVERITY_ORDER, Finding, Report, Rule, RuleSet, Status, Violation
 
 _SNAPSHOT_KEY = "snapshot\0"  # the snapshot a facts_cache belongs to
 
 
-def evaluate_rule(rule: Rule, snapshot: SnapshotLike, request: dict[str, Any]) -> tuple[bool | None, list[str]]:
+def evaluate_rule(rule: Rule, snapshot: SnapshotLike, request: Mapping[str, object]) -> tuple[bool | None, list[str]]:
     """One rule's three-valued answer and the facts it could not read (used by rule self-tests)."""
     context = Context(snapshot, request)
     answer = rule.condition(context)
     return answer, _unique(context.unknown_seen)
 
 
-def evaluate(ruleset: RuleSet, snapshot: SnapshotLike, request: dict[str, Any] | None,
-             facts_cache: dict[str, Any] | None = None) -> Report:
+def evaluate(ruleset: RuleSet, snapshot: SnapshotLike, request: Mapping[str, object] | None,
+             facts_cache: SharedCache | None = None) -> Report:
     """Findings of every active rule: fired ones, and block rules that could not be decided ("unknown").
 
     A block rule whose facts are unknown is never dropped: it is reported with status "unknown" (shown as
@@ -49,7 +49,7 @@ def evaluate(ruleset: RuleSet, snapshot: SnapshotLike, request: dict[str, Any] |
     implied = implied_settings(ruleset, snapshot, request, shared)
     if implied:
         written = request.get("launch")
-        launch: dict[str, Any] = written if isinstance(written, dict) else {}
+        launch: Mapping[str, object] = written if isinstance(written, dict) else {}
         request = {**request, "launch": {**launch, **{setting: value for setting, (value, _) in implied.items()}}}
     context = Context(snapshot, request, shared)
     findings: list[Finding] = []
@@ -69,8 +69,8 @@ def evaluate(ruleset: RuleSet, snapshot: SnapshotLike, request: dict[str, Any] |
     return Report(findings=findings, disabled=sorted(ruleset.disabled.items()), undecided=undecided, implied=implied)
 
 
-def implied_settings(ruleset: RuleSet, snapshot: SnapshotLike, request: dict[str, Any],
-                     shared: dict[str, Any] | None = None) -> dict[str, tuple[Any, str]]:
+def implied_settings(ruleset: RuleSet, snapshot: SnapshotLike, request: Mapping[str, object],
+                     shared: SharedCache | None = None) -> dict[str, tuple[object, str]]:
     """What SGLang sets by itself for this launch: the effect.implies of every active rule that fires on the
     launch as written (setting -> (value, rule id); a later rule does not override an earlier one).
 
@@ -82,7 +82,7 @@ def implied_settings(ruleset: RuleSet, snapshot: SnapshotLike, request: dict[str
     if not rules:
         return {}
     context = Context(snapshot, request, shared)
-    implied: dict[str, tuple[Any, str]] = {}
+    implied: dict[str, tuple[object, str]] = {}
     for rule in rules:
         context.unknown_seen = []
         if rule.condition(context) is True:
@@ -91,7 +91,7 @@ def implied_settings(ruleset: RuleSet, snapshot: SnapshotLike, request: dict[str
     return implied
 
 
-def violations(report: Report, launch: dict[str, Any] | None) -> list[Violation]:
+def violations(report: Report, launch: Mapping[str, object] | None) -> list[Violation]:
     """The forbid/require entries of the report's findings that `launch` breaks.
 
     A setting the launch does not name takes its default: first what a finding says SGLang does by
@@ -104,7 +104,7 @@ def violations(report: Report, launch: dict[str, Any] | None) -> list[Violation]
         launch = {**launch, **{setting: value for setting, (value, _) in implied.items()}}
     scoped = launch_defaults(report)
 
-    def effective(setting: str) -> tuple[bool, Any, Any]:
+    def effective(setting: str) -> tuple[bool, object, object]:
         default = launch_settings.normalize(setting, scoped.get(setting, launch_settings.default_of(setting))) \
             if launch_settings.is_known_setting(setting) else scoped.get(setting)
         if setting in launch:
@@ -135,23 +135,23 @@ def violations(report: Report, launch: dict[str, Any] | None) -> list[Violation]
     return found
 
 
-def launch_defaults(report: Report) -> dict[str, Any]:
+def launch_defaults(report: Report) -> dict[str, object]:
     """What the report's findings say SGLang does by itself in their scope (effect.defaults): the defaults a
     launch that leaves a setting out runs with, before rules/sglang/data/settings.yaml."""
-    scoped: dict[str, Any] = {}
+    scoped: dict[str, object] = {}
     for finding in report.findings:
         scoped.update(finding.effect.get("defaults") or {})
     return scoped
 
 
-def _by_sglang(implied: dict[str, tuple[Any, str]], setting: str) -> str:
+def _by_sglang(implied: dict[str, tuple[object, str]], setting: str) -> str:
     if setting not in implied:
         return ""
     value, rule_id = implied[setting]
     return f" (SGLang sets {setting}={value!r} by itself here: {rule_id})"
 
 
-def _finding(rule: Rule, status: str, unknown_facts: list[str]) -> Finding:
+def _finding(rule: Rule, status: Status, unknown_facts: list[str]) -> Finding:
     return Finding(rule_id=rule.id, title=rule.title, severity=rule.severity, status=status, message=rule.message,
                    remediation=rule.remediation, effect=rule.effect, evidence=rule.evidence,
                    unknown_facts=unknown_facts, source_file=rule.source_file)

@@ -8,14 +8,22 @@ Layer: knowledge (docs/architecture.md, "Layers").
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Literal, Optional
 
 from topoctl.core.vocab import SEVERITIES
+
+if TYPE_CHECKING:
+    from .facts import Context
 
 SEVERITY_ORDER = {name: rank for rank, name in enumerate(SEVERITIES)}
 
 # A compiled condition: takes the evaluation context, answers True, False or None (= unknown).
-Condition = Callable[[Any], Optional[bool]]
+Condition = Callable[["Context"], Optional[bool]]
+# The closed word sets of a rule file and a report (vocab.SEVERITIES; tests/test_rules_engine.py holds them equal).
+Severity = Literal["block", "warn", "prefer", "info"]
+Expectation = Literal["fire", "unknown", "silent"]  # what a rule's own test case asserts
+Status = Literal["fired", "unknown"]  # a finding's status: fired, or a block rule that could not be decided
+ViolationKind = Literal["forbid", "require"]
 
 
 @dataclass
@@ -23,7 +31,7 @@ class TestCase:
     """One of a rule's own cases: a partial snapshot and request, and what the rule must do on them."""
 
     name: str
-    expect: str  # fire | unknown | silent
+    expect: Expectation
     snapshot: dict[str, Any]
     request: dict[str, Any]
     violates: Optional[list[str]] = None  # the settings request.launch breaks, asserted (None: not asserted)
@@ -35,13 +43,13 @@ class Rule:
 
     id: str
     title: str
-    severity: str
+    severity: Severity
     message: str
     remediation: str
     effect: dict[str, Any]
     evidence: list[dict[str, Any]]
     tests: list[TestCase]
-    when: Any  # the condition as written (for explain)
+    when: object  # the condition as written (for explain)
     condition: Condition
     source_file: str
     scope: str = ""
@@ -55,8 +63,8 @@ class Finding:
 
     rule_id: str
     title: str
-    severity: str
-    status: str  # fired | unknown ("cannot verify")
+    severity: Severity
+    status: Status  # fired | unknown ("cannot verify")
     message: str
     remediation: str
     effect: dict[str, Any]
@@ -89,14 +97,14 @@ class Report:
     undecided: list[tuple[str, list[str]]] = field(default_factory=list)
     # What SGLang sets by itself for this launch (effect.implies of the rules that fired on the launch as
     # written): setting -> (value, rule id). Every rule was judged with these values in the launch.
-    implied: dict[str, tuple[Any, str]] = field(default_factory=dict)
+    implied: dict[str, tuple[object, str]] = field(default_factory=dict)
 
     def blocking(self) -> list[Finding]:
         """Block findings, fired or undecided: an undecided block rule never silently passes."""
         return [finding for finding in self.findings if finding.severity == "block"]
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
+        out: dict[str, object] = {
             "findings": [finding.to_dict() for finding in self.findings],
             "disabled": [{"rule_id": rule_id, "reason": reason} for rule_id, reason in self.disabled],
             "undecided": [{"rule_id": rule_id, "unknown_facts": facts} for rule_id, facts in self.undecided],
@@ -113,8 +121,8 @@ class Violation:
 
     finding: Finding
     setting: str
-    value: Any
-    kind: str  # forbid | require
+    value: object
+    kind: ViolationKind
     explicit: bool = True  # False when the value is a default the launch did not write
     detail: str = ""
 
