@@ -12,15 +12,26 @@ from __future__ import annotations
 import os
 import re
 from functools import lru_cache
-from typing import Any, Mapping
+from typing import Any, Literal, Mapping, TypedDict
 
 SETTINGS_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "settings.yaml")
 ENV_PREFIX = "env:"
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
+SettingType = Literal["bool", "int", "str"]
+SettingValue = bool | int | str | None  # a setting's value as settings.yaml writes a default
+
+
+class SettingSpec(TypedDict):
+    """One entry of settings.yaml's `settings` (a dict: the knowledge cache stores and returns it as JSON)."""
+
+    type: SettingType
+    default: SettingValue
+    doc: str
+
 
 @lru_cache(maxsize=1)
-def setting_table() -> dict[str, dict[str, Any]]:
+def setting_table() -> dict[str, SettingSpec]:
     """name -> {type, default, doc} for the non-env settings (read once from settings.yaml, or from the
     knowledge cache, topoctl/core/knowledge_cache.py)."""
     from topoctl.core import knowledge_cache as cache
@@ -37,7 +48,7 @@ def read_yaml(path: str) -> Any:
     return yaml.load(limits.read_text(path, limits.MAX_DATA_FILE_BYTES), Loader=loader)  # noqa: S506 - a safe loader
 
 
-def _read_table(path: str) -> dict[str, dict[str, Any]]:
+def _read_table(path: str) -> dict[str, SettingSpec]:
     return dict(read_yaml(path)["settings"])
 
 
@@ -52,19 +63,19 @@ def is_known_setting(name: str) -> bool:
     return name in setting_table()
 
 
-def setting_type(name: str) -> str:
+def setting_type(name: str) -> SettingType:
     """bool | int | str (env settings are strings)."""
     return "str" if is_env_setting(name) else setting_table()[name]["type"]
 
 
-def default_of(name: str) -> Any:
+def default_of(name: str) -> SettingValue:
     """SGLang's behaviour when the launch does not name the setting (None: unset / decided at start-up)."""
     if is_env_setting(name):
         return None
     return setting_table()[name]["default"]
 
 
-def normalize(name: str, value: Any) -> Any:
+def normalize(name: str, value: object) -> object:
     """Env values compare as strings (a launch may carry 1 or "1"); others pass through."""
     if value is None:
         return None
@@ -78,7 +89,7 @@ def normalize(name: str, value: Any) -> Any:
 UNSET_WORDS = ("none", "null")  # a value written `none`/`null` means "not set": the setting's default
 
 
-def comparable(name: str, value: Any, scoped: Mapping[str, Any] | None = None) -> Any:
+def comparable(name: str, value: object, scoped: Mapping[str, object] | None = None) -> object:
     """`value` as launch settings compare: unset (None, `none`, `null`) is the setting's default (what a rule's
     effect.defaults says SGLang does in its scope, `scoped`, else settings.yaml); env values are strings;
     strings ignore case and surrounding space; an int setting written as digits is that int."""
@@ -100,7 +111,7 @@ def comparable(name: str, value: Any, scoped: Mapping[str, Any] | None = None) -
     return value
 
 
-def equal(name: str, left: Any, right: Any, scoped: Mapping[str, Any] | None = None) -> bool:
+def equal(name: str, left: object, right: object, scoped: Mapping[str, object] | None = None) -> bool:
     """Whether two values of a launch setting mean the same launch: the one comparison behind violations()
     and recommend's ranking, so the two never disagree about defaults. True never equals 1."""
     left, right = comparable(name, left, scoped), comparable(name, right, scoped)
@@ -109,5 +120,5 @@ def equal(name: str, left: Any, right: Any, scoped: Mapping[str, Any] | None = N
     return left == right
 
 
-def _unset_to_none(value: Any) -> Any:
+def _unset_to_none(value: object) -> object:
     return None if isinstance(value, str) and value.strip().casefold() in UNSET_WORDS else value
