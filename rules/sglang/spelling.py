@@ -12,10 +12,13 @@ from __future__ import annotations
 import functools
 import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Mapping
 
 from topoctl.core.pep440 import SpecifierSet, parse
 from topoctl.rules.sglang import settings as launch_settings
+
+if TYPE_CHECKING:
+    from topoctl.rules.sglang.flags import FlagSet
 
 FALSE_WORDS = {"0", "false", "no", "off", "none", ""}
 
@@ -38,7 +41,7 @@ def specs() -> dict[str, dict[str, Any]]:
     return out
 
 
-def default(setting: str) -> Any:
+def default(setting: str) -> launch_settings.SettingValue:
     """What SGLang does when a launch leaves the setting out (data/settings.yaml); None for an unknown name."""
     return launch_settings.default_of(setting) if launch_settings.is_known_setting(setting) else None
 
@@ -74,7 +77,7 @@ def version_allows(setting: str, version: str | None) -> bool:
     return parsed is None or SpecifierSet(wanted).contains(parsed)
 
 
-def choose_flag(candidates: list[dict[str, Any]], flags: Any) -> dict[str, Any] | None:
+def choose_flag(candidates: list[dict[str, Any]], flags: FlagSet) -> dict[str, Any] | None:
     """The first candidate the version accepts, non-deprecated ones first; None if it accepts none."""
     accepted = [entry for entry in candidates if flags.has(entry["flag"])]
     for entry in accepted:
@@ -95,14 +98,14 @@ class Rendered:
         return [token for _, tokens in self.args for token in tokens]
 
 
-def _value_token(spec: dict[str, Any], value: Any) -> str:
+def _value_token(spec: dict[str, Any], value: object) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     mapped = (spec.get("values") or {}).get(str(value).lower()) if isinstance(value, str) else None
     return mapped if mapped is not None else str(value)
 
 
-def render(launch: dict[str, Any], flags: Any, decided: set[str] | frozenset[str] = frozenset(),
+def render(launch: Mapping[str, object], flags: FlagSet, decided: set[str] | frozenset[str] = frozenset(),
            version: str | None = None) -> Rendered:
     """Write `launch` (logical settings) as flags and env for the version of `flags`.
 
@@ -156,9 +159,9 @@ def render(launch: dict[str, Any], flags: Any, decided: set[str] | frozenset[str
 
 
 @functools.lru_cache(maxsize=None)
-def reverse_map() -> dict[str, tuple[str, str, Any]]:
+def reverse_map() -> dict[str, tuple[str, str, object]]:
     """Flag name -> (setting, role, value): role is flags (valued), enable or disable."""
-    out: dict[str, tuple[str, str, Any]] = {}
+    out: dict[str, tuple[str, str, object]] = {}
     for setting, spec in specs().items():
         for role in ("flags", "enable", "disable"):
             for entry in _entries(spec, role):
@@ -171,7 +174,7 @@ def _dest(flag: str) -> str:
     return flag.lstrip("-").replace("-", "_")
 
 
-def switch(launch: dict[str, Any], setting: str) -> bool | None:
+def switch(launch: Mapping[str, object], setting: str) -> bool | None:
     """Whether a launch dict turns the bool `setting` on (True) or off (False), or leaves it (None).
 
     A launch dict is keyed by setting names (a recommend candidate, a launch check read from its flags:
@@ -189,7 +192,7 @@ def switch(launch: dict[str, Any], setting: str) -> bool | None:
     return None
 
 
-def parse_value(setting: str, text: str) -> Any:
+def parse_value(setting: str, text: str) -> bool | int | str:
     spec = specs().get(setting, {})
     kind = spec.get("kind")
     if kind == "int":
