@@ -8,9 +8,17 @@ Layer: probe (docs/architecture.md, "Layers").
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TypedDict
 
 from topoctl.probe.capture import Session
+
+
+class Installed(TypedDict):
+    """One package found installed (the "packages" answer a capture records)."""
+
+    distribution: str
+    version: str
+
 
 # snapshot key -> distribution names to try, first installed wins
 PACKAGES: dict[str, tuple[str, ...]] = {
@@ -54,14 +62,14 @@ def _scan_site_dirs() -> dict[str, str]:
     return found
 
 
-def _installed_versions() -> dict[str, Any]:
+def _installed_versions() -> dict[str, Installed | None]:
     """Versions from the dist-info/egg-info folders pip and setuptools write (one scan of sys.path).
 
     importlib.metadata is not used: each of its lookups scans every path entry again, which cost ~50 ms
     per missing package on an image with hundreds of packages.
     """
     scanned = _scan_site_dirs()
-    found: dict[str, Any] = {}
+    found: dict[str, Installed | None] = {}
     for key, names in PACKAGES.items():
         found[key] = None
         for name in names:
@@ -88,11 +96,11 @@ def nccl_from_wheel(version: str | None) -> str | None:
     return match.group(1) if match else None
 
 
-def collect_packages(session: Session) -> tuple[dict[str, Any], dict[str, str]]:
+def collect_packages(session: Session) -> tuple[dict[str, str | None], dict[str, str]]:
     """Installed package versions (None when absent), and reasons for what could not be read."""
     answer = session.ask("software", "packages", _installed_versions)
     unknown: dict[str, str] = {}
-    result: dict[str, Any] = {}
+    result: dict[str, str | None] = {}
     raw = answer.value if answer.ok and isinstance(answer.value, dict) else {}
     if not answer.ok:
         unknown["software.packages"] = answer.reason or "unknown"

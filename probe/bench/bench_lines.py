@@ -11,12 +11,12 @@ from typing import Any
 from topoctl.snapshot.view import SnapshotLike, view_of
 
 
-def _clean(value: Any) -> str:
+def _clean(value: object) -> str:
     text = "-" if value is None else str(value)
     return "".join(ch if ch.isprintable() else "?" for ch in text)
 
 
-def size_text(nbytes: Any) -> str:
+def size_text(nbytes: object) -> str:
     if not isinstance(nbytes, int):
         return "-"
     for unit, scale in (("M", 1024 ** 2), ("K", 1024)):
@@ -26,7 +26,7 @@ def size_text(nbytes: Any) -> str:
     return f"{nbytes}B"
 
 
-def _us(value: Any) -> str:
+def _us(value: object) -> str:
     if not isinstance(value, (int, float)) or isinstance(value, bool):
         return "-"
     return f"{value:.1f}" if value < 1000 else f"{value:.0f}"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable, TypeVar
 
 from topoctl.core.errors import TopoctlError
 
@@ -25,6 +25,7 @@ DEFAULT_BUDGET_S = 60.0
 # use moves ten times that; ACS redirect through an IOMMU, or a staged copy through host memory, lands below it.
 CRAWL_GBPS = 1.0
 BUDGET_SHARE = {"p2p": 0.3, "allreduce": 0.6, "coalescing": 0.1}
+T = TypeVar("T")
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmMgG]?)(i?)[bB]?\s*$")
 
 
@@ -40,7 +41,7 @@ def parse_size(text: str) -> int:
     return value
 
 
-def parse_list(text: str | None, option: str, convert: Any) -> list[Any] | None:
+def parse_list(text: str | None, option: str, convert: Callable[[str], T]) -> list[T] | None:
     if text is None:
         return None
     items = [item for item in text.split(",") if item.strip()]
