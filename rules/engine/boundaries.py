@@ -36,7 +36,7 @@ def known_releases() -> dict[str, list[str]]:
     return {"sglang": release_versions(), "flashinfer": flashinfer_release_versions()}
 
 
-def specifier_bounds(condition: Any) -> Iterator[tuple[str, str, str]]:
+def specifier_bounds(condition: object) -> Iterator[tuple[str, str, str]]:
     """(package, operator, version) of every version specifier in a condition tree, for the facts above."""
     if isinstance(condition, list):
         for part in condition:
@@ -69,7 +69,7 @@ def _same(left: str, right: str) -> bool:
         return False
 
 
-def problems(rule_id: str, when: Any, evidence: list[dict[str, Any]],
+def problems(rule_id: str, when: object, evidence: list[dict[str, Any]],
              releases: dict[str, list[str]] | None = None) -> list[str]:
     """Everything wrong with one rule's version boundaries (empty: they are all read from the source)."""
     releases = releases if releases is not None else known_releases()
