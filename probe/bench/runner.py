@@ -17,10 +17,11 @@ import socket
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, TextIO
+from typing import TYPE_CHECKING, Any, Callable, TextIO, cast
 
 from topoctl import __version__
 from topoctl.probe.bench.plan import Plan
+from topoctl.probe.bench.records import Message, MessageSource, Row
 
 if TYPE_CHECKING:
     from multiprocessing.process import BaseProcess
@@ -70,6 +71,11 @@ class Progress:
             self.stream.flush()
 
 
+def _item(current: Message | None, otherwise: str) -> str:
+    """What the last start message said was being measured (`otherwise` before any)."""
+    return current.get("item", otherwise) if current else otherwise
+
+
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
@@ -109,15 +115,15 @@ class Runner:
             return torch_index
         return self.index_map[torch_index]
 
-    def translate(self, section: str, row: dict[str, Any]) -> dict[str, Any]:
-        """A worker's row in snapshot GPU indices (workers count GPUs in torch's order)."""
+    def translate(self, section: str, row: Row) -> Row:
+        """A worker's row in snapshot GPU indices (workers count GPUs in torch's order; their rows hold ints)."""
         row = dict(row)
         if section == "p2p":
-            row["src"], row["dst"] = self._gpu(row["src"]), self._gpu(row["dst"])
+            row["src"], row["dst"] = self._gpu(cast(int, row["src"])), self._gpu(cast(int, row["dst"]))
         elif section == "local_copy":
-            row["gpu"] = self._gpu(row["gpu"])
+            row["gpu"] = self._gpu(cast(int, row["gpu"]))
         elif "gpus" in row:
-            row["gpus"] = [self._gpu(index) for index in row["gpus"]]
+            row["gpus"] = [self._gpu(index) for index in cast("list[int]", row["gpus"])]
         return row
 
     # -- plumbing ---------------------------------------------------------------------------------------
@@ -136,11 +142,11 @@ class Runner:
                 child.join(timeout=5)
         self.children = []
 
-    def _pump(self, queue: Any, expect_done: int, on_row: Callable[[dict[str, Any]], None],
-              on_hang: Callable[[dict[str, Any] | None], None]) -> bool:
+    def _pump(self, queue: MessageSource, expect_done: int, on_row: Callable[[Message], None],
+              on_hang: Callable[[Message | None], None]) -> bool:
         """Read messages until `expect_done` done messages; False when the watchdog fired or a worker died."""
         done = 0
-        current: dict[str, Any] | None = None
+        current: Message | None = None
         last = time.monotonic()
         heard = False  # before a worker's first word, start-up (spawn, import torch, NCCL init) gets STARTUP_S
         while done < expect_done:
@@ -206,17 +212,17 @@ class Runner:
             child.start()
             self.children = [child]
 
-            def on_row(message: dict[str, Any]) -> None:
+            def on_row(message: Message) -> None:
                 row = self.translate(message["section"], message["row"])
                 if message["section"] == "local_copy":
                     self.m["local_copy"].append(row)
                     return
                 self.m["p2p"].append(row)
-                measured.add((message["row"]["src"], message["row"]["dst"]))
+                measured.add((cast(int, message["row"]["src"]), cast(int, message["row"]["dst"])))
 
             hung_before = len(hung)
 
-            def on_hang(current: dict[str, Any] | None) -> None:
+            def on_hang(current: Message | None) -> None:
                 if current and current.get("pair"):
                     src, dst = current["pair"]
                     hung.append([src, dst])
@@ -227,7 +233,7 @@ class Runner:
                     self.on_update(self.m)
                 else:
                     self._problem(f"the P2P worker stopped answering for {self.plan.timeout_s:g} s "
-                                  f"({(current or {}).get('item', 'starting up')})")
+                                  f"({_item(current, 'starting up')})")
 
             finished = self._pump(queue, 1, on_row, on_hang)
             self._stop_children()
@@ -249,17 +255,17 @@ class Runner:
         child.start()
         self.children = [child]
         existing = list(self.m.get("decode_step") or [])
-        fresh: list[dict[str, Any]] = []
+        fresh: list[Row] = []
 
-        def on_row(message: dict[str, Any]) -> None:
+        def on_row(message: Message) -> None:
             fresh.append(message["row"])
             self.m["decode_step"] = merge_rows(existing, fresh)
             if not str(message["row"].get("status", "")).startswith("ok"):
                 self._problem(f"decode step {message['row'].get('model')} TP {message['row'].get('tp')}: "
                               f"{message['row']['status']}")
 
-        def on_hang(current: dict[str, Any] | None) -> None:
-            self._problem(f"timeout after {self.plan.timeout_s:g} s: {(current or {}).get('item', 'starting up')} "
+        def on_hang(current: Message | None) -> None:
+            self._problem(f"timeout after {self.plan.timeout_s:g} s: {_item(current, 'starting up')} "
                           "made no progress; the rows measured before it are kept")
 
         try:
@@ -279,11 +285,11 @@ class Runner:
             child.start()
             self.children.append(child)
 
-        def on_row(message: dict[str, Any]) -> None:
+        def on_row(message: Message) -> None:
             self.m[message["section"]].append(self.translate(message["section"], message["row"]))
 
-        def on_hang(current: dict[str, Any] | None) -> None:
-            item = (current or {}).get("item", "process group start-up")
+        def on_hang(current: Message | None) -> None:
+            item = _item(current, "process group start-up")
             self._problem(f"timeout after {self.plan.timeout_s:g} s: {item} hung (a collective did not complete); "
                           "the rows measured before it are kept")
 
