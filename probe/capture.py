@@ -187,11 +187,11 @@ FILE_ANSWER_TYPES = {"read": _TEXT, "realpath": _TEXT}
 _MAX_ANSWER_INT = 2 ** 64
 
 
-def _is_count(value: Any) -> bool:
+def _is_count(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < _MAX_ANSWER_INT
 
 
-def _fits(kind: str, value: Any) -> bool:
+def _fits(kind: str, value: object) -> bool:
     if kind == _INT:
         return _is_count(value)
     if kind == _TEXT:

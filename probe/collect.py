@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from topoctl import __version__
 from topoctl.core.errors import NoGpuError
 from topoctl.core.p2p import P2P_NOT_READ, P2P_NVML_UNKNOWN
 from topoctl.probe import pcie_checks, topology
-from topoctl.probe.capture import Session
+from topoctl.probe.capture import Answer, Session
 from topoctl.probe.files import Files
 from topoctl.probe.host import collect_host
 from topoctl.probe.network import collect_network
@@ -79,7 +79,7 @@ class _Collector:
         self.timings.append((phase, now - self._clock))
         self._clock = now
 
-    def value(self, answer: Any, path: str, convert: Any = None) -> Any:
+    def value(self, answer: Answer, path: str, convert: Callable[[Any], object] | None = None) -> Any:
         if not answer.ok:
             self.unknown[path] = answer.reason or "unknown"
             return None

@@ -173,7 +173,8 @@ def iommu_mode(present: bool | None, group_types: list[str | None], cmdline: dic
     return None
 
 
-def pair_acs(path_a: list[str], path_b: list[str], acs_of: dict[str, dict[str, Any]]) -> tuple[Any, str | None]:
+def pair_acs(path_a: list[str], path_b: list[str], acs_of: dict[str, dict[str, Any]]
+             ) -> tuple[bool | None, str | None]:
     """Whether ACS redirects peer traffic on the bridges between two GPUs: those on either GPU's path below the
     bridges both share (a shared switch's downstream ports, or the whole path when they meet at the root).
     (True | False | None, reason when None)."""

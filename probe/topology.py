@@ -44,7 +44,7 @@ def bus_key(bus_id: str | None) -> str | None:
     return text
 
 
-def pcie_findings(pcie: dict[str, Any]) -> dict[str, Any]:
+def pcie_findings(pcie: dict[str, Any]) -> dict[str, bool | None]:
     """Width below max is a real fault (a bad riser, a slot wired x8); generation below max alone is
     usually power saving at idle, so it is reported separately and never called down-trained."""
     width, max_width = pcie.get("current_width"), pcie.get("max_width")
