@@ -28,7 +28,7 @@ def _binary_ops(wheel: Path, ops: dict[str, OpFacts], loader: SourceFact | None)
         routed = _route(facts, loader)
         sources: list[dict[str, Any]] = [{"wheel": wheel.name, "file": file, "targets": sorted(facts.targets[file]), "sms": sms}
                    for file, sms in sorted(routed.items())]
-        if loader is not None:
+        if loader is not None and any(f.startswith(("sgl_kernel/sm90/", "sgl_kernel/sm100/")) for f in routed):
             sources.append({"wheel": wheel.name, "file": loader.file, "line": loader.line, "text": loader.text})
         out[op] = {"sms": sorted({s for sms in routed.values() for s in sms}), "kernels": facts.kernels,
                    "read_from": "binary", "sources": sources}

@@ -24,11 +24,8 @@ def text_sections(cubin: bytes) -> dict[str, int]:
 
 
 def elf_sm(cubin_head: bytes) -> int | None:
-    """The SM number a standalone cubin targets, from its ELF e_flags (bits 8-15 in the ABI-8 layout nvcc 13 writes;
-    the low byte in the older layout)."""
-    if cubin_head[:4] != b"\x7fELF" or len(cubin_head) < 0x34:
+    """The SM number a standalone cubin targets: bits 8-15 of e_flags in the ELFOSABI_CUDA (0x41) layout nvcc 13
+    writes and every flashinfer-cubin 0.5.0-0.6.12 cubin uses; None for any other layout."""
+    if cubin_head[:4] != b"\x7fELF" or len(cubin_head) < 0x34 or cubin_head[7] != 0x41:
         return None
-    flags = struct.unpack_from("<I", cubin_head, 0x30)[0]
-    if cubin_head[7] == 0x41:  # ELFOSABI_CUDA, the newer layout
-        return (flags >> 8) & 0xFF
-    return flags & 0xFF
+    return int((struct.unpack_from("<I", cubin_head, 0x30)[0] >> 8) & 0xFF)

@@ -8,7 +8,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-_ARCH_TOKEN = re.compile(r"(?:Mainloop|Kernel|^|[^A-Za-z])Sm(\d{2,3})(?=[A-Z_]|Fmha|Mla)")
+_LENGTH_PREFIX = re.compile(r"(\d+)(?=[A-Za-z_])")
+_NAMESPACE_ARCH = re.compile(r"^[Ss]m(\d{2,3})[af]?$")  # namespaces such as flash_mla's sm90:: / sm100::
+_CAMEL_ARCH = re.compile(r"Sm(\d{2,3})(?=[A-Z_]|$)")  # CUTLASS class names: MainloopSm90..., Sm100Fmha...
 
 
 @dataclass(frozen=True)
@@ -24,6 +26,10 @@ SO_RULES: tuple[Rule, ...] = (
     Rule("attention.fa3", r"flash_ops", r""),
     Rule("attention.flashmla", r"flashmla_ops|flash_mla/", r""),
     Rule("attention.cutlass_mla", r"", r"FmhaMla|cutlass_mla|MlaKernel"),
+    # get_group_gemm_starts: the pointer-array setup kernels of the grouped (MoE) GEMMs
+    Rule("moe.cutlass.w4a8", r"", r"int4_fp8_get_group_gemm_starts"),
+    Rule("moe.cutlass.nvfp4", r"", r"get_group_gemm_starts\w*float_e2m1"),
+    Rule("moe.cutlass.fp8_blockwise", r"", r"get_group_gemm_starts\w*float_e4m3"),
     Rule("moe.cutlass.fp8_blockwise", r"", r"Array\w*Blockwise|Fp8BlockwiseGroupedGemm"),
     Rule("moe.cutlass.nvfp4", r"", r"Array\w*BlockScaled\w*|PtrArray\w*float_e2m1", r"BlockwiseScaling"),
     Rule("moe.cutlass.w4a8", r"", r"ArrayTmaGmmaWarpSpecializedMixed|w4a8"),
@@ -56,9 +62,25 @@ def classify_kernel(path: str, name: str) -> str | None:
     return None
 
 
+def identifiers(mangled: str) -> list[str]:
+    """The <length><identifier> source names inside an Itanium-mangled symbol."""
+    out: list[str] = []
+    pos = 0
+    while (m := _LENGTH_PREFIX.search(mangled, pos)) is not None:
+        size = int(m.group(1))
+        start = m.end()
+        out.append(mangled[start:start + size])
+        pos = start + size if size else start + 1
+    return out
+
+
 def arch_tokens(name: str) -> set[int]:
-    """The SM numbers a kernel's name says it was written for (CUTLASS MainloopSm90..., Sm100Fmha...)."""
-    return {int(t) for t in _ARCH_TOKEN.findall(name) if int(t) >= 80}
+    """The SM numbers a kernel's name says it was written for (CUTLASS MainloopSm90..., namespace sm100::)."""
+    found: set[int] = set()
+    for ident in identifiers(name):
+        m = _NAMESPACE_ARCH.match(ident)
+        found.update([int(m.group(1))] if m else (int(t) for t in _CAMEL_ARCH.findall(ident)))
+    return {t for t in found if t >= 80}
 
 
 def cubin_op(path: str) -> str | None:

@@ -26,18 +26,32 @@ class OpFacts:
     targets: dict[str, set[str]] = field(default_factory=dict)  # file in wheel -> targets with real kernels
     sms: dict[str, set[int]] = field(default_factory=dict)  # file in wheel -> SMs those targets run on
     kernels: int = 0
+    named_arch: bool = False  # some kernel's name says its architecture; then unnamed helpers do not count
+    helper_targets: dict[str, set[str]] = field(default_factory=dict)
+    helper_sms: dict[str, set[int]] = field(default_factory=dict)
 
-    def add(self, file: str, target: str, sms: list[int]) -> None:
-        if sms:
-            self.targets.setdefault(file, set()).add(target)
-            self.sms.setdefault(file, set()).update(sms)
+    def add(self, file: str, target: str, sms: list[int], named: bool = True) -> None:
+        if not sms:
+            return
+        targets, where = (self.targets, self.sms) if named else (self.helper_targets, self.helper_sms)
+        targets.setdefault(file, set()).add(target)
+        where.setdefault(file, set()).update(sms)
+
+    def settle(self) -> None:
+        """Keep the architecture-named kernels' SMs when there are any, else the unnamed ones'."""
+        if not self.named_arch:
+            for file, targets in self.helper_targets.items():
+                self.targets.setdefault(file, set()).update(targets)
+                self.sms.setdefault(file, set()).update(self.helper_sms[file])
+        self.helper_targets, self.helper_sms = {}, {}
 
 
 def _kernel_sms(name: str, size: int, target: str) -> list[int]:
     if size <= STUB_BYTES:
         return []
     tokens = arch_tokens(name)
-    return [s for s in runs_on(target) if not tokens or any(arch_token_allows(t, s) for t in tokens)]
+    # CUTLASS kernels reuse older parts (Sm90 epilogues in Sm100/Sm120 GEMMs); the newest named one decides.
+    return [s for s in runs_on(target) if not tokens or arch_token_allows(max(tokens), s)]
 
 
 def _entry_kernels(entry: Entry) -> dict[str, int]:
@@ -57,7 +71,9 @@ def scan_shared_object(local: Path, inner: str, ops: dict[str, OpFacts]) -> None
                 continue
             facts = ops.setdefault(op, OpFacts())
             seen.setdefault(op, set()).add(name)
-            facts.add(inner, entry.target, _kernel_sms(name, size, entry.target))
+            named = bool(arch_tokens(name))
+            facts.named_arch |= named
+            facts.add(inner, entry.target, _kernel_sms(name, size, entry.target), named)
     for op, names in seen.items():
         ops[op].kernels += len(names)
 
@@ -96,6 +112,8 @@ def scan_wheel(wheel: Path) -> dict[str, OpFacts]:
                     with zf.open(info) as src, open(local, "wb") as dst:
                         shutil.copyfileobj(src, dst, 1 << 22)
                     scan_shared_object(local, name, ops)
+    for facts in ops.values():
+        facts.settle()
     return ops
 
 
