@@ -15,7 +15,7 @@ from topoctl.check.outcome import Outcome
 from topoctl.check.parse import parse_env_file, parse_launch
 from topoctl.check.resolve import VersionChooser
 from topoctl.core.errors import TopoctlError
-from topoctl.deploy import sources
+from topoctl.deploy import registry
 from topoctl.deploy.sglang_launch import ParsedLaunch
 from topoctl.snapshot.view import SnapshotLike
 
@@ -42,8 +42,8 @@ def read_command(tokens: list[str]) -> Any:
 
 def find(paths: list[str]) -> list[tuple[str, bool, str, list[Any]]]:
     """The sources stage: (path, found in a folder, kind of file, what was found in it) for each file."""
-    return [(path, in_folder, *sources.read_file(path, found_in_folder=in_folder))
-            for path, in_folder in sources.expand_paths(list(paths))]
+    return [(path, in_folder, *registry.read_file(path, found_in_folder=in_folder))
+            for path, in_folder in registry.expand_paths(list(paths))]
 
 
 def read(found_files: list[tuple[str, bool, str, list[Any]]], chooser: VersionChooser,

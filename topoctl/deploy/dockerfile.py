@@ -15,8 +15,8 @@ import json
 import os
 import re
 
+from topoctl.deploy.found import Found
 from topoctl.deploy.launchers import Launch, NotALaunch, Unsupported, expand, read_command
-from topoctl.deploy.sources import Found
 
 _INSTRUCTION = re.compile(r"\s*([A-Za-z]+)\s+(.*)", re.S)
 
@@ -124,6 +124,11 @@ def _runs_its_arguments(script: str, base_dir: str) -> bool:
     except (OSError, TopoctlError):
         return False
     return re.search(r'(^|\s)(exec\s+)?"\$@"', text) is not None
+
+
+def read(path: str, text: str, base_dir: str) -> tuple[str, list[Found]]:
+    """The Dockerfile kind's reader (topoctl/deploy/registry.py)."""
+    return "dockerfile", read_dockerfile(path, text, base_dir)
 
 
 def read_dockerfile(path: str, text: str, base_dir: str) -> list[Found]:

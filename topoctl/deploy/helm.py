@@ -12,8 +12,12 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Iterator
+
+from topoctl.core.errors import TopoctlError
+from topoctl.deploy.found import Found
+from topoctl.deploy.yaml_file import read_yaml_text
 
 _ACTION = re.compile(r"\{\{-?\s*(.*?)\s*-?\}\}")
 _CONTROL = re.compile(r"^\s*\{\{-?\s*(if|else if|else|end|range|with|define)\b(.*?)-?\}\}\s*$")
@@ -253,3 +257,53 @@ def with_helm(chart_dir: str, timeout: float = 60.0) -> list[Rendered] | None:
         text = document[match.end():].lstrip("\n")
         out.append(Rendered(source, text, [], ["rendered by helm template: lines are the rendered document's"]))
     return out
+
+
+def read(path: str, text: str, base_dir: str) -> tuple[str, list[Found]]:
+    """The Helm chart kind's reader (topoctl/deploy/registry.py): a chart folder, read as one."""
+    return "helm", read_chart(path)
+
+
+def read_chart(chart_dir: str) -> list[Found]:
+    """A Helm chart's launches: `helm template` when helm is on PATH, else its templates by plain substitution
+    (what was not rendered is said in each launch's notes)."""
+    rendered = with_helm(chart_dir)
+    how = "helm template"
+    if rendered is None:
+        rendered, how = plain(chart_dir), "plain substitution of values.yaml (helm is not on PATH)"
+    out: list[Found] = []
+    for template in rendered:
+        try:
+            _, founds = read_yaml_text(template.path, template.text, os.path.dirname(template.path))
+        except TopoctlError as error:
+            founds = [Found(template.path, 1, kind="unreadable", none_reason=f"not read ({how}): {error.message}")]
+        for item in founds:
+            _remap(item, template)
+            if item.launch is not None:
+                item.launch = replace(item.launch, notes=[*item.launch.notes, f"Helm chart {chart_dir} rendered by {how}",
+                                                          *(f"not rendered: {part}" for part in template.not_rendered[:8])])
+        out.extend(item for item in founds if item.launch is not None or "no launch (" not in item.none_reason)
+    if not out:
+        out = [Found(chart_dir, 1, kind="helm", none_reason=f"{chart_dir}: no launch in the chart's templates "
+                                                            f"(rendered by {how})")]
+    return out
+
+
+def _remap(item: Found, template: Rendered) -> None:
+    """Lines of a rendered template back to the template file's lines."""
+    lines = template.lines
+
+    def back(where: str) -> str:
+        head, _, number = where.rpartition(":")
+        if head == template.path and number.isdigit() and 0 < int(number) <= len(lines):
+            return f"{head}:{lines[int(number) - 1]}"
+        return where
+
+    if not lines:
+        return
+    item.line = int(back(f"{template.path}:{item.line}").rsplit(":", 1)[1])
+    launch = item.launch
+    if launch is not None:
+        item.launch = replace(launch, where=back(launch.where),
+                              arg_where=[back(w) for w in launch.arg_where] if launch.arg_where else launch.arg_where,
+                              env_where={k: back(v) for k, v in launch.env_where.items()})

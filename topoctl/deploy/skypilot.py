@@ -10,19 +10,19 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
-from typing import Any
 
+from topoctl.deploy.found import Found, Node
 from topoctl.deploy.launchers import GpuSet, Launch, Nodes, NotALaunch, Unsupported, read_script
-from topoctl.deploy.sources import Found
 
 
-def is_task(doc: Any) -> bool:
-    value = getattr(doc, "value", None)
+def is_document(doc: Node) -> bool:
+    """A SkyPilot task: a `run:` script beside any of the keys only a task has."""
+    value = doc.value
     return isinstance(value, dict) and isinstance(value.get("run"), str) and \
         any(key in value for key in ("resources", "setup", "num_nodes", "envs", "file_mounts", "workdir"))
 
 
-def _accelerators(doc: Any, path: str) -> GpuSet | None:
+def _accelerators(doc: Node, path: str) -> GpuSet | None:
     node = doc.at("resources", "accelerators")
     if node is None or node.value is None:
         return None
@@ -39,8 +39,11 @@ def _accelerators(doc: Any, path: str) -> GpuSet | None:
     return GpuSet(count=count, source=f"resources.accelerators: {text} ({path}:{node.line})")
 
 
-def read_task(path: str, doc: Any, base_dir: str) -> list[Found]:
+def read_document(path: str, doc: Node, base_dir: str) -> list[Found]:
+    """The launches of the task's `run:` script, on its nodes with its GPUs and `envs`."""
     run = doc.get("run")
+    if run is None:  # is_document took it: a task has run:
+        return []
     nodes_node = doc.get("num_nodes")
     count = int(nodes_node.value) if nodes_node is not None and str(nodes_node.value).isdigit() else 1
     gpus = _accelerators(doc, path)
