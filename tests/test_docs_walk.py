@@ -122,7 +122,7 @@ WALK: dict[tuple[str, str], object] = {
         "the Snapshot's outline; tests/test_docs_snapshot.py checks its keys against what the probe writes"),
     ("docs/architecture.md", '{"capture_version": 1'): Skip(
         "an excerpt of a capture, one key of each kind, shortened; no command"),
-    ("docs/architecture.md", "from topoctl.rules import load_rules, evaluate"): Skip(
+    ("docs/architecture.md", "from topoctl.rules.engine import load_rules, evaluate"): Skip(
         "the engine's contract with `...` for what varies; docs/rules.md's Engine API example runs (below)"),
     ("docs/architecture.md", '{"model": {"name": "kimi-k2.5"'): Skip(
         "the shape of a request, with `|` for alternatives; no code to run"),
@@ -147,13 +147,17 @@ WALK: dict[tuple[str, str], object] = {
     ("docs/recommend-and-check.md", "serve.sh:7: SGLang 0.5.21"): Output(
         "topoctl check serve.sh --system h100-8x-nvswitch --sglang-version 0.5.21",
         files=(("serve.sh", "#!/bin/bash"),)),
+    ("docs/op-tables.md", "from topoctl.autoconf.op_tables import load_system"): Python(),
+    ("docs/op-tables.md", "pip download --no-deps --pre aisimulate"): Skip(
+        "downloads two NVIDIA wheels (about 150 MB) and needs pyarrow; tests/test_op_tables.py runs --check "
+        "where pyarrow is installed"),
     ("docs/reliability.md", "topoctl fuzz: "): Skip(FUZZ),  # each run's block: a new run adds one
     ("docs/reliability.md", "topoctl hostile-input fuzz: "): Skip(FUZZ),
     ("docs/rules.md", "schema_version: 1"): RuleFile(),
     ("docs/rules.md", "python scripts/grep_releases.py SRC_ROOT"): Skip(
         "needs every SGLang release's wheel unpacked under SRC_ROOT (29 downloads)"),
     ("docs/rules.md", "effect:"): Skip("the `effect` field alone, a fragment of the rule file above (which runs)"),
-    ("docs/rules.md", "from topoctl.rules import load_rules, evaluate, violations"): Python(
+    ("docs/rules.md", "from topoctl.rules.engine import load_rules, evaluate, violations"): Python(
         site_rule=True,
         prelude="from topoctl.snapshot.catalogue import system_snapshot\n"
                 "snapshot = system_snapshot('rtx-pro-6000-8x-pcie')\n"
