@@ -1,0 +1,381 @@
+"""A decode step composed from per-operation latencies measured on real GPUs (issue 41, item 1).
+
+step(T tokens) = sum over the layers of the ops the model's config describes, each looked up in the GPU's op
+tables (op_tables.py: NVIDIA's aiconfigurator / AISimulate collections) at its shape (step_shapes.py):
+  attention   GQA: QKV GEMM, decode attention, output GEMM; MLA: q_a+kv_a GEMM (replicated), q_b GEMM, the
+              absorbed BMMs before and after, the MLA decode core, output GEMM
+  MLP         MoE layers: router GEMM, the fused MoE block, shared-expert GEMMs; dense layers: gate_up, down
+  allreduce   allreduces_per_forward calls of T x hidden x 2 bytes, on the launch's path: the snapshot's
+              measurement first, else the GPU's table (nccl, custom) where the box is built like the table's
+              system, else the launch model's allreduce table (Latencies)
+  per step    lm_head GEMM, the logits' all-gather, the small kernels (norms, rotary, KV store, activation,
+              sampling) from memory bandwidth with the GPU's shortest measured kernel as their floor
+Nothing end-to-end is fitted into any op. Each op says where its time came from (ORIGINS); outside a table's
+grid, in a substituted weight format and from the bandwidth model the band widens (Step.band).
+
+Layer: launch model and search (docs/architecture.md, "Layers").
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from topoctl.autoconf import op_tables
+from topoctl.autoconf.step_shapes import TABLE_BYTES, Shapes, shapes, wanted_formats
+
+# topoctl/data/gpus.yaml keys -> op-table systems. The a100 40 GB, H100 PCIe and H200 NVL have other memory
+# or clocks than the SXM parts measured; RTX PRO 6000 maps to the Server Edition, the card of the field report.
+TABLE_SYSTEMS = {"a100-sxm4-80gb": "a100_sxm", "h100-sxm": "h100_sxm", "h200-sxm": "h200_sxm",
+                 "b200": "b200_sxm", "gb200": "gb200", "rtx-pro-6000-blackwell": "rtx_pro_6000_server",
+                 "l40s": "l40s"}
+PCIE_SYSTEMS = frozenset({"rtx_pro_6000_server", "l40s"})  # the others are NVSwitch boxes
+
+MEASURED = "measured on this machine"
+REFERENCE = "reference"
+EXTRAPOLATED = "extrapolated"
+BANDWIDTH = "bandwidth-model"
+ASSUMED = "assumed"
+ORIGINS = (MEASURED, REFERENCE, EXTRAPOLATED, BANDWIDTH, ASSUMED)
+
+# AISimulate's published accuracy, 24% TPOT error over 1,135 points (issue 41), as the band of a step every
+# op of which is a reference row; chosen before the held-out file was scored with this model.
+BASE_BAND = 1.24
+MAX_WIDEN = 4.0  # an op extrapolated further than 4x widens the band as if by 4x
+SUBSTITUTE_WIDEN = 1.25  # another kernel of the same width (fp8 per-tensor rows for fp8 block weights)
+MODEL_WIDEN = 2.0  # an op from the bandwidth model or an assumed latency: its time may be off by 2x
+# Small kernels a layer runs beside its GEMMs (SGLang's decoder layers): fused add + RMSNorm before attention
+# and before the MLP, rotary, the KV cache store; MLA adds the q_a and kv_a norms; a dense or shared MLP its
+# SiLU-and-mul. Per step: the embedding lookup, the final norm and the sampler (softmax/argmax over the vocab).
+LAYER_KERNELS = 4
+MLA_KERNELS = 2
+STEP_KERNELS = 3
+
+
+@dataclass(frozen=True)
+class StepOp:
+    """One op of the step: `count` calls of `each_us`, where the figure came from and how far it may be off."""
+
+    name: str
+    count: int
+    each_us: float
+    origin: str
+    source: str
+    widen: float = 1.0  # 1: a reference or measured row; >1: extrapolated or modelled by this factor
+
+    @property
+    def total_us(self) -> float:
+        return self.count * self.each_us
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"op": self.name, "count": self.count, "us_each": round(self.each_us, 3),
+                "us": round(self.total_us, 3), "origin": self.origin, "source": self.source,
+                "widen": round(self.widen, 3)}
+
+
+@dataclass(frozen=True)
+class Step:
+    system: str
+    tokens: int
+    ops: tuple[StepOp, ...]
+
+    @property
+    def total_us(self) -> float:
+        return sum(op.total_us for op in self.ops)
+
+    def share(self, origin: str) -> float:
+        total = self.total_us
+        return sum(op.total_us for op in self.ops if op.origin == origin) / total if total else 0.0
+
+    @property
+    def band(self) -> float:
+        """BASE_BAND plus, for each op, its share of the step times how far it may be off (widen - 1)."""
+        total = self.total_us or 1.0
+        return BASE_BAND + sum(op.total_us / total * (op.widen - 1.0) for op in self.ops)
+
+    def band_source(self) -> str:
+        parts = ", ".join(f"{origin} {self.share(origin):.0%}" for origin in ORIGINS if self.share(origin))
+        return (f"AISimulate's published 24% TPOT error (x/{BASE_BAND}), widened by each extrapolated or "
+                f"modelled op's share of the step ({parts})")
+
+
+@dataclass(frozen=True)
+class StepCase:
+    """One decode step to compose: the model profile, TP, tokens in the pass (streams x tokens each), the mean
+    KV length a stream attends to, the allreduce path, the GPU's datasheet bandwidth (bytes/s), the box's
+    interconnect, the launch model's allreduce prices (launch_model.Latencies, or None) and CUDA graphs."""
+
+    model: dict[str, Any]
+    tp: int
+    tokens: int
+    context: float
+    path: str
+    bandwidth: float
+    interconnect: str
+    lat: Any = None
+    cuda_graph: bool = True
+    fused_allreduces: int = 0  # allreduces fused with the next RMSNorm (flashinfer fusion): one norm kernel fewer
+
+
+def table_system(gpu_key: str | None) -> str | None:
+    """The op-table system of a gpus.yaml key, None when there is none (the caller falls back and says so)."""
+    system = TABLE_SYSTEMS.get(gpu_key or "")
+    return system if system in op_tables.known_systems() else None
+
+
+def gpu_key(gpu: dict[str, Any]) -> str | None:
+    from topoctl.core import gpus
+
+    name = str(gpu.get("name") or "")
+    found = gpus.lookup(name) if name else None
+    if found is None:  # a gpus.yaml key given as the name (the benchmark scripts' GPUs)
+        found = next((m for m in gpus.models() if m.key == name), None)
+    return found.key if found else None
+
+
+# ------------------------------------------------------------------------------------------ table lookups
+
+def _priced(name: str, count: int, answer: op_tables.Answer, note: str = "", widen: float = 1.0,
+            scale: float = 1.0) -> StepOp:
+    cite = answer.sources[0].cite() + (f" (+{len(answer.sources) - 1} more files)" if len(answer.sources) > 1 else "")
+    far = max((min(e.factor, MAX_WIDEN) for e in answer.extrapolations), default=1.0)
+    where = "; ".join(f"{e.axis} {e.asked:g} outside the grid (edge {e.edge:g})" for e in answer.extrapolations)
+    origin = EXTRAPOLATED if answer.extrapolations or widen > 1.0 else REFERENCE
+    text = f"{answer.system}/{answer.table}: {cite}" + (f"; {where}" if where else "") + (f"; {note}" if note else "")
+    return StepOp(name, count, answer.latency_us * scale, origin, text, max(far, widen))
+
+
+@dataclass(frozen=True)
+class Format:
+    """The table dtype an op is read in, why, how far that may be off, and the bytes ratio applied."""
+    dtype: str
+    note: str = ""
+    widen: float = 1.0
+    scale: float = 1.0
+
+
+def _substitute(available: tuple[Any, ...], wanted: tuple[str, ...], per_param: float) -> Format:
+    """The first wanted dtype the table has, else the closest in bytes per weight
+    scaled by the bytes ratio (a decode GEMM streams its weights: time in proportion to their bytes)."""
+    for name in wanted:
+        if name in available:
+            widen = 1.0 if name == wanted[0] or TABLE_BYTES.get(name) != TABLE_BYTES.get(wanted[0]) else SUBSTITUTE_WIDEN
+            note = "" if name == wanted[0] else f"{wanted[0]} rows absent; {name} rows of the same width used"
+            return Format(name, note, widen)
+    names = [str(a) for a in available if str(a) in TABLE_BYTES]
+    closest = min(names, key=lambda n: abs(TABLE_BYTES[n] - per_param))
+    ratio = per_param / TABLE_BYTES[closest]
+    note = f"no {'/'.join(wanted)} rows; {closest} rows, bytes scaling x{ratio:.3f} ({per_param:.3f} / " \
+           f"{TABLE_BYTES[closest]:g} bytes a weight)"
+    return Format(closest, note, max(ratio, 1.0 / ratio, SUBSTITUTE_WIDEN), ratio)
+
+
+def gemm(tables: op_tables.SystemTables, name: str, count: int, m: int, n: int, k: int, per_param: float) -> StepOp:
+    table = tables.table("gemm")
+    fmt = _substitute(table.key_values("gemm_dtype"), wanted_formats(per_param, False), per_param)
+    answer = table.query(gemm_dtype=fmt.dtype, m=m, n=n, k=k)
+    return _priced(f"{name} GEMM [{m}x{k}]x[{k}x{n}] {fmt.dtype}", count, answer, fmt.note, fmt.widen, fmt.scale)
+
+
+ATTENTION_KERNELS = ("fa3", "flashinfer", "trtllm_mha", "flash_attention", "triton")
+
+
+def attention(tables: op_tables.SystemTables, sh: Shapes, tokens: int, context: float,
+              bandwidth: float) -> list[StepOp]:
+    if sh.mla:
+        return _mla(tables, sh, tokens, context)
+    per = sh.formats["attention"]
+    return [gemm(tables, "QKV projection", sh.layers, tokens, (sh.heads + 2 * sh.kv_heads) * sh.head_dim, sh.hidden, per),
+            _gqa_core(tables, sh, tokens, context, bandwidth),
+            gemm(tables, "attention output", sh.layers, tokens, sh.hidden, sh.heads * sh.head_dim, per)]
+
+
+def _gqa_core(tables: op_tables.SystemTables, sh: Shapes, tokens: int, context: float, bandwidth: float) -> StepOp:
+    """Decode attention from the first kernel with rows for the shape; else the KV bytes at the datasheet rate."""
+    table = tables.table("attention_generation")
+    name = f"decode attention ({sh.heads} heads, {sh.kv_heads} KV heads, head_dim {sh.head_dim})"
+    for kernel in (k for k in ATTENTION_KERNELS if k in table.key_values("kernel_source")):
+        try:
+            core = table.query(kernel_source=kernel, attn_dtype="bfloat16", kv_cache_dtype="bfloat16",
+                               num_key_value_heads=sh.kv_heads, head_dim=sh.head_dim, window_size=0,
+                               num_heads=sh.heads, batch_size=tokens, kv_len=max(context, 1.0))
+        except op_tables.OpTableError:
+            continue
+        return _priced(f"{name}, {kernel}", sh.layers, core)
+    kv = tokens * context * sh.kv_heads * sh.head_dim * 2 * 2.0
+    return StepOp(name, sh.layers, kv / bandwidth * 1e6, BANDWIDTH,
+                  f"no {tables.system} attention rows for the shape; {kv / 1e6:.1f} MB of K and V at the datasheet "
+                  f"{bandwidth / 1e9:.0f} GB/s", MODEL_WIDEN)
+
+
+def _mla(tables: op_tables.SystemTables, sh: Shapes, tokens: int, context: float) -> list[StepOp]:
+    from topoctl.autoconf.step_shapes import MLA_NOPE_DIM, MLA_V_DIM
+
+    per = sh.formats["attention"]
+    bmm_dtype = "fp8" if per < 1.5 and "fp8" in tables.table("mla_bmm").key_values("bmm_dtype") else "bfloat16"
+    core = tables.table("mla_generation")
+    kernel = core.key_values("kernel_source")[0]
+    ops = [gemm(tables, "MLA q_a+kv_a projection (replicated)", sh.layers, tokens, sh.q_lora + sh.kv_lora + sh.rope,
+                sh.hidden, per),
+           gemm(tables, "MLA q_b projection", sh.layers, tokens, sh.heads * (MLA_NOPE_DIM + sh.rope), sh.q_lora, per)]
+    for op_name, label in (("mla_gen_pre", "MLA absorbed BMM before attention"),
+                           ("mla_gen_post", "MLA absorbed BMM after attention")):
+        ops.append(_priced(f"{label} ({bmm_dtype})", sh.layers, tables.query(
+            "mla_bmm", op_name=op_name, bmm_dtype=bmm_dtype, num_heads=sh.heads, num_tokens=tokens)))
+        if op_name == "mla_gen_pre":
+            ops.append(_priced(f"MLA decode core ({kernel}, {sh.heads} heads)", sh.layers, core.query(
+                kernel_source=kernel, mla_dtype="bfloat16", kv_cache_dtype="bfloat16", num_heads=sh.heads,
+                batch_size=tokens, kv_len=max(context, 1.0))))
+    ops.append(gemm(tables, "attention output", sh.layers, tokens, sh.hidden, sh.heads * MLA_V_DIM, per))
+    return ops
+
+
+MOE_KERNELS = ("sglang_fused_moe_triton", "sglang_marlin_moe", "sglang_flashinfer_trtllm_moe",
+               "sglang_mxfp4_flashinfer_trtllm_moe", "sglang_flashinfer_cutlass_moe")
+
+
+def moe_block(tables: op_tables.SystemTables, sh: Shapes, tokens: int, scheme: str | None) -> StepOp:
+    table = tables.table("moe")
+    per = sh.formats["experts"]
+    fmt = _substitute(table.key_values("moe_dtype"), wanted_formats(per, True, scheme), per)
+    for kernel in MOE_KERNELS:
+        for distribution in ("power_law_1.01", "balanced"):
+            try:
+                answer = table.query(kernel_source=kernel, moe_dtype=fmt.dtype, distribution=distribution,
+                                     num_experts=sh.experts, topk=sh.topk, moe_tp_size=sh.tp, moe_ep_size=1,
+                                     hidden_size=sh.hidden, inter_size=sh.moe_inter, num_tokens=tokens)
+            except op_tables.OpTableError:
+                continue
+            return _priced(f"MoE block ({sh.experts} experts, top {sh.topk}, {fmt.dtype}, {kernel}, {distribution})",
+                           sh.moe_layers, answer, fmt.note, fmt.widen, fmt.scale)
+    raise op_tables.OpTableError(f"{tables.system}/moe: no rows for {sh.experts} experts, top {sh.topk}, TP {sh.tp}, "
+                                 f"{fmt.dtype}")
+
+
+def mlp(tables: op_tables.SystemTables, sh: Shapes, case: StepCase) -> list[StepOp]:
+    ops: list[StepOp] = []
+    tokens = case.tokens
+    if sh.moe_layers:
+        ops.append(gemm(tables, "MoE router", sh.moe_layers, tokens, sh.experts, sh.hidden, 2.0))
+        scheme = str((case.model.get("quantization") or {}).get("scheme") or "") or None
+        try:
+            ops.append(moe_block(tables, sh, tokens, scheme))
+        except op_tables.OpTableError as err:
+            ops.append(moe_bandwidth(sh, tokens, case.bandwidth, str(err)))
+        if sh.shared_inter:
+            per = sh.formats["shared_experts"]
+            ops.append(gemm(tables, "shared experts gate_up", sh.moe_layers, tokens, 2 * sh.shared_inter // sh.tp,
+                            sh.hidden, per))
+            ops.append(gemm(tables, "shared experts down", sh.moe_layers, tokens, sh.hidden, sh.shared_inter // sh.tp, per))
+    if sh.dense_layers and sh.dense_inter:
+        per = sh.formats["dense_mlp"]
+        ops.append(gemm(tables, "dense MLP gate_up", sh.dense_layers, tokens, 2 * sh.dense_inter // sh.tp, sh.hidden, per))
+        ops.append(gemm(tables, "dense MLP down", sh.dense_layers, tokens, sh.hidden, sh.dense_inter // sh.tp, per))
+    return ops
+
+
+def moe_bandwidth(sh: Shapes, tokens: int, bandwidth: float, why: str) -> StepOp:
+    """A MoE block the tables have no rows for (expert count, top-k or TP), from the bandwidth model: the bytes of
+    the experts the pass's tokens are routed to, each read once, at the datasheet rate."""
+    one = 3 * sh.hidden * sh.moe_inter / sh.tp * sh.formats["experts"]
+    routed = min(sh.experts, sh.topk * tokens)
+    return StepOp(f"MoE block ({sh.experts} experts, top {sh.topk})", sh.moe_layers, routed * one / bandwidth * 1e6,
+                  BANDWIDTH, f"{why}; {routed} experts x {one / 1e6:.1f} MB per GPU at the datasheet "
+                  f"{bandwidth / 1e9:.0f} GB/s", MODEL_WIDEN)
+
+
+def small_kernel_floor(tables: op_tables.SystemTables) -> tuple[float, str]:
+    """(us, source): the shortest kernel the GPU's GEMM table measured, the least any kernel of the step takes."""
+    table = tables.table("gemm")
+    lat = table.columns.index("latency_us")
+    row = min(table.rows, key=lambda r: float(r[lat]))
+    return float(row[lat]), f"the shortest GEMM row of {tables.system}/gemm ({table.row_source(row).cite()})"
+
+
+def small_kernels(tables: op_tables.SystemTables, sh: Shapes, case: StepCase) -> list[StepOp]:
+    floor, floor_source = small_kernel_floor(tables)
+    per_layer = LAYER_KERNELS + (MLA_KERNELS if sh.mla else 0) + (1 if sh.shared_inter or sh.dense_inter else 0)
+    act = case.tokens * sh.hidden * 2.0 * 2  # read and write one activation row a token, bf16
+    layer_us = max(floor, act / case.bandwidth * 1e6)
+    count = max(0, sh.layers * per_layer - case.fused_allreduces)
+    logits = case.tokens * sh.vocab * 4.0 * 2  # float32 logits read and written by the sampler
+    step_us = max(floor, logits / case.bandwidth * 1e6)
+    text = (f"bytes / datasheet {case.bandwidth / 1e9:.0f} GB/s, at least {floor:.2f} us ({floor_source})")
+    fused = f"; {case.fused_allreduces} norms fused into the allreduce" if case.fused_allreduces else ""
+    return [StepOp(f"small kernels a layer ({per_layer}: norms, rotary, KV store, activation)", count, layer_us,
+                   BANDWIDTH, text + fused, MODEL_WIDEN),
+            StepOp(f"small kernels a step ({STEP_KERNELS}: embedding, final norm, sampler)", STEP_KERNELS, step_us,
+                   BANDWIDTH, text, MODEL_WIDEN)]
+
+
+def allreduce(tables: op_tables.SystemTables, sh: Shapes, case: StepCase) -> list[StepOp]:
+    calls = int(case.model.get("allreduces_per_forward") or 2 * sh.layers) if case.tp > 1 else 0
+    if not calls:
+        return []
+    size = case.tokens * float(case.model["allreduce_bytes_per_token"])
+    name = f"allreduce {case.path} ({size / 1024:g} KiB, {case.tp} GPUs)"
+    measured = case.lat.measured_curve(case.path, case.tp, case.cuda_graph) if case.lat is not None else None
+    if measured is not None:
+        found = case.lat.lookup(case.path, size, case.tp, case.cuda_graph)
+        return [StepOp(name, calls, found.us, MEASURED, found.source)]
+    same_box = (case.interconnect == "pcie") == (tables.system in PCIE_SYSTEMS)
+    cited = case.lat.lookup(case.path, size, case.tp, case.cuda_graph) if case.lat is not None else None
+    if cited is not None and cited.origin.startswith("field report"):  # measured on a box like this one
+        return [StepOp(name, calls, cited.us, REFERENCE, f"{cited.origin}: {cited.source}")]
+    try:
+        if same_box and case.path in ("nccl", "custom", "flashinfer_fusion"):
+            answer = _allreduce_row(tables, case, size)
+            relation = "; flashinfer_fusion priced as the custom allreduce it replaces" \
+                if case.path == "flashinfer_fusion" else ""
+            return [_priced(name, calls, answer, relation.lstrip("; "))]
+    except op_tables.OpTableError:
+        pass
+    if cited is None:
+        raise op_tables.OpTableError(f"{tables.system}: no allreduce row for {case.path} at {case.tp} GPUs")
+    found = cited
+    origin = ASSUMED if found.origin.startswith("assumed") else REFERENCE
+    return [StepOp(name, calls, found.us, origin, f"{found.origin}: {found.source}",
+                   MODEL_WIDEN if origin == ASSUMED else 1.0)]
+
+
+def _allreduce_row(tables: op_tables.SystemTables, case: StepCase, size: float) -> op_tables.Answer:
+    if case.path == "nccl":
+        return tables.query("nccl", op_name="all_reduce", nccl_dtype="half", kernel_source="NCCL",
+                            num_gpus=case.tp, message_bytes=size)
+    backend = "sglang_graph" if case.cuda_graph else "sglang_eager"
+    return tables.query("custom_allreduce", backend=backend, allreduce_dtype="bfloat16", num_gpus=case.tp,
+                        message_bytes=size)
+
+
+def lm_head(tables: op_tables.SystemTables, sh: Shapes, case: StepCase) -> list[StepOp]:
+    ops = [gemm(tables, "lm_head", 1, case.tokens, max(1, sh.vocab // sh.tp), sh.hidden, sh.formats["lm_head"])]
+    if case.tp > 1:
+        size = case.tokens * sh.vocab * 2.0
+        try:
+            answer = tables.query("nccl", op_name="all_gather", nccl_dtype="half", kernel_source="NCCL",
+                                  num_gpus=case.tp, message_bytes=size)
+            ops.append(_priced(f"logits all-gather ({size / 1024:g} KiB, NCCL)", 1, answer))
+        except op_tables.OpTableError as err:
+            ops.append(StepOp("logits all-gather (NCCL)", 1, size / case.bandwidth * 1e6, BANDWIDTH, str(err),
+                              MODEL_WIDEN))
+    return ops
+
+
+def scheduler_overhead() -> StepOp:
+    """SGLang's host work per decode step runs beside the GPU's step under its overlap scheduler (on by default
+    from 0.4: lmsys.org/blog/2024-12-04-sglang-v0-4, "zero-overhead batch scheduler"); no release's figure for
+    what is left of it was found measured, so none is added and the op says so."""
+    return StepOp("SGLang scheduler per step (overlapped with the GPU)", 1, 0.0, ASSUMED,
+                  "overlap scheduler (lmsys.org/blog/2024-12-04-sglang-v0-4); no measured per-release figure yet")
+
+
+def compose(case: StepCase, system: str) -> Step:
+    """The step of `case` on the op tables of `system` (table_system)."""
+    tables = op_tables.load_system(system)
+    sh = shapes(case.model, case.tp)
+    ops = attention(tables, sh, case.tokens, case.context, case.bandwidth)
+    ops += mlp(tables, sh, case)
+    ops += allreduce(tables, sh, case)
+    ops += lm_head(tables, sh, case)
+    ops += small_kernels(tables, sh, case)
+    ops.append(scheduler_overhead())
+    return Step(system, case.tokens, tuple(ops))

@@ -1,0 +1,86 @@
+"""The decode step composed from the op tables (autoconf/step_model.py) and its place in recommend's estimate."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from topoctl.autoconf import models, step_model
+from topoctl.cli.app import cli as cli_group
+
+
+def _kimi_case(**changes: object) -> step_model.StepCase:
+    base: dict[str, object] = {"model": models.profile("kimi-k2.5"), "tp": 8, "tokens": 1, "context": 1000.0,
+                               "path": "nccl", "bandwidth": 1792e9, "interconnect": "pcie"}
+    base.update(changes)
+    return step_model.StepCase(**base)  # type: ignore[arg-type]
+
+
+def test_the_step_is_the_sum_of_its_ops_over_the_layers() -> None:
+    step = step_model.compose(_kimi_case(), "rtx_pro_6000_server")
+    assert step.total_us == pytest.approx(sum(op.count * op.each_us for op in step.ops))
+    by_name = {op.name.split(" (")[0].split(" GEMM")[0]: op for op in step.ops}
+    assert by_name["MLA decode core"].count == 61  # every layer attends
+    assert by_name["MoE block"].count == 60  # the first layer of Kimi-K2.5 is dense
+    assert by_name["dense MLP gate_up"].count == 1
+    assert by_name["allreduce nccl"].count == 122  # allreduces_per_forward of the profile
+    wider = step_model.compose(_kimi_case(tokens=16), "rtx_pro_6000_server")
+    assert wider.total_us > step.total_us  # more tokens never run faster
+
+
+def test_every_op_says_where_its_time_came_from() -> None:
+    step = step_model.compose(_kimi_case(), "rtx_pro_6000_server")
+    assert {op.origin for op in step.ops} <= set(step_model.ORIGINS)
+    gemms = [op for op in step.ops if "GEMM" in op.name]
+    assert gemms and all(op.origin == step_model.REFERENCE and "gemm_perf.parquet" in op.source for op in gemms)
+    small = [op for op in step.ops if op.name.startswith("small kernels")]
+    assert small and all(op.origin == step_model.BANDWIDTH for op in small)
+
+
+def test_extrapolation_is_marked_and_widens_the_band() -> None:
+    inside = step_model.compose(_kimi_case(context=1000.0), "rtx_pro_6000_server")
+    outside = step_model.compose(_kimi_case(context=1_000_000.0), "rtx_pro_6000_server")
+    core = next(op for op in outside.ops if op.name.startswith("MLA decode core"))
+    assert core.origin == step_model.EXTRAPOLATED and "kv_len" in core.source
+    assert outside.band > inside.band
+
+
+def test_a_quantization_without_a_table_is_scaled_by_bytes_and_extrapolated() -> None:
+    # the A100 GEMM table holds bf16 rows only: a 4-bit weight reads them scaled by the bytes ratio
+    op = step_model.gemm(step_model.op_tables.load_system("a100_sxm"), "test", 1, 1, 7168, 7168, 0.5625)
+    ref = step_model.gemm(step_model.op_tables.load_system("a100_sxm"), "test", 1, 1, 7168, 7168, 2.0)
+    assert op.origin == step_model.EXTRAPOLATED and "bytes scaling" in op.source
+    assert op.each_us == pytest.approx(ref.each_us * 0.5625 / 2.0)
+
+
+def _estimate(system: str, model: str) -> dict[str, object]:
+    result = CliRunner().invoke(cli_group, ["recommend", "--system", system, "--model", model, "--sglang-version",
+                                            "0.5.14", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.output)
+    return dict(doc["chosen"]["estimate"])
+
+
+def test_recommend_json_lists_each_op_with_its_origin() -> None:
+    est = _estimate("rtx-pro-6000-8x-pcie", "kimi-k2.5")
+    assert str(est["step_basis"]).startswith("composed from the rtx_pro_6000_server op tables")
+    ops = est["step_ops"]
+    assert isinstance(ops, list) and ops
+    assert all(op["origin"] in step_model.ORIGINS for op in ops)
+    assert sum(op["us"] for op in ops) / 1000 == pytest.approx(est["step_ms"], rel=1e-3)
+
+
+def test_a_gpu_without_tables_falls_back_and_says_so() -> None:
+    assert step_model.table_system("rtx-4090") is None
+    est = _estimate("rtx-4090-2x-pcie-no-p2p", "llama-3.1-8b")
+    assert str(est["step_basis"]).startswith("fitted launch model: no op tables for rtx-4090")
+    assert est["step_ops"] == []
+
+
+def test_the_step_model_imports_no_torch() -> None:
+    code = ("import sys; import topoctl.autoconf.step_model, topoctl.autoconf.step_estimate; "
+            "assert 'torch' not in sys.modules")
+    subprocess.run([sys.executable, "-c", code], check=True)
