@@ -80,6 +80,8 @@ class Estimate:
     band_source: str = ""
     moe: bool = False  # the model has routed experts (its speculative gains take the MoE band)
     kv_us: float = 0.0  # reading the KV cache of the decode context, per forward pass (the latency objective)
+    step_ops: tuple[Any, ...] = ()  # step_model.StepOp of the composed step; empty on the fitted fallback
+    step_basis: str = ""  # which model priced the step: the op tables of a system, or the fitted fallback and why
 
     def band_text(self) -> str:
         return f"{self.tokens_per_s / self.band:.1f}-{self.tokens_per_s * self.band:.1f} tok/s"
@@ -92,6 +94,7 @@ class Estimate:
                 "weights_ms": round(self.weights_us / 1000, 4), "kv_read_ms": round(self.kv_us / 1000, 4),
                 "overhead_ms": round(self.overhead_us / 1000, 4),
                 "cycle_ms": round(self.cycle_us / 1000, 4) if self.cycle_us is not None else None,
+                "step_basis": self.step_basis, "step_ops": [op.to_dict() for op in self.step_ops],
                 "inputs": [item.to_dict() for item in self.inputs]}
 
 
@@ -592,6 +595,7 @@ def _kv_inputs(feat: Any, terms: Any, model: dict[str, Any], tp: int, context: I
 def estimate(case: EstimateCase) -> Estimate | None:
     """The predicted tokens/s of one candidate, with its band; None when the GPU's bandwidth is unknown."""
     from topoctl.autoconf import decode_terms
+    from topoctl.autoconf.step_estimate import composed_step, fallback_basis, with_composed
 
     model, launch, path, gpu, lat, memory = case.model, case.launch, case.path, case.gpu, case.lat, case.memory
     objective, accept, context_tokens = case.objective, case.accept, case.context_tokens
@@ -630,13 +634,43 @@ def estimate(case: EstimateCase) -> Estimate | None:
                    tuple(inputs),
                    batch=batch, allreduce_source=call.source, allreduce_level=call.level, allreduce_origin=call.origin,
                    band=factor, band_source=band_source, moe=bool(feat.experts), kv_us=parts["kv"])
+    composed = composed_step(case, feat, batch, read_context.value / (batch if kv_context is not None else 1), graph)
+    if composed is not None:
+        fields, rows = with_composed(est, composed[0], replicas, batch, composed[1])
+        kept = [_composed_saving(item, composed[0]) for item in est.inputs
+                if item.name in (DECODE_CONTEXT_INPUT, KV_READ_INPUT, "streams per replica", SAVED_INPUT)
+                or item.name.startswith("decode kernel path")]
+        est = replace(est, inputs=(*kept, *(Input(*row) for row in rows)), **fields)
+    else:
+        est = replace(est, step_basis=fallback_basis(gpu, graph))
     if draft is None:
         return est
     length, source, origin = accept_length(model, accept, draft)
+    step = decode_terms.forward_us(feat, terms, batch * draft.draft_tokens)
     cycle = decode_terms.cycle_us(feat, terms, draft, batch)
+    if composed is not None:  # the verify pass composed like the plain step; the draft and bookkeeping as fitted
+        verify = composed[2](batch * draft.draft_tokens)
+        cycle += verify.total_us - step
+        step = verify.total_us
     return replace(est, inputs=est.inputs + tuple(_spec_inputs(feat, terms, draft, length, source, origin)),
-                   tokens_per_s=replicas * batch * length / cycle * 1e6, cycle_us=cycle,
-                   step_us=decode_terms.forward_us(feat, terms, batch * draft.draft_tokens))
+                   tokens_per_s=replicas * batch * length / cycle * 1e6, cycle_us=cycle, step_us=step)
+
+
+def _composed_saving(item: Input, step: Any) -> Input:
+    """The fused allreduce's saving priced as the composed step prices a norm kernel (its small-kernel time)."""
+    if item.name != SAVED_INPUT or not item.value:
+        return item
+    kernel = next(op for op in step.ops if op.name.startswith("small kernels a layer"))
+    calls = round(item.value / norm_kernel_time())
+    return replace(item, value=calls * kernel.each_us, origin=kernel.origin,
+                   source=f"{item.source}; in the composed step {calls} x {kernel.each_us:.2f} us, its small-kernel "
+                          "time (step_model.small_kernels)")
+
+
+def norm_kernel_time() -> float:
+    from topoctl.autoconf.decode_terms import norm_kernel_us
+
+    return norm_kernel_us(fitted_terms()[0])
 
 
 def _batch(objective: str, memory: Fit, context_tokens: int | None,

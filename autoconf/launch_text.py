@@ -106,7 +106,8 @@ def basis(cand: Candidate) -> str:
             return f"{level}, x launch model path ratio (allreduce latency: {cand.predicted.allreduce_origin})"
         return level
     if cand.predicted is not None:
-        return (f"launch model, {cand.predicted.band_text()} (x/{cand.predicted.band:.2f}, held-out band); "
+        kind = "op-table band" if cand.predicted.step_ops else "held-out band"
+        return (f"launch model, {cand.predicted.band_text()} (x/{cand.predicted.band:.2f}, {kind}); "
                 f"allreduce latency: {cand.predicted.allreduce_origin}")
     return f"{LEVEL_NAMES[cand.allreduce_level]} per-call allreduce latency"
 

@@ -324,9 +324,8 @@ def allreduce(tables: op_tables.SystemTables, sh: Shapes, case: StepCase) -> lis
     try:
         if same_box and case.path in ("nccl", "custom", "flashinfer_fusion"):
             answer = _allreduce_row(tables, case, size)
-            relation = "; flashinfer_fusion priced as the custom allreduce it replaces" \
-                if case.path == "flashinfer_fusion" else ""
-            return [_priced(name, calls, answer, relation.lstrip("; "))]
+            op = _priced(name, calls, answer)
+            return [op if case.path != "flashinfer_fusion" else _related(op, case)]
     except op_tables.OpTableError:
         pass
     if cited is None:
@@ -335,6 +334,13 @@ def allreduce(tables: op_tables.SystemTables, sh: Shapes, case: StepCase) -> lis
     origin = ASSUMED if found.origin.startswith("assumed") else REFERENCE
     return [StepOp(name, calls, found.us, origin, f"{found.origin}: {found.source}",
                    MODEL_WIDEN if origin == ASSUMED else 1.0)]
+
+
+def _related(op: StepOp, case: StepCase) -> StepOp:
+    """The fused path priced as the custom allreduce it replaces, the relation's citation first (costs.yaml)."""
+    relation = case.lat.relations.get(case.path) if case.lat is not None else None
+    why = relation.source if relation is not None else "the custom allreduce it replaces"
+    return StepOp(op.name, op.count, op.each_us, op.origin, f"priced as custom: {why}; custom: {op.source}", op.widen)
 
 
 def _allreduce_row(tables: op_tables.SystemTables, case: StepCase, size: float) -> op_tables.Answer:

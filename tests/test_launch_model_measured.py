@@ -126,17 +126,18 @@ def test_explain_names_the_cited_table_and_the_field_report(cli):
     assert code == 0, err
     text = out + err
     call = next(line for line in text.splitlines() if "input: allreduce latency per call" in line)
-    assert "[cited reference table]" in call and "PR #2904" in call
+    # both GPUs have op tables (autoconf/step_model.py): the call is their row, named by its file
+    assert "[op table, reference (h100_sxm)]" in call and "custom_allreduce_perf.parquet" in call
     code, out, err = cli(["recommend", "--system", "rtx-pro-6000-8x-pcie", "--model", "kimi-k2.5", "--explain"])
     assert code == 0, err
     text = out + err
     call = next(line for line in text.splitlines() if "input: allreduce latency per call" in line)
-    # the PCIe NCCL decode point is the median of public measurements; the custom row is the field report's
-    assert "[cited reference table]" in call and "median of three public measurements" in call
+    assert "[op table, reference (rtx_pro_6000_server)]" in call and "nccl_perf.parquet" in call
+    # the custom path on this PCIe box stays the field report's (measured on a box like it)
     custom = next(line for line in text.splitlines() if "allreduce=custom" in line)
     assert "allreduce latency: field report" in custom
-    overhead = next(line for line in text.splitlines() if "overhead per MLA layer" in line)
-    assert "[fitted on the public corpus (benchmarks/data/public-decode.yaml)]" in overhead
+    small = next(line for line in text.splitlines() if "op: small kernels a layer" in line)
+    assert "[bandwidth-model]" in small
 
 
 # ---------------------------------------------------------- the KV read at the stream rate measured on the box
@@ -190,13 +191,11 @@ def test_the_kv_read_streams_at_the_rate_bench_measured_on_the_box():
     assert rate.value == pytest.approx(measured / 1e9, rel=1e-9)
     assert "the slope of 30 bf16 decode-step rows" in rate.source
     assert est.kv_us == pytest.approx(_expected_kv_us(inputs, measured), rel=1e-6)
-    # the same box without rows: datasheet x eta, fitted; the measured box's KV read takes 1 / 0.7 as long
-    plain, plain_inputs = _kv_estimate(None)
-    assert plain_inputs["KV read rate"].origin == launch_model.FIT_ORIGIN
-    assert plain.kv_us == pytest.approx(_expected_kv_us(plain_inputs, 4.8e12 * terms.eta_hopper * terms.kv_gqa))
-    assert est.kv_us == pytest.approx(plain.kv_us * terms.eta_hopper * 4.8e12 / (0.7 * _slope(_bench_rows())),
-                                      rel=1e-6)
-    assert est.kv_us > plain.kv_us
+    # the box's own rows keep the fitted model they calibrate (a measurement outranks another box's reference
+    # rows); the same box without rows composes its step from the H200 op tables, and each says which
+    assert est.step_basis.startswith("fitted launch model, calibrated by this machine's decode-step rows")
+    plain, _ = _kv_estimate(None)
+    assert plain.step_basis.startswith("composed from the h200_sxm op tables") and plain.step_ops
 
 
 def test_the_h200_run_on_its_own_box_gives_the_h200_line():
