@@ -27,7 +27,7 @@ sys.path.insert(0, HERE)
 
 import launch_model_checks as checks  # noqa: E402
 
-from topoctl.autoconf import decode_terms, launch_model  # noqa: E402
+from topoctl.autoconf import decode_terms, launch_model, step_model  # noqa: E402
 from topoctl.autoconf.data_files import read_yaml  # noqa: E402
 
 HELD_OUT = os.path.join(HERE, "data", "held-out-public.yaml")
@@ -111,12 +111,37 @@ def predict(row: dict[str, Any], terms: Any, corpus_models: dict[str, Any]) -> t
     feat.kernel = checks._kernel_path({"sglang": _release(row), "gpu": row["gpu"]}, profile)
     band, _ = launch_model.band_of(launch_model.band_group(profile, draft is not None))
     moe = bool(feat.experts)
+    composed = _composed(row, profile, gpu, feat, nvlink)
+    if composed is not None:
+        band = composed(conc).band
     if draft is None:
-        return 1e6 / decode_terms.forward_us(feat, terms, conc), None, band, moe
+        step = composed(conc).total_us if composed else decode_terms.forward_us(feat, terms, conc)
+        return 1e6 / step, None, band, moe
     cycle = decode_terms.cycle_us(feat, terms, draft, conc)
+    if composed is not None:  # the verify pass composed, as launch_model.estimate does
+        tokens = conc * draft.draft_tokens
+        cycle += composed(tokens).total_us - decode_terms.forward_us(feat, terms, tokens)
     own = decode_terms.accept_length(terms, draft) * 1e6 / cycle
     published = float(row["accept"]) * 1e6 / cycle if row.get("accept") else None
     return own, published, band, moe
+
+
+def _composed(row: dict[str, Any], profile: dict[str, Any], gpu: dict[str, Any], feat: Any,
+              nvlink: bool) -> Any:
+    """A function of the tokens in a pass giving the step composed from the op tables (autoconf/step_model.py),
+    as recommend composes it; None where the GPU has no tables or the row decodes eagerly (the fitted model)."""
+    system = step_model.table_system(step_model.gpu_key(gpu))
+    if system is None or not row.get("cuda_graph", True):
+        return None
+    tp, context = int(row["tp"]), stream_context(row)
+    lat = checks._latencies(nvlink)
+
+    def at(tokens: int) -> step_model.Step:
+        return step_model.compose(step_model.StepCase(
+            profile, tp, tokens, context, "custom" if nvlink else "nccl", float(gpu["bandwidth"]),
+            "nvswitch" if nvlink else "pcie", lat, True, decode_terms.fused_allreduces(feat, tokens)), system)
+
+    return at
 
 
 def score(path: str = HELD_OUT) -> list[Scored]:
