@@ -84,3 +84,26 @@ def test_the_step_model_imports_no_torch() -> None:
     code = ("import sys; import topoctl.autoconf.step_model, topoctl.autoconf.step_estimate; "
             "assert 'torch' not in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_a_bench_allreduce_row_on_the_box_replaces_the_table_row() -> None:
+    # synthetic bench rows (the format `topoctl bench` writes) on the shipped 8x H100 NVSwitch system: NCCL at
+    # 20 us a call in a CUDA graph, where the h100_sxm table holds about 19 us at 14 KiB
+    import copy
+
+    from topoctl.autoconf.launch_model import Latencies
+    from topoctl.snapshot.catalogue import system_snapshot
+
+    rows = [{"path": "nccl", "world_size": 8, "gpus": list(range(8)), "bytes": size, "dtype": "bfloat16",
+             "cuda_graph": True, "latency_us": {"median": 20.0}, "repetitions": 100, "status": "ok"}
+            for size in (4096, 16384, 65536)]
+    snapshot = copy.deepcopy(system_snapshot("h100-8x-nvswitch"))
+    snapshot["measurements"] = {"method": "synthetic (tests/test_step_model.py)", "allreduce": rows}
+    case = step_model.StepCase(models.profile("llama-3.1-70b"), 8, 1, 1000.0, "nccl", 3.35e12, "nvswitch",
+                               Latencies(snapshot))
+    measured = next(op for op in step_model.compose(case, "h100_sxm").ops if op.name.startswith("allreduce"))
+    assert measured.origin == step_model.MEASURED and measured.each_us == pytest.approx(20.0)
+    plain = step_model.StepCase(models.profile("llama-3.1-70b"), 8, 1, 1000.0, "nccl", 3.35e12, "nvswitch",
+                                Latencies(system_snapshot("h100-8x-nvswitch")))
+    table = next(op for op in step_model.compose(plain, "h100_sxm").ops if op.name.startswith("allreduce"))
+    assert table.origin == step_model.REFERENCE and "nccl_perf.parquet" in table.source
