@@ -7,8 +7,6 @@ Layer: core types and data (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 
-from typing import Any
-
 EXIT_OK = 0
 EXIT_BLOCKED = 1
 EXIT_USAGE = 2
@@ -62,7 +60,7 @@ def caused_by_ctrl_c(error: BaseException) -> bool:
 _ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
-def one_line(text: Any, limit: int | None = None) -> str:
+def one_line(text: object, limit: int | None = None) -> str:
     """`text` safe for a terminal, on one line: control characters written as \\n, \\r, \\t, \\xNN (\\uNNNN).
 
     The one escaper of topoctl's text output (errors, check reports, launch.env comments, --explain). With

@@ -22,7 +22,7 @@ import functools
 import os
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Mapping
 
 DATA_FILE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "gpus.yaml")
 
@@ -76,7 +76,7 @@ def _load_yaml(path: str) -> Any:
     return cache.cached("gpus", [path, __file__], lambda: _read_yaml(path))
 
 
-def _number(entry: dict[str, Any], key: str) -> float | None:
+def _number(entry: Mapping[str, object], key: str) -> float | None:
     value = entry.get(key)
     if value is None:
         return None
@@ -141,14 +141,14 @@ def architecture_for_cc(major: int, minor: int) -> str | None:
     return table.get(f"{major}.{minor}") or table.get(str(major))
 
 
-def architecture_for_sm(sm: Any) -> str | None:
+def architecture_for_sm(sm: object) -> str | None:
     """Architecture of an SM number as the snapshot writes it (major*10+minor: 89 -> "ada"), else None."""
     if not isinstance(sm, int) or isinstance(sm, bool) or sm < 0:
         return None
     return architecture_for_cc(sm // 10, sm % 10)
 
 
-def architecture_for_nvml_id(arch_id: Any) -> str | None:
+def architecture_for_nvml_id(arch_id: object) -> str | None:
     """Architecture name of NVML's nvmlDeviceGetArchitecture answer (9 -> "hopper"), or None."""
     for arch in architectures():
         if arch.nvml_arch_id is not None and arch.nvml_arch_id == arch_id:

@@ -18,7 +18,11 @@ from __future__ import annotations
 import os
 import re
 import stat
-from typing import Any
+from types import FrameType, TracebackType
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import signal
 
 from topoctl.core.errors import OutputError, TopoctlError
 
@@ -156,7 +160,7 @@ def _signal_numbers() -> list[int]:
     return [getattr(signal, name) for name in _CLEANUP_SIGNALS if hasattr(signal, name)]
 
 
-def _block_signals() -> Any:
+def _block_signals() -> set[int | signal.Signals] | None:
     """Block the cleanup signals (delivered when unblocked); the mask to restore, or None where it cannot be set."""
     import signal
     import threading
@@ -166,7 +170,7 @@ def _block_signals() -> Any:
     return signal.pthread_sigmask(signal.SIG_BLOCK, _signal_numbers())
 
 
-def _restore_signals(mask: Any) -> None:
+def _restore_signals(mask: set[int | signal.Signals] | None) -> None:
     import signal
 
     if mask is not None:
@@ -181,18 +185,19 @@ class _signals_raise:
         import signal
         import threading
 
-        self.old: dict[int, Any] = {}
+        self.old: dict[int, signal._HANDLER] = {}
         if threading.current_thread() is not threading.main_thread():
             return
 
-        def handler(signum: int, _frame: Any) -> None:
+        def handler(signum: int, _frame: FrameType | None) -> None:
             raise Interrupted(signum)
 
         for number in _signal_numbers():
             if number != signal.SIGINT and signal.getsignal(number) is not signal.SIG_IGN:
                 self.old[number] = signal.signal(number, handler)
 
-    def __exit__(self, kind: Any, exc: Any, _tb: Any) -> None:
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 _tb: TracebackType | None) -> None:
         import signal
 
         for number, previous in self.old.items():

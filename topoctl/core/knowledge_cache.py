@@ -47,20 +47,28 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Protocol, TypeVar
 
 from topoctl import __version__
 from topoctl.core import safe_read as limits
 from topoctl.core.errors import TopoctlError
 
 SHIPPED_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "compiled")
-_recording: dict[str, tuple[list[str], Any]] | None = None  # scripts/compile_knowledge.py: what was built
+_recording: dict[str, tuple[list[str], object]] | None = None  # scripts/compile_knowledge.py: what was built
 FORMAT = 2  # bump when the layout of a cached section changes without a data file changing
 ENV_DISABLE = "TOPOCTL_NO_CACHE"
 KEY_FILE = "key"  # the install's HMAC key, beside the cached sections
 KEY_BYTES = 32
 _keys: dict[str, bytes | None] = {}  # cache folder -> its key, read once per process
 _hashed: dict[str, bytes] = {}  # source path -> the bytes content_stamp hashed, during one cached() call
+Stamp = list[object]  # a section's fingerprint: format, version, python, then [path, size, mtime_ns] per source
+T = TypeVar("T")  # what a section's build gives, and so what the cache hands back
+
+
+class Digest(Protocol):
+    """What content_stamp asks of a SHA-256 object (hashlib's or the interpreter's built-in one)."""
+
+    def hexdigest(self) -> str: ...
 
 
 def cache_dir() -> str | None:
@@ -106,9 +114,9 @@ def data_files(folder: str, suffixes: tuple[str, ...]) -> list[str]:
     return sorted(os.path.join(folder, name) for name in names if name.endswith(suffixes))
 
 
-def fingerprint(sources: Iterable[str]) -> list[Any]:
+def fingerprint(sources: Iterable[str]) -> Stamp:
     """What a section is made from: [format, version, python, [path, size, mtime_ns] per source file]."""
-    parts: list[Any] = [FORMAT, __version__, "%d.%d" % sys.version_info[:2]]
+    parts: Stamp = [FORMAT, __version__, "%d.%d" % sys.version_info[:2]]
     for path in sources:
         try:
             info = os.stat(path)
@@ -118,8 +126,8 @@ def fingerprint(sources: Iterable[str]) -> list[Any]:
     return parts
 
 
-def cached(section: str, sources: Iterable[str], build: Callable[[], Any],
-           check: Callable[[Any], bool] | None = None) -> Any:
+def cached(section: str, sources: Iterable[str], build: Callable[[], T],
+           check: Callable[[T], bool] | None = None) -> T:
     """The plain data of `section`: from the cache when its fingerprint and digest match and `check(data)`
     holds, else `build()` (and stored).
 
@@ -152,7 +160,7 @@ def cached(section: str, sources: Iterable[str], build: Callable[[], Any],
     return data
 
 
-def _section_path(folder: str, section: str, stamp: list[Any]) -> str:
+def _section_path(folder: str, section: str, stamp: Stamp) -> str:
     import zlib
 
     text = json.dumps(stamp, separators=(",", ":"))
@@ -171,7 +179,7 @@ def read_section(section: str, sources: Iterable[str], key: str) -> Any:
     return None if found is None else found[0]
 
 
-def store_section(section: str, sources: Iterable[str], key: str, data: Any) -> None:
+def store_section(section: str, sources: Iterable[str], key: str, data: object) -> None:
     """Store `data` for read_section (plain JSON data; silently nothing when caching is off or fails)."""
     folder = cache_dir()
     if folder is None:
@@ -236,7 +244,7 @@ def _new_key(folder: str, path: str) -> bytes | None:
                 pass
 
 
-def _mac(folder: str, stamp: list[Any], body: bytes) -> str | None:
+def _mac(folder: str, stamp: Stamp, body: bytes) -> str | None:
     """HMAC-SHA256 of a section's fingerprint and data under the install's key (None: no key, no cache)."""
     import hmac
 
@@ -246,7 +254,7 @@ def _mac(folder: str, stamp: list[Any], body: bytes) -> str | None:
     return hmac.new(key, json.dumps(stamp, separators=(",", ":")).encode() + b"\n" + body, "sha256").hexdigest()
 
 
-def sha256(data: bytes) -> Any:
+def sha256(data: bytes) -> Digest:
     """A SHA-256 hash object of `data`: the interpreter's built-in SHA-256 when it has one, else hashlib's.
 
     Every warm `check` and `recommend` hashes the shipped sources (content_stamp); hashlib loads OpenSSL's
@@ -301,7 +309,7 @@ def _read_shipped(section: str, sources: list[str]) -> tuple[Any] | None:
         return None
 
 
-def shipped_text(sources: list[str], data: Any) -> str:
+def shipped_text(sources: list[str], data: object) -> str:
     """The text of a shipped section file (scripts/compile_knowledge.py writes it)."""
     import hashlib
 
@@ -311,14 +319,14 @@ def shipped_text(sources: list[str], data: Any) -> str:
     return json.dumps(header, separators=(",", ":")) + "\n" + body
 
 
-def _holds(check: Callable[[Any], bool], data: Any) -> bool:
+def _holds(check: Callable[[T], bool], data: T) -> bool:
     try:
         return bool(check(data))
     except Exception:  # a malformed section (wrong types inside) fails its check
         return False
 
 
-def _read(path: str, stamp: list[Any]) -> tuple[Any] | None:
+def _read(path: str, stamp: Stamp) -> tuple[Any] | None:
     """(data,) from a cache file whose fingerprint equals `stamp` and whose data matches its HMAC; None for
     absent, unreadable, stale or altered. The file is two lines: a header (fingerprint, hmac) and the data.
     hmac (and OpenSSL) is imported only once a file is there to check: a run served by the shipped sections
@@ -338,7 +346,7 @@ def _read(path: str, stamp: list[Any]) -> tuple[Any] | None:
         return None
 
 
-def _write(folder: str, path: str, stamp: list[Any], data: Any) -> None:
+def _write(folder: str, path: str, stamp: Stamp, data: object) -> None:
     """Store `data` atomically; give up silently when the folder is not writable or the data is not plain."""
     try:
         body = json.dumps(data, separators=(",", ":"), ensure_ascii=False)

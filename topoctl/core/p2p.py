@@ -12,7 +12,9 @@ Layer: core types and data (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Mapping, Sequence, TypedDict
+
+PairHealth = dict[tuple[int, int], tuple[bool, object]]  # (src, dst) -> (healthy, reason) as bench measured
 
 # NVML capability index per capability name (nvmlP2PCapsIndex_t; checked against nvidia-ml-py in
 # tests/test_probe_nvml_constants.py). The order is the order of a snapshot's pair["p2p"] keys.
@@ -29,12 +31,21 @@ P2P_STATUSES = P2P_CODES | {P2P_NOT_READ}  # what a snapshot may hold
 UNKNOWN_P2P_STATUSES = frozenset({P2P_NOT_READ, P2P_NVML_UNKNOWN})  # statuses that say nothing either way
 
 
-def p2p_status_known(status: Any) -> bool:
+class PairVerdicts(TypedDict):
+    """The summary's keys pair_verdicts derives (snapshot summary: all_pairs_p2p ... nvlink_all_pairs)."""
+
+    all_pairs_p2p: bool | None
+    p2p_pairs_ok: int
+    p2p_pairs_total: int
+    nvlink_all_pairs: bool | None
+
+
+def p2p_status_known(status: object) -> bool:
     """True for a status that says whether P2P works (OK, or one of the reasons it does not)."""
     return isinstance(status, str) and status not in UNKNOWN_P2P_STATUSES
 
 
-def pair_p2p_ok(p2p: Any) -> bool | None:
+def pair_p2p_ok(p2p: object) -> bool | None:
     """Whether NCCL can use its P2P transport for this pair: read and write both OK.
 
     False as soon as read or write names a reason P2P does not work (CNS, GNS, TNS, DR, NS); None when
@@ -61,7 +72,7 @@ def all_pairs_p2p(verdicts: "list[bool | None]") -> bool | None:
     return None if None in verdicts else True
 
 
-def nvlink_all_pairs(nvlinks: "list[Any]") -> bool | None:
+def nvlink_all_pairs(nvlinks: "Sequence[object]") -> bool | None:
     """Whether every pair has NVLink, from the pairs' `nvlinks` counts: False if any pair has 0, True if all
     have at least one, None when there are no pairs or a count is unknown."""
     if not nvlinks:
@@ -73,8 +84,7 @@ def nvlink_all_pairs(nvlinks: "list[Any]") -> bool | None:
     return None
 
 
-def pair_verdicts(pairs: "list[dict[str, Any]]", health: "dict[tuple[int, int], tuple[bool, Any]] | None" = None
-                  ) -> dict[str, Any]:
+def pair_verdicts(pairs: "Sequence[Mapping[str, object]]", health: PairHealth | None = None) -> PairVerdicts:
     """The summary's verdicts about the pairs, derived from the pairs alone: the probe writes them, and the
     snapshot loader re-derives them (a hand-edited summary must not claim what the pairs deny). `health`
     (measured_health): a pair that failed `topoctl bench`'s check counts as one without P2P."""
@@ -85,7 +95,7 @@ def pair_verdicts(pairs: "list[dict[str, Any]]", health: "dict[tuple[int, int], 
             "p2p_pairs_total": len(pairs), "nvlink_all_pairs": nvlink_all_pairs([pair.get("nvlinks") for pair in pairs])}
 
 
-def measured_health(snapshot: Any) -> "dict[tuple[int, int], tuple[bool, Any]]":
+def measured_health(snapshot: object) -> PairHealth:
     """(src, dst) -> (healthy, reason) for every pair `topoctl bench` checked (snapshot["measurements"]["p2p"]).
 
     A pair that failed the check (hung, corrupted or crawled) is treated everywhere as a pair without working
@@ -95,7 +105,7 @@ def measured_health(snapshot: Any) -> "dict[tuple[int, int], tuple[bool, Any]]":
     if not isinstance(measurements, dict) or measurements.get("backend") == "gloo":
         return {}
     rows = measurements.get("p2p")
-    out: "dict[tuple[int, int], tuple[bool, Any]]" = {}
+    out: PairHealth = {}
     for row in rows if isinstance(rows, list) else []:
         if not isinstance(row, dict) or not isinstance(row.get("healthy"), bool):
             continue

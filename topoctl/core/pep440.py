@@ -18,7 +18,10 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Callable
+
+if TYPE_CHECKING:
+    from packaging.specifiers import SpecifierSet as PackagingSet
 
 _PATTERN_TEXT = (
     r"""^\s*v?
@@ -89,7 +92,7 @@ class Version:
         self.epoch, self.pre, self.post, self.dev, self.local = 0, None, None, None, None
         self._key = self._sort_key()
 
-    def _sort_key(self) -> tuple[Any, ...]:
+    def _sort_key(self) -> tuple[object, ...]:
         """PEP 440's order as a tuple: a dev release of a final comes before its pre-releases; no pre-release
         sorts after every pre-release; no post or dev release before / after any; local labels after none,
         numbers after words."""
@@ -97,7 +100,7 @@ class Version:
         while len(release) > 1 and release[-1] == 0:
             release.pop()
         if self.pre is not None:
-            pre: tuple[Any, ...] = (1, *self.pre)
+            pre: tuple[object, ...] = (1, *self.pre)
         else:
             pre = (0,) if self.post is None and self.dev is not None else (2,)
         post = (0,) if self.post is None else (1, self.post)
@@ -231,7 +234,7 @@ class SpecifierSet:
     def __init__(self, text: str) -> None:
         self.text = text
         self._clauses: list[Clause] | None = []
-        self._packaging: Any = None
+        self._packaging: PackagingSet | None = None
         for part in (p for p in text.split(",") if p.strip()) if isinstance(text, str) else ():
             match = re.match(_CLAUSE, part)
             spec = parse(match["version"]) if match else None
@@ -261,7 +264,7 @@ class SpecifierSet:
         return f"<SpecifierSet({self.text!r})>"
 
 
-def _packaging_specifier(text: Any) -> Any:
+def _packaging_specifier(text: str) -> PackagingSet:
     """packaging's SpecifierSet for what the clauses above do not cover (imported here: start-up speed)."""
     from packaging.specifiers import InvalidSpecifier as PackagingInvalid
     from packaging.specifiers import SpecifierSet as PackagingSet

@@ -26,7 +26,7 @@ import math
 import os
 import stat
 from functools import lru_cache
-from typing import IO, Any
+from typing import IO, Any, Callable, Protocol, cast
 
 from topoctl.core.errors import TopoctlError
 
@@ -254,7 +254,66 @@ def loads_json(text: str, origin: str, max_depth: int = MAX_DEPTH, max_nodes: in
 
 
 # ------------------------------------------------------------------------------------------------- YAML
-_LOADERS: dict[bool | None, Any] = {}
+class YamlMark(Protocol):
+    """Where a YAML node starts (PyYAML's Mark; PyYAML ships no types)."""
+
+    line: int
+
+
+class YamlNode(Protocol):
+    """The part of PyYAML's composed Node the readers use: a scalar's text, a sequence's nodes, or a
+    mapping's (key, value) node pairs; `id` says which."""
+
+    tag: str
+    id: str
+    value: str | list[YamlNode] | list[tuple[YamlNode, YamlNode]]
+    start_mark: YamlMark
+    style: str | None
+
+
+class YamlEvent(Protocol):
+    """The part of PyYAML's parser events the bounded composer reads."""
+
+    anchor: str | None
+    value: str
+    implicit: tuple[bool, bool]
+    style: str | None
+
+
+class YamlLoader(Protocol):
+    """A loader yaml_loader makes: PyYAML's SafeLoader interface plus the limits it counts against."""
+
+    origin: str
+    max_nodes: int
+    max_depth: int
+    max_aliases: int
+    events: int
+
+    def get_single_data(self) -> object: ...
+
+    def get_single_node(self) -> YamlNode | None: ...
+
+    def construct_document(self, node: YamlNode) -> object: ...
+
+    def check_node(self) -> bool: ...
+
+    def get_node(self) -> YamlNode | None: ...
+
+    def dispose(self) -> None: ...
+
+
+class _NodeLoader(Protocol):
+    """libyaml's composer with SafeLoader's constructors, as _fast_yaml uses it."""
+
+    yaml_constructors: dict[str, Callable[[_NodeLoader, YamlNode], object]]
+
+    def get_single_node(self) -> YamlNode | None: ...
+
+    def dispose(self) -> None: ...
+
+
+_LOADERS: dict[bool, Callable[[str], YamlLoader]] = {}
+_FAST_LOADER: list[Callable[[str], _NodeLoader]] = []  # built once, on the first fast read
 
 
 class _BoundedComposing:
@@ -265,10 +324,10 @@ class _BoundedComposing:
     max_depth = MAX_DEPTH
     max_nodes = MAX_NODES
     max_aliases = MAX_ALIASES
-    _composer: Any = None  # yaml.composer.Composer
-    _alias_event: Any = None  # yaml.events.AliasEvent
-    _scalar_event: Any = None  # yaml.events.ScalarEvent
-    _scalar_node: Any = None  # yaml.ScalarNode
+    _composer: Any = None  # yaml.composer.Composer (PyYAML ships no types)
+    _alias_event: type = type(None)  # yaml.events.AliasEvent
+    _scalar_event: type = type(None)  # yaml.events.ScalarEvent
+    _scalar_node: type = type(None)  # yaml.ScalarNode
 
     def _start_bounds(self) -> None:
         self.depth = 0
@@ -285,26 +344,26 @@ class _BoundedComposing:
             raise LimitError(f"{self.origin} would hold more than {self.max_nodes:,} values with its "
                              "aliases expanded")
 
-    def compose_node(self, parent: Any, index: Any) -> Any:
+    def compose_node(self, parent: YamlNode | None, index: object) -> YamlNode:
         self.events += 1
-        event = self.peek_event()  # type: ignore[attr-defined]
+        event: YamlEvent = self.peek_event()  # type: ignore[attr-defined]
         if isinstance(event, self._alias_event):
             return self._compose_alias(event, parent, index)
         if isinstance(event, self._scalar_event):
             return self._compose_scalar(event, parent, index)
         return self._compose_collection(event, parent, index)
 
-    def _compose_alias(self, event: Any, parent: Any, index: Any) -> Any:
+    def _compose_alias(self, event: YamlEvent, parent: YamlNode | None, index: object) -> YamlNode:
         self.aliases += 1
         if self.aliases > self.max_aliases:
             raise LimitError(f"{self.origin} uses more than {self.max_aliases} YAML aliases")
         if event.anchor in self._open:
             raise LimitError(f"{self.origin}: YAML alias *{event.anchor} refers to a value that contains it",
                              hint="a recursive YAML alias has no plain-data meaning; write the value out")
-        self._count(self._sizes.get(event.anchor, 1))
+        self._count(self._sizes.get(event.anchor or "", 1))
         return self._composer.compose_node(self, parent, index)
 
-    def _compose_scalar(self, event: Any, parent: Any, index: Any) -> Any:
+    def _compose_scalar(self, event: YamlEvent, parent: YamlNode | None, index: object) -> YamlNode:
         if len(event.value) > MAX_INT_DIGITS and event.implicit[0] and not event.style:
             tag = self.resolve(self._scalar_node, event.value, event.implicit)  # type: ignore[attr-defined]
             if tag == "tag:yaml.org,2002:int":
@@ -316,7 +375,7 @@ class _BoundedComposing:
             self._sizes[event.anchor] = 1
         return node
 
-    def _compose_collection(self, event: Any, parent: Any, index: Any) -> Any:
+    def _compose_collection(self, event: YamlEvent, parent: YamlNode | None, index: object) -> YamlNode:
         self.depth += 1
         if self.depth > self.max_depth:
             raise LimitError(f"{self.origin} is nested deeper than {self.max_depth} levels")
@@ -333,7 +392,7 @@ class _BoundedComposing:
         return node
 
 
-def _loader_class(use_c: bool) -> Any:
+def _loader_class(use_c: bool) -> Callable[[str], YamlLoader]:
     """A SafeLoader whose composer enforces the limits; libyaml's parser underneath when available."""
     cached = _LOADERS.get(use_c)
     if cached is not None:
@@ -355,7 +414,7 @@ def _loader_class(use_c: bool) -> Any:
         from yaml.cyaml import CParser
 
         class Loader(BoundedComposer, CParser, SafeConstructor, Resolver):
-            def __init__(self, stream: Any) -> None:
+            def __init__(self, stream: str) -> None:
                 CParser.__init__(self, stream)
                 BoundedComposer.__init__(self)
                 SafeConstructor.__init__(self)
@@ -366,7 +425,7 @@ def _loader_class(use_c: bool) -> Any:
         from yaml.scanner import Scanner
 
         class Loader(Reader, Scanner, Parser, BoundedComposer, SafeConstructor, Resolver):  # type: ignore[no-redef]
-            def __init__(self, stream: Any) -> None:
+            def __init__(self, stream: str) -> None:
                 Reader.__init__(self, stream)
                 Scanner.__init__(self)
                 Parser.__init__(self)
@@ -385,7 +444,7 @@ def has_c_yaml() -> bool:
 
 
 def yaml_loader(origin: str, max_nodes: int = MAX_NODES, max_depth: int = MAX_DEPTH,
-                max_aliases: int = MAX_ALIASES, text: str = "", use_c: bool | None = None) -> Any:
+                max_aliases: int = MAX_ALIASES, text: str = "", use_c: bool | None = None) -> YamlLoader:
     """A loader instance over `text` with these limits (tests read its `events` after loading)."""
     loader = _loader_class(has_c_yaml() if use_c is None else use_c)(text)
     loader.origin, loader.max_nodes, loader.max_depth, loader.max_aliases = origin, max_nodes, max_depth, max_aliases
@@ -417,33 +476,33 @@ def load_yaml(text: str, origin: str, max_nodes: int = MAX_NODES, max_depth: int
     return data
 
 
+_Slot = tuple[YamlNode, int, Any, object]  # _build's work: a node, its depth, and the list or dict slot it fills
 _SLOW = object()  # _fast_yaml's answer for "read this document with the bounded composer"
 _STR, _SEQ, _MAP = "tag:yaml.org,2002:str", "tag:yaml.org,2002:seq", "tag:yaml.org,2002:map"
 _SCALAR_TAGS = frozenset({_STR, "tag:yaml.org,2002:int", "tag:yaml.org,2002:float", "tag:yaml.org,2002:bool",
                           "tag:yaml.org,2002:null"})
-_SCALARS: dict[tuple[str, str], Any] = {}  # (tag, text) -> value: a scalar's value depends on nothing else
+_SCALARS: dict[tuple[str, str], object] = {}  # (tag, text) -> value: a scalar's value depends on nothing else
 _MAX_MEMO = 100_000
 
 
-def _fast_loader_class() -> Any:
+def _fast_loader_class() -> Callable[[str], _NodeLoader]:
     """libyaml's parser and composer (C) with SafeLoader's resolver and constructor; the resolver's answer is
     memoised (SafeLoader has no path resolvers, so a scalar's tag is a function of its text and style)."""
-    cached = _LOADERS.get(None)
-    if cached is not None:
-        return cached
+    if _FAST_LOADER:
+        return _FAST_LOADER[0]
     from yaml.constructor import SafeConstructor
     from yaml.cyaml import CParser
     from yaml.resolver import Resolver
 
-    tags: dict[tuple[Any, Any, Any], Any] = {}
+    tags: dict[tuple[type, str | None, object], str] = {}
 
     class FastLoader(CParser, SafeConstructor, Resolver):
-        def __init__(self, stream: Any) -> None:
+        def __init__(self, stream: str) -> None:
             CParser.__init__(self, stream)
             SafeConstructor.__init__(self)
             Resolver.__init__(self)
 
-        def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
+        def resolve(self, kind: type, value: str | None, implicit: object) -> str:
             key = (kind, value, implicit)
             tag = tags.get(key)
             if tag is None:
@@ -452,7 +511,7 @@ def _fast_loader_class() -> Any:
                     tags[key] = tag
             return tag
 
-    _LOADERS[None] = FastLoader
+    _FAST_LOADER.append(FastLoader)
     return FastLoader
 
 
@@ -490,11 +549,11 @@ def _fast_yaml(text: str, max_nodes: int, max_depth: int) -> Any:
         loader.dispose()
 
 
-def _build(loader: Any, root: Any, max_nodes: int, max_depth: int, seen: set[int] | None) -> Any:
+def _build(loader: _NodeLoader, root: YamlNode, max_nodes: int, max_depth: int, seen: set[int] | None) -> Any:
     """The value of the composed document `root` (see _fast_yaml), built iteratively; `seen` tracks the
     nodes visited when the document may share one (an alias), None when it cannot."""
-    holder: list[Any] = [None]
-    stack: list[tuple[Any, int, Any, Any]] = [(root, 1, holder, 0)]
+    holder: list[object] = [None]
+    stack: list[_Slot] = [(root, 1, holder, 0)]
     nodes = 0
     while stack:
         node, depth, target, slot = stack.pop()
@@ -506,31 +565,34 @@ def _build(loader: Any, root: Any, max_nodes: int, max_depth: int, seen: set[int
                 return _SLOW
             seen.add(id(node))
         tag, content = node.tag, node.value
+        value: object
         if type(content) is str:  # a scalar
             value = content if tag == _STR else _scalar(loader, node) if tag in _SCALAR_TAGS else _SLOW
         elif depth > max_depth:
             return _SLOW
         elif tag == _MAP and node.id == "mapping":
-            value = _build_mapping(loader, content, depth, stack, seen)
+            value = _build_mapping(loader, cast("list[tuple[YamlNode, YamlNode]]", content), depth, stack, seen)
             nodes += len(content)  # the keys
         elif tag == _SEQ and node.id == "sequence":
-            value = [None] * len(content)
-            stack.extend((child, depth + 1, value, index) for index, child in enumerate(content))
+            items: list[object] = [None] * len(content)
+            stack.extend((child, depth + 1, items, index) for index, child in enumerate(cast("list[YamlNode]", content)))
+            value = items
         else:
             value = _SLOW
         if value is _SLOW:
             return _SLOW
-        target[slot] = value
+        target[slot] = value  # type: ignore[index]  # a list's index or a mapping's key, as stacked
     return holder[0]
 
 
-def _build_mapping(loader: Any, pairs: Any, depth: int, stack: list[tuple[Any, int, Any, Any]],
-                   seen: set[int] | None) -> Any:
+def _build_mapping(loader: _NodeLoader, pairs: list[tuple[YamlNode, YamlNode]], depth: int, stack: list[_Slot],
+                   seen: set[int] | None) -> object:
     """A mapping's dict, its values left to the stack; _SLOW for a key that is not a plain scalar (merge
     keys `<<` and `=` have tags of their own) or a key given twice."""
-    mapping: dict[Any, Any] = {}
+    mapping: dict[object, object] = {}
     for key_node, value_node in pairs:
-        tag, key = key_node.tag, key_node.value
+        tag = key_node.tag
+        key: object = key_node.value
         if type(key) is not str or tag not in _SCALAR_TAGS:
             return _SLOW
         if seen is not None:
@@ -546,10 +608,10 @@ def _build_mapping(loader: Any, pairs: Any, depth: int, stack: list[tuple[Any, i
     return mapping
 
 
-def _scalar(loader: Any, node: Any) -> Any:
+def _scalar(loader: _NodeLoader, node: YamlNode) -> object:
     """A plain scalar's value (SafeConstructor's own conversion, memoised), or _SLOW past the integer and
     float limits (the bounded composer words those)."""
-    tag, text = node.tag, node.value
+    tag, text = node.tag, cast(str, node.value)  # called on scalar nodes only
     if tag == _STR:
         return text
     key = (tag, text)
@@ -568,7 +630,7 @@ def _scalar(loader: Any, node: Any) -> Any:
     return value
 
 
-def load_yaml_node(text: str, origin: str, max_nodes: int = MAX_NODES) -> tuple[Any, Any]:
+def load_yaml_node(text: str, origin: str, max_nodes: int = MAX_NODES) -> tuple[Any, YamlNode | None]:
     """(load_yaml's result, the composed root node): for readers that also need where each key is (lines).
     yaml.YAMLError is left to the caller."""
     loader = yaml_loader(origin, max_nodes=max_nodes, text=text)
@@ -583,7 +645,7 @@ def load_yaml_node(text: str, origin: str, max_nodes: int = MAX_NODES) -> tuple[
     return data, node
 
 
-def compose_yaml_all(text: str, origin: str, max_nodes: int = MAX_RULE_FILE_NODES) -> list[Any]:
+def compose_yaml_all(text: str, origin: str, max_nodes: int = MAX_RULE_FILE_NODES) -> list[YamlNode | None]:
     """`yaml.compose_all(text, Loader=SafeLoader)` within the limits (for readers that need the nodes' lines:
     manifests, compose files). The limits count over all the documents of the file."""
     loader = yaml_loader(origin, max_nodes=max_nodes, text=text)

@@ -20,14 +20,14 @@ from __future__ import annotations
 import re
 from typing import Any, Callable
 
-Check = Callable[[Any], bool]
+Check = Callable[[object], bool]
 _ANNOTATIONS = {"description", "title", "$schema", "$id", "$defs", "examples", "default", "$comment"}
 _KEYWORDS = {"type", "enum", "const", "minimum", "minLength", "pattern", "minItems", "maxItems", "items", "required",
              "properties", "additionalProperties", "minProperties", "maxProperties", "propertyNames", "anyOf", "oneOf",
              "$ref"}
 
 
-def _is_integer(value: Any) -> bool:
+def _is_integer(value: object) -> bool:
     return (isinstance(value, int) and not isinstance(value, bool)) or (isinstance(value, float)
                                                                           and value.is_integer())
 
@@ -43,7 +43,7 @@ _TYPES: dict[str, Check] = {
 }
 
 
-def _same(one: Any, two: Any) -> bool:
+def _same(one: object, two: object) -> bool:
     """JSON equality as jsonschema's enum and const use it: true is not 1, 1 is 1.0, containers compare deep."""
     if isinstance(one, bool) or isinstance(two, bool):
         return isinstance(one, bool) and isinstance(two, bool) and one == two
@@ -54,7 +54,7 @@ def _same(one: Any, two: Any) -> bool:
     return bool(one == two) and (isinstance(one, str) == isinstance(two, str))
 
 
-def _is_int(value: Any) -> bool:
+def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
@@ -128,7 +128,7 @@ class _Compiler:
         if least is None and pattern is None:
             return None
 
-        def check(value: Any) -> bool:
+        def check(value: object) -> bool:
             if not isinstance(value, str):
                 return True
             return (least is None or len(value) >= least) and (pattern is None or pattern.search(value) is not None)
@@ -140,7 +140,7 @@ class _Compiler:
         if least is None and most is None and items is None:
             return None
 
-        def check(value: Any) -> bool:
+        def check(value: object) -> bool:
             if not isinstance(value, list):
                 return True
             if (least is not None and len(value) < least) or (most is not None and len(value) > most):
@@ -163,7 +163,7 @@ class _Compiler:
         least, most = schema.get("minProperties"), schema.get("maxProperties")
         names = self.compile(schema["propertyNames"]) if "propertyNames" in schema else None
 
-        def check(value: Any) -> bool:
+        def check(value: object) -> bool:
             if not isinstance(value, dict):
                 return True
             if any(name not in value for name in required):
@@ -201,7 +201,7 @@ def _every(checks: list[Check]) -> Check:
         first, second = checks
         return lambda value: first(value) and second(value)
 
-    def check(value: Any) -> bool:
+    def check(value: object) -> bool:
         for one in checks:
             if not one(value):
                 return False
@@ -210,8 +210,8 @@ def _every(checks: list[Check]) -> Check:
 
 
 def _some(checks: list[Check]) -> Check:
-    """Any of `checks`, the first that holds ending the search."""
-    def check(value: Any) -> bool:
+    """One of `checks`, the first that holds ending the search."""
+    def check(value: object) -> bool:
         for one in checks:
             if one(value):
                 return True

@@ -8,11 +8,11 @@ import json
 from typing import Any
 
 
-def to_json(data: Any) -> str:
+def to_json(data: object) -> str:
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 
-def to_yaml(data: Any) -> str:
+def to_yaml(data: object) -> str:
     """YAML with PyYAML's C dumper when it is built with libyaml (same text, several times faster; the golden
     tests hold the probe's output to the committed files byte for byte), else the pure-Python one."""
     import yaml
@@ -27,5 +27,5 @@ def safe_load(text: str, origin: str = "<yaml>") -> Any:
     return limits.load_yaml(text, origin)
 
 
-def dump(data: Any, fmt: str) -> str:
+def dump(data: object, fmt: str) -> str:
     return to_json(data) if fmt == "json" else to_yaml(data)
