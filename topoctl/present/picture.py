@@ -129,7 +129,7 @@ class _Picture:
 
     def nvlink_edges(self) -> None:
         per_gpu = self.view.nvlink_value("switch_links_per_gpu") or {}
-        if per_gpu:
+        if isinstance(per_gpu, dict) and per_gpu:  # the schema's mapping of GPU index -> links
             hidden = " (hidden by the VM)" if self.view.nvlink_value("switch_hidden") else ""
             self.lines.append(f'  nvswitch [shape=hexagon, style=filled, fillcolor="#d1c4e9", '
                               f'label={_quote("NVSwitch" + hidden)}];')

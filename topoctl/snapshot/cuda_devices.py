@@ -33,7 +33,7 @@ VISIBLE_DEVICES = "CUDA_VISIBLE_DEVICES"
 DEVICE_ORDER = "CUDA_DEVICE_ORDER"
 
 
-def _bus_key(bus_id: Any) -> tuple[int, ...] | None:
+def _bus_key(bus_id: object) -> tuple[int, ...] | None:
     """(domain, bus, device, function) of a PCI bus id such as `00000000:18:00.0` (NVML) or `0000:18:00.0`."""
     if not isinstance(bus_id, str):
         return None

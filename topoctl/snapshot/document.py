@@ -16,14 +16,17 @@ from __future__ import annotations
 import functools
 import json
 import os
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Iterable, cast
 
 from topoctl.core.errors import TopoctlError
 from topoctl.core.p2p import measured_health, pair_verdicts
 
 if TYPE_CHECKING:
+    from jsonschema.exceptions import ValidationError
+    from jsonschema.protocols import Validator
     from typing_extensions import TypeGuard
 
+    from topoctl.core.schema_check import Check
     from topoctl.snapshot.shape import Snapshot
 
 SCHEMA_VERSION = 1  # the probe writes it (probe/collect.py imports it from here); loading accepts only it
@@ -123,7 +126,7 @@ def schema() -> dict[str, Any]:
     return json.loads(limits.read_file(SCHEMA_FILE, limits.MAX_DATA_FILE_BYTES))
 
 
-def _kind(value: Any) -> str:
+def _kind(value: object) -> str:
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -141,7 +144,7 @@ def _kind(value: Any) -> str:
     return type(value).__name__
 
 
-def _is_int(value: Any) -> TypeGuard[int]:
+def _is_int(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
@@ -150,7 +153,7 @@ _TYPE_WORDS = {"object": "a mapping", "array": "a list", "string": "a string", "
 
 
 @functools.lru_cache(maxsize=1)
-def validator() -> Any:
+def validator() -> Validator:
     """The schema compiled by jsonschema, once per process. An integer is a Python int, as in the probe's
     output: JSON Schema would take 2.0 as an integer, and a GPU index or byte count is never 2.0."""
     import jsonschema  # start-up: ~0.1 s of imports, paid only when a snapshot file is loaded
@@ -161,7 +164,7 @@ def validator() -> Any:
     return strict(schema())
 
 
-def _field(path: Any) -> str:
+def _field(path: Iterable[str | int]) -> str:
     """A jsonschema error path in the messages' form: gpus[0].pcie.link_width."""
     field = ""
     for step in path:
@@ -169,7 +172,7 @@ def _field(path: Any) -> str:
     return field
 
 
-def _schema_problem(error: Any) -> str:
+def _schema_problem(error: ValidationError) -> str:
     """One jsonschema error in topoctl's words, naming the field and never echoing the file's values (only
     their type or a number)."""
     field, check, expected, value = _field(error.absolute_path), error.validator, error.validator_value, error.instance
@@ -198,7 +201,7 @@ def _schema_problem(error: Any) -> str:
 
 
 @functools.lru_cache(maxsize=1)
-def _valid() -> Any:
+def _valid() -> Check:
     """The schema compiled into plain Python checks (topoctl/core/schema_check.py): valid or not, with integers as
     strict as validator()'s. jsonschema takes about 5 s over a 128-GPU snapshot and 0.1 s to import; this
     answers for a valid snapshot in a small fraction of that, and jsonschema words the problem of one that
@@ -208,7 +211,7 @@ def _valid() -> Any:
     return compile_schema(schema(), strict_integers=True)
 
 
-def _first_schema_problem(data: Any) -> str | None:
+def _first_schema_problem(data: object) -> str | None:
     """The first schema problem in the schema's order (the document's fields, depth first); None if valid."""
     if _valid()(data):
         return None
@@ -216,7 +219,8 @@ def _first_schema_problem(data: Any) -> str | None:
     return None if error is None else _schema_problem(error)
 
 
-def _check_schema_version(data: Any) -> None:
+def _check_schema_version(data: object) -> dict[str, Any]:
+    """`data` as the mapping a snapshot is, once its schema_version is the one read here."""
     if not isinstance(data, dict):
         raise _Invalid(f"a snapshot must be a mapping, got {_kind(data)}")
     if "schema_version" not in data:
@@ -228,6 +232,7 @@ def _check_schema_version(data: Any) -> None:
         raise _Invalid(f"schema_version {version} is not supported (this topoctl reads {SCHEMA_VERSION})")
     if data.get("gpus") == []:  # the schema's minItems, said for people
         raise _Invalid("gpus is empty: no GPU in this snapshot (a snapshot describes at least one)")
+    return data
 
 
 def _check_across_fields(data: dict[str, Any]) -> None:
@@ -287,12 +292,12 @@ def _gpu_indices(data: dict[str, Any]) -> list[tuple[str, int]]:
     return named
 
 
-def _check(data: Any) -> None:
-    _check_schema_version(data)
-    problem = _first_schema_problem(data)
+def _check(data: object) -> None:
+    document = _check_schema_version(data)
+    problem = _first_schema_problem(document)
     if problem is not None:
         raise _Invalid(problem)
-    _check_across_fields(data)
+    _check_across_fields(document)
 
 
 def reconcile_summary(data: dict[str, Any]) -> None:
@@ -312,17 +317,16 @@ def reconcile_summary(data: dict[str, Any]) -> None:
         summary["p2p_failed_health_check"] = failed
 
 
-def validate_shipped_snapshot(data: Any, origin: str) -> None:
+def validate_shipped_snapshot(data: object, origin: str) -> None:
     """The checks of validate_snapshot that the schema cannot make, for a built-in system: shipped data that
     tests/test_snapshot_schema.py validates against the schema, so a `--system` run skips that part."""
     try:
-        _check_schema_version(data)
-        _check_across_fields(data)
+        _check_across_fields(_check_schema_version(data))
     except _Invalid as problem:
         raise TopoctlError(f"{origin}: {problem}", hint="reinstall topoctl: a built-in system is damaged") from None
 
 
-def validate_snapshot(data: Any, origin: str) -> None:
+def validate_snapshot(data: object, origin: str) -> None:
     """Check every field downstream code relies on; raise a one-line TopoctlError naming the field otherwise.
 
     The schema (snapshot.schema.json) through jsonschema, then the checks across fields. Values from the file

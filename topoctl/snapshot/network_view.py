@@ -66,7 +66,7 @@ def _nic(entry: dict[str, Any]) -> RdmaNic:
 
 
 class NetworkView:
-    def __init__(self, section: Any) -> None:
+    def __init__(self, section: object) -> None:
         self.section: dict[str, Any] = section if isinstance(section, dict) else {}
 
     @property
@@ -120,7 +120,7 @@ class NetworkView:
         return Nearest(gpu, tuple(name for name, rank in ranks.items() if rank == best), LINK_ORDER[best])
 
     @property
-    def gpudirect(self) -> dict[str, Any]:
+    def gpudirect(self) -> dict[str, object]:
         value = self.section.get("gpudirect")
         return value if isinstance(value, dict) else {}
 

@@ -9,7 +9,7 @@ Layer: snapshot (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 
-from typing import Any, Required, TypedDict
+from typing import Required, TypedDict
 
 
 class GpuEntry(TypedDict, total=False):
@@ -27,14 +27,14 @@ class GpuEntry(TypedDict, total=False):
     memory_total_bytes: int | None
     mig_mode: str | None
     virtualization_mode: str | None
-    pcie: dict[str, Any] | None
-    nvlink: dict[str, Any] | None
-    fabric: dict[str, Any] | None
+    pcie: dict[str, object] | None
+    nvlink: dict[str, object] | None
+    fabric: dict[str, object] | None
     numa_node: int | None
     root_complex: str | None
     pcie_path: list[str] | None
-    pcie_bridges: list[dict[str, Any]] | None
-    bar1: dict[str, Any] | None
+    pcie_bridges: list[dict[str, object]] | None
+    bar1: dict[str, object] | None
     pcie_counters: dict[str, int | None] | None
     iommu_group: int | None
     iommu_group_type: str | None
@@ -91,7 +91,7 @@ class SnapshotPcie(TypedDict, total=False):
     """snapshot.pcie: the PCIe tree (root_complexes' entries stay mappings: id, numa_node, gpus)."""
 
     virtual: bool | None
-    root_complexes: list[dict[str, Any]] | None
+    root_complexes: list[dict[str, object]] | None
 
 
 class SnapshotSummary(TypedDict, total=False):
@@ -127,11 +127,11 @@ class SnapshotMeasurements(TypedDict, total=False):
     measured_at: str | None
     versions: dict[str, str | None] | None
     gpus: list[int] | None
-    p2p: list[dict[str, Any]] | None
-    allreduce: list[dict[str, Any]] | None
-    coalescing: list[dict[str, Any]] | None
-    local_copy: list[dict[str, Any]] | None
-    decode_step: list[dict[str, Any]] | None
+    p2p: list[dict[str, object]] | None
+    allreduce: list[dict[str, object]] | None
+    coalescing: list[dict[str, object]] | None
+    local_copy: list[dict[str, object]] | None
+    decode_step: list[dict[str, object]] | None
     backend: str | None
     complete: bool | None
     problems: list[str] | None
@@ -156,10 +156,10 @@ class SnapshotNetwork(TypedDict, total=False):
     one key the schema requires."""
 
     network_version: Required[int]
-    rdma: list[dict[str, Any]] | None
-    interfaces: list[dict[str, Any]] | None
-    gpu_nic: list[dict[str, Any]] | None
-    gpudirect: dict[str, Any] | None
+    rdma: list[dict[str, object]] | None
+    interfaces: list[dict[str, object]] | None
+    gpu_nic: list[dict[str, object]] | None
+    gpudirect: dict[str, object] | None
 
 
 class CudaDeviceEntry(TypedDict, total=False):

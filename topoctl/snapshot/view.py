@@ -20,7 +20,7 @@ Layer: snapshot (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable, NamedTuple, TypeAlias, Union, cast
+from typing import TYPE_CHECKING, Any, Iterable, NamedTuple, TypeAlias, TypeGuard, Union, cast
 
 from topoctl.core.p2p import pair_p2p_ok
 from topoctl.core.vocab import SOFTWARE_KEYS
@@ -49,7 +49,7 @@ def _section(data: dict[str, Any], key: str) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _is_int(value: Any) -> bool:
+def _is_int(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
@@ -62,7 +62,7 @@ class SnapshotView:
 
     # ------------------------------------------------------------------------------------------ GPUs
     @property
-    def gpus(self) -> list[Any] | None:
+    def gpus(self) -> list[object] | None:
         """snapshot.gpus as listed, or None when the snapshot has no GPU list (only a partial one lacks it)."""
         gpus = self.data.get("gpus")
         return gpus if isinstance(gpus, list) else None
@@ -149,15 +149,15 @@ class SnapshotView:
         """Whether the summary has the line at all (a null there is the probe's "unknown")."""
         return field in _section(self.data, "summary")
 
-    def host_value(self, field: str) -> Any:
+    def host_value(self, field: str) -> object:
         """host.<field> (hostname, cpu_model, numa_nodes, virtualized, hypervisor, ...), or None."""
         return _section(self.data, "host").get(field)
 
-    def nvlink_value(self, field: str) -> Any:
+    def nvlink_value(self, field: str) -> object:
         """nvlink.<field> (present, nvswitch, switch_hidden, ...), or None."""
         return _section(self.data, "nvlink").get(field)
 
-    def pcie_value(self, field: str) -> Any:
+    def pcie_value(self, field: str) -> object:
         """pcie.<field> (virtual, root_complexes), or None."""
         return _section(self.data, "pcie").get(field)
 
@@ -177,7 +177,7 @@ class SnapshotView:
         return _section(self.data, "source").get("kind")
 
     @property
-    def unknown(self) -> dict[str, Any]:
+    def unknown(self) -> dict[str, object]:
         """snapshot.unknown: dotted path -> why the probe could not read it ({} when all was read)."""
         return _section(self.data, "unknown")
 
@@ -210,7 +210,7 @@ class SnapshotView:
         measured = self.measurements
         return None if isinstance(measured, dict) and measured.get("backend") == "gloo" else measured
 
-    def measurement_rows(self, kind: str) -> list[Any]:
+    def measurement_rows(self, kind: str) -> list[object]:
         """The rows of measurements.<kind> (p2p, allreduce, coalescing, decode_step) as written, of the GPUs
         only (gpu_measurements); [] when none."""
         measured = self.gpu_measurements

@@ -15,7 +15,7 @@ Layer: snapshot (docs/architecture.md, "Layers").
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TypeGuard
 
 
 @dataclass(frozen=True)
@@ -46,22 +46,22 @@ class CudaVisibleDevices:
     unknown: str | None
 
 
-def _is_index(value: Any) -> bool:
+def _is_index(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
-def _text(value: Any) -> str | None:
+def _text(value: object) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _device(entry: Any) -> CudaDevice | None:
+def _device(entry: object) -> CudaDevice | None:
     if not isinstance(entry, dict) or not _is_index(entry.get("cuda")) or not isinstance(entry.get("id"), str):
         return None
     gpu = entry.get("gpu")
     return CudaDevice(entry["cuda"], gpu if _is_index(gpu) else None, entry["id"])
 
 
-def read_record(record: Any) -> CudaVisibleDevices | None:
+def read_record(record: object) -> CudaVisibleDevices | None:
     """The record as a CudaVisibleDevices; None when there is none (or it has no string `value`)."""
     if not isinstance(record, dict) or not isinstance(record.get("value"), str):
         return None
