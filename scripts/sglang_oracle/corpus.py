@@ -81,11 +81,12 @@ def corpus_launches(relative: str, system: str) -> list[dict[str, Any]]:
     for parsed in parsed_launches([str(CORPUS / relative)], chooser):
         env = {name: str(value) for name, value in sorted(parsed.env.items())}
         argv, stand_ins = with_stand_ins(list(parsed.args), parsed.flags)
-        nodes = getattr(parsed.nodes, "count", None)
-        if parsed.launcher == "dynamo.sglang" and nodes and nodes > 1 and "--nnodes" not in argv:
-            argv += ["--nnodes", str(nodes)]  # what the Dynamo operator adds to each worker of a multinode service
-            stand_ins["--nnodes"] = f"{nodes}, added by the Dynamo operator ({parsed.nodes.source})"
-        out.append(_relative({"line": _line(parsed.origin), "version": parsed.flags.version, "argv": argv, "env": env,
+        nodes = parsed.nodes
+        if parsed.launcher == "dynamo.sglang" and nodes and nodes.count and nodes.count > 1 and "--nnodes" not in argv:
+            argv += ["--nnodes", str(nodes.count)]  # what the Dynamo operator adds to each worker of a multinode service
+            stand_ins["--nnodes"] = f"{nodes.count}, added by the Dynamo operator ({nodes.source})"
+        version = parsed.flags.version if parsed.flags else None  # parse_args always sets it
+        out.append(_relative({"line": _line(parsed.origin), "version": version, "argv": argv, "env": env,
                               "read": list(parsed.args), "stand_ins": stand_ins}))
     return out
 

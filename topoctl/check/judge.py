@@ -178,7 +178,7 @@ def given_gpus_items(parsed: ParsedLaunch) -> list[Item]:
     gpus = parsed.gpus
     visible = gpus.visible() if gpus is not None else None
     tp = parsed.settings.get("tp_size")
-    if visible is None or not isinstance(tp, int) or isinstance(tp, bool) or tp < 1:
+    if gpus is None or visible is None or not isinstance(tp, int) or isinstance(tp, bool) or tp < 1:
         return []
     span = node_span(parsed, tp, 1, visible)
     if span.tp_per_node <= visible or span.assumed:

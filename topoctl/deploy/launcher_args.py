@@ -37,12 +37,15 @@ import json
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from topoctl.core.errors import TopoctlError
 from topoctl.core.pep440 import Version
 from topoctl.deploy.launchers import Launch
 from topoctl.deploy.sglang_launch import Problem
+
+if TYPE_CHECKING:
+    from topoctl.rules.sglang.flags import FlagSet
 
 SERVE_FROM = Version("0.5.5")
 SERVE_MODEL_TYPE_FROM = Version("0.5.10")
@@ -65,7 +68,7 @@ class Prepared:
     not_checked: str = ""  # the launch starts a server whose flags topoctl does not read (why)
 
 
-def _version(flags: Any) -> Version:
+def _version(flags: FlagSet) -> Version:
     try:
         return Version(str(flags.requested))
     except Exception:  # noqa: BLE001 - the data version is the fallback
@@ -220,7 +223,7 @@ def _compose_yaml(path: str, text: str | None = None) -> tuple[Any, dict[str, in
     return data, lines
 
 
-def _flag_for_key(flags: Any, key: str, any_spelling: bool) -> dict[str, Any] | None:
+def _flag_for_key(flags: FlagSet, key: str, any_spelling: bool) -> dict[str, Any] | None:
     norm = key.replace("-", "_")
     for info in flags.flags.values():
         if info.get("dest") == norm:
@@ -230,7 +233,7 @@ def _flag_for_key(flags: Any, key: str, any_spelling: bool) -> dict[str, Any] | 
     return None
 
 
-def config_words(path: str, flags: Any, shown: str, held: tuple[str, str, int] | None = None) -> tuple[
+def config_words(path: str, flags: FlagSet, shown: str, held: tuple[str, str, int] | None = None) -> tuple[
         list[str], list[str], list[Problem]]:
     """The words SGLang's ConfigArgumentMerger makes of a config file, with where each came from. `held`: the
     file as a manifest holds it (text, manifest, line of its first line): lines point into the manifest."""
@@ -281,7 +284,7 @@ def config_words(path: str, flags: Any, shown: str, held: tuple[str, str, int] |
     return words, wheres, problems
 
 
-def _value_words(key: str, value: Any, store_true: bool, version: Version) -> list[str]:
+def _value_words(key: str, value: object, store_true: bool, version: Version) -> list[str]:
     """The words ConfigArgumentMerger writes for one key of the config file, by version."""
     if isinstance(value, bool):
         if version < CONFIG_PARSER_FROM or store_true:
@@ -294,7 +297,7 @@ def _value_words(key: str, value: Any, store_true: bool, version: Version) -> li
     return [f"--{key}", str(value)]
 
 
-def _merge_config(args: list[str], wheres: list[str], flags: Any, launch: Launch, prepared: Prepared) -> tuple[
+def _merge_config(args: list[str], wheres: list[str], flags: FlagSet, launch: Launch, prepared: Prepared) -> tuple[
         list[str], list[str]]:
     version = _version(flags)
     for word, where in zip(args, wheres, strict=False):
@@ -351,7 +354,7 @@ def _merge_config(args: list[str], wheres: list[str], flags: Any, launch: Launch
 
 # ----------------------------------------------------------------------------------------------- all steps
 
-def prepare(launch: Launch, flags: Any, dynamo: DynamoTable | None = None) -> Prepared:
+def prepare(launch: Launch, flags: FlagSet, dynamo: DynamoTable | None = None) -> Prepared:
     """The argument list SGLang's parser will read for `launch` under `flags` (its version), with the problems
     the launcher itself would stop on."""
     version = _version(flags)

@@ -24,10 +24,13 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from topoctl.core.errors import TopoctlError
 from topoctl.core.safe_read import split_words
+
+if TYPE_CHECKING:
+    from topoctl.deploy.shell import Command
 
 NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _PYTHON_RE = re.compile(r"python(\d+(\.\d+)*)?\Z")
@@ -574,7 +577,7 @@ def read_script(text: str, *, origin: str, base_dir: str = ".", inherit: Launch 
     return launches
 
 
-def _script_launch(command: Any, origin: str, base_dir: str, inherit: Launch | None, depth: int,
+def _script_launch(command: Command, origin: str, base_dir: str, inherit: Launch | None, depth: int,
                    report_line: bool) -> Launch | Unsupported | None:
     """The launch one command of a script starts, the other server it starts, or None."""
     where = f"{origin}:{command.line}" if report_line else origin
@@ -647,7 +650,7 @@ def image_dynamo_version(image: str | None) -> str | None:
     return match.group(1) if match else None
 
 
-def describe(launch: Launch) -> dict[str, Any]:
+def describe(launch: Launch) -> dict[str, object]:
     """A plain summary for reports and tests."""
     return {"launcher": launch.launcher, "args": list(launch.args), "env": dict(launch.env), "image": launch.image,
             "gpus": None if launch.gpus is None else {"count": launch.gpus.count, "ids": launch.gpus.ids,

@@ -11,10 +11,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, Callable, NoReturn
 
 from topoctl.core.errors import TopoctlError
 from topoctl.rules.sglang import spelling as table
+
+if TYPE_CHECKING:
+    from topoctl.deploy.launchers import GpuSet, Nodes
+    from topoctl.rules.sglang.flags import FlagSet, Resolution
 
 NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 BARE_FORBIDDEN = set("$`;|&<>()\\\"'*?[]{}!~")
@@ -175,6 +179,10 @@ class Problem:
     where: str = ""
 
 
+# A launch.env's FlagSet from its TOPOCTL_* metadata (and where each name is assigned: check's resolve stage)
+FlagsFor = Callable[..., "FlagSet"]
+
+
 @dataclass
 class ParsedLaunch:
     """A launch understood as SGLang would understand it: logical settings plus what could not be."""
@@ -187,9 +195,9 @@ class ParsedLaunch:
     args: list[str] = field(default_factory=list)
     origin: str = ""
     lines: dict[str, str] = field(default_factory=dict)  # NAME -> "file:line" of the assignment that counts
-    flags: Any = None  # the SGLang FlagSet the flags were read with (parse_args sets it), for judging them
-    gpus: Any = None  # launchers.GpuSet: the GPUs the launch is given (docker --gpus, nvidia.com/gpu), None: all
-    nodes: Any = None  # launchers.Nodes: the nodes its launcher starts it on (srun -N, LeaderWorkerSet size)
+    flags: FlagSet | None = None  # the SGLang FlagSet the flags were read with (parse_args sets it), for judging them
+    gpus: GpuSet | None = None  # launchers.GpuSet: the GPUs the launch is given (docker --gpus, nvidia.com/gpu), None: all
+    nodes: Nodes | None = None  # launchers.Nodes: the nodes its launcher starts it on (srun -N, LeaderWorkerSet size)
     launcher: str = ""  # "sglang.launch_server", "sglang serve", "dynamo.sglang", "flags", "launch.env"
     image: str | None = None  # the container image, when the launch names one
     where: str = ""  # "file:line" of the launch line (empty for a command after `--`)
@@ -217,7 +225,7 @@ _SPEC_BUILTINS = ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM")
 _CONVERTERS = {"int": int, "float": float}
 
 
-def _takes_values(info: dict[str, Any]) -> Any:
+def _takes_values(info: dict[str, Any]) -> int | str | None:
     """argparse's nargs for the flag: None (one value), an int, "?", "*", "+"; 0 for a switch."""
     if not info.get("takes_value"):
         return 0
@@ -234,12 +242,12 @@ def _shipped_algorithms(info: dict[str, Any]) -> tuple[str, ...]:
     return _SPEC_BUILTINS
 
 
-def _check_value(flags: Any, name: str, info: dict[str, Any], text: str, where: str) -> Problem | None:
+def _check_value(flags: FlagSet, name: str, info: dict[str, Any], text: str, where: str) -> Problem | None:
     """What argparse (type conversion, choices) and SGLang (sizes, speculative names) make of one value."""
     if "$" in text:  # a shell or Kubernetes expansion topoctl could not resolve: its value is not known here
         return None
     kind = info.get("type")
-    converted: Any = text
+    converted: object = text
     convert = _CONVERTERS.get(kind) if isinstance(kind, str) and not info.get("type_parser") else None
     if convert is not None:
         try:
@@ -270,12 +278,12 @@ def _check_value(flags: Any, name: str, info: dict[str, Any], text: str, where: 
     return None
 
 
-def _is_option(flags: Any, token: str) -> bool:
+def _is_option(flags: FlagSet, token: str) -> bool:
     """argparse's 'O' (an option token) versus 'A' (an argument: a value or a stray positional)."""
     return token != "--" and flags.resolve(token).kind != "positional"
 
 
-def parse_args(tokens: list[str], flags: Any, parsed: ParsedLaunch | None = None, where: str = "",
+def parse_args(tokens: list[str], flags: FlagSet, parsed: ParsedLaunch | None = None, where: str = "",
                where_of: list[str] | None = None, from_config: set[int] | None = None) -> ParsedLaunch:
     """Read SGLang's arguments as its argparse parser would (flag data: type, choices, nargs, action) and map
     them back to logical settings for the version of `flags`. What argparse would refuse blocks.
@@ -298,7 +306,7 @@ class _ArgsReader:
     positional, an ambiguous prefix, an unknown flag), take its values by nargs, check them, note a repeat or a
     deprecation, then set the logical setting. Problems go to `parsed`; the reader goes on as far as it can."""
 
-    def __init__(self, tokens: list[str], flags: Any, parsed: ParsedLaunch, where: str,
+    def __init__(self, tokens: list[str], flags: FlagSet, parsed: ParsedLaunch, where: str,
                  where_of: list[str] | None, from_config: set[int]) -> None:
         self.tokens, self.flags, self.parsed = tokens, flags, parsed
         self.default_where, self.where_of, self.from_config = where, where_of or [], from_config
@@ -344,7 +352,7 @@ class _ArgsReader:
             self._option(resolution, token, name, where, in_config)
         return True
 
-    def _ambiguous(self, resolution: Any, token: str, name: str, where: str) -> None:
+    def _ambiguous(self, resolution: Resolution, token: str, name: str, where: str) -> None:
         choices = ", ".join(resolution.candidates)
         self._problem("ambiguous-flag", "block",
                       f"{name}: ambiguous option for SGLang {self.flags.version} (could match {choices}); "
@@ -358,8 +366,8 @@ class _ArgsReader:
                 if arities <= {None, "?"}:
                     break
 
-    def _option(self, resolution: Any, token: str, name: str, where: str, in_config: bool) -> None:
-        canonical = resolution.option or resolution.flag
+    def _option(self, resolution: Resolution, token: str, name: str, where: str, in_config: bool) -> None:
+        canonical = resolution.option or resolution.flag or ""  # both set for an exact or prefix match
         info = self.flags.get(canonical) or {}
         values = self._values(resolution, token, name, info, where)
         if values is None:
@@ -379,7 +387,7 @@ class _ArgsReader:
                           f"use {instead}" if instead else "use its current name", where)
         self._set(canonical, info, name, " ".join(values) if values else None, where)
 
-    def _values(self, resolution: Any, token: str, name: str, info: dict[str, Any], where: str) -> list[str] | None:
+    def _values(self, resolution: Resolution, token: str, name: str, info: dict[str, Any], where: str) -> list[str] | None:
         """The option's values as argparse takes them (its nargs); None when argparse would refuse them."""
         nargs = _takes_values(info)
         explicit = resolution.value
@@ -450,7 +458,7 @@ def _alias_entry(info: dict[str, Any], reverse: dict[str, tuple[str, str, Any]])
     return None
 
 
-def _did_you_mean(flags: Any, name: str) -> str:
+def _did_you_mean(flags: FlagSet, name: str) -> str:
     try:
         suggestions = flags.suggest(name)
     except Exception:  # noqa: BLE001 - a suggestion is a courtesy
@@ -514,7 +522,7 @@ def split_command(tokens: list[str]) -> tuple[dict[str, str], list[str]]:
     raise _not_sglang(rest)
 
 
-def parse_env_file(path: str, flags_for: Any) -> ParsedLaunch:
+def parse_env_file(path: str, flags_for: FlagsFor) -> ParsedLaunch:
     """A launch.env read into a ParsedLaunch, as `set -a; . ./launch.env` would leave it (the last assignment
     of a name counts); `flags_for(metadata, lines)` gives the FlagSet to read flags with."""
     origin, assignments = read_env_file(path)

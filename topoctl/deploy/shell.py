@@ -22,9 +22,12 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Callable
 
 from topoctl.core.errors import TopoctlError
+
+if TYPE_CHECKING:
+    from tree_sitter import Node, Parser
 
 _LOOP_VALUES = 16  # a `for` over more literal values runs its body once with the variable unknown
 _CALL_DEPTH = 8  # function calls inside function calls
@@ -60,7 +63,7 @@ class ShellLimitError(TopoctlError):
 
 
 @functools.lru_cache(maxsize=1)
-def _parser() -> Any:
+def _parser() -> Parser:
     try:
         import tree_sitter
         import tree_sitter_bash
@@ -70,11 +73,19 @@ def _parser() -> Any:
     return tree_sitter.Parser(tree_sitter.Language(tree_sitter_bash.language()))
 
 
-def _text(node: Any) -> str:
-    return bytes(node.text).decode("utf-8", "replace")
+def _bytes(node: Node | None) -> bytes:
+    """The source bytes of a node the grammar always gives (the tree is parsed from bytes, so it has them)."""
+    if node is None or node.text is None:
+        raise TopoctlError("cannot read a shell script: tree-sitter-bash left out a node its grammar has",
+                           hint="reinstall topoctl (it needs tree-sitter and tree-sitter-bash)")
+    return node.text
 
 
-def _line(node: Any) -> int:
+def _text(node: Node | None) -> str:
+    return _bytes(node).decode("utf-8", "replace")
+
+
+def _line(node: Node) -> int:
     return int(node.start_point[0]) + 1
 
 
@@ -177,7 +188,7 @@ class _Reader:
         self.exported: dict[str, int] = {name: 0 for name in (inherit_env or {})}
         self.auto_export = False
         self.variable_unknown: dict[str, tuple[str, ...]] = {}  # what a variable's value holds unexpanded
-        self.functions: dict[str, Any] = {}
+        self.functions: dict[str, Node] = {}
         self.called: set[str] = set()
         self.frames: list[_Frame] = [_Frame(None, None)]
         self.commands: list[Command] = []
@@ -236,7 +247,7 @@ class _Reader:
             return [[(value, False)] for value in values]
         return [[(" ".join(values), not quoted)]] if values else ([[("", False)]] if quoted else [])
 
-    def expand_parameter(self, node: Any, quoted: bool) -> Fields:
+    def expand_parameter(self, node: Node, quoted: bool) -> Fields:
         written = _text(node)
         if node.type == "simple_expansion":
             name_node = node.named_children[0] if node.named_children else None
@@ -249,13 +260,13 @@ class _Reader:
             return self._values_fields(values[:1], quoted or self._opaque(name), False)
         return self._expansion(node, written, quoted)
 
-    def _expansion(self, node: Any, written: str, quoted: bool) -> Fields:
+    def _expansion(self, node: Node, written: str, quoted: bool) -> Fields:
         """`${...}`: a name, an array element or all of them, a length, or a default/alternative."""
         children = node.children
         operator = ""
         name = ""
         index: str | None = None
-        operand: Any = None
+        operand: list[Node] | None = None
         length = False
         for position, child in enumerate(children):
             field_name = node.field_name_for_child(position)
@@ -302,7 +313,7 @@ class _Reader:
                         and frame.positional[index - 1].unknown)
         return bool(self.variable_unknown.get(name))
 
-    def _default(self, name: str, values: list[str] | None, operator: str, operand: Any, written: str,
+    def _default(self, name: str, values: list[str] | None, operator: str, operand: list[Node] | None, written: str,
                  quoted: bool) -> Fields:
         empty_counts = operator.startswith(":")
         is_set = values is not None and (not empty_counts or any(values))
@@ -320,16 +331,16 @@ class _Reader:
             self.variables[name] = [" ".join(_split(f)) if not quoted else "".join(t for t, _ in f) for f in default][:1]
         return default
 
-    def expand(self, node: Any, quoted: bool = False) -> Fields:
+    def expand(self, node: Node | list[Node], quoted: bool = False) -> Fields:
         """The fields one word node gives, before field splitting of its unquoted expansion pieces."""
-        kind = "" if isinstance(node, list) else node.type
-        if kind == "command_name":
-            return self.expand(node.named_children[0], quoted) if node.named_children else []
         if isinstance(node, list):  # the operand of ${V:-...}: its parts, joined
             out_parts: Fields = []
             for part in node:
                 out_parts = _join(out_parts, self.expand(part, quoted))
             return out_parts
+        kind = node.type
+        if kind == "command_name":
+            return self.expand(node.named_children[0], quoted) if node.named_children else []
         if kind in ("word", "number", "extglob_pattern", "variable_name", "regex"):
             return [[(_unescape_word(_text(node)), False)]]
         if kind == "raw_string":
@@ -357,7 +368,7 @@ class _Reader:
             return out
         return self._unknown(_text(node))  # $(...), `...`, <(...): what they print is not known here
 
-    def _string(self, node: Any) -> Fields:
+    def _string(self, node: Node) -> Fields:
         inner = [child for child in node.children if child.type != '"']
         if len(inner) == 1 and inner[0].type in ("simple_expansion", "expansion") \
                 and node.end_byte - node.start_byte == inner[0].end_byte - inner[0].start_byte + 2:
@@ -369,18 +380,18 @@ class _Reader:
                 last_end = child.end_byte if last_end is None else last_end
                 continue
             if last_end is not None and child.start_byte > last_end:  # whitespace the grammar leaves out
-                gap = bytes(node.text)[last_end - node.start_byte:child.start_byte - node.start_byte]
+                gap = _bytes(node)[last_end - node.start_byte:child.start_byte - node.start_byte]
                 out = _join(out, [[(_unescape_double(gap.decode("utf-8", "replace")), False)]])
             out = _join(out, self.expand(child, quoted=True) if child.type != "string_content"
                         else [[(_unescape_double(_text(child)), False)]])
             last_end = child.end_byte
         end = node.end_byte - 1
         if last_end is not None and end > last_end:
-            gap = bytes(node.text)[last_end - node.start_byte:end - node.start_byte]
+            gap = _bytes(node)[last_end - node.start_byte:end - node.start_byte]
             out = _join(out, [[(_unescape_double(gap.decode("utf-8", "replace")), False)]])
         return out
 
-    def words(self, node: Any, line: int | None = None) -> list[Word]:
+    def words(self, node: Node, line: int | None = None) -> list[Word]:
         """The words of one argument node after field splitting, each on the line it came from."""
         before = len(self.unknown)
         fields = self.expand(node)
@@ -394,7 +405,7 @@ class _Reader:
                 out.append(Word(text, positional or at, tuple(u for u in unknown if u in text)))
         return out
 
-    def _positional_words(self, node: Any, field_pieces: list[Piece]) -> int | None:
+    def _positional_words(self, node: Node, field_pieces: list[Piece]) -> int | None:
         """A word that is exactly a call's argument keeps the caller's line (`"$1"`, `"$@"`)."""
         frame = self.frames[-1]
         if frame.positional is None or node.type not in ("string", "simple_expansion", "expansion"):
@@ -407,7 +418,7 @@ class _Reader:
 
     # ------------------------------------------------------------------------------------------- statements
 
-    def walk(self, node: Any) -> None:
+    def walk(self, node: Node) -> None:
         self.depth += 1
         if self.depth > _NEST_DEPTH:
             raise ShellLimitError(f"{self.origin}:{_line(node) + self.offset}: statements nested more than "
@@ -423,7 +434,7 @@ class _Reader:
         finally:
             self.depth -= 1
 
-    def assign(self, node: Any, export: bool = False, local: bool = False) -> None:
+    def assign(self, node: Node, export: bool = False, local: bool = False) -> None:
         name_node = node.child_by_field_name("name")
         value_node = node.child_by_field_name("value")
         if name_node is None:
@@ -453,7 +464,7 @@ class _Reader:
         if export or self.auto_export or name in self.exported:
             self.exported[name] = _line(node)
 
-    def command(self, node: Any) -> None:
+    def command(self, node: Node) -> None:
         name_node = node.child_by_field_name("name")
         prefix = [child for child in node.named_children if child.type == "variable_assignment"]
         if name_node is None:  # assignments alone
@@ -481,7 +492,7 @@ class _Reader:
             env_words.append(Word(f"{name}={text}", _line(child) + self.offset))
         self.emit(env_words + words, node)
 
-    def emit(self, words: list[Word], node: Any) -> None:
+    def emit(self, words: list[Word], node: Node) -> None:
         if len(self.commands) >= _MAX_COMMANDS:
             raise ShellLimitError(f"{self.origin}: more than {_MAX_COMMANDS:,} commands once functions are called",
                                   hint="check the launch as it is run")
@@ -493,7 +504,7 @@ class _Reader:
                                       if name in env},
                                      list(dict.fromkeys(self.unknown))))
 
-    def _builtin(self, program: str, words: list[Word], node: Any) -> bool:
+    def _builtin(self, program: str, words: list[Word], node: Node) -> bool:
         args = [word.text for word in words[1:]]
         if program == "set":
             for arg in args:
@@ -529,7 +540,7 @@ class _Reader:
             self.frames.pop()
             self.unknown = saved_unknown
 
-    def declaration(self, node: Any) -> None:
+    def declaration(self, node: Node) -> None:
         keyword = _text(node.children[0]) if node.children else ""
         options = [_text(child) for child in node.named_children if child.type == "word"]
         export = keyword == "export" or any(option.startswith("-") and "x" in option for option in options)
@@ -543,7 +554,7 @@ class _Reader:
                 elif keyword == "local":
                     self.variables[name] = [""]
 
-    def loop(self, node: Any) -> None:
+    def loop(self, node: Node) -> None:
         variable = node.child_by_field_name("variable")
         values = node.children_by_field_name("value")
         body = node.child_by_field_name("body")
@@ -561,12 +572,12 @@ class _Reader:
             self.variables[name] = [item]
             self.walk(body)
 
-    def unset(self, node: Any) -> None:
+    def unset(self, node: Node) -> None:
         for child in node.named_children:
             self.variables.pop(_text(child), None)
             self.exported.pop(_text(child), None)
 
-    def define(self, node: Any) -> None:
+    def define(self, node: Node) -> None:
         name = node.child_by_field_name("name")
         body = node.child_by_field_name("body")
         if name is not None and body is not None:
@@ -584,7 +595,7 @@ class _Reader:
                     self.frames.pop()
 
 
-_HANDLERS: dict[str, Callable[[_Reader, Any], None]] = {
+_HANDLERS: dict[str, Callable[[_Reader, Node], None]] = {
     "command": _Reader.command,
     "variable_assignment": _Reader.assign,
     "declaration_command": _Reader.declaration,
