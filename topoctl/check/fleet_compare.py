@@ -12,9 +12,13 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Callable
 
 from topoctl.snapshot.view import SnapshotLike, SnapshotView, view_of
+
+if TYPE_CHECKING:
+    from topoctl.snapshot.network_view import NetworkView
+    from topoctl.snapshot.shape import GpuEntry
 
 ASPECTS = ("gpu model", "links", "nvlink", "pcie", "p2p", "nics", "gpudirect", "driver", "versions")
 VERSION_KEYS = ("nccl", "torch", "sglang", "sgl_kernel", "flashinfer", "cuda_runtime")
@@ -53,7 +57,7 @@ def _links(view: SnapshotView) -> str:
     return ", ".join(f"{label} x{count}" for label, count in sorted(labels.items())) or "no pairs"
 
 
-def _per_gpu(view: SnapshotView, describe: Any) -> str:
+def _per_gpu(view: SnapshotView, describe: Callable[[GpuEntry], str]) -> str:
     """One text per GPU, folded: `all 8: x16/16` when alike, else each GPU that differs from the most common."""
     texts = {gpu["index"]: describe(gpu) for gpu in view.indexed_gpus}
     if not texts:
@@ -63,13 +67,13 @@ def _per_gpu(view: SnapshotView, describe: Any) -> str:
     return f"all {len(texts)}: {common}" if not others else f"{'; '.join(others)}; others: {common}"
 
 
-def _pcie(gpu: dict[str, Any]) -> str:
+def _pcie(gpu: GpuEntry) -> str:
     pcie = gpu.get("pcie") or {}
     text = f"gen {pcie.get('max_gen', '?')} x{pcie.get('current_width', '?')}/{pcie.get('max_width', '?')}"
     return text + (" DOWN-TRAINED" if pcie.get("downtrained") else "")
 
 
-def _nvlink(gpu: dict[str, Any]) -> str:
+def _nvlink(gpu: GpuEntry) -> str:
     nvlink = gpu.get("nvlink") or {}
     return f"{nvlink.get('active_links', '?')} active links"
 
@@ -100,7 +104,7 @@ def _nics(view: SnapshotView) -> str:
     return f"{text}; nearest NIC {nearest}" if active else text
 
 
-def _nearest(network: Any, gpu: int) -> str:
+def _nearest(network: NetworkView, gpu: int) -> str:
     found = network.nearest(gpu)
     return found.link if found is not None and found.link else "?"
 
@@ -163,7 +167,7 @@ def render_text(report: FleetReport) -> str:
     return "\n".join(lines) + "\n"
 
 
-def document(report: FleetReport) -> dict[str, Any]:
+def document(report: FleetReport) -> dict[str, object]:
     return {"nodes": [{"name": node.name, "source": node.source} for node in report.nodes],
             "majority": report.majority, "ties": report.ties,
             "odd": {name: [{"aspect": d.aspect, "value": d.value, "majority": d.majority} for d in differences]

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import json
 
-from topoctl.check.outcome import Outcome, failing, fails, origin_file_line
+from topoctl.check.outcome import Outcome, failing, fails, origin_file_line, verdict
 from topoctl.core.errors import one_line
+from topoctl.core.vocab import Severity
 
 SCHEMA_VERSION = 1  # of check's json report: a key renamed or removed raises it
 
@@ -44,8 +45,8 @@ def format_text(outcomes: list[Outcome], fail_on: str) -> str:
             lines.append(f"  {item.severity.upper():5} {one_line(item.id)}: {one_line(item.message)}")
             if item.remediation:
                 lines.append(f"        fix: {one_line(item.remediation)}")
-        verdict = "FAIL" if failing(outcome, fail_on) else "ok"
-        lines.append(f"  {verdict}: {outcome.count('block')} blocking, {outcome.count('warn')} warning(s)")
+        lines.append(f"  {verdict(outcome, fail_on)}: {outcome.count(Severity.BLOCK)} blocking, "
+                     f"{outcome.count(Severity.WARN)} warning(s)")
     return "\n".join(lines) + "\n"
 
 
@@ -53,7 +54,7 @@ def format_json(outcomes: list[Outcome], fail_on: str) -> str:
     doc = {"schema_version": SCHEMA_VERSION, "fail_on": fail_on,
            "ok": not any(failing(o, fail_on) for o in outcomes), "results": [
         {"origin": o.origin, "sglang_flags_version": o.flags_version, "note": o.note or None,
-         "ok": not failing(o, fail_on), "blocking": o.count("block"), "warnings": o.count("warn"),
+         "ok": not failing(o, fail_on), "blocking": o.count(Severity.BLOCK), "warnings": o.count(Severity.WARN),
          "findings": [item.__dict__ for item in o.items],
          "disabled": [{"rule_id": rule_id, "reason": reason} for rule_id, reason in o.disabled]} for o in outcomes
         if not o.skipped and not o.error],

@@ -18,6 +18,7 @@ from topoctl.check.resolve import launch_model
 from topoctl.check.resolve_gpus import _ids, _machine, _order_unknown, _visible_count, any_gpu_sets, launch_group
 from topoctl.check.resolve_nodes import NodeSpan, node_span
 from topoctl.core.errors import one_line
+from topoctl.core.vocab import Severity
 from topoctl.deploy.sglang_launch import ParsedLaunch
 from topoctl.rules.sglang.spelling import switch
 from topoctl.snapshot.cuda_devices import (
@@ -29,10 +30,11 @@ from topoctl.snapshot.cuda_devices import (
 from topoctl.snapshot.view import SnapshotLike, view_of
 
 if TYPE_CHECKING:
+    from topoctl.autoconf.evidence import Evidence
     from topoctl.rules.engine.model import RuleSet
     from topoctl.rules.sglang.flags import FlagSet
 
-SEVERITY_ORDER = {"block": 0, "warn": 1, "info": 2}
+SEVERITY_ORDER = {Severity.BLOCK: 0, Severity.WARN: 1, Severity.INFO: 2}
 
 
 @dataclass
@@ -52,12 +54,12 @@ def judge(parsed: ParsedLaunch, snapshot: SnapshotLike, flags: FlagSet, ruleset:
     several nodes is judged per node (resolve_nodes.py): its ranks on one node against the target's GPUs."""
     outcome = Outcome(parsed.origin, flags_version=flags.version, note="" if flags.exact else flags.note,
                       disabled=sorted((str(k), str(v)) for k, v in (getattr(ruleset, "disabled", None) or {}).items()))
-    outcome.items.extend(Item(f"sglang-{problem.code}", problem.severity, problem.code.replace("-", " "),
+    outcome.items.extend(Item(f"sglang-{problem.code}", Severity(problem.severity), problem.code.replace("-", " "),
                               problem.message, problem.remediation, problem.where) for problem in parsed.problems)
     outcome.items.extend(given_gpus_items(parsed))
     launch = {k: v for k, v in parsed.settings.items() if k != "model_path"}
     sizes = parallel_sizes(parsed, flags, gpu_count)
-    outcome.items.extend(Item("topoctl-nodes", "info", "nodes the launch spans", one_line(message), "", where)
+    outcome.items.extend(Item("topoctl-nodes", Severity.INFO, "nodes the launch spans", one_line(message), "", where)
                          for message, where in sizes.span.notes)
     spec = launch.get("speculative_algorithm")
     # The rules see the model the memory fit reads: --model, else the launch's --model-path (config.json or a
@@ -71,7 +73,7 @@ def judge(parsed: ParsedLaunch, snapshot: SnapshotLike, flags: FlagSet, ruleset:
     outcome.items.extend(_tp_not_given(parsed, snapshot, flags, launch, sizes.tp, gpu_count))
     outcome.items.extend(_size_items(parsed, sizes.tp_all, sizes.tp, sizes.ep, gpu_count, sizes.span))
     if not any(item.severity == "block" and item.id.endswith("tp-exceeds-gpus") for item in outcome.items):
-        def measured() -> list[Any]:  # only asked when the memory model says the launch does not load
+        def measured() -> list[Evidence]:  # only asked when the memory model says the launch does not load
             import topoctl.rules.engine as rules_api
             from topoctl.autoconf.evidence import collect_evidence
 
@@ -128,7 +130,7 @@ def _tp_not_given(parsed: ParsedLaunch, snapshot: SnapshotLike, flags: FlagSet, 
         return []
     seen_gpus = f"the target's {gpu_count} GPUs" if visible == gpu_count else f"the {visible} visible GPUs"
     return [Item(
-        "topoctl-tp-size-not-given", "warn", "tensor parallel size not given",
+        "topoctl-tp-size-not-given", Severity.WARN, "tensor parallel size not given",
         one_line(f"--tp-size is not given: SGLang {flags.version} runs with tensor parallel size {tp}, "
                  f"using {tp} of {seen_gpus}"),
         f"add --tp-size {visible} to use every {'visible ' if visible != gpu_count else ''}GPU "
@@ -146,7 +148,7 @@ def system_mismatch_items(parsed: ParsedLaunch, snapshot: SnapshotLike) -> list[
     target = view.system_name or view.hostname
     if not made_for or made_for == "live" or not target or made_for == one_line(target):
         return []
-    return [Item("topoctl-system-mismatch", "warn", "launch made for another system",
+    return [Item("topoctl-system-mismatch", Severity.WARN, "launch made for another system",
                  one_line(f"the launch was made for {made_for}; the target is {target}, so its TP size, GPU group "
                           "and NCCL settings were chosen for other hardware"),
                  "re-run `topoctl recommend` for this target, or check against the system the launch was made for",
@@ -165,7 +167,7 @@ def _version_mismatch(parsed: ParsedLaunch, flags: FlagSet) -> list[Item]:
             pass
     if not made_for or not flags.requested or made_for == flags.requested:
         return []
-    return [Item("topoctl-sglang-version-mismatch", "warn", "launch made for another SGLang version",
+    return [Item("topoctl-sglang-version-mismatch", Severity.WARN, "launch made for another SGLang version",
                  one_line(f"the launch was written for SGLang {made_for}; the target runs {flags.requested}, "
                           f"so its flags are judged as {flags.requested} reads them"),
                  "re-run `topoctl recommend` for the target's SGLang version, or pass --sglang-version "
@@ -184,14 +186,14 @@ def given_gpus_items(parsed: ParsedLaunch) -> list[Item]:
     if span.tp_per_node <= visible or span.assumed:
         return []
     over = "" if span.nodes == 1 else f" over {span.nodes} nodes places {span.tp_per_node} ranks on each node; it"
-    return [Item("sglang-tp-exceeds-given-gpus", "block", "tp exceeds given gpus",
+    return [Item("sglang-tp-exceeds-given-gpus", Severity.BLOCK, "tp exceeds given gpus",
                  f"--tp-size {tp}{over} needs {span.tp_per_node} GPUs; the launch is given {visible} ({gpus.source}); "
                  "the server fails when a rank finds no GPU",
                  f"give the launch {span.tp_per_node} GPUs, or lower --tp-size to {visible * (span.nodes or 1)}",
                  parsed.where)]
 
 
-def _size_items(parsed: ParsedLaunch, tp_all: int, tp_node: int, ep: int, gpu_count: int, span: Any) -> list[Item]:
+def _size_items(parsed: ParsedLaunch, tp_all: int, tp_node: int, ep: int, gpu_count: int, span: NodeSpan) -> list[Item]:
     """The limits recommend holds --tp-size and --ep-size to (what it refuses, check blocks), per node: the ranks
     one node runs against the target's GPUs, --ep-size against the whole TP group. A node count that is only
     assumed never blocks."""
@@ -211,12 +213,12 @@ def _size_items(parsed: ParsedLaunch, tp_all: int, tp_node: int, ep: int, gpu_co
             f"more than the {gpu_count} GPUs of the target"
         hint = error.hint if span.nodes == 1 else f"use --nnodes {-(-tp_all // gpu_count)} or more, or a TP size " \
             f"of {gpu_count * (span.nodes or 1)} or less"
-        return [Item("topoctl-tp-exceeds-gpus", "block", "tensor parallel size exceeds the GPUs",
+        return [Item("topoctl-tp-exceeds-gpus", Severity.BLOCK, "tensor parallel size exceeds the GPUs",
                      one_line(message), one_line(hint or ""), where)]
     try:
         check_parallel_sizes(tp_all, ep, tp_all)
     except TopoctlError as error:
-        return [Item("topoctl-ep-size-invalid", "block", "expert parallel size does not fit the TP size",
+        return [Item("topoctl-ep-size-invalid", Severity.BLOCK, "expert parallel size does not fit the TP size",
                      one_line(error.message), one_line(error.hint or ""), where)]
     return []
 
@@ -245,12 +247,12 @@ def rule_items(parsed: ParsedLaunch, snapshot: SnapshotLike, ruleset: RuleSet, r
         status = finding.status_text
         message = one_line(f"{written}: {finding.message}" + (f" (cannot verify: {', '.join(finding.unknown_facts)} unknown)"
                                                                if finding.status == "unknown" else ""))
-        items.append(Item(finding.rule_id, finding.severity, one_line(finding.title), message,
+        items.append(Item(finding.rule_id, Severity(finding.severity), one_line(finding.title), message,
                           one_line(finding.remediation), one_line(violation.detail), status))
     for finding in report.findings:
         if finding.severity == "warn" and finding.status == "fired" and not finding.effect.get("forbid") \
                 and not finding.effect.get("require") and finding.rule_id not in present | {i.id for i in items}:
-            items.append(Item(finding.rule_id, "warn", one_line(finding.title), one_line(finding.message),
+            items.append(Item(finding.rule_id, Severity.WARN, one_line(finding.title), one_line(finding.message),
                               one_line(finding.remediation)))
     return items
 
@@ -278,7 +280,7 @@ def _judge_any_set(parsed: ParsedLaunch, snapshot: SnapshotLike, ruleset: RuleSe
         hint = f"add {DEVICE_ORDER}={PCI_BUS_ID_ORDER} next to {VISIBLE_DEVICES}, or name the GPUs by UUID"
         where_said = parsed.lines.get(VISIBLE_DEVICES, "")
     items: list[Item] = [Item("topoctl-gpu-group" if given is not None else "topoctl-gpu-group-unknown",
-                              "info",  # what matters is said by each finding that differs between the sets
+                              Severity.INFO,  # what matters is said by each finding that differs between the sets
                               "GPUs the launch runs on" if given is not None else "GPUs of the launch unknown",
                               one_line(f"{why}; so it is judged on every set of {size} of the target's "
                                        f"{len(_machine(snapshot))} GPUs ({len(sets)} sets)"), hint, where_said)]
@@ -315,14 +317,14 @@ def _some_sets_warning(item: Item, bad: list[tuple[int, ...]], sets: list[tuple[
         where = "sets " + "; ".join(_ids(devices) for devices in bad[:4]) + (" ..." if len(bad) > 4 else "")
     safe = _ids(good[0])
     if order_snapshot is not None:  # integer ids under CUDA's default order: the fix is to say the order
-        return Item(item.id, "warn", item.title,
+        return Item(item.id, Severity.WARN, item.title,
                     one_line(f"blocks on {len(bad)} of the {len(sets)} sets of GPUs the ids may name ({where}): "
                              f"{item.message}"),
                     one_line(f"set CUDA_DEVICE_ORDER=PCI_BUS_ID so that the ids name known GPUs (GPUs {safe}: "
                              f"CUDA_VISIBLE_DEVICES={visible_devices_value(good[0], order_snapshot)}), "
                              f"or follow the rule: {item.remediation}"),
                     item.where, item.status)
-    return Item(item.id, "warn", item.title,
+    return Item(item.id, Severity.WARN, item.title,
                 one_line(f"blocks on {len(bad)} of the {len(sets)} sets of GPUs the launch may get ({where}): "
                          f"{item.message}"),
                 one_line(f"pin the GPUs the launch gets (for example GPUs {safe}: docker --gpus '\"device={safe}\"', "

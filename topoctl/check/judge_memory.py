@@ -19,12 +19,19 @@ Layer: judge (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from topoctl.check.parse import written_value
 from topoctl.check.resolve import launch_model
 from topoctl.core.errors import one_line
+from topoctl.core.vocab import Severity
 from topoctl.snapshot.view import SnapshotLike, view_of
+
+if TYPE_CHECKING:
+    from topoctl.autoconf.evidence import Evidence
+    from topoctl.check.outcome import Item
+    from topoctl.deploy.sglang_launch import ParsedLaunch
+    from topoctl.rules.sglang.flags import FlagSet
 
 
 def _gpu_bytes(snapshot: SnapshotLike) -> int | None:
@@ -36,12 +43,12 @@ def _gpu_bytes(snapshot: SnapshotLike) -> int | None:
     return min(sizes) if sizes else None
 
 
-def _int_setting(parsed: Any, name: str) -> int | None:
+def _int_setting(parsed: ParsedLaunch, name: str) -> int | None:
     value = parsed.settings.get(name)
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def _measured_running(found: list[Any], model: dict[str, Any], launch: dict[str, Any], tp: int) -> Any:
+def _measured_running(found: list[Evidence], model: dict[str, Any], launch: dict[str, Any], tp: int) -> Evidence | None:
     """A measured throughput of this model at this TP size under settings the launch has (the rules' evidence on
     this target): a run is a fact, and it wins over the memory model, as in recommend (search.measured_to_run)."""
     from topoctl.autoconf.evidence import LEVELS
@@ -57,8 +64,8 @@ def _measured_running(found: list[Any], model: dict[str, Any], launch: dict[str,
     return None
 
 
-def memory_items(parsed: Any, snapshot: SnapshotLike, flags: Any, tp: int, named: dict[str, Any] | None,
-                 item: Any, measured: Any = None) -> list[Any]:
+def memory_items(parsed: ParsedLaunch, snapshot: SnapshotLike, flags: FlagSet, tp: int, named: dict[str, Any] | None,
+                 item: type[Item], measured: Callable[[], list[Evidence]] | None = None) -> list[Item]:
     """Check's findings from the memory fit (`item` builds one: outcome.py's Item; `measured()` gives the
     rules' evidence, asked only when the fit says the launch does not load)."""
     from topoctl.autoconf.memory import FitCase, fit
@@ -93,14 +100,14 @@ def memory_items(parsed: Any, snapshot: SnapshotLike, flags: Any, tp: int, named
     if kv <= 0 and measured is not None and _measured_running(measured(), model, launch, tp) is not None:
         return []  # measured running on this machine: the estimate gives way, as recommend's search does
     if kv <= 0:
-        return [item("topoctl-model-does-not-fit", "block", "the model does not fit in GPU memory",
+        return [item("topoctl-model-does-not-fit", Severity.BLOCK, "the model does not fit in GPU memory",
                      one_line(f"{facts}: no room is left for the KV cache; SGLang stops at start-up (not enough "
                               "memory for the KV cache)"),
                      "use more GPUs (a larger --tp-size), a quantized checkpoint, or a larger --mem-fraction-static "
                      "(topoctl recommend --model ... says what fits)", where)]
-    out: list[Any] = []  # a launch that fits adds nothing to the report (reports of today stay as they are)
+    out: list[Item] = []  # a launch that fits adds nothing to the report (reports of today stay as they are)
     if isinstance(context, int) and context > 0 and tokens < context:
-        out.append(item("topoctl-kv-below-one-request", "warn", "KV cache below one full-context request",
+        out.append(item("topoctl-kv-below-one-request", Severity.WARN, "KV cache below one full-context request",
                         one_line(f"{facts}: the KV cache holds {tokens} tokens, less than one request of the full "
                                  f"context ({context}); SGLang caps such a request or fails it"),
                         "give --context-length a smaller value, use more GPUs, or raise --mem-fraction-static", where))

@@ -6,12 +6,24 @@ Layer: judge (docs/architecture.md, "Layers").
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
+
+from topoctl.core.vocab import Severity
 
 
-@dataclass
+class Verdict(StrEnum):
+    """A checked launch's line in the text report: FAIL when a finding fails at --fail-on, else ok."""
+
+    OK = "ok"
+    FAIL = "FAIL"
+
+
+@dataclass(frozen=True)
 class Item:
+    """One finding of check about one launch (never severity "prefer": the judge keeps block, warn and info)."""
+
     id: str
-    severity: str  # block | warn | info
+    severity: Severity
     title: str
     message: str
     remediation: str = ""
@@ -29,16 +41,20 @@ class Outcome:
     skipped: str = ""  # a file (or container) with no SGLang launch in it: why; reported, never "ok"
     error: str = ""  # a file (or launch) that could not be checked: why; reported, and the check ends with exit 2
 
-    def count(self, severity: str) -> int:
+    def count(self, severity: Severity) -> int:
         return sum(1 for item in self.items if item.severity == severity)
 
 
 def fails(item: Item, fail_on: str) -> bool:
-    return item.severity == "block" or (fail_on == "warn" and item.severity == "warn")
+    return item.severity == Severity.BLOCK or (fail_on == "warn" and item.severity == Severity.WARN)
 
 
 def failing(outcome: Outcome, fail_on: str) -> bool:
     return any(fails(item, fail_on) for item in outcome.items)
+
+
+def verdict(outcome: Outcome, fail_on: str) -> Verdict:
+    return Verdict.FAIL if failing(outcome, fail_on) else Verdict.OK
 
 
 def origin_file_line(origin: str) -> tuple[str, str]:

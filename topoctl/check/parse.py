@@ -11,12 +11,19 @@ Layer: judge (docs/architecture.md, "Layers").
 from __future__ import annotations
 
 import re
-from typing import Any, Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
 from topoctl.deploy.sglang_launch import ParsedLaunch
 
+if TYPE_CHECKING:
+    from topoctl.check.resolve import Versions
+    from topoctl.deploy.launcher_args import Prepared
+    from topoctl.deploy.launchers import Launch
+    from topoctl.deploy.sglang_launch import FlagsFor
+    from topoctl.rules.sglang.flags import FlagSet
 
-def given_flags(parsed: Any, dest: str | tuple[str, ...]) -> Iterator[tuple[str | None, int]]:
+
+def given_flags(parsed: ParsedLaunch, dest: str | tuple[str, ...]) -> Iterator[tuple[str | None, int]]:
     """Each flag of the launch's arguments whose argparse dest is `dest` (one of them, for a tuple), read with
     the version's flag data as argparse reads it (abbreviations, --flag=value): (its value as written or None
     for a switch at the end of the line, the index of the flag)."""
@@ -36,13 +43,13 @@ def given_flags(parsed: Any, dest: str | tuple[str, ...]) -> Iterator[tuple[str 
                (args[index + 1] if index + 1 < len(args) else None)), index
 
 
-def written_value(parsed: Any, dest: str | tuple[str, ...]) -> tuple[str | None, str]:
+def written_value(parsed: ParsedLaunch, dest: str | tuple[str, ...]) -> tuple[str | None, str]:
     """The value of a flag as written in the launch's arguments (the last one counts), and where."""
     given = [value for value, _ in given_flags(parsed, dest)]
     return (given[-1] if given else None), str(getattr(parsed, "where", "") or "")
 
 
-def raw_int(parsed: Any, dest: str | tuple[str, ...], default: int) -> int:
+def raw_int(parsed: ParsedLaunch, dest: str | tuple[str, ...], default: int) -> int:
     """An int flag topoctl has no logical setting for (--base-gpu-id, --gpu-id-step), read from the launch's
     arguments with the version's flag data; the last one given counts, as in argparse (one argparse refuses is
     already a blocking flag problem: the default stands for it)."""
@@ -70,7 +77,7 @@ def _judged_env(name: str) -> bool:
         or name in spelling.env_names()
 
 
-def _said_problems(parsed: ParsedLaunch, launch: Any, flags: Any, source: str, note: Callable[[str], None]) -> None:
+def _said_problems(parsed: ParsedLaunch, launch: Launch, flags: FlagSet, source: str, note: Callable[[str], None]) -> None:
     """What the reader of a launch should know before its findings: parts of the file that were skipped, and a
     floating image tag with the version assumed for it and why."""
     from topoctl.deploy.launchers import floating_tag
@@ -89,8 +96,8 @@ def _said_problems(parsed: ParsedLaunch, launch: Any, flags: Any, source: str, n
         note(f"{launch.where or parsed.origin}: {text}")
 
 
-def _drop_unresolved(prepared: Any, launch: Any, parsed: ParsedLaunch,
-                     flags: Any) -> tuple[list[str], list[str], set[int]]:
+def _drop_unresolved(prepared: Prepared, launch: Launch, parsed: ParsedLaunch,
+                     flags: FlagSet) -> tuple[list[str], list[str], set[int]]:
     """Words that are a whole shell/Kubernetes expansion topoctl cannot resolve ($EXTRA_ARGS, "$@") are left
     out (a warning names them): what they hold is not known here."""
     from topoctl.deploy.sglang_launch import Problem
@@ -130,7 +137,7 @@ def _drop_unresolved(prepared: Any, launch: Any, parsed: ParsedLaunch,
     return args, wheres, config
 
 
-def parse_launch(launch: Any, versions: Any, origin: str, note: Callable[[str], None]) -> ParsedLaunch | str:
+def parse_launch(launch: Launch, versions: Versions, origin: str, note: Callable[[str], None]) -> ParsedLaunch | str:
     """One launch found in a file (or given after `--`), read with the releases the resolve stage chose for it
     (`versions`: flags, why that version, the ai-dynamo table): a ParsedLaunch, or why the launch is not checked
     (a launcher that hands SGLang nothing topoctl can read)."""
@@ -155,7 +162,7 @@ def parse_launch(launch: Any, versions: Any, origin: str, note: Callable[[str], 
     return parsed
 
 
-def parse_env_file(path: str, flags_for: Callable[..., Any]) -> ParsedLaunch:
+def parse_env_file(path: str, flags_for: FlagsFor) -> ParsedLaunch:
     """A launch.env (topoctl recommend's output), read with the flag data `flags_for` picks from its metadata."""
     from topoctl.deploy import sglang_launch as launch_mod
     parsed = launch_mod.parse_env_file(path, flags_for)

@@ -20,12 +20,13 @@ from topoctl.deploy.sglang_launch import ParsedLaunch
 from topoctl.snapshot.view import SnapshotLike
 
 if TYPE_CHECKING:
+    from topoctl.deploy.launchers import Launch
     from topoctl.rules.engine.model import RuleSet
 
-Entry = Any  # a ParsedLaunch to judge, or an Outcome already decided (no launch, not checked)
+Entry = ParsedLaunch | Outcome  # a launch to judge, or an Outcome already decided (no launch, not checked)
 
 
-def read_command(tokens: list[str]) -> Any:
+def read_command(tokens: list[str]) -> Launch:
     """The launch given after `--`: one usage error (exit 2) when it is not an SGLang launch."""
     from topoctl.core.safe_read import check_tokens
     from topoctl.deploy import launchers
@@ -47,7 +48,7 @@ def find(paths: list[str]) -> list[tuple[str, bool, str, list[Any]]]:
 
 
 def read(found_files: list[tuple[str, bool, str, list[Any]]], chooser: VersionChooser,
-         command_launch: Any = None) -> list[Entry]:
+         command_launch: Launch | None = None) -> list[Entry]:
     """The resolve (versions) and parse stages for every launch found, in file order, then the command's."""
     entries: list[Entry] = []
     for path, in_folder, kind, founds in found_files:
@@ -96,6 +97,8 @@ def _judged(entry: Entry, snapshot: SnapshotLike, ruleset: RuleSet, gpu_count: i
             expected: SnapshotLike) -> Outcome:
     if isinstance(entry, Outcome):
         return entry
+    if entry.flags is None:  # parse_args names the flag data on every launch it reads
+        return Outcome(entry.origin, error="no SGLang flag data read this launch")
     try:
         return judge(entry, snapshot, entry.flags, ruleset, gpu_count, model=model, expect=expected)
     except TopoctlError as error:

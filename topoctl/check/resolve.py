@@ -16,9 +16,15 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from topoctl.core.errors import TopoctlError
+
+if TYPE_CHECKING:
+    from topoctl.deploy.launcher_args import DynamoTable
+    from topoctl.deploy.launchers import Launch
+    from topoctl.deploy.sglang_launch import FlagsFor, ParsedLaunch
+    from topoctl.rules.sglang.flags import FlagSet
 
 
 @dataclass
@@ -26,9 +32,9 @@ class Versions:
     """The releases that read one launch: SGLang's flag data, why that one, and the ai-dynamo option table (for a
     `python -m dynamo.sglang` launch; else None)."""
 
-    flags: Any
+    flags: FlagSet
     source: str
-    dynamo: Any = None
+    dynamo: DynamoTable | None = None
 
 
 class VersionChooser:
@@ -39,7 +45,7 @@ class VersionChooser:
     usage error worded as everywhere else in topoctl."""
 
     def __init__(self, installed: str | None, installed_source: str, dynamo_version: str | None,
-                 load_flags: Callable[[str | None], Any], normalise: Callable[[str], str | None]) -> None:
+                 load_flags: Callable[[str | None], FlagSet], normalise: Callable[[str], str | None]) -> None:
         self.installed = installed
         self.installed_source = installed_source
         self.dynamo_version = dynamo_version
@@ -51,11 +57,11 @@ class VersionChooser:
         if text not in self.notes:
             self.notes.append(text)
 
-    def env_file_flags(self, path: str) -> Callable[..., Any]:
+    def env_file_flags(self, path: str) -> FlagsFor:
         """The flag data a launch.env is read with, chosen from its own TOPOCTL_SGLANG_VERSION when nothing
         else names one (topoctl/deploy/sglang_launch.py parse_env_file calls it with the file's metadata)."""
 
-        def flags_for(metadata: dict[str, str], lines: dict[str, str] | None = None) -> Any:
+        def flags_for(metadata: dict[str, str], lines: dict[str, str] | None = None) -> FlagSet:
             if self.installed:
                 return self.load_flags(self.installed)
             made_for = metadata.get("TOPOCTL_SGLANG_VERSION")
@@ -73,7 +79,7 @@ class VersionChooser:
 
         return flags_for
 
-    def _dynamo(self, launch: Any, where: str) -> tuple[Any, str]:
+    def _dynamo(self, launch: Launch, where: str) -> tuple[DynamoTable, str]:
         from topoctl.deploy.launcher_args import load_dynamo
         from topoctl.deploy.launchers import image_dynamo_version
 
@@ -90,7 +96,7 @@ class VersionChooser:
                   "the newest with option data")
         return table, "assumed"
 
-    def versions(self, launch: Any, origin: str) -> Versions:
+    def versions(self, launch: Launch, origin: str) -> Versions:
         """The releases that read one launch found in a file (or given after `--`)."""
         from topoctl.deploy.launchers import image_sglang_version
 
@@ -123,7 +129,7 @@ class VersionChooser:
         return Versions(flags, "assumed", dynamo)
 
 
-def launch_model(parsed: Any, named: dict[str, Any] | None) -> tuple[dict[str, Any] | None, str]:
+def launch_model(parsed: ParsedLaunch, named: dict[str, Any] | None) -> tuple[dict[str, Any] | None, str]:
     """(model profile, where it came from) for the launch, or (None, "")."""
     if named is not None:
         return named, "--model"

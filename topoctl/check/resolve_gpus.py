@@ -12,11 +12,12 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from topoctl.check.outcome import Item
 from topoctl.check.parse import raw_int
 from topoctl.core.errors import one_line
+from topoctl.core.vocab import Severity
 from topoctl.deploy.sglang_launch import ParsedLaunch
 from topoctl.snapshot.cuda_devices import (
     DEVICE_ORDER,
@@ -29,6 +30,10 @@ from topoctl.snapshot.cuda_devices import (
 )
 from topoctl.snapshot.view import SnapshotLike
 
+if TYPE_CHECKING:
+    from topoctl.deploy.launchers import GpuSet
+    from topoctl.snapshot.cuda_devices import VisibleGroup
+
 # Runtimes that, given a number of GPUs and no ids, give GPUs 0..N-1 (nvidia-smi's indices): Docker Engine
 # (moby daemon/nvidia_linux.go, setNvidiaGPUs: NVIDIA_VISIBLE_DEVICES=countToDevices(count), "0,1,...,count-1";
 # Compose's `count:` / `gpus:` reach the engine as the same device request) and nerdctl
@@ -40,7 +45,7 @@ RUNTIME_PICKS = ("docker run --gpus", "nerdctl run --gpus", "deploy.resources.re
 ANY_SET_LIMIT = 500  # sets of N GPUs judged one by one; beyond, every pair of the machine (said)
 
 
-def runtime_pick(given: Any, machine: int) -> list[str] | None:
+def runtime_pick(given: GpuSet | None, machine: int) -> list[str] | None:
     """The host GPU ids a runtime gives a launch that asks for a number of GPUs, where that is defined."""
     if given is None or given.ids is not None or given.count is None or not 0 < given.count < machine:
         return None
@@ -68,7 +73,7 @@ def any_gpu_sets(parsed: ParsedLaunch, snapshot: SnapshotLike) -> list[tuple[int
     return list(itertools.combinations(machine, given.count))
 
 
-def _order_unknown(parsed: ParsedLaunch, snapshot: SnapshotLike) -> Any:
+def _order_unknown(parsed: ParsedLaunch, snapshot: SnapshotLike) -> VisibleGroup | None:
     """The launch's CUDA_VISIBLE_DEVICES when it names `count` GPUs that CUDA's default device order leaves
     unknown (integer ids without CUDA_DEVICE_ORDER=PCI_BUS_ID, topoctl/snapshot/cuda_devices.py resolve_visible)."""
     value = parsed.env.get(VISIBLE_DEVICES)
@@ -155,13 +160,13 @@ def _container_devices(parsed: ParsedLaunch, snapshot: SnapshotLike, machine: li
     if given is not None and given.ids is not None:
         mapped, why = container_devices(list(given.ids), snapshot)
         if mapped is None:
-            items.append(Item("topoctl-gpu-group-unknown", "warn", "GPUs of the launch unknown",
+            items.append(Item("topoctl-gpu-group-unknown", Severity.WARN, "GPUs of the launch unknown",
                               one_line(f"{why} ({source}); judged on every GPU of the target"),
                               "give GPUs by their index or UUID as `topoctl show` lists them", parsed.where))
             return machine, source, True
         return mapped, source, False
     if given is not None and given.count is not None and given.count < len(machine):
-        items.append(Item("topoctl-gpu-group", "info", "GPUs the launch runs on",
+        items.append(Item("topoctl-gpu-group", Severity.INFO, "GPUs the launch runs on",
                           one_line(f"the launch is given {given.count} GPUs ({source}); which ones is decided "
                                    f"where it runs, and there are more than {ANY_SET_LIMIT} sets of them, so it is "
                                    "judged on every pair of the target"), "", parsed.where))
@@ -178,7 +183,7 @@ def _on_given_devices(parsed: ParsedLaunch, ranks: _Ranks, devices: list[int], s
         return _too_few(items, ranks.tp, ranks.dp, ranks.positions, len(devices), f"the launch is given "
                         f"{len(devices)} ({source})", where, tuple(devices))
     group = tuple(devices[position] for position in ranks.positions)
-    items.append(Item("topoctl-gpu-group", "info", "GPUs the launch runs on",
+    items.append(Item("topoctl-gpu-group", Severity.INFO, "GPUs the launch runs on",
                       one_line(f"judged on GPUs {_ids(group)} of {machine_size} ({source})"), "", parsed.where))
     return group, items
 
@@ -195,7 +200,7 @@ def _on_first_gpus(ranks: _Ranks, machine: list[int], gpu_count: int, where: str
         return _too_few(items, ranks.tp, ranks.dp, ranks.positions, len(machine),
                         f"the target has {len(machine)} GPUs", where)
     group = tuple(machine[position] for position in ranks.positions)
-    items.append(Item("topoctl-gpu-group", "info", "GPUs the launch runs on",
+    items.append(Item("topoctl-gpu-group", Severity.INFO, "GPUs the launch runs on",
                       one_line(f"judged on GPUs {_ids(group)} of {len(machine)}: "
                                + (f"from --base-gpu-id {ranks.base} / --gpu-id-step {ranks.step}" if ranks.spread
                                   else f"the first {ranks.needed}")
@@ -217,20 +222,20 @@ def _on_visible_devices(parsed: ParsedLaunch, snapshot: SnapshotLike, ranks: _Ra
         if whole.order_unknown and len(given_devices) == whole.count:
             visible = VisibleGroup(tuple(given_devices), notes=whole.notes)
     if visible.gpus is None:
-        items.append(Item("topoctl-gpu-group-unknown", "warn", "GPUs of the launch unknown",
+        items.append(Item("topoctl-gpu-group-unknown", Severity.WARN, "GPUs of the launch unknown",
                           one_line(f"{visible.reason}; judged on every GPU of the target"),
                           f"write {VISIBLE_DEVICES} as integer ids with {DEVICE_ORDER}=PCI_BUS_ID, or as GPU UUIDs",
                           where))
         return tuple(machine), items  # unknown: judged on every pair, conservatively
     for note in visible.notes:
-        items.append(Item("topoctl-gpu-group", "info", "GPUs the launch runs on", one_line(note), "", where))
+        items.append(Item("topoctl-gpu-group", Severity.INFO, "GPUs the launch runs on", one_line(note), "", where))
     if max(ranks.positions) >= len(visible.gpus):
         if ranks.tp > gpu_count:  # more than the machine has: the parallel-size check says so
             return visible.gpus, items
         return _too_few(items, ranks.tp, ranks.dp, ranks.positions, len(visible.gpus), f"{VISIBLE_DEVICES}={value} "
                         f"leaves {len(visible.gpus)} visible", where, visible.gpus)
     group = tuple(visible.gpus[position] for position in ranks.positions)
-    items.append(Item("topoctl-gpu-group", "info", "GPUs the launch runs on",
+    items.append(Item("topoctl-gpu-group", Severity.INFO, "GPUs the launch runs on",
                       one_line(f"judged on GPUs {_ids(group)} of {len(machine)} ({VISIBLE_DEVICES}={value}"
                                + (f", devices {_ids(tuple(ranks.positions))} of it (--base-gpu-id / --gpu-id-step)"
                                   if ranks.spread else f", the first {ranks.needed} of them"
@@ -255,7 +260,7 @@ def _rank_positions(tp: int, dp: int, base: int, step: int) -> tuple[list[int], 
 def _too_few(items: list[Item], tp: int, dp: int, positions: list[int], available: int, what: str, where: str,
              fallback: tuple[int, ...] | None = None) -> tuple[tuple[int, ...] | None, list[Item]]:
     """A launch whose ranks need a device id past the visible ones: CUDA has no such device, SGLang cannot start."""
-    items.append(Item("topoctl-tp-exceeds-visible-gpus", "block", "tensor parallel size exceeds the visible GPUs",
+    items.append(Item("topoctl-tp-exceeds-visible-gpus", Severity.BLOCK, "tensor parallel size exceeds the visible GPUs",
                       one_line(f"tp {tp} x dp {dp} uses device ids up to {max(positions)}; {what}: the server will "
                                "not start"),
                       f"make {max(positions) + 1} GPUs visible, or lower --tp-size / --base-gpu-id", where))

@@ -14,10 +14,14 @@ Layer: judge (docs/architecture.md, "Layers").
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from topoctl.check.parse import written_value
 from topoctl.core.errors import one_line
+
+if TYPE_CHECKING:
+    from topoctl.deploy.launchers import Nodes
+    from topoctl.deploy.sglang_launch import ParsedLaunch
 
 
 @dataclass
@@ -31,11 +35,11 @@ class NodeSpan:
     assumed: bool = False  # the count is an assumption: a size that does not fit is not a block
 
 
-def _outside(parsed: Any) -> Any:
+def _outside(parsed: ParsedLaunch) -> Nodes | None:
     return getattr(parsed, "nodes", None)
 
 
-def node_span(parsed: Any, tp: int, pp: int, gpus_per_node: int) -> NodeSpan:
+def node_span(parsed: ParsedLaunch, tp: int, pp: int, gpus_per_node: int) -> NodeSpan:
     """The launch's nodes: SGLang's `--nnodes` (default 1); when its value is not written in what topoctl reads,
     the count its launcher gives; else assumed, said so."""
     written, where = written_value(parsed, "nnodes")
@@ -54,7 +58,7 @@ def node_span(parsed: Any, tp: int, pp: int, gpus_per_node: int) -> NodeSpan:
     return _assumed(written, tp, pp, gpus_per_node, where)
 
 
-def _no_flag(parsed: Any, tp: int, outside: Any, where: str) -> NodeSpan:
+def _no_flag(parsed: ParsedLaunch, tp: int, outside: Nodes | None, where: str) -> NodeSpan:
     launcher = str(getattr(parsed, "launcher", ""))
     if outside is not None and outside.count and outside.count > 1 and launcher == "dynamo.sglang" \
             and "multinode" in outside.source:

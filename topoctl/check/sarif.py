@@ -12,20 +12,24 @@ Layer: judge (docs/architecture.md, "Layers").
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from topoctl.check.outcome import fails, origin_file_line
+
+if TYPE_CHECKING:
+    from topoctl.check.outcome import Outcome
+    from topoctl.core.vocab import Severity
 
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 NO_LAUNCH = "topoctl-no-launch"
 UNPLACED = ("<command>", "<stdin>", "")
 
 
-def _location(path: str, line: str) -> list[dict[str, Any]]:
+def _location(path: str, line: str) -> list[dict[str, object]]:
     if path in UNPLACED:
         return []
-    physical: dict[str, Any] = {"artifactLocation": {"uri": quote(path.replace("\\\\", "/"))}}
+    physical: dict[str, object] = {"artifactLocation": {"uri": quote(path.replace("\\\\", "/"))}}
     if line.isdigit() and int(line) >= 1:
         physical["region"] = {"startLine": int(line)}
     return [{"physicalLocation": physical}]
@@ -43,12 +47,12 @@ class _Rules:
     """tool.driver.rules: one descriptor per rule id, in the order first met; results point at them by index."""
 
     def __init__(self) -> None:
-        self.descriptors: list[dict[str, Any]] = []
+        self.descriptors: list[dict[str, object]] = []
         self.index: dict[str, int] = {}
 
     def of(self, rule_id: str, title: str, remediation: str) -> int:
         if rule_id not in self.index:
-            descriptor: dict[str, Any] = {"id": rule_id, "shortDescription": {"text": title or rule_id}}
+            descriptor: dict[str, object] = {"id": rule_id, "shortDescription": {"text": title or rule_id}}
             if remediation:
                 descriptor["help"] = {"text": remediation}
             self.index[rule_id] = len(self.descriptors)
@@ -56,13 +60,13 @@ class _Rules:
         return self.index[rule_id]
 
 
-def _level(severity: str, fails: bool) -> str:
+def _level(severity: Severity, fails: bool) -> str:
     if fails:
         return "error"
     return "warning" if severity == "warn" else "note"
 
 
-def _results(outcome: Any, fail_on: str, rules: _Rules) -> list[dict[str, Any]]:
+def _results(outcome: Outcome, fail_on: str, rules: _Rules) -> list[dict[str, object]]:
     origin = origin_file_line(outcome.origin) if outcome.origin else ("", "")
     if outcome.skipped:
         index = rules.of(NO_LAUNCH, "no launch in this file", "")
@@ -80,7 +84,7 @@ def _results(outcome: Any, fail_on: str, rules: _Rules) -> list[dict[str, Any]]:
     return out
 
 
-def format_sarif(outcomes: list[Any], fail_on: str) -> str:
+def format_sarif(outcomes: list[Outcome], fail_on: str) -> str:
     """The SARIF 2.1.0 log of one `topoctl check` run (rules switched off with --disable are listed, with their
     reasons, in the run's properties)."""
     from topoctl import __version__
@@ -88,7 +92,7 @@ def format_sarif(outcomes: list[Any], fail_on: str) -> str:
     rules = _Rules()
     results = [result for outcome in outcomes for result in _results(outcome, fail_on, rules)]
     disabled = sorted({pair for outcome in outcomes for pair in outcome.disabled})
-    run: dict[str, Any] = {
+    run: dict[str, object] = {
         "tool": {"driver": {"name": "topoctl", "version": __version__, "rules": rules.descriptors}},
         "results": results,
     }

@@ -1,12 +1,15 @@
 """The vocabularies every layer shares: one place for each closed set of names.
 
-Plain data, no imports: safe on the start-up path of every command. The snapshot schema
-(topoctl/snapshot/schema/snapshot.schema.json) and the rule schema (rules/schema/rule.schema.json) spell the same sets;
-tests/test_snapshot_schema.py and tests/test_rules_loader.py hold them to these.
+Plain data and StrEnums (the interpreter's start-up has loaded enum already, through re): safe on the start-up
+path of every command. The snapshot schema (topoctl/snapshot/schema/snapshot.schema.json) and the rule schema
+(rules/schema/rule.schema.json) spell the same sets; tests/test_snapshot_schema.py and tests/test_rules_loader.py
+hold them to these.
 
 Layer: core types and data (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
+
+from enum import StrEnum
 
 # summary.interconnect of a snapshot: how the GPUs talk to each other
 INTERCONNECTS = ("nvswitch", "nvlink", "nvlink-partial", "pcie", "mixed", "single", "none")
@@ -17,8 +20,19 @@ NVLINK_INTERCONNECTS = ("nvswitch", "nvlink", "nvlink-partial", "mixed")
 SOFTWARE_KEYS = ("driver", "cuda_driver", "nvml", "cuda_runtime", "nccl", "torch", "sglang", "sgl_kernel",
                  "flashinfer", "vllm", "nvidia_ml_py")
 
-# a rule's severity, most severe first
-SEVERITIES = ("block", "warn", "prefer", "info")
+
+
+class Severity(StrEnum):
+    """A rule's severity, and a check finding's (never "prefer"): the value is the word every output prints."""
+
+    BLOCK = "block"
+    WARN = "warn"
+    PREFER = "prefer"
+    INFO = "info"
+
+
+# a rule's severity, most severe first, as the plain strings the schemas list
+SEVERITIES = tuple(severity.value for severity in Severity)
 
 # how an evidence item was obtained, strongest first, with its rank for ranking candidates
 EVIDENCE_LEVELS = ("measured", "upstream-reported", "modelled")
