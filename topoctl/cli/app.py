@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
-from typing import Any
+from typing import Any, Callable, Iterable, TextIO
 
 import click
 
@@ -39,7 +39,7 @@ _HYPHEN = "\ue000"  # stands in for "-" while help text is wrapped, so names nev
 class HelpFormatter(click.HelpFormatter):
     """click's formatter, except that `--list-systems` or `rtx-pro-6000-8x-pcie` never break at a hyphen."""
 
-    def _unbroken(self, write: Any, *args: Any, **kwargs: Any) -> None:
+    def _unbroken(self, write: Callable[..., None], *args: object, **kwargs: object) -> None:
         start = len(self.buffer)
         write(*args, **kwargs)
         self.buffer[start:] = [text.replace(_HYPHEN, "-") for text in self.buffer[start:]]
@@ -47,7 +47,7 @@ class HelpFormatter(click.HelpFormatter):
     def write_text(self, text: str) -> None:
         self._unbroken(super().write_text, text.replace("-", _HYPHEN))
 
-    def write_dl(self, rows: Any, *args: Any, **kwargs: Any) -> None:
+    def write_dl(self, rows: Iterable[tuple[str, str]], *args: int, **kwargs: int) -> None:
         rows = [(term.replace("-", _HYPHEN), text.replace("-", _HYPHEN)) for term, text in rows]
         self._unbroken(super().write_dl, rows, *args, **kwargs)
 
@@ -226,7 +226,7 @@ class _Guarded:
         return getattr(self.wrapped, name)
 
 
-def _guard_streams() -> tuple[Any, Any]:
+def _guard_streams() -> tuple[TextIO, TextIO]:
     """Install the guards for one run of main(); returns what to put back."""
     saved = (sys.stdout, sys.stderr)
     if not isinstance(sys.stdout, _Guarded):
@@ -239,7 +239,7 @@ def _guard_streams() -> tuple[Any, Any]:
 class _QuietFlush:
     """A stream whose flush ignores a closed pipe (Python flushes stdout once more at exit)."""
 
-    def __init__(self, wrapped: Any) -> None:
+    def __init__(self, wrapped: TextIO) -> None:
         self.wrapped = wrapped
 
     def flush(self) -> None:
@@ -309,7 +309,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(args: list[str]) -> int:
     try:
-        result: Any = cli.main(args=args, prog_name="topoctl", standalone_mode=False)
+        result: object = cli.main(args=args, prog_name="topoctl", standalone_mode=False)
     except TopoctlError as error:
         return _report(error)
     except click.exceptions.Abort:

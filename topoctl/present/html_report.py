@@ -84,7 +84,7 @@ def matrix_table(snapshot: SnapshotLike) -> str:
             if src == dst:
                 cells.append(_cell("X", "self"))
                 continue
-            pair: Mapping[str, Any] = pairs.get((src, dst)) or {}
+            pair: Mapping[str, object] = pairs.get((src, dst)) or {}
             link = f"NV{pair['nvlinks']}" if pair.get("nvlinks") else str(pair.get("link") or "?")
             ok = verdicts.get((src, dst))
             mark, css = {True: ("+", "ok"), False: ("-", "bad")}.get(ok, ("?", "unknown"))  # type: ignore[arg-type]

@@ -11,7 +11,6 @@ Layer: judge (docs/architecture.md, "Layers")."""
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from topoctl.snapshot.network_view import LINK_ORDER
 from topoctl.snapshot.view import SnapshotLike, SnapshotView, view_of
@@ -21,7 +20,7 @@ DEFAULT_PATH = "/etc/kubernetes/node-feature-discovery/features.d/topoctl"
 _BAD = re.compile(r"[^A-Za-z0-9._-]+")
 
 
-def label_value(value: Any) -> str:
+def label_value(value: object) -> str:
     """A value Kubernetes accepts as a label value; None is `unknown`, booleans `true`/`false`."""
     if value is None:
         return "unknown"
@@ -31,12 +30,12 @@ def label_value(value: Any) -> str:
     return text or "unknown"
 
 
-def _sm(view: SnapshotView) -> Any:
+def _sm(view: SnapshotView) -> str | None:
     sms: list[int] = sorted({sm for gpu in view.indexed_gpus if isinstance(sm := gpu.get("sm"), int)})
     return "-".join(map(str, sms)) if sms else None
 
 
-def _clique(view: SnapshotView) -> Any:
+def _clique(view: SnapshotView) -> object:
     """The NVLink fabric clique of the GPUs (NVML's fabric info), `none` without one, `mixed` when they differ."""
     cliques = {(gpu.get("fabric") or {}).get("clique_id") for gpu in view.indexed_gpus}
     if cliques == {None}:
@@ -44,7 +43,7 @@ def _clique(view: SnapshotView) -> Any:
     return cliques.pop() if len(cliques) == 1 else "mixed"
 
 
-def _nearest_nic(view: SnapshotView) -> Any:
+def _nearest_nic(view: SnapshotView) -> str | None:
     """The farthest of the GPUs' nearest-NIC relations (PIX ... SYS), `none` without an active RDMA NIC."""
     network = view.network
     if not network.present or network.active_rdma is None:
@@ -61,7 +60,7 @@ def labels(snapshot: SnapshotLike, allreduce_path: str | None) -> dict[str, str]
     view = view_of(snapshot)
     network = view.network
     rdma = network.active_rdma if network.present else None
-    values: dict[str, Any] = {
+    values: dict[str, object] = {
         "gpu.count": view.gpu_count,
         "gpu.sm": _sm(view),
         "interconnect": view.interconnect,

@@ -26,7 +26,7 @@ from topoctl.snapshot.view import SnapshotLike, SnapshotView, view_of
 P2P_STYLE = {True: 'color="#2e7d32"', False: 'color="#c62828", style=dashed', None: 'color="#9e9e9e", style=dotted'}
 
 
-def _quote(text: Any) -> str:
+def _quote(text: object) -> str:
     """A dot string: quotes and backslashes escaped, line breaks kept as dot's \\n, other control text as ?."""
     lines = ["".join(ch if ch.isprintable() else "?" for ch in part) for part in str(text).split("\n")]
     escaped = [line.replace("\\", "\\\\").replace('"', '\\"') for line in lines]
@@ -89,7 +89,7 @@ class _Picture:
         self.shared = _shared_bridges(self.endpoints)
 
     def numa_clusters(self) -> None:
-        roots: dict[Any, set[str]] = {}
+        roots: dict[object, set[str]] = {}
         for _, entry in self.endpoints:
             if entry.get("root_complex"):
                 roots.setdefault(entry.get("numa_node"), set()).add(entry["root_complex"])

@@ -8,12 +8,15 @@ Layer: commands and CLI (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import click
 
 from topoctl.core.errors import TopoctlError
 from topoctl.snapshot.view import SnapshotLike, view_of
+
+if TYPE_CHECKING:
+    from topoctl.rules.sglang.flags import FlagSet
 
 _Decorated = Callable[..., Any]
 
@@ -162,7 +165,7 @@ def target_version(snapshot: SnapshotLike, requested: str | None) -> str | None:
                            hint="pass --sglang-version X.Y.Z, or probe the machine again") from None
 
 
-def flag_set_for(version: str | None) -> Any:
+def flag_set_for(version: str | None) -> FlagSet:
     """SGLang's flags for `version` (normalised), or for the newest version with flag data when None."""
     from topoctl.rules.sglang.flags import load_flag_set, newest_version
 
@@ -179,7 +182,7 @@ def flag_set_for(version: str | None) -> Any:
     return flags
 
 
-def warn_inexact(flags: Any) -> None:
+def warn_inexact(flags: FlagSet) -> None:
     """Flags judged with another version's data: one line on stderr (once per version and run), besides the
     note in the output's header."""
     warning = getattr(flags, "warning", None)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Callable, cast
 
 import click
 
@@ -18,6 +18,7 @@ from topoctl.core.serialize import dump
 from topoctl.snapshot.view import SnapshotLike, SnapshotView, view_of
 
 if TYPE_CHECKING:
+    from topoctl.probe.bench.decode_step import Request
     from topoctl.snapshot.shape import Snapshot, SnapshotMeasurements
 
 EXIT_INCOMPLETE = 1  # the run stopped early (hang, worker failure, NCCL init failure); what was measured is kept
@@ -244,7 +245,7 @@ def _parse_tp(text: str) -> int:
 
 
 def _decode_requests(model_name: str | None, model_path: str | None, tokens: list[int], tps: list[int],
-                     dtype_name: str | None, on_gpu: bool) -> list[Any]:
+                     dtype_name: str | None, on_gpu: bool) -> list[Request]:
     """One request per TP size: the model's shapes from its config, one GPU's share, at its dtype."""
     from topoctl.autoconf import models
     from topoctl.probe.bench import decode_step
@@ -321,7 +322,7 @@ def _world_size(torch: Any, backend: str, requested: int | None, snapshot: Snaps
     return requested or visible
 
 
-def _versions(torch: Any, snapshot: SnapshotLike) -> dict[str, Any]:
+def _versions(torch: Any, snapshot: SnapshotLike) -> dict[str, str | None]:
     view = view_of(snapshot)
     nccl = None
     try:
@@ -334,7 +335,7 @@ def _versions(torch: Any, snapshot: SnapshotLike) -> dict[str, Any]:
             "driver": view.software("driver"), "sglang": view.software("sglang")}
 
 
-def _gpu_map(snapshot: SnapshotLike) -> Any:
+def _gpu_map(snapshot: SnapshotLike) -> Callable[[list[str | None]], list[int]]:
     """torch device order -> snapshot (NVML) indices, by PCI bus id; torch's order where a bus id is unknown."""
     from topoctl.probe.topology import bus_key
 

@@ -10,27 +10,30 @@ Layer: commands and CLI (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
+
+if TYPE_CHECKING:
+    from click.shell_completion import CompletionItem
 
 SHELLS = ("bash", "zsh", "fish")
 COMPLETE_VAR = "_TOPOCTL_COMPLETE"
 
 
-def _items(names: list[str], incomplete: str) -> list[Any]:
+def _items(names: list[str], incomplete: str) -> list[CompletionItem]:
     from click.shell_completion import CompletionItem
 
     return [CompletionItem(name) for name in names if name.startswith(incomplete)]
 
 
-def complete_systems(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
+def complete_systems(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
     from topoctl.snapshot.catalogue import list_systems
 
     return _items(list_systems(), incomplete)
 
 
-def complete_captures(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
+def complete_captures(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
     """The built-in captures by name, then files (a recorded capture.json)."""
     from click.shell_completion import CompletionItem
 
@@ -39,13 +42,13 @@ def complete_captures(ctx: click.Context, param: click.Parameter, incomplete: st
     return [*_items(list_captures(), incomplete), CompletionItem(incomplete, type="file")]
 
 
-def complete_models(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
+def complete_models(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
     from topoctl.autoconf.models import builtin_models
 
     return _items(sorted(builtin_models()), incomplete)
 
 
-def complete_rule_ids(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
+def complete_rule_ids(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
     from topoctl.rules.engine import load_rules
 
     return _items(sorted(rule.id for rule in load_rules().rules), incomplete)

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from topoctl.core.errors import EXIT_BLOCKED, TopoctlError
 from topoctl.snapshot.view import SnapshotView
+
+if TYPE_CHECKING:
+    from topoctl.check.fleet_compare import FleetReport
 
 SNAPSHOT_SUFFIXES = (".yaml", ".yml", ".json")
 
@@ -34,7 +37,7 @@ def _node_name(path: str, taken: set[str]) -> str:
     return stem if stem not in taken else path
 
 
-def _launch_checks(report: Any, files: dict[str, str], launch: tuple[str, ...]) -> list[dict[str, Any]]:
+def _launch_checks(report: FleetReport, files: dict[str, str], launch: tuple[str, ...]) -> list[dict[str, Any]]:
     """Judge the launch files with `topoctl check` on one node of each kind (nodes with the same aspects): the
     same pipeline, rules and flag data as check itself."""
     import contextlib
@@ -125,7 +128,7 @@ def run(options: FleetOptions) -> int:
     if len(files) < 2:
         raise TopoctlError(f"fleet compares nodes: {len(files)} snapshot(s) given",
                            hint="give two or more snapshots, or a folder of them (topoctl probe -o nodes/%N.yaml)")
-    nodes: list[Any] = []
+    nodes: list[Node] = []
     by_name: dict[str, str] = {}
     for path in files:
         name = _node_name(path, set(by_name))

@@ -30,8 +30,10 @@ from topoctl.core.errors import TopoctlError, one_line
 from topoctl.snapshot.view import SnapshotView
 
 if TYPE_CHECKING:
+    from topoctl.autoconf.multinode import NodeSettings
     from topoctl.autoconf.request import Request
     from topoctl.autoconf.search import Result
+    from topoctl.rules.engine.model import RuleSet
 
 FORMATS = ("env", "args", "json", "yaml", "table")
 
@@ -311,7 +313,7 @@ def _request(options: RecommendOptions) -> Request:
                    nodes=options.nnodes)
 
 
-def _note_environment(result: Any, nodes: Any) -> None:
+def _note_environment(result: Result, nodes: NodeSettings | None) -> None:
     """`--format args` is SGLang's argument list only; the environment the launch also needs (no P2P, a group
     of the GPUs, a multi-node network) goes to stderr, named, so that a script using the flags cannot lose it
     unnoticed. launch.env (`--format env`) holds both."""
@@ -327,7 +329,7 @@ def _note_environment(result: Any, nodes: Any) -> None:
                f"{one_line(settings)} (--format env writes it with the flags)", err=True)
 
 
-def _nodes(result: Result, snapshot: SnapshotView, nnodes: int, ruleset: Any) -> tuple[Result, Any]:
+def _nodes(result: Result, snapshot: SnapshotView, nnodes: int, ruleset: RuleSet) -> tuple[Result, NodeSettings]:
     """One node's part of an N-node launch: TP over every node's GPUs, the node flags and NCCL's network
     settings (autoconf/multinode.py), with the network rules' findings (rules/knowledge/network.yaml). The
     search's result is frozen: the launch at TP over all nodes is a new result (its winner, also first of
@@ -347,7 +349,7 @@ def _nodes(result: Result, snapshot: SnapshotView, nnodes: int, ruleset: Any) ->
     return result, settings
 
 
-def _with_nodes(text: str, fmt: str, nodes: Any) -> str:
+def _with_nodes(text: str, fmt: str, nodes: NodeSettings | None) -> str:
     if nodes is None:
         return text
     from topoctl.autoconf import multinode as network
