@@ -33,7 +33,7 @@ def main() -> int:
     from topoctl.autoconf import models
     from topoctl.autoconf.launch_text import render
     from topoctl.autoconf.search import Request, search
-    from topoctl.cli.commands.recommend import flag_set_for
+    from topoctl.cli.commands._options import flag_set_for
     from topoctl.core.errors import TopoctlError
     from topoctl.rules.engine import load_rules
     from topoctl.rules.sglang.flags import known_versions

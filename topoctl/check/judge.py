@@ -49,7 +49,7 @@ class Sizes:
 
 
 def judge(parsed: ParsedLaunch, snapshot: SnapshotLike, flags: FlagSet, ruleset: RuleSet, gpu_count: int,
-          model: dict | None = None, expect: SnapshotLike = None) -> Outcome:
+          model: dict[str, Any] | None = None, expect: SnapshotLike = None) -> Outcome:
     """`gpu_count`: the target's GPUs, as `target.target_gpu_count(snapshot)` gives them (at least 1). A launch over
     several nodes is judged per node (resolve_nodes.py): its ranks on one node against the target's GPUs."""
     outcome = Outcome(parsed.origin, flags_version=flags.version, note="" if flags.exact else flags.note,

@@ -269,7 +269,7 @@ def _too_few(items: list[Item], tp: int, dp: int, positions: list[int], availabl
 
 def _visible_count(parsed: ParsedLaunch, snapshot: SnapshotLike, gpu_count: int) -> int:
     """How many GPUs the launch's CUDA_VISIBLE_DEVICES leaves visible (every GPU without one, or when unknown)."""
-    given = getattr(parsed, "gpus", None)
+    given = parsed.gpus
     devices = container_devices(list(given.ids), snapshot)[0] if given is not None and given.ids is not None else None
     if given is not None and given.ids is None and given.count is not None:
         return min(given.count, gpu_count)

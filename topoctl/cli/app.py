@@ -182,10 +182,12 @@ class _Guarded:
             self._failed(None)
             return len(data)
         try:
-            return self.wrapped.write(data)
+            written: int = self.wrapped.write(data)
+            return written
         except UnicodeEncodeError:
             encoding = getattr(self.wrapped, "encoding", None) or "ascii"
-            return self.wrapped.write(data.encode(encoding, "backslashreplace").decode(encoding))
+            escaped: int = self.wrapped.write(data.encode(encoding, "backslashreplace").decode(encoding))
+            return escaped
         except BrokenPipeError:
             if not self.strict:
                 return len(data)

@@ -148,11 +148,13 @@ def cached(section: str, sources: Iterable[str], build: Callable[[], T],
     path = _section_path(folder, section, stamp)
     found = _read(path, stamp)
     if found is not None and (check is None or _holds(check, found[0])):
-        return found[0]
+        cached_data: T = found[0]  # JSON the check (when given) held to what the build gives
+        return cached_data
     shipped = _read_shipped(section, sources)
     try:
         if shipped is not None and (check is None or _holds(check, shipped[0])):
-            return shipped[0]  # not copied into the user cache: reading it here costs what a copy would save
+            shipped_data: T = shipped[0]
+            return shipped_data  # not copied into the user cache: reading it here costs what a copy would save
     finally:
         _hashed.clear()  # held only for the check of the section they were hashed for
     data = build()
@@ -267,7 +269,8 @@ def sha256(data: bytes) -> Digest:
             from _sha2 import sha256 as builtin  # type: ignore[no-redef]  # CPython 3.12 and later
         except ImportError:
             from hashlib import sha256 as builtin  # type: ignore[no-redef]
-    return builtin(data)
+    digest: Digest = builtin(data)
+    return digest
 
 
 def content_stamp(sources: Iterable[str]) -> list[str]:

@@ -361,7 +361,8 @@ class _BoundedComposing:
             raise LimitError(f"{self.origin}: YAML alias *{event.anchor} refers to a value that contains it",
                              hint="a recursive YAML alias has no plain-data meaning; write the value out")
         self._count(self._sizes.get(event.anchor or "", 1))
-        return self._composer.compose_node(self, parent, index)
+        node: YamlNode = self._composer.compose_node(self, parent, index)
+        return node
 
     def _compose_scalar(self, event: YamlEvent, parent: YamlNode | None, index: object) -> YamlNode:
         if len(event.value) > MAX_INT_DIGITS and event.implicit[0] and not event.style:
@@ -370,7 +371,7 @@ class _BoundedComposing:
                 raise LimitError(f"{self.origin} holds an integer of more than {MAX_INT_DIGITS} digits "
                                  "(the most is 64 bits)")
         self._count(1)
-        node = self._composer.compose_node(self, parent, index)
+        node: YamlNode = self._composer.compose_node(self, parent, index)
         if event.anchor is not None:
             self._sizes[event.anchor] = 1
         return node
@@ -384,7 +385,7 @@ class _BoundedComposing:
         if anchor is not None:
             self._open.add(anchor)
         self._count(1)
-        node = self._composer.compose_node(self, parent, index)
+        node: YamlNode = self._composer.compose_node(self, parent, index)
         self.depth -= 1
         if anchor is not None:
             self._open.discard(anchor)

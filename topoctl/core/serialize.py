@@ -18,7 +18,8 @@ def to_yaml(data: object) -> str:
     import yaml
 
     dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-    return yaml.dump(data, Dumper=dumper, sort_keys=False, allow_unicode=True, default_flow_style=False, width=120)
+    text: str = yaml.dump(data, Dumper=dumper, sort_keys=False, allow_unicode=True, default_flow_style=False, width=120)
+    return text
 
 
 def safe_load(text: str, origin: str = "<yaml>") -> Any:

@@ -123,7 +123,8 @@ class _Invalid(Exception):
 def schema() -> dict[str, Any]:
     """The published JSON Schema of a snapshot (topoctl/snapshot/schema/snapshot.schema.json)."""
     from topoctl.core import safe_read as limits
-    return json.loads(limits.read_file(SCHEMA_FILE, limits.MAX_DATA_FILE_BYTES))
+    document: dict[str, Any] = json.loads(limits.read_file(SCHEMA_FILE, limits.MAX_DATA_FILE_BYTES))
+    return document
 
 
 def _kind(value: object) -> str:

@@ -139,7 +139,8 @@ class SnapshotView:
     @property
     def interconnect(self) -> str | None:
         """summary.interconnect: one of topoctl.core.vocab.INTERCONNECTS, or None when unknown."""
-        return self.summary_value("interconnect")
+        interconnect: str | None = self.summary_value("interconnect")
+        return interconnect
 
     def summary_value(self, field: str) -> Any:
         """summary.<field>, or None when the summary does not say."""

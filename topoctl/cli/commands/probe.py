@@ -4,6 +4,8 @@ Layer: commands and CLI (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from topoctl.cli.commands.completion import complete_captures
@@ -107,7 +109,7 @@ def _node_named(path: str | None) -> str | None:
     return path.replace("%%", "\0").replace("%N", name).replace("\0", "%")
 
 
-def _notes(snapshot: dict) -> None:
+def _notes(snapshot: dict[str, Any]) -> None:
     """What people must know about what was (not) seen: CUDA_VISIBLE_DEVICES, calls cut by --timeout."""
     from topoctl.core.errors import one_line
 

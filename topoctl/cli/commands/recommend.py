@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import shlex
 from dataclasses import dataclass, fields, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import click
 
@@ -35,13 +35,21 @@ if TYPE_CHECKING:
     from topoctl.autoconf.search import Result
     from topoctl.rules.engine.model import RuleSet
 
+    class SystemRow(TypedDict):
+        """One built-in system as `recommend --list-systems` lists it."""
+
+        name: str
+        gpu_count: int | None
+        gpu_names: list[str]
+        interconnect: str | None
+
 FORMATS = ("env", "args", "json", "yaml", "table")
 
 
-def _system_rows() -> list[dict]:
+def _system_rows() -> list[SystemRow]:
     from topoctl.snapshot.catalogue import list_systems, system_snapshot
 
-    rows = []
+    rows: list[SystemRow] = []
     for name in list_systems():
         try:
             view = SnapshotView(system_snapshot(name))
@@ -77,7 +85,7 @@ def _list_models(fmt: str) -> str:
     return _listing_document({"models": rows}, fmt)
 
 
-def _listing_document(data: dict, fmt: str) -> str:
+def _listing_document(data: dict[str, object], fmt: str) -> str:
     import json
 
     if fmt == "json":
@@ -108,7 +116,7 @@ def _check_speculative(speculative: str | None, draft_model: str | None, force_s
         raise TopoctlError("--force-speculative needs --speculative eagle3")
 
 
-def _output(result, fmt: str, top: int) -> str:
+def _output(result: Result, fmt: str, top: int) -> str:
     if fmt == "table":
         from topoctl.autoconf.launch_text import document
         from topoctl.autoconf.table import render_table
