@@ -61,7 +61,7 @@ class GpuDataError(ValueError):
     """gpus.yaml is malformed (a packaging or editing mistake, caught by the tests)."""
 
 
-def _read_yaml(path: str) -> Any:
+def _read_yaml(path: str) -> object:
     import yaml
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -70,7 +70,7 @@ def _read_yaml(path: str) -> Any:
     return yaml.load(text, Loader=loader)  # noqa: S506 - a safe loader
 
 
-def _load_yaml(path: str) -> Any:
+def _load_yaml(path: str) -> object:
     """The parsed file, through topoctl's knowledge cache (a warm start of recommend does not import PyYAML)."""
     from topoctl.core import knowledge_cache as cache
     return cache.cached("gpus", [path, __file__], lambda: _read_yaml(path))
@@ -92,7 +92,7 @@ def _sources(entry: dict[str, Any]) -> tuple[str, ...]:
     return tuple(sources)
 
 
-def _parse(doc: Any) -> tuple[tuple[Architecture, ...], tuple[GpuModel, ...]]:
+def _parse(doc: object) -> tuple[tuple[Architecture, ...], tuple[GpuModel, ...]]:
     if not isinstance(doc, dict) or doc.get("schema_version") != 1:
         raise GpuDataError("gpus.yaml: expected a mapping with schema_version: 1")
     archs = []

@@ -197,13 +197,13 @@ def decode(raw: bytes, origin: str, hint: str) -> str:
 _PLAIN = (str, bool, type(None))
 
 
-def check_tree(data: Any, origin: str, max_depth: int = MAX_DEPTH, max_nodes: int = MAX_NODES) -> None:
+def check_tree(data: object, origin: str, max_depth: int = MAX_DEPTH, max_nodes: int = MAX_NODES) -> None:
     """Refuse a parsed document deeper than `max_depth`, with more than `max_nodes` values, an integer of
     64 bits or more, a number that is not finite, or a value JSON cannot hold (YAML dates, binary, sets).
 
     Iterative (no recursion), one visit per value: bounded by the document's size.
     """
-    stack: list[tuple[Any, int]] = [(data, 1)]
+    stack: list[tuple[object, int]] = [(data, 1)]
     nodes = 0
     while stack:
         value, depth = stack.pop()
@@ -477,7 +477,8 @@ def load_yaml(text: str, origin: str, max_nodes: int = MAX_NODES, max_depth: int
     return data
 
 
-_Slot = tuple[YamlNode, int, Any, object]  # _build's work: a node, its depth, and the list or dict slot it fills
+# _build's work: a node, its depth, and the list (by index) or dict (by key) slot its value fills
+_Slot = tuple[YamlNode, int, "list[object] | dict[object, object]", object]
 _SLOW = object()  # _fast_yaml's answer for "read this document with the bounded composer"
 _STR, _SEQ, _MAP = "tag:yaml.org,2002:str", "tag:yaml.org,2002:seq", "tag:yaml.org,2002:map"
 _SCALAR_TAGS = frozenset({_STR, "tag:yaml.org,2002:int", "tag:yaml.org,2002:float", "tag:yaml.org,2002:bool",
@@ -529,7 +530,7 @@ def _c_nesting_bounded() -> bool:
     return False
 
 
-def _fast_yaml(text: str, max_nodes: int, max_depth: int) -> Any:
+def _fast_yaml(text: str, max_nodes: int, max_depth: int) -> object:
     """safe_load's value of a plain document, or _SLOW. Plain: no node reached twice (an alias), only the
     JSON kinds' tags, no merge or duplicate key, within the node and depth limits, every integer within
     64 bits and every float finite (what check_tree asks). One visit per node, no recursion: bounded by the
@@ -550,7 +551,7 @@ def _fast_yaml(text: str, max_nodes: int, max_depth: int) -> Any:
         loader.dispose()
 
 
-def _build(loader: _NodeLoader, root: YamlNode, max_nodes: int, max_depth: int, seen: set[int] | None) -> Any:
+def _build(loader: _NodeLoader, root: YamlNode, max_nodes: int, max_depth: int, seen: set[int] | None) -> object:
     """The value of the composed document `root` (see _fast_yaml), built iteratively; `seen` tracks the
     nodes visited when the document may share one (an alias), None when it cannot."""
     holder: list[object] = [None]
@@ -582,7 +583,7 @@ def _build(loader: _NodeLoader, root: YamlNode, max_nodes: int, max_depth: int, 
             value = _SLOW
         if value is _SLOW:
             return _SLOW
-        target[slot] = value  # type: ignore[index]  # a list's index or a mapping's key, as stacked
+        target[slot] = value  # type: ignore[call-overload]  # a list's index or a mapping's key, as stacked
     return holder[0]
 
 
