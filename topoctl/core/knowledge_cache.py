@@ -47,7 +47,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import Any, Callable, Iterable, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Protocol, TypeVar
 
 from topoctl import __version__
 from topoctl.core import safe_read as limits
@@ -64,11 +64,11 @@ _hashed: dict[str, bytes] = {}  # source path -> the bytes content_stamp hashed,
 Stamp = list[object]  # a section's fingerprint: format, version, python, then [path, size, mtime_ns] per source
 T = TypeVar("T")  # what a section's build gives, and so what the cache hands back
 
+if TYPE_CHECKING:
+    class Digest(Protocol):
+        """What content_stamp asks of a SHA-256 object (hashlib's or the interpreter's built-in one)."""
 
-class Digest(Protocol):
-    """What content_stamp asks of a SHA-256 object (hashlib's or the interpreter's built-in one)."""
-
-    def hexdigest(self) -> str: ...
+        def hexdigest(self) -> str: ...
 
 
 def cache_dir() -> str | None:

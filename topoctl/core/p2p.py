@@ -12,7 +12,7 @@ Layer: core types and data (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 
-from typing import Mapping, Sequence, TypedDict
+from typing import TYPE_CHECKING, Mapping, Sequence, TypedDict
 
 PairHealth = dict[tuple[int, int], tuple[bool, object]]  # (src, dst) -> (healthy, reason) as bench measured
 
@@ -31,13 +31,14 @@ P2P_STATUSES = P2P_CODES | {P2P_NOT_READ}  # what a snapshot may hold
 UNKNOWN_P2P_STATUSES = frozenset({P2P_NOT_READ, P2P_NVML_UNKNOWN})  # statuses that say nothing either way
 
 
-class PairVerdicts(TypedDict):
-    """The summary's keys pair_verdicts derives (snapshot summary: all_pairs_p2p ... nvlink_all_pairs)."""
+if TYPE_CHECKING:  # read by type checking only, as topoctl/snapshot/shape.py (no class made at start-up)
+    class PairVerdicts(TypedDict):
+        """The summary's keys pair_verdicts derives (snapshot summary: all_pairs_p2p ... nvlink_all_pairs)."""
 
-    all_pairs_p2p: bool | None
-    p2p_pairs_ok: int
-    p2p_pairs_total: int
-    nvlink_all_pairs: bool | None
+        all_pairs_p2p: bool | None
+        p2p_pairs_ok: int
+        p2p_pairs_total: int
+        nvlink_all_pairs: bool | None
 
 
 def p2p_status_known(status: object) -> bool:

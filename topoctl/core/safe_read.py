@@ -26,7 +26,7 @@ import math
 import os
 import stat
 from functools import lru_cache
-from typing import IO, Any, Callable, Protocol, cast
+from typing import IO, TYPE_CHECKING, Any, Callable, Protocol, cast
 
 from topoctl.core.errors import TopoctlError
 
@@ -254,62 +254,66 @@ def loads_json(text: str, origin: str, max_depth: int = MAX_DEPTH, max_nodes: in
 
 
 # ------------------------------------------------------------------------------------------------- YAML
-class YamlMark(Protocol):
-    """Where a YAML node starts (PyYAML's Mark; PyYAML ships no types)."""
+if TYPE_CHECKING:  # PyYAML ships no types: what the readers use of its objects (no class made at run time)
+    class YamlMark(Protocol):
+        """Where a YAML node starts (PyYAML's Mark; PyYAML ships no types)."""
 
-    line: int
-
-
-class YamlNode(Protocol):
-    """The part of PyYAML's composed Node the readers use: a scalar's text, a sequence's nodes, or a
-    mapping's (key, value) node pairs; `id` says which."""
-
-    tag: str
-    id: str
-    value: str | list[YamlNode] | list[tuple[YamlNode, YamlNode]]
-    start_mark: YamlMark
-    style: str | None
+        line: int
 
 
-class YamlEvent(Protocol):
-    """The part of PyYAML's parser events the bounded composer reads."""
+    class YamlNode(Protocol):
+        """The part of PyYAML's composed Node the readers use: a scalar's text, a sequence's nodes, or a
+        mapping's (key, value) node pairs; `id` says which."""
 
-    anchor: str | None
-    value: str
-    implicit: tuple[bool, bool]
-    style: str | None
-
-
-class YamlLoader(Protocol):
-    """A loader yaml_loader makes: PyYAML's SafeLoader interface plus the limits it counts against."""
-
-    origin: str
-    max_nodes: int
-    max_depth: int
-    max_aliases: int
-    events: int
-
-    def get_single_data(self) -> object: ...
-
-    def get_single_node(self) -> YamlNode | None: ...
-
-    def construct_document(self, node: YamlNode) -> object: ...
-
-    def check_node(self) -> bool: ...
-
-    def get_node(self) -> YamlNode | None: ...
-
-    def dispose(self) -> None: ...
+        tag: str
+        id: str
+        value: str | list[YamlNode] | list[tuple[YamlNode, YamlNode]]
+        start_mark: YamlMark
+        style: str | None
 
 
-class _NodeLoader(Protocol):
-    """libyaml's composer with SafeLoader's constructors, as _fast_yaml uses it."""
+    class YamlEvent(Protocol):
+        """The part of PyYAML's parser events the bounded composer reads."""
 
-    yaml_constructors: dict[str, Callable[[_NodeLoader, YamlNode], object]]
+        anchor: str | None
+        value: str
+        implicit: tuple[bool, bool]
+        style: str | None
 
-    def get_single_node(self) -> YamlNode | None: ...
 
-    def dispose(self) -> None: ...
+    class YamlLoader(Protocol):
+        """A loader yaml_loader makes: PyYAML's SafeLoader interface plus the limits it counts against."""
+
+        origin: str
+        max_nodes: int
+        max_depth: int
+        max_aliases: int
+        events: int
+
+        def get_single_data(self) -> object: ...
+
+        def get_single_node(self) -> YamlNode | None: ...
+
+        def construct_document(self, node: YamlNode) -> object: ...
+
+        def check_node(self) -> bool: ...
+
+        def get_node(self) -> YamlNode | None: ...
+
+        def dispose(self) -> None: ...
+
+
+    class _NodeLoader(Protocol):
+        """libyaml's composer with SafeLoader's constructors, as _fast_yaml uses it."""
+
+        yaml_constructors: dict[str, Callable[[_NodeLoader, YamlNode], object]]
+
+        def get_single_node(self) -> YamlNode | None: ...
+
+        def dispose(self) -> None: ...
+
+    # _build's work: a node, its depth, and the list (by index) or dict (by key) slot its value fills
+    _Slot = tuple[YamlNode, int, list[object] | dict[object, object], object]
 
 
 _LOADERS: dict[bool, Callable[[str], YamlLoader]] = {}
@@ -477,8 +481,6 @@ def load_yaml(text: str, origin: str, max_nodes: int = MAX_NODES, max_depth: int
     return data
 
 
-# _build's work: a node, its depth, and the list (by index) or dict (by key) slot its value fills
-_Slot = tuple[YamlNode, int, "list[object] | dict[object, object]", object]
 _SLOW = object()  # _fast_yaml's answer for "read this document with the bounded composer"
 _STR, _SEQ, _MAP = "tag:yaml.org,2002:str", "tag:yaml.org,2002:seq", "tag:yaml.org,2002:map"
 _SCALAR_TAGS = frozenset({_STR, "tag:yaml.org,2002:int", "tag:yaml.org,2002:float", "tag:yaml.org,2002:bool",
