@@ -11,6 +11,7 @@ import itertools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from topoctl.check.judge_kernels import kernel_items
 from topoctl.check.judge_memory import memory_items
 from topoctl.check.outcome import Item, Outcome
 from topoctl.check.parse import raw_int
@@ -81,6 +82,7 @@ def judge(parsed: ParsedLaunch, snapshot: SnapshotLike, flags: FlagSet, ruleset:
             return collect_evidence([f for f in report.findings if f.status == "fired"])
 
         outcome.items.extend(memory_items(parsed, snapshot, flags, sizes.tp_all, model, Item, measured))
+    outcome.items.extend(kernel_items(parsed, snapshot, flags.version, served, sizes.tp))
     outcome.items.extend(_version_mismatch(parsed, flags))
     outcome.items.extend(system_mismatch_items(parsed, snapshot))
     if expect is not None:  # --expect SNAPSHOT only
