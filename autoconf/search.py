@@ -49,6 +49,7 @@ from topoctl.autoconf.target import (  # noqa: F401 - re-exported
     target_gpu_count,
 )
 from topoctl.rules.engine.evaluation import launch_defaults
+from topoctl.rules.sglang import kernels
 from topoctl.rules.sglang import spelling as table
 from topoctl.rules.sglang.settings import equal
 from topoctl.snapshot.cuda_devices import ProbeVisible, probe_visible
@@ -386,6 +387,7 @@ class _Plan:
     version: Any  # the flags' version (flags.version)
     memory_version: Any
     rules_version: Any
+    sms: tuple[int, ...] = ()  # the target GPUs' SMs, for the kernel matrix
 
 
 def _checked_options(model: dict[str, Any] | None, gpu_count: int, visible: ProbeVisible | None, req: Request,
@@ -425,8 +427,9 @@ def _plan(snapshot: SnapshotView, model: dict[str, Any] | None, flags: FlagSet, 
     options = _checked_options(model, gpu_count, visible, req, ep)
     version = flags.version
     memory_version = getattr(flags, "requested", None) or version  # memory.py says how a newer one is matched
+    sms = tuple(sorted({sm for gpu in snapshot.indexed_gpus if isinstance(sm := gpu.get("sm"), int)}))
     return _Plan(req, ruleset, notes, machine_count, gpu_count, visible, ep, options, version, memory_version,
-                 target_version or version)
+                 target_version or version, sms)
 
 
 def _base_launch(tp: int, dp: int, ep: int, req: Request) -> dict[str, Any]:
@@ -465,6 +468,8 @@ def _judge_options(snapshot: SnapshotView, model: dict[str, Any] | None, plan: _
         for path, spec, launch in launches(tp_space, base_launch, plan.version, spec_options, req.draft_model):
             if not pcie_ipc.admits(path, ipc):  # SGLang would run it on NCCL (rules/sglang/data)
                 continue
+            if any(kernels.launch_missing(plan.version, sm, launch, model) for sm in plan.sms):
+                continue  # a kernel never built for this GPU (check blocks it: topoctl-kernel-not-built)
             cand, _ = judge_candidate(judge, path, spec, launch, tp_space, req.speculative)
             pool.add(_fit(cand, model, gpu, plan.memory_version, req) if model is not None else cand)
         for key, finding in judge.findings_by_id.items():

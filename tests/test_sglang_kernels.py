@@ -65,3 +65,12 @@ def test_auto_moe_runner_reads_gpt_oss_dispatch():
     assert kernels.auto_moe_runner("0.5.10", 120, "GptOssForCausalLM", "mxfp4", False) is None
     assert kernels.auto_moe_runner("0.5.9", 120, "GptOssForCausalLM", "mxfp4", True) is None
     assert kernels.auto_moe_runner("0.5.9", 120, "LlamaForCausalLM", "mxfp4", False) is None
+
+
+def test_launch_missing_reads_recommend_settings():
+    moe = {"moe": True, "quantization": {"scheme": "fp8", "method": "fp8"}}
+    assert [a.op.name for a in kernels.launch_missing("0.5.9", 120, {"attention_backend": "fa3"}, None)] == [
+        "attention backend fa3"]
+    assert kernels.launch_missing("0.5.9", 120, {"moe_runner_backend": "flashinfer_trtllm"}, moe)
+    assert not kernels.launch_missing("0.5.9", 100, {"moe_runner_backend": "flashinfer_trtllm"}, moe)
+    assert not kernels.launch_missing("0.5.9", 120, {"attention_backend": "flashinfer", "tp_size": 8}, moe)

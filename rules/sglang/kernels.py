@@ -76,6 +76,22 @@ _FUSION_JIT = {"trtllm": ("gen_trtllm_comm_module",), "mnnvl": ("gen_trtllm_mnnv
                "auto": ("gen_trtllm_comm_module", "gen_trtllm_mnnvl_comm_module")}
 
 
+# SGLang's --quantization values (and checkpoint schemes) -> the MoE weight formats of the matrix
+_DTYPES = {"fp8": "fp8", "modelopt_fp8": "fp8", "w8a8_fp8": "fp8", "fbgemm_fp8": "fp8", "modelopt_fp4": "nvfp4",
+           "nvfp4": "nvfp4", "mxfp4": "mxfp4", "mxfp8": "mxfp8", "w4afp8": "w4afp8"}
+
+
+def moe_dtype(written_quant: str | None, model: dict[str, Any] | None) -> str | None:
+    """The MoE weight format: --quantization, else the checkpoint's scheme; bf16 for a known unquantized model."""
+    if written_quant:
+        return _DTYPES.get(written_quant.lower())
+    if model is None:
+        return None
+    quant = model.get("quantization") or {}
+    scheme = quant.get("scheme") or quant.get("method")
+    return _DTYPES.get(str(scheme).lower()) if scheme else "bf16"
+
+
 def attention(backend: str) -> Op | None:
     """The op of an attention backend name, None for one with no kernel in the wheels."""
     found = _ATTENTION.get(backend)
@@ -182,3 +198,15 @@ def auto_moe_runner(release: str, sm: int, architecture: str, dtype: str | None,
     if sm // 10 not in (10, 12):
         return None
     return "flashinfer_mxfp4", f"sglang=={release} sglang/srt/server_args.py:{line}"
+
+
+def launch_missing(release: str, sm: int, launch: dict[str, Any], model: dict[str, Any] | None) -> list[KernelAnswer]:
+    """The kernels a launch of logical settings (recommend's candidates) names that are missing on `sm`."""
+    first = attention(str(launch.get("attention_backend") or ""))
+    ops = [first] if first is not None else []
+    runner = launch.get("moe_runner_backend")
+    if runner and runner != "auto" and (model is None or model.get("moe", True)):
+        op = moe_runner(str(runner), moe_dtype(launch.get("quantization"), model))
+        ops += [op] if op is not None else []
+    answers = [kernel_for(release, sm, op) for op in ops]
+    return [answer for answer in answers if answer.verdict == "missing"]

@@ -18,9 +18,6 @@ from topoctl.rules.sglang.spelling import switch
 from topoctl.snapshot.view import SnapshotLike, view_of
 
 _ATTENTION_DESTS = ("attention_backend", "prefill_attention_backend", "decode_attention_backend")
-# SGLang's --quantization values (and checkpoint schemes) -> the MoE weight formats of the matrix
-_DTYPES = {"fp8": "fp8", "modelopt_fp8": "fp8", "w8a8_fp8": "fp8", "fbgemm_fp8": "fp8", "modelopt_fp4": "nvfp4",
-           "nvfp4": "nvfp4", "modelopt": "fp8", "mxfp4": "mxfp4", "mxfp8": "mxfp8", "w4afp8": "w4afp8"}
 _AVOID_MOE = {"mxfp4": "triton_kernel"}
 
 
@@ -30,17 +27,6 @@ def _flag(dest: str) -> str:
 
 def _sms(snapshot: SnapshotLike) -> list[int]:
     return sorted({sm for gpu in view_of(snapshot).indexed_gpus if isinstance(sm := gpu.get("sm"), int)})
-
-
-def moe_dtype(written_quant: str | None, model: dict[str, Any] | None) -> str | None:
-    """The MoE weight format: --quantization, else the checkpoint's scheme; bf16 for a known unquantized model."""
-    if written_quant:
-        return _DTYPES.get(written_quant.lower())
-    if model is None:
-        return None
-    quant = model.get("quantization") or {}
-    scheme = quant.get("scheme") or quant.get("method")
-    return _DTYPES.get(str(scheme).lower()) if scheme else "bf16"
 
 
 def _asks(parsed: Any, model: dict[str, Any] | None, release: str, sm: int,
@@ -54,7 +40,7 @@ def _asks(parsed: Any, model: dict[str, Any] | None, release: str, sm: int,
             out.append((op, f"{_flag(dest)} {value}", "written"))
     if model is None or model.get("moe", True):
         quant, _ = written_value(parsed, "quantization")
-        dtype = moe_dtype(quant, model)
+        dtype = kernels.moe_dtype(quant, model)
         runner, _ = written_value(parsed, "moe_runner_backend")
         if runner and runner != "auto":
             op = kernels.moe_runner(runner, dtype)
@@ -111,7 +97,7 @@ def kernel_items(parsed: Any, snapshot: SnapshotLike, version: str, model: dict[
     release whose flag data, and so whose matrix, judges the launch)."""
     release = version
     quant, _ = written_value(parsed, "quantization")
-    dtype = moe_dtype(quant, model)
+    dtype = kernels.moe_dtype(quant, model)
     where = str(getattr(parsed, "where", "") or "")
     items: list[Item] = []
     for sm in _sms(snapshot):
