@@ -88,11 +88,12 @@ BUDGETS = {
     # and no GPU table while the snapshot names its GPUs' architectures (every reference system does)
     # +1 own (issue 35): Found in a module of its own (topoctl/deploy/found.py) beside the kinds' registry, so that no
     # reader imports the dispatcher back; the readers themselves load only for a file of their kind
-    "check": (170, 54, ("yaml", "jsonschema", "topoctl.autoconf.launch_model", "topoctl.probe.collect", "subprocess",
+    # +2 own: judge_kernels and rules.sglang.kernels; the kernel matrix is read only when a launch names a backend
+    "check": (172, 56, ("yaml", "jsonschema", "topoctl.autoconf.launch_model", "topoctl.probe.collect", "subprocess",
                         "shutil", "topoctl.deploy.helm", "topoctl.deploy.dockerfile", "hmac", "_hashlib",
                         "topoctl.snapshot.network_view", "topoctl.core.gpus", "topoctl.snapshot.visible_view")),
-    # check -- COMMAND: no file to read, so no Helm reader
-    "check --": (175, 57, ("yaml", "jsonschema", "topoctl.autoconf.launch_model", "topoctl.probe.collect", "subprocess",
+    # check -- COMMAND: no file to read, so no Helm reader; the same two kernel modules as check
+    "check --": (177, 59, ("yaml", "jsonschema", "topoctl.autoconf.launch_model", "topoctl.probe.collect", "subprocess",
                            "topoctl.deploy.helm", "hmac", "_hashlib", "topoctl.snapshot.network_view", "topoctl.core.gpus",
                            "topoctl.snapshot.visible_view")),
     # recommend: topoctl.rules.sglang.settings (the settings table, SGLang knowledge) beside the rules' view of it
@@ -101,7 +102,8 @@ BUDGETS = {
     # and the search's Request in a module of its own (autoconf/request.py), so that a listing needs no search;
     # +2 own: the PCIe IPC record (autoconf/pcie_ipc.py) and the measured-launch anchor (autoconf/anchor.py)
     # +4 own: the step composed from the op tables (op_tables, step_model, step_shapes, step_estimate; issue 41)
-    "recommend": (181, 59, ("yaml", "jsonschema", "topoctl.check.judge", "topoctl.probe.collect", "subprocess", "hmac",
+    # +1 own: rules/sglang/kernels.py, the search's kernel filter (the matrix is read only for a backend it names)
+    "recommend": (182, 60, ("yaml", "jsonschema", "topoctl.check.judge", "topoctl.probe.collect", "subprocess", "hmac",
                             "_hashlib", "topoctl.snapshot.network_view", "topoctl.snapshot.visible_view")),
 }
 
