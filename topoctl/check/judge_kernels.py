@@ -13,6 +13,7 @@ from typing import Any
 from topoctl.check.outcome import Item
 from topoctl.check.parse import written_value
 from topoctl.core.errors import one_line
+from topoctl.core.vocab import Severity
 from topoctl.rules.sglang import kernels
 from topoctl.rules.sglang.spelling import switch
 from topoctl.snapshot.view import SnapshotLike, view_of
@@ -78,7 +79,7 @@ def _item(answer: kernels.KernelAnswer, flag: str, origin: str, avoid: str, wher
         message = (f"{flag}{how}: {op.name} has no kernel for SM{sm} in SGLang {answer.release}: its wheels build it "
                    f"for SM {built} only" + (f", its JIT module accepts SM {jit} only" if jit else
                                                 ", and nothing compiles it at run time") + f" [{cited}]")
-        return Item("topoctl-kernel-not-built", "block", "kernel not built for this GPU", one_line(message, 600),
+        return Item("topoctl-kernel-not-built", Severity.BLOCK, "kernel not built for this GPU", one_line(message, 600),
                     avoid, where)
     if answer.verdict in ("jit", "doubt"):
         reason = (f"compiled at run time by FlashInfer's JIT (it accepts SM {jit})" if answer.verdict == "jit" else
@@ -86,7 +87,7 @@ def _item(answer: kernels.KernelAnswer, flag: str, origin: str, avoid: str, wher
                   "skipped op speaks)")
         message = (f"{flag}{how}: {op.name} is not in SGLang {answer.release}'s prebuilt wheels for SM{sm} "
                    f"(built for SM {built}); {reason} [{cited}]")
-        return Item("topoctl-kernel-not-prebuilt", "warn", "kernel not prebuilt for this GPU", one_line(message, 600),
+        return Item("topoctl-kernel-not-prebuilt", Severity.WARN, "kernel not prebuilt for this GPU", one_line(message, 600),
                     avoid if answer.verdict == "doubt" else "", where)
     return None
 
