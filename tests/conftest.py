@@ -11,6 +11,8 @@ from typing import Callable, Sequence
 import pytest
 from hypothesis import settings
 
+from topoctl.snapshot.catalogue import list_systems
+
 TESTS = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(TESTS)
 FIXTURES = os.path.join(ROOT, "fixtures")
@@ -21,6 +23,12 @@ if TESTS not in sys.path:
 os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="topoctl-test-cache-")
 
 CliResult = tuple[int, str, str]
+
+
+def target(name: str) -> list[str]:
+    """--system NAME of a built-in reference system (fixtures/NAME)."""
+    assert name in list_systems(), name
+    return ["--system", name]
 
 # Hypothesis profiles. A gate must not pass or fail by chance, so the suite and CI draw a fixed sequence of
 # examples (derandomize: the examples follow from each test's code) with no example database: a run is the

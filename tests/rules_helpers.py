@@ -161,3 +161,44 @@ def write_rules(folder: Path, text: str, name: str = "site.yaml") -> Path:
     path = folder / name
     path.write_text(textwrap.dedent(text), encoding="utf-8")
     return path
+
+
+SITE_RULE = """schema_version: 1
+rules:
+  - id: site-no-eagle3-on-h200
+    title: our H200 fleet does not run EAGLE-3 yet
+    severity: block
+    scope: our H200 machines
+    when: {fact: gpu.sm, any_in: [90]}
+    effect:
+      forbid:
+        - {setting: speculative_algorithm, values: [eagle3]}
+    message: EAGLE-3 is not validated on our H200 fleet.
+    remediation: Serve without speculative decoding.
+    evidence:
+      - {source: "measured:site", reference: fleet runbook, level: measured, summary: not validated yet, scope: our H200 fleet}
+    tests:
+      - {name: h200, expect: fire, snapshot: {gpus: [{index: 0, sm: 90}]}}
+      - {name: l40s, expect: silent, snapshot: {gpus: [{index: 0, sm: 89}]}}
+"""
+
+
+def one_rule(rule_id: str) -> str:
+    """A warn-level site rule on SM120 GPUs named `rule_id`, with its own fire and silent cases."""
+    return (
+        "schema_version: 1\n"
+        "rules:\n"
+        f"  - id: {rule_id}\n"
+        "    title: site rule for the tests\n"
+        "    severity: warn\n"
+        "    scope: SM120 GPUs\n"
+        "    when: {fact: gpu.sm_majors, any_in: [12]}\n"
+        "    effect: {forbid: [{setting: torch_symm_mem, values: [true]}]}\n"
+        "    message: site rule\n"
+        "    remediation: none\n"
+        "    evidence:\n"
+        "      - {source: 'measured:site', reference: tests, level: measured, summary: tests, scope: tests}\n"
+        "    tests:\n"
+        "      - {name: fires, expect: fire, snapshot: {gpus: [{index: 0, sm: 120}]}}\n"
+        "      - {name: silent, expect: silent, snapshot: {gpus: [{index: 0, sm: 90}]}}\n"
+    )

@@ -9,8 +9,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 from click.testing import CliRunner
-from test_autoconf_snapshots import make_snapshot
-from test_recommend import target
+from conftest import target
+from snapshot_factory import make_snapshot
 
 from topoctl.cli.app import cli as cli_group
 from topoctl.cli.app import main
@@ -217,7 +217,7 @@ def test_rules_options_usage_errors(argv, needle, cli):
 
 
 def test_site_rules(tmp_path, cli):
-    from test_recommend import SITE_RULE
+    from rules_helpers import SITE_RULE
 
     (tmp_path / "fleet.yaml").write_text(SITE_RULE)
     cmd = [*CMD, "--tp", "4", "--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", "/d",

@@ -6,7 +6,7 @@ import os
 import subprocess
 
 import pytest
-from test_autoconf_snapshots import hostile, make_snapshot
+from snapshot_factory import hostile, make_snapshot
 
 from topoctl.autoconf.launch_text import assignment, comment, sh_quote
 from topoctl.cli.app import main

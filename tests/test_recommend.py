@@ -8,16 +8,12 @@ import sys
 
 import pytest
 from click.testing import CliRunner
+from conftest import target
+from rules_helpers import SITE_RULE
 
 from topoctl.cli.app import cli as cli_group
 from topoctl.rules.sglang.flags import known_versions
 from topoctl.snapshot.catalogue import list_systems
-
-
-def target(name: str) -> list[str]:
-    """--system NAME of a built-in reference system (fixtures/NAME)."""
-    assert name in list_systems(), name
-    return ["--system", name]
 
 
 def recommend_json(argv, cli) -> dict:
@@ -230,26 +226,6 @@ def test_subprocess_python_m_topoctl(tmp_path):
                            "--model", "qwen3-235b-a22b", "--format", "json"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["model"]["name"] == "qwen3-235b-a22b"
-
-
-SITE_RULE = """schema_version: 1
-rules:
-  - id: site-no-eagle3-on-h200
-    title: our H200 fleet does not run EAGLE-3 yet
-    severity: block
-    scope: our H200 machines
-    when: {fact: gpu.sm, any_in: [90]}
-    effect:
-      forbid:
-        - {setting: speculative_algorithm, values: [eagle3]}
-    message: EAGLE-3 is not validated on our H200 fleet.
-    remediation: Serve without speculative decoding.
-    evidence:
-      - {source: "measured:site", reference: fleet runbook, level: measured, summary: not validated yet, scope: our H200 fleet}
-    tests:
-      - {name: h200, expect: fire, snapshot: {gpus: [{index: 0, sm: 90}]}}
-      - {name: l40s, expect: silent, snapshot: {gpus: [{index: 0, sm: 89}]}}
-"""
 
 
 def test_site_rules_and_disable_with_reason(tmp_path, cli):

@@ -169,11 +169,11 @@ def test_same_rules_path_twice_is_read_once(cli, tmp_path):
     import sys
 
     sys.path.insert(0, "tests")
-    from test_user_inputs import _one_rule
+    from rules_helpers import one_rule
 
     site = tmp_path / "site"
     site.mkdir()
-    (site / "r.yaml").write_text(_one_rule("site-once"), encoding="utf-8")
+    (site / "r.yaml").write_text(one_rule("site-once"), encoding="utf-8")
     (tmp_path / "link").symlink_to(site)
     paths = [str(site), str(site) + "/", str(site / "r.yaml"), str(tmp_path / "link")]
     argv = [arg for path in paths for arg in ("--rules", path)]

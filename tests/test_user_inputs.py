@@ -16,6 +16,7 @@ import sys
 
 import pytest
 from model_helpers import fitting_model
+from rules_helpers import one_rule
 
 from topoctl.snapshot.catalogue import list_systems
 
@@ -578,38 +579,18 @@ def test_check_formats_with_a_hostile_file_name(cli, tmp_path, fmt):
 # rules: site rule folders, --disable
 
 
-def _one_rule(rule_id: str) -> str:
-    return (
-        "schema_version: 1\n"
-        "rules:\n"
-        f"  - id: {rule_id}\n"
-        "    title: site rule for the tests\n"
-        "    severity: warn\n"
-        "    scope: SM120 GPUs\n"
-        "    when: {fact: gpu.sm_majors, any_in: [12]}\n"
-        "    effect: {forbid: [{setting: torch_symm_mem, values: [true]}]}\n"
-        "    message: site rule\n"
-        "    remediation: none\n"
-        "    evidence:\n"
-        "      - {source: 'measured:site', reference: tests, level: measured, summary: tests, scope: tests}\n"
-        "    tests:\n"
-        "      - {name: fires, expect: fire, snapshot: {gpus: [{index: 0, sm: 120}]}}\n"
-        "      - {name: silent, expect: silent, snapshot: {gpus: [{index: 0, sm: 90}]}}\n"
-    )
-
-
 def _rule_dirs(tmp_path):
     dirs = {}
     for name in ("broken", "dup", "pytag", "bad-schema", "builtin-dup"):
         (tmp_path / name).mkdir()
         dirs[name] = str(tmp_path / name)
     write(tmp_path / "broken" / "a.yaml", "rules: [\n  - id: x\n")
-    write(tmp_path / "dup" / "a.yaml", _one_rule("site-rule-a"))
-    write(tmp_path / "dup" / "b.yaml", _one_rule("site-rule-a"))
+    write(tmp_path / "dup" / "a.yaml", one_rule("site-rule-a"))
+    write(tmp_path / "dup" / "b.yaml", one_rule("site-rule-a"))
     write(tmp_path / "pytag" / "a.yaml",
           f'schema_version: 1\nrules: !!python/object/apply:os.system ["touch {tmp_path}/pwned"]\n')
     write(tmp_path / "bad-schema" / "a.yaml", "schema_version: 1\nrules:\n  - id: foo\n    severity: catastrophic\n")
-    write(tmp_path / "builtin-dup" / "a.yaml", _one_rule("flashinfer-allreduce-fusion-sm12x"))
+    write(tmp_path / "builtin-dup" / "a.yaml", one_rule("flashinfer-allreduce-fusion-sm12x"))
     dirs["text-file"] = write(tmp_path / "rules.txt", "hello\n")
     dirs["missing"] = str(tmp_path / "nope")
     return dirs
@@ -629,7 +610,7 @@ def test_bad_site_rules_are_one_line_exit_2(cli, tmp_path, which, command):
 
 
 def test_good_site_rule_file_is_listed_and_tested(cli, tmp_path):
-    path = write(tmp_path / "site.yaml", _one_rule("site-rule-a"))
+    path = write(tmp_path / "site.yaml", one_rule("site-rule-a"))
     code, out, err = cli(["rules", "list", "--rules", path])
     assert code == 0, err
     assert "site-rule-a" in out
