@@ -14,6 +14,8 @@ import pytest
 from topoctl.probe.bench import plan as planning
 from topoctl.probe.bench.stats import percentile, spread
 
+pytestmark = pytest.mark.slow  # minutes: its own step of .ci/run (setup.cfg, "markers")
+
 torch = pytest.importorskip("torch")
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures")

@@ -15,6 +15,8 @@ import yaml
 
 from tests.conftest import ROOT
 
+pytestmark = pytest.mark.slow  # minutes: its own step of .ci/run (setup.cfg, "markers")
+
 CI = os.path.join(ROOT, "examples", "ci")
 DEPLOY = os.path.join("examples", "deploy")
 UNSAFE = os.path.join(DEPLOY, "kubernetes", "sglang-deployment.yaml")

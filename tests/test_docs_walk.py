@@ -29,6 +29,8 @@ import pytest
 import yaml
 from docs_helpers import Block, doc_names, fenced_blocks, lines_in_order, matches, sessions
 
+pytestmark = pytest.mark.slow  # minutes: its own step of .ci/run (setup.cfg, "markers")
+
 # ------------------------------------------------------------------------------------------- what WALK says
 
 
@@ -300,9 +302,14 @@ def test_quick_start_line_installs_and_writes_a_launch_env_from_a_fresh_clone(wa
 
 
 def test_quick_start_test_line_installs_the_test_extras_and_collects_the_suite(walk):
+    """Its two runs, `-m 'not slow'` then `-m slow`, each collect some tests and together the whole suite once."""
     done = walk.results["test extras"]
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert re.search(r"^\d+ tests collected", done.stdout.strip().splitlines()[-1]), done.stdout[-500:]
+    runs = [(int(chosen), int(total)) for chosen, total in
+            re.findall(r"^(\d+)/(\d+) tests collected \(\d+ deselected\)", done.stdout, flags=re.M)]
+    assert len(runs) == 2, done.stdout[-500:]
+    (fast, total), (slow, total_again) = runs
+    assert total == total_again and fast > 0 and slow > 0 and fast + slow == total, runs
 
 
 # ------------------------------------------------------------------------------------------------ the blocks

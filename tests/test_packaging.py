@@ -26,7 +26,8 @@ SDIST_SUBSET = ["tests/test_readme.py", "tests/test_ci.py", "tests/test_golden.p
                 "tests/test_fixtures.py"]
 INNER = "TOPOCTL_TESTING_AN_SDIST"  # set for the sdist's own run, so it does not build an sdist again
 
-pytestmark = pytest.mark.skipif(os.environ.get(INNER) == "1", reason="already the sdist's own test run")
+pytestmark = [pytest.mark.slow,  # minutes: its own step of .ci/run (setup.cfg, "markers")
+              pytest.mark.skipif(os.environ.get(INNER) == "1", reason="already the sdist's own test run")]
 
 
 def _version() -> str:

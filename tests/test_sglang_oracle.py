@@ -23,6 +23,8 @@ from sglang_oracle import compare  # noqa: E402
 
 from topoctl.rules.engine import load_rules  # noqa: E402
 
+pytestmark = pytest.mark.slow  # minutes: its own step of .ci/run (setup.cfg, "markers")
+
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data" / "oracle"
 
