@@ -3,7 +3,7 @@
 Usage:  python benchmarks/cli_bench.py [--repeat 15] [--system NAME]
 Each command is a fresh subprocess (what a CI job pays), interleaved so all see the same load. Goal: the
 median of each topoctl command within 2.5x of `python -c pass` with the same interpreter. Neither command
-may import torch or NVML (tests/test_check.py checks sys.modules).
+may import torch or NVML (tests/check/test_check.py checks sys.modules).
 """
 from __future__ import annotations
 

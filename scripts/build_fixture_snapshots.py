@@ -2,7 +2,7 @@
 fixture's measurements.json (what `topoctl bench` measured there) under `measurements` where there is one.
 
 Run after a probe change or a new capture: python scripts/build_fixture_snapshots.py
-tests/test_fixtures.py fails when a committed snapshot.json differs from its replay, so the shipped
+tests/snapshot/test_fixtures.py fails when a committed snapshot.json differs from its replay, so the shipped
 reference systems always say what the current probe makes of the recorded answers.
 """
 from __future__ import annotations

@@ -6,7 +6,7 @@ GPU data), and writes each with the SHA-256 of its source files (topoctl/core/kn
 user cache then reads these instead of parsing YAML. After changing any knowledge file:
 
     python scripts/compile_knowledge.py           # rewrite topoctl/data/compiled/
-    python scripts/compile_knowledge.py --check   # exit 1 when they are stale (tests/test_cache.py)
+    python scripts/compile_knowledge.py --check   # exit 1 when they are stale (tests/core/test_cache.py)
 """
 from __future__ import annotations
 

@@ -3,7 +3,7 @@ writes) and <system>.svg (that text drawn by Graphviz's dot, stamped with the te
 
 Usage: python scripts/draw_pictures.py            (needs Graphviz's dot; apt-get install graphviz)
        python scripts/draw_pictures.py --check    (no Graphviz needed: exit 1 when a picture is stale)
-Run it after adding a reference system or changing topoctl/present/picture.py. tests/test_picture.py runs the check:
+Run it after adding a reference system or changing topoctl/present/picture.py. tests/present/test_picture.py runs the check:
 each committed .dot must equal what the code draws now, and each .svg must carry that text's digest, so a
 picture cannot silently go stale; the SVG bytes themselves depend on the Graphviz release and are not compared.
 """

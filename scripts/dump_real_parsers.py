@@ -8,13 +8,13 @@ Writes xz-compressed JSON with sorted keys (the same wheels give the same bytes)
 
 * sglang-parsers.json.xz: every action of each release's argparse parser as SGLang's own prepare_server_args
   builds it (scripts/sglang_flags/real_parser.py `dump`), and the real outcome of each probe of
-  scripts/sglang_flags/check.py; tests/test_sglang_real_parser.py compares the shipped flag data with it.
+  scripts/sglang_flags/check.py; tests/rules/test_sglang_real_parser.py compares the shipped flag data with it.
 * sglang-config.json.xz: the argument list SGLang's ConfigArgumentMerger hands argparse for each `--config`
-  file of CONFIGS (tests/test_sglang_config_real.py holds topoctl.deploy.launcher_args to it).
+  file of CONFIGS (tests/deploy/test_sglang_config_real.py holds topoctl.deploy.launcher_args to it).
 * dynamo-probes.json.xz: what Dynamo's own parsers leave for SGLang of each probe of DYNAMO_PROBES, or the
-  argparse error they stop with (tests/test_dynamo_real_parser.py).
+  argparse error they stop with (tests/deploy/test_dynamo_real_parser.py).
 * sglang-memory.json.xz: the mem_fraction_static SGLang's `_handle_gpu_memory_settings` computes, per release
-  up to 0.5.13.post1 and launch case (scripts/check_memory_rules.py; tests/test_memory_rules.py).
+  up to 0.5.13.post1 and launch case (scripts/check_memory_rules.py; tests/autoconf/test_memory_rules.py).
 
 Each file names the wheels (version and SHA-256) it was recorded from. The tests that run the wheels themselves
 (where TOPOCTL_SGLANG_WHEELS / TOPOCTL_DYNAMO_WHEELS are set) also hold these files equal to a fresh run.

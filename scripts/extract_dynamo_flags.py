@@ -135,7 +135,7 @@ def _describe(action: argparse.Action, where: str) -> dict[str, Any]:
 def extract(wheel: Path, probe: list[str] | None = None) -> dict[str, Any]:
     """The option tables of one wheel; with `probe` (an argv), also what Dynamo's own parsers leave of it for
     SGLang (`probe_rest`), or the argparse error they stop with (`probe_error`), as dynamo/sglang/args.py runs
-    them: parse_known_args with Dynamo's parser, then the router's (used by tests/test_dynamo_real_parser.py)."""
+    them: parse_known_args with Dynamo's parser, then the router's (used by tests/deploy/test_dynamo_real_parser.py)."""
     probe_result: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp, zipfile.ZipFile(wheel) as archive:
         names = [n for n in archive.namelist() if n.startswith(("dynamo/common/", "dynamo/sglang/"))]

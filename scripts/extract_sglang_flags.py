@@ -29,7 +29,7 @@ settings such as SGLANG_ENABLE_PCIE_IPC_ALLREDUCE); the hits go to the "env" sec
 Output is deterministic (sorted keys, indent 1), so re-running on the same wheel gives the same file.
 
 The code lives in scripts/sglang_flags/ (wheel.py, evaluate.py, records.py, classic.py, fields.py, extract.py,
-cli.py); its unit tests, on small synthetic wheels, are tests/test_sglang_extractor.py.
+cli.py); its unit tests, on small synthetic wheels, are tests/rules/test_sglang_extractor.py.
 """
 import sys
 from pathlib import Path

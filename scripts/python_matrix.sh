@@ -4,7 +4,7 @@
 # '.[test,lint,plot]'`, torch's CPU build 2.13.0 where the machine has it for that Python (the bench tests
 # skip, saying so, where it has not), then `python -m pytest -q`. A Python below python_requires is tried by lowering
 # python_requires in that clone alone (a local commit there, so that the suite's own fresh-clone installs take
-# it too); the tests of the claim itself (tests/test_readme.py) then fail for it, as they should until it is
+# it too); the tests of the claim itself (tests/docs/test_readme.py) then fail for it, as they should until it is
 # claimed. One Python at a time; each run's log is kept.
 # The supported Pythons (setup.cfg's classifiers and python_requires, README "Quick start") are the ones
 # this shows passing; docs/pythons.md records the runs.

@@ -4,7 +4,7 @@ The table between the `snapshot-fields` markers in docs/architecture.md is gener
 topoctl/snapshot/schema/snapshot.schema.json; after changing the schema, run:
 
     python scripts/snapshot_fields.py          # rewrites the block in place
-    python scripts/snapshot_fields.py --check  # exit 1 if the docs differ (tests/test_snapshot_schema.py)
+    python scripts/snapshot_fields.py --check  # exit 1 if the docs differ (tests/snapshot/test_snapshot_schema.py)
 """
 from __future__ import annotations
 

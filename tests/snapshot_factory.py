@@ -1,5 +1,5 @@
 """Minimal snapshots (docs/architecture.md, schema_version 1) for the tests that need a machine the built-in
-systems do not cover (hostile strings, drift); tests/test_autoconf_snapshots.py checks that they load.
+systems do not cover (hostile strings, drift); tests/autoconf/test_autoconf_snapshots.py checks that they load.
 """
 from __future__ import annotations
 

@@ -15,12 +15,16 @@ import pytest
 import yaml
 from conftest import HYPOTHESIS_PROFILE, ROOT, TESTS
 
-PROPERTY_MODULES = sorted(os.path.basename(path)[:-3] for path in glob.glob(os.path.join(TESTS, "test_*.py"))
-                          if re.search(r"^@given", open(path, encoding="utf-8").read(), re.M))
+TEST_FILES = sorted(glob.glob(os.path.join(TESTS, "**", "test_*.py"), recursive=True))  # tests/ and its folders
+PROPERTY_MODULES = [os.path.relpath(path, TESTS)[:-3] for path in TEST_FILES  # "rules/test_rules_properties"
+                    if re.search(r"^@given", open(path, encoding="utf-8").read(), re.M)]
 
 
 def _property_tests(module_name: str) -> list[tuple[str, object]]:
-    module = importlib.import_module(module_name)
+    folder, name = os.path.split(os.path.join(TESTS, module_name))
+    if folder not in sys.path:  # pytest imports a test file by its basename, from its own folder
+        sys.path.insert(0, folder)
+    module = importlib.import_module(name)
     return [(name, value) for name, value in vars(module).items()
             if callable(value) and hasattr(value, "_hypothesis_internal_use_settings")]
 
@@ -42,7 +46,8 @@ def test_every_property_test_is_derandomized(module_name):
 
 def test_example_counts_go_through_the_profile():
     """A literal max_examples (or derandomize) in a test would escape the explore run's scale (or the seed)."""
-    for path in sorted(glob.glob(os.path.join(TESTS, "test_*.py"))):
+    assert len(TEST_FILES) > 100, TEST_FILES
+    for path in TEST_FILES:
         if path == os.path.abspath(__file__):
             continue
         text = open(path, encoding="utf-8").read()
@@ -98,3 +103,11 @@ def test_mypy_checks_against_the_oldest_python_the_package_supports():
     floor = re.fullmatch(r">=\s*(3\.\d+)", config["options"]["python_requires"].strip())
     assert floor, config["options"]["python_requires"]
     assert config["mypy"]["python_version"].strip() == floor.group(1)
+
+
+def test_the_slow_step_is_the_integration_folder():
+    """.ci/run's `-m slow` step runs exactly tests/integration/: each file there is marked slow, none elsewhere."""
+    marked = {os.path.relpath(path, TESTS) for path in TEST_FILES
+              if re.search(r"^pytestmark = \[?pytest\.mark\.slow\b", open(path, encoding="utf-8").read(), re.M)}
+    folder = {os.path.relpath(path, TESTS) for path in TEST_FILES if os.path.relpath(path, TESTS).startswith("integration")}
+    assert folder and marked == folder, (sorted(marked), sorted(folder))

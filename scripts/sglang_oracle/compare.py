@@ -50,7 +50,7 @@ BEYOND_REACH = {
 }
 # What SGLang decides where the oracle does not run its code (docs/sglang-oracle.md, "Gates not run"): the
 # reason, and the rules that state it instead, each with source lines and must-fire / must-not-fire cases
-# (tests/test_sglang_oracle.py holds them to that).
+# (tests/integration/test_sglang_oracle.py holds them to that).
 GATES_NOT_RUN = {
     "FlashInfer allreduce fusion workspace set-up": (
         "FlashInfer's IPC / MNNVL workspace needs a live process group and CUDA IPC (the final fusion setting is "

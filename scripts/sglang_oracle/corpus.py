@@ -11,7 +11,7 @@ wheel per release (DIR/0.5.23/sglang/...), PYTHON an interpreter with msgspec (S
 
 Writes tests/data/launch_corpus/oracle.json: per file, per launch, the release, the argv and environment,
 and SGLang's outcome (ok, argparse-error with its message, startup-error with the raise's file:line).
-tests/test_check_corpus.py holds every expected verdict to it without the wheels: a launch SGLang's parser
+tests/check/test_check_corpus.py holds every expected verdict to it without the wheels: a launch SGLang's parser
 refuses must block with a flag finding, one it accepts must not, one whose post-init raises must block; and
 the argv topoctl reads today must be the argv recorded (else: run this again).
 

@@ -8,7 +8,7 @@ architecture and quantization the kernel table speaks of, a launch that leaves e
 H100 reference systems; the outcome's moe_runner_backend, attention_backend,
 enable_flashinfer_allreduce_fusion and flashinfer_allreduce_fusion_backend are what SGLang chose, and
 allreduce_fusion whether its communicator fuses (fused()). The outcomes are written as JSON and
-tests/test_decode_terms.py holds every entry of sglang-kernels.yaml to them, release by release. The stand-in
+tests/autoconf/test_decode_terms.py holds every entry of sglang-kernels.yaml to them, release by release. The stand-in
 config is a plain decoder (model_config.py): an MLA model's Hopper backend is not answered by it (its
 attention_arch is MHA), so only the SM100 entries of MLA models are compared.
 """

@@ -13,7 +13,7 @@ import sys
 import pytest
 import yaml
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PATH = os.path.join(ROOT, "benchmarks", "data", "held-out-public.yaml")
 METRICS = {"tpot_ms": "ms", "stream_tok_s": "tok/s", "total_tok_s": "tok/s"}
 

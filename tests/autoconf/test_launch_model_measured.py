@@ -45,7 +45,7 @@ def _rows(path: str, graph: bool, us: float) -> list[dict]:
 
 def _snapshot(rows: list[dict]) -> dict:
     snapshot = copy.deepcopy(system_snapshot("h100-8x-nvswitch"))
-    snapshot["measurements"] = {"method": "synthetic (tests/test_launch_model_measured.py)", "backend": "nccl",
+    snapshot["measurements"] = {"method": "synthetic (tests/autoconf/test_launch_model_measured.py)", "backend": "nccl",
                                 "gpus": list(range(8)), "p2p": [], "allreduce": rows, "coalescing": []}
     return snapshot
 

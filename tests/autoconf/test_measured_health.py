@@ -16,7 +16,7 @@ from topoctl.cli.app import main
 from topoctl.snapshot.catalogue import system_snapshot
 from topoctl.snapshot.document import load_snapshot
 
-FAILED = {"method": "synthetic (tests/test_measured_health.py)", "backend": "nccl", "gpus": list(range(8)),
+FAILED = {"method": "synthetic (tests/autoconf/test_measured_health.py)", "backend": "nccl", "gpus": list(range(8)),
           "p2p": [{"src": 0, "dst": 1, "healthy": False, "reason": "timeout after 30 s (the copy hung)",
                    "bandwidth_gbps": None, "latency_us": None},
                   {"src": 1, "dst": 0, "healthy": True, "reason": None,

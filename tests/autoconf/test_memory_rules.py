@@ -221,7 +221,7 @@ def test_the_model_list_extractor_reads_lists_and_ranges(tmp_path):
         folder.mkdir(parents=True)
         (folder / "model_config.py").write_text(f'EXTRA = ["C"]\nmultimodal_model_archs = {archs}\n'
                                                 'def f():\n    mm_disabled_models = ["D"]\n')
-    path = os.path.join(os.path.dirname(__file__), os.pardir, "scripts", "extract_sglang_model_lists.py")
+    path = os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, "scripts", "extract_sglang_model_lists.py")
     spec = importlib.util.spec_from_file_location("extract_sglang_model_lists", path)
     module = importlib.util.module_from_spec(spec)
     assert spec.loader is not None
@@ -272,7 +272,7 @@ def test_sglangs_own_rule_as_recorded_gives_the_same_fractions_as_the_data():
     import os
     import sys
 
-    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "scripts"))
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "scripts"))
     from check_memory_rules import LAUNCH_CASES, topoctl_fraction
     from dump_real_parsers import read_dump
 
@@ -294,7 +294,7 @@ def test_sglangs_own_rule_gives_the_same_fractions_as_the_data():
     import subprocess
     import sys
 
-    script = __import__("os").path.join(__import__("os").path.dirname(__file__), "..", "scripts",
+    script = __import__("os").path.join(__import__("os").path.dirname(__file__), "..", "..", "scripts",
                                         "check_memory_rules.py")
     done = subprocess.run([sys.executable, script, SRC_ROOT], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]

@@ -13,7 +13,7 @@ import pytest
 
 from autoconf.op_tables import DEFAULT_DIR, OpTable, OpTableError, known_systems, load_system
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 # Systems the brief requires, all present in aiconfigurator-core 0.12.0 / AISimulate 0.13.0.dev wheels.
 REQUIRED = {"h100_sxm", "h200_sxm", "b200_sxm", "b300_sxm", "gb200", "gb300", "rtx_pro_6000_server", "l40s", "a100_sxm"}
 DECODE_TABLES = {"gemm", "attention_generation", "moe", "nccl", "custom_allreduce", "mla_bmm"}

@@ -6,6 +6,7 @@ import json
 import subprocess
 
 import pytest
+from rules_helpers import one_rule
 
 H100 = ["--system", "h100-8x-nvswitch"]
 RTX = ["--system", "rtx-pro-6000-8x-pcie"]
@@ -166,11 +167,6 @@ def test_rules_test_without_any_rule_is_exit_2(cli, tmp_path):
 
 
 def test_same_rules_path_twice_is_read_once(cli, tmp_path):
-    import sys
-
-    sys.path.insert(0, "tests")
-    from rules_helpers import one_rule
-
     site = tmp_path / "site"
     site.mkdir()
     (site / "r.yaml").write_text(one_rule("site-once"), encoding="utf-8")
@@ -189,7 +185,7 @@ def test_same_rules_path_twice_is_read_once(cli, tmp_path):
 
 @pytest.mark.parametrize("memory", [1, 1000, 1024 ** 2 - 1])
 def test_a_gpu_memory_reading_under_one_mib_is_no_reading(cli, tmp_path, memory):
-    """Found by tests/test_commands_over_schema_snapshots.py: memory_total_bytes below 1 MiB (schema-valid, a
+    """Found by tests/cli/test_commands_over_schema_snapshots.py: memory_total_bytes below 1 MiB (schema-valid, a
     broken reading) was 0 MiB to SGLang's memory model and `recommend` died dividing by it (exit 70). Such a
     reading counts as none: the datasheet's memory is used, as for a null."""
     from topoctl.snapshot.catalogue import system_snapshot

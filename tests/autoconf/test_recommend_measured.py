@@ -21,7 +21,7 @@ def _with(tmp_path, nccl_us: float, custom_us: float) -> str:
              "cuda_graph": True, "latency_us": {"median": us, "p10": us * 0.98, "p90": us * 1.05},
              "repetitions": 100, "status": "ok", "reason": None}
             for size in SIZES for path, us in (("nccl", nccl_us), ("custom", custom_us))]
-    snapshot["measurements"] = {"method": "synthetic (tests/test_recommend_measured.py)", "backend": "nccl",
+    snapshot["measurements"] = {"method": "synthetic (tests/autoconf/test_recommend_measured.py)", "backend": "nccl",
                                 "gpus": list(range(8)), "p2p": [], "allreduce": rows, "coalescing": []}
     path = tmp_path / f"h100-{nccl_us}-{custom_us}.json"
     path.write_text(json.dumps(snapshot))

@@ -135,7 +135,7 @@ def test_a_measurement_is_not_carried_onto_a_launch_with_nccl_p2p_off(tmp_path, 
     # `measurements` block in bench's format): p2p-failed-health-check requires NCCL_P2P_DISABLE=1, and the field
     # report's numbers, measured without it, are not claimed for the launch
     snapshot = system_snapshot("rtx-pro-6000-8x-pcie")
-    snapshot["measurements"] = {"method": "synthetic (tests/test_recommend_placement.py)", "backend": "nccl",
+    snapshot["measurements"] = {"method": "synthetic (tests/autoconf/test_recommend_placement.py)", "backend": "nccl",
                                 "gpus": list(range(8)), "allreduce": [], "coalescing": [],
                                 "p2p": [{"src": 6, "dst": 7, "healthy": False, "reason": "timeout after 30 s",
                                          "bandwidth_gbps": None, "latency_us": None}]}

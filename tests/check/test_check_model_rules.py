@@ -97,7 +97,7 @@ def test_the_same_mxfp8_folder_on_h200_blocks(cli, tmp_path):
 
 
 def test_the_mxfp8_folder_on_b200_passes_check_as_a_whole(cli, tmp_path):
-    """The launch SGLang starts passes: the memory fit counts MXFP8 at 1 + 1/32 bytes a weight (tests/test_models.py),
+    """The launch SGLang starts passes: the memory fit counts MXFP8 at 1 + 1/32 bytes a weight (tests/autoconf/test_models.py),
     not at the 2 bytes that refused it as not fitting 8x B200."""
     code, out, _ = cli([*B200, *A2A, "--model-path", _folder(tmp_path, "mxfp8")])
     assert code == 0 and not found(out), out

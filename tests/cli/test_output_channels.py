@@ -120,7 +120,7 @@ def test_any_output_encoding_gives_the_same_bytes_as_dash_o(env, command, unicod
             "recommend-env": ["recommend", "--topology", unicode_snapshot, "--model", "llama-3.1-70b"],
             "recommend-explain": ["recommend", "--topology", unicode_snapshot, "--model", "llama-3.1-70b", "--explain"],
             "check-text": ["check", "--topology", unicode_snapshot, "--", "--tp-size", "4"],
-            "probe-yaml": ["probe", "--from-capture", os.path.join(os.path.dirname(__file__), "..", "fixtures",
+            "probe-yaml": ["probe", "--from-capture", os.path.join(os.path.dirname(__file__), "..", "..", "fixtures",
                                                                     SYSTEM)]}[command]
     result = topoctl(args, env=env)
     assert result.returncode in (0, 1), result.stderr  # check may block; never an error

@@ -20,7 +20,7 @@ from rules_helpers import one_rule
 
 from topoctl.snapshot.catalogue import list_systems
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FIXTURES = os.path.join(ROOT, "fixtures")
 RTX4090 = os.path.join(FIXTURES, "rtx-4090-2x-pcie-no-p2p", "snapshot.json")
 SYSTEMS = list_systems()

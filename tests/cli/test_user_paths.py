@@ -163,7 +163,7 @@ def _sarif_validator():
 
     import jsonschema
 
-    path = os.path.join(os.path.dirname(__file__), "data", "sarif-schema-2.1.0.json")
+    path = os.path.join(os.path.dirname(__file__), os.pardir, "data", "sarif-schema-2.1.0.json")
     with open(path, "rb") as handle:
         raw = handle.read()
     assert hashlib.sha256(raw).hexdigest() == SARIF_SCHEMA_SHA256

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from topoctl.core import safe_read as limits
 from topoctl.core.safe_read import LimitError
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def calls_made(function, *args):

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from topoctl.core.errors import TopoctlError
 
 EXAMPLES = 1000
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FIXTURES = os.path.join(ROOT, "fixtures")
 SETTINGS = settings(max_examples=examples(EXAMPLES), deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,

@@ -102,7 +102,7 @@ def _snapshots() -> list:
     import json
     import os
 
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     out = []
     for path in sorted(glob.glob(os.path.join(root, "fixtures", "*", "snapshot.json"))):
         with open(path, encoding="utf-8") as handle:

@@ -3,7 +3,7 @@
 In CI: the argument list SGLang's `prepare_server_args` handed argparse for each config file of
 scripts/dump_real_parsers.py CONFIGS, recorded per release in tests/data/real_parsers/sglang-config.json.xz,
 must be the one topoctl.deploy.launcher_args builds. Where the wheels are (TOPOCTL_SGLANG_WHEELS, as for
-tests/test_sglang_real_parser.py) SGLang's code runs again (scripts/sglang_flags/real_parser.py, with PyYAML
+tests/rules/test_sglang_real_parser.py) SGLang's code runs again (scripts/sglang_flags/real_parser.py, with PyYAML
 imported for real so that the config file is read) and must give the recording.
 """
 from __future__ import annotations

@@ -160,7 +160,7 @@ def test_real_fixture_readme_says_what_its_capture_says(name, count):
     assert links == {18} and versions == {"4.0"} and "18 NVLink 4.0 links per GPU" in readme
     assert {pair["link"] for pair in snapshot["pairs"]} == {"NV18"} and "NV18" in readme
     assert all(gpu["virtualization_mode"] == "passthrough" for gpu in snapshot["gpus"]) and "pass-through" in readme
-    for path in ("scripts/real_hardware_check.sh", "--with-torch --record", "tests/test_nvidia_smi.py"):
+    for path in ("scripts/real_hardware_check.sh", "--with-torch --record", "tests/probe/test_nvidia_smi.py"):
         assert path in readme, path
     for output in sorted(os.listdir(folder)):
         if output.startswith("nvidia-smi-"):

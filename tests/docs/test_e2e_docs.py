@@ -27,7 +27,7 @@ from model_helpers import fitting_model
 from topoctl.rules.sglang.flags import known_versions
 from topoctl.snapshot.catalogue import list_systems
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FIXTURES = os.path.join(ROOT, "fixtures")
 README = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
 RULES_DOC = open(os.path.join(ROOT, "docs", "rules.md"), encoding="utf-8").read()
@@ -147,12 +147,12 @@ def test_readme_quick_start_main_job_uses_the_fallback_system_on_a_machine_witho
     assert out.rstrip().splitlines()[-1].startswith("SGLANG_ARGS='--tp-size 8 ")
 
 
-# The README's CI section and docs/ci.md's set-ups are run by tests/test_ci.py.
+# The README's CI section and docs/ci.md's set-ups are run by tests/integration/test_ci.py.
 
 
 # --------------------------------------------------------------------------------------------------------
 # Every `$ topoctl ...` example of the README and docs/: what it prints is what the doc shows. In-process here;
-# from a fresh clone in a fresh venv, with the Quick start's own install line, in tests/test_docs_walk.py.
+# from a fresh clone in a fresh venv, with the Quick start's own install line, in tests/integration/test_docs_walk.py.
 
 
 def _dollar_examples(root: str = ROOT) -> list[tuple[str, str, str]]:

@@ -6,7 +6,7 @@ import re
 
 from topoctl.snapshot.catalogue import list_systems
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def _read(*parts: str) -> str:

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.slow  # minutes: its own step of .ci/run (setup.cfg, "m
 
 torch = pytest.importorskip("torch")
 
-FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures")
+FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "fixtures")
 
 
 # ------------------------------------------------------------------------------------------- pure parts

@@ -46,7 +46,7 @@ class Output:
 
 @dataclass(frozen=True)
 class SameAs:
-    """The block is the repository file `path`, or lines of it in order (its commands run in tests/test_ci.py)."""
+    """The block is the repository file `path`, or lines of it in order (its commands run in tests/integration/test_ci.py)."""
 
     path: str
     whole: bool = True
@@ -100,7 +100,7 @@ class Input:
 
 
 REAL_2X = "docs/real-hardware/h200-2x-nvswitch-vm/machine.yaml"
-ORACLE_RESULTS = "tests/test_sglang_oracle.py compares the committed outcomes"
+ORACLE_RESULTS = "tests/integration/test_sglang_oracle.py compares the committed outcomes"
 FUZZ = ("the closing lines of a fuzz run (benchmarks/, 500-1600 s and more, seeded): measurements of that run, "
         "quoted with their machine, not output a second run is meant to repeat")
 
@@ -115,13 +115,13 @@ WALK: dict[tuple[str, str], object] = {
         f" --topology {REAL_2X}"),  # the live run's snapshot, as the README says
     ("README.md", "- name: Install topoctl"): SameAs("examples/ci/github-actions.yml", whole=False),
     ("README.md", "16 nodes: 14 alike"): Output("topoctl fleet nodes", "in-order", exit_code=1,
-                                                files=(("nodes", "tests/test_fleet.py"),)),
+                                                files=(("nodes", "tests/cli/test_fleet.py"),)),
     ("README.md", "probe/      the only code"): Layout(),
     ("docs/architecture.md", "probe/  (NVML"): Skip("a drawing of the data flow, no command"),
     ("docs/architecture.md", "commands and CLI"): Skip(
         "the layers; .importlinter and tests/test_architecture.py hold the code to them"),
     ("docs/architecture.md", "schema_version: 1"): Skip(
-        "the Snapshot's outline; tests/test_docs_snapshot.py checks its keys against what the probe writes"),
+        "the Snapshot's outline; tests/docs/test_docs_snapshot.py checks its keys against what the probe writes"),
     ("docs/architecture.md", '{"capture_version": 1'): Skip(
         "an excerpt of a capture, one key of each kind, shortened; no command"),
     ("docs/architecture.md", "from topoctl.rules.engine import load_rules, evaluate"): Skip(
@@ -129,14 +129,14 @@ WALK: dict[tuple[str, str], object] = {
     ("docs/architecture.md", '{"model": {"name": "kimi-k2.5"'): Skip(
         "the shape of a request, with `|` for alternatives; no code to run"),
     ("docs/bench.md", "topoctl probe -o machine.yaml"): Skip(
-        "needs a GPU: the live probe and the NCCL bench; tests/test_bench.py runs the bench over gloo"),
+        "needs a GPU: the live probe and the NCCL bench; tests/integration/test_bench.py runs the bench over gloo"),
     ("docs/bench.md", "PCIe checks: ACS unknown"): Output("topoctl show --no-color --system h200-1x-vm", "in-order"),
     ("docs/ci.md", 'pip install "topoctl @ git+'): Run(check="topoctl --version"),
     ("docs/ci.md", "python -m build --outdir dist ."): Run(check="test -f dist/topoctl-*.tar.gz && topoctl --version"),
     ("docs/ci.md", "git clone https://github.com/<org>/topoctl && cd topoctl"): Run(
         check="test -f topoctl/Dockerfile", only=(0,),
         why_only="docker build and docker run need a docker daemon (not on the machines CI runs on); "
-                 "tests/test_user_paths.py builds the image where one answers"),
+                 "tests/cli/test_user_paths.py builds the image where one answers"),
     ("docs/ci.md", "# .github/workflows/launch-check.yml"): SameAs("examples/ci/github-actions.yml"),
     ("docs/ci.md", "# .gitlab-ci.yml"): SameAs("examples/ci/gitlab-ci.yml"),
     ("docs/ci.md", "# .pre-commit-config.yaml"): SameAs("examples/ci/pre-commit-config.yaml"),
@@ -168,12 +168,13 @@ WALK: dict[tuple[str, str], object] = {
     ("docs/rules.md", "disable:"): DisableFile(),
     ("docs/sglang-flags.md", "from topoctl.rules.sglang.flags import load_flag_set"): Python(prelude="flag = '--tp-size'\n"),
     ("docs/sglang-flags.md", "python scripts/extract_dynamo_flags.py 1.6.1"): Skip(
-        "downloads the ai-dynamo 1.6.1 wheel; the data it wrote is committed and tests/test_dynamo_real_parser.py checks it"),
+        "downloads the ai-dynamo 1.6.1 wheel; the data it wrote is committed and "
+        "tests/deploy/test_dynamo_real_parser.py checks it"),
     ("docs/sglang-oracle.md", "mkdir -p /tmp/sglang-src"): Skip(
         f"downloads every SGLang release's wheel and runs for about 38 minutes; {ORACLE_RESULTS}"),
     ("docs/sglang-oracle.md", "python scripts/extract_sglang_fusion_auto_on.py /tmp/sglang-src"): Skip(
         "reads the unpacked wheels of every release (the block above); the rules it writes are committed and "
-        "tests/test_sglang_fusion_auto_on.py checks them"),
+        "tests/rules/test_sglang_fusion_auto_on.py checks them"),
     ("docs/sglang-versions.md", "topoctl: warning: no SGLang flag data for 0.5.24"): Output(
         "topoctl recommend --system h200-1x-vm --sglang-version 0.5.24", "stderr-line"),
     ("docs/sglang-versions.md", "python scripts/extract_sglang_flags.py --check 0.5.24"): Run(
@@ -218,7 +219,7 @@ INLINE: dict[str, tuple[int, ...]] = {
 }
 # Inline spans that are not run, and why.
 INLINE_NOT_RUN = {
-    "topoctl bench": "needs torch and a GPU (NCCL); tests/test_bench.py runs it over gloo, and without torch "
+    "topoctl bench": "needs torch and a GPU (NCCL); tests/integration/test_bench.py runs it over gloo, and without torch "
                      "the walk checks its hint (below)",
     "topoctl probe --with-torch": "imports torch to ask CUDA; the venv of the walk installs topoctl alone",
     "topoctl probe --record": "the option alone; its file name is the reader's (--record FILE)",
@@ -228,7 +229,7 @@ INLINE_NOT_RUN = {
     "topoctl report": "the command's name; docs/ci.md's report command runs",
     "topoctl rules": "the group's name; its subcommands run",
     "topoctl export nfd": "writes /etc/kubernetes/node-feature-discovery/features.d/topoctl on a machine with a GPU; "
-                          "tests/test_export_nfd.py runs it with -o",
+                          "tests/present/test_export_nfd.py runs it with -o",
 }
 
 
@@ -403,10 +404,10 @@ def _prepare(walk: Walk, how: Output, block: Block, blocks: list[Block], scratch
     if not how.files:
         return walk.work
     for name, source in how.files:
-        if source == "tests/test_fleet.py":  # the fleet tests' sixteen nodes, written by their own code
+        if source == "tests/cli/test_fleet.py":  # the fleet tests' sixteen nodes, written by their own code
             os.makedirs(os.path.join(scratch, name), exist_ok=True)
             # from the scratch folder: in the clone's root, its topoctl/ folder would shadow the installed one
-            script = (f"import sys, pathlib; sys.path.insert(0, {os.path.join(walk.work, 'tests')!r}); "
+            script = (f"import sys, pathlib; sys.path.insert(0, {os.path.join(walk.work, 'tests', 'cli')!r}); "
                       f"import test_fleet; test_fleet.write_sixteen_nodes(pathlib.Path({name!r}))")
             done = walk.sh(f"python -c {shlex.quote(script)}", cwd=scratch)
             assert done.returncode == 0, done.stderr
@@ -580,7 +581,7 @@ def test_every_inline_command_of_the_prose_runs_with_its_exit_code(walk, tmp_pat
     scratch = str(tmp_path)
     _prepare(walk, Output("", files=(("serve.sh", "#!/bin/bash"),)), _block_by_first(
         blocks, "docs/recommend-and-check.md", "serve.sh:7"), blocks, scratch)
-    _prepare(walk, Output("", files=(("nodes", "tests/test_fleet.py"),)), blocks[0], blocks, scratch)
+    _prepare(walk, Output("", files=(("nodes", "tests/cli/test_fleet.py"),)), blocks[0], blocks, scratch)
     assert walk.sh("topoctl recommend --system h200-4x-nvswitch-vm -o launch.env", cwd=scratch).returncode == 0
     os.symlink(os.path.join(walk.work, "examples"), os.path.join(scratch, "examples"))
     os.makedirs(os.path.join(scratch, "machines"))

@@ -22,8 +22,8 @@ from tests.conftest import ROOT, FreshVenv, _base_python, _git_head, needs_packa
 # a wheel that ships it (torch 2.13.0's third_party/onnx/LICENSE); its SHA-256 is that file's.
 APACHE_2_SHA256 = "cfc7749b96f63bd31c3c42b5c471bf756814053e847c10f3eb003417bc523d30"
 # Run inside the unpacked sdist: the README and docs checks, the CI recipes, the goldens, the rules' own cases.
-SDIST_SUBSET = ["tests/test_readme.py", "tests/test_ci.py", "tests/test_golden.py", "tests/test_rules_cases.py",
-                "tests/test_fixtures.py"]
+SDIST_SUBSET = ["tests/docs/test_readme.py", "tests/integration/test_ci.py", "tests/test_golden.py",
+                "tests/rules/test_rules_cases.py", "tests/snapshot/test_fixtures.py"]
 INNER = "TOPOCTL_TESTING_AN_SDIST"  # set for the sdist's own run, so it does not build an sdist again
 
 pytestmark = [pytest.mark.slow,  # minutes: its own step of .ci/run (setup.cfg, "markers")

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 
 from sglang_oracle import compare  # noqa: E402
 
@@ -25,7 +25,7 @@ from topoctl.rules.engine import load_rules  # noqa: E402
 
 pytestmark = pytest.mark.slow  # minutes: its own step of .ci/run (setup.cfg, "markers")
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data" / "oracle"
 
 
@@ -101,7 +101,7 @@ def test_what_the_oracle_cannot_reach_is_a_rule_with_sources_and_cases(rule_id):
 
 def test_the_memory_model_block_has_its_own_cases():
     """topoctl-model-does-not-fit is check's memory model, not a rule: its cases are in test_check_memory.py."""
-    text = (ROOT / "tests" / "test_check_memory.py").read_text(encoding="utf-8")
+    text = (ROOT / "tests" / "check" / "test_check_memory.py").read_text(encoding="utf-8")
     assert text.count('"topoctl-model-does-not-fit"') >= 3 and "code == 0" in text
 
 

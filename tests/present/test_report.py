@@ -85,7 +85,7 @@ def test_what_check_says_on_stderr_about_a_launch_it_judged_reaches_the_user(cli
     """The embedded check's notes and warnings (the SGLang version read from an image tag, a launch.env made for
     another system) are what a user reads to trust the page's findings: report passes them on to its own stderr
     when the check succeeds, as `topoctl check` prints them, and keeps them out of stdout."""
-    launch = os.path.join(os.path.dirname(__file__), "data", "launch_corpus", "compose", "compose_count_two_tp4.yaml")
+    launch = os.path.join(os.path.dirname(__file__), os.pardir, "data", "launch_corpus", "compose", "compose_count_two_tp4.yaml")
     check_code, _, check_err = cli(["check", launch, "--system", "h200-4x-nvswitch-vm"])
     note = next(line for line in check_err.splitlines() if "from the image tag" in line)  # the premise
     assert check_code in (0, 1)

@@ -17,7 +17,7 @@ from topoctl.snapshot.document import load_snapshot
 from topoctl.snapshot.view import SnapshotView
 from topoctl.snapshot.visible_view import CudaDevice, CudaVisibleDevices
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def _snapshot(tmp_path, value: str, order: str | None = "PCI_BUS_ID") -> str:

@@ -108,7 +108,7 @@ def test_specifier_bounds_walks_the_whole_condition():
 def test_docs_table_lists_every_builtin_rule_with_its_severity():
     from pathlib import Path
 
-    text = (Path(__file__).resolve().parent.parent / "docs" / "rules.md").read_text(encoding="utf-8")
+    text = (Path(__file__).resolve().parents[2] / "docs" / "rules.md").read_text(encoding="utf-8")
     for rule in RULESET.rules:
         assert f"| `{rule.id}` | {rule.severity} |" in text, rule.id
 
@@ -118,7 +118,7 @@ def test_grep_releases_reads_every_release_in_order_and_prints_the_changes(tmp_p
     from pathlib import Path
 
     spec = importlib.util.spec_from_file_location(
-        "grep_releases", Path(__file__).resolve().parent.parent / "scripts" / "grep_releases.py")
+        "grep_releases", Path(__file__).resolve().parents[2] / "scripts" / "grep_releases.py")
     tool = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(tool)
     # synthetic releases: the pattern appears in 0.5.6, moves in 0.5.10 (same text), goes away in 0.5.11

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 
 from sglang_flags import check as check_mod  # noqa: E402
 from sglang_flags.cli import build_document, main, write  # noqa: E402

@@ -14,9 +14,9 @@ from packaging.version import Version
 
 from topoctl.rules.sglang.flags import known_versions, load_flag_set, newest_version
 
-CHECK = Path(__file__).parent / "data" / "sglang_real_parser_check.json"
+CHECK = Path(__file__).resolve().parents[1] / "data" / "sglang_real_parser_check.json"
 RESULTS = {r["version"]: r for r in json.loads(CHECK.read_text(encoding="utf-8"))["results"]}
-DATA_DIR = Path(__file__).resolve().parent.parent / "rules" / "sglang" / "data"
+DATA_DIR = Path(__file__).resolve().parents[2] / "rules" / "sglang" / "data"
 
 
 def _doc(version: str) -> dict:

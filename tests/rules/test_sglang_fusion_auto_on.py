@@ -16,7 +16,7 @@ import yaml
 
 from topoctl.rules.engine import load_rules
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
 
 import extract_sglang_fusion_auto_on as extractor  # noqa: E402

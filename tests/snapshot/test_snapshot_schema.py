@@ -18,7 +18,7 @@ from topoctl.core import vocab
 from topoctl.snapshot import document as snapshot
 from topoctl.snapshot.catalogue import list_systems, system_snapshot
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 VALIDATOR = jsonschema.Draft202012Validator(snapshot.schema())
 
 

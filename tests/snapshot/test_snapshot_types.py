@@ -14,7 +14,7 @@ import pytest
 from topoctl.snapshot import shape as snapshot_types
 from topoctl.snapshot.shape import Snapshot
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 with open(os.path.join(ROOT, "topoctl", "snapshot", "schema", "snapshot.schema.json"), encoding="utf-8") as _handle:
     SCHEMA = json.load(_handle)
 

@@ -17,7 +17,7 @@ from topoctl.probe.visible import cuda_visible
 from topoctl.snapshot.catalogue import list_systems, system_snapshot
 from topoctl.snapshot.document import validate_snapshot
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FIXTURES = os.path.join(ROOT, "fixtures")
 
 

@@ -16,7 +16,7 @@ import pytest
 from topoctl.cli.app import main
 from topoctl.snapshot.view import SnapshotView
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SYSTEM = ("--system", "h200-4x-nvswitch-vm")
 NODES = [os.path.join(ROOT, "fixtures", name, "snapshot.json") for name in ("h200-2x-nvswitch-vm", "h200-4x-nvswitch-vm")]
 
