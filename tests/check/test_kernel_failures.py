@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from topoctl.cli.app import cli
 
-CORPUS = os.path.join(os.path.dirname(__file__), "data", "kernel_failures.yaml")
+CORPUS = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data", "kernel_failures.yaml")
 with open(CORPUS, encoding="utf-8") as handle:
     CASES = yaml.safe_load(handle)
 

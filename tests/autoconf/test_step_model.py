@@ -98,7 +98,7 @@ def test_a_bench_allreduce_row_on_the_box_replaces_the_table_row() -> None:
              "cuda_graph": True, "latency_us": {"median": 20.0}, "repetitions": 100, "status": "ok"}
             for size in (4096, 16384, 65536)]
     snapshot = copy.deepcopy(system_snapshot("h100-8x-nvswitch"))
-    snapshot["measurements"] = {"method": "synthetic (tests/test_step_model.py)", "allreduce": rows}
+    snapshot["measurements"] = {"method": "synthetic (tests/autoconf/test_step_model.py)", "allreduce": rows}
     case = step_model.StepCase(models.profile("llama-3.1-70b"), 8, 1, 1000.0, "nccl", 3.35e12, "nvswitch",
                                Latencies(snapshot))
     measured = next(op for op in step_model.compose(case, "h100_sxm").ops if op.name.startswith("allreduce"))

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
 
 from kernel_matrix.cli import OUT, releases_with_flag_data  # noqa: E402

@@ -12,7 +12,7 @@ import pytest
 
 from topoctl.deploy import registry
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CORPUS = os.path.join(ROOT, "tests", "data", "launch_corpus")
 LAUNCH = "python -m sglang.launch_server --model-path M --tp 2\n"
 
