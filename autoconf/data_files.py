@@ -26,9 +26,9 @@ def read_yaml(path: str) -> Any:
 
 
 @functools.lru_cache(maxsize=None)
-def load(name: str) -> Any:
-    """Parsed content of autoconf/data/<name>."""
+def load(name: str, folder: str = "data") -> Any:
+    """Parsed content of autoconf/<folder>/<name>: hand-written data in data/, extracted data in generated/."""
     from topoctl.core import knowledge_cache as cache
-    path = os.path.join(cache.package_dir("topoctl.autoconf"), "data", name)
+    path = os.path.join(cache.package_dir("topoctl.autoconf"), folder, name)
     stem = os.path.splitext(name)[0]
     return cache.cached(f"autoconf-{stem}", [path, __file__], lambda: read_yaml(path))

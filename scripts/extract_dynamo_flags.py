@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Extract what NVIDIA Dynamo's SGLang worker (`python -m dynamo.sglang`) takes from a command line, per
-ai-dynamo release, into rules/sglang/data/dynamo-<version>.json.
+ai-dynamo release, into rules/sglang/generated/dynamo-<version>.json.
 
     python scripts/extract_dynamo_flags.py 1.5.1 1.6.1
     python scripts/extract_dynamo_flags.py --wheel path/to/ai_dynamo-1.6.1-py3-none-any.whl
@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_OUT = REPO_ROOT / "rules" / "sglang" / "data"
+DEFAULT_OUT = REPO_ROOT / "rules" / "sglang" / "generated"
 STUBBED = ("dynamo._core", "dynamo.llm", "dynamo.runtime", "sglang")  # always stand-ins; any other module
 # that is neither in the wheel's extracted folders nor installed (prometheus_client, ...) too
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Extract SGLang's real server CLI flag set from its release wheels into rules/sglang/data/sglang-<version>.json.
+"""Extract SGLang's real server CLI flag set from its release wheels into rules/sglang/generated/sglang-<version>.json.
 
     python scripts/extract_sglang_flags.py 0.5.5 0.5.12 0.5.18 0.5.23
     python scripts/extract_sglang_flags.py --wheel path/to/sglang-0.5.23-...whl   # offline, a wheel at hand

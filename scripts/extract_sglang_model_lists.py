@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Extract the architecture lists that decide SGLang's default memory reserve, from unpacked release wheels.
 
-    python scripts/extract_sglang_model_lists.py SRC_ROOT [-o autoconf/data/sglang-model-lists.yaml]
+    python scripts/extract_sglang_model_lists.py SRC_ROOT [-o autoconf/generated/sglang-model-lists.yaml]
 
 SRC_ROOT holds one folder per release (SRC_ROOT/0.5.5/sglang/..., an unpacked wheel each; the layout
 scripts/grep_releases.py reads). From every release's `sglang/srt/configs/model_config.py` (read with `ast`,

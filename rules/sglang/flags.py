@@ -1,4 +1,4 @@
-"""SGLang's real server flag sets, per release, read from rules/sglang/data/sglang-<version>.json.
+"""SGLang's real server flag sets, per release, read from rules/sglang/generated/sglang-<version>.json.
 
 The data files are extracted from SGLang's release wheels by scripts/extract_sglang_flags.py; nothing here is
 typed by hand. Rules and renderers ask a FlagSet whether a flag exists in the SGLang version a launch targets,
@@ -31,7 +31,7 @@ from typing import Any
 from topoctl.core.errors import TopoctlError, one_line
 from topoctl.core.pep440 import InvalidVersion, Version
 
-_DATA_DIR = "data"
+_DATA_DIR = "generated"
 _NAME_RE = re.compile(r"^sglang-(?P<version>[0-9][0-9A-Za-z.+-]*)\.json$")
 # argparse adds these to every parser (add_help=True); they take part in prefix matching.
 _HELP_OPTIONS = ("-h", "--help")
@@ -308,7 +308,7 @@ def match_version(version: str) -> tuple[str, str]:
     versions = known_versions()
     if not versions:
         raise TopoctlError("no SGLang flag data is installed",
-                           hint="reinstall topoctl; rules/sglang/data/sglang-*.json ship with it")
+                           hint="reinstall topoctl; rules/sglang/generated/sglang-*.json ship with it")
     want = _parse_version(version)
     for v in versions:
         if Version(v) == want:

@@ -1,4 +1,4 @@
-"""SGLang's releases and the FlashInfer version each one pins (rules/sglang/data/releases.json).
+"""SGLang's releases and the FlashInfer version each one pins (rules/sglang/generated/releases.json).
 
 The list is read from the release wheels (every release on PyPI from 0.5.5 on, post releases included; the
 FlashInfer pin is the wheel's `Requires-Dist: flashinfer_python==X`). Rules scope SGLang behaviour by these
@@ -18,7 +18,7 @@ from typing import Any
 
 from topoctl.core.pep440 import InvalidVersion, Version
 
-_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "releases.json")
+_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "generated", "releases.json")
 
 
 @functools.lru_cache(maxsize=1)

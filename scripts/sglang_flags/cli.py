@@ -1,4 +1,4 @@
-"""The extractor's command line: fetch wheels with pip, extract, write rules/sglang/data/sglang-<v>.json."""
+"""The extractor's command line: fetch wheels with pip, extract, write rules/sglang/generated/sglang-<v>.json."""
 from __future__ import annotations
 
 import argparse
@@ -15,7 +15,7 @@ from .extract import KNOWN_ENV, extract
 from .wheel import Wheel
 
 REPO_ROOT = Path(__file__).resolve().parent.parent.parent
-DEFAULT_OUT = REPO_ROOT / "rules" / "sglang" / "data"
+DEFAULT_OUT = REPO_ROOT / "rules" / "sglang" / "generated"
 
 def download(version: str, dest: Path) -> Path:
     cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "-q",

@@ -35,7 +35,7 @@ sys.path.insert(0, str(HERE.parent))
 
 CORPUS = REPO / "tests" / "data" / "launch_corpus"
 DEFAULT_OUT = CORPUS / "oracle.json"
-RELEASES = REPO / "rules" / "sglang" / "data" / "releases.json"
+RELEASES = REPO / "rules" / "sglang" / "generated" / "releases.json"
 DEFAULT_SYSTEM = "h100-8x-nvswitch"
 SIZES = ("tp_size", "dp_size", "pp_size", "ep_size", "nnodes", "enable_dp_attention", "disable_custom_all_reduce",
          "enable_p2p_check")

@@ -59,7 +59,7 @@ def _source(root: Path, version: str) -> Path | None:
 
 
 def _flashinfer(version: str) -> str | None:
-    with open(REPO / "rules" / "sglang" / "data" / "releases.json", encoding="utf-8") as handle:
+    with open(REPO / "rules" / "sglang" / "generated" / "releases.json", encoding="utf-8") as handle:
         releases = json.load(handle)["releases"]
     return next((r.get("flashinfer") for r in releases if r["version"] == version), None)
 

@@ -35,7 +35,7 @@ sys.path.insert(0, str(HERE.parent))
 from sglang_oracle import grid  # noqa: E402
 from sglang_oracle.hardware import load_system  # noqa: E402
 
-RELEASES = REPO / "rules" / "sglang" / "data" / "releases.json"
+RELEASES = REPO / "rules" / "sglang" / "generated" / "releases.json"
 DEFAULT_OUT = REPO / "tests" / "data" / "oracle"
 DEFAULT_DOC = REPO / "docs" / "sglang-oracle-results.md"
 KINDS = ("ok", "argparse-error", "startup-error", "oracle-error")

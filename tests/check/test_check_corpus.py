@@ -87,7 +87,7 @@ SIZE_BLOCKS = {"topoctl-tp-exceeds-gpus", "sglang-tp-exceeds-given-gpus", "topoc
 
 
 def _releases() -> set[str]:
-    with open(os.path.join(ROOT, "rules", "sglang", "data", "releases.json"), encoding="utf-8") as handle:
+    with open(os.path.join(ROOT, "rules", "sglang", "generated", "releases.json"), encoding="utf-8") as handle:
         return {entry["version"] for entry in json.load(handle)["releases"]}
 
 

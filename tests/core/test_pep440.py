@@ -89,7 +89,7 @@ def test_orders_every_pair_as_packaging_does(left, right):
 
 
 def _shipped_release_strings() -> list[str]:
-    data = os.path.join(ROOT, "rules", "sglang", "data")
+    data = os.path.join(ROOT, "rules", "sglang", "generated")
     names = [m.group(2) for m in map(re.compile(r"^(sglang|dynamo)-(.+)\.json$").match, os.listdir(data)) if m]
     with open(os.path.join(data, "releases.json"), encoding="utf-8") as handle:
         doc = json.load(handle)

@@ -31,7 +31,7 @@ RECORDED = read_dump("dynamo-probes")
 def test_the_recording_covers_every_release_with_option_data_from_its_own_wheel():
     assert sorted(RECORDED["releases"]) == sorted(dynamo_versions())
     assert RECORDED["probes"] == DYNAMO_PROBES
-    data = Path(ROOT) / "rules" / "sglang" / "data"
+    data = Path(ROOT) / "rules" / "sglang" / "generated"
     for version, digest in RECORDED["wheels"].items():
         assert json.loads((data / f"dynamo-{version}.json").read_text(encoding="utf-8"))["source"]["sha256"] == digest
 

@@ -35,7 +35,7 @@ def docs() -> list[dict]:
 
 
 def test_oracle_outcomes_are_releases_topoctl_knows(docs):
-    releases = json.loads((ROOT / "rules" / "sglang" / "data" / "releases.json").read_text())["releases"]
+    releases = json.loads((ROOT / "rules" / "sglang" / "generated" / "releases.json").read_text())["releases"]
     assert {doc["version"] for doc in docs} <= {entry["version"] for entry in releases}
     assert sum(len(doc["launches"]) for doc in docs) >= 20_000
 
@@ -46,7 +46,7 @@ def test_committed_launches_are_the_grid_then_its_checkpoint_launches(docs):
     from sglang_oracle import grid
 
     releases = [entry["version"] for entry in json.loads(
-        (ROOT / "rules" / "sglang" / "data" / "releases.json").read_text())["releases"]]
+        (ROOT / "rules" / "sglang" / "generated" / "releases.json").read_text())["releases"]]
     for doc in docs:
         expected = [(launch.id, launch.system, launch.arch, launch.argv, launch.env)
                     for launch in grid.launches(releases.index(doc["version"]))]

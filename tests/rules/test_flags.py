@@ -24,7 +24,7 @@ def test_known_versions_cover_the_supported_releases():
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_data_files_are_extracted_not_hand_typed(version):
-    path = resources.files("topoctl.rules.sglang").joinpath(f"data/sglang-{version}.json")
+    path = resources.files("topoctl.rules.sglang").joinpath(f"generated/sglang-{version}.json")
     doc = json.loads(path.read_text(encoding="utf-8"))
     assert doc["sglang_version"] == version
     assert doc["extracted_by"] == "scripts/extract_sglang_flags.py"

@@ -16,7 +16,7 @@ from topoctl.rules.sglang.flags import known_versions, load_flag_set, newest_ver
 
 CHECK = Path(__file__).resolve().parents[1] / "data" / "sglang_real_parser_check.json"
 RESULTS = {r["version"]: r for r in json.loads(CHECK.read_text(encoding="utf-8"))["results"]}
-DATA_DIR = Path(__file__).resolve().parents[2] / "rules" / "sglang" / "data"
+DATA_DIR = Path(__file__).resolve().parents[2] / "rules" / "sglang" / "generated"
 
 
 def _doc(version: str) -> dict:
@@ -96,7 +96,7 @@ def test_flags_of_0_5_9_to_0_5_11_are_known_in_their_own_release(version):
 
 
 def test_flag_data_and_the_release_list_name_the_same_releases():
-    """rules/sglang/data/releases.json (the FlashInfer pins) and the flag data cover the same releases; the only
+    """rules/sglang/generated/releases.json (the FlashInfer pins) and the flag data cover the same releases; the only
     extra data file is a pre-release that is on the package index (0.5.10rc0)."""
     from topoctl.rules.sglang.releases import newest_release, release_versions
 

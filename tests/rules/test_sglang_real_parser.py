@@ -24,7 +24,7 @@ from dump_real_parsers import read_dump, unpack_sglang  # noqa: E402
 from sglang_flags.check import compare  # noqa: E402
 
 WHEELS = os.environ.get("TOPOCTL_SGLANG_WHEELS", "")
-DATA_DIR = Path(ROOT) / "rules" / "sglang" / "data"
+DATA_DIR = Path(ROOT) / "rules" / "sglang" / "generated"
 RECORDED = read_dump("sglang-parsers")
 
 

@@ -12,11 +12,11 @@ import os
 
 from topoctl.core.pep440 import InvalidVersion, Version
 
-FLAG_DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "rules", "sglang", "data")
+FLAG_DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "rules", "sglang", "generated")
 
 
 def flag_data_versions() -> list[str]:
-    """The SGLang versions with flag data (rules/sglang/data/sglang-<version>.json), oldest first: the same
+    """The SGLang versions with flag data (rules/sglang/generated/sglang-<version>.json), oldest first: the same
     listing as topoctl.rules.sglang.flags.known_versions() (tests hold them equal)."""
     try:
         found = [name[len("sglang-"):-len(".json")] for name in os.listdir(FLAG_DATA)

@@ -26,7 +26,7 @@ between the boundaries read):
   abbreviates one Dynamo option is Dynamo's, one that abbreviates several is an "ambiguous option" error);
   from 1.5 the router advertisement options are taken next (`parse_worker_router_config`); the rest,
   `--config` merged as above, is SGLang's. The option tables per release are in
-  rules/sglang/data/dynamo-<version>.json (scripts/extract_dynamo_flags.py).
+  rules/sglang/generated/dynamo-<version>.json (scripts/extract_dynamo_flags.py).
 
 Layer: deployment reading (docs/architecture.md, "Layers").
 """
@@ -78,8 +78,8 @@ def _version(flags: FlagSet) -> Version:
 # ----------------------------------------------------------------------------------------------- Dynamo data
 
 def _data_dir() -> str:
-    # Dynamo's option data is engine knowledge, kept beside SGLang's flag data (topoctl/rules/sglang/data)
-    return os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "rules", "sglang", "data")
+    # Dynamo's option data is engine knowledge, kept beside SGLang's flag data (topoctl/rules/sglang/generated)
+    return os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "rules", "sglang", "generated")
 
 
 @functools.lru_cache(maxsize=1)
