@@ -2,6 +2,7 @@
 fixture's measurements.json (what `topoctl bench` measured there) under `measurements` where there is one.
 
 Run after a probe change or a new capture: python scripts/build_fixture_snapshots.py
+python scripts/build_fixture_snapshots.py --check writes nothing and exits 1 when a snapshot.json is stale.
 tests/snapshot/test_fixtures.py fails when a committed snapshot.json differs from its replay, so the shipped
 reference systems always say what the current probe makes of the recorded answers.
 """
@@ -34,23 +35,32 @@ def snapshot_for(folder: str) -> dict | None:
     return snapshot
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    check = "--check" in (argv or [])
+    stale = 0
     for name in sorted(os.listdir(ROOT)):
         folder = os.path.join(ROOT, name)
         if not os.path.isfile(os.path.join(folder, "capture.json")):
             continue
         snapshot = snapshot_for(folder)
         target = os.path.join(folder, "snapshot.json")
-        if snapshot is None:
+        text = None if snapshot is None else to_json(snapshot)
+        if check:
+            committed = open(target, encoding="utf-8").read() if os.path.exists(target) else None
+            if committed != text:
+                print(f"stale: fixtures/{name}/snapshot.json", file=sys.stderr)
+                stale += 1
+            continue
+        if snapshot is None or text is None:
             print(f"{name}: no GPU visible (exit-3 fixture), no snapshot.json")
             if os.path.exists(target):
                 os.unlink(target)
             continue
         with open(target, "w", encoding="utf-8") as handle:
-            handle.write(to_json(snapshot))
+            handle.write(text)
         print(f"{name}: {snapshot['summary']['gpu_count']} GPUs, {snapshot['summary']['interconnect']}")
-    return 0
+    return 1 if stale else 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

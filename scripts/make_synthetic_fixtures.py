@@ -8,6 +8,7 @@ the spec, and writes what was recorded, marked "synthetic": true, with the spec'
 rebuilds every fixture's snapshot.json (scripts/build_fixture_snapshots.py).
 
 Usage: python scripts/make_synthetic_fixtures.py [NAME ...]      (default: every folder with a spec.json)
+       python scripts/make_synthetic_fixtures.py --check          (writes nothing; exit 1 when a capture is stale)
 A new reference system is a new folder: copy a spec.json, change what differs, write its README.md, run this.
 """
 from __future__ import annotations
@@ -63,7 +64,20 @@ def capture_for(name: str) -> dict:
     return document
 
 
+def check_captures() -> int:
+    """Exit status 1 when a committed synthetic capture.json differs from what its spec.json gives now."""
+    stale = 0
+    for name in spec_names():
+        with open(os.path.join(FIXTURES, name, "capture.json"), encoding="utf-8") as handle:
+            if handle.read() != to_json(capture_for(name)):
+                print(f"stale: fixtures/{name}/capture.json", file=sys.stderr)
+                stale += 1
+    return 1 if stale else 0
+
+
 def main(argv: list[str]) -> int:
+    if argv == ["--check"]:
+        return check_captures()
     names = argv or spec_names()
     for name in names:
         if name not in spec_names():
