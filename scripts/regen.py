@@ -86,6 +86,7 @@ def rebuild(args: argparse.Namespace, items: list[Item]) -> None:
         wheels.download(folder, sorted(set(known + args.release)), dynamo)
     with tempfile.TemporaryDirectory(prefix="regen-") as scratch:
         cache = wheels.find_wheels(folder, Path(scratch))
+        cache.new = list(args.release)
         built = []
         for item in items:
             if item in WHEEL_ITEMS:

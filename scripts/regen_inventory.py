@@ -56,7 +56,7 @@ REAL_PARSERS = Item(
     ("scripts/dump_real_parsers.py", "scripts/sglang_flags/*.py"), "sglang",
     "SGLang's and Dynamo's own parsers and probe outcomes, recorded for the tests to replay")
 ORACLE = Item(
-    "sglang-oracle", ("tests/data/oracle/*.json.gz", "tests/data/oracle/*.json"),
+    "sglang-oracle", ("tests/data/oracle/*.json.gz", "tests/data/oracle/*.json", "docs/sglang-oracle-results.md"),
     ("scripts/sglang_oracle/*.py", "scripts/sglang_oracle_regenerate.py"), "sglang",
     "SGLang's own verdicts on the launch grid and the decode kernel path each release picks")
 PARSER_CHECK_PAGE = Item(

@@ -26,10 +26,12 @@ REPO = HERE.parent.parent
 sys.path.insert(0, str(HERE.parent))
 
 from sglang_oracle.hardware import load_system  # noqa: E402
+from topoctl.core.pep440 import Version  # noqa: E402
 
-RELEASES = ("0.5.1.post3", "0.5.6", "0.5.6.post1", "0.5.6.post2", "0.5.7", "0.5.8", "0.5.8.post1", "0.5.9", "0.5.10",
-            "0.5.10.post1", "0.5.11", "0.5.12", "0.5.12.post1", "0.5.13", "0.5.13.post1", "0.5.14", "0.5.15",
-            "0.5.15.post1", "0.5.16", "0.5.17", "0.5.18", "0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23")
+# 0.5.1.post3, the oldest release a runner source cites, then every release from 0.5.6 in releases.json (a new
+# release is run without an edit here: docs/sglang-versions.md, "Adding a release")
+_ROWS = json.loads((REPO / "rules" / "sglang" / "generated" / "releases.json").read_text(encoding="utf-8"))["releases"]
+RELEASES = ("0.5.1.post3", *(r["version"] for r in _ROWS if Version(r["version"]) >= Version("0.5.6")))
 # the kernel table's architectures and those of the built-in models (autoconf/data/models.yaml), with the
 # quant_method of the built-in checkpoint after a `+`
 ARCHITECTURES = ("GptOssForCausalLM+mxfp4", "GptOssForCausalLM", "DeepseekV3ForCausalLM+fp8", "Qwen3MoeForCausalLM",
