@@ -6,6 +6,7 @@ inputs give. The inventory (what is generated, from what, by which script) is sc
     python scripts/regen.py --wheels DIR                    # rebuild everything from the wheels in DIR
     python scripts/regen.py --wheels DIR --download --release 0.5.24   # fetch 0.5.24 (and any missing) first
     python scripts/regen.py --wheels DIR --only sglang-flags sglang-releases
+    python scripts/regen.py --derived                       # only the files derived from committed inputs
     python scripts/regen.py --list                          # the inventory
 
 A rebuild runs the items in dependency order (the flag data, then what reads it), rewrites the derived
@@ -113,6 +114,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", nargs="+", help="these items only (--list names them)")
     ap.add_argument("--record", action="store_true",
                     help=f"record the committed wheel-derived files in {MANIFEST} as they are, without wheels")
+    ap.add_argument("--derived", action="store_true",
+                    help="rewrite only the files derived from committed inputs (after a hand edit of data), no wheel")
     ap.add_argument("--list", action="store_true", help="print the inventory")
     args = ap.parse_args(argv)
     items = by_name(args.only) if args.only else list(ITEMS)
@@ -124,8 +127,10 @@ def main(argv: list[str] | None = None) -> int:
         wheels.record([i for i in items if i in WHEEL_ITEMS], None)
     elif args.wheels:
         rebuild(args, items)
+    elif args.derived:
+        rebuild_offline([i for i in items if i in OFFLINE_ITEMS])
     elif not args.check:
-        ap.error("give --check, --wheels DIR, --record or --list")
+        ap.error("give --check, --wheels DIR, --derived, --record or --list")
     started = time.monotonic()
     status = run_checks(items)
     print(f"regen --check: {'clean' if status == 0 else 'FAILED'} in {time.monotonic() - started:.1f} s")
