@@ -60,6 +60,15 @@ class Cache:
                         archive.extractall(target)
         return self._src
 
+    def finals_root(self) -> Path:
+        """src_root without the pre-releases (0.5.10rc0): the fusion rules scope releases, as releases.json does."""
+        out = self.scratch / "sglang-finals"
+        out.mkdir(parents=True, exist_ok=True)
+        for folder in self.src_root().iterdir():
+            if not Version(folder.name).is_prerelease and not (out / folder.name).exists():
+                (out / folder.name).symlink_to(folder)
+        return out
+
     def need(self, wheels: list[Path], kind: str) -> list[Path]:
         if not wheels:
             raise SystemExit(f"no {kind} wheel in the cache: add them, or rebuild with --download")
@@ -120,7 +129,7 @@ BUILDERS: dict[str, Callable[[Cache], None]] = {
     DYNAMO_FLAGS.name: lambda c: _run([PY, "scripts/extract_dynamo_flags.py", *_wheel_args(c.need(c.dynamo, "ai_dynamo"))]),
     MODEL_LISTS.name: lambda c: _run([PY, "scripts/extract_sglang_model_lists.py", str(c.src_root()),
                                       "-o", "autoconf/generated/sglang-model-lists.yaml"]),
-    FUSION_AUTO_ON.name: lambda c: _run([PY, "scripts/extract_sglang_fusion_auto_on.py", str(c.src_root()),
+    FUSION_AUTO_ON.name: lambda c: _run([PY, "scripts/extract_sglang_fusion_auto_on.py", str(c.finals_root()),
                                          "-o", "rules/knowledge/sglang_fusion_auto_on.yaml"]),
     OP_TABLES.name: lambda c: _run([PY, "scripts/extract_op_tables.py", "--wheels",
                                     str(c.folder(c.need(c.aic, "aiconfigurator_core/aisimulate"), "aic"))]),

@@ -177,11 +177,11 @@ WALK: dict[tuple[str, str], object] = {
         "tests/rules/test_sglang_fusion_auto_on.py checks them"),
     ("docs/sglang-versions.md", "topoctl: warning: no SGLang flag data for 0.5.24"): Output(
         "topoctl recommend --system h200-1x-vm --sglang-version 0.5.24", "stderr-line"),
-    ("docs/sglang-versions.md", "python scripts/extract_sglang_flags.py --check 0.5.24"): Run(
+    ("docs/sglang-versions.md", "python scripts/regen.py --wheels ~/wheels --download --release 0.5.24"): Run(
         only=(1,), check="test -z \"$(git status --porcelain tests/golden)\"",
         before=".venv/bin/pip install -q -e '.[test]'",  # a developer's install (the README's test line)
         why_only="the first line is the recipe for the next SGLang release (0.5.24, not out); the second, run "
-                 "here, rewrites the goldens, which must come out as committed"),
+                 "here, is the release-coverage test, which passes on the committed data and writes nothing"),
 }
 
 # Inline `topoctl ...` commands of the prose that are whole commands (no FILE, ID, `...` for the reader to
