@@ -84,9 +84,10 @@ def rebuild(args: argparse.Namespace, items: list[Item]) -> None:
         known = [row["version"] for row in checks.release_rows()] + checks.flag_versions()
         dynamo = [n[len("dynamo-"):-len(".json")] for n in os.listdir(os.path.join(ROOT, "rules", "sglang", "generated"))
                   if n.startswith("dynamo-")]
-        wheels.download(folder, sorted(set(known + args.release)), dynamo)
+        from sglang_oracle.kernel_paths import RELEASES as KERNEL_RELEASES  # the oracle also reads 0.5.1.post3
+        wheels.download(folder, sorted(set(known + args.release + list(KERNEL_RELEASES))), dynamo)
     with tempfile.TemporaryDirectory(prefix="regen-") as scratch:
-        cache = wheels.find_wheels(folder, Path(scratch))
+        cache = wheels.find_wheels(folder, Path(scratch), checks.flag_versions()[0])
         cache.new = list(args.release)
         built = []
         for item in items:

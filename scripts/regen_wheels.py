@@ -47,6 +47,7 @@ class Cache:
     aic: list[Path] = field(default_factory=list)
     scratch: Path = Path(tempfile.gettempdir())
     new: list[str] = field(default_factory=list)  # --release: the per-release runs that are slow do only these
+    older: list[Path] = field(default_factory=list)  # releases before the flag data's first, read by the oracle only
     _src: Path | None = None
 
     def src_root(self) -> Path:
@@ -59,6 +60,19 @@ class Cache:
                     with zipfile.ZipFile(wheel) as archive:
                         archive.extractall(target)
         return self._src
+
+    def oracle_root(self) -> Path:
+        """src_root plus the older releases the kernel-path oracle cites (0.5.1.post3)."""
+        out = self.scratch / "sglang-oracle"
+        out.mkdir(parents=True, exist_ok=True)
+        for folder in self.src_root().iterdir():
+            if not (out / folder.name).exists():
+                (out / folder.name).symlink_to(folder)
+        for wheel in self.older:
+            if not (out / version_of(wheel)).exists():
+                with zipfile.ZipFile(wheel) as archive:
+                    archive.extractall(out / version_of(wheel))
+        return out
 
     def finals_root(self) -> Path:
         """src_root without the pre-releases (0.5.10rc0): the fusion rules scope releases, as releases.json does."""
@@ -89,14 +103,17 @@ def version_of(wheel: Path) -> str:
     return wheel.name.split("-")[1]
 
 
-def find_wheels(folder: Path, scratch: Path) -> Cache:
+def find_wheels(folder: Path, scratch: Path, first: str) -> Cache:
+    """The cache's wheels; SGLang releases before `first` (the flag data's oldest) go to the oracle only."""
     found = sorted(folder.rglob("*.whl"))
     by_version = lambda paths: sorted(paths, key=lambda p: Version(version_of(p)))  # noqa: E731
     newest: dict[str, Path] = {}
     for wheel in found:  # one wheel a release: the same release twice (two platforms) is read once
         if wheel.name.startswith("sglang-"):
             newest.setdefault(version_of(wheel), wheel)
-    return Cache(sglang=by_version(list(newest.values())),
+    sglang = by_version(list(newest.values()))
+    return Cache(sglang=[w for w in sglang if Version(version_of(w)) >= Version(first)],
+                 older=[w for w in sglang if Version(version_of(w)) < Version(first)],
                  dynamo=by_version([w for w in found if w.name.startswith("ai_dynamo-")]),
                  aic=[w for w in found if w.name.startswith(("aiconfigurator_core-", "aisimulate-"))], scratch=scratch)
 
@@ -158,7 +175,7 @@ def build_oracle(cache: Cache) -> None:
     # The launch grid takes about 38 minutes for every release: with --release only the new ones run (merged).
     only = ["--only", *cache.new] if cache.new else []
     _run([PY, "scripts/sglang_oracle_regenerate.py", "--src-root", str(cache.src_root()), *only])
-    _run([PY, "scripts/sglang_oracle/kernel_paths.py", "--src-root", str(cache.src_root())])
+    _run([PY, "scripts/sglang_oracle/kernel_paths.py", "--src-root", str(cache.oracle_root())])
 
 
 def source_of(item: Item, path: str, cache: Cache | None) -> str:
