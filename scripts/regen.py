@@ -89,13 +89,11 @@ def rebuild(args: argparse.Namespace, items: list[Item]) -> None:
     with tempfile.TemporaryDirectory(prefix="regen-") as scratch:
         cache = wheels.find_wheels(folder, Path(scratch), checks.flag_versions()[0])
         cache.new = list(args.release)
-        built = []
         for item in items:
             if item in WHEEL_ITEMS:
                 print(f"{item.name}: {item.what}", flush=True)
                 wheels.BUILDERS[item.name](cache)
-                built.append(item)
-        wheels.record(built, cache)
+                wheels.record([item], cache)  # at once: a later item that fails keeps what was built
     rebuild_offline([i for i in items if i in OFFLINE_ITEMS])
 
 
