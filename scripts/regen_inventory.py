@@ -10,6 +10,7 @@ The list is in build order: a later item reads what an earlier one writes.
 """
 from __future__ import annotations
 
+import ast
 import glob
 import hashlib
 import os
@@ -51,6 +52,11 @@ FUSION_AUTO_ON = Item(
 OP_TABLES = Item(
     "op-tables", ("autoconf/generated/op-tables/*.json.gz",), ("scripts/extract_op_tables.py",), "aic",
     "per-operation latency tables from NVIDIA's aiconfigurator/AISimulate wheels")
+KERNEL_MATRIX = Item(
+    "kernel-matrix", ("rules/sglang/generated/kernel-matrix.json",),
+    ("scripts/extract_kernel_matrix.py", "scripts/kernel_matrix/*.py"), "sglang",
+    "the SM architectures each op's kernels are built for, per release and the kernel wheels it pins "
+    "(docs/kernel-matrix.md; the kernel wheels are downloaded beside the cache, about 11 GB)")
 REAL_PARSERS = Item(
     "real-parsers", ("tests/data/real_parsers/*.json.xz",),
     ("scripts/dump_real_parsers.py", "scripts/sglang_flags/*.py"), "sglang",
@@ -81,8 +87,8 @@ PICTURES = Item(
     "pictures", ("docs/pictures/*.dot", "docs/pictures/*.svg"), ("scripts/draw_pictures.py",), None,
     "each reference system's topology picture (the .svg needs Graphviz to rebuild)")
 
-WHEEL_ITEMS = (SGLANG_FLAGS, RELEASES, DYNAMO_FLAGS, MODEL_LISTS, FUSION_AUTO_ON, OP_TABLES, REAL_PARSERS,
-               ORACLE)
+WHEEL_ITEMS = (SGLANG_FLAGS, RELEASES, DYNAMO_FLAGS, MODEL_LISTS, FUSION_AUTO_ON, OP_TABLES, KERNEL_MATRIX,
+               REAL_PARSERS, ORACLE)
 OFFLINE_ITEMS = (PARSER_CHECK_PAGE, VERSIONS_TABLE, COMPILED, SYNTHETIC, SNAPSHOTS, SNAPSHOT_FIELDS, PICTURES)
 ITEMS = WHEEL_ITEMS + OFFLINE_ITEMS
 
@@ -103,14 +109,28 @@ def sha256_file(path: str) -> str:
 
 
 def generator_digest(item: Item) -> str:
-    """The generator version: one sha256 over the generator's source files, names included."""
+    """The generator version: one sha256 over the generator's source files, names included. A Python file counts
+    by its syntax tree without docstrings, so comments, docstrings and formatting change nothing."""
     digest = hashlib.sha256()
     paths = sorted({os.path.relpath(p, ROOT) for g in item.generator for p in glob.glob(os.path.join(ROOT, g))})
     for path in paths:
         digest.update(path.encode() + b"\0")
         with open(os.path.join(ROOT, path), "rb") as handle:
-            digest.update(hashlib.sha256(handle.read()).digest())
+            data = handle.read()
+        digest.update(hashlib.sha256(_code_of(data) if path.endswith(".py") else data).digest())
     return digest.hexdigest()
+
+
+def _code_of(source: bytes) -> bytes:
+    """The syntax tree of a Python source, its docstrings left out, as bytes."""
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if (isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and body
+                and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+                and isinstance(body[0].value.value, str)):
+            node.body = body[1:] or [ast.Pass()]
+    return ast.dump(tree, include_attributes=False).encode()
 
 
 def by_name(names: list[str]) -> list[Item]:

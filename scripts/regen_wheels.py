@@ -20,6 +20,7 @@ from regen_checks import load_manifest
 from regen_inventory import (
     DYNAMO_FLAGS,
     FUSION_AUTO_ON,
+    KERNEL_MATRIX,
     MANIFEST,
     MODEL_LISTS,
     OP_TABLES,
@@ -150,6 +151,9 @@ BUILDERS: dict[str, Callable[[Cache], None]] = {
                                          "-o", "rules/knowledge/sglang_fusion_auto_on.yaml"]),
     OP_TABLES.name: lambda c: _run([PY, "scripts/extract_op_tables.py", "--wheels",
                                     str(c.folder(c.need(c.aic, "aiconfigurator_core/aisimulate"), "aic"))]),
+    KERNEL_MATRIX.name: lambda c: _run([PY, "scripts/extract_kernel_matrix.py", "--download",
+                                        "--sglang-wheels", str(c.folder(c.sglang, "sglang")),
+                                        "--wheels", str(c.scratch / "kernel-wheels")]),
     REAL_PARSERS.name: lambda c: build_recordings(c),
     ORACLE.name: lambda c: build_oracle(c),
 }
