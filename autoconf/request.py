@@ -3,7 +3,7 @@
 It lives apart from search.py, which imports the whole search (rules engine, placement, launch model), so that
 `topoctl recommend` can hold the request its options fill without importing the search: `--list-systems`,
 `--list-models` and the usage errors found before the target is read answer without it
-(tests/test_startup_imports.py).
+(tests/cli/test_startup_imports.py).
 
 Layer: launch model and search (docs/architecture.md, "Layers").
 """

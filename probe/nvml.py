@@ -19,7 +19,7 @@ from topoctl.core.p2p import P2P_CAPABILITY_INDEX, P2P_STATUS_BY_CODE
 from topoctl.probe.capture import Answer, ProbeFailure, Session
 
 # NVML constants, as nvidia-ml-py 13.x defines them (checked against the binding in
-# tests/test_probe_nvml_constants.py). The P2P ones live in topoctl/core/p2p.py, which every layer shares.
+# tests/probe/test_probe_nvml_constants.py). The P2P ones live in topoctl/core/p2p.py, which every layer shares.
 P2P_CAPS = P2P_CAPABILITY_INDEX
 P2P_STATUS = P2P_STATUS_BY_CODE
 TOPOLOGY_LEVEL = {0: "PIX", 10: "PIX", 20: "PXB", 30: "PHB", 40: "NODE", 50: "SYS"}

@@ -123,7 +123,7 @@ _ID_AFTER_NEWLINE = re.compile(r"\n\s*-\s*id:\s*['\"]?([A-Za-z0-9][A-Za-z0-9._-]
 
 
 def rule_ids(text: str) -> list[str]:
-    """The ids of `- id: NAME` lines in a rule file's text, in order (tests/test_rules_loader.py holds it to
+    """The ids of `- id: NAME` lines in a rule file's text, in order (tests/rules/test_rules_loader.py holds it to
     re.findall of `^\\s*-\\s*id:...` in multi-line mode)."""
     return _ID_AFTER_NEWLINE.findall("\n" + text)
 

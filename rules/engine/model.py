@@ -19,7 +19,7 @@ SEVERITY_ORDER = {name: rank for rank, name in enumerate(SEVERITIES)}
 
 # A compiled condition: takes the evaluation context, answers True, False or None (= unknown).
 Condition = Callable[["Context"], Optional[bool]]
-# The closed word sets of a rule file and a report (vocab.SEVERITIES; tests/test_rules_engine.py holds them equal).
+# The closed word sets of a rule file and a report (vocab.SEVERITIES; tests/rules/test_rules_engine.py holds them equal).
 Severity = Literal["block", "warn", "prefer", "info"]
 Expectation = Literal["fire", "unknown", "silent"]  # what a rule's own test case asserts
 Status = Literal["fired", "unknown"]  # a finding's status: fired, or a block rule that could not be decided

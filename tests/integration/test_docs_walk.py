@@ -151,7 +151,7 @@ WALK: dict[tuple[str, str], object] = {
         files=(("serve.sh", "#!/bin/bash"),)),
     ("docs/op-tables.md", "from topoctl.autoconf.op_tables import load_system"): Python(),
     ("docs/op-tables.md", "pip download --no-deps --pre aisimulate"): Skip(
-        "downloads two NVIDIA wheels (about 150 MB) and needs pyarrow; tests/test_op_tables.py runs --check "
+        "downloads two NVIDIA wheels (about 150 MB) and needs pyarrow; tests/autoconf/test_op_tables.py runs --check "
         "where pyarrow is installed"),
     ("docs/reliability.md", "topoctl fuzz: "): Skip(FUZZ),  # each run's block: a new run adds one
     ("docs/reliability.md", "topoctl hostile-input fuzz: "): Skip(FUZZ),

@@ -4,7 +4,7 @@
 One run, one result per finding, each at the file and line of the launch (or of the value that caused it);
 a file without a launch is a `note` result, so that it is said, as in every other format. The rules that fired
 are the run's `tool.driver.rules`, each with its remediation as help. Levels follow `--fail-on`: what makes
-the check fail is `error`, other warnings `warning`, the rest `note`. tests/test_user_paths.py validates the
+the check fail is `error`, other warnings `warning`, the rest `note`. tests/cli/test_user_paths.py validates the
 output against the SARIF 2.1.0 JSON Schema (OASIS, errata 01).
 
 Layer: judge (docs/architecture.md, "Layers").

@@ -38,7 +38,7 @@ Shipped sections: topoctl/data/compiled/<section>.json holds the built-in sectio
 file's content (so they hold in any install layout). A run whose user cache has no section (a fresh CI job)
 uses a shipped section whose sources are byte for byte the installed ones instead of parsing the YAML, and
 reads it there every time (a copy in the user cache would save nothing); a source that differs (an edited
-file in a checkout) makes it build as before. tests/test_cache.py fails when the shipped sections are stale.
+file in a checkout) makes it build as before. tests/core/test_cache.py fails when the shipped sections are stale.
 
 Layer: core types and data (docs/architecture.md, "Layers").
 """
@@ -261,7 +261,7 @@ def sha256(data: bytes) -> Digest:
 
     Every warm `check` and `recommend` hashes the shipped sources (content_stamp); hashlib loads OpenSSL's
     libcrypto for it, about 2 ms of a start-up near 80 ms, while the built-in module (the one hashlib itself
-    falls back to without OpenSSL) gives the same digest (tests/test_cache.py compares them)."""
+    falls back to without OpenSSL) gives the same digest (tests/core/test_cache.py compares them)."""
     try:
         from _sha256 import sha256 as builtin  # CPython 3.11
     except ImportError:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Mapping, Sequence, TypedDict
 PairHealth = dict[tuple[int, int], tuple[bool, object]]  # (src, dst) -> (healthy, reason) as bench measured
 
 # NVML capability index per capability name (nvmlP2PCapsIndex_t; checked against nvidia-ml-py in
-# tests/test_probe_nvml_constants.py). The order is the order of a snapshot's pair["p2p"] keys.
+# tests/probe/test_probe_nvml_constants.py). The order is the order of a snapshot's pair["p2p"] keys.
 P2P_CAPABILITY_INDEX = {"read": 0, "write": 1, "nvlink": 2, "atomics": 3, "pci": 4}
 P2P_CAPABILITIES = tuple(P2P_CAPABILITY_INDEX)
 

@@ -5,7 +5,7 @@ Layer: core types and data (docs/architecture.md, "Layers").
 Why not packaging: `recommend`, `check` and `show` compare SGLang, FlashInfer and ai-dynamo release strings
 on every run, and importing packaging.version and packaging.specifiers costs about 20 ms of a start-up
 floor near 100 ms. The order here is PEP 440's (epoch, release with trailing zeros dropped, pre-release,
-post release, dev release, local label), the same as packaging.version.Version; tests/test_pep440.py holds
+post release, dev release, local label), the same as packaging.version.Version; tests/core/test_pep440.py holds
 the two equal on generated versions and on every release string topoctl ships.
 
 Specifiers: a comma list of `<`, `<=`, `>`, `>=`, `==`, `!=` clauses over versions without a wildcard or a

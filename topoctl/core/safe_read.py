@@ -677,7 +677,7 @@ def split_words(text: str, origin: str) -> list[str]:
     """`shlex.split(text)` (POSIX rules, no comments) in linear time, within the launch limits.
 
     shlex builds each word one character at a time by string concatenation, which is quadratic in the
-    word's length (a 1 MB word took about 11 s); this gives the same words (tests/test_limits.py compares
+    word's length (a 1 MB word took about 11 s); this gives the same words (tests/core/test_limits.py compares
     the two on generated text) and raises ValueError with shlex's messages on a quote or escape left open.
     """
     import re

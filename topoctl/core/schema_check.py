@@ -4,7 +4,7 @@ jsonschema interprets a schema anew for every document (about 2,000 keyword call
 a 128-GPU snapshot); this module walks the schema once and returns one function of nested closures that
 answers the same question in a fraction of the time. It answers only yes or no: for a document that fails,
 the caller asks jsonschema for its error, so every message stays jsonschema's. Used for site rule files
-(rules/engine/loader.py) and snapshot files (topoctl/snapshot/document.py); tests/test_schema_check.py holds it to
+(rules/engine/loader.py) and snapshot files (topoctl/snapshot/document.py); tests/core/test_schema_check.py holds it to
 jsonschema's verdict on every built-in rule file, every fixture snapshot and generated mutations of them.
 
 It covers the keywords those schemas use, with JSON Schema 2020-12 semantics: type, enum, const, minimum,

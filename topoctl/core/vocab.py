@@ -2,7 +2,7 @@
 
 Plain data and StrEnums (the interpreter's start-up has loaded enum already, through re): safe on the start-up
 path of every command. The snapshot schema (topoctl/snapshot/schema/snapshot.schema.json) and the rule schema
-(rules/schema/rule.schema.json) spell the same sets; tests/test_snapshot_schema.py and tests/test_rules_loader.py
+(rules/schema/rule.schema.json) spell the same sets; tests/snapshot/test_snapshot_schema.py and tests/rules/test_rules_loader.py
 hold them to these.
 
 Layer: core types and data (docs/architecture.md, "Layers").

@@ -5,7 +5,7 @@ A kind is one line of FILE_KINDS (a file, or a folder holding a marker file) or 
 of a YAML file). A file is the first kind, in order, that its name (fnmatch patterns on the base name), its
 marker or its first line (`sniff`) names; a kind with none of them reads what no other kind took and may
 decline (None). Readers are imported only when a file of their kind is read: `check launch.env` imports no
-YAML, Helm or Dockerfile reader (tests/test_startup_imports.py). A folder walk takes only the names of
+YAML, Helm or Dockerfile reader (tests/cli/test_startup_imports.py). A folder walk takes only the names of
 `folder_names` (else `names`); a file named on the command line is tried against every kind.
 
 Layer: deployment reading (docs/architecture.md, "Layers").

@@ -206,7 +206,7 @@ def _valid() -> Check:
     """The schema compiled into plain Python checks (topoctl/core/schema_check.py): valid or not, with integers as
     strict as validator()'s. jsonschema takes about 5 s over a 128-GPU snapshot and 0.1 s to import; this
     answers for a valid snapshot in a small fraction of that, and jsonschema words the problem of one that
-    is not (tests/test_schema_check.py holds the two to the same verdict)."""
+    is not (tests/core/test_schema_check.py holds the two to the same verdict)."""
     from topoctl.core.schema_check import compile_schema  # only when a snapshot file is validated
 
     return compile_schema(schema(), strict_integers=True)
@@ -320,7 +320,7 @@ def reconcile_summary(data: dict[str, Any]) -> None:
 
 def validate_shipped_snapshot(data: object, origin: str) -> None:
     """The checks of validate_snapshot that the schema cannot make, for a built-in system: shipped data that
-    tests/test_snapshot_schema.py validates against the schema, so a `--system` run skips that part."""
+    tests/snapshot/test_snapshot_schema.py validates against the schema, so a `--system` run skips that part."""
     try:
         _check_across_fields(_check_schema_version(data))
     except _Invalid as problem:

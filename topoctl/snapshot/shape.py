@@ -1,5 +1,5 @@
 """The snapshot's JSON shape for mypy: Snapshot and the TypedDicts of its sections and entries, key for key the
-published schema's (topoctl/snapshot/schema/snapshot.schema.json; tests/test_snapshot_types.py holds them to it).
+published schema's (topoctl/snapshot/schema/snapshot.schema.json; tests/snapshot/test_snapshot_types.py holds them to it).
 
 Only type checking reads this module: the product imports it under TYPE_CHECKING, because making these
 classes costs about 1 ms at every start of show, check and recommend while a TypedDict checks nothing at run
@@ -189,7 +189,7 @@ class Snapshot(TypedDict, total=False):
     """A validated snapshot as topoctl/snapshot/schema/snapshot.schema.json publishes it: the loaded dict is the value
     (a TypedDict costs nothing at run time and copies nothing), so mypy sees the JSON's shape on the path from
     the loader to the view and the commands. The schema's required keys are Required here; the rest may be
-    absent. tests/test_snapshot_types.py holds these keys to the schema's properties."""
+    absent. tests/snapshot/test_snapshot_types.py holds these keys to the schema's properties."""
 
     schema_version: Required[int]
     topoctl_version: str | None

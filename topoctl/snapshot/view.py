@@ -6,7 +6,7 @@ the pairs of a group of GPUs, a summary line, a software version or the measurem
 
 A command makes one view of the snapshot it reads and passes it down; a reader takes a SnapshotLike and asks
 view_of(snapshot), which returns a view it is given as it is and makes one only from a plain dict (a test's
-or a rule case's snapshot). tests/test_snapshot_view_once.py counts the views each command makes.
+or a rule case's snapshot). tests/snapshot/test_snapshot_view_once.py counts the views each command makes.
 
 A snapshot that passed topoctl.snapshot.document.validate_snapshot (every loader does that) has every section the
 view reads. A partial snapshot (a rule's test case, `snapshot: {pairs: [...]}`) may leave any section out:

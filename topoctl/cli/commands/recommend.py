@@ -256,7 +256,7 @@ def run(options: RecommendOptions) -> int:
     requested = requested_version(options.sglang_version)  # a bad version fails before the target is probed
     from topoctl.cli.target_machine import resolve_target
 
-    # the one view of the target every stage below reads (tests/test_snapshot_view_once.py)
+    # the one view of the target every stage below reads (tests/snapshot/test_snapshot_view_once.py)
     snapshot = SnapshotView(resolve_target(topology=options.topology, system=options.system,
                                            fallback_system=options.fallback_system))
     version = target_version(snapshot, requested)
