@@ -13,7 +13,7 @@ from .pins import Pin, download, find_wheel, release_pins
 from .targets import KNOWN_SMS
 
 ROOT = Path(__file__).resolve().parents[2]
-DATA = ROOT / "rules" / "sglang" / "data"
+DATA = ROOT / "rules" / "sglang" / "generated"
 OUT = ROOT / "rules" / "sglang" / "generated" / "kernel-matrix.json"
 
 
