@@ -30,6 +30,7 @@ class RdmaNic:
     active_ports: tuple[int | str, ...]
     rate_gbps: float | None  # the fastest active port
     netdevs: tuple[str, ...]
+    ports: tuple[tuple[int | str, str | None], ...] = ()  # every port probed: (number, state), ACTIVE or not
 
     @property
     def active(self) -> bool:
@@ -62,7 +63,9 @@ def _nic(entry: dict[str, Any]) -> RdmaNic:
     numbers = tuple(port["port"] for port in active if isinstance(port.get("port"), (int, str)))
     return RdmaNic(name=str(entry.get("name")), pci_bus_id=entry.get("pci_bus_id"), numa_node=entry.get("numa_node"),
                    transport=entry.get("transport"), active_ports=numbers,
-                   rate_gbps=max(rates) if rates else None, netdevs=tuple(entry.get("netdevs") or ()))
+                   rate_gbps=max(rates) if rates else None, netdevs=tuple(entry.get("netdevs") or ()),
+                   ports=tuple((port["port"], port.get("state")) for port in ports
+                               if isinstance(port.get("port"), (int, str))))
 
 
 class NetworkView:
