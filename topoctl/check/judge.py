@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from topoctl.check.judge_kernels import kernel_items
 from topoctl.check.judge_memory import memory_items
+from topoctl.check.judge_network import network_items
 from topoctl.check.outcome import Item, Outcome
 from topoctl.check.parse import raw_int
 from topoctl.check.resolve import launch_model
@@ -73,6 +74,7 @@ def judge(parsed: ParsedLaunch, snapshot: SnapshotLike, flags: FlagSet, ruleset:
                                              {i.id for i in outcome.items}))
     outcome.items.extend(_tp_not_given(parsed, snapshot, flags, launch, sizes.tp, gpu_count))
     outcome.items.extend(_size_items(parsed, sizes.tp_all, sizes.tp, sizes.ep, gpu_count, sizes.span))
+    outcome.items.extend(network_items(parsed, snapshot, sizes.span.nodes))
     if not any(item.severity == "block" and item.id.endswith("tp-exceeds-gpus") for item in outcome.items):
         def measured() -> list[Evidence]:  # only asked when the memory model says the launch does not load
             import topoctl.rules.engine as rules_api
