@@ -44,6 +44,8 @@ class FleetReport:
     majority: dict[str, str]
     odd: dict[str, list[Difference]] = field(default_factory=dict)  # node name -> how it differs
     ties: list[str] = field(default_factory=list)  # aspects without a majority (an even split)
+    absent: dict[str, str] = field(default_factory=dict)  # expected node -> why it has no snapshot of this run
+    ignored: dict[str, str] = field(default_factory=dict)  # node -> file: a snapshot of a node not expected
 
 
 def _gpu_model(view: SnapshotView) -> str:
@@ -140,7 +142,7 @@ def aspects_of(snapshot: SnapshotLike) -> dict[str, str]:
 def compare(nodes: list[Node]) -> FleetReport:
     """The majority of each aspect and, for each node that differs in any, how."""
     report = FleetReport(nodes, {})
-    for aspect in ASPECTS:
+    for aspect in ASPECTS if nodes else ():
         counts = Counter(node.aspects[aspect] for node in nodes).most_common()
         report.majority[aspect] = counts[0][0]
         if len(counts) > 1 and counts[0][1] == counts[1][1]:
@@ -156,19 +158,24 @@ def compare(nodes: list[Node]) -> FleetReport:
 def render_text(report: FleetReport) -> str:
     alike = len(report.nodes) - len(report.odd)
     lines = [f"{len(report.nodes)} nodes: {alike} alike, {len(report.odd)} differ from the majority"]
+    if report.absent:  # fleet_nodes.py: expected nodes with no snapshot of this run are odd, never alike
+        lines[0] = (f"{len(report.nodes) + len(report.absent)} nodes expected: {alike} alike, {len(report.odd)} "
+                    f"differ from the majority, {len(report.absent)} without a snapshot of this run")
+        lines.extend(f"{name}: {reason}" for name, reason in report.absent.items())
     for name, differences in report.odd.items():
         lines.append(f"{name}:")
         lines.extend(f"  {d.aspect}: {d.value}  (majority: {d.majority})" for d in differences)
     if report.ties:
         lines.append(f"no majority (an even split) for: {', '.join(report.ties)}")
+    lines.extend(f"not expected, left out: {name} ({path})" for name, path in report.ignored.items())
     lines.append("")
     lines.append("Majority:")
-    lines.extend(f"  {aspect}: {report.majority[aspect]}" for aspect in ASPECTS)
+    lines.extend(f"  {aspect}: {report.majority[aspect]}" for aspect in ASPECTS if aspect in report.majority)
     return "\n".join(lines) + "\n"
 
 
 def document(report: FleetReport) -> dict[str, object]:
     return {"nodes": [{"name": node.name, "source": node.source} for node in report.nodes],
-            "majority": report.majority, "ties": report.ties,
+            "majority": report.majority, "ties": report.ties, "absent": report.absent, "ignored": report.ignored,
             "odd": {name: [{"aspect": d.aspect, "value": d.value, "majority": d.majority} for d in differences]
                     for name, differences in report.odd.items()}}

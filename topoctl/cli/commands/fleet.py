@@ -86,6 +86,14 @@ def _check_lines(results: list[dict[str, Any]]) -> list[str]:
 @click.option("--launch", "launch", multiple=True, metavar="PATH",
               help="A launch (launch.env, manifest, script) to judge with `topoctl check` on one node of each kind; "
                    "repeatable.")
+@click.option("--nodes", "nodes", metavar="LIST",
+              help="The nodes the run expects (gpu01,gpu02 or Slurm's gpu[01-04,07]); default: SLURM_JOB_NODELIST. "
+                   "A node without a snapshot of this run is odd, with the reason.")
+@click.option("--since", "since", metavar="TIME",
+              help="When the run began (ISO-8601 or @EPOCH): an older snapshot file is stale, an odd node.")
+@click.option("--window", "window", metavar="DURATION",
+              help="Without --since, the run began this long before the newest snapshot (default 2h when nodes "
+                   "are expected; 900, 15m, 2h).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("-o", "--output", metavar="FILE", help="Write the report to FILE atomically instead of stdout.")
 def command(**given: Any) -> int:
@@ -99,8 +107,11 @@ def command(**given: Any) -> int:
       topoctl fleet nodes/ --launch launch.env      # ...and judge the launch on each kind of node
 
     \b
-    Exit codes: 0 every node alike (and the launch passes); 1 a node differs (or the launch is blocked on
-    some node); 2 bad usage or an unreadable snapshot.
+      topoctl fleet nodes/ --nodes 'gpu[01-04]' --since 2026-12-07T21:00:00Z   # every node named, this run's
+
+    \b
+    Exit codes: 0 every node alike (and the launch passes); 1 a node differs, an expected node has no snapshot
+    of this run (or the launch is blocked on some node); 2 bad usage or an unreadable snapshot.
     """
     return run(FleetOptions(**given))
 
@@ -111,12 +122,16 @@ class FleetOptions:
 
     paths: tuple[str, ...] = ()
     launch: tuple[str, ...] = ()
+    nodes: str | None = None
+    since: str | None = None
+    window: str | None = None
     fmt: str = "text"
     output: str | None = None
 
 
 def run(options: FleetOptions) -> int:
     """fleet's stages: the snapshots read (one view each), compared, the launch checked per kind of node."""
+    from topoctl.check import fleet_nodes
     from topoctl.check.fleet_compare import Node, aspects_of, compare, document, render_text
     from topoctl.core.io import emit
     from topoctl.core.serialize import dump
@@ -125,17 +140,22 @@ def run(options: FleetOptions) -> int:
     paths, launch, fmt, output = options.paths, options.launch, options.fmt, options.output
 
     files = _snapshot_files(paths)
-    if len(files) < 2:
+    expected = fleet_nodes.expected_nodes(options.nodes, dict(os.environ))
+    if len(files) < 2 and expected is None:
         raise TopoctlError(f"fleet compares nodes: {len(files)} snapshot(s) given",
                            hint="give two or more snapshots, or a folder of them (topoctl probe -o nodes/%N.yaml)")
-    nodes: list[Node] = []
     by_name: dict[str, str] = {}
     for path in files:
-        name = _node_name(path, set(by_name))
-        by_name[name] = path
-        nodes.append(Node(name, path, aspects_of(SnapshotView(load_snapshot(path)))))  # one view per node
+        by_name[_node_name(path, set(by_name))] = path
+    run_nodes = fleet_nodes.run_nodes(
+        by_name, expected, fleet_nodes.parse_since(options.since) if options.since else None,
+        fleet_nodes.parse_window(options.window) if options.window else None,
+        [path for path in paths if os.path.isdir(path)])
+    nodes: list[Node] = [Node(name, path, aspects_of(SnapshotView(load_snapshot(path))))  # one view per node
+                        for name, path in run_nodes.fresh.items()]
     report = compare(nodes)
-    checks = _launch_checks(report, by_name, launch) if launch else []
+    report.absent, report.ignored = run_nodes.absent, run_nodes.ignored
+    checks = _launch_checks(report, by_name, launch) if launch and nodes else []
     if fmt == "json":
         doc = document(report)
         if launch:
@@ -145,4 +165,4 @@ def run(options: FleetOptions) -> int:
         text = render_text(report)
         emit(text + ("\n".join(_check_lines(checks)) + "\n" if checks else ""), output)
     blocked = any(result["exit"] != 0 for result in checks)
-    return EXIT_BLOCKED if report.odd or blocked else 0
+    return EXIT_BLOCKED if report.odd or report.absent or blocked else 0
