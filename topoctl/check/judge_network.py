@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 
 from topoctl.check.outcome import Item
 from topoctl.check.parse import written_value
+from topoctl.core.vocab import Severity
 from topoctl.snapshot.view import SnapshotLike, view_of
 
 if TYPE_CHECKING:
@@ -111,7 +112,7 @@ def network_items(parsed: ParsedLaunch, snapshot: SnapshotLike, nnodes: int | No
         return []
     network = view_of(snapshot).network
     if not network.present:
-        return [Item("topoctl-net-not-checked", "info", "network names not checked",
+        return [Item("topoctl-net-not-checked", Severity.INFO, "network names not checked",
                      f"not checked: the snapshot has no NICs (made before topoctl probed them), so "
                      f"{', '.join(sorted(given))} were not compared with the node",
                      "probe the node again with this topoctl (`topoctl probe -o node.yaml`) and check against it")]
@@ -133,7 +134,7 @@ class _Judge:
 
     def item(self, code: str, severity: str, title: str, message: str, hint: str, setting: str) -> Item:
         where = self.parsed.lines.get(setting) or self.parsed.lines.get("SGLANG_ARGS") or self.parsed.where
-        return Item(f"topoctl-net-{code}", severity, title, message, hint, where)
+        return Item(f"topoctl-net-{code}", Severity(severity), title, message, hint, where)
 
     def check(self, name: str, value: str) -> list[Item]:
         if name == "NCCL_IB_GID_INDEX":

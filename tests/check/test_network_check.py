@@ -15,7 +15,7 @@ import pytest
 
 from topoctl.check.judge_network import parse_name_list
 
-FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "h100-8x-8nic-ib" / "snapshot.json"
+FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "h100-8x-8nic-ib" / "snapshot.json"
 NICS = ["--system", "h100-8x-8nic-ib", "--sglang-version", "0.5.9", "--format", "json"]
 NO_NICS = ["--system", "h100-8x-nvswitch", "--sglang-version", "0.5.9", "--format", "json"]
 SERVER = ["python3", "-m", "sglang.launch_server", "--model-path", "m", "--tp", "8"]
