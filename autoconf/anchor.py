@@ -49,10 +49,10 @@ def _anchors(cands: list[Candidate], path_settings: set[str]) -> dict[tuple[Any,
 def ratio_evidence(cand: Candidate, anchor: Candidate) -> Evidence:
     """The launch model's ratio of `cand` over `anchor` as a relative number, for the estimate formula."""
     paths = table.table()["allreduce_paths"]
-    ratio = cand.predicted.tokens_per_s / anchor.predicted.tokens_per_s
-    source = (f"launch model, {cand.predicted.tokens_per_s:.1f} tok/s with allreduce={cand.runs_path} vs "
-              f"{anchor.predicted.tokens_per_s:.1f} with {anchor.runs_path} for the measured launch; "
-              f"{cand.runs_path} per call {cand.predicted.allreduce_level}")
+    ratio = cand.prediction.tokens_per_s / anchor.prediction.tokens_per_s
+    source = (f"launch model, {cand.prediction.tokens_per_s:.1f} tok/s with allreduce={cand.runs_path} vs "
+              f"{anchor.prediction.tokens_per_s:.1f} with {anchor.runs_path} for the measured launch; "
+              f"{cand.runs_path} per call {cand.prediction.allreduce_level}")
     return Evidence(RULE_ID, "modelled", "decode throughput", round(ratio, 4), "x", source, cand.runs_path,
                     dict(paths[cand.path]), {}, baseline=dict(paths[anchor.path]), baseline_path=anchor.runs_path,
                     number_kind="relative")

@@ -198,7 +198,7 @@ def _document(result: Result) -> dict[str, Any]:
                                                  "allreduce_bytes_per_token")},
                    "quantization": (model.get("quantization") or {}).get("label")} if model else None),
         "objective": result.objective,
-        "unfit": [{"config": c.label(), "tp_size": c.tp, "why": c.fit.why} for c in result.unfit[:8]],
+        "unfit": [{"config": c.label(), "tp_size": c.tp, "why": c.memory_fit.why} for c in result.unfit[:8]],
         "tp_size": result.tp_size,
         "ep_size": result.ep_size,
         "settings": {k: winner.launch[k] for k in sorted(winner.launch)},

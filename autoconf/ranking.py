@@ -311,11 +311,11 @@ def speculative_comparison(candidates: list[Candidate], winner: Candidate, specu
                            "emitted": "with" if winner.speculative else "without"}
     name = speculative.upper().replace("EAGLE3", "EAGLE-3")
     unfit_spec = max((c for c in unfit or [] if c.speculative and c.fit is not None),
-                     key=lambda c: c.fit.kv_cache_bytes, default=None)
+                     key=lambda c: c.memory_fit.kv_cache_bytes, default=None)
     reasons = sorted({f.rule_id for c in blocked if c.speculative for f, _ in c.blocked_by})
     if with_spec is None and unfit_spec is not None and not reasons:
         out["verdict"] = "does not fit"
-        out["message"] = f"{name} does not fit in memory here: it {unfit_spec.fit.why}"
+        out["message"] = f"{name} does not fit in memory here: it {unfit_spec.memory_fit.why}"
     elif with_spec is None:
         out["verdict"] = "blocked"
         out["message"] = f"{name} is blocked on this machine (rules: {', '.join(reasons) or 'none'})"

@@ -11,7 +11,7 @@ Layer: launch model and search (docs/architecture.md, "Layers").
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from topoctl.autoconf import pcie_ipc
 from topoctl.autoconf.anchor import anchored
@@ -33,7 +33,7 @@ from topoctl.autoconf.ranking import (
     ties,
     winner_reasons,
 )
-from topoctl.autoconf.request import Request
+from topoctl.autoconf.request import GpuFacts, Launch, ModelProfile, Request
 from topoctl.autoconf.space import (  # noqa: F401 - re-exported
     SPEC_GROUP,
     Candidate,
@@ -56,7 +56,10 @@ from topoctl.snapshot.cuda_devices import ProbeVisible, probe_visible
 from topoctl.snapshot.view import SnapshotLike, SnapshotView, view_of
 
 if TYPE_CHECKING:
-    from topoctl.rules.engine.model import Report, RuleSet, Violation
+    from topoctl.autoconf.launch_model import Latencies
+    from topoctl.autoconf.placement import PairView
+    from topoctl.rules.engine.facts import SharedCache
+    from topoctl.rules.engine.model import Finding, Report, RuleSet, Violation
     from topoctl.rules.sglang.flags import FlagSet
 
 _agrees = agrees  # the name tests and site code have used
@@ -70,7 +73,7 @@ class Result:
     `memo` is render's cache of what it built from this result, not part of the answer."""
 
     snapshot: SnapshotView  # the one view of the target the command made (autoconf reads it, never the dict)
-    model: dict[str, Any] | None
+    model: ModelProfile | None
     flags: FlagSet
     target_version: str | None
     tp_size: int
@@ -80,7 +83,7 @@ class Result:
     winner: Candidate
     ranked: list[Candidate]
     blocked: list[Candidate]
-    findings: list[Any]
+    findings: list[Finding]
     reasons: dict[str, list[str]]  # setting -> rule ids / topoctl reasons behind its value
     decided: set[str]
     comparison: dict[str, Any] | None
@@ -93,16 +96,16 @@ class Result:
     # and shared by every format and --explain.
     memo: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
     unfit: list[Candidate] = field(default_factory=list)  # launches the memory model says cannot load
-    gpu: dict[str, Any] = field(default_factory=dict)  # the GPU facts the launch model used
+    gpu: GpuFacts = field(default_factory=dict)  # the GPU facts the launch model used
     objective: str = "latency"
 
 
-def _violations(report: Report, launch: dict[str, Any]) -> tuple[list[tuple[Any, str]], list[tuple[Any, str]]]:
+def _violations(report: Report, launch: Launch) -> tuple[list[tuple[Finding, str]], list[tuple[Finding, str]]]:
     """(blocking, warning) (finding, why) pairs of the violations a candidate launch commits."""
     from topoctl.rules.engine import violations
 
-    blocks: list[tuple[Any, str]] = []
-    warns: list[tuple[Any, str]] = []
+    blocks: list[tuple[Finding, str]] = []
+    warns: list[tuple[Finding, str]] = []
     found: list[Violation] = violations(report, launch)
     for violation in found:
         why = violation.detail or f"{violation.kind} {violation.setting}"
@@ -131,19 +134,19 @@ class Layout:
 class _Judge:
     """Evaluates the rules for one launch after another, sharing the snapshot's facts and every finding."""
 
-    def __init__(self, ruleset: RuleSet, snapshot: SnapshotLike, model: dict[str, Any] | None, layout: Layout,
-                 version: str | None, facts_cache: dict[str, Any] | None = None):
+    def __init__(self, ruleset: RuleSet, snapshot: SnapshotLike, model: ModelProfile | None, layout: Layout,
+                 version: str | None, facts_cache: SharedCache | None = None):
         import topoctl.rules.engine as rules_api
 
         self.rules_api, self.ruleset, self.snapshot = rules_api, ruleset, snapshot
         self.model, self.version = model, version
         self.tp, self.ep, self.dp, self.gpus = layout.tp, layout.ep, layout.dp, layout.gpus
         # facts of the snapshot alone, read once for every evaluation (and shared by every TP option's judge)
-        self.facts_cache: dict[str, Any] = {} if facts_cache is None else facts_cache
-        self.findings_by_id: dict[str, Any] = {}
-        self.reports: dict[tuple[str | None, str], Any] = {}  # one evaluation per distinct launch
+        self.facts_cache: SharedCache = {} if facts_cache is None else facts_cache
+        self.findings_by_id: dict[str, Finding] = {}
+        self.reports: dict[tuple[str | None, str], Report] = {}  # one evaluation per distinct launch
 
-    def report(self, spec: str | None, launch: dict[str, Any]) -> Report:
+    def report(self, spec: str | None, launch: Launch) -> Report:
         """The rules' report for one launch; the same settings (candidates of different paths often write the
         same ones) are evaluated once: a report depends on the snapshot, the judge's sizes and the launch only."""
         key = (spec, repr(sorted(launch.items(), key=lambda item: item[0])))
@@ -157,12 +160,12 @@ class _Judge:
                 self.findings_by_id.setdefault(finding.rule_id, finding)
         return report
 
-    def findings(self) -> list[Any]:
+    def findings(self) -> list[Finding]:
         return [self.findings_by_id[key] for key in sorted(self.findings_by_id)]
 
 
-def judge_candidate(judge: _Judge, path: str, spec: str | None, launch: dict[str, Any], space: Space,
-                    speculative: str | None) -> tuple[Candidate, Any]:
+def judge_candidate(judge: _Judge, path: str, spec: str | None, launch: Launch, space: Space,
+                    speculative: str | None) -> tuple[Candidate, Report]:
     """One candidate, judged on its own (rules may speak of launch settings): blocks, warnings, preferences."""
     report = judge.report(spec, launch)
     blocked_by, warnings = _violations(report, launch)
@@ -185,7 +188,7 @@ def judge_candidate(judge: _Judge, path: str, spec: str | None, launch: dict[str
     return cand, report
 
 
-def parallel_options(model: dict[str, Any] | None, gpu_count: int, req: Request) -> list[tuple[int, int]]:
+def parallel_options(model: ModelProfile | None, gpu_count: int, req: Request) -> list[tuple[int, int]]:
     """(TP, DP) pairs to consider: the sizes asked for, else every TP that divides the GPUs and the attention
     heads (SGLang requires it), with DP replicas on the GPUs left; without a model, TP across every GPU."""
     if req.tp_size:
@@ -203,7 +206,7 @@ def parallel_options(model: dict[str, Any] | None, gpu_count: int, req: Request)
     return options or [(gpu_count, 1)]
 
 
-def _more_gpus_hint(model: dict[str, Any], memory: int, gpu_count: int, req: Request, version: str | None) -> list[str]:
+def _more_gpus_hint(model: ModelProfile, memory: int, gpu_count: int, req: Request, version: str | None) -> list[str]:
     """The smallest TP of more GPUs like these that holds the model at the context asked; with a fixed
     --tp-size, that size is named as the one to change."""
     from topoctl.autoconf.memory import FitCase
@@ -218,7 +221,7 @@ def _more_gpus_hint(model: dict[str, Any], memory: int, gpu_count: int, req: Req
     return ["more GPUs than one node of these holds"] if gpu_count < 64 else []
 
 
-def what_would_fit(model: dict[str, Any], unfit: list[Candidate], gpu: dict[str, Any], gpu_count: int,
+def what_would_fit(model: ModelProfile, unfit: list[Candidate], gpu: GpuFacts, gpu_count: int,
                    req: Request, version: str | None = None) -> str:
     """What the user can change so that the model loads: more GPUs, a quantized checkpoint, a shorter context."""
     from topoctl.autoconf.memory import FitCase
@@ -241,12 +244,12 @@ def what_would_fit(model: dict[str, Any], unfit: list[Candidate], gpu: dict[str,
             break
     fits_context = [c for c in unfit if c.fit is not None and c.fit.context_only and (not req.tp_size or c.tp == req.tp_size)]
     if fits_context:
-        best = max(fits_context, key=lambda c: c.fit.kv_tokens)
-        hints.append(f"--context-length {best.fit.kv_tokens} or less (TP {best.tp})")
+        best = max(fits_context, key=lambda c: c.memory_fit.kv_tokens)
+        hints.append(f"--context-length {best.memory_fit.kv_tokens} or less (TP {best.tp})")
     return "; ".join(hints) or "nothing on this machine"
 
 
-def _fit(cand: Candidate, model: dict[str, Any], gpu: dict[str, Any], version: str, req: Request) -> Candidate:
+def _fit(cand: Candidate, model: ModelProfile, gpu: GpuFacts, version: str, req: Request) -> Candidate:
     """The candidate with its memory fit (as it is when the GPU's memory is unknown)."""
     from topoctl.autoconf.memory import FitCase
     from topoctl.autoconf.memory import fit as memory_fit
@@ -254,12 +257,12 @@ def _fit(cand: Candidate, model: dict[str, Any], gpu: dict[str, Any], version: s
     if not gpu.get("memory_bytes"):
         return cand
     return replace(cand, fit=memory_fit(FitCase(model, gpu["memory_bytes"], cand.tp, version, bool(cand.speculative),
-                                                cand.effective.get("cuda_graph_max_bs"), req.context_length,
+                                                cast("int | None", cand.effective.get("cuda_graph_max_bs")), req.context_length,
                                                 req.draft, req.max_running_requests, launch=cand.effective)))
 
 
-def measured_to_run(unfit: list[Candidate], evidence: list[Any], snapshot: SnapshotLike,
-                    model: dict[str, Any] | None) -> tuple[list[Candidate], list[Candidate]]:
+def measured_to_run(unfit: list[Candidate], evidence: list[Evidence], snapshot: SnapshotLike,
+                    model: ModelProfile | None) -> tuple[list[Candidate], list[Candidate]]:
     """(the candidates the memory model says do not load, with what evidence reaches them; those of them a
     measurement shows running on this machine): a measured throughput of this very launch and model wins over
     the model, and the fit says so. The memory model is an estimate (computed weight bytes, SGLang's reserve
@@ -287,7 +290,7 @@ def measured_to_run(unfit: list[Candidate], evidence: list[Any], snapshot: Snaps
     return still, out
 
 
-def _predict(cand: Candidate, model: dict[str, Any], gpu: dict[str, Any], lat: Any, req: Request) -> Candidate:
+def _predict(cand: Candidate, model: ModelProfile, gpu: GpuFacts, lat: Latencies, req: Request) -> Candidate:
     """The launch model's tokens/s for a candidate that loads; its allreduce time replaces the per-call table's."""
     from topoctl.autoconf import launch_model
     from topoctl.autoconf.evidence import LEVELS
@@ -324,7 +327,7 @@ def implied_notes(cand: Candidate) -> list[str]:
 
 
 def place(snapshot: SnapshotLike, tp: int, dp: int, visible: ProbeVisible | None = None,
-          views: dict[tuple[int, int], Any] | None = None) -> Placement:
+          views: dict[tuple[int, int], PairView] | None = None) -> Placement:
     """The GPUs a (TP, DP) option runs on: one TP group, or each data-parallel replica's group
     (autoconf/placement.py), among the GPUs CUDA sees when the snapshot says it sees fewer than NVML. A
     snapshot whose GPU list is shorter than its stated GPU count gets every GPU it lists. `views`: the
@@ -362,7 +365,7 @@ class _Pool:
     candidates: list[Candidate] = field(default_factory=list)
     blocked: list[Candidate] = field(default_factory=list)
     unfit: list[Candidate] = field(default_factory=list)  # the memory model says they do not load
-    findings_by_id: dict[str, Any] = field(default_factory=dict)
+    findings_by_id: dict[str, Finding] = field(default_factory=dict)
     placements: dict[tuple[int, int], Placement] = field(default_factory=dict)
     space: Space | None = None  # the last TP option's settings space (the one without a model speaks of)
 
@@ -384,13 +387,13 @@ class _Plan:
     visible: ProbeVisible | None
     ep: int
     options: list[tuple[int, int]]
-    version: Any  # the flags' version (flags.version)
-    memory_version: Any
-    rules_version: Any
+    version: str  # the flags' version (flags.version)
+    memory_version: str
+    rules_version: str
     sms: tuple[int, ...] = ()  # the target GPUs' SMs, for the kernel matrix
 
 
-def _checked_options(model: dict[str, Any] | None, gpu_count: int, visible: ProbeVisible | None, req: Request,
+def _checked_options(model: ModelProfile | None, gpu_count: int, visible: ProbeVisible | None, req: Request,
                      ep: int) -> list[tuple[int, int]]:
     """The (TP, DP) options, each checked against the GPUs the launch can use (a clear error otherwise)."""
     from topoctl.core.errors import TopoctlError
@@ -414,7 +417,7 @@ def _checked_options(model: dict[str, Any] | None, gpu_count: int, visible: Prob
     return options
 
 
-def _plan(snapshot: SnapshotView, model: dict[str, Any] | None, flags: FlagSet, target_version: str | None,
+def _plan(snapshot: SnapshotView, model: ModelProfile | None, flags: FlagSet, target_version: str | None,
           req: Request, ruleset: RuleSet | None) -> _Plan:
     if ruleset is None:
         import topoctl.rules.engine as rules_api
@@ -432,8 +435,8 @@ def _plan(snapshot: SnapshotView, model: dict[str, Any] | None, flags: FlagSet, 
                  target_version or version, sms)
 
 
-def _base_launch(tp: int, dp: int, ep: int, req: Request) -> dict[str, Any]:
-    launch: dict[str, Any] = {"tp_size": tp}
+def _base_launch(tp: int, dp: int, ep: int, req: Request) -> Launch:
+    launch: Launch = {"tp_size": tp}
     if dp != 1:
         launch["dp_size"] = dp
     if ep != 1:
@@ -444,15 +447,15 @@ def _base_launch(tp: int, dp: int, ep: int, req: Request) -> dict[str, Any]:
     return launch
 
 
-def _judge_options(snapshot: SnapshotView, model: dict[str, Any] | None, plan: _Plan,
-                   gpu: dict[str, Any]) -> _Pool:
+def _judge_options(snapshot: SnapshotView, model: ModelProfile | None, plan: _Plan,
+                   gpu: GpuFacts) -> _Pool:
     """Every candidate of every (TP, DP) option, judged by the rules and fitted by the memory model."""
     from topoctl.autoconf.placement import pair_views
 
     req, pool = plan.req, _Pool()
     spec_options = _spec_options(req.speculative, req.force_speculative)
     views = pair_views(snapshot)  # the pairs, read once for every option's placement
-    facts_cache: dict[str, Any] = {}  # the snapshot's facts, read once for every option's rules
+    facts_cache: SharedCache = {}  # the snapshot's facts, read once for every option's rules
     for tp, dp in plan.options:
         # the GPUs of this option (each replica's TP group with DP > 1): what the rules judge and render writes
         placement = pool.placements[(tp, dp)] = place(snapshot, tp, dp, plan.visible, views)
@@ -477,8 +480,8 @@ def _judge_options(snapshot: SnapshotView, model: dict[str, Any] | None, plan: _
     return pool
 
 
-def _settle_unfit(pool: _Pool, evidence: list[Evidence], snapshot: SnapshotView, model: dict[str, Any] | None,
-                  gpu: dict[str, Any], plan: _Plan) -> None:
+def _settle_unfit(pool: _Pool, evidence: list[Evidence], snapshot: SnapshotView, model: ModelProfile | None,
+                  gpu: GpuFacts, plan: _Plan) -> None:
     """Move the launches a measurement shows running back in; with none left that loads, say what would fit."""
     from topoctl.core.errors import TopoctlError
 
@@ -486,16 +489,16 @@ def _settle_unfit(pool: _Pool, evidence: list[Evidence], snapshot: SnapshotView,
     for cand in measured:
         (pool.blocked if cand.blocked_by else pool.candidates).append(cand)
     if model is not None and not pool.candidates and not pool.blocked and pool.unfit:
-        best = max(pool.unfit, key=lambda c: (c.fit.kv_cache_bytes, c.tp))
+        best = max(pool.unfit, key=lambda c: (c.memory_fit.kv_cache_bytes, c.tp))
         raise TopoctlError(f"{model['name']} does not fit on this machine: at TP {best.tp} it "
-                           f"{best.fit.why}",
+                           f"{best.memory_fit.why}",
                            hint="what would fit: " + what_would_fit(model, pool.unfit, gpu, plan.gpu_count, plan.req,
                                                                     plan.memory_version),
                            exit_code=1)
 
 
-def _price(pool: _Pool, evidence: list[Evidence], snapshot: SnapshotView, model: dict[str, Any] | None,
-           gpu: dict[str, Any], req: Request, allreduces: Any) -> None:
+def _price(pool: _Pool, evidence: list[Evidence], snapshot: SnapshotView, model: ModelProfile | None,
+           gpu: GpuFacts, req: Request, allreduces: int) -> None:
     """Each launch's expected cost: the per-call table, then the launch model where a model is known."""
     from topoctl.autoconf.launch_model import Latencies
 
@@ -508,13 +511,13 @@ def _price(pool: _Pool, evidence: list[Evidence], snapshot: SnapshotView, model:
     pool.candidates, pool.blocked = priced[:passing], priced[passing:]
 
 
-def _result(snapshot: SnapshotView, model: dict[str, Any] | None, flags: FlagSet, target_version: str | None,
-            plan: _Plan, pool: _Pool, evidence: list[Evidence], gpu: dict[str, Any]) -> Result:
+def _result(snapshot: SnapshotView, model: ModelProfile | None, flags: FlagSet, target_version: str | None,
+            plan: _Plan, pool: _Pool, evidence: list[Evidence], gpu: GpuFacts) -> Result:
     """The winner, the reasons behind its settings, ties and comparisons: what every renderer reads."""
     req, notes, candidates, blocked = plan.req, plan.notes, pool.candidates, pool.blocked
     winner = candidates[0]
     paths = table.table()["allreduce_paths"]
-    assert pool.space is not None
+    assert pool.space is not None and winner.report is not None
     winner_space = settings_space(winner.report.findings) if model is not None else pool.space
     reasons, decided = winner_reasons(winner, winner_space, paths, bool(req.tp_size), plan.gpu_count,
                                       plan.machine_count)
@@ -537,7 +540,7 @@ def _result(snapshot: SnapshotView, model: dict[str, Any] | None, flags: FlagSet
     return result
 
 
-def search(snapshot: SnapshotLike, model: dict[str, Any] | None, flags: FlagSet, target_version: str | None,
+def search(snapshot: SnapshotLike, model: ModelProfile | None, flags: FlagSet, target_version: str | None,
            request: Request | None = None, ruleset: RuleSet | None = None) -> Result:
     """Run the stages in order: plan the options, judge every candidate, settle those that do not load,
     price and rank the rest, and keep the result. What the user asked for beyond the machine and the model

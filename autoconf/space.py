@@ -9,18 +9,26 @@ Layer: launch model and search (docs/architecture.md, "Layers").
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from topoctl.autoconf.evidence import Evidence
+from topoctl.autoconf.request import Launch, SettingValue
+from topoctl.core.units import Microseconds, TokPerS
 from topoctl.rules.sglang import spelling as table
 from topoctl.rules.sglang.settings import equal
+
+if TYPE_CHECKING:
+    from topoctl.autoconf.launch_model import Estimate
+    from topoctl.autoconf.memory import Fit
+    from topoctl.rules.engine.model import Finding, Report
 
 SPEC_GROUP = tuple(table.table()["speculative_group"])  # the three EAGLE sizes, from sglang/data/spelling.yaml
 ROLE_SETTINGS = ("speculative_algorithm", "speculative_draft_model_path", "tp_size", "ep_size", "model_path")
 
 
-def effect_items(effect: dict[str, Any], kind: str) -> list[tuple[str, Any]]:
+def effect_items(effect: Mapping[str, Any], kind: str) -> list[tuple[str, SettingValue]]:
     """(setting, values) of a finding's forbid list (values: the `values` operand, or None), (setting, value)
     of its require/prefer mapping. The loader has normalised the effect (forbid entries are mappings)."""
     if kind == "forbid":
@@ -28,7 +36,8 @@ def effect_items(effect: dict[str, Any], kind: str) -> list[tuple[str, Any]]:
     return list((effect.get(kind) or {}).items())
 
 
-def agrees(setting: str, value: Any, launch: dict[str, Any], scoped: dict[str, Any] | None = None) -> bool:
+def agrees(setting: str, value: object, launch: Mapping[str, object],
+           scoped: Mapping[str, object] | None = None) -> bool:
     """Whether a launch runs with `value` for `setting` (a setting it leaves out, or `none`, is at its default:
     `scoped`, what the rules say SGLang does by itself here, else rules/sglang/data/settings.yaml)."""
     return equal(setting, launch.get(setting), value, scoped)
@@ -41,22 +50,22 @@ class Candidate:
     (dataclasses.replace), so a candidate in one list never changes under a reader of another."""
 
     path: str
-    launch: dict[str, Any]
-    blocked_by: list[tuple[Any, str]] = field(default_factory=list)  # (finding, why)
-    warnings: list[tuple[Any, str]] = field(default_factory=list)
-    estimate: float | None = None  # tok/s when throughput evidence reaches it
+    launch: Launch
+    blocked_by: list[tuple[Finding, str]] = field(default_factory=list)  # (finding, why)
+    warnings: list[tuple[Finding, str]] = field(default_factory=list)
+    estimate: TokPerS | None = None  # when throughput evidence reaches it
     estimate_level: int = 1
     estimate_basis: list[Evidence] = field(default_factory=list)
-    allreduce_us: float = 0.0
+    allreduce_us: Microseconds = 0.0
     allreduce_level: int = 1
     allreduce_basis: list[str] = field(default_factory=list)
     prefers: int = 0
     departures: int = 0
-    defaults: dict[str, Any] = field(default_factory=dict)  # what the rules say SGLang does by itself here
+    defaults: dict[str, object] = field(default_factory=dict)  # what the rules say SGLang does by itself here
     default_rules: dict[str, str] = field(default_factory=dict)  # setting -> the rule whose defaults say so
     honours_request: bool = True
-    fit: Any = None  # memory.Fit when a model is given
-    predicted: Any = None  # launch_model.Estimate when a model and the GPU's bandwidth are known
+    fit: Fit | None = None  # when a model is given
+    predicted: Estimate | None = None  # when a model and the GPU's bandwidth are known
     remedies: int = 0  # preferences of blocking rules honoured: ranked before speed (a safe launch first)
     remedies_asked: int = 0  # preferences of blocking rules that fired for this candidate's (TP, DP) option
     gpus: tuple[int, ...] = ()  # the GPUs it runs on (snapshot indices; autoconf/placement.py)
@@ -67,14 +76,26 @@ class Candidate:
     # What SGLang sets by itself for this launch (the rules' effect.implies, report.implied): setting -> (value,
     # rule id). The launch as SGLang runs it (`effective`) and the allreduce path that runs (`runs_path`) are what
     # the cost, the evidence and the rule preferences judge, the way check judges a launch.
-    implied: dict[str, tuple[Any, str]] = field(default_factory=dict)
-    report: Any = field(default=None, repr=False, compare=False)  # the rules' report on this launch
+    implied: dict[str, tuple[SettingValue, str]] = field(default_factory=dict)
+    report: Report | None = field(default=None, repr=False, compare=False)  # the rules' report on this launch
 
     @property
-    def effective(self) -> dict[str, Any]:
+    def effective(self) -> Launch:
         if not self.implied:
             return self.launch
         return {**self.launch, **{setting: value for setting, (value, _) in self.implied.items()}}
+
+    @property
+    def memory_fit(self) -> Fit:
+        """`fit`, for a reader that has already kept only the candidates the memory model judged."""
+        assert self.fit is not None
+        return self.fit
+
+    @property
+    def prediction(self) -> Estimate:
+        """`predicted`, for a reader that has already kept only the candidates the launch model priced."""
+        assert self.predicted is not None
+        return self.predicted
 
     @property
     def runs_path(self) -> str:
@@ -82,7 +103,7 @@ class Candidate:
 
     @property
     def speculative(self) -> str | None:
-        return self.launch.get("speculative_algorithm")
+        return cast("str | None", self.launch.get("speculative_algorithm"))
 
     @property
     def level(self) -> int:
@@ -129,8 +150,8 @@ class Candidate:
         return repr(sorted((k, repr(v)) for k, v in self.launch.items()))
 
 
-def running_path(path: str, effective: dict[str, Any], implied: dict[str, Any],
-                 defaults: dict[str, Any] | None = None) -> str:
+def running_path(path: str, effective: Mapping[str, object], implied: Mapping[str, object],
+                 defaults: Mapping[str, object] | None = None) -> str:
     """The allreduce path a launch runs on once SGLang has set what it sets by itself: `path` unless an implied
     setting changes one of the paths' settings (deterministic inference turns custom allreduce off: the custom
     path runs as NCCL), or SGLang's own default in this scope (the rules' effect.defaults) does for a setting the
@@ -149,7 +170,7 @@ def running_path(path: str, effective: dict[str, Any], implied: dict[str, Any],
     return path
 
 
-def default_path(defaults: dict[str, Any] | None = None) -> str | None:
+def default_path(defaults: Mapping[str, object] | None = None) -> str | None:
     """SGLang's default allreduce path for a launch: the path whose every setting a launch that writes none of
     them runs with (`defaults`: what the rules say SGLang does by itself in this scope, e.g. the fusion on by
     default for some models), the most specific first; custom wherever SGLang keeps its own defaults."""
@@ -164,12 +185,12 @@ def default_path(defaults: dict[str, Any] | None = None) -> str | None:
 class Space:
     """The settings searched and why: options per setting, the preferences rules state, and the rule ids
     behind each setting a rule names."""
-    options: dict[str, list[Any]]
-    prefer_pairs: list[tuple[str, Any, str]]  # (setting, value, rule id)
+    options: dict[str, list[SettingValue]]
+    prefer_pairs: list[tuple[str, SettingValue, str]]  # (setting, value, rule id)
     reasons: dict[str, list[str]]
-    spec_values: dict[str, Any]  # the EAGLE sizes to write when speculative decoding is on
+    spec_values: Launch  # the EAGLE sizes to write when speculative decoding is on
     # preferences of blocking rules: their remedy (NCCL_P2P_DISABLE=1 where P2P is missing or unverified)
-    remedies: list[tuple[str, Any]] = field(default_factory=list)
+    remedies: list[tuple[str, SettingValue]] = field(default_factory=list)
 
     @property
     def option_names(self) -> list[str]:
@@ -182,13 +203,13 @@ def fixed_settings() -> set[str]:
     return {name for setting_map in paths.values() for name in setting_map} | set(ROLE_SETTINGS) | set(SPEC_GROUP)
 
 
-def settings_space(findings: list[Any]) -> Space:
+def settings_space(findings: list[Finding]) -> Space:
     """What the fired rules ask of the launch, as a search space."""
     fixed = fixed_settings()
-    required: dict[str, Any] = {}
-    preferred: dict[str, list[Any]] = {}
-    prefer_pairs: list[tuple[str, Any, str]] = []
-    remedies: list[tuple[str, Any]] = []
+    required: Launch = {}
+    preferred: dict[str, list[SettingValue]] = {}
+    prefer_pairs: list[tuple[str, SettingValue, str]] = []
+    remedies: list[tuple[str, SettingValue]] = []
     reasons: dict[str, list[str]] = {}
     for finding in findings:
         for setting, value in effect_items(finding.effect, "require"):
@@ -203,43 +224,43 @@ def settings_space(findings: list[Any]) -> Space:
                 preferred.setdefault(setting, []).append(value)
         for setting, _ in effect_items(finding.effect, "forbid"):
             reasons.setdefault(setting, []).append(finding.rule_id)
-    options: dict[str, list[Any]] = {}
+    options: dict[str, list[SettingValue]] = {}
     for setting, values in preferred.items():
         if setting not in required:
             options[setting] = distinct_choices(setting, values)
     for setting, value in required.items():
         options[setting] = [value]
-    spec_values: dict[str, Any] = dict(table.table()["speculative_defaults"])
+    spec_values: Launch = dict(table.table()["speculative_defaults"])
     for setting, value, _ in prefer_pairs:
         if setting in SPEC_GROUP:
             spec_values[setting] = value
     return Space(options, prefer_pairs, reasons, spec_values, remedies)
 
 
-def distinct_choices(setting: str, values: list[Any]) -> list[Any]:
+def distinct_choices(setting: str, values: list[SettingValue]) -> list[SettingValue]:
     """SGLang's default, then each preferred value that differs from those before it."""
-    choices = [table.default(setting)]
+    choices: list[SettingValue] = [table.default(setting)]
     for value in values:
         if not any(equal(setting, value, seen) for seen in choices):
             choices.append(value)
     return choices
 
 
-def usable_paths(version: str) -> dict[str, dict[str, Any]]:
+def usable_paths(version: str) -> dict[str, Launch]:
     """The allreduce paths whose settings the target SGLang version has."""
     paths = table.table()["allreduce_paths"]
     return {path: settings for path, settings in paths.items()
             if all(table.version_allows(setting, version) for setting in settings)}
 
 
-def launches(space: Space, base_launch: dict[str, Any], version: str, spec_options: list[str | None],
-             draft_model: str | None):
+def launches(space: Space, base_launch: Launch, version: str, spec_options: list[str | None],
+             draft_model: str | None) -> Iterator[tuple[str, str | None, Launch]]:
     """Every (path, speculative, launch) of the space, in a stable order."""
     names = space.option_names
     for path, path_settings in usable_paths(version).items():
         for spec in spec_options:
             for combo in itertools.product(*(space.options[name] for name in names)):
-                launch: dict[str, Any] = dict(base_launch)
+                launch: Launch = dict(base_launch)
                 launch.update(path_settings)
                 for name, value in zip(names, combo, strict=True):
                     if value is not None:
