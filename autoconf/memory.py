@@ -22,7 +22,9 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from topoctl.autoconf.request import Launch, ModelProfile
 from topoctl.core.pep440 import Version
+from topoctl.core.units import Bytes, FloatBytes, Mebibytes
 
 MIB = 1024 * 1024
 REPLICATED_PARTS = ("router", "norms")
@@ -34,14 +36,14 @@ class Fit:
     the one answer fit() gave, and none of them can change it after the judging."""
 
     fits: bool
-    gpu_memory_bytes: int
+    gpu_memory_bytes: Bytes
     mem_fraction_static: float
     mem_fraction_source: str
     cuda_graph_max_bs: int
     weights_by_part: dict[str, float]
-    draft_bytes: float
-    kv_bytes_per_token: float
-    kv_cache_bytes: float
+    draft_bytes: FloatBytes
+    kv_bytes_per_token: FloatBytes
+    kv_cache_bytes: FloatBytes
     kv_tokens: int
     context_length: int | None
     why: str = ""
@@ -156,8 +158,8 @@ class Reserve:
     fraction: float
     graph_bs: int
     chunked_prefill_size: int
-    reserved_mib: float
-    terms: dict[str, float]
+    reserved_mib: Mebibytes
+    terms: dict[str, Mebibytes]
     prefill_graph: bool
     prefill_graph_why: str
     prefill_graph_sizes: int
@@ -166,7 +168,7 @@ class Reserve:
     release: str
     source: str
     draft_weights: str = "kv_budget"  # where the draft's weights come from: "reserve" or "kv_budget"
-    speculative_mib: float = 0.0
+    speculative_mib: Mebibytes = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         return {"release": self.release, "chunked_prefill_size": self.chunked_prefill_size,
@@ -177,11 +179,11 @@ class Reserve:
                 "vit_factor": None if self.vit_factor is None else round(self.vit_factor, 6)}
 
 
-def _architectures(model: dict[str, Any]) -> list[str]:
+def _architectures(model: ModelProfile) -> list[str]:
     return [str(a) for a in (model.get("architectures") or [model.get("architecture") or ""])]
 
 
-def is_multimodal(model: dict[str, Any], release: str) -> bool:
+def is_multimodal(model: ModelProfile, release: str) -> bool:
     """Whether SGLang `release` treats the model as multimodal (its ModelConfig.is_multimodal)."""
     archs = _architectures(model)
     if archs and archs[0] in model_list("mm_disabled_models", release):
@@ -221,7 +223,7 @@ def piecewise_token_count(max_tokens: int, version: str | None = "0.5.12") -> in
     return len(prefill_sizes(variant("prefill_graph", target_release(version)[0])["tokens"], max_tokens))
 
 
-def _prefill_off_reasons(rule: dict[str, Any], model: dict[str, Any], launch: dict[str, Any], release: str,
+def _prefill_off_reasons(rule: dict[str, Any], model: ModelProfile, launch: Launch, release: str,
                          multimodal: bool) -> list[str]:
     archs = _architectures(model)
     listed = rule.get("unless_listed")
@@ -258,7 +260,7 @@ def _prefill_term(rule: dict[str, Any], on: bool, mla: bool, max_tokens: int, co
     return float(count * term["per_size_mib"])
 
 
-def vit_factor(model: dict[str, Any], rule: dict[str, Any]) -> float | None:
+def vit_factor(model: ModelProfile, rule: dict[str, Any]) -> float | None:
     """SGLang's adjust_mem_fraction_for_vlm factor; None when the config has no vision_config (unchanged)."""
     vision = model.get("vision_config")
     if not vision:
@@ -275,8 +277,8 @@ def _short(cite: str) -> str:
     return cite.split(" (")[0].split(";")[0]
 
 
-def sglang_reserve(gpu_bytes: int, tp: int, version: str | None, model: dict[str, Any],
-                   launch: dict[str, Any] | None = None, cuda_graph_max_bs: int | None = None,
+def sglang_reserve(gpu_bytes: int, tp: int, version: str | None, model: ModelProfile,
+                   launch: Launch | None = None, cuda_graph_max_bs: int | None = None,
                    context_length: int | None = None, max_running_requests: int | None = None) -> Reserve:
     """mem_fraction_static as SGLang `version` computes it when the launch leaves it out (CUDA, one node, no DP
     attention, no pipeline parallelism), from the rules in sglang-memory.yaml."""
@@ -286,7 +288,7 @@ def sglang_reserve(gpu_bytes: int, tp: int, version: str | None, model: dict[str
     mla = model.get("attention") == "mla"
     chunked, graph_bs = buckets(gpu_mib, tp, release)
     if launch.get("chunked_prefill_size"):
-        chunked = int(launch["chunked_prefill_size"])  # the launch's own --chunked-prefill-size
+        chunked = int(launch["chunked_prefill_size"] or 0)  # the launch's own --chunked-prefill-size
     bucket_rule = variant("buckets", release)
     if cuda_graph_max_bs:
         graph_bs = int(cuda_graph_max_bs)
@@ -350,7 +352,7 @@ def sglang_reserve(gpu_bytes: int, tp: int, version: str | None, model: dict[str
                    str(rule.get("draft_weights", "kv_budget")), terms.get("speculative", 0.0))
 
 
-def decode_graph_off(launch: dict[str, Any]) -> bool:
+def decode_graph_off(launch: Launch) -> bool:
     """Whether the launch turns SGLang's decode CUDA graph off: the setting `cuda_graph` false, written
     `--disable-cuda-graph` (rules/sglang/data/spelling.yaml, read by spelling.switch under either name)."""
     from topoctl.rules.sglang.spelling import switch
@@ -358,7 +360,7 @@ def decode_graph_off(launch: dict[str, Any]) -> bool:
     return switch(launch, "cuda_graph") is False
 
 
-def _dp_attention_mib(rule: dict[str, Any], launch: dict[str, Any], graph_bs: int) -> float:
+def _dp_attention_mib(rule: dict[str, Any], launch: Launch, graph_bs: int) -> float:
     """SGLang's DP-attention padding reserve: graph max bs x dp x 3 MiB, and x 1.5 more above 300 (before the
     floor; sglang-memory.yaml reserve.dp_attention cites each release)."""
     from topoctl.rules.sglang.spelling import switch
@@ -374,8 +376,8 @@ def _dp_attention_mib(rule: dict[str, Any], launch: dict[str, Any], graph_bs: in
 
 
 def static_fraction(gpu_bytes: int, tp: int, version: str | None, mla: bool, speculative: bool,
-                    cuda_graph_max_bs: int | None, model: dict[str, Any] | None = None,
-                    launch: dict[str, Any] | None = None) -> tuple[float, int, str]:
+                    cuda_graph_max_bs: int | None, model: ModelProfile | None = None,
+                    launch: Launch | None = None) -> tuple[float, int, str]:
     """(mem_fraction_static, cuda_graph_max_bs, source) for a launch that sets neither; `model` defaults to a
     text-only model with or without MLA, `launch` to EAGLE-3 when `speculative`."""
     model = model or {"attention": "mla" if mla else "gqa", "architecture": ""}
@@ -388,12 +390,12 @@ def static_fraction(gpu_bytes: int, tp: int, version: str | None, mla: bool, spe
 
 # ------------------------------------------------------------------------------------------ the fit
 
-def weights_per_gpu(model: dict[str, Any], tp: int) -> dict[str, float]:
+def weights_per_gpu(model: ModelProfile, tp: int) -> dict[str, float]:
     """Bytes of each part on one GPU under TP (EP changes which experts a GPU holds, not how many bytes)."""
     return per_gpu(model["parts_bytes"], model, tp)
 
 
-def per_gpu(parts: dict[str, float], model: dict[str, Any], tp: int) -> dict[str, float]:
+def per_gpu(parts: dict[str, float], model: ModelProfile, tp: int) -> dict[str, float]:
     """Bytes of each of `parts` (a model's whole or active parts) on one GPU of a TP group."""
     out = {}
     for part, total in parts.items():
@@ -409,7 +411,7 @@ def per_gpu(parts: dict[str, float], model: dict[str, Any], tp: int) -> dict[str
     return out
 
 
-def kv_bytes_per_token(model: dict[str, Any], tp: int) -> float:
+def kv_bytes_per_token(model: ModelProfile, tp: int) -> float:
     layers = model["layers"]
     if model["attention"] == "mla":
         return float(model["kv_bytes_per_token_layer"] * layers)
@@ -417,7 +419,7 @@ def kv_bytes_per_token(model: dict[str, Any], tp: int) -> float:
     return float(2 * heads_here * model["head_dim"] * model["dtype_bytes"] * layers)
 
 
-def draft_bytes(model: dict[str, Any], draft: dict[str, Any] | None, tp: int) -> tuple[float, str]:
+def draft_bytes(model: ModelProfile, draft: ModelProfile | None, tp: int) -> tuple[float, str]:
     """Weights of the EAGLE-3 draft on one GPU: the draft folder's own bytes when given, else modelled as one
     decoder layer of the target's width with its own lm_head (its vocabulary taken as the target's)."""
     if draft is not None:
@@ -436,16 +438,16 @@ class FitCase:
     for the SGLang `version` (None: the newest known). `launch`: its settings (speculative_algorithm,
     mem_fraction_static, nccl_symm_mem ...); `speculative` alone means EAGLE-3."""
 
-    model: dict[str, Any]
+    model: ModelProfile
     gpu_bytes: int
     tp: int
     version: str | None
     speculative: bool
     cuda_graph_max_bs: int | None = None
     context_length: int | None = None
-    draft: dict[str, Any] | None = None
+    draft: ModelProfile | None = None
     max_running_requests: int | None = None
-    launch: dict[str, Any] | None = None
+    launch: Launch | None = None
 
 
 def fit(case: FitCase) -> Fit:
@@ -462,7 +464,7 @@ def fit(case: FitCase) -> Fit:
                              max_running_requests)
     fraction, graph_bs, source = reserve.fraction, reserve.graph_bs, reserve.source
     if launch.get("mem_fraction_static"):
-        fraction = float(launch["mem_fraction_static"])
+        fraction = float(launch["mem_fraction_static"] or 0)
         source = f"the launch's own --mem-fraction-static {fraction:g} (SGLang's default here: {reserve.fraction:g})"
     weights = weights_per_gpu(model, tp)
     from_kv, extra, notes = _draft_share(model, draft, tp, speculative, reserve)
@@ -492,7 +494,7 @@ def fit(case: FitCase) -> Fit:
                context_source=context_source, context_only=context_only)
 
 
-def judged_context(model: dict[str, Any], asked: int | None) -> tuple[int | None, str]:
+def judged_context(model: ModelProfile, asked: int | None) -> tuple[int | None, str]:
     """The context one request must fit in: the model's own max_position_embeddings, capped by what the
     user asks (--context-length); what SGLang serves by default is the model's own context."""
     own = model.get("max_context")
@@ -506,7 +508,7 @@ def judged_context(model: dict[str, Any], asked: int | None) -> tuple[int | None
     return None, "no context length known"
 
 
-def _draft_share(model: dict[str, Any], draft: dict[str, Any] | None, tp: int, speculative: bool,
+def _draft_share(model: ModelProfile, draft: ModelProfile | None, tp: int, speculative: bool,
                  reserve: Reserve) -> tuple[float, float, list[str]]:
     """(draft bytes taken from the KV budget, draft bytes per GPU, notes)."""
     notes = []
