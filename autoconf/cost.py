@@ -6,7 +6,7 @@ Layer: launch model and search (docs/architecture.md, "Layers").
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING
 
 from topoctl.autoconf.data_files import load
 from topoctl.autoconf.evidence import (
@@ -23,11 +23,16 @@ from topoctl.autoconf.evidence import (
 )
 from topoctl.autoconf.launch_model import Relation, table_relations, table_unmeasured
 from topoctl.autoconf.models import same_model
+from topoctl.autoconf.request import ModelProfile
 from topoctl.autoconf.space import SPEC_GROUP, Candidate, agrees
 from topoctl.autoconf.target import interconnect
+from topoctl.core.units import Microseconds
 from topoctl.rules.sglang import spelling as table
 from topoctl.rules.sglang.settings import equal
 from topoctl.snapshot.view import SnapshotLike
+
+if TYPE_CHECKING:
+    from topoctl.autoconf.launch_model import Latencies
 
 NO_MODEL_NOTE = "no model given: ranked by per-call allreduce latency"
 
@@ -47,7 +52,7 @@ def estimate_formula(cand: Candidate) -> str | None:
     return text
 
 
-def model_matches(wanted: Any, model: dict[str, Any] | None) -> bool:
+def model_matches(wanted: object, model: ModelProfile | None) -> bool:
     """An evidence `model=` against the requested model: `wanted` names the built-in profile that was measured,
     and the requested model matches when its properties are that profile's (architecture, layers, widths,
     heads, experts, vocabulary, quantization), whatever the requested model is called."""
@@ -56,7 +61,7 @@ def model_matches(wanted: Any, model: dict[str, Any] | None) -> bool:
     return same_model(str(wanted), model)
 
 
-def applies(ev: Evidence, cand: Candidate, model: dict[str, Any] | None, link: str | None = None) -> bool:
+def applies(ev: Evidence, cand: Candidate, model: ModelProfile | None, link: str | None = None) -> bool:
     """Whether a number measured under ev.config speaks of this candidate: every setting the evidence names
     agrees with the candidate (a setting the candidate leaves out takes SGLang's default); settings the
     evidence does not name do not disqualify it."""
@@ -78,13 +83,13 @@ def applies(ev: Evidence, cand: Candidate, model: dict[str, Any] | None, link: s
     return True
 
 
-def throughput(cand: Candidate, evidence: list[Evidence], model: dict[str, Any] | None,
+def throughput(cand: Candidate, evidence: list[Evidence], model: ModelProfile | None,
                link: str | None = None) -> tuple[float, int, list[Evidence]] | None:
     """Expected tok/s of a candidate from the evidence, or None (throughput_withheld says what was not carried)."""
     return throughput_withheld(cand, evidence, model, link)[0]
 
 
-def throughput_withheld(cand: Candidate, evidence: list[Evidence], model: dict[str, Any] | None,
+def throughput_withheld(cand: Candidate, evidence: list[Evidence], model: ModelProfile | None,
                         link: str | None = None) -> tuple[tuple[float, int, list[Evidence]] | None, list[str]]:
     """Expected tok/s of a candidate: the absolute number that applies to it (the most specific, then the best
     level, then the lower value), times each relative number that applies to it and changes a setting the
@@ -112,7 +117,7 @@ def throughput_withheld(cand: Candidate, evidence: list[Evidence], model: dict[s
     return None, withheld
 
 
-def _chain(base: Evidence, cand: Candidate, evidence: list[Evidence], model: dict[str, Any] | None,
+def _chain(base: Evidence, cand: Candidate, evidence: list[Evidence], model: ModelProfile | None,
            link: str | None) -> tuple[float, int, list[Evidence], set[str]]:
     """The absolute number times the relative numbers that apply to the candidate, and the settings they change."""
     value, level, basis = base.value, base.rank, [base]
@@ -195,7 +200,7 @@ def path_latencies(evidence: list[Evidence], snapshot: SnapshotLike) -> dict[str
     return out
 
 
-def measured_latency(cand: Candidate, measured: Any) -> tuple[float, int, str] | None:
+def measured_latency(cand: Candidate, measured: Latencies) -> tuple[Microseconds, int, str] | None:
     """Per-call latency of the candidate's path from the snapshot's own allreduce rows (`topoctl bench`),
     chosen as the launch model chooses them (launch_model.Latencies: the candidate's CUDA-graph kind first, the
     nearest world size, scaled to the candidate's TP by the curve's rule). Measurements here come before rule
@@ -218,7 +223,7 @@ def measured_latency(cand: Candidate, measured: Any) -> tuple[float, int, str] |
             "so the message size is not known)")
 
 
-def allreduces_per_forward(model: dict[str, Any] | None, notes: list[str]) -> int:
+def allreduces_per_forward(model: ModelProfile | None, notes: list[str]) -> int:
     """Allreduces of one forward pass come from the model; without one, paths are ranked by per-call latency."""
     allreduces = (model or {}).get("allreduces_per_forward")
     if not allreduces:
@@ -228,7 +233,7 @@ def allreduces_per_forward(model: dict[str, Any] | None, notes: list[str]) -> in
 
 
 def estimate_all(cands: list[Candidate], evidence: list[Evidence], snapshot: SnapshotLike,
-                 model: dict[str, Any] | None, allreduces: int) -> list[Candidate]:
+                 model: ModelProfile | None, allreduces: int) -> list[Candidate]:
     """Each candidate with its tok/s from evidence (when any reaches it) and its modelled allreduce time, in
     the order given."""
     from topoctl.autoconf.launch_model import Latencies

@@ -12,8 +12,9 @@ Layer: launch model and search (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from topoctl.core.vocab import (
     EVIDENCE_DESCRIPTIVE_KEYS,
@@ -25,13 +26,16 @@ from topoctl.core.vocab import evidence_config_text as config_text
 from topoctl.rules.sglang import spelling as table
 from topoctl.rules.sglang.settings import equal
 
+if TYPE_CHECKING:
+    from topoctl.rules.engine.model import Finding
+
 LEVELS = EVIDENCE_LEVEL_RANK
 LEVEL_NAMES = {rank: name for name, rank in LEVELS.items()}
 PATH_KEYS = ("allreduce", "allreduce_path", "path")
 SPEC_KEYS = ("speculative", "speculative_algorithm")
 
 
-def _norm(value: Any) -> Any:
+def _norm(value: object) -> object:
     if isinstance(value, str):
         lowered = value.strip().lower()
         if lowered in ("none", "null", "off", ""):
@@ -49,9 +53,9 @@ class Evidence:
     unit: str
     source: str
     path: str | None  # allreduce path the item names (`allreduce=`); None: it does not say
-    config: dict[str, Any]  # logical settings it was measured under (and `model`), normalised
-    raw: dict[str, Any]
-    baseline: dict[str, Any] | None = None  # for relative numbers: the settings the change is measured against
+    config: dict[str, object]  # logical settings it was measured under (and `model`), normalised
+    raw: dict[str, Any]  # the rule file's evidence item, as parsed
+    baseline: dict[str, object] | None = None  # for relative numbers: the settings the change is measured against
     baseline_path: str | None = None
     config_text: str = ""
     number_kind: str = "context"  # the number's `kind:` in the rule file
@@ -94,7 +98,7 @@ def _fmt(value: float) -> str:
     return f"{value:g}" if abs(value) < 1e6 else f"{value:.3g}"
 
 
-def _value_text(value: Any) -> str:
+def _value_text(value: object) -> str:
     if value is None:
         return "default"
     if isinstance(value, bool):
@@ -102,7 +106,7 @@ def _value_text(value: Any) -> str:
     return str(value)
 
 
-def _changed(rel: Evidence) -> dict[str, Any]:
+def _changed(rel: Evidence) -> dict[str, tuple[object, object]]:
     """The settings a relative number changes: those its config gives another value than its baseline
     (a setting the baseline does not name is at SGLang's default there)."""
     base = rel.baseline or {}
@@ -125,7 +129,7 @@ NEUTRAL_SETTINGS = ("model_path", "speculative_draft_model_path", "enable_p2p_ch
 SIZE_SETTINGS = ("tp_size", "ep_size")
 
 
-def unmeasured_settings(launch: dict[str, Any], scoped: dict[str, Any], named: set[str]) -> list[str]:
+def unmeasured_settings(launch: Mapping[str, object], scoped: Mapping[str, object], named: set[str]) -> list[str]:
     """The settings a launch runs with at another value than SGLang's default (in this scope: `scoped`, what
     the rules say SGLang does by itself here) that a measurement does not name (`named`: the settings its
     config, its allreduce path and the relative numbers applied to it speak of). A measurement leaves every
@@ -153,7 +157,7 @@ MODEL_KEY = EVIDENCE_MODEL_KEY
 INTERCONNECT_KEY = EVIDENCE_INTERCONNECT_KEY  # compared with the target's summary.interconnect (pcie, nvswitch, ...)
 DESCRIPTIVE_KEYS = EVIDENCE_DESCRIPTIVE_KEYS
 
-def _config_value(key: str, value: Any) -> Any:
+def _config_value(key: str, value: object) -> object:
     """A config value as the settings table reads it (booleans and integers as given; text through the
     table's own parsing, so `EAGLE3` and `eagle3` are one algorithm)."""
     return table.parse_value(key, value) if isinstance(value, str) and key in table.specs() else value
@@ -164,21 +168,21 @@ PATH_ALIASES = {"custom_allreduce": "custom", "custom_all_reduce": "custom", "ca
                 "symm_mem": "nccl_symm_mem", "torch_symm": "torch_symm_mem"}
 
 
-def normalise_config(config: Any) -> tuple[str | None, dict[str, Any]]:
+def normalise_config(config: object) -> tuple[str | None, dict[str, object]]:
     """(allreduce path, other settings) of an evidence config mapping: the path is what `allreduce=` names;
     the settings keep every logical setting named (custom_all_reduce included), `model`, `interconnect` and
     the descriptive keys."""
     return _normalise(config)[:2]
 
 
-def _normalise(config: Any) -> tuple[str | None, dict[str, Any], list[str]]:
+def _normalise(config: object) -> tuple[str | None, dict[str, object], list[str]]:
     """(path, settings, unknown keys) of an evidence config mapping."""
     if not isinstance(config, dict):
         return None, {}, ["config (not a mapping)"]
     paths = table.table()["allreduce_paths"]
     known = table.specs()
     unknown: list[str] = []
-    rest: dict[str, Any] = {}
+    rest: dict[str, object] = {}
     path = None
     for key, value in config.items():
         if key in PATH_KEYS:
@@ -218,7 +222,7 @@ def _points(item: dict[str, Any]) -> list[dict[str, Any]]:
     return points
 
 
-def collect_evidence(findings: list[Any], notes: list[str] | None = None) -> list[Evidence]:
+def collect_evidence(findings: Sequence[Finding], notes: list[str] | None = None) -> list[Evidence]:
     """Every number of the fired findings' evidence that can rank a candidate. A number whose config names a
     key that is neither a setting nor `allreduce`/`model`/a descriptive key is left out (said in `notes`):
     a misspelt setting must not make a number apply everywhere."""
