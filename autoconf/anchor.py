@@ -14,11 +14,14 @@ Layer: launch model and search (docs/architecture.md, "Layers").
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import TypeAlias
 
 from topoctl.autoconf.evidence import LEVELS, Evidence
 from topoctl.autoconf.space import Candidate
 from topoctl.rules.sglang import spelling as table
+
+# A launch apart from its allreduce path: TP, DP, speculation, and every other setting as (name, repr)
+_Key: TypeAlias = tuple[int, int, "str | None", tuple[tuple[str, str], ...]]
 
 RULE_ID = "launch-model-path-ratio"  # names the modelled factor in an estimate formula (no rule file has it)
 
@@ -27,15 +30,15 @@ def _path_settings() -> set[str]:
     return {setting for settings in table.table()["allreduce_paths"].values() for setting in settings}
 
 
-def _key(cand: Candidate, path_settings: set[str]) -> tuple[Any, ...]:
+def _key(cand: Candidate, path_settings: set[str]) -> _Key:
     """The launch apart from its allreduce path: TP, DP, speculation and every other setting."""
     rest = sorted((name, repr(value)) for name, value in cand.launch.items() if name not in path_settings)
     return cand.tp, cand.dp, cand.speculative, tuple(rest)
 
 
-def _anchors(cands: list[Candidate], path_settings: set[str]) -> dict[tuple[Any, ...], Candidate]:
+def _anchors(cands: list[Candidate], path_settings: set[str]) -> dict[_Key, Candidate]:
     """Per launch, its clean candidate whose estimate comes from rule evidence, the best level then value."""
-    out: dict[tuple[Any, ...], Candidate] = {}
+    out: dict[_Key, Candidate] = {}
     for cand in cands:
         if cand.estimate is None or cand.predicted is None or cand.warnings or cand.blocked_by:
             continue

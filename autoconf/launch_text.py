@@ -28,7 +28,7 @@ NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 LINE_LIMIT = 300  # longest comment or --explain text taken from a snapshot or a rule; longer is cut with "..."
 
 
-def one_line(text: Any) -> str:
+def one_line(text: object) -> str:
     """Text safe for a comment or a one-line value: topoctl's one escaper (\\n, \\t, \\xNN), cut at LINE_LIMIT."""
     return _one_line(text, limit=LINE_LIMIT)
 
@@ -51,7 +51,7 @@ def comment(text: str) -> str:
 
 # ---------------------------------------------------------------------------------------------- document
 
-def target_info(snapshot: SnapshotLike) -> dict[str, Any]:
+def target_info(snapshot: SnapshotLike) -> dict[str, object]:
     view = view_of(snapshot)
     return {
         "system": one_line(view.system_name or view.hostname or "live"),
@@ -123,7 +123,7 @@ def runs_label(cand: Candidate) -> str:
     return label.replace(f"allreduce={cand.path}", f"allreduce={runs}", 1)
 
 
-def _candidate_doc(cand: Candidate) -> dict[str, Any]:
+def _candidate_doc(cand: Candidate) -> dict[str, object]:
     return {
         "config": runs_label(cand),
         "allreduce_path": cand.path,
@@ -147,7 +147,7 @@ def _candidate_doc(cand: Candidate) -> dict[str, Any]:
     }
 
 
-def blocked_summary(result: Result) -> list[dict[str, Any]]:
+def blocked_summary(result: Result) -> list[dict[str, object]]:
     """Blocked alternatives grouped by allreduce path and speculative on/off, with the rules behind them."""
     groups: dict[tuple[str, str], dict[str, str]] = {}
     for cand in result.blocked:

@@ -15,8 +15,8 @@ Layer: launch model and search (docs/architecture.md, "Layers").
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
+from topoctl.autoconf.request import ModelProfile
 from topoctl.snapshot.network_view import NetworkView
 from topoctl.snapshot.view import SnapshotLike, view_of
 
@@ -114,12 +114,12 @@ def _quoted(value: str) -> str:
     return f"'{value}'" if "'" not in value else shlex.quote(value)
 
 
-def document(settings: NodeSettings) -> dict[str, Any]:
+def document(settings: NodeSettings) -> dict[str, object]:
     return {"nnodes": settings.nnodes, "args": settings.args, "env": dict(sorted(settings.env.items())),
             "notes": settings.notes}
 
 
-def split_over_nodes(model: dict[str, Any], nnodes: int) -> dict[str, Any]:
+def split_over_nodes(model: ModelProfile, nnodes: int) -> ModelProfile:
     """The model as each node's GPUs hold it when TP spans `nnodes` nodes: the TP-sharded weights divided by the
     node count (replicated parts stay whole), so one node's memory fit judges TP (nnodes x GPUs per node)."""
     from topoctl.autoconf.memory import REPLICATED_PARTS

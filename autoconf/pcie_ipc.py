@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from topoctl.autoconf.data_files import read_yaml
+from topoctl.autoconf.request import ModelProfile
 from topoctl.core import knowledge_cache as cache
 from topoctl.core.pep440 import parse
 
@@ -66,7 +67,7 @@ def admits(path: str, scope: Scope) -> bool:
     return path != PATH or refusal(scope) is None
 
 
-def model_dtype(model: dict[str, Any] | None) -> str | None:
+def model_dtype(model: ModelProfile | None) -> str | None:
     """The activation dtype SGLang runs a model in by default (--dtype auto: the config's torch_dtype, which
     topoctl's model profiles carry in their quantization record, bfloat16 when the config names none)."""
     if model is None:

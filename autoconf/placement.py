@@ -82,13 +82,13 @@ class Placement:
     def whole_machine(self) -> bool:
         return len(self.gpus) >= self.machine_gpus
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         return {"gpus": list(self.gpus), "whole_machine": self.whole_machine, "p2p_ok": self.p2p_ok,
                 "worst_link": self.worst_link, "numa_nodes": list(self.numa_nodes), "reasons": list(self.reasons),
                 "replicas": [list(replica) for replica in self.replicas]}
 
 
-def _tier(link: Any, nvlinks: int) -> int:
+def _tier(link: object, nvlinks: int) -> int:
     if nvlinks > 0 or (isinstance(link, str) and link.upper().startswith("NV")):
         return LINK_TIERS["NV"]
     return LINK_TIERS.get(str(link).upper(), UNKNOWN_TIER) if isinstance(link, str) else UNKNOWN_TIER
@@ -163,7 +163,7 @@ class _Matrix:
     seeds: tuple[tuple[int, ...], ...]  # classes of alike GPUs (positions, lowest first): one start each
 
 
-_LAST_MATRIX: list[tuple[Any, tuple[int, ...], _Matrix]] = []  # (views, usable, matrix) of the last build
+_LAST_MATRIX: list[tuple[object, tuple[int, ...], _Matrix]] = []  # (views, usable, matrix) of the last build
 
 
 def _matrix(usable: list[int], views: dict[tuple[int, int], PairView], gpus: Mapping[int, Mapping[str, Any]]) -> _Matrix:
@@ -201,7 +201,7 @@ def _alike(weights: tuple[tuple[int, ...], ...], downtrained: tuple[bool, ...]) 
     row of the matrix), and the same PCIe link state. GPUs that swap without changing any pair always are
     (every GPU of a copy of one board, a socket of identical cards), so one greedy start serves a class:
     O(n^2 log n) to build."""
-    classes: dict[tuple[Any, ...], list[int]] = {}
+    classes: dict[tuple[tuple[int, ...], bool], list[int]] = {}
     for a, row in enumerate(weights):
         classes.setdefault((tuple(sorted(row)), downtrained[a]), []).append(a)
     return tuple(sorted(tuple(members) for members in classes.values()))

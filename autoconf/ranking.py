@@ -24,12 +24,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from topoctl.autoconf.evidence import LEVEL_NAMES, LEVELS, _fmt
+from topoctl.autoconf.request import Launch
 from topoctl.autoconf.space import SPEC_GROUP, Candidate, Space, agrees, default_path
 from topoctl.core.errors import TopoctlError
 from topoctl.rules.sglang import spelling as table
+
+if TYPE_CHECKING:
+    from topoctl.rules.sglang.flags import FlagSet
 
 
 def sort_key(cand: Candidate) -> tuple:
@@ -46,7 +50,7 @@ def ties(winner: Candidate, candidates: list[Candidate]) -> list[Candidate]:
             and round(c.score, 6) == round(winner.score, 6) and not c.warnings]
 
 
-def rank(candidates: list[Candidate], blocked: list[Candidate], flags: Any = None) -> None:
+def rank(candidates: list[Candidate], blocked: list[Candidate], flags: FlagSet | None = None) -> None:
     """Order both lists in place: the passing ones best first, the blocked ones stably. `flags`: the SGLang
     flag set launch.env is written for (the held choice's note names its flags; setting names without it)."""
     candidates.sort(key=Candidate.canonical)
@@ -55,7 +59,7 @@ def rank(candidates: list[Candidate], blocked: list[Candidate], flags: Any = Non
     hold_within_band(candidates, flags)
 
 
-def hold_within_band(candidates: list[Candidate], flags: Any = None) -> None:
+def hold_within_band(candidates: list[Candidate], flags: FlagSet | None = None) -> None:
     """A choice that departs from SGLang's default on the launch model's prediction alone is kept only when its
     predicted gain clears the model's band for it; otherwise the launch with SGLang's default is put first, and
     says the choice is uncertain and what one measurement would settle it (Candidate.uncertain, by choice).
@@ -162,7 +166,7 @@ def _path_band(cand: Candidate) -> float:
     return max(gain_band, float(getattr(cand.predicted, "band", 1.0) or 1.0))
 
 
-def _path_flags(winner: Candidate, default: Candidate, flags: Any) -> str:
+def _path_flags(winner: Candidate, default: Candidate, flags: FlagSet | None) -> str:
     """The flags (setting names without a flag set) by which the winner's path departs from the default's."""
     paths = table.table()["allreduce_paths"]
     differs = {setting: value for setting, value in paths[winner.path].items()
@@ -175,7 +179,7 @@ def _path_flags(winner: Candidate, default: Candidate, flags: Any) -> str:
     return " ".join(tokens) or "its path settings"
 
 
-def _hold_path(candidates: list[Candidate], flags: Any) -> None:
+def _hold_path(candidates: list[Candidate], flags: FlagSet | None) -> None:
     """A winner whose allreduce path departs from SGLang's default path for the launch, on the launch model's
     prediction alone, is kept only when its gain over the default-path launch (same TP, DP and speculation, no
     more warnings or remedies left out) clears _path_band; otherwise that launch is put first. Untouched: a
@@ -214,7 +218,7 @@ def require_a_launch(candidates: list[Candidate], blocked: list[Candidate]) -> N
                        hint="run with --explain to see every blocked alternative", exit_code=1)
 
 
-def winner_reasons(winner: Candidate, space: Space, paths: dict[str, Any], given_tp: bool,
+def winner_reasons(winner: Candidate, space: Space, paths: dict[str, Launch], given_tp: bool,
                    gpu_count: int, machine_gpus: int | None = None) -> tuple[dict[str, list[str]], set[str]]:
     """(setting -> rule ids / topoctl reasons behind its value, the settings something decided). `gpu_count`:
     the GPUs the launch may use (those CUDA sees); `machine_gpus`: the machine's, when more."""
@@ -271,7 +275,7 @@ def _ids(gpus: tuple[int, ...]) -> str:
     return ",".join(str(index) for index in gpus)
 
 
-def faster_paths(winner: Candidate, candidates: list[Candidate], paths: dict[str, Any]) -> list[Candidate]:
+def faster_paths(winner: Candidate, candidates: list[Candidate], paths: dict[str, Launch]) -> list[Candidate]:
     """Other paths worth offering: clean, backed by at least upstream reports, and modelled faster."""
     offers = []
     for path in paths:
@@ -284,7 +288,7 @@ def faster_paths(winner: Candidate, candidates: list[Candidate], paths: dict[str
     return offers
 
 
-def _side(cand: Candidate | None) -> dict[str, Any] | None:
+def _side(cand: Candidate | None) -> dict[str, object] | None:
     if cand is None:
         return None
     basis = cand.estimate_basis[0] if cand.estimate_basis else None

@@ -5,8 +5,7 @@ Layer: launch model and search (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 
-from typing import Any
-
+from topoctl.autoconf.request import Launch, ModelProfile
 from topoctl.core.errors import TopoctlError
 from topoctl.snapshot.view import SnapshotLike, view_of
 
@@ -39,8 +38,8 @@ def check_parallel_sizes(tp: int, ep: int, gpu_count: int) -> None:
                            hint=f"use one of {', '.join(map(str, divisors))}")
 
 
-def rules_request(model: dict[str, Any] | None, speculative: str | None, tp: int, ep: int, version: str | None,
-                  launch: dict[str, Any], gpus: tuple[int, ...] = (), dp: int = 1) -> dict[str, Any]:
+def rules_request(model: ModelProfile | None, speculative: str | None, tp: int, ep: int, version: str | None,
+                  launch: Launch, gpus: tuple[int, ...] = (), dp: int = 1) -> dict[str, object]:
     """The request the rules engine judges: the model, what was asked for, and the candidate launch. `gpus`:
     the launch's GPUs in rank order (autoconf/placement.py), `dp` its data-parallel replicas; the rules' pair
     quantifiers visit the pairs inside one replica only."""
