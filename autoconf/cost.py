@@ -26,13 +26,13 @@ from topoctl.autoconf.models import same_model
 from topoctl.autoconf.request import ModelProfile
 from topoctl.autoconf.space import SPEC_GROUP, Candidate, agrees
 from topoctl.autoconf.target import interconnect
-from topoctl.core.units import Microseconds
 from topoctl.rules.sglang import spelling as table
 from topoctl.rules.sglang.settings import equal
 from topoctl.snapshot.view import SnapshotLike
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # unit aliases are annotations only: no start-up import (tests/cli/test_startup_imports.py)
     from topoctl.autoconf.launch_model import Latencies
+    from topoctl.core.units import Microseconds
 
 NO_MODEL_NOTE = "no model given: ranked by per-call allreduce latency"
 

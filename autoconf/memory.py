@@ -20,11 +20,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from topoctl.autoconf.request import Launch, ModelProfile
 from topoctl.core.pep440 import Version
-from topoctl.core.units import Bytes, FloatBytes, Mebibytes
+
+if TYPE_CHECKING:  # annotations only: check imports this module at start-up (tests/cli/test_startup_imports.py)
+    from topoctl.autoconf.request import Launch, ModelProfile
+    from topoctl.core.units import Bytes, FloatBytes, Mebibytes
 
 MIB = 1024 * 1024
 REPLICATED_PARTS = ("router", "norms")

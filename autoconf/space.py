@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING, Any, cast
 
 from topoctl.autoconf.evidence import Evidence
 from topoctl.autoconf.request import Launch, SettingValue
-from topoctl.core.units import Microseconds, TokPerS
 from topoctl.rules.sglang import spelling as table
 from topoctl.rules.sglang.settings import equal
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # unit aliases are annotations only: no start-up import (tests/cli/test_startup_imports.py)
     from topoctl.autoconf.launch_model import Estimate
     from topoctl.autoconf.memory import Fit
+    from topoctl.core.units import Microseconds, TokPerS
     from topoctl.rules.engine.model import Finding, Report
 
 SPEC_GROUP = tuple(table.table()["speculative_group"])  # the three EAGLE sizes, from sglang/data/spelling.yaml

@@ -5,9 +5,13 @@ Layer: launch model and search (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 
-from topoctl.autoconf.request import Launch, ModelProfile
+from typing import TYPE_CHECKING
+
 from topoctl.core.errors import TopoctlError
 from topoctl.snapshot.view import SnapshotLike, view_of
+
+if TYPE_CHECKING:  # annotations only: check imports this module at start-up (tests/cli/test_startup_imports.py)
+    from topoctl.autoconf.request import Launch, ModelProfile
 
 
 def target_gpu_count(snapshot: SnapshotLike) -> int:
