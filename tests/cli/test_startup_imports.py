@@ -89,11 +89,12 @@ BUDGETS = {
     # +1 own (issue 35): Found in a module of its own (topoctl/deploy/found.py) beside the kinds' registry, so that no
     # reader imports the dispatcher back; the readers themselves load only for a file of their kind
     # +2 own: judge_kernels and rules.sglang.kernels; the kernel matrix is read only when a launch names a backend
-    "check": (172, 56, ("yaml", "jsonschema", "topoctl.autoconf.launch_model", "topoctl.probe.collect", "subprocess",
+    # +1 own: judge_network, the launch's network names against the node's NICs (issue 37)
+    "check": (174, 57, ("yaml", "jsonschema", "topoctl.autoconf.launch_model", "topoctl.probe.collect", "subprocess",
                         "shutil", "topoctl.deploy.helm", "topoctl.deploy.dockerfile", "hmac", "_hashlib",
                         "topoctl.snapshot.network_view", "topoctl.core.gpus", "topoctl.snapshot.visible_view")),
     # check -- COMMAND: no file to read, so no Helm reader; the same two kernel modules as check
-    "check --": (177, 59, ("yaml", "jsonschema", "topoctl.autoconf.launch_model", "topoctl.probe.collect", "subprocess",
+    "check --": (179, 60, ("yaml", "jsonschema", "topoctl.autoconf.launch_model", "topoctl.probe.collect", "subprocess",
                            "topoctl.deploy.helm", "hmac", "_hashlib", "topoctl.snapshot.network_view", "topoctl.core.gpus",
                            "topoctl.snapshot.visible_view")),
     # recommend: topoctl.rules.sglang.settings (the settings table, SGLang knowledge) beside the rules' view of it
