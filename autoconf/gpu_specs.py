@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+from topoctl.autoconf.step_network import node_nics
 from topoctl.core.pep440 import parse
 from topoctl.rules.sglang.spelling import switch
 from topoctl.snapshot.view import SnapshotLike, view_of
@@ -47,6 +48,9 @@ def target_gpu(snapshot: SnapshotLike) -> dict[str, Any]:
     measured = decode_step_bandwidth(snapshot)
     if measured is not None:
         out["decode_step_bandwidth"], out["decode_step_source"] = measured
+    nics = node_nics(snapshot)  # what a TP group across nodes like this one talks over (step_network.py)
+    if nics is not None:
+        out["node_nic_bytes_per_s"], out["node_nic_source"] = nics
     return out
 
 

@@ -131,4 +131,5 @@ def split_over_nodes(model: ModelProfile, nnodes: int) -> ModelProfile:
     replicated = model.get("replicated_attention_bytes") or 0.0
     if replicated and "attention" in parts:  # (A - R) / (N x tp) + R on each GPU: memory.per_gpu at TP tp
         parts["attention"] = (model["parts_bytes"]["attention"] - replicated) / nnodes + replicated
-    return dict(model, parts_bytes=parts)
+    # the step model (step_estimate.py) composes the whole TP group: it reads the node count and the whole bytes
+    return dict(model, parts_bytes=parts, nnodes=nnodes, whole_parts_bytes=model.get("parts_bytes") or {})

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from topoctl.autoconf import step_model
+from topoctl.autoconf.step_network import fabric
 
 STEP_INPUT = "decode step basis"
 CALL_INPUT = "allreduce latency per call (decode)"  # the name launch_model's fitted inputs give it
@@ -27,12 +28,15 @@ def composed_step(case: Any, feat: Any, batch: int, context: float,
     system = step_model.table_system(step_model.gpu_key(case.gpu))
     if system is None or not cuda_graph or not case.gpu.get("bandwidth") or measured_rows(case.gpu):
         return None
-    tp = int(case.launch.get("tp_size") or 1)
+    nodes = int(case.model.get("nnodes") or 1)  # multinode.split_over_nodes: the launch's TP is one node's
+    tp = int(case.launch.get("tp_size") or 1) * nodes
+    model = dict(case.model, parts_bytes=case.model["whole_parts_bytes"]) if nodes > 1 else case.model
+    nics = (case.gpu["node_nic_bytes_per_s"], case.gpu["node_nic_source"]) if "node_nic_bytes_per_s" in case.gpu else None
 
     def at(tokens: int) -> step_model.Step:
         return step_model.compose(step_model.StepCase(
-            case.model, tp, tokens, context, case.path, float(case.gpu["bandwidth"]), case.lat.link, case.lat,
-            True, fused_allreduces(feat, tokens)), system)
+            model, tp, tokens, context, case.path, float(case.gpu["bandwidth"]), case.lat.link, case.lat,
+            True, fused_allreduces(feat, tokens), nodes, fabric(nodes, nics)), system)
 
     try:
         return at(batch), system, at

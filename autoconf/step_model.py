@@ -17,10 +17,11 @@ Layer: launch model and search (docs/architecture.md, "Layers").
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from topoctl.autoconf import op_tables
+from topoctl.autoconf.step_network import Fabric, cross_node
 from topoctl.autoconf.step_shapes import TABLE_BYTES, Shapes, shapes, wanted_formats
 
 # topoctl/data/gpus.yaml keys -> op-table systems. The a100 40 GB, H100 PCIe and H200 NVL have other memory
@@ -114,6 +115,8 @@ class StepCase:
     lat: Any = None
     cuda_graph: bool = True
     fused_allreduces: int = 0  # allreduces fused with the next RMSNorm (flashinfer fusion): one norm kernel fewer
+    nodes: int = 1  # nodes the TP group spans (tp counts every GPU of them)
+    net: Fabric | None = None  # what joins the nodes (step_network.fabric), None where unknown
 
 
 def table_system(gpu_key: str | None) -> str | None:
@@ -312,6 +315,8 @@ def allreduce(tables: op_tables.SystemTables, sh: Shapes, case: StepCase) -> lis
     if not calls:
         return []
     size = case.tokens * float(case.model["allreduce_bytes_per_token"])
+    if case.nodes > 1:
+        return [_across_nodes(tables, case, calls, size)]
     name = f"allreduce {case.path} ({size / 1024:g} KiB, {case.tp} GPUs)"
     measured = case.lat.measured_curve(case.path, case.tp, case.cuda_graph) if case.lat is not None else None
     if measured is not None:
@@ -336,6 +341,20 @@ def allreduce(tables: op_tables.SystemTables, sh: Shapes, case: StepCase) -> lis
                    MODEL_WIDEN if origin == ASSUMED else 1.0)]
 
 
+def _across_nodes(tables: op_tables.SystemTables, case: StepCase, calls: int, size: float) -> StepOp:
+    """NCCL, whatever the launch asked (step_network.py says why): the in-node NCCL row of one node's GPUs plus
+    the cross-node hop and bytes; modelled, so widened."""
+    local = case.tp // case.nodes
+    inner = _priced("", calls, _allreduce_row(tables, replace(case, path="nccl", tp=local), size))
+    if case.net is None:  # no NIC known: the hops alone, and the band says the bytes were not priced
+        hop = cross_node(size, Fabric(case.nodes, float("inf"), "no NIC rate known: bytes not priced"))
+    else:
+        hop = cross_node(size, case.net)
+    return StepOp(f"allreduce nccl across {case.nodes} nodes ({size / 1024:g} KiB, {case.tp} GPUs)", calls,
+                  inner.each_us + hop.us, BANDWIDTH, f"in-node NCCL at {local} GPUs {inner.each_us:.1f} us "
+                  f"({inner.source}) + {hop.us:.1f} us: {hop.source}", MODEL_WIDEN)
+
+
 def _related(op: StepOp, case: StepCase) -> StepOp:
     """The fused path priced as the custom allreduce it replaces, the relation's citation first (costs.yaml)."""
     relation = case.lat.relations.get(case.path) if case.lat is not None else None
@@ -358,8 +377,12 @@ def lm_head(tables: op_tables.SystemTables, sh: Shapes, case: StepCase) -> list[
         size = case.tokens * sh.vocab * 2.0
         try:
             answer = tables.query("nccl", op_name="all_gather", nccl_dtype="half", kernel_source="NCCL",
-                                  num_gpus=case.tp, message_bytes=size)
-            ops.append(_priced(f"logits all-gather ({size / 1024:g} KiB, NCCL)", 1, answer))
+                                  num_gpus=case.tp // case.nodes, message_bytes=size)
+            op = _priced(f"logits all-gather ({size / 1024:g} KiB, NCCL)", 1, answer)
+            if case.nodes > 1:
+                hop = cross_node(size, case.net or Fabric(case.nodes, float("inf"), "no NIC rate known"), "allgather")
+                op = StepOp(op.name, 1, op.each_us + hop.us, BANDWIDTH, f"{op.source} + {hop.source}", MODEL_WIDEN)
+            ops.append(op)
         except op_tables.OpTableError as err:
             ops.append(StepOp("logits all-gather (NCCL)", 1, size / case.bandwidth * 1e6, BANDWIDTH, str(err),
                               MODEL_WIDEN))
@@ -377,6 +400,8 @@ def scheduler_overhead() -> StepOp:
 def compose(case: StepCase, system: str) -> Step:
     """The step of `case` on the op tables of `system` (table_system)."""
     tables = op_tables.load_system(system)
+    if case.nodes > 1:  # no allreduce fusion across nodes (step_network.py): every norm runs on its own
+        case = replace(case, fused_allreduces=0)
     sh = shapes(case.model, case.tp)
     ops = attention(tables, sh, case.tokens, case.context, case.bandwidth)
     ops += mlp(tables, sh, case)

@@ -27,8 +27,9 @@ sys.path.insert(0, HERE)
 
 import launch_model_checks as checks  # noqa: E402
 
-from topoctl.autoconf import decode_terms, launch_model, step_model  # noqa: E402
+from topoctl.autoconf import decode_terms, launch_model, step_model, step_network  # noqa: E402
 from topoctl.autoconf.data_files import read_yaml  # noqa: E402
+from topoctl.snapshot.catalogue import system_snapshot  # noqa: E402
 
 HELD_OUT = os.path.join(HERE, "data", "held-out-public.yaml")
 
@@ -135,13 +136,22 @@ def _composed(row: dict[str, Any], profile: dict[str, Any], gpu: dict[str, Any],
         return None
     tp, context = int(row["tp"]), stream_context(row)
     lat = checks._latencies(nvlink)
+    nodes = int(row.get("nodes") or 1)
+    net = step_network.fabric(nodes, ib_nics()) if "infiniband" in str(row.get("interconnect")).lower() else None
 
     def at(tokens: int) -> step_model.Step:
         return step_model.compose(step_model.StepCase(
             profile, tp, tokens, context, "custom" if nvlink else "nccl", float(gpu["bandwidth"]),
-            "nvswitch" if nvlink else "pcie", lat, True, decode_terms.fused_allreduces(feat, tokens)), system)
+            "nvswitch" if nvlink else "pcie", lat, True, decode_terms.fused_allreduces(feat, tokens), nodes, net),
+            system)
 
     return at
+
+
+def ib_nics() -> tuple[float, str] | None:
+    """The NICs of a node of a row joined over InfiniBand: the h100-8x-8nic-ib fixture's (a DGX H100's eight 400 Gb/s
+    ConnectX-7, fixtures/h100-8x-8nic-ib/README.md), as recommend reads a snapshot's."""
+    return step_network.node_nics(system_snapshot("h100-8x-8nic-ib"))
 
 
 def score(path: str = HELD_OUT) -> list[Scored]:

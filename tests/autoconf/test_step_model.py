@@ -107,3 +107,30 @@ def test_a_bench_allreduce_row_on_the_box_replaces_the_table_row() -> None:
                                 Latencies(system_snapshot("h100-8x-nvswitch")))
     table = next(op for op in step_model.compose(plain, "h100_sxm").ops if op.name.startswith("allreduce"))
     assert table.origin == step_model.REFERENCE and "nccl_perf.parquet" in table.source
+
+
+def _deepseek_h100(**changes: object) -> step_model.StepCase:
+    base: dict[str, object] = {"model": models.profile("deepseek-v3"), "tp": 8, "tokens": 1, "context": 1000.0,
+                               "path": "custom", "bandwidth": 3350e9, "interconnect": "nvswitch"}
+    base.update(changes)
+    return step_model.StepCase(**base)  # type: ignore[arg-type]
+
+
+def test_a_tp_group_across_nodes_runs_nccl_over_the_nics() -> None:
+    from topoctl.autoconf import step_network
+
+    net = step_network.Fabric(2, 8 * 400e9 / 8, "eight 400 Gb/s NICs (synthetic)")
+    one = step_model.compose(_deepseek_h100(fused_allreduces=61), "h100_sxm")
+    two = step_model.compose(_deepseek_h100(tp=16, nodes=2, net=net, fused_allreduces=61), "h100_sxm")
+    call = next(op for op in two.ops if op.name.startswith("allreduce"))
+    assert call.name.startswith("allreduce nccl across 2 nodes")  # never custom across nodes
+    hop, _ = step_network.inter_node_latency()
+    in_node = next(op for op in one.ops if op.name.startswith("allreduce"))
+    assert call.each_us > hop + in_node.each_us  # the in-node NCCL row is slower than custom, plus the hop
+    assert call.widen > 1.0 and two.band > one.band
+    norms = [op for op in two.ops if op.name.startswith("small kernels a layer")]
+    assert norms[0].count == 61 * (step_model.LAYER_KERNELS + step_model.MLA_KERNELS + 1)  # no fusion across nodes
+    slower = step_model.compose(_deepseek_h100(tp=16, nodes=2, net=step_network.Fabric(2, 12.5e9, "one 100 Gb/s NIC"),
+                                               tokens=64), "h100_sxm")
+    faster = step_model.compose(_deepseek_h100(tp=16, nodes=2, net=net, tokens=64), "h100_sxm")
+    assert slower.total_us > faster.total_us  # the bytes go over the NICs
