@@ -61,7 +61,7 @@ def with_composed(est: Any, step: step_model.Step, replicas: int, batch: int,
     total = step.total_us
     allreduce = _part(step, "allreduce")
     kv = _part(step, "decode attention", "MLA decode core")
-    small = _part(step, "small kernels", "SGLang scheduler")
+    small = _part(step, "small kernels", "SGLang per-step")
     basis = f"composed from the {system} op tables (autoconf/step_model.py; docs/op-tables.md)"
     calls = [op for op in step.ops if op.name.startswith("allreduce")]
     source = f"{calls[0].source} [{calls[0].origin}]" if calls else est.allreduce_source

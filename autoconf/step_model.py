@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from topoctl.autoconf import op_tables
+from topoctl.autoconf.data_files import load
 from topoctl.autoconf.step_network import Fabric, cross_node
 from topoctl.autoconf.step_shapes import TABLE_BYTES, Shapes, shapes, wanted_formats
 
@@ -36,7 +37,8 @@ REFERENCE = "reference"
 EXTRAPOLATED = "extrapolated"
 BANDWIDTH = "bandwidth-model"
 ASSUMED = "assumed"
-ORIGINS = (MEASURED, REFERENCE, EXTRAPOLATED, BANDWIDTH, ASSUMED)
+FITTED = "fitted on the public corpus"
+ORIGINS = (MEASURED, REFERENCE, EXTRAPOLATED, BANDWIDTH, ASSUMED, FITTED)
 
 # AISimulate's published accuracy, 24% TPOT error over 1,135 points (issue 41), as the band of a step every
 # op of which is a reference row; chosen before the held-out file was scored with this model.
@@ -117,6 +119,7 @@ class StepCase:
     fused_allreduces: int = 0  # allreduces fused with the next RMSNorm (flashinfer fusion): one norm kernel fewer
     nodes: int = 1  # nodes the TP group spans (tp counts every GPU of them)
     net: Fabric | None = None  # what joins the nodes (step_network.fabric), None where unknown
+    overhead_us: float | None = None  # SGLang's per-step overhead; None: costs.yaml `step_overhead`, 0: none (its fit)
 
 
 def table_system(gpu_key: str | None) -> str | None:
@@ -389,12 +392,12 @@ def lm_head(tables: op_tables.SystemTables, sh: Shapes, case: StepCase) -> list[
     return ops
 
 
-def scheduler_overhead() -> StepOp:
-    """SGLang's host work per decode step runs beside the GPU's step under its overlap scheduler (on by default
-    from 0.4: lmsys.org/blog/2024-12-04-sglang-v0-4, "zero-overhead batch scheduler"); no release's figure for
-    what is left of it was found measured, so none is added and the op says so."""
-    return StepOp("SGLang scheduler per step (overlapped with the GPU)", 1, 0.0, ASSUMED,
-                  "overlap scheduler (lmsys.org/blog/2024-12-04-sglang-v0-4); no measured per-release figure yet")
+def scheduler_overhead(case: StepCase) -> StepOp:
+    """SGLang's time a decode iteration takes beyond its ops (host work the overlap scheduler does not hide, gaps
+    between graph replays): costs.yaml `step_overhead`, one term fitted on the training corpus."""
+    row = load("costs.yaml")["step_overhead"]
+    us = float(row["us"]) if case.overhead_us is None else case.overhead_us
+    return StepOp("SGLang per-step overhead", 1, us, FITTED, str(row["source"]), MODEL_WIDEN)
 
 
 def compose(case: StepCase, system: str) -> Step:
@@ -408,5 +411,5 @@ def compose(case: StepCase, system: str) -> Step:
     ops += allreduce(tables, sh, case)
     ops += lm_head(tables, sh, case)
     ops += small_kernels(tables, sh, case)
-    ops.append(scheduler_overhead())
+    ops.append(scheduler_overhead(case))
     return Step(system, case.tokens, tuple(ops))

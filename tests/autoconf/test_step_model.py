@@ -134,3 +134,15 @@ def test_a_tp_group_across_nodes_runs_nccl_over_the_nics() -> None:
                                                tokens=64), "h100_sxm")
     faster = step_model.compose(_deepseek_h100(tp=16, nodes=2, net=net, tokens=64), "h100_sxm")
     assert slower.total_us > faster.total_us  # the bytes go over the NICs
+
+
+def test_the_per_step_overhead_is_the_fitted_term_of_costs_yaml() -> None:
+    from topoctl.autoconf.data_files import load
+
+    row = load("costs.yaml")["step_overhead"]
+    step = step_model.compose(_kimi_case(), "rtx_pro_6000_server")
+    op = next(op for op in step.ops if op.name == "SGLang per-step overhead")
+    assert op.total_us == pytest.approx(float(row["us"])) and op.origin == step_model.FITTED
+    assert "public-decode.yaml" in op.source and "held-out" in op.source  # its corpus, and that it is not the held-out
+    bare = step_model.compose(_kimi_case(overhead_us=0.0), "rtx_pro_6000_server")
+    assert step.total_us - bare.total_us == pytest.approx(float(row["us"]))
