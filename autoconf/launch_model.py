@@ -649,7 +649,7 @@ def estimate(case: EstimateCase) -> Estimate | None:
     step = decode_terms.forward_us(feat, terms, batch * draft.draft_tokens)
     cycle = decode_terms.cycle_us(feat, terms, draft, batch)
     if composed is not None:  # the verify pass composed like the plain step; the draft and bookkeeping as fitted
-        verify = composed[2](batch * draft.draft_tokens)
+        verify = composed[2](batch * draft.draft_tokens, batch)  # T tokens of each stream read its context once
         cycle += verify.total_us - step
         step = verify.total_us
     return replace(est, inputs=est.inputs + tuple(_spec_inputs(feat, terms, draft, length, source, origin)),

@@ -13,7 +13,7 @@ from topoctl.autoconf.step_network import fabric
 
 STEP_INPUT = "decode step basis"
 CALL_INPUT = "allreduce latency per call (decode)"  # the name launch_model's fitted inputs give it
-Compose = Callable[[int], step_model.Step]
+Compose = Callable[..., step_model.Step]  # (tokens, streams=0): streams 0 is one a token
 # (name, value, unit, source, origin) of one input, as launch_model.Input takes them (this module may not import
 # launch_model, which imports it)
 InputRow = tuple[str, float, str, str, str]
@@ -33,10 +33,10 @@ def composed_step(case: Any, feat: Any, batch: int, context: float,
     model = dict(case.model, parts_bytes=case.model["whole_parts_bytes"]) if nodes > 1 else case.model
     nics = (case.gpu["node_nic_bytes_per_s"], case.gpu["node_nic_source"]) if "node_nic_bytes_per_s" in case.gpu else None
 
-    def at(tokens: int) -> step_model.Step:
+    def at(tokens: int, streams: int = 0) -> step_model.Step:
         return step_model.compose(step_model.StepCase(
             model, tp, tokens, context, case.path, float(case.gpu["bandwidth"]), case.lat.link, case.lat,
-            True, fused_allreduces(feat, tokens), nodes, fabric(nodes, nics)), system)
+            True, fused_allreduces(feat, tokens), nodes, fabric(nodes, nics), streams=streams), system)
 
     try:
         return at(batch), system, at

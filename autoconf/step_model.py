@@ -7,11 +7,14 @@ tables (op_tables.py: NVIDIA's aiconfigurator / AISimulate collections) at its s
   MLP         MoE layers: router GEMM, the fused MoE block, shared-expert GEMMs; dense layers: gate_up, down
   allreduce   allreduces_per_forward calls of T x hidden x 2 bytes, on the launch's path: the snapshot's
               measurement first, else the GPU's table (nccl, custom) where the box is built like the table's
-              system, else the launch model's allreduce table (Latencies)
+              system, else the launch model's allreduce table (Latencies); NCCL over the NICs when the TP group
+              spans nodes (step_network.py)
   per step    lm_head GEMM, the logits' all-gather, the small kernels (norms, rotary, KV store, activation,
-              sampling) from memory bandwidth with the GPU's shortest measured kernel as their floor
-Nothing end-to-end is fitted into any op. Each op says where its time came from (ORIGINS); outside a table's
-grid, in a substituted weight format and from the bandwidth model the band widens (Step.band).
+              sampling) from memory bandwidth with the GPU's shortest measured kernel as their floor, and SGLang's
+              per-step overhead, the one term fitted end to end (on the training corpus: costs.yaml)
+An EAGLE verify pass (StepCase.streams) reads each stream's context once for its T tokens. Each op says where its
+time came from (ORIGINS); outside a table's grid, in a substituted weight format, from the bandwidth model and for
+the fitted term the band widens (Step.band). The op records and the GEMM lookup are step_ops.py.
 
 Layer: launch model and search (docs/architecture.md, "Layers").
 """
@@ -23,7 +26,23 @@ from typing import Any
 from topoctl.autoconf import op_tables
 from topoctl.autoconf.data_files import load
 from topoctl.autoconf.step_network import Fabric, cross_node
-from topoctl.autoconf.step_shapes import TABLE_BYTES, Shapes, shapes, wanted_formats
+from topoctl.autoconf.step_ops import (  # noqa: F401 (the step's pieces, read as step_model.X by its callers)
+    ASSUMED,
+    BANDWIDTH,
+    BASE_BAND,
+    EXTRAPOLATED,
+    FITTED,
+    MEASURED,
+    MODEL_WIDEN,
+    ORIGINS,
+    REFERENCE,
+    Step,
+    StepOp,
+    gemm,
+    priced,
+    substitute,
+)
+from topoctl.autoconf.step_shapes import Shapes, shapes, wanted_formats
 
 # topoctl/data/gpus.yaml keys -> op-table systems. The a100 40 GB, H100 PCIe and H200 NVL have other memory
 # or clocks than the SXM parts measured; RTX PRO 6000 maps to the Server Edition, the card of the field report.
@@ -32,73 +51,12 @@ TABLE_SYSTEMS = {"a100-sxm4-80gb": "a100_sxm", "h100-sxm": "h100_sxm", "h200-sxm
                  "l40s": "l40s"}
 PCIE_SYSTEMS = frozenset({"rtx_pro_6000_server", "l40s"})  # the others are NVSwitch boxes
 
-MEASURED = "measured on this machine"
-REFERENCE = "reference"
-EXTRAPOLATED = "extrapolated"
-BANDWIDTH = "bandwidth-model"
-ASSUMED = "assumed"
-FITTED = "fitted on the public corpus"
-ORIGINS = (MEASURED, REFERENCE, EXTRAPOLATED, BANDWIDTH, ASSUMED, FITTED)
-
-# AISimulate's published accuracy, 24% TPOT error over 1,135 points (issue 41), as the band of a step every
-# op of which is a reference row; chosen before the held-out file was scored with this model.
-BASE_BAND = 1.24
-MAX_WIDEN = 4.0  # an op extrapolated further than 4x widens the band as if by 4x
-SUBSTITUTE_WIDEN = 1.25  # another kernel of the same width (fp8 per-tensor rows for fp8 block weights)
-MODEL_WIDEN = 2.0  # an op from the bandwidth model or an assumed latency: its time may be off by 2x
 # Small kernels a layer runs beside its GEMMs (SGLang's decoder layers): fused add + RMSNorm before attention
 # and before the MLP, rotary, the KV cache store; MLA adds the q_a and kv_a norms; a dense or shared MLP its
 # SiLU-and-mul. Per step: the embedding lookup, the final norm and the sampler (softmax/argmax over the vocab).
 LAYER_KERNELS = 4
 MLA_KERNELS = 2
 STEP_KERNELS = 3
-
-
-@dataclass(frozen=True)
-class StepOp:
-    """One op of the step: `count` calls of `each_us`, where the figure came from and how far it may be off."""
-
-    name: str
-    count: int
-    each_us: float
-    origin: str
-    source: str
-    widen: float = 1.0  # 1: a reference or measured row; >1: extrapolated or modelled by this factor
-
-    @property
-    def total_us(self) -> float:
-        return self.count * self.each_us
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"op": self.name, "count": self.count, "us_each": round(self.each_us, 3),
-                "us": round(self.total_us, 3), "origin": self.origin, "source": self.source,
-                "widen": round(self.widen, 3)}
-
-
-@dataclass(frozen=True)
-class Step:
-    system: str
-    tokens: int
-    ops: tuple[StepOp, ...]
-
-    @property
-    def total_us(self) -> float:
-        return sum(op.total_us for op in self.ops)
-
-    def share(self, origin: str) -> float:
-        total = self.total_us
-        return sum(op.total_us for op in self.ops if op.origin == origin) / total if total else 0.0
-
-    @property
-    def band(self) -> float:
-        """BASE_BAND plus, for each op, its share of the step times how far it may be off (widen - 1)."""
-        total = self.total_us or 1.0
-        return BASE_BAND + sum(op.total_us / total * (op.widen - 1.0) for op in self.ops)
-
-    def band_source(self) -> str:
-        parts = ", ".join(f"{origin} {self.share(origin):.0%}" for origin in ORIGINS if self.share(origin))
-        return (f"AISimulate's published 24% TPOT error (x/{BASE_BAND}), widened by each extrapolated or "
-                f"modelled op's share of the step ({parts})")
 
 
 @dataclass(frozen=True)
@@ -120,6 +78,7 @@ class StepCase:
     nodes: int = 1  # nodes the TP group spans (tp counts every GPU of them)
     net: Fabric | None = None  # what joins the nodes (step_network.fabric), None where unknown
     overhead_us: float | None = None  # SGLang's per-step overhead; None: costs.yaml `step_overhead`, 0: none (its fit)
+    streams: int = 0  # contexts the pass attends to (an EAGLE verify pass: streams x T tokens); 0: one a token
 
 
 def table_system(gpu_key: str | None) -> str | None:
@@ -138,82 +97,44 @@ def gpu_key(gpu: dict[str, Any]) -> str | None:
     return found.key if found else None
 
 
-# ------------------------------------------------------------------------------------------ table lookups
-
-def _priced(name: str, count: int, answer: op_tables.Answer, note: str = "", widen: float = 1.0,
-            scale: float = 1.0) -> StepOp:
-    cite = answer.sources[0].cite() + (f" (+{len(answer.sources) - 1} more files)" if len(answer.sources) > 1 else "")
-    far = max((min(e.factor, MAX_WIDEN) for e in answer.extrapolations), default=1.0)
-    where = "; ".join(f"{e.axis} {e.asked:g} outside the grid (edge {e.edge:g})" for e in answer.extrapolations)
-    origin = EXTRAPOLATED if answer.extrapolations or widen > 1.0 else REFERENCE
-    text = f"{answer.system}/{answer.table}: {cite}" + (f"; {where}" if where else "") + (f"; {note}" if note else "")
-    return StepOp(name, count, answer.latency_us * scale, origin, text, max(far, widen))
-
-
-@dataclass(frozen=True)
-class Format:
-    """The table dtype an op is read in, why, how far that may be off, and the bytes ratio applied."""
-    dtype: str
-    note: str = ""
-    widen: float = 1.0
-    scale: float = 1.0
-
-
-def _substitute(available: tuple[Any, ...], wanted: tuple[str, ...], per_param: float) -> Format:
-    """The first wanted dtype the table has, else the closest in bytes per weight
-    scaled by the bytes ratio (a decode GEMM streams its weights: time in proportion to their bytes)."""
-    for name in wanted:
-        if name in available:
-            widen = 1.0 if name == wanted[0] or TABLE_BYTES.get(name) != TABLE_BYTES.get(wanted[0]) else SUBSTITUTE_WIDEN
-            note = "" if name == wanted[0] else f"{wanted[0]} rows absent; {name} rows of the same width used"
-            return Format(name, note, widen)
-    names = [str(a) for a in available if str(a) in TABLE_BYTES]
-    closest = min(names, key=lambda n: abs(TABLE_BYTES[n] - per_param))
-    ratio = per_param / TABLE_BYTES[closest]
-    note = f"no {'/'.join(wanted)} rows; {closest} rows, bytes scaling x{ratio:.3f} ({per_param:.3f} / " \
-           f"{TABLE_BYTES[closest]:g} bytes a weight)"
-    return Format(closest, note, max(ratio, 1.0 / ratio, SUBSTITUTE_WIDEN), ratio)
-
-
-def gemm(tables: op_tables.SystemTables, name: str, count: int, m: int, n: int, k: int, per_param: float) -> StepOp:
-    table = tables.table("gemm")
-    fmt = _substitute(table.key_values("gemm_dtype"), wanted_formats(per_param, False), per_param)
-    answer = table.query(gemm_dtype=fmt.dtype, m=m, n=n, k=k)
-    return _priced(f"{name} GEMM [{m}x{k}]x[{k}x{n}] {fmt.dtype}", count, answer, fmt.note, fmt.widen, fmt.scale)
-
-
 ATTENTION_KERNELS = ("fa3", "flashinfer", "trtllm_mha", "flash_attention", "triton")
 
 
-def attention(tables: op_tables.SystemTables, sh: Shapes, tokens: int, context: float,
-              bandwidth: float) -> list[StepOp]:
+def attention(tables: op_tables.SystemTables, sh: Shapes, tokens: int, context: float, bandwidth: float,
+              streams: int = 0) -> list[StepOp]:
+    """A verify pass's T tokens of one stream share its context: the core reads it once, the T queries folded into
+    the heads (SGLang's flashmla_backend.py:221-224 in 0.5.23 plans target_verify as draft_tokens x q heads a
+    sequence); `streams` 0 is one stream a token."""
+    streams = streams or tokens
     if sh.mla:
-        return _mla(tables, sh, tokens, context)
+        return _mla(tables, sh, tokens, context, streams)
     per = sh.formats["attention"]
     return [gemm(tables, "QKV projection", sh.layers, tokens, (sh.heads + 2 * sh.kv_heads) * sh.head_dim, sh.hidden, per),
-            _gqa_core(tables, sh, tokens, context, bandwidth),
+            _gqa_core(tables, sh, streams, tokens // streams, context, bandwidth),
             gemm(tables, "attention output", sh.layers, tokens, sh.hidden, sh.heads * sh.head_dim, per)]
 
 
-def _gqa_core(tables: op_tables.SystemTables, sh: Shapes, tokens: int, context: float, bandwidth: float) -> StepOp:
+def _gqa_core(tables: op_tables.SystemTables, sh: Shapes, streams: int, each: int, context: float,
+              bandwidth: float) -> StepOp:
     """Decode attention from the first kernel with rows for the shape; else the KV bytes at the datasheet rate."""
     table = tables.table("attention_generation")
-    name = f"decode attention ({sh.heads} heads, {sh.kv_heads} KV heads, head_dim {sh.head_dim})"
+    shared = f", {each} query tokens a stream" if each > 1 else ""
+    name = f"decode attention ({sh.heads} heads, {sh.kv_heads} KV heads, head_dim {sh.head_dim}{shared})"
     for kernel in (k for k in ATTENTION_KERNELS if k in table.key_values("kernel_source")):
         try:
             core = table.query(kernel_source=kernel, attn_dtype="bfloat16", kv_cache_dtype="bfloat16",
                                num_key_value_heads=sh.kv_heads, head_dim=sh.head_dim, window_size=0,
-                               num_heads=sh.heads, batch_size=tokens, kv_len=max(context, 1.0))
+                               num_heads=sh.heads * each, batch_size=streams, kv_len=max(context, 1.0))
         except op_tables.OpTableError:
             continue
-        return _priced(f"{name}, {kernel}", sh.layers, core)
-    kv = tokens * context * sh.kv_heads * sh.head_dim * 2 * 2.0
+        return priced(f"{name}, {kernel}", sh.layers, core)
+    kv = streams * context * sh.kv_heads * sh.head_dim * 2 * 2.0
     return StepOp(name, sh.layers, kv / bandwidth * 1e6, BANDWIDTH,
                   f"no {tables.system} attention rows for the shape; {kv / 1e6:.1f} MB of K and V at the datasheet "
                   f"{bandwidth / 1e9:.0f} GB/s", MODEL_WIDEN)
 
 
-def _mla(tables: op_tables.SystemTables, sh: Shapes, tokens: int, context: float) -> list[StepOp]:
+def _mla(tables: op_tables.SystemTables, sh: Shapes, tokens: int, context: float, streams: int) -> list[StepOp]:
     from topoctl.autoconf.step_shapes import MLA_NOPE_DIM, MLA_V_DIM
 
     per = sh.formats["attention"]
@@ -225,12 +146,14 @@ def _mla(tables: op_tables.SystemTables, sh: Shapes, tokens: int, context: float
            gemm(tables, "MLA q_b projection", sh.layers, tokens, sh.heads * (MLA_NOPE_DIM + sh.rope), sh.q_lora, per)]
     for op_name, label in (("mla_gen_pre", "MLA absorbed BMM before attention"),
                            ("mla_gen_post", "MLA absorbed BMM after attention")):
-        ops.append(_priced(f"{label} ({bmm_dtype})", sh.layers, tables.query(
+        ops.append(priced(f"{label} ({bmm_dtype})", sh.layers, tables.query(
             "mla_bmm", op_name=op_name, bmm_dtype=bmm_dtype, num_heads=sh.heads, num_tokens=tokens)))
         if op_name == "mla_gen_pre":
-            ops.append(_priced(f"MLA decode core ({kernel}, {sh.heads} heads)", sh.layers, core.query(
-                kernel_source=kernel, mla_dtype="bfloat16", kv_cache_dtype="bfloat16", num_heads=sh.heads,
-                batch_size=tokens, kv_len=max(context, 1.0))))
+            each = tokens // streams
+            shared = f", {each} query tokens a stream" if each > 1 else ""
+            ops.append(priced(f"MLA decode core ({kernel}, {sh.heads} heads{shared})", sh.layers, core.query(
+                kernel_source=kernel, mla_dtype="bfloat16", kv_cache_dtype="bfloat16", num_heads=sh.heads * each,
+                batch_size=streams, kv_len=max(context, 1.0))))
     ops.append(gemm(tables, "attention output", sh.layers, tokens, sh.hidden, sh.heads * MLA_V_DIM, per))
     return ops
 
@@ -242,7 +165,7 @@ MOE_KERNELS = ("sglang_fused_moe_triton", "sglang_marlin_moe", "sglang_flashinfe
 def moe_block(tables: op_tables.SystemTables, sh: Shapes, tokens: int, scheme: str | None) -> StepOp:
     table = tables.table("moe")
     per = sh.formats["experts"]
-    fmt = _substitute(table.key_values("moe_dtype"), wanted_formats(per, True, scheme), per)
+    fmt = substitute(table.key_values("moe_dtype"), wanted_formats(per, True, scheme), per)
     for kernel in MOE_KERNELS:
         for distribution in ("power_law_1.01", "balanced"):
             try:
@@ -251,7 +174,7 @@ def moe_block(tables: op_tables.SystemTables, sh: Shapes, tokens: int, scheme: s
                                      hidden_size=sh.hidden, inter_size=sh.moe_inter, num_tokens=tokens)
             except op_tables.OpTableError:
                 continue
-            return _priced(f"MoE block ({sh.experts} experts, top {sh.topk}, {fmt.dtype}, {kernel}, {distribution})",
+            return priced(f"MoE block ({sh.experts} experts, top {sh.topk}, {fmt.dtype}, {kernel}, {distribution})",
                            sh.moe_layers, answer, fmt.note, fmt.widen, fmt.scale)
     raise op_tables.OpTableError(f"{tables.system}/moe: no rows for {sh.experts} experts, top {sh.topk}, TP {sh.tp}, "
                                  f"{fmt.dtype}")
@@ -332,7 +255,7 @@ def allreduce(tables: op_tables.SystemTables, sh: Shapes, case: StepCase) -> lis
     try:
         if same_box and case.path in ("nccl", "custom", "flashinfer_fusion"):
             answer = _allreduce_row(tables, case, size)
-            op = _priced(name, calls, answer)
+            op = priced(name, calls, answer)
             return [op if case.path != "flashinfer_fusion" else _related(op, case)]
     except op_tables.OpTableError:
         pass
@@ -348,7 +271,7 @@ def _across_nodes(tables: op_tables.SystemTables, case: StepCase, calls: int, si
     """NCCL, whatever the launch asked (step_network.py says why): the in-node NCCL row of one node's GPUs plus
     the cross-node hop and bytes; modelled, so widened."""
     local = case.tp // case.nodes
-    inner = _priced("", calls, _allreduce_row(tables, replace(case, path="nccl", tp=local), size))
+    inner = priced("", calls, _allreduce_row(tables, replace(case, path="nccl", tp=local), size))
     if case.net is None:  # no NIC known: the hops alone, and the band says the bytes were not priced
         hop = cross_node(size, Fabric(case.nodes, float("inf"), "no NIC rate known: bytes not priced"))
     else:
@@ -381,7 +304,7 @@ def lm_head(tables: op_tables.SystemTables, sh: Shapes, case: StepCase) -> list[
         try:
             answer = tables.query("nccl", op_name="all_gather", nccl_dtype="half", kernel_source="NCCL",
                                   num_gpus=case.tp // case.nodes, message_bytes=size)
-            op = _priced(f"logits all-gather ({size / 1024:g} KiB, NCCL)", 1, answer)
+            op = priced(f"logits all-gather ({size / 1024:g} KiB, NCCL)", 1, answer)
             if case.nodes > 1:
                 hop = cross_node(size, case.net or Fabric(case.nodes, float("inf"), "no NIC rate known"), "allgather")
                 op = StepOp(op.name, 1, op.each_us + hop.us, BANDWIDTH, f"{op.source} + {hop.source}", MODEL_WIDEN)
@@ -406,7 +329,7 @@ def compose(case: StepCase, system: str) -> Step:
     if case.nodes > 1:  # no allreduce fusion across nodes (step_network.py): every norm runs on its own
         case = replace(case, fused_allreduces=0)
     sh = shapes(case.model, case.tp)
-    ops = attention(tables, sh, case.tokens, case.context, case.bandwidth)
+    ops = attention(tables, sh, case.tokens, case.context, case.bandwidth, case.streams)
     ops += mlp(tables, sh, case)
     ops += allreduce(tables, sh, case)
     ops += lm_head(tables, sh, case)

@@ -121,7 +121,7 @@ def predict(row: dict[str, Any], terms: Any, corpus_models: dict[str, Any]) -> t
     cycle = decode_terms.cycle_us(feat, terms, draft, conc)
     if composed is not None:  # the verify pass composed, as launch_model.estimate does
         tokens = conc * draft.draft_tokens
-        cycle += composed(tokens).total_us - decode_terms.forward_us(feat, terms, tokens)
+        cycle += composed(tokens, conc).total_us - decode_terms.forward_us(feat, terms, tokens)
     own = decode_terms.accept_length(terms, draft) * 1e6 / cycle
     published = float(row["accept"]) * 1e6 / cycle if row.get("accept") else None
     return own, published, band, moe
@@ -139,11 +139,11 @@ def _composed(row: dict[str, Any], profile: dict[str, Any], gpu: dict[str, Any],
     nodes = int(row.get("nodes") or 1)
     net = step_network.fabric(nodes, ib_nics()) if "infiniband" in str(row.get("interconnect")).lower() else None
 
-    def at(tokens: int) -> step_model.Step:
+    def at(tokens: int, streams: int = 0) -> step_model.Step:
         return step_model.compose(step_model.StepCase(
             profile, tp, tokens, context, "custom" if nvlink else "nccl", float(gpu["bandwidth"]),
-            "nvswitch" if nvlink else "pcie", lat, True, decode_terms.fused_allreduces(feat, tokens), nodes, net),
-            system)
+            "nvswitch" if nvlink else "pcie", lat, True, decode_terms.fused_allreduces(feat, tokens), nodes, net,
+            streams=streams), system)
 
     return at
 

@@ -146,3 +146,18 @@ def test_the_per_step_overhead_is_the_fitted_term_of_costs_yaml() -> None:
     assert "public-decode.yaml" in op.source and "held-out" in op.source  # its corpus, and that it is not the held-out
     bare = step_model.compose(_kimi_case(overhead_us=0.0), "rtx_pro_6000_server")
     assert step.total_us - bare.total_us == pytest.approx(float(row["us"]))
+
+
+def test_a_verify_pass_reads_each_streams_context_once() -> None:
+    # 16 streams x 4 verify tokens; at one stream the table's batch-1 row is slower than its batch-4 row (70.7 against
+    # 49.0 us at 8000 tokens on rtx_pro_6000_server), so the sharing shows where the KV read dominates
+    shared = step_model.compose(_kimi_case(tokens=64, streams=16, context=8000.0), "rtx_pro_6000_server")
+    apart = step_model.compose(_kimi_case(tokens=64, context=8000.0), "rtx_pro_6000_server")
+
+    def core(step: step_model.Step) -> step_model.StepOp:
+        return next(op for op in step.ops if op.name.startswith("MLA decode core"))
+
+    assert "4 query tokens a stream" in core(shared).name
+    assert core(shared).each_us < core(apart).each_us / 2  # 16 contexts of 8000 tokens read, not 64
+    gemms = [(op.name, op.each_us) for op in shared.ops if "GEMM" in op.name]
+    assert gemms == [(op.name, op.each_us) for op in apart.ops if "GEMM" in op.name]  # the GEMMs see 64 tokens either way
