@@ -38,7 +38,10 @@ class CrossNode:
 
 def node_nics(snapshot: SnapshotLike) -> tuple[float, str] | None:
     """(bytes/s all of one node's active RDMA NICs carry, where from), None where the snapshot knows no NIC rate."""
-    nics = view_of(snapshot).network.active_rdma or []
+    view = view_of(snapshot)
+    if not view.data.get("network"):  # no NIC section: the network view is not even imported (start-up budget)
+        return None
+    nics = view.network.active_rdma or []
     rates = [nic.rate_gbps for nic in nics if nic.rate_gbps]
     if not rates:
         return None

@@ -104,7 +104,8 @@ BUDGETS = {
     # +2 own: the PCIe IPC record (autoconf/pcie_ipc.py) and the measured-launch anchor (autoconf/anchor.py)
     # +4 own: the step composed from the op tables (op_tables, step_model, step_shapes, step_estimate; issue 41)
     # +1 own: rules/sglang/kernels.py, the search's kernel filter (the matrix is read only for a backend it names)
-    "recommend": (182, 60, ("yaml", "jsonschema", "topoctl.check.judge", "topoctl.probe.collect", "subprocess", "hmac",
+    # +2 own: the step's records (autoconf/step_ops.py) and its cross-node collectives (autoconf/step_network.py)
+    "recommend": (184, 62, ("yaml", "jsonschema", "topoctl.check.judge", "topoctl.probe.collect", "subprocess", "hmac",
                             "_hashlib", "topoctl.snapshot.network_view", "topoctl.snapshot.visible_view")),
 }
 
