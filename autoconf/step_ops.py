@@ -43,7 +43,7 @@ class StepOp:
     def total_us(self) -> float:
         return self.count * self.each_us
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {"op": self.name, "count": self.count, "us_each": round(self.each_us, 3),
                 "us": round(self.total_us, 3), "origin": self.origin, "source": self.source,
                 "widen": round(self.widen, 3)}
