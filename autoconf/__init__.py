@@ -1,5 +1,5 @@
-"""Launch auto-configuration (`topoctl recommend`): model profiles, the candidate space, memory fit, the
-launch model, ranking by evidence, placement, the search that runs them, and the launch's text.
+"""Launch auto-configuration (`topoctl recommend`): model profiles, the candidate space, memory fit,
+the launch model, ranking by evidence, placement, the search that runs them, and the launch's text.
 
 Reads only a Snapshot and the rules' findings; never imports NVML or torch.
 

@@ -1,10 +1,11 @@
 """Reading this package's YAML data (models, settings, cost model) once per process.
 
-Parsed files are kept in topoctl's knowledge cache (topoctl/core/knowledge_cache.py), so a warm start does not import
-PyYAML; an edited data file is read again.
+Parsed files are kept in topoctl's knowledge cache (topoctl/core/knowledge_cache.py), so a warm
+start does not import PyYAML; an edited data file is read again.
 
 Layer: launch model and search (docs/architecture.md, "Layers").
 """
+
 from __future__ import annotations
 
 import functools
@@ -22,13 +23,16 @@ def _load_yaml(text: str) -> Any:
 def read_yaml(path: str) -> Any:
     """One YAML data file, parsed with the C loader where PyYAML has it."""
     from topoctl.core import safe_read as limits
+
     return _load_yaml(limits.read_text(path, limits.MAX_DATA_FILE_BYTES))
 
 
 @functools.lru_cache(maxsize=None)
 def load(name: str, folder: str = "data") -> Any:
-    """Parsed content of autoconf/<folder>/<name>: hand-written data in data/, extracted data in generated/."""
+    """Parsed content of autoconf/<folder>/<name>: hand-written data in data/, extracted data in
+    generated/."""
     from topoctl.core import knowledge_cache as cache
+
     path = os.path.join(cache.package_dir("topoctl.autoconf"), folder, name)
     stem = os.path.splitext(name)[0]
     return cache.cached(f"autoconf-{stem}", [path, __file__], lambda: read_yaml(path))

@@ -58,18 +58,23 @@ class Source:
             collected_at=tuple(str(d) for d in raw.get("collected_at") or ()),
             collector_refs=tuple(str(r) for r in raw.get("collector_refs") or ()),
             meta_provenance=raw.get("meta_provenance"),
-            also_in=tuple(f"{a['wheel']}=={a['wheel_version']}:{a['path']}" for a in raw.get("also_in") or ()),
+            also_in=tuple(
+                f"{a['wheel']}=={a['wheel_version']}:{a['path']}" for a in raw.get("also_in") or ()
+            ),
         )
 
     def cite(self) -> str:
         dates = ",".join(self.collected_at) or "date not recorded"
-        return f"{self.wheel}=={self.wheel_version}:{self.path} ({self.framework} {self.framework_version}, {dates})"
+        return (
+            f"{self.wheel}=={self.wheel_version}:{self.path} ({self.framework} "
+            f"{self.framework_version}, {dates})"
+        )
 
 
 @dataclass(frozen=True)
 class Extrapolation:
-    """One axis asked outside its measured range, and how far: factor 2.0 is twice the largest measured
-    value, or half the smallest."""
+    """One axis asked outside its measured range, and how far: factor 2.0 is twice the largest
+    measured value, or half the smallest."""
 
     axis: str
     asked: float
@@ -110,7 +115,9 @@ class OpTable:
     columns: tuple[str, ...]
     sources: tuple[Source, ...]
     rows: tuple[tuple[Value, ...], ...]
-    _by_key: Mapping[tuple[Value, ...], tuple[tuple[Value, ...], ...]] = field(repr=False, compare=False, default_factory=dict)
+    _by_key: Mapping[tuple[Value, ...], tuple[tuple[Value, ...], ...]] = field(
+        repr=False, compare=False, default_factory=dict
+    )
 
     @staticmethod
     def from_json(system: str, name: str, raw: Mapping[str, Any]) -> OpTable:
@@ -122,10 +129,20 @@ class OpTable:
         for row in rows:
             by_key.setdefault(tuple(row[i] for i in key_pos), []).append(row)
         sources = tuple(Source.from_json(s) for s in raw["sources"])
-        return OpTable(system, name, keys, axes, columns, sources, rows, {k: tuple(v) for k, v in by_key.items()})
+        return OpTable(
+            system,
+            name,
+            keys,
+            axes,
+            columns,
+            sources,
+            rows,
+            {k: tuple(v) for k, v in by_key.items()},
+        )
 
     def key_values(self, key: str) -> tuple[Value, ...]:
-        """The distinct values a key column takes, sorted; for error messages and callers choosing a key."""
+        """The distinct values a key column takes, sorted; for error messages and callers choosing a
+        key."""
         i = self.keys.index(key)
         return tuple(sorted({k[i] for k in self._by_key}, key=lambda v: (isinstance(v, str), v)))
 
@@ -133,7 +150,8 @@ class OpTable:
         return self.sources[int(row[self.columns.index("src")])]
 
     def _resolve_keys(self, params: Mapping[str, Value]) -> tuple[Value, ...]:
-        # Keys left out are filled in where the given ones leave a single choice (one kernel, one dtype).
+        # Keys left out are filled in where the given ones leave a single choice (one kernel, one
+        # dtype).
         given = [(i, params[k]) for i, k in enumerate(self.keys) if k in params]
         matches = [key for key in self._by_key if all(key[i] == v for i, v in given)]
         if len(matches) == 1:
@@ -141,7 +159,9 @@ class OpTable:
         if not matches:
             asked = {self.keys[i]: v for i, v in given}
             choices = {k: list(self.key_values(k)) for k in self.keys}
-            raise OpTableError(f"{self.system}/{self.name}: no rows for {asked}; keys take {choices}")
+            raise OpTableError(
+                f"{self.system}/{self.name}: no rows for {asked}; keys take {choices}"
+            )
         open_keys = {
             k: sorted({m[i] for m in matches}, key=lambda v: (isinstance(v, str), v))
             for i, k in enumerate(self.keys)
@@ -153,7 +173,10 @@ class OpTable:
     def query(self, **params: Value) -> Answer:
         unknown = sorted(set(params) - set(self.keys) - set(self.axes))
         if unknown:
-            raise OpTableError(f"{self.system}/{self.name}: unknown parameters {unknown}; keys {self.keys}, axes {self.axes}")
+            raise OpTableError(
+                f"{self.system}/{self.name}: unknown parameters {unknown}; keys {self.keys}, "
+                f"axes {self.axes}"
+            )
         missing = [a for a in self.axes if a not in params]
         if missing:
             raise OpTableError(f"{self.system}/{self.name}: give the axes {missing}")
@@ -170,7 +193,9 @@ class OpTable:
             grid_rows=part.rows,
         )
 
-    def _interpolate(self, rows: Sequence[tuple[Value, ...]], depth: int, asked: tuple[float, ...]) -> _Partial:
+    def _interpolate(
+        self, rows: Sequence[tuple[Value, ...]], depth: int, asked: tuple[float, ...]
+    ) -> _Partial:
         if depth == len(self.axes):
             return self._leaf(rows)
         axis = self.axes[depth]
@@ -195,7 +220,10 @@ class OpTable:
         lat = self.columns.index("latency_us")
         src = self.columns.index("src")
         if len(rows) != 1:
-            raise OpTableError(f"{self.system}/{self.name}: {len(rows)} rows share one grid point; the table is malformed")
+            raise OpTableError(
+                f"{self.system}/{self.name}: {len(rows)} rows share one grid point; the table is "
+                "malformed"
+            )
         return _Partial(float(rows[0][lat]), frozenset({int(rows[0][src])}), (), 1)
 
 
@@ -213,7 +241,8 @@ def _flagged(part: _Partial, extra: Extrapolation) -> _Partial:
 
 
 def _extend(axis: str, grid: list[float], x: float, at: Callable[[float], _Partial]) -> _Partial:
-    """Above the grid: continue the last segment's slope, never downward (more work never runs faster)."""
+    """Above the grid: continue the last segment's slope, never downward (more work never runs
+    faster)."""
     last = at(grid[-1])
     extra = Extrapolation(axis, x, grid[-1])
     if len(grid) < 2:
@@ -259,7 +288,8 @@ def known_systems(directory: Path | None = None) -> tuple[str, ...]:
 
 
 def load_system(system: str, directory: Path | None = None) -> SystemTables:
-    """The tables of one system (e.g. "h200_sxm"); OpTableError names the known systems when it is absent."""
+    """The tables of one system (e.g. "h200_sxm"); OpTableError names the known systems when it is
+    absent."""
     return _load(system, str((directory or DEFAULT_DIR).resolve()))
 
 
@@ -267,10 +297,18 @@ def load_system(system: str, directory: Path | None = None) -> SystemTables:
 def _load(system: str, directory: str) -> SystemTables:
     path = Path(directory) / f"{system}.json.gz"
     if not path.is_file():
-        raise OpTableError(f"no op tables for system {system!r}; known: {list(known_systems(Path(directory)))}")
+        raise OpTableError(
+            f"no op tables for system {system!r}; known: {list(known_systems(Path(directory)))}"
+        )
     doc = json.loads(gzip.decompress(path.read_bytes()))
-    if doc.get("format") != FORMAT or doc.get("system") != system or doc.get("latency_unit") != "us":
+    if (
+        doc.get("format") != FORMAT
+        or doc.get("system") != system
+        or doc.get("latency_unit") != "us"
+    ):
         raise OpTableError(f"{path}: not a {FORMAT} file for {system} in us")
-    tables = {name: OpTable.from_json(system, name, raw) for name, raw in sorted(doc["tables"].items())}
+    tables = {
+        name: OpTable.from_json(system, name, raw) for name, raw in sorted(doc["tables"].items())
+    }
     wheels = tuple(f"{w['wheel']}=={w['version']} sha256:{w['sha256']}" for w in doc["wheels"])
     return SystemTables(system, tables, wheels, int(doc["scope"]["max_tokens"]))

@@ -1,11 +1,12 @@
 """The candidate space: which launches `recommend` considers.
 
-Allreduce paths come from sglang/data/spelling.yaml, EAGLE-3 is on or off (when asked for), and every other
-setting a rule's effect mentions is searched over SGLang's default and each value the rules name (a required
-value is the only option).
+Allreduce paths come from sglang/data/spelling.yaml, EAGLE-3 is on or off (when asked for), and
+every other setting a rule's effect mentions is searched over SGLang's default and each value the
+rules name (a required value is the only option).
 
 Layer: launch model and search (docs/architecture.md, "Layers").
 """
+
 from __future__ import annotations
 
 import itertools
@@ -18,36 +19,53 @@ from topoctl.autoconf.request import Launch, SettingValue
 from topoctl.rules.sglang import spelling as table
 from topoctl.rules.sglang.settings import equal
 
-if TYPE_CHECKING:  # unit aliases are annotations only: no start-up import (tests/cli/test_startup_imports.py)
+if (
+    TYPE_CHECKING
+):  # unit aliases are annotations only: no start-up import (tests/cli/test_startup_imports.py)
     from topoctl.autoconf.launch_model import Estimate
     from topoctl.autoconf.memory import Fit
     from topoctl.core.units import Microseconds, TokPerS
     from topoctl.rules.engine.model import Finding, Report
 
-SPEC_GROUP = tuple(table.table()["speculative_group"])  # the three EAGLE sizes, from sglang/data/spelling.yaml
-ROLE_SETTINGS = ("speculative_algorithm", "speculative_draft_model_path", "tp_size", "ep_size", "model_path")
+SPEC_GROUP = tuple(
+    table.table()["speculative_group"]
+)  # the three EAGLE sizes, from sglang/data/spelling.yaml
+ROLE_SETTINGS = (
+    "speculative_algorithm",
+    "speculative_draft_model_path",
+    "tp_size",
+    "ep_size",
+    "model_path",
+)
 
 
 def effect_items(effect: Mapping[str, Any], kind: str) -> list[tuple[str, SettingValue]]:
-    """(setting, values) of a finding's forbid list (values: the `values` operand, or None), (setting, value)
-    of its require/prefer mapping. The loader has normalised the effect (forbid entries are mappings)."""
+    """(setting, values) of a finding's forbid list (values: the `values` operand, or None),
+    (setting, value) of its require/prefer mapping. The loader has normalised the effect (forbid
+    entries are mappings)."""
     if kind == "forbid":
         return [(entry["setting"], entry.get("values")) for entry in effect.get("forbid") or ()]
     return list((effect.get(kind) or {}).items())
 
 
-def agrees(setting: str, value: object, launch: Mapping[str, object],
-           scoped: Mapping[str, object] | None = None) -> bool:
-    """Whether a launch runs with `value` for `setting` (a setting it leaves out, or `none`, is at its default:
-    `scoped`, what the rules say SGLang does by itself here, else rules/sglang/data/settings.yaml)."""
+def agrees(
+    setting: str,
+    value: object,
+    launch: Mapping[str, object],
+    scoped: Mapping[str, object] | None = None,
+) -> bool:
+    """Whether a launch runs with `value` for `setting` (a setting it leaves out, or `none`, is at
+    its default: `scoped`, what the rules say SGLang does by itself here, else
+    rules/sglang/data/settings.yaml)."""
     return equal(setting, launch.get(setting), value, scoped)
 
 
 @dataclass(frozen=True)
 class Candidate:
-    """One launch the search considers, with what each stage found: judged by the rules (search.judge_candidate),
-    fitted (memory), priced (cost, launch_model), ranked. Frozen: each stage returns a new candidate
-    (dataclasses.replace), so a candidate in one list never changes under a reader of another."""
+    """One launch the search considers, with what each stage found: judged by the rules
+    (search.judge_candidate), fitted (memory), priced (cost, launch_model), ranked. Frozen: each
+    stage returns a new candidate (dataclasses.replace), so a candidate in one list never changes
+    under a reader of another."""
 
     path: str
     launch: Launch
@@ -61,23 +79,36 @@ class Candidate:
     allreduce_basis: list[str] = field(default_factory=list)
     prefers: int = 0
     departures: int = 0
-    defaults: dict[str, object] = field(default_factory=dict)  # what the rules say SGLang does by itself here
-    default_rules: dict[str, str] = field(default_factory=dict)  # setting -> the rule whose defaults say so
+    defaults: dict[str, object] = field(
+        default_factory=dict
+    )  # what the rules say SGLang does by itself here
+    default_rules: dict[str, str] = field(
+        default_factory=dict
+    )  # setting -> the rule whose defaults say so
     honours_request: bool = True
     fit: Fit | None = None  # when a model is given
     predicted: Estimate | None = None  # when a model and the GPU's bandwidth are known
-    remedies: int = 0  # preferences of blocking rules honoured: ranked before speed (a safe launch first)
-    remedies_asked: int = 0  # preferences of blocking rules that fired for this candidate's (TP, DP) option
+    remedies: int = (
+        0  # preferences of blocking rules honoured: ranked before speed (a safe launch first)
+    )
+    remedies_asked: int = (
+        0  # preferences of blocking rules that fired for this candidate's (TP, DP) option
+    )
     gpus: tuple[int, ...] = ()  # the GPUs it runs on (snapshot indices; autoconf/placement.py)
-    estimate_withheld: list[str] = field(default_factory=list)  # numbers measured on another launch, and why
-    # why a choice was left at SGLang's default, by the choice ("speculative", "allreduce path"): its predicted
-    # gain is inside the launch model's band (ranking.hold_within_band)
+    estimate_withheld: list[str] = field(
+        default_factory=list
+    )  # numbers measured on another launch, and why
+    # why a choice was left at SGLang's default, by the choice ("speculative", "allreduce path"):
+    # its predicted gain is inside the launch model's band (ranking.hold_within_band)
     uncertain: dict[str, str] = field(default_factory=dict)
-    # What SGLang sets by itself for this launch (the rules' effect.implies, report.implied): setting -> (value,
-    # rule id). The launch as SGLang runs it (`effective`) and the allreduce path that runs (`runs_path`) are what
-    # the cost, the evidence and the rule preferences judge, the way check judges a launch.
+    # What SGLang sets by itself for this launch (the rules' effect.implies, report.implied):
+    # setting -> (value, rule id). The launch as SGLang runs it (`effective`) and the allreduce path
+    # that runs (`runs_path`) are what the cost, the evidence and the rule preferences judge, the
+    # way check judges a launch.
     implied: dict[str, tuple[SettingValue, str]] = field(default_factory=dict)
-    report: Report | None = field(default=None, repr=False, compare=False)  # the rules' report on this launch
+    report: Report | None = field(
+        default=None, repr=False, compare=False
+    )  # the rules' report on this launch
 
     @property
     def effective(self) -> Launch:
@@ -93,7 +124,8 @@ class Candidate:
 
     @property
     def prediction(self) -> Estimate:
-        """`predicted`, for a reader that has already kept only the candidates the launch model priced."""
+        """`predicted`, for a reader that has already kept only the candidates the launch model
+        priced."""
         assert self.predicted is not None
         return self.predicted
 
@@ -121,14 +153,15 @@ class Candidate:
 
     @property
     def remedies_missed(self) -> int:
-        """Remedies of blocking rules this launch leaves out. Ranked on rather than `remedies` itself, so that
-        an option no blocking rule asks anything of (TP 1, a group with P2P) is not put behind one that
-        honours a remedy it needs."""
+        """Remedies of blocking rules this launch leaves out. Ranked on rather than `remedies`
+        itself, so that an option no blocking rule asks anything of (TP 1, a group with P2P) is not
+        put behind one that honours a remedy it needs."""
         return max(0, self.remedies_asked - self.remedies)
 
     @property
     def score(self) -> float:
-        """Tokens/s from evidence, else from the launch model; without either, minus the allreduce time."""
+        """Tokens/s from evidence, else from the launch model; without either, minus the allreduce
+        time."""
         if self.estimate is not None:
             return self.estimate
         if self.predicted is not None:
@@ -140,8 +173,11 @@ class Candidate:
         for setting in sorted(self.launch):
             if setting == "tp_size":
                 continue
-            if setting in ("ep_size", "speculative_algorithm", "speculative_draft_model_path") \
-                    or setting in SPEC_GROUP or setting in table.table()["allreduce_paths"][self.path]:
+            if (
+                setting in ("ep_size", "speculative_algorithm", "speculative_draft_model_path")
+                or setting in SPEC_GROUP
+                or setting in table.table()["allreduce_paths"][self.path]
+            ):
                 continue
             parts.append(f"{setting}={self.launch[setting]}")
         return ", ".join(parts)
@@ -150,18 +186,25 @@ class Candidate:
         return repr(sorted((k, repr(v)) for k, v in self.launch.items()))
 
 
-def running_path(path: str, effective: Mapping[str, object], implied: Mapping[str, object],
-                 defaults: Mapping[str, object] | None = None) -> str:
-    """The allreduce path a launch runs on once SGLang has set what it sets by itself: `path` unless an implied
-    setting changes one of the paths' settings (deterministic inference turns custom allreduce off: the custom
-    path runs as NCCL), or SGLang's own default in this scope (the rules' effect.defaults) does for a setting the
-    launch leaves out (SGLang turns FlashInfer allreduce fusion on by itself for some models: the custom path runs
-    as flashinfer_fusion); then the path whose every setting the launch as run has, the most specific first."""
+def running_path(
+    path: str,
+    effective: Mapping[str, object],
+    implied: Mapping[str, object],
+    defaults: Mapping[str, object] | None = None,
+) -> str:
+    """The allreduce path a launch runs on once SGLang has set what it sets by itself: `path` unless
+    an implied setting changes one of the paths' settings (deterministic inference turns custom
+    allreduce off: the custom path runs as NCCL), or SGLang's own default in this scope (the rules'
+    effect.defaults) does for a setting the launch leaves out (SGLang turns FlashInfer allreduce
+    fusion on by itself for some models: the custom path runs as flashinfer_fusion); then the path
+    whose every setting the launch as run has, the most specific first."""
     paths = table.table()["allreduce_paths"]
     names = {setting for settings in paths.values() for setting in settings}
     scoped = defaults or {}
-    moved_by_default = any(setting in scoped and setting not in effective
-                           and not equal(setting, scoped[setting], None) for setting in names)
+    moved_by_default = any(
+        setting in scoped and setting not in effective and not equal(setting, scoped[setting], None)
+        for setting in names
+    )
     if not moved_by_default and not any(setting in implied for setting in names):
         return path
     for name, settings in sorted(paths.items(), key=lambda item: (-len(item[1]), item[0])):
@@ -171,9 +214,10 @@ def running_path(path: str, effective: Mapping[str, object], implied: Mapping[st
 
 
 def default_path(defaults: Mapping[str, object] | None = None) -> str | None:
-    """SGLang's default allreduce path for a launch: the path whose every setting a launch that writes none of
-    them runs with (`defaults`: what the rules say SGLang does by itself in this scope, e.g. the fusion on by
-    default for some models), the most specific first; custom wherever SGLang keeps its own defaults."""
+    """SGLang's default allreduce path for a launch: the path whose every setting a launch that
+    writes none of them runs with (`defaults`: what the rules say SGLang does by itself in this
+    scope, e.g. the fusion on by default for some models), the most specific first; custom wherever
+    SGLang keeps its own defaults."""
     paths = table.table()["allreduce_paths"]
     for name, settings in sorted(paths.items(), key=lambda item: (-len(item[1]), item[0])):
         if all(agrees(setting, value, {}, defaults) for setting, value in settings.items()):
@@ -183,13 +227,15 @@ def default_path(defaults: Mapping[str, object] | None = None) -> str | None:
 
 @dataclass
 class Space:
-    """The settings searched and why: options per setting, the preferences rules state, and the rule ids
-    behind each setting a rule names."""
+    """The settings searched and why: options per setting, the preferences rules state, and the rule
+    ids behind each setting a rule names."""
+
     options: dict[str, list[SettingValue]]
     prefer_pairs: list[tuple[str, SettingValue, str]]  # (setting, value, rule id)
     reasons: dict[str, list[str]]
     spec_values: Launch  # the EAGLE sizes to write when speculative decoding is on
-    # preferences of blocking rules: their remedy (NCCL_P2P_DISABLE=1 where P2P is missing or unverified)
+    # preferences of blocking rules: their remedy (NCCL_P2P_DISABLE=1 where P2P is missing or
+    # unverified)
     remedies: list[tuple[str, SettingValue]] = field(default_factory=list)
 
     @property
@@ -198,9 +244,14 @@ class Space:
 
 
 def fixed_settings() -> set[str]:
-    """Settings the space never searches by rule preference: the path's own, the roles, the EAGLE sizes."""
+    """Settings the space never searches by rule preference: the path's own, the roles, the EAGLE
+    sizes."""
     paths = table.table()["allreduce_paths"]
-    return {name for setting_map in paths.values() for name in setting_map} | set(ROLE_SETTINGS) | set(SPEC_GROUP)
+    return (
+        {name for setting_map in paths.values() for name in setting_map}
+        | set(ROLE_SETTINGS)
+        | set(SPEC_GROUP)
+    )
 
 
 def settings_space(findings: list[Finding]) -> Space:
@@ -249,12 +300,20 @@ def distinct_choices(setting: str, values: list[SettingValue]) -> list[SettingVa
 def usable_paths(version: str) -> dict[str, Launch]:
     """The allreduce paths whose settings the target SGLang version has."""
     paths = table.table()["allreduce_paths"]
-    return {path: settings for path, settings in paths.items()
-            if all(table.version_allows(setting, version) for setting in settings)}
+    return {
+        path: settings
+        for path, settings in paths.items()
+        if all(table.version_allows(setting, version) for setting in settings)
+    }
 
 
-def launches(space: Space, base_launch: Launch, version: str, spec_options: list[str | None],
-             draft_model: str | None) -> Iterator[tuple[str, str | None, Launch]]:
+def launches(
+    space: Space,
+    base_launch: Launch,
+    version: str,
+    spec_options: list[str | None],
+    draft_model: str | None,
+) -> Iterator[tuple[str, str | None, Launch]]:
     """Every (path, speculative, launch) of the space, in a stable order."""
     names = space.option_names
     for path, path_settings in usable_paths(version).items():

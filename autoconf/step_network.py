@@ -1,4 +1,5 @@
-"""Collectives of a TP group that spans nodes (recommend --nnodes N, issue 41 item 4), priced over the NICs.
+"""Collectives of a TP group that spans nodes (recommend --nnodes N, issue 41 item 4), priced over
+the NICs.
 
 SGLang runs such a group's allreduce on NCCL: its custom allreduce turns itself off when the group spans nodes
 (custom_all_reduce_utils.py:459-464 in 0.5.23, :435 in 0.5.14; custom allreduce v2 only inside one NVLink clique,
@@ -11,6 +12,7 @@ The NICs are the snapshot's active RDMA NICs (rate x count, topoctl/snapshot/net
 
 Layer: launch model and search (docs/architecture.md, "Layers").
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -21,7 +23,8 @@ from topoctl.snapshot.view import SnapshotLike, view_of
 
 @dataclass(frozen=True)
 class Fabric:
-    """The nodes of a launch and what joins them: the bytes/s all of one node's NICs carry, and where that is from."""
+    """The nodes of a launch and what joins them: the bytes/s all of one node's NICs carry, and
+    where that is from."""
 
     nodes: int
     node_bytes_per_s: float
@@ -37,16 +40,22 @@ class CrossNode:
 
 
 def node_nics(snapshot: SnapshotLike) -> tuple[float, str] | None:
-    """(bytes/s all of one node's active RDMA NICs carry, where from), None where the snapshot knows no NIC rate."""
+    """(bytes/s all of one node's active RDMA NICs carry, where from), None where the snapshot knows
+    no NIC rate."""
     view = view_of(snapshot)
-    if not view.data.get("network"):  # no NIC section: the network view is not even imported (start-up budget)
+    if not view.data.get(
+        "network"
+    ):  # no NIC section: the network view is not even imported (start-up budget)
         return None
     nics = view.network.active_rdma or []
     rates = [nic.rate_gbps for nic in nics if nic.rate_gbps]
     if not rates:
         return None
     kinds = ", ".join(sorted({nic.transport or "?" for nic in nics}))
-    return sum(rates) * 1e9 / 8, f"{len(rates)} active RDMA NICs of the snapshot, {sum(rates):g} Gb/s in all ({kinds})"
+    return (
+        sum(rates) * 1e9 / 8,
+        f"{len(rates)} active RDMA NICs of the snapshot, {sum(rates):g} Gb/s in all ({kinds})",
+    )
 
 
 def fabric(nodes: int, nics: tuple[float, str] | None) -> Fabric | None:
@@ -60,12 +69,15 @@ def inter_node_latency() -> tuple[float, str]:
 
 
 def cross_node(size: float, net: Fabric, kind: str = "allreduce") -> CrossNode:
-    """The added time of one `kind` call of `size` bytes a GPU across `net.nodes` nodes (kind allgather moves the
-    message once, an allreduce twice: reduce-scatter then all-gather between the nodes)."""
+    """The added time of one `kind` call of `size` bytes a GPU across `net.nodes` nodes (kind
+    allgather moves the message once, an allreduce twice: reduce-scatter then all-gather between the
+    nodes)."""
     hop, hop_source = inter_node_latency()
     passes = 2.0 if kind == "allreduce" else 1.0
     moved = size * passes * (net.nodes - 1) / net.nodes
     wire = moved / net.node_bytes_per_s * 1e6
-    return CrossNode((net.nodes - 1) * hop + wire,
-                     f"{net.nodes - 1} cross-node hop(s) x {hop:g} us ({hop_source.split(';')[0]}) + "
-                     f"{moved / 1024:.1f} KiB over {net.source} ({wire:.2f} us)")
+    return CrossNode(
+        (net.nodes - 1) * hop + wire,
+        f"{net.nodes - 1} cross-node hop(s) x {hop:g} us ({hop_source.split(';')[0]}) + "
+        f"{moved / 1024:.1f} KiB over {net.source} ({wire:.2f} us)",
+    )

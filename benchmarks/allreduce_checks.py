@@ -9,6 +9,7 @@ size and world size on the named built-in system (autoconf/launch_model.py Laten
 the data file's band and its source does not list it under `known_outside`, or when a listed point comes back
 inside the band (the check's acceptance); 2 on a data file it cannot use.
 """
+
 from __future__ import annotations
 
 import os
@@ -21,7 +22,9 @@ from topoctl.autoconf.data_files import read_yaml
 from topoctl.core.errors import TopoctlError
 from topoctl.snapshot.catalogue import system_snapshot
 
-DEFAULT_DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "public-allreduce.yaml")
+DEFAULT_DATA = os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "data", "public-allreduce.yaml"
+)
 REQUIRED = ("id", "url", "gpu", "system", "world", "path", "timing", "method", "points")
 
 
@@ -38,7 +41,9 @@ class Row:
     published_us: float
     predicted_us: float
     level: str
-    known_outside: bool = False  # the source lists this point as a known miss (known_outside_reason says why)
+    known_outside: bool = (
+        False  # the source lists this point as a known miss (known_outside_reason says why)
+    )
     input: bool = False  # the source set a costs.yaml row (`input_of`): not an independent check
 
     @property
@@ -51,35 +56,59 @@ def load(path: str) -> dict[str, Any]:
     try:
         data = read_yaml(path)
     except OSError as exc:
-        raise TopoctlError(f"cannot read {path}: {exc.strerror}", hint="give the path of a published-points YAML file") from exc
-    if not isinstance(data, dict) or not isinstance(data.get("sources"), list) or not data["sources"]:
-        raise TopoctlError(f"{path}: no `sources` list", hint="see benchmarks/data/public-allreduce.yaml for the form")
+        raise TopoctlError(
+            f"cannot read {path}: {exc.strerror}",
+            hint="give the path of a published-points YAML file",
+        ) from exc
+    if (
+        not isinstance(data, dict)
+        or not isinstance(data.get("sources"), list)
+        or not data["sources"]
+    ):
+        raise TopoctlError(
+            f"{path}: no `sources` list",
+            hint="see benchmarks/data/public-allreduce.yaml for the form",
+        )
     for index, source in enumerate(data["sources"]):
         missing = [key for key in REQUIRED if not isinstance(source, dict) or key not in source]
         if missing:
-            raise TopoctlError(f"{path}: source {index + 1} lacks {', '.join(missing)}",
-                               hint="each source states its URL, GPU, system, world size, path, method and points")
+            raise TopoctlError(
+                f"{path}: source {index + 1} lacks {', '.join(missing)}",
+                hint="each source states its URL, GPU, system, world size, path, method and points",
+            )
         for point in source["points"]:
-            if not (isinstance(point, list) and len(point) == 2 and all(isinstance(v, (int, float)) for v in point)
-                    and point[1] > 0):
-                raise TopoctlError(f"{path}: source {source['id']}: point {point!r} is not [bytes, us]",
-                                   hint="write each point as [message bytes, latency in microseconds]")
+            if not (
+                isinstance(point, list)
+                and len(point) == 2
+                and all(isinstance(v, (int, float)) for v in point)
+                and point[1] > 0
+            ):
+                raise TopoctlError(
+                    f"{path}: source {source['id']}: point {point!r} is not [bytes, us]",
+                    hint="write each point as [message bytes, latency in microseconds]",
+                )
         _check_known_outside(path, source)
     return data
 
 
 def _check_known_outside(path: str, source: dict[str, Any]) -> None:
-    """A source's `known_outside` names sizes among its own points and says why (`known_outside_reason`)."""
+    """A source's `known_outside` names sizes among its own points and says why
+    (`known_outside_reason`)."""
     known = source.get("known_outside")
     if known is None:
         return
     sizes = {point[0] for point in source["points"]}
     if not isinstance(known, list) or not known or any(size not in sizes for size in known):
-        raise TopoctlError(f"{path}: source {source['id']}: known_outside {known!r} is not a list of its point sizes",
-                           hint="list the message bytes of the points expected outside the band")
+        raise TopoctlError(
+            f"{path}: source {source['id']}: known_outside {known!r} is not a list of its point "
+            "sizes",
+            hint="list the message bytes of the points expected outside the band",
+        )
     if not str(source.get("known_outside_reason") or "").strip():
-        raise TopoctlError(f"{path}: source {source['id']}: known_outside without known_outside_reason",
-                           hint="say why those points are expected outside the band")
+        raise TopoctlError(
+            f"{path}: source {source['id']}: known_outside without known_outside_reason",
+            hint="say why those points are expected outside the band",
+        )
 
 
 def rows(data: dict[str, Any]) -> list[Row]:
@@ -94,16 +123,29 @@ def rows(data: dict[str, Any]) -> list[Row]:
         known = set(source.get("known_outside") or ())
         for size, published in source["points"]:
             predicted, level, _ = latencies[system].latency(str(source["path"]), float(size), world)
-            out.append(Row(str(source["id"]), str(source["url"]), " ".join(str(source["gpu"]).split()), world,
-                           str(source["path"]), str(source["timing"]), " ".join(str(source["method"]).split()),
-                           int(size),
-                           float(published), predicted, level, size in known, bool(source.get("input_of"))))
+            out.append(
+                Row(
+                    str(source["id"]),
+                    str(source["url"]),
+                    " ".join(str(source["gpu"]).split()),
+                    world,
+                    str(source["path"]),
+                    str(source["timing"]),
+                    " ".join(str(source["method"]).split()),
+                    int(size),
+                    float(published),
+                    predicted,
+                    level,
+                    size in known,
+                    bool(source.get("input_of")),
+                )
+            )
     return out
 
 
 def size_text(size: int) -> str:
-    if size >= 1024 ** 2 and size % (1024 ** 2) == 0:
-        return f"{size // 1024 ** 2} MiB"
+    if size >= 1024**2 and size % (1024**2) == 0:
+        return f"{size // 1024**2} MiB"
     if size >= 1024 and size % 1024 == 0:
         return f"{size // 1024} KiB"
     return f"{size} B"
@@ -114,21 +156,27 @@ def outside(table: list[Row], band: float) -> list[Row]:
 
 
 def failures(table: list[Row], band: float) -> list[Row]:
-    """The rows that fail the acceptance: outside the band and not listed as known, or listed and inside."""
+    """The rows that fail the acceptance: outside the band and not listed as known, or listed and
+    inside."""
     out = set(map(id, outside(table, band)))
     return [row for row in table if (id(row) in out) != row.known_outside]
 
 
 def render(table: list[Row], band: float) -> str:
-    lines = ["| source | GPU | GPUs | path | timed | message | published (us) | predicted (us) | predicted / published |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| source | GPU | GPUs | path | timed | message | published (us) | predicted (us) | "
+        "predicted / published |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     out = set(map(id, outside(table, band)))
     for row in table:
         mark = " (input)" if row.input else ""
         miss = " (known miss)" if row.known_outside and id(row) in out else ""
-        lines.append(f"| [{row.source}]({row.url}){mark} | {row.gpu} | {row.world} | {row.path} | {row.timing} "
-                     f"| {size_text(row.message_bytes)} "
-                     f"| {row.published_us:.3g} | {row.predicted_us:.3g} ({row.level}) | {row.ratio:.2f}{miss} |")
+        lines.append(
+            f"| [{row.source}]({row.url}){mark} | {row.gpu} | {row.world} | {row.path} | "
+            f"{row.timing} | {size_text(row.message_bytes)} | {row.published_us:.3g} | "
+            f"{row.predicted_us:.3g} ({row.level}) | {row.ratio:.2f}{miss} |"
+        )
     paths = sorted({row.path for row in table})
     summary = []
     for path in paths:

@@ -2,12 +2,14 @@
 
 Usage:  python benchmarks/bench_interconnect.py SNAPSHOT [--out results.json] [--iters 200]
 
-SNAPSHOT is what `topoctl bench -o SNAPSHOT` wrote. For every NCCL and torch symmetric-memory allreduce row it
-measured (eager and CUDA graph), every local copy and every healthy P2P pair, this script measures the same thing with none of
-topoctl's code: a plain torch.distributed loop between two CUDA events (or one CUDA graph of the same loop,
-replayed between events), a plain `copy_` between events for bandwidth, and prints bench / independent per
-figure. Goals (issue 11): bandwidth within 10%, allreduce latency within 15%. Needs GPUs and torch.
+SNAPSHOT is what `topoctl bench -o SNAPSHOT` wrote. For every NCCL and torch symmetric-memory
+allreduce row it measured (eager and CUDA graph), every local copy and every healthy P2P pair, this
+script measures the same thing with none of topoctl's code: a plain torch.distributed loop between
+two CUDA events (or one CUDA graph of the same loop, replayed between events), a plain `copy_`
+between events for bandwidth, and prints bench / independent per figure. Goals (issue 11): bandwidth
+within 10%, allreduce latency within 15%. Needs GPUs and torch.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -42,13 +44,20 @@ def _allreduce_rank(rank, world, port, rows, iters, out_path):
     import torch.distributed as dist
 
     torch.cuda.set_device(rank)
-    dist.init_process_group("nccl", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
-                            device_id=torch.device("cuda", rank))
+    dist.init_process_group(
+        "nccl",
+        init_method=f"tcp://127.0.0.1:{port}",
+        rank=rank,
+        world_size=world,
+        device_id=torch.device("cuda", rank),
+    )
     results = []
     for row in rows:
         count = row["bytes"] // 2
         if row["path"] == "nccl":
-            buffer = torch.randn(count, dtype=torch.float32, device="cuda").to(torch.bfloat16) * 1e-3
+            buffer = (
+                torch.randn(count, dtype=torch.float32, device="cuda").to(torch.bfloat16) * 1e-3
+            )
             call = functools.partial(dist.all_reduce, buffer)
         else:  # torch symmetric memory, called directly
             import torch.distributed._symmetric_memory as symm_mem
@@ -59,8 +68,11 @@ def _allreduce_rank(rank, world, port, rows, iters, out_path):
             buffer = symm_mem.empty(count, dtype=torch.bfloat16, device=torch.device("cuda"))
             symm_mem.rendezvous(buffer, group)
             buffer.normal_(0, 1e-3)
-            op = (torch.ops.symm_mem.one_shot_all_reduce if row.get("variant") == "one_shot"
-                  else torch.ops.symm_mem.two_shot_all_reduce_)
+            op = (
+                torch.ops.symm_mem.one_shot_all_reduce
+                if row.get("variant") == "one_shot"
+                else torch.ops.symm_mem.two_shot_all_reduce_
+            )
             call = functools.partial(op, buffer, "sum", group)
 
         for _ in range(20):
@@ -79,9 +91,14 @@ def _allreduce_rank(rank, world, port, rows, iters, out_path):
                     call()
             graph.replay()
             torch.cuda.synchronize()
-            samples = [_events_ms(torch, graph.replay, 1) * 1000 / inner for _ in range(max(5, iters // inner))]
+            samples = [
+                _events_ms(torch, graph.replay, 1) * 1000 / inner
+                for _ in range(max(5, iters // inner))
+            ]
         else:
-            samples = [_events_ms(torch, call, inner) * 1000 / inner for _ in range(max(5, iters // inner))]
+            samples = [
+                _events_ms(torch, call, inner) * 1000 / inner for _ in range(max(5, iters // inner))
+            ]
         tensor = torch.tensor(samples, dtype=torch.float64, device="cuda")
         dist.all_reduce(tensor, op=dist.ReduceOp.MAX)
         results.append({"median_us": _median(tensor.tolist())})
@@ -126,7 +143,11 @@ def main() -> int:
         snapshot = yaml.safe_load(text)
     m = snapshot["measurements"]
     figures = []
-    rows = [row for row in m["allreduce"] if row.get("status") == "ok" and row.get("path") in ("nccl", "torch_symm_mem")]
+    rows = [
+        row
+        for row in m["allreduce"]
+        if row.get("status") == "ok" and row.get("path") in ("nccl", "torch_symm_mem")
+    ]
     world = m["allreduce"][0]["world_size"] if m["allreduce"] else 1
     if rows:
         with socket.socket() as sock:
@@ -134,41 +155,72 @@ def main() -> int:
             port = sock.getsockname()[1]
         with tempfile.TemporaryDirectory() as folder:
             out_path = os.path.join(folder, "ar.json")
-            mp.spawn(_allreduce_rank, args=(world, port, rows, options.iters, out_path), nprocs=world, join=True)
+            mp.spawn(
+                _allreduce_rank,
+                args=(world, port, rows, options.iters, out_path),
+                nprocs=world,
+                join=True,
+            )
             with open(out_path, encoding="utf-8") as handle:
                 independent = json.load(handle)
         for row, mine in zip(rows, independent, strict=False):
             name = row["path"] + (f"/{row['variant']}" if row.get("variant") else "")
-            figures.append({"figure": f"allreduce {name} {row['bytes']} B{' graph' if row['cuda_graph'] else ''} (us)",
-                            "bench": row["latency_us"]["median"], "independent": round(mine["median_us"], 3),
-                            "goal": 0.15})
+            figures.append(
+                {
+                    "figure": f"allreduce {name} {row['bytes']} "
+                    f"B{' graph' if row['cuda_graph'] else ''} (us)",
+                    "bench": row["latency_us"]["median"],
+                    "independent": round(mine["median_us"], 3),
+                    "goal": 0.15,
+                }
+            )
     for row in m.get("local_copy") or []:
         gpu = row["gpu"]
         count = row["bytes"] // 4
         src = torch.randint(0, 1 << 30, (count,), dtype=torch.int32, device=f"cuda:{gpu}")
         dst = torch.empty_like(src)
-        figures.append({"figure": f"local copy GPU {gpu} (GB/s)", "bench": row["bandwidth_gbps"]["median"],
-                        "independent": round(_copy_gbps(torch, src, dst, row["bytes"]), 1), "goal": 0.10})
+        figures.append(
+            {
+                "figure": f"local copy GPU {gpu} (GB/s)",
+                "bench": row["bandwidth_gbps"]["median"],
+                "independent": round(_copy_gbps(torch, src, dst, row["bytes"]), 1),
+                "goal": 0.10,
+            }
+        )
     for row in m.get("p2p") or []:
         if not row.get("healthy") or not row.get("bandwidth_gbps"):
             continue
         count = row["bytes"] // 4
         src = torch.randint(0, 1 << 30, (count,), dtype=torch.int32, device=f"cuda:{row['src']}")
         dst = torch.empty(count, dtype=torch.int32, device=f"cuda:{row['dst']}")
-        figures.append({"figure": f"P2P {row['src']}->{row['dst']} one way (GB/s)",
-                        "bench": row["bandwidth_gbps"]["one_way"],
-                        "independent": round(_copy_gbps(torch, src, dst, row["bytes"]), 1), "goal": 0.10})
+        figures.append(
+            {
+                "figure": f"P2P {row['src']}->{row['dst']} one way (GB/s)",
+                "bench": row["bandwidth_gbps"]["one_way"],
+                "independent": round(_copy_gbps(torch, src, dst, row["bytes"]), 1),
+                "goal": 0.10,
+            }
+        )
     print(f"{'figure':58} {'bench':>10} {'independent':>12} {'ratio':>7}  goal")
     for figure in figures:
         ratio = figure["bench"] / figure["independent"] if figure["independent"] else float("nan")
         figure["ratio"] = round(ratio, 3)
         figure["within_goal"] = abs(ratio - 1) <= figure["goal"]
-        print(f"{figure['figure']:58} {figure['bench']:>10} {figure['independent']:>12} {ratio:>7.3f}  "
-              f"+-{figure['goal']:.0%} {'ok' if figure['within_goal'] else 'MISSED'}")
+        print(
+            f"{figure['figure']:58} {figure['bench']:>10} {figure['independent']:>12} "
+            f"{ratio:>7.3f}  +-{figure['goal']:.0%} {'ok' if figure['within_goal'] else 'MISSED'}"
+        )
     if options.out:
         with open(options.out, "w", encoding="utf-8") as handle:
-            json.dump({"device": torch.cuda.get_device_name(0), "torch": str(torch.__version__), "figures": figures},
-                      handle, indent=1)
+            json.dump(
+                {
+                    "device": torch.cuda.get_device_name(0),
+                    "torch": str(torch.__version__),
+                    "figures": figures,
+                },
+                handle,
+                indent=1,
+            )
     return 0
 
 

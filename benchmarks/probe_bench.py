@@ -7,11 +7,12 @@ capabilities per ordered pair, NVLink, PCIe tree, NUMA, versions). For scale, th
 `nvidia-smi topo -p2p` calls it would take to get the P2P matrices alone are timed too, and so are the
 floor any Python tool pays on that machine (interpreter start, importing the NVML binding).
 
-Bytecode: pip compiles .pyc files at install time. Where an image ships packages without them and sets
-PYTHONDONTWRITEBYTECODE, every Python start recompiles the 7,000-line NVML binding (~50 ms); set
-PYTHONPYCACHEPREFIX=/tmp/pyc and run `python -m compileall -q <site-packages>/pynvml.py` first to measure
-what a normal install pays. Say which one you measured.
+Bytecode: pip compiles .pyc files at install time. Where an image ships packages without them and
+sets PYTHONDONTWRITEBYTECODE, every Python start recompiles the 7,000-line NVML binding (~50 ms);
+set PYTHONPYCACHEPREFIX=/tmp/pyc and run `python -m compileall -q <site-packages>/pynvml.py` first
+to measure what a normal install pays. Say which one you measured.
 """
+
 from __future__ import annotations
 
 import argparse

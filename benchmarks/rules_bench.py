@@ -1,12 +1,14 @@
 """How long one evaluation of 1,000 rules takes against an 8-GPU snapshot.
 
 autoconf evaluates the rules once per candidate launch, so evaluation must stay cheap as a site's
-knowledge grows. The 1,000 rules are copies of the shipped ones under new ids (same conditions, so the
-mix of matchers, version specifiers and pair quantifiers is the real one); the snapshot is the built-in
-8x RTX PRO 6000 PCIe system (56 ordered pairs) when installed, else a synthetic one of the same shape.
+knowledge grows. The 1,000 rules are copies of the shipped ones under new ids (same conditions, so
+the mix of matchers, version specifiers and pair quantifiers is the real one); the snapshot is the
+built-in 8x RTX PRO 6000 PCIe system (56 ordered pairs) when installed, else a synthetic one of the
+same shape.
 
     python benchmarks/rules_bench.py [--rules 1000] [--runs 50]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -27,11 +29,32 @@ def eight_gpu_snapshot() -> Snapshot | dict[str, Any]:
         return system_snapshot("rtx-pro-6000-8x-pcie")
     except Exception:  # the reference system is not installed: build the same shape
         gpus = [{"index": index, "sm": 120, "compute_capability": "12.0"} for index in range(8)]
-        pairs = [{"src": src, "dst": dst, "p2p": {"read": "OK", "write": "OK"}, "link": "PXB", "nvlinks": 0,
-                  "pcie_ancestor": "PXB"} for src in range(8) for dst in range(8) if src != dst]
-        return {"schema_version": 1, "gpus": gpus, "pairs": pairs, "nvlink": {"present": False, "nvswitch": False},
-                "software": {"sglang": "0.5.12", "nccl": "2.27.3"},
-                "summary": {"gpu_count": 8, "interconnect": "pcie", "all_pairs_p2p": True, "virtualized": False}}
+        pairs = [
+            {
+                "src": src,
+                "dst": dst,
+                "p2p": {"read": "OK", "write": "OK"},
+                "link": "PXB",
+                "nvlinks": 0,
+                "pcie_ancestor": "PXB",
+            }
+            for src in range(8)
+            for dst in range(8)
+            if src != dst
+        ]
+        return {
+            "schema_version": 1,
+            "gpus": gpus,
+            "pairs": pairs,
+            "nvlink": {"present": False, "nvswitch": False},
+            "software": {"sglang": "0.5.12", "nccl": "2.27.3"},
+            "summary": {
+                "gpu_count": 8,
+                "interconnect": "pcie",
+                "all_pairs_p2p": True,
+                "virtualized": False,
+            },
+        }
 
 
 def main() -> int:
@@ -45,12 +68,22 @@ def main() -> int:
     started = time.perf_counter()
     shipped = load_rules().rules
     load_ms = (time.perf_counter() - started) * 1000
-    rules = [dataclasses.replace(shipped[index % len(shipped)], id=f"bench-{index:04d}-{shipped[index % len(shipped)].id}")
-             for index in range(args.rules)]
+    rules = [
+        dataclasses.replace(
+            shipped[index % len(shipped)],
+            id=f"bench-{index:04d}-{shipped[index % len(shipped)].id}",
+        )
+        for index in range(args.rules)
+    ]
     ruleset = RuleSet(rules)
     snapshot = eight_gpu_snapshot()
-    request: dict[str, Any] = {"model": {"name": "kimi-k2.5", "moe": True, "layers": 61}, "speculative": "eagle3", "tp_size": 8,
-               "sglang_version": "0.5.12", "launch": {"tp_size": 8, "env:NCCL_ALGO": "Ring"}}
+    request: dict[str, Any] = {
+        "model": {"name": "kimi-k2.5", "moe": True, "layers": 61},
+        "speculative": "eagle3",
+        "tp_size": 8,
+        "sglang_version": "0.5.12",
+        "launch": {"tp_size": 8, "env:NCCL_ALGO": "Ring"},
+    }
 
     evaluate(ruleset, snapshot, request)  # warm caches (version parsing, imports)
     timings, violation_timings = [], []
@@ -62,11 +95,16 @@ def main() -> int:
         violations(report, request["launch"])
         violation_timings.append((time.perf_counter() - started) * 1000)
 
-    print(f"machine: {platform.machine()}, {platform.python_implementation()} {platform.python_version()}, "
-          f"snapshot: {len(snapshot['gpus'])} GPUs / {len(snapshot['pairs'])} pairs")
+    print(
+        f"machine: {platform.machine()}, {platform.python_implementation()} "
+        f"{platform.python_version()}, snapshot: {len(snapshot['gpus'])} GPUs / "
+        f"{len(snapshot['pairs'])} pairs"
+    )
     print(f"{'measure':<42} {'median ms':>10} {'p90 ms':>8} {'max ms':>8}")
-    for label, values in ((f"evaluate {len(rules)} rules", timings),
-                          (f"violations of one launch ({len(report.findings)} findings)", violation_timings)):
+    for label, values in (
+        (f"evaluate {len(rules)} rules", timings),
+        (f"violations of one launch ({len(report.findings)} findings)", violation_timings),
+    ):
         ordered = sorted(values)
         p90 = ordered[int(0.9 * (len(ordered) - 1))]
         print(f"{label:<42} {statistics.median(values):>10.2f} {p90:>8.2f} {max(values):>8.2f}")

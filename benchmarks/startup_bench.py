@@ -4,11 +4,12 @@ loader/dumper on a snapshot (same text, speed).
 
     python benchmarks/startup_bench.py [--repeat 11] [--rules 1000]
 
-Each command is a fresh subprocess (what a CI job pays), interleaved so all see the same machine load.
-"cold" runs with an empty XDG_CACHE_HOME every time (a fresh CI job); "warm" reuses one. Goals (README,
-"Speed"): cold within 10% of warm; 1,000 site rules under 300 ms; --version and a subcommand's --help under
-2x `python -c pass`; recommend and check under 4x.
+Each command is a fresh subprocess (what a CI job pays), interleaved so all see the same machine
+load. "cold" runs with an empty XDG_CACHE_HOME every time (a fresh CI job); "warm" reuses one. Goals
+(README, "Speed"): cold within 10% of warm; 1,000 site rules under 300 ms; --version and a
+subcommand's --help under 2x `python -c pass`; recommend and check under 4x.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -41,23 +42,28 @@ def site_rules(folder: str, count: int) -> None:
                 "    when:",
                 "      all:",
                 "        - {fact: gpu.sm_majors, any_in: [12]}",
-                f"        - {{fact: software.sglang, version: \"<0.{index % 9 + 1}\"}}",
+                f'        - {{fact: software.sglang, version: "<0.{index % 9 + 1}"}}',
                 "    effect:",
                 "      forbid:",
                 "        - {setting: torch_symm_mem, values: [true]}",
                 "    message: Site knowledge.",
                 "    remediation: Do not.",
                 "    evidence:",
-                "      - {source: 'measured:site-box', level: measured, summary: Seen here., scope: our box}",
+                "      - {source: 'measured:site-box', level: measured, summary: Seen here., "
+                "scope: our box}",
                 "    tests:",
-                "      - {name: fires, expect: fire, snapshot: {gpus: [{index: 0, sm: 120}], software: {sglang: '0.0.1'}}}",
-                "      - {name: silent, expect: silent, snapshot: {gpus: [{index: 0, sm: 90}], software: {sglang: '0.0.1'}}}",
+                "      - {name: fires, expect: fire, snapshot: {gpus: [{index: 0, sm: 120}], "
+                "software: {sglang: '0.0.1'}}}",
+                "      - {name: silent, expect: silent, snapshot: {gpus: [{index: 0, sm: 90}], "
+                "software: {sglang: '0.0.1'}}}",
             ]
         with open(os.path.join(folder, f"site-{number}.yaml"), "w", encoding="utf-8") as handle:
             handle.write("\n".join(lines) + "\n")
 
 
-def measure(commands: dict[str, tuple[list[str], dict[str, str] | None]], repeat: int) -> dict[str, list[float]]:
+def measure(
+    commands: dict[str, tuple[list[str], dict[str, str] | None]], repeat: int
+) -> dict[str, list[float]]:
     timings: dict[str, list[float]] = {name: [] for name in commands}
     for _ in range(repeat):
         for name, (command, extra_env) in commands.items():
@@ -69,12 +75,16 @@ def measure(commands: dict[str, tuple[list[str], dict[str, str] | None]], repeat
             elif extra_env:
                 env.update(extra_env)
             start = time.perf_counter()
-            done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, check=False)
+            done = subprocess.run(
+                command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, check=False
+            )
             timings[name].append(time.perf_counter() - start)
             if cold:
                 shutil.rmtree(cold, ignore_errors=True)
             if done.returncode != 0:
-                raise SystemExit(f"{name}: exit {done.returncode}\n{done.stderr.decode(errors='replace')[-400:]}")
+                raise SystemExit(
+                    f"{name}: exit {done.returncode}\n{done.stderr.decode(errors='replace')[-400:]}"
+                )
     return timings
 
 
@@ -89,8 +99,10 @@ def yaml_compare(rounds: int = 20) -> str:
     options = {"sort_keys": False, "allow_unicode": True, "default_flow_style": False, "width": 120}
     rows = []
     texts = {}
-    for label, dumper, loader in (("pure-Python", yaml.SafeDumper, yaml.SafeLoader),
-                                  ("C (libyaml)", getattr(yaml, "CSafeDumper", None), getattr(yaml, "CSafeLoader", None))):
+    for label, dumper, loader in (
+        ("pure-Python", yaml.SafeDumper, yaml.SafeLoader),
+        ("C (libyaml)", getattr(yaml, "CSafeDumper", None), getattr(yaml, "CSafeLoader", None)),
+    ):
         if dumper is None or loader is None:
             rows.append(f"  {label}: not available in this PyYAML")
             continue
@@ -104,7 +116,10 @@ def yaml_compare(rounds: int = 20) -> str:
         load_ms = (time.perf_counter() - start) / rounds * 1000
         texts[label] = text
         assert json.dumps(back, sort_keys=True) == json.dumps(data, sort_keys=True)
-        rows.append(f"  {label:12s} dump {dump_ms:6.1f} ms, load {load_ms:6.1f} ms (8-GPU snapshot, {len(text)} bytes)")
+        rows.append(
+            f"  {label:12s} dump {dump_ms:6.1f} ms, load {load_ms:6.1f} ms (8-GPU snapshot, "
+            f"{len(text)} bytes)"
+        )
     if len(texts) == 2:
         rows.append(f"  identical text: {len(set(texts.values())) == 1}")
     return "\n".join(rows)
@@ -122,7 +137,10 @@ def main() -> int:
         rules_dir = os.path.join(folder, "site-rules")
         os.makedirs(rules_dir)
         site_rules(rules_dir, options.rules)
-        subprocess.run([*topoctl, "recommend", "--system", SYSTEM, "--model", MODEL, "-o", env_file], check=True)
+        subprocess.run(
+            [*topoctl, "recommend", "--system", SYSTEM, "--model", MODEL, "-o", env_file],
+            check=True,
+        )
         recommend = [*topoctl, "recommend", "--system", SYSTEM, "--model", MODEL]
         commands = {
             "python -c pass": ([python, "-c", "pass"], None),
@@ -131,24 +149,42 @@ def main() -> int:
             "topoctl check --help": ([*topoctl, "check", "--help"], None),
             "topoctl recommend (warm)": (recommend, None),
             "topoctl recommend (cold: empty cache)": (recommend, {"COLD": "1"}),
-            "topoctl check launch.env (warm)": ([*topoctl, "check", env_file, "--system", SYSTEM], None),
+            "topoctl check launch.env (warm)": (
+                [*topoctl, "check", env_file, "--system", SYSTEM],
+                None,
+            ),
             "topoctl rules list (warm)": ([*topoctl, "rules", "list"], None),
             f"topoctl rules list --rules <{options.rules} site rules>": (
-                [*topoctl, "rules", "list", "--rules", rules_dir], None),
+                [*topoctl, "rules", "list", "--rules", rules_dir],
+                None,
+            ),
         }
         timings = measure(commands, options.repeat)
-    print(f"{platform.node()}: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
-          f"Python {platform.python_version()}, median of {options.repeat} fresh processes")
+    print(
+        f"{platform.node()}: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
+        f"Python {platform.python_version()}, median of {options.repeat} fresh processes"
+    )
     print(table(timings, "python -c pass"))
     med = {name: statistics.median(values) for name, values in timings.items()}
     base = med["python -c pass"]
-    site = med[f"topoctl rules list --rules <{options.rules} site rules>"] - med["topoctl rules list (warm)"]
+    site = (
+        med[f"topoctl rules list --rules <{options.rules} site rules>"]
+        - med["topoctl rules list (warm)"]
+    )
     print()
-    print(f"cold / warm recommend: {med['topoctl recommend (cold: empty cache)'] / med['topoctl recommend (warm)']:.2f}"
-          "  (goal <= 1.10)")
+    print(
+        "cold / warm recommend: "
+        f"{med['topoctl recommend (cold: empty cache)'] / med['topoctl recommend (warm)']:.2f}"
+        "  (goal <= 1.10)"
+    )
     print(f"{options.rules} site rules add: {site * 1000:.0f} ms  (goal < 300 ms)")
-    for name, goal in (("topoctl --version", 2), ("topoctl recommend --help", 2), ("topoctl check --help", 2),
-                       ("topoctl recommend (warm)", 4), ("topoctl check launch.env (warm)", 4)):
+    for name, goal in (
+        ("topoctl --version", 2),
+        ("topoctl recommend --help", 2),
+        ("topoctl check --help", 2),
+        ("topoctl recommend (warm)", 4),
+        ("topoctl check launch.env (warm)", 4),
+    ):
         print(f"{name}: {med[name] / base:.2f}x python -c pass  (goal < {goal}x)")
     print()
     print("PyYAML loader and dumper:")

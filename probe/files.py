@@ -1,10 +1,12 @@
-"""The door to sysfs and /proc: file reads and symlink resolution, recorded and replayed like NVML answers.
+"""The door to sysfs and /proc: file reads and symlink resolution, recorded and replayed like NVML
+answers.
 
-NCCL reads the PCIe tree from sysfs (realpath of each PCI device, numa_node, class, link speed/width), so
-topoctl reads the same places: what NCCL sees is what decides its transport.
+NCCL reads the PCIe tree from sysfs (realpath of each PCI device, numa_node, class, link
+speed/width), so topoctl reads the same places: what NCCL sees is what decides its transport.
 
 Layer: probe (docs/architecture.md, "Layers").
 """
+
 from __future__ import annotations
 
 import os

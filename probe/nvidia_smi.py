@@ -1,10 +1,12 @@
 """Parsers for `nvidia-smi topo -m` and `nvidia-smi topo -p2p r|w|n|a|p` text.
 
 topoctl does not use these to probe (it asks NVML directly); they exist so that real captures can be
-checked against what nvidia-smi printed on the same machine, pair by pair, and so that users can compare.
+checked against what nvidia-smi printed on the same machine, pair by pair, and so that users can
+compare.
 
 Layer: probe (docs/architecture.md, "Layers").
 """
+
 from __future__ import annotations
 
 import re
@@ -47,7 +49,8 @@ def _matrix(text: str) -> tuple[list[str], dict[str, list[str]]]:
 
 
 def parse_topo_matrix(text: str) -> dict[tuple[int, int], str]:
-    """`nvidia-smi topo -m` -> {(i, j): 'NV18' | 'PIX' | 'PXB' | 'PHB' | 'NODE' | 'SYS'} for GPU pairs i != j."""
+    """`nvidia-smi topo -m` -> {(i, j): 'NV18' | 'PIX' | 'PXB' | 'PHB' | 'NODE' | 'SYS'} for GPU
+    pairs i != j."""
     header, rows = _matrix(text)
     result: dict[tuple[int, int], str] = {}
     for label, cells in rows.items():
@@ -80,7 +83,8 @@ def parse_p2p_matrix(text: str) -> dict[tuple[int, int], str]:
 
 
 def compare(snapshot: dict, topo_m: str | None, p2p: dict[str, str]) -> list[str]:
-    """Every disagreement between a snapshot and nvidia-smi's matrices, as readable lines (empty = agree).
+    """Every disagreement between a snapshot and nvidia-smi's matrices, as readable lines (empty =
+    agree).
 
     `p2p` maps the nvidia-smi flag (r, w, n, a, p) to that command's output text.
     """
@@ -90,14 +94,21 @@ def compare(snapshot: dict, topo_m: str | None, p2p: dict[str, str]) -> list[str
         for key, label in sorted(parse_topo_matrix(topo_m).items()):
             ours = pairs.get(key, {}).get("link")
             if ours != label:
-                problems.append(f"link GPU{key[0]}->GPU{key[1]}: nvidia-smi {label}, topoctl {ours}")
+                problems.append(
+                    f"link GPU{key[0]}->GPU{key[1]}: nvidia-smi {label}, topoctl {ours}"
+                )
     for flag, text in sorted(p2p.items()):
         capability = P2P_FLAGS[flag]
         for key, status in sorted(parse_p2p_matrix(text).items()):
             ours = pairs.get(key, {}).get("p2p", {}).get(capability)
             if ours != status:
-                problems.append(f"p2p {capability} GPU{key[0]}->GPU{key[1]}: nvidia-smi {status}, topoctl {ours}")
-    expected = {(i, j) for i in range(len(snapshot["gpus"])) for j in range(len(snapshot["gpus"])) if i != j}
+                problems.append(
+                    f"p2p {capability} GPU{key[0]}->GPU{key[1]}: nvidia-smi {status}, topoctl "
+                    f"{ours}"
+                )
+    expected = {
+        (i, j) for i in range(len(snapshot["gpus"])) for j in range(len(snapshot["gpus"])) if i != j
+    }
     if set(pairs) != expected:
         problems.append(f"pairs: expected {len(expected)} ordered pairs, snapshot has {len(pairs)}")
     return problems

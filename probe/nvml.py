@@ -1,13 +1,14 @@
 """The only door to NVML.
 
-Every NVML question topoctl asks is a method here, keyed `function|arg|...` with device handles replaced
-by device indices, so the answers can be recorded and replayed (probe/capture.py). The binding is
-nvidia-ml-py (`import pynvml`), imported lazily: commands that only read a snapshot never load it.
-Errors are normalised to NVML's own names (NotSupported, FunctionNotFound, GpuIsLost, NoPermission, ...),
-because that is what users see in nvidia-smi and what they can search for.
+Every NVML question topoctl asks is a method here, keyed `function|arg|...` with device handles
+replaced by device indices, so the answers can be recorded and replayed (probe/capture.py). The
+binding is nvidia-ml-py (`import pynvml`), imported lazily: commands that only read a snapshot never
+load it. Errors are normalised to NVML's own names (NotSupported, FunctionNotFound, GpuIsLost,
+NoPermission, ...), because that is what users see in nvidia-smi and what they can search for.
 
 Layer: probe (docs/architecture.md, "Layers").
 """
+
 from __future__ import annotations
 
 import threading
@@ -19,15 +20,27 @@ from topoctl.core.p2p import P2P_CAPABILITY_INDEX, P2P_STATUS_BY_CODE
 from topoctl.probe.capture import Answer, ProbeFailure, Session
 
 # NVML constants, as nvidia-ml-py 13.x defines them (checked against the binding in
-# tests/probe/test_probe_nvml_constants.py). The P2P ones live in topoctl/core/p2p.py, which every layer shares.
+# tests/probe/test_probe_nvml_constants.py). The P2P ones live in topoctl/core/p2p.py, which every
+# layer shares.
 P2P_CAPS = P2P_CAPABILITY_INDEX
 P2P_STATUS = P2P_STATUS_BY_CODE
 TOPOLOGY_LEVEL = {0: "PIX", 10: "PIX", 20: "PXB", 30: "PHB", 40: "NODE", 50: "SYS"}
-NVLINK_VERSION_NAME = {1: "1.0", 2: "2.0", 3: "2.2", 4: "3.0", 5: "3.1", 6: "4.0", 7: "5.0", 8: "6.0"}
+NVLINK_VERSION_NAME = {
+    1: "1.0",
+    2: "2.0",
+    3: "2.2",
+    4: "3.0",
+    5: "3.1",
+    6: "4.0",
+    7: "5.0",
+    8: "6.0",
+}
 NVLINK_REMOTE_TYPE = {0: "gpu", 1: "ibmnpu", 2: "switch", 255: "unknown"}
 VIRTUALIZATION_MODE = {0: "none", 1: "passthrough", 2: "vgpu", 3: "host_vgpu", 4: "host_vsga"}
 FABRIC_STATE = {0: "not_supported", 1: "not_started", 2: "in_progress", 3: "completed"}
-MAX_NVLINKS = 36  # NVML_NVLINK_MAX_LINKS (nvidia-ml-py 13.x); iteration stops at the first link NVML rejects
+MAX_NVLINKS = (
+    36  # NVML_NVLINK_MAX_LINKS (nvidia-ml-py 13.x); iteration stops at the first link NVML rejects
+)
 
 
 def _text(value: object) -> str:
@@ -37,7 +50,7 @@ def _text(value: object) -> str:
 def _error_name(exc: BaseException) -> str:
     name = type(exc).__name__
     if name.startswith("NVMLError_"):
-        return name[len("NVMLError_"):]
+        return name[len("NVMLError_") :]
     if name == "NVMLError":
         return f"NVMLError({getattr(exc, 'value', '?')})"
     return name
@@ -51,13 +64,15 @@ class Nvml:
         self._pynvml: ModuleType | None = None
         self._handles: dict[int, object] = {}  # pynvml's opaque device handles
         self._lock = threading.Lock()
-        # The watchdog (collect.run_probe with a timeout): past `deadline` (time.monotonic()) no new call is made,
-        # each answers Timeout; `in_flight` names the call each thread is inside, so a hung one can be named.
+        # The watchdog (collect.run_probe with a timeout): past `deadline` (time.monotonic()) no new
+        # call is made, each answers Timeout; `in_flight` names the call each thread is inside, so a
+        # hung one can be named.
         self.deadline: float | None = None
         self.in_flight: dict[int, tuple[str, float]] = {}
         self._indices: dict[int, int] = {}  # id(handle) -> device index, to name calls by index
 
-    # -- plumbing -----------------------------------------------------------------------------------
+    # -- plumbing
+    # -----------------------------------------------------------------------------------
     def _lib(self) -> ModuleType:
         if self._pynvml is None:
             try:
@@ -102,8 +117,10 @@ class Nvml:
     def hung_calls(self, now: float | None = None) -> list[tuple[str, float]]:
         """The calls still running, oldest first, with how long they have run (seconds)."""
         now = time.monotonic() if now is None else now
-        return sorted(((name, now - started) for name, started in list(self.in_flight.values())),
-                      key=lambda item: -item[1])
+        return sorted(
+            ((name, now - started) for name, started in list(self.in_flight.values())),
+            key=lambda item: -item[1],
+        )
 
     def _handle(self, index: int) -> object:
         handle = self._handles.get(index)
@@ -119,7 +136,8 @@ class Nvml:
         key = "|".join([function, *(str(i) for i in indices)])
         return self.session.ask("nvml", key, live)
 
-    # -- system ---------------------------------------------------------------------------------------
+    # -- system
+    # ---------------------------------------------------------------------------------------
     def init(self) -> Answer:
         def live() -> None:
             self._call("nvmlInit")
@@ -134,70 +152,126 @@ class Nvml:
                 pass
 
     def driver_version(self) -> Answer:
-        return self._ask("nvmlSystemGetDriverVersion", live=lambda: _text(self._call("nvmlSystemGetDriverVersion")))
+        return self._ask(
+            "nvmlSystemGetDriverVersion",
+            live=lambda: _text(self._call("nvmlSystemGetDriverVersion")),
+        )
 
     def cuda_driver_version(self) -> Answer:
         """CUDA version the driver supports, as NVML's integer (13000 -> "13.0" in collect.py)."""
-        return self._ask("nvmlSystemGetCudaDriverVersion", live=lambda: int(self._call("nvmlSystemGetCudaDriverVersion")))
+        return self._ask(
+            "nvmlSystemGetCudaDriverVersion",
+            live=lambda: int(self._call("nvmlSystemGetCudaDriverVersion")),
+        )
 
     def nvml_version(self) -> Answer:
-        return self._ask("nvmlSystemGetNVMLVersion", live=lambda: _text(self._call("nvmlSystemGetNVMLVersion")))
+        return self._ask(
+            "nvmlSystemGetNVMLVersion", live=lambda: _text(self._call("nvmlSystemGetNVMLVersion"))
+        )
 
     def device_count(self) -> Answer:
         return self._ask("nvmlDeviceGetCount", live=lambda: int(self._call("nvmlDeviceGetCount")))
 
-    # -- one device -----------------------------------------------------------------------------------
+    # -- one device
+    # -----------------------------------------------------------------------------------
     def name(self, i: int) -> Answer:
-        return self._ask("nvmlDeviceGetName", i, live=lambda: _text(self._call("nvmlDeviceGetName", self._handle(i))))
+        return self._ask(
+            "nvmlDeviceGetName",
+            i,
+            live=lambda: _text(self._call("nvmlDeviceGetName", self._handle(i))),
+        )
 
     def uuid(self, i: int) -> Answer:
-        return self._ask("nvmlDeviceGetUUID", i, live=lambda: _text(self._call("nvmlDeviceGetUUID", self._handle(i))))
+        return self._ask(
+            "nvmlDeviceGetUUID",
+            i,
+            live=lambda: _text(self._call("nvmlDeviceGetUUID", self._handle(i))),
+        )
 
     def pci_bus_id(self, i: int) -> Answer:
-        return self._ask("nvmlDeviceGetPciInfo", i,
-                         live=lambda: _text(self._call("nvmlDeviceGetPciInfo", self._handle(i)).busId))
+        return self._ask(
+            "nvmlDeviceGetPciInfo",
+            i,
+            live=lambda: _text(self._call("nvmlDeviceGetPciInfo", self._handle(i)).busId),
+        )
 
     def compute_capability(self, i: int) -> Answer:
-        return self._ask("nvmlDeviceGetCudaComputeCapability", i,
-                         live=lambda: list(self._call("nvmlDeviceGetCudaComputeCapability", self._handle(i))))
+        return self._ask(
+            "nvmlDeviceGetCudaComputeCapability",
+            i,
+            live=lambda: list(self._call("nvmlDeviceGetCudaComputeCapability", self._handle(i))),
+        )
 
     def architecture(self, i: int) -> Answer:
-        return self._ask("nvmlDeviceGetArchitecture", i,
-                         live=lambda: int(self._call("nvmlDeviceGetArchitecture", self._handle(i))))
+        return self._ask(
+            "nvmlDeviceGetArchitecture",
+            i,
+            live=lambda: int(self._call("nvmlDeviceGetArchitecture", self._handle(i))),
+        )
 
     def memory_total(self, i: int) -> Answer:
-        return self._ask("nvmlDeviceGetMemoryInfo", i,
-                         live=lambda: int(self._call("nvmlDeviceGetMemoryInfo", self._handle(i)).total))
+        return self._ask(
+            "nvmlDeviceGetMemoryInfo",
+            i,
+            live=lambda: int(self._call("nvmlDeviceGetMemoryInfo", self._handle(i)).total),
+        )
 
     def mig_mode(self, i: int) -> Answer:
         """[current, pending]; 1 = enabled."""
-        return self._ask("nvmlDeviceGetMigMode", i,
-                         live=lambda: list(self._call("nvmlDeviceGetMigMode", self._handle(i))))
+        return self._ask(
+            "nvmlDeviceGetMigMode",
+            i,
+            live=lambda: list(self._call("nvmlDeviceGetMigMode", self._handle(i))),
+        )
 
     def virtualization_mode(self, i: int) -> Answer:
-        return self._ask("nvmlDeviceGetVirtualizationMode", i,
-                         live=lambda: int(self._call("nvmlDeviceGetVirtualizationMode", self._handle(i))))
+        return self._ask(
+            "nvmlDeviceGetVirtualizationMode",
+            i,
+            live=lambda: int(self._call("nvmlDeviceGetVirtualizationMode", self._handle(i))),
+        )
 
     def pcie(self, i: int, what: str) -> Answer:
-        """what: CurrPcieLinkGeneration, MaxPcieLinkGeneration, GpuMaxPcieLinkGeneration, CurrPcieLinkWidth, MaxPcieLinkWidth."""
+        """what: CurrPcieLinkGeneration, MaxPcieLinkGeneration, GpuMaxPcieLinkGeneration,
+        CurrPcieLinkWidth, MaxPcieLinkWidth."""
         function = f"nvmlDeviceGet{what}"
         return self._ask(function, i, live=lambda: int(self._call(function, self._handle(i))))
 
     def nvlink_state(self, i: int, link: int) -> Answer:
-        return self._ask("nvmlDeviceGetNvLinkState", i, link,
-                         live=lambda: int(self._call("nvmlDeviceGetNvLinkState", self._handle(i), link)))
+        return self._ask(
+            "nvmlDeviceGetNvLinkState",
+            i,
+            link,
+            live=lambda: int(self._call("nvmlDeviceGetNvLinkState", self._handle(i), link)),
+        )
 
     def nvlink_version(self, i: int, link: int) -> Answer:
-        return self._ask("nvmlDeviceGetNvLinkVersion", i, link,
-                         live=lambda: int(self._call("nvmlDeviceGetNvLinkVersion", self._handle(i), link)))
+        return self._ask(
+            "nvmlDeviceGetNvLinkVersion",
+            i,
+            link,
+            live=lambda: int(self._call("nvmlDeviceGetNvLinkVersion", self._handle(i), link)),
+        )
 
     def nvlink_remote_bus_id(self, i: int, link: int) -> Answer:
-        return self._ask("nvmlDeviceGetNvLinkRemotePciInfo", i, link,
-                         live=lambda: _text(self._call("nvmlDeviceGetNvLinkRemotePciInfo", self._handle(i), link).busId))
+        return self._ask(
+            "nvmlDeviceGetNvLinkRemotePciInfo",
+            i,
+            link,
+            live=lambda: _text(
+                self._call("nvmlDeviceGetNvLinkRemotePciInfo", self._handle(i), link).busId
+            ),
+        )
 
     def nvlink_remote_type(self, i: int, link: int) -> Answer:
-        return self._ask("nvmlDeviceGetNvLinkRemoteDeviceType", i, link,
-                         live=lambda: int(self._call("nvmlDeviceGetNvLinkRemoteDeviceType", self._handle(i), link)))
+        return self._ask(
+            "nvmlDeviceGetNvLinkRemoteDeviceType",
+            i,
+            link,
+            live=lambda: int(
+                self._call("nvmlDeviceGetNvLinkRemoteDeviceType", self._handle(i), link)
+            ),
+        )
 
     def fabric_info(self, i: int) -> Answer:
         """NVLink fabric (NVL72 and other multi-node NVLink): cluster UUID, clique id, state."""
@@ -206,11 +280,14 @@ class Nvml:
             import ctypes
 
             lib = self._lib()
-            # The versioned call first; a driver or binding without it (FunctionNotFound) gets the older
-            # nvmlDeviceGetGpuFabricInfo with its own struct (nvidia-ml-py 13.615.71 pynvml.py:7198, 7321), which
-            # answers the same four fields. The answer is recorded under the versioned key either way.
-            for function, struct_name in (("nvmlDeviceGetGpuFabricInfoV", "c_nvmlGpuFabricInfoV_t"),
-                                          ("nvmlDeviceGetGpuFabricInfo", "c_nvmlGpuFabricInfo_t")):
+            # The versioned call first; a driver or binding without it (FunctionNotFound) gets the
+            # older nvmlDeviceGetGpuFabricInfo with its own struct (nvidia-ml-py 13.615.71
+            # pynvml.py:7198, 7321), which answers the same four fields. The answer is recorded
+            # under the versioned key either way.
+            for function, struct_name in (
+                ("nvmlDeviceGetGpuFabricInfoV", "c_nvmlGpuFabricInfoV_t"),
+                ("nvmlDeviceGetGpuFabricInfo", "c_nvmlGpuFabricInfo_t"),
+            ):
                 struct_type = getattr(lib, struct_name, None)
                 if struct_type is None or getattr(lib, function, None) is None:
                     continue
@@ -222,19 +299,36 @@ class Nvml:
                         continue
                     raise
                 cluster = bytes(info.clusterUuid)
-                return {"state": int(info.state), "status": int(info.status), "clique_id": int(info.cliqueId),
-                        "cluster_uuid": cluster.hex() if any(cluster) else None}
+                return {
+                    "state": int(info.state),
+                    "status": int(info.status),
+                    "clique_id": int(info.cliqueId),
+                    "cluster_uuid": cluster.hex() if any(cluster) else None,
+                }
             raise ProbeFailure("FunctionNotFound")
 
         return self._ask("nvmlDeviceGetGpuFabricInfoV", i, live=live)
 
-    # -- pairs ----------------------------------------------------------------------------------------
+    # -- pairs
+    # ----------------------------------------------------------------------------------------
     def p2p_status(self, i: int, j: int, capability: str) -> Answer:
         cap = P2P_CAPS[capability]
-        return self._ask("nvmlDeviceGetP2PStatus", i, j, cap,
-                         live=lambda: int(self._call("nvmlDeviceGetP2PStatus", self._handle(i), self._handle(j), cap)))
+        return self._ask(
+            "nvmlDeviceGetP2PStatus",
+            i,
+            j,
+            cap,
+            live=lambda: int(
+                self._call("nvmlDeviceGetP2PStatus", self._handle(i), self._handle(j), cap)
+            ),
+        )
 
     def common_ancestor(self, i: int, j: int) -> Answer:
-        return self._ask("nvmlDeviceGetTopologyCommonAncestor", i, j,
-                         live=lambda: int(self._call("nvmlDeviceGetTopologyCommonAncestor",
-                                                     self._handle(i), self._handle(j))))
+        return self._ask(
+            "nvmlDeviceGetTopologyCommonAncestor",
+            i,
+            j,
+            live=lambda: int(
+                self._call("nvmlDeviceGetTopologyCommonAncestor", self._handle(i), self._handle(j))
+            ),
+        )

@@ -1,10 +1,12 @@
 """Software versions, read from installed package metadata without importing the packages.
 
-Importing torch or sglang takes seconds and may need a GPU; reading their metadata takes milliseconds.
-Only `--with-torch` imports torch (see torch_check.py), to cross-check what the CUDA runtime reports.
+Importing torch or sglang takes seconds and may need a GPU; reading their metadata takes
+milliseconds. Only `--with-torch` imports torch (see torch_check.py), to cross-check what the CUDA
+runtime reports.
 
 Layer: probe (docs/architecture.md, "Layers").
 """
+
 from __future__ import annotations
 
 import re
@@ -29,7 +31,11 @@ PACKAGES: dict[str, tuple[str, ...]] = {
     "vllm": ("vllm",),
     "nvidia_ml_py": ("nvidia-ml-py",),
     "nccl_wheel": ("nvidia-nccl-cu13", "nvidia-nccl-cu12", "nvidia-nccl-cu11"),
-    "cuda_runtime_wheel": ("nvidia-cuda-runtime", "nvidia-cuda-runtime-cu13", "nvidia-cuda-runtime-cu12"),
+    "cuda_runtime_wheel": (
+        "nvidia-cuda-runtime",
+        "nvidia-cuda-runtime-cu13",
+        "nvidia-cuda-runtime-cu12",
+    ),
 }
 
 
@@ -40,8 +46,9 @@ def _normalise(name: str) -> str:
 def _scan_site_dirs() -> dict[str, str]:
     """name -> version from the `NAME-VERSION.dist-info` / `.egg-info` folder names on sys.path.
 
-    One directory listing per path entry instead of one full metadata search per package: on an image with
-    hundreds of packages this is the difference between milliseconds and a tenth of a second.
+    One directory listing per path entry instead of one full metadata search per package: on an
+    image with hundreds of packages this is the difference between milliseconds and a tenth of a
+    second.
     """
     import os
     import sys
@@ -65,8 +72,8 @@ def _scan_site_dirs() -> dict[str, str]:
 def _installed_versions() -> dict[str, Installed | None]:
     """Versions from the dist-info/egg-info folders pip and setuptools write (one scan of sys.path).
 
-    importlib.metadata is not used: each of its lookups scans every path entry again, which cost ~50 ms
-    per missing package on an image with hundreds of packages.
+    importlib.metadata is not used: each of its lookups scans every path entry again, which cost ~50
+    ms per missing package on an image with hundreds of packages.
     """
     scanned = _scan_site_dirs()
     found: dict[str, Installed | None] = {}

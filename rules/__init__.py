@@ -1,5 +1,6 @@
-"""topoctl's knowledge: the rule engine and its YAML rules (engine/, knowledge/, schema/), and one package
-per engine for what that engine's releases do and how they spell it (sglang/). The engine's API:
+"""topoctl's knowledge: the rule engine and its YAML rules (engine/, knowledge/, schema/), and one
+package per engine for what that engine's releases do and how they spell it (sglang/). The engine's
+API:
 
     from topoctl.rules.engine import load_rules, evaluate, violations
 

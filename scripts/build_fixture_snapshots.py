@@ -1,11 +1,13 @@
-"""Regenerate fixtures/<system>/snapshot.json from each fixture's capture.json (the replayed probe), with the
-fixture's measurements.json (what `topoctl bench` measured there) under `measurements` where there is one.
+"""Regenerate fixtures/<system>/snapshot.json from each fixture's capture.json (the replayed probe),
+with the fixture's measurements.json (what `topoctl bench` measured there) under `measurements`
+where there is one.
 
-Run after a probe change or a new capture: python scripts/build_fixture_snapshots.py
-python scripts/build_fixture_snapshots.py --check writes nothing and exits 1 when a snapshot.json is stale.
-tests/snapshot/test_fixtures.py fails when a committed snapshot.json differs from its replay, so the shipped
-reference systems always say what the current probe makes of the recorded answers.
+Run after a probe change or a new capture: python scripts/build_fixture_snapshots.py python
+scripts/build_fixture_snapshots.py --check writes nothing and exits 1 when a snapshot.json is stale.
+tests/snapshot/test_fixtures.py fails when a committed snapshot.json differs from its replay, so the
+shipped reference systems always say what the current probe makes of the recorded answers.
 """
+
 from __future__ import annotations
 
 import os
@@ -27,7 +29,9 @@ def snapshot_for(folder: str) -> dict | None:
         return None
     snapshot["topoctl_version"] = "fixture"  # keeps the files stable across releases
     measured = os.path.join(folder, "measurements.json")
-    if os.path.isfile(measured):  # what `topoctl bench` measured on that machine, in the same session
+    if os.path.isfile(
+        measured
+    ):  # what `topoctl bench` measured on that machine, in the same session
         import json
 
         with open(measured, encoding="utf-8") as handle:
@@ -58,7 +62,10 @@ def main(argv: list[str] | None = None) -> int:
             continue
         with open(target, "w", encoding="utf-8") as handle:
             handle.write(text)
-        print(f"{name}: {snapshot['summary']['gpu_count']} GPUs, {snapshot['summary']['interconnect']}")
+        print(
+            f"{name}: {snapshot['summary']['gpu_count']} GPUs, "
+            f"{snapshot['summary']['interconnect']}"
+        )
     return 1 if stale else 0
 
 

@@ -1,11 +1,13 @@
 """Commit-message check, run by pre-commit at the commit-msg stage (.pre-commit-config.yaml).
 
-The subject (first line) is at most 72 characters and not empty, and a body, when there is one, is parted
-from it by a blank line: `git log --oneline`, shortlogs and review tools show the subject alone, cut at 72.
-Lines git drops (starting with '#') and the diff of `git commit -v` are not part of the message.
+The subject (first line) is at most 72 characters and not empty, and a body, when there is one, is
+parted from it by a blank line: `git log --oneline`, shortlogs and review tools show the subject
+alone, cut at 72. Lines git drops (starting with '#') and the diff of `git commit -v` are not part
+of the message.
 
     python scripts/check_commit_msg.py .git/COMMIT_EDITMSG     # exit 1 with the reason on stderr
 """
+
 from __future__ import annotations
 
 import sys
@@ -34,10 +36,15 @@ def problems(text: str) -> list[str]:
     subject = lines[0]
     found = []
     if len(subject) > MAX_SUBJECT:
-        found.append(f"the subject is {len(subject)} characters, more than {MAX_SUBJECT}: say the what in the subject "
-                     "and move the why to the body, after a blank line")
+        found.append(
+            f"the subject is {len(subject)} characters, more than {MAX_SUBJECT}: say the what in "
+            "the subject "
+            "and move the why to the body, after a blank line"
+        )
     if len(lines) > 1 and lines[1]:
-        found.append("the second line is not blank: part the subject from the body with an empty line")
+        found.append(
+            "the second line is not blank: part the subject from the body with an empty line"
+        )
     return found
 
 

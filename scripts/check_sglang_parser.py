@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""Hold topoctl's SGLang flag data to SGLang's own argparse parser (see scripts/sglang_flags/check.py)."""
+"""Hold topoctl's SGLang flag data to SGLang's own argparse parser (see
+scripts/sglang_flags/check.py)."""
+
 import sys
 from pathlib import Path
 

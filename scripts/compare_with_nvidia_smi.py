@@ -3,6 +3,7 @@
 Usage: python scripts/compare_with_nvidia_smi.py fixtures/h200-4x-nvswitch-vm [SNAPSHOT.json]
 Exit 0 when every pair and every capability agree, 1 otherwise (each disagreement printed).
 """
+
 from __future__ import annotations
 
 import json
@@ -19,7 +20,11 @@ def read_outputs(folder: str) -> tuple[str | None, dict[str, str]]:
         path = os.path.join(folder, name)
         return open(path, encoding="utf-8").read() if os.path.exists(path) else None
 
-    p2p = {flag: text for flag in "rwnap" if (text := read(f"nvidia-smi-topo-p2p-{flag}.txt")) is not None}
+    p2p = {
+        flag: text
+        for flag in "rwnap"
+        if (text := read(f"nvidia-smi-topo-p2p-{flag}.txt")) is not None
+    }
     return read("nvidia-smi-topo-m.txt"), p2p
 
 
@@ -38,8 +43,10 @@ def main(argv: list[str]) -> int:
     checked = len(snapshot["pairs"]) * (len(p2p) + (1 if topo_m else 0))
     for line in problems:
         print(line)
-    print(f"{folder}: {len(snapshot['gpus'])} GPUs, {len(snapshot['pairs'])} ordered pairs, "
-          f"{checked} pair-facts compared with nvidia-smi, {len(problems)} disagreements")
+    print(
+        f"{folder}: {len(snapshot['gpus'])} GPUs, {len(snapshot['pairs'])} ordered pairs, "
+        f"{checked} pair-facts compared with nvidia-smi, {len(problems)} disagreements"
+    )
     return 1 if problems else 0
 
 

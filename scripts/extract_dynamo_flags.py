@@ -5,25 +5,27 @@ ai-dynamo release, into rules/sglang/generated/dynamo-<version>.json.
     python scripts/extract_dynamo_flags.py 1.5.1 1.6.1
     python scripts/extract_dynamo_flags.py --wheel path/to/ai_dynamo-1.6.1-py3-none-any.whl
 
-`dynamo/sglang/args.py:parse_args` (1.0 and later) reads a launch in three steps, and this script records
-what each step consumes:
+`dynamo/sglang/args.py:parse_args` (1.0 and later) reads a launch in three steps, and this script
+records what each step consumes:
 
-1. Dynamo's own parser (`DynamoRuntimeArgGroup` + `DynamoSGLangArgGroup`, an argparse parser with the
-   default allow_abbrev=True) runs `parse_known_args`: it takes its own options, prefixes of them included;
+1. Dynamo's own parser (`DynamoRuntimeArgGroup` + `DynamoSGLangArgGroup`, an argparse parser with
+   the default allow_abbrev=True) runs `parse_known_args`: it takes its own options, prefixes of
+   them included;
 2. from 1.5 on, `parse_worker_router_config` runs a second `parse_known_args` with the router
    advertisement options (`add_worker_router_arguments`);
 3. what is left goes to SGLang's own parser (`ServerArgs.add_cli_args`), after `--config` merging.
 
-Only steps 1 and 2 are extracted here (SGLang's flags come from scripts/extract_sglang_flags.py). The
-argument-group code of the wheel is imported from a temporary folder with the modules it needs that are not
-part of it (dynamo._core, dynamo.llm, sglang) replaced by empty stand-ins, and each `add_argument` call is
-recorded with its option strings, nargs and the wheel file and line that declares it. Choices are not
-recorded: some are computed by the stand-ins. Needs msgspec, pyyaml, packaging and typing_extensions
-(imported by the argument-group modules). The SGLang version each release pins is read from the wheel's
-METADATA (`Requires-Dist: sglang...==X; extra == 'sglang'`).
+Only steps 1 and 2 are extracted here (SGLang's flags come from scripts/extract_sglang_flags.py).
+The argument-group code of the wheel is imported from a temporary folder with the modules it needs
+that are not part of it (dynamo._core, dynamo.llm, sglang) replaced by empty stand-ins, and each
+`add_argument` call is recorded with its option strings, nargs and the wheel file and line that
+declares it. Choices are not recorded: some are computed by the stand-ins. Needs msgspec, pyyaml,
+packaging and typing_extensions (imported by the argument-group modules). The SGLang version each
+release pins is read from the wheel's METADATA (`Requires-Dist: sglang...==X; extra == 'sglang'`).
 
 Output is deterministic (sorted keys), so re-running on the same wheel gives the same file.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -41,7 +43,12 @@ from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = REPO_ROOT / "rules" / "sglang" / "generated"
-STUBBED = ("dynamo._core", "dynamo.llm", "dynamo.runtime", "sglang")  # always stand-ins; any other module
+STUBBED = (
+    "dynamo._core",
+    "dynamo.llm",
+    "dynamo.runtime",
+    "sglang",
+)  # always stand-ins; any other module
 # that is neither in the wheel's extracted folders nor installed (prometheus_client, ...) too
 
 
@@ -98,7 +105,8 @@ class _StubLoader:
 
 
 def _capture(root: str) -> tuple[list[dict[str, Any]], Any]:
-    """Patch argparse's add_argument to record where each option is declared (the first frame in the wheel)."""
+    """Patch argparse's add_argument to record where each option is declared (the first frame in the
+    wheel)."""
     records: list[dict[str, Any]] = []
     original = argparse._ActionsContainer.add_argument
 
@@ -109,7 +117,7 @@ def _capture(root: str) -> tuple[list[dict[str, Any]], Any]:
         while frame is not None:
             filename = frame.f_code.co_filename
             if filename.startswith(root) and "configuration/utils.py" not in filename:
-                where = f"{filename[len(root) + 1:]}:{frame.f_lineno}"
+                where = f"{filename[len(root) + 1 :]}:{frame.f_lineno}"
                 break
             frame = frame.f_back  # type: ignore[assignment]
         records.append({"action": action, "where": where})
@@ -122,23 +130,38 @@ def _capture(root: str) -> tuple[list[dict[str, Any]], Any]:
 def _describe(action: argparse.Action, where: str) -> dict[str, Any]:
     nargs = action.nargs
     takes_value = nargs != 0
-    if isinstance(action, (argparse._StoreConstAction, argparse._CountAction, argparse._HelpAction,
-                           argparse._VersionAction)):
+    if isinstance(
+        action,
+        (
+            argparse._StoreConstAction,
+            argparse._CountAction,
+            argparse._HelpAction,
+            argparse._VersionAction,
+        ),
+    ):
         takes_value = False
     if isinstance(action, argparse.BooleanOptionalAction):
         takes_value = False
-    return {"options": list(action.option_strings), "dest": action.dest, "takes_value": takes_value,
-            "nargs": None if not takes_value else (nargs if nargs not in (None,) else None),
-            "action": type(action).__name__, "declared": where}
+    return {
+        "options": list(action.option_strings),
+        "dest": action.dest,
+        "takes_value": takes_value,
+        "nargs": None if not takes_value else (nargs if nargs not in (None,) else None),
+        "action": type(action).__name__,
+        "declared": where,
+    }
 
 
 def extract(wheel: Path, probe: list[str] | None = None) -> dict[str, Any]:
-    """The option tables of one wheel; with `probe` (an argv), also what Dynamo's own parsers leave of it for
-    SGLang (`probe_rest`), or the argparse error they stop with (`probe_error`), as dynamo/sglang/args.py runs
-    them: parse_known_args with Dynamo's parser, then the router's (used by tests/deploy/test_dynamo_real_parser.py)."""
+    """The option tables of one wheel; with `probe` (an argv), also what Dynamo's own parsers leave
+    of it for SGLang (`probe_rest`), or the argparse error they stop with (`probe_error`), as
+    dynamo/sglang/args.py runs them: parse_known_args with Dynamo's parser, then the router's (used
+    by tests/deploy/test_dynamo_real_parser.py)."""
     probe_result: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp, zipfile.ZipFile(wheel) as archive:
-        names = [n for n in archive.namelist() if n.startswith(("dynamo/common/", "dynamo/sglang/"))]
+        names = [
+            n for n in archive.namelist() if n.startswith(("dynamo/common/", "dynamo/sglang/"))
+        ]
         for name in names:
             archive.extract(name, tmp)
         metadata_name = next(n for n in archive.namelist() if n.endswith(".dist-info/METADATA"))
@@ -186,17 +209,34 @@ def extract(wheel: Path, probe: list[str] | None = None) -> dict[str, Any]:
         finally:
             argparse._ActionsContainer.add_argument = original  # type: ignore[method-assign]
             sys.path.remove(tmp)
-            sys.meta_path[:] = [f for f in sys.meta_path if not (isinstance(f, type) and issubclass(f, _StubFinder))]
-            for loaded in [m for m in sys.modules if m == "dynamo" or m.startswith("dynamo.")
-                           or m == "sglang" or m.startswith("sglang.")]:
+            sys.meta_path[:] = [
+                f for f in sys.meta_path if not (isinstance(f, type) and issubclass(f, _StubFinder))
+            ]
+            for loaded in [
+                m
+                for m in sys.modules
+                if m == "dynamo"
+                or m.startswith("dynamo.")
+                or m == "sglang"
+                or m.startswith("sglang.")
+            ]:
                 del sys.modules[loaded]
         args_py = Path(tmp, "dynamo", "sglang", "args.py").read_text(encoding="utf-8")
     version = re.search(r"^Version: (\S+)", metadata, re.M).group(1)  # type: ignore[union-attr]
-    pin = re.search(r"^Requires-Dist: sglang(?:\[[^\]]*\])?\s*==\s*([0-9][^;\s]*)\s*;\s*extra == .sglang.",
-                    metadata, re.M)
-    steps = [f"dynamo/sglang/args.py:{number}" for number, line in enumerate(args_py.splitlines(), 1)
-             if re.search(r"parse_known_args\(args\)|parse_worker_router_config\(unknown\)|"
-                          r"merge_config_with_args\(unknown\)|sglang_only_parser\.parse_args\(unknown\)", line)]
+    pin = re.search(
+        r"^Requires-Dist: sglang(?:\[[^\]]*\])?\s*==\s*([0-9][^;\s]*)\s*;\s*extra == .sglang.",
+        metadata,
+        re.M,
+    )
+    steps = [
+        f"dynamo/sglang/args.py:{number}"
+        for number, line in enumerate(args_py.splitlines(), 1)
+        if re.search(
+            r"parse_known_args\(args\)|parse_worker_router_config\(unknown\)|"
+            r"merge_config_with_args\(unknown\)|sglang_only_parser\.parse_args\(unknown\)",
+            line,
+        )
+    ]
 
     def table(items: list[dict[str, Any]]) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -212,7 +252,8 @@ def extract(wheel: Path, probe: list[str] | None = None) -> dict[str, Any]:
         "sglang_pin": pin.group(1) if pin else None,
         "sglang_pin_source": "METADATA Requires-Dist (extra == 'sglang')",
         "allow_abbrev": True,
-        "allow_abbrev_source": "dynamo/sglang/args.py: argparse.ArgumentParser(...) without allow_abbrev",
+        "allow_abbrev_source": "dynamo/sglang/args.py: argparse.ArgumentParser(...) without "
+        "allow_abbrev",
         "parse_steps": steps,
         "dynamo_options": table(dynamo_records),
         "router_options": table(router_records),
@@ -223,8 +264,20 @@ def extract(wheel: Path, probe: list[str] | None = None) -> dict[str, Any]:
 
 
 def download(version: str, dest: Path) -> Path:
-    subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "-q", f"ai-dynamo=={version}", "-d",
-                    str(dest)], check=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--no-deps",
+            "-q",
+            f"ai-dynamo=={version}",
+            "-d",
+            str(dest),
+        ],
+        check=True,
+    )
     return next(dest.glob(f"ai_dynamo-{version}-*.whl"))
 
 
@@ -242,8 +295,10 @@ def main(argv: list[str] | None = None) -> int:
             doc = extract(wheel)
             out = args.out / f"dynamo-{doc['ai_dynamo_version']}.json"
             out.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-            print(f"{out}: {len(doc['dynamo_options'])} Dynamo options, {len(doc['router_options'])} router "
-                  f"options, SGLang pin {doc['sglang_pin']}")
+            print(
+                f"{out}: {len(doc['dynamo_options'])} Dynamo options, "
+                f"{len(doc['router_options'])} router options, SGLang pin {doc['sglang_pin']}"
+            )
     return 0
 
 

@@ -5,10 +5,12 @@
     python scripts/extract_kernel_matrix.py --check               # recompute from the wheel cache, diff
     python scripts/extract_kernel_matrix.py --releases 0.5.23 --download --delete-after
 
-Binary facts come from the .nv_fatbin sections of each shared object (scripts/kernel_matrix/fatbin.py) and the
-ELF headers of standalone cubins; FlashInfer's JIT paths from `supported_major_versions=` in its source.
-See docs/kernel-matrix.md. Writes rules/sglang/generated/kernel-matrix.json.
+Binary facts come from the .nv_fatbin sections of each shared object
+(scripts/kernel_matrix/fatbin.py) and the ELF headers of standalone cubins; FlashInfer's JIT paths
+from `supported_major_versions=` in its source. See docs/kernel-matrix.md. Writes
+rules/sglang/generated/kernel-matrix.json.
 """
+
 import sys
 from pathlib import Path
 

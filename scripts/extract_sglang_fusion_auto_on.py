@@ -5,12 +5,13 @@ and write it as rules (rules/knowledge/sglang_fusion_auto_on.yaml).
     python scripts/extract_sglang_fusion_auto_on.py SRC_ROOT [-o rules/knowledge/sglang_fusion_auto_on.yaml]
 
 SRC_ROOT holds one folder per release (SRC_ROOT/0.5.5/sglang/..., an unpacked wheel each; the layout
-scripts/grep_releases.py reads). SGLang turns the fusion on in its post-init for the models it has fusion code
-for: `enable_flashinfer_allreduce_fusion = True` under model-specific branches (0.5.5-0.5.13, server_args.py),
-`flashinfer_allreduce_fusion_backend = "auto"` (0.5.14), `return {"flashinfer_allreduce_fusion_backend": ...}`
-of the `_flashinfer_allreduce_fusion_auto_enable` pass (0.5.15+, arg_groups/overrides.py). Every such site whose
-enclosing `if` tests name the model architecture is an auto-on; its tests (read with `ast`, never imported) are
-translated one by one into rule conditions:
+scripts/grep_releases.py reads). SGLang turns the fusion on in its post-init for the models it has
+fusion code for: `enable_flashinfer_allreduce_fusion = True` under model-specific branches
+(0.5.5-0.5.13, server_args.py), `flashinfer_allreduce_fusion_backend = "auto"` (0.5.14), `return
+{"flashinfer_allreduce_fusion_backend": ...}` of the `_flashinfer_allreduce_fusion_auto_enable` pass
+(0.5.15+, arg_groups/overrides.py). Every such site whose enclosing `if` tests name the model
+architecture is an auto-on; its tests (read with `ast`, never imported) are translated one by one
+into rule conditions:
 
   model_arch in [...] / in NAME        request.model.architecture in the list (NAME: the module's set or list)
   is_sm90_supported() ... or ...       gpu.sm_majors, the majors read from each predicate's own definition
@@ -24,21 +25,24 @@ translated one by one into rule conditions:
   not prefer_custom_dsv41              not model_type deepseek_v41 (SGLang keeps custom allreduce for it at TP 4
                                        on Blackwell; topoctl does not claim the fusion for that model type at all)
 
-and these are taken as the launch topoctl judges has them: the fusion left out of the launch
-(`not enable_flashinfer_allreduce_fusion`, `..._backend is None`: the rule's effect is a `defaults`, which only
-applies to a launch that does not name the setting), `is_cuda()`, `attn_cp_size <= 1` (no context parallel).
-A test that is not in this table stops the extraction with its text and place: a new gate in a new release is
-read and added here, never guessed. MiMo-V2's cutedsl auto-on (0.5.23) has its own conditions (dtype, TP sizes)
-and is left out; `not is_deepseek_nsa(hf_config)` (0.5.5-0.5.6.post2, DeepSeek V3.2's sparse attention) is
-noted in the rule's evidence and not tested.
+and these are taken as the launch topoctl judges has them: the fusion left out of the launch (`not
+enable_flashinfer_allreduce_fusion`, `..._backend is None`: the rule's effect is a `defaults`, which
+only applies to a launch that does not name the setting), `is_cuda()`, `attn_cp_size <= 1` (no
+context parallel). A test that is not in this table stops the extraction with its text and place: a
+new gate in a new release is read and added here, never guessed. MiMo-V2's cutedsl auto-on (0.5.23)
+has its own conditions (dtype, TP sizes) and is left out; `not is_deepseek_nsa(hf_config)`
+(0.5.5-0.5.6.post2, DeepSeek V3.2's sparse attention) is noted in the rule's evidence and not
+tested.
 
 Consecutive releases whose auto-on sites translate to the same conditions become one rule, scoped
-`>=first,<next`, with the file:line of its first and last release and of the release where it changes. The
-rules are info rules with `effect.defaults: {flashinfer_allreduce_fusion: true}`: check and recommend then judge
-and price a launch that leaves the fusion out as SGLang runs it, and a rule that says SGLang clears the fusion
-(`implies`, deterministic inference) still wins. The output is deterministic; after regenerating, run
-scripts/compile_knowledge.py and the oracle comparison (`python scripts/sglang_oracle_compare.py --settings`).
+`>=first,<next`, with the file:line of its first and last release and of the release where it
+changes. The rules are info rules with `effect.defaults: {flashinfer_allreduce_fusion: true}`: check
+and recommend then judge and price a launch that leaves the fusion out as SGLang runs it, and a rule
+that says SGLang clears the fusion (`implies`, deterministic inference) still wins. The output is
+deterministic; after regenerating, run scripts/compile_knowledge.py and the oracle comparison
+(`python scripts/sglang_oracle_compare.py --settings`).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -55,9 +59,14 @@ from grep_releases import release_folders, releases, write_or_print  # noqa: E40
 FILES = ("sglang/srt/server_args.py", "sglang/srt/arg_groups/overrides.py")
 UTILS = "sglang/srt/utils/common.py"
 OUTPUT = "rules/knowledge/sglang_fusion_auto_on.yaml"
-# Tests of the auto-on that hold for every launch topoctl judges with such a rule (see the module docstring).
-TAKEN_AS_GIVEN = ("not enable_flashinfer_allreduce_fusion", "flashinfer_allreduce_fusion_backend is None",
-                  "is_cuda()", "attn_cp_size <= 1")
+# Tests of the auto-on that hold for every launch topoctl judges with such a rule (see the module
+# docstring).
+TAKEN_AS_GIVEN = (
+    "not enable_flashinfer_allreduce_fusion",
+    "flashinfer_allreduce_fusion_backend is None",
+    "is_cuda()",
+    "attn_cp_size <= 1",
+)
 NOTED_ONLY = ("not is_deepseek_nsa(hf_config)",)
 MIMO = ("MiMoV2ForCausalLM", "MiMoV2FlashForCausalLM")
 
@@ -69,7 +78,8 @@ class GateError(Exception):
 @dataclass
 class Gate:
     """One auto-on site of one release, translated."""
-    at: str                                   # file:line of the assignment or return
+
+    at: str  # file:line of the assignment or return
     architectures: list[str]
     conditions: list[dict[str, Any]] = field(default_factory=list)
     noted: list[str] = field(default_factory=list)
@@ -78,20 +88,32 @@ class Gate:
         return (tuple(self.architectures), repr(self.conditions), tuple(self.noted))
 
 
-# ------------------------------------------------------------------------------------------ reading the source
+# ------------------------------------------------------------------------------------------ reading
+# the source
 def _is_site(node: ast.AST) -> bool:
     """An assignment or return that turns the fusion on."""
-    def on(value: ast.AST | None) -> bool:
-        return value is not None and not (isinstance(value, ast.Constant) and value.value in (None, False))
 
-    if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Attribute):
+    def on(value: ast.AST | None) -> bool:
+        return value is not None and not (
+            isinstance(value, ast.Constant) and value.value in (None, False)
+        )
+
+    if (
+        isinstance(node, ast.Assign)
+        and len(node.targets) == 1
+        and isinstance(node.targets[0], ast.Attribute)
+    ):
         name = node.targets[0].attr
         if name == "enable_flashinfer_allreduce_fusion":
             return isinstance(node.value, ast.Constant) and node.value.value is True
         return name == "flashinfer_allreduce_fusion_backend" and on(node.value)
     if isinstance(node, ast.Return) and isinstance(node.value, ast.Dict):
-        return any(isinstance(k, ast.Constant) and k.value == "flashinfer_allreduce_fusion_backend" and on(v)
-                   for k, v in zip(node.value.keys, node.value.values, strict=True))
+        return any(
+            isinstance(k, ast.Constant)
+            and k.value == "flashinfer_allreduce_fusion_backend"
+            and on(v)
+            for k, v in zip(node.value.keys, node.value.values, strict=True)
+        )
     return False
 
 
@@ -105,8 +127,11 @@ def _sites(tree: ast.Module) -> list[tuple[ast.AST, list[tuple[ast.expr, bool]],
             for child in children:
                 if not isinstance(child, ast.AST):
                     continue
-                inner = chain + [(node.test, name == "body")] if isinstance(node, ast.If) and name in (
-                    "body", "orelse") else chain
+                inner = (
+                    chain + [(node.test, name == "body")]
+                    if isinstance(node, ast.If) and name in ("body", "orelse")
+                    else chain
+                )
                 if _is_site(child):
                     found.append((child, inner, function))
                 if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -122,42 +147,75 @@ def _module_strings(tree: ast.Module) -> dict[str, list[str]]:
     """Module-level names bound to a list, tuple, set or frozenset({...}) of string literals."""
     out: dict[str, list[str]] = {}
     for stmt in tree.body:
-        target = stmt.targets[0] if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 else \
-            stmt.target if isinstance(stmt, ast.AnnAssign) else None
+        target = (
+            stmt.targets[0]
+            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
+            else stmt.target
+            if isinstance(stmt, ast.AnnAssign)
+            else None
+        )
         value = stmt.value if isinstance(stmt, (ast.Assign, ast.AnnAssign)) else None
-        if isinstance(value, ast.Call) and getattr(value.func, "id", "") in ("frozenset", "set", "tuple", "list") \
-                and len(value.args) == 1:
+        if (
+            isinstance(value, ast.Call)
+            and getattr(value.func, "id", "") in ("frozenset", "set", "tuple", "list")
+            and len(value.args) == 1
+        ):
             value = value.args[0]
         if isinstance(target, ast.Name) and isinstance(value, (ast.List, ast.Tuple, ast.Set)):
-            items = [e.value for e in value.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+            items = [
+                e.value
+                for e in value.elts
+                if isinstance(e, ast.Constant) and isinstance(e.value, str)
+            ]
             if len(items) == len(value.elts):
                 out[target.id] = items
     return out
 
 
-PREDICATES = ("is_sm90_supported", "is_sm100_supported", "is_blackwell_supported", "is_sm120_supported")
+PREDICATES = (
+    "is_sm90_supported",
+    "is_sm100_supported",
+    "is_blackwell_supported",
+    "is_sm120_supported",
+)
 
 
 def sm_majors(release_dir: str) -> dict[str, list[int]]:
-    """{predicate: majors} from the release's own definitions in srt/utils/common.py: a function testing
-    `get_device_capability(device)[0] == 10` / `in [10, 12]` (0.5.5-0.5.6.post2), or a name bound to
-    `partial(_check_cuda_device_version, device_capability_majors=[10, 12], ...)` (0.5.7+)."""
+    """{predicate: majors} from the release's own definitions in srt/utils/common.py: a function
+    testing `get_device_capability(device)[0] == 10` / `in [10, 12]` (0.5.5-0.5.6.post2), or a name
+    bound to `partial(_check_cuda_device_version, device_capability_majors=[10, 12], ...)` (0.5.7+).
+    """
     tree = ast.parse(open(os.path.join(release_dir, UTILS), encoding="utf-8").read())
     out: dict[str, list[int]] = {}
-    composed: dict[str, list[str]] = {}  # 0.5.6.post2: is_blackwell_supported = is_sm100 or is_sm120
+    composed: dict[
+        str, list[str]
+    ] = {}  # 0.5.6.post2: is_blackwell_supported = is_sm100 or is_sm120
     for stmt in tree.body:
         if isinstance(stmt, ast.FunctionDef) and stmt.name in PREDICATES:
-            composed[stmt.name] = [node.func.id for node in ast.walk(stmt) if isinstance(node, ast.Call)
-                                   and isinstance(node.func, ast.Name) and node.func.id in PREDICATES]
+            composed[stmt.name] = [
+                node.func.id
+                for node in ast.walk(stmt)
+                if isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id in PREDICATES
+            ]
             for node in ast.walk(stmt):
-                if isinstance(node, ast.Compare) and "get_device_capability" in ast.unparse(node.left) \
-                        and ast.unparse(node.left).endswith("[0]"):
+                if (
+                    isinstance(node, ast.Compare)
+                    and "get_device_capability" in ast.unparse(node.left)
+                    and ast.unparse(node.left).endswith("[0]")
+                ):
                     operand = ast.literal_eval(node.comparators[0])
                     out[stmt.name] = [operand] if isinstance(operand, int) else sorted(operand)
         elif isinstance(stmt, ast.Assign):
             names = [t.id for t in stmt.targets if isinstance(t, ast.Name) and t.id in PREDICATES]
-            majors = [ast.literal_eval(k.value) for node in ast.walk(stmt.value) if isinstance(node, ast.Call)
-                      for k in node.keywords if k.arg == "device_capability_majors"]
+            majors = [
+                ast.literal_eval(k.value)
+                for node in ast.walk(stmt.value)
+                if isinstance(node, ast.Call)
+                for k in node.keywords
+                if k.arg == "device_capability_majors"
+            ]
             for name in names:
                 if majors:
                     out[name] = sorted(majors[0])
@@ -167,7 +225,8 @@ def sm_majors(release_dir: str) -> dict[str, list[int]]:
     return out
 
 
-# -------------------------------------------------------------------------------------------- translating
+# --------------------------------------------------------------------------------------------
+# translating
 def _normal(text: str) -> str:
     text = re.sub(r"\b(self|view|cfg|server_args)\.", "", text)
     return re.sub(r"get_platform\(\)\.is_(\w+)", r"is_\1_supported()", text)
@@ -180,7 +239,8 @@ def _conjuncts(test: ast.expr) -> list[ast.expr]:
 
 
 def _majors_of(text: str, majors: dict[str, list[int]]) -> list[int] | None:
-    """The SM majors an `is_X_supported() or ...` test accepts, or None when the text is not such a test."""
+    """The SM majors an `is_X_supported() or ...` test accepts, or None when the text is not such a
+    test."""
     names = re.fullmatch(r"\(?\s*(is_\w+_supported\(\)(\s+or\s+is_\w+_supported\(\))*)\s*\)?", text)
     if not names:
         return None
@@ -193,27 +253,37 @@ def _majors_of(text: str, majors: dict[str, list[int]]) -> list[int] | None:
 
 
 NO_ATTENTION_DP = {"fact": "request.attention_dp_size", "le": 1}
-# `not enable_dp_attention` is read before SGLang turns DP attention off at --dp-size 1: the model-specific
-# adjustments (where the auto-on is) run before the data-parallelism handling in __post_init__ (server_args.py,
-# 0.5.5-0.5.18) and in the pipeline (arg_groups/pipeline.py, 0.5.19-0.5.21), so the flag as written decides.
+# `not enable_dp_attention` is read before SGLang turns DP attention off at --dp-size 1: the
+# model-specific adjustments (where the auto-on is) run before the data-parallelism handling in
+# __post_init__ (server_args.py, 0.5.5-0.5.18) and in the pipeline (arg_groups/pipeline.py,
+# 0.5.19-0.5.21), so the flag as written decides.
 NO_DP_ATTENTION_FLAG = {"not": {"fact": "launch.dp_attention", "eq": True}}
 ONE_NODE = {"fact": "request.nnodes", "eq": 1}
-NOT_H20 = {"not": {"all": [{"fact": "gpu.name", "glob": "*H20*"}, {"not": {"fact": "gpu.name", "glob": "*H200*"}}]}}
+NOT_H20 = {
+    "not": {
+        "all": [
+            {"fact": "gpu.name", "glob": "*H20*"},
+            {"not": {"fact": "gpu.name", "glob": "*H200*"}},
+        ]
+    }
+}
 FIXED: dict[str, dict[str, Any]] = {
     "tp_size > 1": {"fact": "request.tp_size", "gt": 1},
     "not enable_dp_attention": NO_DP_ATTENTION_FLAG,
     "not attn_dp_enabled_of(view)": NO_ATTENTION_DP,
     "nnodes == 1": ONE_NODE,
     "not is_h20_device": NOT_H20,
-    # a launch that leaves the backend out has none (the launch fact is unset then, so not `eq: none`)
+    # a launch that leaves the backend out has none (the launch fact is unset then, so not `eq:
+    # none`)
     "moe_a2a_backend == 'none'": {"not": {"fact": "launch.moe_a2a_backend", "ne": "none"}},
     "not prefer_custom_dsv41": {"not": {"fact": "request.model.model_type", "eq": "deepseek_v41"}},
 }
 
 
 def _architectures(text: str, strings: dict[str, list[str]]) -> list[str] | None:
-    match = re.fullmatch(r"\(?(?:is_mimo or )?model_arch in (.+?)\)?", text) or \
-        re.fullmatch(r"model_arch == '([^']+)'", text)
+    match = re.fullmatch(r"\(?(?:is_mimo or )?model_arch in (.+?)\)?", text) or re.fullmatch(
+        r"model_arch == '([^']+)'", text
+    )
     if not match:
         return None
     operand = match.group(1)
@@ -222,14 +292,21 @@ def _architectures(text: str, strings: dict[str, list[str]]) -> list[str] | None
     try:
         value = ast.literal_eval(operand)
     except (ValueError, SyntaxError) as error:
-        raise GateError(f"architecture list {operand!r} is neither a literal nor a module-level list") from error
+        raise GateError(
+            f"architecture list {operand!r} is neither a literal nor a module-level list"
+        ) from error
     return sorted([value] if isinstance(value, str) else value)
 
 
-def translate(site: ast.AST, chain: list[tuple[ast.expr, bool]], strings: dict[str, list[str]],
-              majors: dict[str, list[int]], at: str) -> Gate | None:
-    """The site as conditions, or None when no test names the architecture (the old flag's spelling, not an
-    auto-on)."""
+def translate(
+    site: ast.AST,
+    chain: list[tuple[ast.expr, bool]],
+    strings: dict[str, list[str]],
+    majors: dict[str, list[int]],
+    at: str,
+) -> Gate | None:
+    """The site as conditions, or None when no test names the architecture (the old flag's spelling,
+    not an auto-on)."""
     architectures: list[str] | None = None
     conditions: list[dict[str, Any]] = []
     noted: list[str] = []
@@ -251,8 +328,17 @@ def translate(site: ast.AST, chain: list[tuple[ast.expr, bool]], strings: dict[s
             if sm is not None:
                 conditions.append({"fact": "gpu.sm_majors", "any_in": sm})
             elif one_node_or and _majors_of(one_node_or.group(1), majors) is not None:
-                conditions.append({"any": [ONE_NODE, {"fact": "gpu.sm_majors",
-                                                      "any_in": _majors_of(one_node_or.group(1), majors)}]})
+                conditions.append(
+                    {
+                        "any": [
+                            ONE_NODE,
+                            {
+                                "fact": "gpu.sm_majors",
+                                "any_in": _majors_of(one_node_or.group(1), majors),
+                            },
+                        ]
+                    }
+                )
             elif text in FIXED:
                 conditions.append(dict(FIXED[text]))
             elif text in TAKEN_AS_GIVEN:
@@ -268,7 +354,9 @@ def translate(site: ast.AST, chain: list[tuple[ast.expr, bool]], strings: dict[s
         first_test = _conjuncts(ast.parse(text, mode="eval").body)[0]
         listed = _architectures(_normal(ast.unparse(first_test)), strings)
         if listed is None or set(listed) & set(architectures):
-            raise GateError(f"{at}: the branch not taken ({text!r}) is not about other architectures")
+            raise GateError(
+                f"{at}: the branch not taken ({text!r}) is not about other architectures"
+            )
     return Gate(at, architectures, conditions, noted)
 
 
@@ -283,13 +371,16 @@ def release_gates(release_dir: str) -> list[Gate]:
         tree = ast.parse(open(path, encoding="utf-8").read())
         strings = _module_strings(tree)
         for site, chain, _function in _sites(tree):
-            gate = translate(site, chain, strings, majors, f"{relative}:{getattr(site, 'lineno', 0)}")
+            gate = translate(
+                site, chain, strings, majors, f"{relative}:{getattr(site, 'lineno', 0)}"
+            )
             if gate is not None:
                 gates.append(gate)
     return gates
 
 
-# ------------------------------------------------------------------------------------------------ rules
+# ------------------------------------------------------------------------------------------------
+# rules
 def groups(root: str) -> list[dict[str, Any]]:
     """Runs of consecutive releases with the same auto-on gates: {first, last, gates, last_gates}."""
     out: list[dict[str, Any]] = []
@@ -301,17 +392,30 @@ def groups(root: str) -> list[dict[str, Any]]:
         if out and out[-1]["key"] == key:
             out[-1].update(last=release, last_gates=gates)
         else:
-            out.append({"key": key, "first": release, "last": release, "gates": gates, "last_gates": gates})
+            out.append(
+                {"key": key, "first": release, "last": release, "gates": gates, "last_gates": gates}
+            )
     return out
 
 
 def _when(first: str, following: str | None, gates: list[Gate]) -> dict[str, Any]:
     version = f">={first},<{following}" if following else f">={first}"
-    sites = [{"all": [{"fact": "request.model.architecture", "in": gate.architectures}, *gate.conditions]}
-             for gate in gates]
-    return {"all": [{"fact": "software.sglang", "version": version},
-                    {"not": {"fact": "launch.flashinfer_allreduce_fusion", "set": True}},
-                    sites[0] if len(sites) == 1 else {"any": sites}]}
+    sites = [
+        {
+            "all": [
+                {"fact": "request.model.architecture", "in": gate.architectures},
+                *gate.conditions,
+            ]
+        }
+        for gate in gates
+    ]
+    return {
+        "all": [
+            {"fact": "software.sglang", "version": version},
+            {"not": {"fact": "launch.flashinfer_allreduce_fusion", "set": True}},
+            sites[0] if len(sites) == 1 else {"any": sites},
+        ]
+    }
 
 
 def _majors_in(conditions: list[dict[str, Any]]) -> list[int]:
@@ -325,18 +429,41 @@ def _tests(release: str, gates: list[Gate]) -> list[dict[str, Any]]:
     gate = gates[0]
     sm = _majors_in(gate.conditions)[0] * 10
     arch = gate.architectures[0]
-    snapshot: dict[str, Any] = {"gpus": [{"index": 0, "sm": sm, "name": "NVIDIA test GPU"}],
-                                "software": {"sglang": release}}
+    snapshot: dict[str, Any] = {
+        "gpus": [{"index": 0, "sm": sm, "name": "NVIDIA test GPU"}],
+        "software": {"sglang": release},
+    }
     request: dict[str, Any] = {"tp_size": 2, "model": {"architecture": arch}}
 
     def case(name: str, expect: str, **changes: Any) -> dict[str, Any]:
-        return {"name": name, "expect": expect, "snapshot": snapshot, "request": {**request, **changes}}
+        return {
+            "name": name,
+            "expect": expect,
+            "snapshot": snapshot,
+            "request": {**request, **changes},
+        }
 
-    tests = [case(f"{arch} at TP 2 on SM{sm}, nothing said about the fusion", "fire"),
-             case("the launch names the fusion itself", "silent", launch={"flashinfer_allreduce_fusion": False}),
-             case("an architecture without fusion code", "silent", model={"architecture": "LlamaForCausalLM"})]
+    tests = [
+        case(f"{arch} at TP 2 on SM{sm}, nothing said about the fusion", "fire"),
+        case(
+            "the launch names the fusion itself",
+            "silent",
+            launch={"flashinfer_allreduce_fusion": False},
+        ),
+        case(
+            "an architecture without fusion code",
+            "silent",
+            model={"architecture": "LlamaForCausalLM"},
+        ),
+    ]
     if NO_ATTENTION_DP in gate.conditions or NO_DP_ATTENTION_FLAG in gate.conditions:
-        tests.append(case("attention DP over the TP group", "silent", launch={"dp_attention": True, "dp_size": 2}))
+        tests.append(
+            case(
+                "attention DP over the TP group",
+                "silent",
+                launch={"dp_attention": True, "dp_size": 2},
+            )
+        )
     if {"fact": "request.tp_size", "gt": 1} in gate.conditions:
         tests.append(case("TP 1", "silent", tp_size=1))
     return tests
@@ -346,7 +473,9 @@ def _describe(gates: list[Gate]) -> str:
     parts = []
     for gate in gates:
         tests = [_condition_text(condition) for condition in gate.conditions]
-        parts.append(f"{', '.join(gate.architectures)}" + (f" when {'; '.join(tests)}" if tests else ""))
+        parts.append(
+            f"{', '.join(gate.architectures)}" + (f" when {'; '.join(tests)}" if tests else "")
+        )
     return "; or ".join(parts)
 
 
@@ -374,39 +503,53 @@ def _condition_text(condition: dict[str, Any]) -> str:
 
 def rule(group: dict[str, Any], following: dict[str, Any] | None, latest: str) -> dict[str, Any]:
     first, last, gates = group["first"], group["last"], group["gates"]
-    releases_doc: dict[str, Any] = {"package": "sglang", "holds_from": {"release": first, "at": gates[0].at}}
+    releases_doc: dict[str, Any] = {
+        "package": "sglang",
+        "holds_from": {"release": first, "at": gates[0].at},
+    }
     if last != first:
         releases_doc["last_holding"] = {"release": last, "at": group["last_gates"][0].at}
     if following is not None:
         where = following["gates"][0].at if following["gates"] else f"{FILES[-1]}: no auto-on"
-        releases_doc["stops_at"] = {"release": following["first"], "at": where,
-                                    "note": "the auto-on gate changes (next rule)"}
+        releases_doc["stops_at"] = {
+            "release": following["first"],
+            "at": where,
+            "note": "the auto-on gate changes (next rule)",
+        }
     releases_doc["read_through"] = latest
     scope = f"SGLang {first}" + (f"-{last}" if last != first else "")
     noted = sorted({text for gate in gates for text in gate.noted})
     return {
         "id": f"sglang-fusion-auto-on-{first}",
-        "title": f"SGLang {first}" + (f"-{last}" if last != first else "") +
-                 " turns FlashInfer allreduce fusion on by itself for the models it has fusion code for",
+        "title": f"SGLang {first}"
+        + (f"-{last}" if last != first else "")
+        + " turns FlashInfer allreduce fusion on by itself for the models it has fusion code for",
         "severity": "info",
         "scope": f"{scope}: {_describe(gates)}; a launch that leaves the fusion out",
         "tags": ["allreduce", "flashinfer", "sglang-sets"],
         "when": _when(first, following["first"] if following else None, gates),
         "effect": {"defaults": {"flashinfer_allreduce_fusion": True}},
-        "message": ("SGLang turns FlashInfer allreduce fusion on in its post-init for this model on this machine "
-                    "(the launch does not name it): the fused allreduce + residual + RMSNorm kernels run, not only "
-                    "the allreduce path the launch chose."),
+        "message": (
+            "SGLang turns FlashInfer allreduce fusion on in its post-init for this model on this "
+            "machine (the launch does not name it): the fused allreduce + residual + RMSNorm "
+            "kernels run, not only the allreduce path the launch chose."
+        ),
         "remediation": "Nothing to do; --enforce-disable-flashinfer-allreduce-fusion keeps it off.",
-        "evidence": [{
-            "source": f"upstream:sglang {scope.split(' ', 1)[1]}",
-            "reference": "auto-on sites read by scripts/extract_sglang_fusion_auto_on.py: "
-                         + "; ".join(f"{gate.at} ({len(gate.architectures)} architectures)" for gate in gates)
-                         + (f"; not tested: {', '.join(noted)}" if noted else ""),
-            "level": "upstream-reported",
-            "summary": f"In {scope} the auto-on holds for {_describe(gates)}, read from each release's source.",
-            "scope": scope,
-            "releases": releases_doc,
-        }],
+        "evidence": [
+            {
+                "source": f"upstream:sglang {scope.split(' ', 1)[1]}",
+                "reference": "auto-on sites read by scripts/extract_sglang_fusion_auto_on.py: "
+                + "; ".join(
+                    f"{gate.at} ({len(gate.architectures)} architectures)" for gate in gates
+                )
+                + (f"; not tested: {', '.join(noted)}" if noted else ""),
+                "level": "upstream-reported",
+                "summary": f"In {scope} the auto-on holds for {_describe(gates)}, read from each "
+                "release's source.",
+                "scope": scope,
+                "releases": releases_doc,
+            }
+        ],
         "tests": _tests(first, gates),
     }
 
@@ -414,27 +557,48 @@ def rule(group: dict[str, Any], following: dict[str, Any] | None, latest: str) -
 def render(found: list[dict[str, Any]], root_releases: list[str]) -> str:
     import yaml
 
-    rules = [rule(group, found[i + 1] if i + 1 < len(found) else None, root_releases[-1])
-             for i, group in enumerate(found) if group["gates"]]
-    header = (f"# Generated by scripts/extract_sglang_fusion_auto_on.py from the unpacked SGLang wheels "
-              f"{root_releases[0]}..{root_releases[-1]}; do not edit by hand.\n"
-              "# Where each release turns FlashInfer allreduce fusion on by itself (effect.defaults), one rule per "
-              "run of releases with the same gate.\n")
+    rules = [
+        rule(group, found[i + 1] if i + 1 < len(found) else None, root_releases[-1])
+        for i, group in enumerate(found)
+        if group["gates"]
+    ]
+    header = (
+        f"# Generated by scripts/extract_sglang_fusion_auto_on.py from the unpacked SGLang wheels "
+        f"{root_releases[0]}..{root_releases[-1]}; do not edit by hand.\n"
+        "# Where each release turns FlashInfer allreduce fusion on by itself (effect.defaults), "
+        "one rule per "
+        "run of releases with the same gate.\n"
+    )
+
     class Plain(yaml.SafeDumper):
         """No anchors and aliases: each rule reads on its own."""
+
         def ignore_aliases(self, data: Any) -> bool:
             return True
 
-    return header + yaml.dump({"schema_version": 1, "rules": rules}, Dumper=Plain, sort_keys=False, width=120,
-                              default_flow_style=None, allow_unicode=False)
+    return header + yaml.dump(
+        {"schema_version": 1, "rules": rules},
+        Dumper=Plain,
+        sort_keys=False,
+        width=120,
+        default_flow_style=None,
+        allow_unicode=False,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("src_root", help="folder with one unpacked wheel per release (SRC_ROOT/<version>/sglang/)")
-    parser.add_argument("-o", "--output", help=f"write here (atomically) instead of stdout, e.g. {OUTPUT}")
-    parser.add_argument("--doc-rows", action="store_true",
-                        help="print the rules' rows for the table of built-in rules in docs/rules.md instead")
+    parser.add_argument(
+        "src_root", help="folder with one unpacked wheel per release (SRC_ROOT/<version>/sglang/)"
+    )
+    parser.add_argument(
+        "-o", "--output", help=f"write here (atomically) instead of stdout, e.g. {OUTPUT}"
+    )
+    parser.add_argument(
+        "--doc-rows",
+        action="store_true",
+        help="print the rules' rows for the table of built-in rules in docs/rules.md instead",
+    )
     args = parser.parse_args(argv)
     found = release_folders(args.src_root)
     if found is None:
@@ -444,11 +608,16 @@ def main(argv: list[str] | None = None) -> int:
         if args.doc_rows:
             import yaml
 
-            text = "".join(f"| `{r['id']}` | {r['severity']} | {r['scope']} | upstream:sglang |\n"
-                           for r in yaml.safe_load(text)["rules"])
+            text = "".join(
+                f"| `{r['id']}` | {r['severity']} | {r['scope']} | upstream:sglang |\n"
+                for r in yaml.safe_load(text)["rules"]
+            )
     except GateError as error:
-        print(f"error: {error} (hint: read the gate in that release and extend the table in this script)",
-              file=sys.stderr)
+        print(
+            f"error: {error} (hint: read the gate in that release and extend the table in this "
+            "script)",
+            file=sys.stderr,
+        )
         return 1
     write_or_print(text, args.output)
     return 0

@@ -4,8 +4,8 @@
     python scripts/extract_sglang_model_lists.py SRC_ROOT [-o autoconf/generated/sglang-model-lists.yaml]
 
 SRC_ROOT holds one folder per release (SRC_ROOT/0.5.5/sglang/..., an unpacked wheel each; the layout
-scripts/grep_releases.py reads). From every release's `sglang/srt/configs/model_config.py` (read with `ast`,
-never imported) it takes the module-level lists
+scripts/grep_releases.py reads). From every release's `sglang/srt/configs/model_config.py` (read
+with `ast`, never imported) it takes the module-level lists
 
   multimodal_model_archs                                 is_multimodal (adjust_mem_fraction_for_vlm, and the
                                                          prefill CUDA graph turned off for multimodal models)
@@ -14,13 +14,15 @@ never imported) it takes the module-level lists
   multimodal_breakable_cuda_graph_supported_model_archs  multimodal models that keep breakable graphs
 
 and the local `mm_disabled_models` list (architectures[0] for which multimodal is off unless
---enable-multimodal). Consecutive releases with the same list become one entry with `versions: [first, last]`
-and the file:line of the first release of the entry. A list element that is not a string literal (a `*NAME`
-spread) is resolved when NAME is a module-level list or tuple of strings in the same file, else kept as text.
+--enable-multimodal). Consecutive releases with the same list become one entry with `versions:
+[first, last]` and the file:line of the first release of the entry. A list element that is not a
+string literal (a `*NAME` spread) is resolved when NAME is a module-level list or tuple of strings
+in the same file, else kept as text.
 
-The output is deterministic (same wheels, same file). autoconf/memory.py reads it; after regenerating, run
-scripts/compile_knowledge.py.
+The output is deterministic (same wheels, same file). autoconf/memory.py reads it; after
+regenerating, run scripts/compile_knowledge.py.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,9 +33,13 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from grep_releases import release_folders, releases, write_or_print  # noqa: E402  (shared by the extractors)
 
-LISTS = ("multimodal_model_archs", "piecewise_cuda_graph_disabled_model_archs",
-         "multimodal_piecewise_cuda_graph_supported_model_archs",
-         "multimodal_breakable_cuda_graph_supported_model_archs", "mm_disabled_models")
+LISTS = (
+    "multimodal_model_archs",
+    "piecewise_cuda_graph_disabled_model_archs",
+    "multimodal_piecewise_cuda_graph_supported_model_archs",
+    "multimodal_breakable_cuda_graph_supported_model_archs",
+    "mm_disabled_models",
+)
 PATH = "sglang/srt/configs/model_config.py"
 
 
@@ -42,8 +48,11 @@ def _strings(node: ast.AST, constants: dict[str, list[str]]) -> list[str]:
     for element in getattr(node, "elts", []):
         if isinstance(element, ast.Constant) and isinstance(element.value, str):
             out.append(element.value)
-        elif isinstance(element, ast.Starred) and isinstance(element.value, ast.Name) \
-                and element.value.id in constants:
+        elif (
+            isinstance(element, ast.Starred)
+            and isinstance(element.value, ast.Name)
+            and element.value.id in constants
+        ):
             out.extend(constants[element.value.id])
         else:
             out.append(ast.unparse(element))
@@ -55,15 +64,28 @@ def read_lists(path: str) -> dict[str, tuple[int, list[str]]]:
     tree = ast.parse(open(path, encoding="utf-8").read())
     constants: dict[str, list[str]] = {}
     for stmt in tree.body:
-        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) \
-                and isinstance(stmt.value, (ast.List, ast.Tuple)):
-            items = [e.value for e in stmt.value.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+        if (
+            isinstance(stmt, ast.Assign)
+            and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0], ast.Name)
+            and isinstance(stmt.value, (ast.List, ast.Tuple))
+        ):
+            items = [
+                e.value
+                for e in stmt.value.elts
+                if isinstance(e, ast.Constant) and isinstance(e.value, str)
+            ]
             if len(items) == len(stmt.value.elts):
                 constants[stmt.targets[0].id] = items
     found: dict[str, tuple[int, list[str]]] = {}
     for node in ast.walk(tree):
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
-                and node.targets[0].id in LISTS and isinstance(node.value, (ast.List, ast.Tuple)):
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and node.targets[0].id in LISTS
+            and isinstance(node.value, (ast.List, ast.Tuple))
+        ):
             found.setdefault(node.targets[0].id, (node.lineno, _strings(node.value, constants)))
     return found
 
@@ -81,24 +103,36 @@ def extract(root: str) -> dict[str, list[dict]]:
             if entries and entries[-1]["items"] == items:
                 entries[-1]["versions"][1] = release
             else:
-                entries.append({"versions": [release, release], "items": items,
-                                "source": f"{PATH}:{line}" if line else f"{PATH}: absent (no such list)"})
+                entries.append(
+                    {
+                        "versions": [release, release],
+                        "items": items,
+                        "source": f"{PATH}:{line}" if line else f"{PATH}: absent (no such list)",
+                    }
+                )
     return out
 
 
 def render(data: dict[str, list[dict]], root_releases: list[str]) -> str:
     import yaml
 
-    header = ("# Generated by scripts/extract_sglang_model_lists.py from the unpacked SGLang wheels "
-              f"{root_releases[0]}..{root_releases[-1]}; do not edit by hand.\n"
-              "# Each list: entries with versions [first, last] (releases where the list is the same), the "
-              "items, and the file:line of the list in the first release of the entry.\n")
-    return header + yaml.safe_dump({"lists": data}, sort_keys=True, width=120, default_flow_style=None)
+    header = (
+        "# Generated by scripts/extract_sglang_model_lists.py from the unpacked SGLang wheels "
+        f"{root_releases[0]}..{root_releases[-1]}; do not edit by hand.\n"
+        "# Each list: entries with versions [first, last] (releases where the list is the same), "
+        "the "
+        "items, and the file:line of the list in the first release of the entry.\n"
+    )
+    return header + yaml.safe_dump(
+        {"lists": data}, sort_keys=True, width=120, default_flow_style=None
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("src_root", help="folder with one unpacked wheel per release (SRC_ROOT/<version>/sglang/)")
+    parser.add_argument(
+        "src_root", help="folder with one unpacked wheel per release (SRC_ROOT/<version>/sglang/)"
+    )
     parser.add_argument("-o", "--output", help="write here (atomically) instead of stdout")
     args = parser.parse_args(argv)
     found = release_folders(args.src_root)

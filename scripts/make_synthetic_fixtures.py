@@ -1,16 +1,19 @@
-"""Write the synthetic reference systems' captures: fixtures/<name>/capture.json from fixtures/<name>/spec.json.
+"""Write the synthetic reference systems' captures: fixtures/<name>/capture.json from
+fixtures/<name>/spec.json.
 
-A synthetic system is data: its spec.json (in its fixture folder, beside the README.md that lists every
-source and assumption) says what NVML, sysfs, /proc and the package metadata would answer on that machine.
-This script installs the generic fake NVML binding (tests/fakes/nvml.py) as `pynvml`, runs the real probe
-(topoctl.probe.collect.run_probe) through a recording Session whose sysfs/host/software answers come from
-the spec, and writes what was recorded, marked "synthetic": true, with the spec's description. Then it
-rebuilds every fixture's snapshot.json (scripts/build_fixture_snapshots.py).
+A synthetic system is data: its spec.json (in its fixture folder, beside the README.md that lists
+every source and assumption) says what NVML, sysfs, /proc and the package metadata would answer on
+that machine. This script installs the generic fake NVML binding (tests/fakes/nvml.py) as `pynvml`,
+runs the real probe (topoctl.probe.collect.run_probe) through a recording Session whose
+sysfs/host/software answers come from the spec, and writes what was recorded, marked "synthetic":
+true, with the spec's description. Then it rebuilds every fixture's snapshot.json
+(scripts/build_fixture_snapshots.py).
 
 Usage: python scripts/make_synthetic_fixtures.py [NAME ...]      (default: every folder with a spec.json)
        python scripts/make_synthetic_fixtures.py --check          (writes nothing; exit 1 when a capture is stale)
 A new reference system is a new folder: copy a spec.json, change what differs, write its README.md, run this.
 """
+
 from __future__ import annotations
 
 import os
@@ -37,7 +40,11 @@ FIXTURES = os.path.join(ROOT, "fixtures")
 
 def spec_names() -> list[str]:
     """The synthetic systems: fixture folders with a spec.json."""
-    return sorted(name for name in os.listdir(FIXTURES) if os.path.isfile(os.path.join(FIXTURES, name, "spec.json")))
+    return sorted(
+        name
+        for name in os.listdir(FIXTURES)
+        if os.path.isfile(os.path.join(FIXTURES, name, "spec.json"))
+    )
 
 
 def load_spec(name: str) -> dict:
@@ -65,7 +72,8 @@ def capture_for(name: str) -> dict:
 
 
 def check_captures() -> int:
-    """Exit status 1 when a committed synthetic capture.json differs from what its spec.json gives now."""
+    """Exit status 1 when a committed synthetic capture.json differs from what its spec.json gives
+    now."""
     stale = 0
     for name in spec_names():
         with open(os.path.join(FIXTURES, name, "capture.json"), encoding="utf-8") as handle:
@@ -81,7 +89,10 @@ def main(argv: list[str]) -> int:
     names = argv or spec_names()
     for name in names:
         if name not in spec_names():
-            print(f"unknown synthetic system {name!r}; known: {', '.join(spec_names())}", file=sys.stderr)
+            print(
+                f"unknown synthetic system {name!r}; known: {', '.join(spec_names())}",
+                file=sys.stderr,
+            )
             return 2
         folder = os.path.join(ROOT, "fixtures", name)
         os.makedirs(folder, exist_ok=True)

@@ -1,4 +1,5 @@
-"""The offline half of scripts/regen.py: what can be proved about every generated file without a wheel.
+"""The offline half of scripts/regen.py: what can be proved about every generated file without a
+wheel.
 
 * wheel-derived files: each one's sha256 and its generator's digest against scripts/regen_manifest.json (a
   hand edit, a file nobody recorded, or an extractor changed without a rebuild fails), and their shape and
@@ -7,6 +8,7 @@
 * files derived from committed inputs: rebuilt and compared (compiled knowledge, fixtures, docs tables).
 Each check returns a list of problems, empty when it holds.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -19,7 +21,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from regen_inventory import MANIFEST, ROOT, WHEEL_ITEMS, Item, files_of, generator_digest, sha256_file
+from regen_inventory import (
+    MANIFEST,
+    ROOT,
+    WHEEL_ITEMS,
+    Item,
+    files_of,
+    generator_digest,
+    sha256_file,
+)
 
 from topoctl.core.pep440 import Version
 
@@ -44,14 +54,23 @@ def check_manifest(items: tuple[Item, ...] = WHEEL_ITEMS) -> list[str]:
             problems.append(f"{item.name}: not in {MANIFEST}")
             continue
         if recorded["generator_sha256"] != generator_digest(item):
-            problems.append(f"{item.name}: its generator ({', '.join(item.generator)}) changed since its files were "
-                            "built; rebuild them: scripts/regen.py --wheels DIR --only " + item.name)
+            problems.append(
+                f"{item.name}: its generator ({', '.join(item.generator)}) changed since its "
+                "files were "
+                "built; rebuild them: scripts/regen.py --wheels DIR --only " + item.name
+            )
         listed = {p for p, entry in manifest["files"].items() if entry["item"] == item.name}
         present = set(files_of(item))
         problems += [f"{p}: generated file missing" for p in sorted(listed - present)]
-        problems += [f"{p}: not in {MANIFEST} (not built by scripts/regen.py)" for p in sorted(present - listed)]
-        problems += [f"{p}: differs from what {item.name} built (sha256); edited by hand?"
-                     for p in sorted(present & listed) if sha256_file(p) != manifest["files"][p]["sha256"]]
+        problems += [
+            f"{p}: not in {MANIFEST} (not built by scripts/regen.py)"
+            for p in sorted(present - listed)
+        ]
+        problems += [
+            f"{p}: differs from what {item.name} built (sha256); edited by hand?"
+            for p in sorted(present & listed)
+            if sha256_file(p) != manifest["files"][p]["sha256"]
+        ]
     return problems
 
 
@@ -79,7 +98,9 @@ def check_flag_files() -> list[str]:
         if doc.get("sglang_version") != version:
             problems.append(f"{path}: records version {doc.get('sglang_version')}")
         if doc.get("flag_count") != len(doc.get("flags", {})):
-            problems.append(f"{path}: flag_count {doc.get('flag_count')} but {len(doc.get('flags', {}))} flags")
+            problems.append(
+                f"{path}: flag_count {doc.get('flag_count')} but {len(doc.get('flags', {}))} flags"
+            )
         if not str(source.get("wheel", "")).startswith(f"sglang-{version}-"):
             problems.append(f"{path}: source wheel {source.get('wheel')} is not {version}'s")
         if not re.fullmatch(r"[0-9a-f]{64}", str(source.get("sha256", ""))):
@@ -87,9 +108,14 @@ def check_flag_files() -> list[str]:
     finals = [v for v in flag_versions() if not Version(v).is_prerelease]
     listed = [row["version"] for row in release_rows()]
     if finals != listed:
-        problems.append(f"releases.json lists {listed[-1:]}.. but the flag data's releases are {finals[-1:]}..")
-    problems += [f"releases.json: {row['version']} has no FlashInfer pin" for row in release_rows()
-                 if not row.get("flashinfer")]
+        problems.append(
+            f"releases.json lists {listed[-1:]}.. but the flag data's releases are {finals[-1:]}.."
+        )
+    problems += [
+        f"releases.json: {row['version']} has no FlashInfer pin"
+        for row in release_rows()
+        if not row.get("flashinfer")
+    ]
     return problems
 
 
@@ -101,33 +127,52 @@ def check_dynamo_files() -> list[str]:
         if not m:
             continue
         doc = _json(f"rules/sglang/generated/{name}")
-        if doc.get("ai_dynamo_version") != m.group(1) or not doc["source"]["wheel"].startswith(f"ai_dynamo-{m.group(1)}-"):
-            problems.append(f"rules/sglang/generated/{name}: version or source wheel disagrees with its name")
+        if doc.get("ai_dynamo_version") != m.group(1) or not doc["source"]["wheel"].startswith(
+            f"ai_dynamo-{m.group(1)}-"
+        ):
+            problems.append(
+                f"rules/sglang/generated/{name}: version or source wheel disagrees with its name"
+            )
     return problems
 
 
 def check_release_coverage() -> list[str]:
-    """The generated files read from every release's source all name the newest release as their last."""
+    """The generated files read from every release's source all name the newest release as their
+    last."""
     newest = release_rows()[-1]["version"]
     problems = []
-    for path in ("autoconf/generated/sglang-model-lists.yaml", "rules/knowledge/sglang_fusion_auto_on.yaml"):
+    for path in (
+        "autoconf/generated/sglang-model-lists.yaml",
+        "rules/knowledge/sglang_fusion_auto_on.yaml",
+    ):
         with open(os.path.join(ROOT, path), encoding="utf-8") as handle:
             header = handle.readline()
         m = re.search(r"wheels (\S+)\.\.(\S+?);", header)
         if not m or m.group(2) != newest:
-            problems.append(f"{path}: read from releases {m.groups() if m else '?'}, not through {newest}")
+            problems.append(
+                f"{path}: read from releases {m.groups() if m else '?'}, not through {newest}"
+            )
     check = _json("tests/data/sglang_real_parser_check.json")
     by_version = {r["version"]: r for r in check["results"]}
     if sorted(by_version, key=Version) != flag_versions():
-        problems.append("tests/data/sglang_real_parser_check.json does not cover exactly the flag data's versions")
+        problems.append(
+            "tests/data/sglang_real_parser_check.json does not cover exactly the flag data's "
+            "versions"
+        )
     for version in flag_versions():
         sha = _json(f"rules/sglang/generated/sglang-{version}.json")["source"]["sha256"]
         if version in by_version and by_version[version]["wheel_sha256"] != sha:
             problems.append(f"parser check of {version} ran on another wheel than the flag data")
-    oracle = {n[len("sglang-"):-len(".json.gz")] for n in os.listdir(os.path.join(ROOT, "tests", "data", "oracle"))
-              if n.startswith("sglang-")}
-    problems += [f"tests/data/oracle: no SGLang verdicts for {r['version']}" for r in release_rows()
-                 if r["version"] not in oracle]
+    oracle = {
+        n[len("sglang-") : -len(".json.gz")]
+        for n in os.listdir(os.path.join(ROOT, "tests", "data", "oracle"))
+        if n.startswith("sglang-")
+    }
+    problems += [
+        f"tests/data/oracle: no SGLang verdicts for {r['version']}"
+        for r in release_rows()
+        if r["version"] not in oracle
+    ]
     return problems
 
 
@@ -138,9 +183,14 @@ def check_compressed() -> list[str]:
         doc = json.loads(gzip.decompress(path.read_bytes()))
         tables = doc.get("tables", {})
         if doc.get("format") != "topoctl-op-tables/1" or not doc.get("wheels") or not tables:
-            problems.append(f"{path.relative_to(ROOT)}: not a topoctl-op-tables/1 document with its wheels")
-        problems += [f"{path.relative_to(ROOT)}: table {name} has no sources or no rows" for name, table in
-                     tables.items() if not table.get("sources") or not table.get("rows")]
+            problems.append(
+                f"{path.relative_to(ROOT)}: not a topoctl-op-tables/1 document with its wheels"
+            )
+        problems += [
+            f"{path.relative_to(ROOT)}: table {name} has no sources or no rows"
+            for name, table in tables.items()
+            if not table.get("sources") or not table.get("rows")
+        ]
     for path in sorted(Path(ROOT, "tests", "data", "real_parsers").glob("*.json.xz")):
         try:
             json.loads(lzma.decompress(path.read_bytes()))
@@ -152,14 +202,20 @@ def check_compressed() -> list[str]:
 def versions_table() -> list[str]:
     """The covered-releases table of docs/sglang-versions.md, one row a flag data file."""
     check = {r["version"]: r for r in _json("tests/data/sglang_real_parser_check.json")["results"]}
-    rows = ["| version | flags | deprecated | fields compared with SGLang's parser | disagreements | wheel |",
-            "|---|---|---|---|---|---|"]
+    rows = [
+        "| version | flags | deprecated | fields compared with SGLang's parser | disagreements | "
+        "wheel |",
+        "|---|---|---|---|---|---|",
+    ]
     for version in flag_versions():
         doc = _json(f"rules/sglang/generated/sglang-{version}.json")
         deprecated = sum(1 for flag in doc["flags"].values() if flag.get("deprecated"))
         result = check.get(version, {})
-        rows.append(f"| {version} | {doc['flag_count']} | {deprecated} | {result.get('compared_fields', '?')} | "
-                    f"{len(result.get('disagreements', ['?']))} | {doc['source']['wheel']} |")
+        rows.append(
+            f"| {version} | {doc['flag_count']} | {deprecated} | "
+            f"{result.get('compared_fields', '?')} | {len(result.get('disagreements', ['?']))} | "
+            f"{doc['source']['wheel']} |"
+        )
     return rows
 
 
@@ -178,10 +234,15 @@ def check_docs_tables() -> list[str]:
     problems = []
     page = Path(ROOT, "docs", "sglang-versions.md").read_text(encoding="utf-8")
     if replace_versions_table(page) != page:
-        problems.append("docs/sglang-versions.md: the covered-releases table differs from the data (scripts/regen.py)")
+        problems.append(
+            "docs/sglang-versions.md: the covered-releases table differs from the data "
+            "(scripts/regen.py)"
+        )
     results = _json("tests/data/sglang_real_parser_check.json")["results"]
     if Path(ROOT, "docs", "real-parser-check.md").read_text(encoding="utf-8") != render_md(results):
-        problems.append("docs/real-parser-check.md differs from tests/data/sglang_real_parser_check.json")
+        problems.append(
+            "docs/real-parser-check.md differs from tests/data/sglang_real_parser_check.json"
+        )
     return problems
 
 
@@ -202,5 +263,8 @@ def check_scripts(names: set[str]) -> list[str]:
             continue
         proc = subprocess.run([sys.executable, *argv], cwd=ROOT, capture_output=True, text=True)
         if proc.returncode != 0:
-            problems.append(f"{name}: {' '.join(argv)} exit {proc.returncode}: {(proc.stderr or proc.stdout)[-600:]}")
+            problems.append(
+                f"{name}: {' '.join(argv)} exit {proc.returncode}: "
+                f"{(proc.stderr or proc.stdout)[-600:]}"
+            )
     return problems

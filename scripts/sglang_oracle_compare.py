@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""Hold topoctl check's verdicts to SGLang's own outcomes on the committed launch grid (scripts/sglang_oracle/)."""
+"""Hold topoctl check's verdicts to SGLang's own outcomes on the committed launch grid
+(scripts/sglang_oracle/)."""
+
 import sys
 from pathlib import Path
 

@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""Regenerate SGLang's own verdicts on the launch grid from the release wheels (scripts/sglang_oracle/)."""
+"""Regenerate SGLang's own verdicts on the launch grid from the release wheels
+(scripts/sglang_oracle/)."""
+
 import sys
 from pathlib import Path
 

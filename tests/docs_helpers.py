@@ -1,5 +1,7 @@
-"""Reading the README and docs/ as a new user does: their fenced blocks (indented ones inside list items too),
-the `$ command` sessions in them, and what "prints what the doc shows" means for a session."""
+"""Reading the README and docs/ as a new user does: their fenced blocks (indented ones inside list
+items too), the `$ command` sessions in them, and what "prints what the doc shows" means for a
+session."""
+
 from __future__ import annotations
 
 import os
@@ -7,12 +9,15 @@ import re
 import textwrap
 from dataclasses import dataclass
 
-FENCE = re.compile(r"^(?P<indent>[ \t]*)```(?P<lang>[^\n`]*)\n(?P<body>.*?)^(?P=indent)```[ \t]*$", re.S | re.M)
+FENCE = re.compile(
+    r"^(?P<indent>[ \t]*)```(?P<lang>[^\n`]*)\n(?P<body>.*?)^(?P=indent)```[ \t]*$", re.S | re.M
+)
 
 
 @dataclass(frozen=True)
 class Block:
-    """One fenced block: the doc it is in (relative to the checkout), its line, language and text (dedented)."""
+    """One fenced block: the doc it is in (relative to the checkout), its line, language and text
+    (dedented)."""
 
     doc: str
     line: int
@@ -30,7 +35,11 @@ class Block:
 
 def doc_names(root: str) -> list[str]:
     """README.md and every docs/*.md of the checkout at `root`."""
-    docs = sorted(os.path.join("docs", name) for name in os.listdir(os.path.join(root, "docs")) if name.endswith(".md"))
+    docs = sorted(
+        os.path.join("docs", name)
+        for name in os.listdir(os.path.join(root, "docs"))
+        if name.endswith(".md")
+    )
     return ["README.md", *docs]
 
 
@@ -40,7 +49,9 @@ def fenced_blocks(root: str) -> list[Block]:
         text = open(os.path.join(root, name), encoding="utf-8").read()
         for match in FENCE.finditer(text):
             line = text.count("\n", 0, match.start()) + 1
-            found.append(Block(name, line, match.group("lang").strip(), textwrap.dedent(match.group("body"))))
+            found.append(
+                Block(name, line, match.group("lang").strip(), textwrap.dedent(match.group("body")))
+            )
     return found
 
 
@@ -54,8 +65,8 @@ class Session:
 
 
 def sessions(block: Block) -> list[Session]:
-    """The `$ ...` commands of a block that opens with one; a `$ echo $?` and its number stay with the command
-    before it (as what it exited with)."""
+    """The `$ ...` commands of a block that opens with one; a `$ echo $?` and its number stay with
+    the command before it (as what it exited with)."""
     found: list[Session] = []
     parts = re.split(r"(?m)^(?=\$ (?!echo \$\?$))", block.text)
     for part in filter(None, parts):
@@ -68,26 +79,29 @@ def sessions(block: Block) -> list[Session]:
 
 
 def matches(shown: str, code: int, out: str, err: str) -> bool:
-    """The doc's `exit N` line means stdout, stderr and the exit code as shown; a closing `$ echo $?` and its
-    number, the exit code; a line that opens with `...` means the lines above it start the output (the rest is
-    elided, the exit code too unless shown); otherwise stdout exactly, and exit 0."""
+    """The doc's `exit N` line means stdout, stderr and the exit code as shown; a closing `$ echo
+    $?` and its number, the exit code; a line that opens with `...` means the lines above it start
+    the output (the rest is elided, the exit code too unless shown); otherwise stdout exactly, and
+    exit 0."""
     if re.search(r"^exit \d+$", shown, re.M):
         return out + err + f"exit {code}\n" == shown
     expected_code = None
     status = re.search(r"^\$ echo \$\?\n(\d+)\n\Z", shown, re.M)
     if status:
-        expected_code, shown = int(status.group(1)), shown[:status.start()]
+        expected_code, shown = int(status.group(1)), shown[: status.start()]
     lines = shown.splitlines(keepends=True)
     cut = next((i for i, line in enumerate(lines) if line.lstrip().startswith("...")), None)
     if cut is not None:
-        return code == (code if expected_code is None else expected_code) and out.startswith("".join(lines[:cut]))
+        return code == (code if expected_code is None else expected_code) and out.startswith(
+            "".join(lines[:cut])
+        )
     return code == (0 if expected_code is None else expected_code) and out == shown
 
 
 def lines_in_order(shown: str, printed: str) -> str | None:
-    """None when every line of `shown` is a line of `printed`, in order (`...` in a shown line stands for any
-    text: the doc cut it short; a closing `(...)`, for the rest of the line); else the first shown line that
-    is not there."""
+    """None when every line of `shown` is a line of `printed`, in order (`...` in a shown line
+    stands for any text: the doc cut it short; a closing `(...)`, for the rest of the line); else
+    the first shown line that is not there."""
     remaining = printed.splitlines()
     for line in shown.splitlines():
         if not line.strip():

@@ -2,6 +2,7 @@
 
 Layer: commands and CLI (docs/architecture.md, "Layers").
 """
+
 import sys
 
 from topoctl.entry import main

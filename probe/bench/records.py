@@ -1,10 +1,13 @@
-"""The shapes `topoctl bench` passes around: a measurement row, a worker's queue message, and unit aliases.
+"""The shapes `topoctl bench` passes around: a measurement row, a worker's queue message, and unit
+aliases.
 
-A row is the JSON object the snapshot's measurements section stores (topoctl/snapshot/schema, "measurements"):
-its keys differ by section, so it stays a dict of JSON values until the snapshot's reader types it.
+A row is the JSON object the snapshot's measurements section stores (topoctl/snapshot/schema,
+"measurements"): its keys differ by section, so it stays a dict of JSON values until the snapshot's
+reader types it.
 
 Layer: probe (docs/architecture.md, "Layers").
 """
+
 from __future__ import annotations
 
 from typing import Literal, Protocol, Required, TypeAlias, TypedDict
@@ -19,7 +22,8 @@ Row: TypeAlias = "dict[str, object]"
 
 
 class Message(TypedDict, total=False):
-    """One message a worker puts on its queue (probe/bench/worker.py's docstring tells when each is sent)."""
+    """One message a worker puts on its queue (probe/bench/worker.py's docstring tells when each is
+    sent)."""
 
     kind: Required[Literal["start", "row", "devices", "fatal", "done"]]
     item: str  # start: what is measured next (the watchdog names it when it hangs)

@@ -1,14 +1,17 @@
-"""Statistics of timing samples: median and the 10th/90th percentiles (linear interpolation between ranks).
+"""Statistics of timing samples: median and the 10th/90th percentiles (linear interpolation between
+ranks).
 
 Layer: probe (docs/architecture.md, "Layers").
 """
+
 from __future__ import annotations
 
 from typing import Sequence
 
 
 def percentile(samples: Sequence[float], q: float) -> float:
-    """The q-th percentile (0..100) of `samples`, interpolating linearly between the two nearest ranks."""
+    """The q-th percentile (0..100) of `samples`, interpolating linearly between the two nearest
+    ranks."""
     if not samples:
         raise ValueError("no samples")
     if not 0 <= q <= 100:
@@ -22,4 +25,7 @@ def percentile(samples: Sequence[float], q: float) -> float:
 
 def spread(samples: Sequence[float], scale: float = 1.0, digits: int = 3) -> dict[str, float]:
     """{"median", "p10", "p90"} of samples times `scale`, rounded to `digits` decimals."""
-    return {name: round(percentile(samples, q) * scale, digits) for name, q in (("median", 50), ("p10", 10), ("p90", 90))}
+    return {
+        name: round(percentile(samples, q) * scale, digits)
+        for name, q in (("median", 50), ("p10", 10), ("p90", 90))
+    }

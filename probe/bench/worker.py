@@ -1,15 +1,18 @@
 """The processes `topoctl bench` starts: one per GPU for the collectives, one for the P2P pairs.
 
-Everything here imports torch. A worker reports through a multiprocessing queue, one message at a time:
-`{"kind": "start", "item": label}` before each measurement (so the parent's watchdog can name what hung),
-`{"kind": "row", "section": ..., "row": {...}}` after it, `{"kind": "fatal", "reason": ...}` when it cannot go
-on, and `{"kind": "done"}`. Only rank 0 sends rows; every rank takes part in every collective.
+Everything here imports torch. A worker reports through a multiprocessing queue, one message at a
+time: `{"kind": "start", "item": label}` before each measurement (so the parent's watchdog can name
+what hung), `{"kind": "row", "section": ..., "row": {...}}` after it, `{"kind": "fatal", "reason":
+...}` when it cannot go on, and `{"kind": "done"}`. Only rank 0 sends rows; every rank takes part in
+every collective.
 
-GPU-only parts sit behind `Device` (devices: CudaDevice, CpuDevice): CI runs the same harness, sweep and
-statistics on CPU over gloo; CUDA graphs, symmetric memory and peer copies need the GPU back end.
+GPU-only parts sit behind `Device` (devices: CudaDevice, CpuDevice): CI runs the same harness, sweep
+and statistics on CPU over gloo; CUDA graphs, symmetric memory and peer copies need the GPU back
+end.
 
 Layer: probe (docs/architecture.md, "Layers").
 """
+
 from __future__ import annotations
 
 import gc
@@ -27,10 +30,17 @@ if TYPE_CHECKING:
 
     from topoctl.probe.bench import decode_step
 
-MULTICAST_OFF = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
+MULTICAST_OFF = {
+    "NCCL_NVLS_ENABLE": "0",
+    "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
+    "NVSHMEM_DISABLE_NVLS": "1",
+}
 
 
-EMPTY_GRAPH = "the captured CUDA graph is empty: the call launched no GPU work here (NCCL at world size 1 moves no data)"
+EMPTY_GRAPH = (
+    "the captured CUDA graph is empty: the call launched no GPU work here (NCCL at "
+    "world size 1 moves no data)"
+)
 WORLD_ONE_NOTE = "world size 1: NCCL moves no data; this is the cost of the call alone"
 
 
@@ -44,10 +54,13 @@ def _torch() -> ModuleType:
     return torch
 
 
-# --------------------------------------------------------------------------------------------- devices
+# ---------------------------------------------------------------------------------------------
+# devices
+
 
 class Device:
-    """Where tensors live and how time is taken. Subclasses: CudaDevice (GPU), CpuDevice (gloo on CPU)."""
+    """Where tensors live and how time is taken. Subclasses: CudaDevice (GPU), CpuDevice (gloo on
+    CPU)."""
 
     graphs_reason: str | None = None  # why CUDA graphs cannot be captured here (None: they can)
 
@@ -127,17 +140,23 @@ class CudaDevice(Device):
                     for _ in range(count):
                         fn()
         except Exception as exc:
-            raise Unavailable(f"CUDA graph capture failed: {type(exc).__name__}: {str(exc)[:160]}") from None
+            raise Unavailable(
+                f"CUDA graph capture failed: {type(exc).__name__}: {str(exc)[:160]}"
+            ) from None
         if any("graph is empty" in str(warning.message).lower() for warning in caught):
-            # PyTorch warns when a capture recorded no GPU work (seen with NCCL at world size 1 on torch 2.11):
-            # replaying it would time an empty graph, not the operation.
+            # PyTorch warns when a capture recorded no GPU work (seen with NCCL at world size 1 on
+            # torch 2.11): replaying it would time an empty graph, not the operation.
             raise Unavailable(EMPTY_GRAPH)
         return graph.replay
 
 
-# ------------------------------------------------------------------------------------------ measuring
+# ------------------------------------------------------------------------------------------
+# measuring
 
-def measure(device: Device, fn: Callable[[], object], slice_s: float, graph: bool) -> tuple[list[float], int]:
+
+def measure(
+    device: Device, fn: Callable[[], object], slice_s: float, graph: bool
+) -> tuple[list[float], int]:
     """Per-operation seconds, one per sample, and the number of operations timed."""
     for _ in range(3):
         fn()
@@ -155,7 +174,8 @@ def measure(device: Device, fn: Callable[[], object], slice_s: float, graph: boo
 
 
 def _agree(device: Device, inner: int, samples: int) -> tuple[int, int]:
-    """Every rank must issue the same number of collectives: the largest (inner, samples) of any rank wins."""
+    """Every rank must issue the same number of collectives: the largest (inner, samples) of any
+    rank wins."""
     import torch.distributed as dist
 
     if not dist.is_initialized() or dist.get_world_size() == 1:
@@ -186,10 +206,13 @@ def _element_count(nbytes: Bytes, torch_dtype: torch.dtype) -> int:
     return max(1, nbytes // width)
 
 
-# ------------------------------------------------------------------------------------- allreduce paths
+# ------------------------------------------------------------------------------------- allreduce
+# paths
+
 
 class Path:
-    """One allreduce implementation: `prepare(nbytes)` returns the call to time and a checker of its result."""
+    """One allreduce implementation: `prepare(nbytes)` returns the call to time and a checker of its
+    result."""
 
     name = "?"
     variant: str | None = None
@@ -233,7 +256,8 @@ class DistPath(Path):
 
 
 class SymmMemPath(Path):
-    """torch symmetric memory one-shot / two-shot allreduce (no multicast: TORCH_SYMM_MEM_DISABLE_MULTICAST=1)."""
+    """torch symmetric memory one-shot / two-shot allreduce (no multicast:
+    TORCH_SYMM_MEM_DISABLE_MULTICAST=1)."""
 
     name = "torch_symm_mem"
 
@@ -245,11 +269,15 @@ class SymmMemPath(Path):
         if not isinstance(self.device, CudaDevice):
             raise Unavailable("torch symmetric memory needs GPUs (CPU back end)")
         if os.environ.get("TORCH_SYMM_MEM_DISABLE_MULTICAST") != "1":
-            raise Unavailable("TORCH_SYMM_MEM_DISABLE_MULTICAST=1 is not set: refusing to risk multicast")
+            raise Unavailable(
+                "TORCH_SYMM_MEM_DISABLE_MULTICAST=1 is not set: refusing to risk multicast"
+            )
         try:
             import torch.distributed._symmetric_memory  # noqa: F401
         except Exception as exc:
-            raise Unavailable(f"torch.distributed._symmetric_memory: {type(exc).__name__}: {exc}") from None
+            raise Unavailable(
+                f"torch.distributed._symmetric_memory: {type(exc).__name__}: {exc}"
+            ) from None
         op = "one_shot_all_reduce" if self.variant == "one_shot" else "two_shot_all_reduce_"
         if not hasattr(getattr(self.torch.ops, "symm_mem", None), op):
             raise Unavailable(f"this torch has no torch.ops.symm_mem.{op}")
@@ -269,13 +297,17 @@ class SymmMemPath(Path):
             buffer = symm_mem.empty(count, dtype=dtype, device=self.device.tensor_device())
             symm_mem.rendezvous(buffer, group)
         except Exception as exc:
-            raise Unavailable(f"symmetric memory rendezvous failed: {type(exc).__name__}: {str(exc)[:160]}") from None
+            raise Unavailable(
+                f"symmetric memory rendezvous failed: {type(exc).__name__}: {str(exc)[:160]}"
+            ) from None
         ops = torch.ops.symm_mem
 
         if self.variant == "one_shot":
+
             def call() -> object:
                 return ops.one_shot_all_reduce(buffer, "sum", group)
         else:
+
             def call() -> object:
                 return ops.two_shot_all_reduce_(buffer, "sum", group)
 
@@ -300,8 +332,11 @@ def custom_allreduce_reason() -> str:
     found = [name for name in ("sglang", "vllm") if importlib.util.find_spec(name) is not None]
     if not found:
         return "SGLang and vLLM are not installed (their custom allreduce kernels come with them)"
-    return (f"{' and '.join(found)} installed, but topoctl bench does not drive its custom allreduce yet "
-            "(measure it with the package's own benchmark)")
+    return (
+        f"{' and '.join(found)} installed, but topoctl bench does not drive its custom allreduce "
+        "yet "
+        "(measure it with the package's own benchmark)"
+    )
 
 
 def build_paths(device: Device, plan: Plan) -> tuple[list[Path], list[Row]]:
@@ -318,24 +353,41 @@ def build_paths(device: Device, plan: Plan) -> tuple[list[Path], list[Row]]:
                 unavailable.append(_unavailable_row(plan, "torch_symm_mem", str(why), variant))
     if "custom" in plan.paths:
         unavailable.append(_unavailable_row(plan, "custom", custom_allreduce_reason()))
-        # SGLang's other allreduce paths (rules/sglang/data/spelling.yaml) live inside SGLang's own process
-        # groups: recorded, with the reason, rather than left out.
+        # SGLang's other allreduce paths (rules/sglang/data/spelling.yaml) live inside SGLang's own
+        # process groups: recorded, with the reason, rather than left out.
         for name in ("pcie_ipc", "nccl_symm_mem"):
-            unavailable.append(_unavailable_row(plan, name, f"SGLang's {name} allreduce runs inside SGLang's "
-                                                            "process groups; topoctl bench does not drive it yet"))
+            unavailable.append(
+                _unavailable_row(
+                    plan,
+                    name,
+                    f"SGLang's {name} allreduce runs inside SGLang's "
+                    "process groups; topoctl bench does not drive it yet",
+                )
+            )
     return paths, unavailable
 
 
 def _unavailable_row(plan: Plan, path: str, reason: str, variant: str | None = None) -> Row:
-    row: Row = {"path": path, "world_size": plan.world_size, "gpus": list(range(plan.world_size)),
-                           "bytes": None, "dtype": plan.dtype, "cuda_graph": None, "latency_us": None,
-                           "repetitions": 0, "status": "unavailable", "reason": reason}
+    row: Row = {
+        "path": path,
+        "world_size": plan.world_size,
+        "gpus": list(range(plan.world_size)),
+        "bytes": None,
+        "dtype": plan.dtype,
+        "cuda_graph": None,
+        "latency_us": None,
+        "repetitions": 0,
+        "status": "unavailable",
+        "reason": reason,
+    }
     if variant:
         row["variant"] = variant
     return row
 
 
-# -------------------------------------------------------------------------------------------- workers
+# --------------------------------------------------------------------------------------------
+# workers
+
 
 def _send(queue: MessageQueue, rank: int, message: Message) -> None:
     if rank == 0:
@@ -343,8 +395,8 @@ def _send(queue: MessageQueue, rank: int, message: Message) -> None:
 
 
 def _quiet_interrupts() -> None:
-    """Ctrl-C reaches the whole process group: the parent ends the workers itself and keeps what they sent,
-    so a worker ignores SIGINT instead of dying with a traceback."""
+    """Ctrl-C reaches the whole process group: the parent ends the workers itself and keeps what
+    they sent, so a worker ignores SIGINT instead of dying with a traceback."""
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -359,27 +411,48 @@ def allreduce_worker(rank: int, plan_dict: dict[str, Any], port: int, queue: Mes
         import torch.distributed as dist
 
         device: Device = CudaDevice(rank) if plan.backend == "nccl" else CpuDevice(rank)
-        if plan.backend != "nccl" and plan.faults.get("init") == "fail":  # the CPU fake's stand-in for an NCCL failure
+        if (
+            plan.backend != "nccl" and plan.faults.get("init") == "fail"
+        ):  # the CPU fake's stand-in for an NCCL failure
             raise RuntimeError("simulated process group failure")
         import datetime
 
         address, timeout = f"tcp://127.0.0.1:{port}", datetime.timedelta(seconds=plan.timeout_s)
         if plan.backend == "nccl":  # device_id only where NCCL binds the group to this rank's GPU
-            dist.init_process_group(plan.backend, init_method=address, rank=rank, world_size=plan.world_size,
-                                    timeout=timeout, device_id=device.tensor_device())
+            dist.init_process_group(
+                plan.backend,
+                init_method=address,
+                rank=rank,
+                world_size=plan.world_size,
+                timeout=timeout,
+                device_id=device.tensor_device(),
+            )
         else:
-            dist.init_process_group(plan.backend, init_method=address, rank=rank, world_size=plan.world_size,
-                                    timeout=timeout)
+            dist.init_process_group(
+                plan.backend,
+                init_method=address,
+                rank=rank,
+                world_size=plan.world_size,
+                timeout=timeout,
+            )
     except Exception as exc:
-        queue.put({"kind": "fatal", "rank": rank,
-                   "reason": f"{plan.backend.upper()} init failed: {type(exc).__name__}: {str(exc)[:200]}"})
+        queue.put(
+            {
+                "kind": "fatal",
+                "rank": rank,
+                "reason": f"{plan.backend.upper()} init failed: {type(exc).__name__}: "
+                f"{str(exc)[:200]}",
+            }
+        )
         return
     try:
         _allreduce_sweep(rank, plan, device, queue)
         _coalescing(rank, plan, device, queue)
         _send(queue, rank, {"kind": "done"})
     except Exception as exc:
-        queue.put({"kind": "fatal", "rank": rank, "reason": f"{type(exc).__name__}: {str(exc)[:200]}"})
+        queue.put(
+            {"kind": "fatal", "rank": rank, "reason": f"{type(exc).__name__}: {str(exc)[:200]}"}
+        )
     finally:
         try:
             dist.destroy_process_group()
@@ -398,17 +471,27 @@ def _allreduce_sweep(rank: int, plan: Plan, device: Device, queue: MessageQueue)
     for path in paths:
         for nbytes in sizes:
             for graph in modes:
-                label = f"allreduce {path.name}{'/' + path.variant if path.variant else ''} {nbytes} B" \
-                        f"{' graph' if graph else ''}"
+                label = (
+                    f"allreduce {path.name}{'/' + path.variant if path.variant else ''} {nbytes} B"
+                    f"{' graph' if graph else ''}"
+                )
                 _send(queue, rank, {"kind": "start", "item": label, "section": "allreduce"})
                 row = _allreduce_row(plan, device, path, nbytes, graph, slice_s)
                 _send(queue, rank, {"kind": "row", "section": "allreduce", "row": row})
 
 
-def _allreduce_row(plan: Plan, device: Device, path: Path, nbytes: int, graph: bool, slice_s: float) -> Row:
+def _allreduce_row(
+    plan: Plan, device: Device, path: Path, nbytes: int, graph: bool, slice_s: float
+) -> Row:
     torch = device.torch
-    row: Row = {"path": path.name, "world_size": plan.world_size, "gpus": list(range(plan.world_size)),
-                           "bytes": nbytes, "dtype": plan.dtype, "cuda_graph": graph}
+    row: Row = {
+        "path": path.name,
+        "world_size": plan.world_size,
+        "gpus": list(range(plan.world_size)),
+        "bytes": nbytes,
+        "dtype": plan.dtype,
+        "cuda_graph": graph,
+    }
     if path.variant:
         row["variant"] = path.variant
     try:
@@ -416,16 +499,38 @@ def _allreduce_row(plan: Plan, device: Device, path: Path, nbytes: int, graph: b
             raise Unavailable(device.graphs_reason)
         call, check = path.prepare(nbytes)
         if not check():
-            return {**row, "latency_us": None, "repetitions": 0, "status": "failed",
-                    "reason": "wrong result: the allreduce did not sum the ranks' values"}
+            return {
+                **row,
+                "latency_us": None,
+                "repetitions": 0,
+                "status": "failed",
+                "reason": "wrong result: the allreduce did not sum the ranks' values",
+            }
         times, count = measure(device, call, slice_s, graph)
         times = _slowest_rank(times, device)
     except Unavailable as why:
-        return {**row, "latency_us": None, "repetitions": 0, "status": "unavailable", "reason": str(why)}
+        return {
+            **row,
+            "latency_us": None,
+            "repetitions": 0,
+            "status": "unavailable",
+            "reason": str(why),
+        }
     except torch.cuda.OutOfMemoryError:
-        return {**row, "latency_us": None, "repetitions": 0, "status": "failed",
-                "reason": "out of memory on the GPU (is another process using it?)"}
-    out = {**row, "latency_us": spread(times, 1e6), "repetitions": count, "status": "ok", "reason": None}
+        return {
+            **row,
+            "latency_us": None,
+            "repetitions": 0,
+            "status": "failed",
+            "reason": "out of memory on the GPU (is another process using it?)",
+        }
+    out = {
+        **row,
+        "latency_us": spread(times, 1e6),
+        "repetitions": count,
+        "status": "ok",
+        "reason": None,
+    }
     if plan.world_size == 1 and isinstance(path, DistPath):
         out["note"] = WORLD_ONE_NOTE
     return out
@@ -438,11 +543,16 @@ def _coalescing(rank: int, plan: Plan, device: Device, queue: MessageQueue) -> N
     n, each = plan.coalescing["n"], plan.coalescing["bytes_each"]
     dtype = _dtype(torch, plan.dtype)
     where = device.tensor_device()
-    small = [torch.randn(_element_count(each, dtype), dtype=torch.float32, device=where).to(dtype) * 1e-3
-             for _ in range(n)]
+    small = [
+        torch.randn(_element_count(each, dtype), dtype=torch.float32, device=where).to(dtype) * 1e-3
+        for _ in range(n)
+    ]
     large_bytes = n * each // 2
-    large = [torch.randn(_element_count(large_bytes, dtype), dtype=torch.float32, device=where).to(dtype) * 1e-3
-             for _ in range(2)]
+    large = [
+        torch.randn(_element_count(large_bytes, dtype), dtype=torch.float32, device=where).to(dtype)
+        * 1e-3
+        for _ in range(2)
+    ]
 
     def many() -> None:
         for tensor in small:
@@ -454,19 +564,39 @@ def _coalescing(rank: int, plan: Plan, device: Device, queue: MessageQueue) -> N
 
     graph = device.graphs_reason is None
     slice_s = plan.slice_s("coalescing", 2)
-    _send(queue, rank, {"kind": "start", "item": f"coalescing {n} x {each} B vs 2 x {large_bytes} B",
-                        "section": "coalescing"})
-    row: Row = {"path": "nccl" if plan.backend == "nccl" else plan.backend, "world_size": plan.world_size,
-                           "n": n, "bytes_each": each, "bytes_large": large_bytes, "cuda_graph": graph,
-                           "dtype": plan.dtype}
+    _send(
+        queue,
+        rank,
+        {
+            "kind": "start",
+            "item": f"coalescing {n} x {each} B vs 2 x {large_bytes} B",
+            "section": "coalescing",
+        },
+    )
+    row: Row = {
+        "path": "nccl" if plan.backend == "nccl" else plan.backend,
+        "world_size": plan.world_size,
+        "n": n,
+        "bytes_each": each,
+        "bytes_large": large_bytes,
+        "cuda_graph": graph,
+        "dtype": plan.dtype,
+    }
     try:
         results = {}
         for name, fn in (("many_small", many), ("two_large", two)):
             times, count = measure(device, fn, slice_s / 2, graph)
             results[name] = spread(_slowest_rank(times, device), 1e6)
             row["repetitions"] = count
-        row.update({"many_small_us": results["many_small"]["median"], "two_large_us": results["two_large"]["median"],
-                    "many_small": results["many_small"], "two_large": results["two_large"], "status": "ok"})
+        row.update(
+            {
+                "many_small_us": results["many_small"]["median"],
+                "two_large_us": results["two_large"]["median"],
+                "many_small": results["many_small"],
+                "two_large": results["two_large"],
+                "status": "ok",
+            }
+        )
     except Unavailable as why:
         row.update({"status": "unavailable", "reason": str(why)})
     except torch.cuda.OutOfMemoryError:
@@ -474,17 +604,20 @@ def _coalescing(rank: int, plan: Plan, device: Device, queue: MessageQueue) -> N
     _send(queue, rank, {"kind": "row", "section": "coalescing", "row": row})
 
 
-# ------------------------------------------------------------------------------------------------ P2P
+# ------------------------------------------------------------------------------------------------
+# P2P
+
 
 def _pattern(torch: ModuleType, count: int, device: torch.device, seed: int) -> torch.Tensor:
-    """A deterministic, non-constant int32 pattern, made where it is needed (never copied to compare)."""
+    """A deterministic, non-constant int32 pattern, made where it is needed (never copied to
+    compare)."""
     values = torch.arange(count, dtype=torch.int64, device=device) * 2654435761 + seed
     return (values & 0x7FFFFFFF).to(torch.int32)
 
 
 class PeerCopies:
-    """Copies between devices for the P2P checks. CudaPeers copies between GPUs; FakePeers (CPU) stands in for
-    them in CI, with faults (hang, corrupt, crawl) a test can ask for."""
+    """Copies between devices for the P2P checks. CudaPeers copies between GPUs; FakePeers (CPU)
+    stands in for them in CI, with faults (hang, corrupt, crawl) a test can ask for."""
 
     def __init__(self, plan: Plan) -> None:
         self.plan = plan
@@ -516,8 +649,10 @@ class CudaPeers(PeerCopies):
         for index in range(self.torch.cuda.device_count()):
             props = self.torch.cuda.get_device_properties(index)
             if hasattr(props, "pci_bus_id"):
-                out.append(f"{getattr(props, 'pci_domain_id', 0):08x}:{props.pci_bus_id:02x}:"
-                           f"{getattr(props, 'pci_device_id', 0):02x}.0")
+                out.append(
+                    f"{getattr(props, 'pci_domain_id', 0):08x}:{props.pci_bus_id:02x}:"
+                    f"{getattr(props, 'pci_device_id', 0):02x}.0"
+                )
             else:
                 out.append(None)
         return out
@@ -538,10 +673,15 @@ class FakePeers(PeerCopies):
             dst.view(-1)[dst.numel() // 2] += 1
 
 
-def p2p_worker(plan_dict: dict[str, Any], pairs: list[list[int]], queue: MessageQueue,
-               bad: list[list[int]] | None = None) -> None:
-    """P2P health, bandwidth and latency for `pairs`, in one process that sees every GPU (spawned). `bad`: pairs
-    already found broken (an earlier worker hung on them): a both-ways copy never runs over them again."""
+def p2p_worker(
+    plan_dict: dict[str, Any],
+    pairs: list[list[int]],
+    queue: MessageQueue,
+    bad: list[list[int]] | None = None,
+) -> None:
+    """P2P health, bandwidth and latency for `pairs`, in one process that sees every GPU (spawned).
+    `bad`: pairs already found broken (an earlier worker hung on them): a both-ways copy never runs
+    over them again."""
     _quiet_interrupts()
     os.environ.update(MULTICAST_OFF)
     plan = Plan(**plan_dict)
@@ -552,7 +692,9 @@ def p2p_worker(plan_dict: dict[str, Any], pairs: list[list[int]], queue: Message
         if plan.backend == "nccl":
             _local_copies(plan, peers, queue)
         for src, dst in pairs:
-            queue.put({"kind": "start", "item": f"p2p {src}->{dst}", "section": "p2p", "pair": [src, dst]})
+            queue.put(
+                {"kind": "start", "item": f"p2p {src}->{dst}", "section": "p2p", "pair": [src, dst]}
+            )
             row = _pair_row(plan, peers, src, dst, reverse_broken=(dst, src) in broken)
             if not row["healthy"]:
                 broken.add((src, dst))
@@ -562,8 +704,12 @@ def p2p_worker(plan_dict: dict[str, Any], pairs: list[list[int]], queue: Message
         queue.put({"kind": "fatal", "reason": f"{type(exc).__name__}: {str(exc)[:200]}"})
 
 
-def _copy_seconds(peers: PeerCopies, pairs: list[tuple[torch.Tensor, torch.Tensor, tuple[int, int]]], devices: list[int],
-                  reps: int) -> float:
+def _copy_seconds(
+    peers: PeerCopies,
+    pairs: list[tuple[torch.Tensor, torch.Tensor, tuple[int, int]]],
+    devices: list[int],
+    reps: int,
+) -> float:
     peers.sync(*devices)
     started = time.perf_counter()
     for _ in range(reps):
@@ -574,8 +720,8 @@ def _copy_seconds(peers: PeerCopies, pairs: list[tuple[torch.Tensor, torch.Tenso
 
 
 def _local_copies(plan: Plan, peers: PeerCopies, queue: MessageQueue) -> None:
-    """Device-to-device copy bandwidth inside each GPU: the yardstick for the peer figures (bytes read + written
-    are 2x the buffer; reported as buffer bytes per second, like the peer copies)."""
+    """Device-to-device copy bandwidth inside each GPU: the yardstick for the peer figures (bytes
+    read + written are 2x the buffer; reported as buffer bytes per second, like the peer copies)."""
     torch = peers.torch
     for index in range(plan.world_size):
         queue.put({"kind": "start", "item": f"local copy on GPU {index}", "section": "local_copy"})
@@ -584,23 +730,44 @@ def _local_copies(plan: Plan, peers: PeerCopies, queue: MessageQueue) -> None:
         src = _pattern(torch, count, where, 7)
         dst = torch.empty_like(src)
         _copy_seconds(peers, [(dst, src, (index, index))], [index], 2)
-        samples = [_copy_seconds(peers, [(dst, src, (index, index))], [index], 5) / 5 for _ in range(5)]
+        samples = [
+            _copy_seconds(peers, [(dst, src, (index, index))], [index], 5) / 5 for _ in range(5)
+        ]
         bandwidth = [plan.p2p_bytes / seconds / 1e9 for seconds in samples]
-        queue.put({"kind": "row", "section": "local_copy",
-                   "row": {"gpu": index, "bytes": plan.p2p_bytes, "bandwidth_gbps": spread(bandwidth, 1.0, 1),
-                           "repetitions": 25}})
+        queue.put(
+            {
+                "kind": "row",
+                "section": "local_copy",
+                "row": {
+                    "gpu": index,
+                    "bytes": plan.p2p_bytes,
+                    "bandwidth_gbps": spread(bandwidth, 1.0, 1),
+                    "repetitions": 25,
+                },
+            }
+        )
 
 
 def _gbps(value: GBps) -> GBps:
-    """GB/s for the record: one decimal, or three significant digits below 1 GB/s (never rounded to 0)."""
+    """GB/s for the record: one decimal, or three significant digits below 1 GB/s (never rounded to
+    0)."""
     return round(value, 1) if value >= 1 else float(f"{value:.3g}")
 
 
-def _pair_row(plan: Plan, peers: PeerCopies, src: int, dst: int, reverse_broken: bool = False) -> Row:
+def _pair_row(
+    plan: Plan, peers: PeerCopies, src: int, dst: int, reverse_broken: bool = False
+) -> Row:
     torch = peers.torch
     pair = (src, dst)
-    row: Row = {"src": src, "dst": dst, "healthy": False, "reason": None, "bandwidth_gbps": None,
-                           "latency_us": None, "bytes": plan.p2p_bytes}
+    row: Row = {
+        "src": src,
+        "dst": dst,
+        "healthy": False,
+        "reason": None,
+        "bandwidth_gbps": None,
+        "latency_us": None,
+        "bytes": plan.p2p_bytes,
+    }
     try:
         count = plan.p2p_bytes // 4
         source = _pattern(torch, count, peers.where(src), 11 + src)
@@ -614,8 +781,8 @@ def _pair_row(plan: Plan, peers: PeerCopies, src: int, dst: int, reverse_broken:
             return row
         first_gbps = plan.p2p_bytes / max(first, 1e-9) / 1e9
         if first_gbps < plan.crawl_gbps:
-            # The first copy also pays for enabling peer access: a second one decides. Both slow: crawling, and the
-            # budget is not spent on it.
+            # The first copy also pays for enabling peer access: a second one decides. Both slow:
+            # crawling, and the budget is not spent on it.
             first = _copy_seconds(peers, [(target, source, pair)], [src, dst], 1)
             first_gbps = plan.p2p_bytes / max(first, 1e-9) / 1e9
         if first_gbps < plan.crawl_gbps:
@@ -623,30 +790,58 @@ def _pair_row(plan: Plan, peers: PeerCopies, src: int, dst: int, reverse_broken:
             row["first_copy_s"] = round(first, 4)
             row["reason"] = f"crawl: {first_gbps:.3g} GB/s one way (below {plan.crawl_gbps:g} GB/s)"
             return row
-        # The P2P share of the budget, split over the pairs: 3 samples one way and 3 both ways of `reps` copies
-        # each (9 x reps buffer copies), 1 to 5 copies per sample.
+        # The P2P share of the budget, split over the pairs: 3 samples one way and 3 both ways of
+        # `reps` copies each (9 x reps buffer copies), 1 to 5 copies per sample.
         slice_s = plan.slice_s("p2p", len(plan.p2p_pairs))
         reps = max(1, min(5, int(slice_s / (9 * max(first, 1e-6)))))
         row["repetitions"] = 3 * reps
-        one_way = [plan.p2p_bytes / (_copy_seconds(peers, [(target, source, pair)], [src, dst], reps) / reps) / 1e9
-                   for _ in range(3)]
+        one_way = [
+            plan.p2p_bytes
+            / (_copy_seconds(peers, [(target, source, pair)], [src, dst], reps) / reps)
+            / 1e9
+            for _ in range(3)
+        ]
         both: list[float] | None = None
-        if not reverse_broken:  # both ways needs the reverse direction, which failed already: not again
+        if (
+            not reverse_broken
+        ):  # both ways needs the reverse direction, which failed already: not again
             back_src = _pattern(torch, count, peers.where(dst), 5)
             back_dst = torch.empty(count, dtype=torch.int32, device=peers.where(src))
-            both = [2 * plan.p2p_bytes / (_copy_seconds(peers, [(target, source, pair), (back_dst, back_src, (dst, src))],
-                                                        [src, dst], reps) / reps) / 1e9 for _ in range(3)]
+            both = [
+                2
+                * plan.p2p_bytes
+                / (
+                    _copy_seconds(
+                        peers,
+                        [(target, source, pair), (back_dst, back_src, (dst, src))],
+                        [src, dst],
+                        reps,
+                    )
+                    / reps
+                )
+                / 1e9
+                for _ in range(3)
+            ]
         tiny_src = source[:2]
         tiny_dst = target[:2]
         latency_reps = 100
-        latency = [_copy_seconds(peers, [(tiny_dst, tiny_src, pair)], [src, dst], latency_reps) / latency_reps * 1e6
-                   for _ in range(3)]
+        latency = [
+            _copy_seconds(peers, [(tiny_dst, tiny_src, pair)], [src, dst], latency_reps)
+            / latency_reps
+            * 1e6
+            for _ in range(3)
+        ]
         one_way_gbps = sorted(one_way)[1]
-        row["bandwidth_gbps"] = {"one_way": _gbps(one_way_gbps), "both_ways": _gbps(sorted(both)[1]) if both else None}
+        row["bandwidth_gbps"] = {
+            "one_way": _gbps(one_way_gbps),
+            "both_ways": _gbps(sorted(both)[1]) if both else None,
+        }
         row["latency_us"] = round(sorted(latency)[1], 2)
         row["first_copy_s"] = round(first, 4)
         if one_way_gbps < plan.crawl_gbps:
-            row["reason"] = f"crawl: {one_way_gbps:.3g} GB/s one way (below {plan.crawl_gbps:g} GB/s)"
+            row["reason"] = (
+                f"crawl: {one_way_gbps:.3g} GB/s one way (below {plan.crawl_gbps:g} GB/s)"
+            )
             return row
         row["healthy"] = True
     except torch.cuda.OutOfMemoryError:
@@ -657,9 +852,9 @@ def _pair_row(plan: Plan, peers: PeerCopies, src: int, dst: int, reverse_broken:
 
 
 def decode_step_worker(requests: list[decode_step.Request], queue: MessageQueue) -> None:
-    """The decode-step measurements (probe/bench/decode_step.py), one request after another; a request that
-    fails (no fp8 product on this GPU, out of memory) is recorded as a row with its reason and the next
-    one goes on."""
+    """The decode-step measurements (probe/bench/decode_step.py), one request after another; a
+    request that fails (no fp8 product on this GPU, out of memory) is recorded as a row with its
+    reason and the next one goes on."""
     _quiet_interrupts()
     os.environ.update(MULTICAST_OFF)
     from topoctl.probe.bench import decode_step
@@ -673,8 +868,15 @@ def decode_step_worker(requests: list[decode_step.Request], queue: MessageQueue)
                 for row in decode_step.measure(request, announce):
                     queue.put({"kind": "row", "section": "decode_step", "row": row})
             except Exception as exc:
-                queue.put({"kind": "row", "section": "decode_step",
-                           "row": decode_step.failed_row(request, f"{type(exc).__name__}: {str(exc)[:200]}")})
+                queue.put(
+                    {
+                        "kind": "row",
+                        "section": "decode_step",
+                        "row": decode_step.failed_row(
+                            request, f"{type(exc).__name__}: {str(exc)[:200]}"
+                        ),
+                    }
+                )
             _free_gpu_memory()
         queue.put({"kind": "done"})
     except Exception as exc:

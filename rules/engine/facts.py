@@ -2,13 +2,14 @@
 and a request.
 
 Rules never read the snapshot's raw shape; they name facts (`gpu.sm_majors`, `interconnect`,
-`software.sglang`, `pair.p2p.read`, `launch.custom_all_reduce`). That keeps rule files short, lets the
-snapshot evolve, and gives one place where "the probe could not read it" becomes UNKNOWN: a null value,
-a missing key, or a P2P status of "unknown"/"U". Request facts are always known (None there means "not
-asked for"). docs/rules.md lists every name; `topoctl rules facts` prints them.
+`software.sglang`, `pair.p2p.read`, `launch.custom_all_reduce`). That keeps rule files short, lets
+the snapshot evolve, and gives one place where "the probe could not read it" becomes UNKNOWN: a null
+value, a missing key, or a P2P status of "unknown"/"U". Request facts are always known (None there
+means "not asked for"). docs/rules.md lists every name; `topoctl rules facts` prints them.
 
 Layer: knowledge (docs/architecture.md, "Layers").
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -46,8 +47,8 @@ class _Unknown:
 UNKNOWN = _Unknown()
 _MISSING = object()
 
-# A fact's value: a scalar or a list of them as the snapshot or request gives it, None (a request fact not
-# asked for) or UNKNOWN; which one a name holds is its declared type (FACTS, PAIR_FACTS).
+# A fact's value: a scalar or a list of them as the snapshot or request gives it, None (a request
+# fact not asked for) or UNKNOWN; which one a name holds is its declared type (FACTS, PAIR_FACTS).
 FactValue: TypeAlias = "bool | int | float | str | Sequence[object] | _Unknown | None"
 PairFacts: TypeAlias = "dict[str, FactValue]"
 Resolver: TypeAlias = "Callable[[Context], FactValue]"
@@ -57,13 +58,24 @@ SharedCache: TypeAlias = "dict[str, object]"
 # P2P answers that say nothing about whether P2P works.
 UNKNOWN_P2P = {*UNKNOWN_P2P_STATUSES, None}
 VERSION_FACT_TYPE = "version"
-SOFTWARE_PACKAGES = ("driver", "cuda_driver", "cuda_runtime", "nccl", "torch", "sgl_kernel", "flashinfer",
-                     "vllm", "nvidia_ml_py")
+SOFTWARE_PACKAGES = (
+    "driver",
+    "cuda_driver",
+    "cuda_runtime",
+    "nccl",
+    "torch",
+    "sgl_kernel",
+    "flashinfer",
+    "vllm",
+    "nvidia_ml_py",
+)
 
 
 def _known(value: object) -> FactValue:
     """A snapshot value as a fact: what the snapshot leaves out or gives as null is UNKNOWN."""
-    return UNKNOWN if value is None else cast("FactValue", value)  # a validated snapshot's value is JSON
+    return (
+        UNKNOWN if value is None else cast("FactValue", value)
+    )  # a validated snapshot's value is JSON
 
 
 def _sm_of_gpu(gpu: object) -> int | _Unknown:
@@ -87,23 +99,42 @@ def _all_known(values: list[int | _Unknown]) -> FactValue:
     return UNKNOWN if any(value is UNKNOWN for value in values) else values
 
 
-_VIEW_KEY = "view\0"  # the SnapshotView in a shared facts cache (rules/engine/evaluation.py evaluate's facts_cache)
+# the SnapshotView in a shared facts cache (rules/engine/evaluation.py evaluate's facts_cache)
+_VIEW_KEY = "view\0"
 
 
 class Context:
-    """One evaluation's view of a snapshot and a request; facts are computed on first use and cached.
+    """One evaluation's view of a snapshot and a request; facts are computed on first use and
+    cached.
 
     `shared`: a dict the caller keeps across evaluations of the same snapshot (engine.evaluate's
-    facts_cache); facts that depend on the snapshot alone, and the pair facts, are computed once into it.
+    facts_cache); facts that depend on the snapshot alone, and the pair facts, are computed once
+    into it.
     """
 
-    __slots__ = ("snapshot", "view", "request", "launch", "_cache", "_pairs", "_shared", "pair", "pair_label",
-                 "unknown_seen", "_group")
+    __slots__ = (
+        "snapshot",
+        "view",
+        "request",
+        "launch",
+        "_cache",
+        "_pairs",
+        "_shared",
+        "pair",
+        "pair_label",
+        "unknown_seen",
+        "_group",
+    )
 
-    def __init__(self, snapshot: SnapshotLike, request: Mapping[str, object] | None,
-                 shared: SharedCache | None = None) -> None:
+    def __init__(
+        self,
+        snapshot: SnapshotLike,
+        request: Mapping[str, object] | None,
+        shared: SharedCache | None = None,
+    ) -> None:
         self._shared = shared
-        # every read of the snapshot's shape goes through the view: the command's own when it passed one
+        # every read of the snapshot's shape goes through the view: the command's own when it passed
+        # one
         self.view = self._view_of(snapshot, shared)
         self.snapshot = self.view.data
         self.request = request if isinstance(request, dict) else {}
@@ -118,9 +149,10 @@ class Context:
 
     @staticmethod
     def _view_of(snapshot: SnapshotLike, shared: SharedCache | None) -> SnapshotView:
-        """The snapshot's view: the one the caller passed (a command makes one per run), else the one made for
-        every evaluation that shares a facts cache (recommend judges each candidate launch on the same
-        snapshot), else one for this evaluation (a rule's test case, a plain dict)."""
+        """The snapshot's view: the one the caller passed (a command makes one per run), else the
+        one made for every evaluation that shares a facts cache (recommend judges each candidate
+        launch on the same snapshot), else one for this evaluation (a rule's test case, a plain
+        dict)."""
         if isinstance(snapshot, SnapshotView):
             view = snapshot
         else:
@@ -137,8 +169,11 @@ class Context:
         """The value of a non-pair fact, or UNKNOWN."""
         value = self._cache.get(name, cast("FactValue", _MISSING))
         if value is _MISSING:
-            shared = self._shared if name in SNAPSHOT_FACTS and (name not in GROUP_FACTS or self.scope() is None) \
+            shared = (
+                self._shared
+                if name in SNAPSHOT_FACTS and (name not in GROUP_FACTS or self.scope() is None)
                 else None
+            )
             if shared is not None:
                 value = cast("FactValue", shared.get(name, _MISSING))
             if value is _MISSING:
@@ -146,7 +181,7 @@ class Context:
                 if resolver is not None:
                     value = resolver[2](self)
                 elif name.startswith("launch."):
-                    value = cast("FactValue", launch_value(self, name[len("launch."):])[1])
+                    value = cast("FactValue", launch_value(self, name[len("launch.") :])[1])
                 else:
                     value = UNKNOWN
                 if shared is not None:
@@ -162,18 +197,21 @@ class Context:
         return pair.get(name, UNKNOWN)
 
     def pairs(self) -> list[tuple[str, PairFacts]]:
-        """(label, pair facts) for every ordered pair inside one TP group of the launch (scope()), computed once.
+        """(label, pair facts) for every ordered pair inside one TP group of the launch (scope()),
+        computed once.
 
-        The launch's group is the default scope of every pair quantifier: a rule about "any pair" judges the
-        pairs the launch's allreduces run over, not the GPUs it leaves alone (nor pairs across data-parallel
-        replicas, which do not allreduce together)."""
+        The launch's group is the default scope of every pair quantifier: a rule about "any pair"
+        judges the pairs the launch's allreduces run over, not the GPUs it leaves alone (nor pairs
+        across data-parallel replicas, which do not allreduce together)."""
         if self._pairs is None:
             shared = self._shared if self._shared is not None else {}
             scope = self.scope()
             if scope is None:
                 if _PAIRS_KEY not in shared:
                     known = _known_pairs(self, shared)
-                    shared[_PAIRS_KEY] = [known.facts(position) for position in range(len(known.entries))]
+                    shared[_PAIRS_KEY] = [
+                        known.facts(position) for position in range(len(known.entries))
+                    ]
                 self._pairs = cast("list[tuple[str, PairFacts]]", shared[_PAIRS_KEY])
             else:
                 key = f"{_PAIRS_KEY}{scope}"
@@ -183,7 +221,8 @@ class Context:
         return self._pairs
 
     def memo(self, name: str) -> dict[object, object] | None:
-        """A dict kept across the evaluations that share this snapshot (None without a shared cache)."""
+        """A dict kept across the evaluations that share this snapshot (None without a shared
+        cache)."""
         if self._shared is None:
             return None
         found = self._shared.get(f"{name}\0")
@@ -192,18 +231,21 @@ class Context:
         return cast("dict[object, object]", found)
 
     def scope(self) -> tuple[tuple[int, ...], ...] | None:
-        """The launch's TP groups (one per data-parallel replica), or None for one group of every GPU."""
+        """The launch's TP groups (one per data-parallel replica), or None for one group of every
+        GPU."""
         if self._group is _MISSING:
             self._group = _launch_scope(self)
         return cast("tuple[tuple[int, ...], ...] | None", self._group)
 
     def group(self) -> tuple[int, ...] | None:
-        """The launch's GPUs as snapshot GPU indices (PCI bus order), or None for every GPU in one group.
+        """The launch's GPUs as snapshot GPU indices (PCI bus order), or None for every GPU in one
+        group.
 
-        request["gpus"] when given (recommend's placement; check's CUDA_VISIBLE_DEVICES), in rank order, else
-        the first tp_size x dp_size GPUs (CUDA devices 0.. in PCI bus order, where a launch without
-        CUDA_VISIBLE_DEVICES runs), else every GPU. With dp_size > 1 the GPUs in rank order are cut into
-        replicas of tp_size (SGLang gives replica d the devices d*tp ... d*tp+tp-1)."""
+        request["gpus"] when given (recommend's placement; check's CUDA_VISIBLE_DEVICES), in rank
+        order, else the first tp_size x dp_size GPUs (CUDA devices 0.. in PCI bus order, where a
+        launch without CUDA_VISIBLE_DEVICES runs), else every GPU. With dp_size > 1 the GPUs in rank
+        order are cut into replicas of tp_size (SGLang gives replica d the devices d*tp ...
+        d*tp+tp-1)."""
         scope = self.scope()
         if scope is None:
             return None
@@ -212,15 +254,20 @@ class Context:
 
     def pairs_known(self) -> bool:
         """False when the snapshot has no pair list at all (then pair quantifiers are unknown)."""
-        return isinstance(self.snapshot.get("pairs"), list)  # what view.pairs tests, without copying the list
+        return isinstance(
+            self.snapshot.get("pairs"), list
+        )  # what view.pairs tests, without copying the list
 
 
 class _PairTable:
     """The snapshot's pair list with its pair facts made on first use, and each pair's position by
-    (src, dst): a launch's groups read only the pairs inside them, O(sum of k^2) for groups of k GPUs
-    instead of a pass over all n^2 pairs per group layout (recommend on 128 GPUs judges dozens)."""
+    (src, dst): a launch's groups read only the pairs inside them, O(sum of k^2) for groups of k
+    GPUs instead of a pass over all n^2 pairs per group layout (recommend on 128 GPUs judges
+    dozens)."""
 
-    def __init__(self, entries: list[PairEntry], health: dict[tuple[int, int], tuple[bool, object]]) -> None:
+    def __init__(
+        self, entries: list[PairEntry], health: dict[tuple[int, int], tuple[bool, object]]
+    ) -> None:
         self.entries, self.health = entries, health
         self.made: list[tuple[str, PairFacts] | None] = [None] * len(entries)
         self.where: dict[tuple[int, int], list[int]] = {}
@@ -248,7 +295,9 @@ class _PairTable:
 def _known_pairs(context: Context, shared: SharedCache) -> _PairTable:
     table = shared.get(_TABLE_KEY)
     if not isinstance(table, _PairTable):
-        table = shared[_TABLE_KEY] = _PairTable(context.view.pairs or [], measured_health(context.snapshot))
+        table = shared[_TABLE_KEY] = _PairTable(
+            context.view.pairs or [], measured_health(context.snapshot)
+        )
     return table
 
 
@@ -274,16 +323,18 @@ def _launch_scope(context: Context) -> tuple[tuple[int, ...], ...] | None:
     machine = _machine_gpus(context)
     known = set(machine)
     tp = _int_value(context.request.get("tp_size")) or _int_value(context.launch.get("tp_size"))
-    dp = _int_value(context.request.get("dp_size")) or _int_value(context.launch.get("dp_size")) or 1
+    dp = (
+        _int_value(context.request.get("dp_size")) or _int_value(context.launch.get("dp_size")) or 1
+    )
     wanted = context.request.get("gpus")
     if isinstance(wanted, (list, tuple)) and all(_int_value(index) is not None for index in wanted):
         ranked = list(dict.fromkeys(index for index in wanted if index in known))
     elif tp is None or tp < 1 or dp < 1 or tp * dp >= len(machine) and dp == 1:
         return None
     else:
-        ranked = machine[:tp * dp]
+        ranked = machine[: tp * dp]
     if tp is not None and tp >= 1 and dp > 1 and len(ranked) >= tp * dp:
-        replicas = tuple(tuple(ranked[start:start + tp]) for start in range(0, tp * dp, tp))
+        replicas = tuple(tuple(ranked[start : start + tp]) for start in range(0, tp * dp, tp))
     else:
         replicas = (tuple(ranked),)
     if len(replicas) == 1 and known <= set(replicas[0]):
@@ -297,7 +348,8 @@ def _group_facts(context: Context) -> list[PairFacts] | None:
 
 
 def launch_value(context: Context, setting: str) -> tuple[bool, object]:
-    """(explicitly set?, value) of a launch setting; a setting the launch does not name is (False, None)."""
+    """(explicitly set?, value) of a launch setting; a setting the launch does not name is (False,
+    None)."""
     if setting in context.launch:
         return True, launch_settings.normalize(setting, context.launch[setting])
     return False, None
@@ -307,8 +359,9 @@ def _p2p_status(value: object) -> str | _Unknown:
     return value if isinstance(value, str) and value not in UNKNOWN_P2P else UNKNOWN
 
 
-def _pair_facts(entry: PairEntry, health: dict[tuple[int, int], tuple[bool, object]] | None = None
-                ) -> tuple[str, PairFacts]:
+def _pair_facts(
+    entry: PairEntry, health: dict[tuple[int, int], tuple[bool, object]] | None = None
+) -> tuple[str, PairFacts]:
     p2p: dict[str, str] = entry["p2p"] if isinstance(entry.get("p2p"), dict) else {}
     facts: PairFacts = {
         "pair.src": entry.get("src", UNKNOWN) if entry.get("src") is not None else UNKNOWN,
@@ -316,19 +369,26 @@ def _pair_facts(entry: PairEntry, health: dict[tuple[int, int], tuple[bool, obje
     }
     for capability in ("read", "write", "nvlink", "atomics", "pci"):
         facts[f"pair.p2p.{capability}"] = _p2p_status(p2p.get(capability))
-    p2p_ok = pair_p2p_ok(p2p)  # topoctl/core/p2p.py: read and write OK; "unknown" and NVML's U are unknown
+    p2p_ok = pair_p2p_ok(
+        p2p
+    )  # topoctl/core/p2p.py: read and write OK; "unknown" and NVML's U are unknown
     src, dst = entry.get("src"), entry.get("dst")
-    measured = (health or {}).get((src, dst)) if isinstance(src, int) and isinstance(dst, int) else None
+    measured = (
+        (health or {}).get((src, dst)) if isinstance(src, int) and isinstance(dst, int) else None
+    )
     facts["pair.p2p_measured_healthy"] = measured[0] if measured is not None else UNKNOWN
     if measured is not None and measured[0] is False:
-        p2p_ok = False  # `topoctl bench` saw this pair hang, corrupt or crawl: no working P2P, whatever NVML says
+        # `topoctl bench` saw this pair hang, corrupt or crawl: no working P2P, whatever NVML says
+        p2p_ok = False
     facts["pair.p2p_ok"] = UNKNOWN if p2p_ok is None else p2p_ok
     acs = entry.get("pcie_acs_redirect")
     facts["pair.pcie_acs_redirect"] = acs if isinstance(acs, bool) else UNKNOWN
     link = entry.get("link")
     facts["pair.link"] = link if isinstance(link, str) else UNKNOWN
     nvlinks = entry.get("nvlinks")
-    facts["pair.nvlinks"] = nvlinks if isinstance(nvlinks, int) and not isinstance(nvlinks, bool) else UNKNOWN
+    facts["pair.nvlinks"] = (
+        nvlinks if isinstance(nvlinks, int) and not isinstance(nvlinks, bool) else UNKNOWN
+    )
     if isinstance(link, str) and link.upper().startswith("NV"):
         facts["pair.nvlink"] = True
     elif isinstance(nvlinks, int) and not isinstance(nvlinks, bool):
@@ -345,7 +405,8 @@ def _pair_facts(entry: PairEntry, health: dict[tuple[int, int], tuple[bool, obje
     return label, facts
 
 
-# ---------------------------------------------------------------------------------------------- resolvers
+# ----------------------------------------------------------------------------------------------
+# resolvers
 def _gpus(context: Context) -> list[object] | _Unknown:
     gpus = context.view.gpus
     return UNKNOWN if gpus is None else gpus
@@ -374,26 +435,32 @@ def _from_sms(transform: Callable[[list[int]], FactValue]) -> Resolver:
     def resolve(context: Context) -> FactValue:
         sms = _sms(context)
         return UNKNOWN if isinstance(sms, _Unknown) else transform(sms)
+
     return resolve
 
 
-def _per_gpu(field: str, summary_field: str | None = None,
-             derive: Resolver | None = None) -> Resolver:
+def _per_gpu(
+    field: str, summary_field: str | None = None, derive: Resolver | None = None
+) -> Resolver:
     def resolve(context: Context) -> FactValue:
         gpus = _gpus(context)
-        if not isinstance(gpus, _Unknown) and all(isinstance(gpu, dict) and gpu.get(field) is not None
-                                                  for gpu in gpus):
+        if not isinstance(gpus, _Unknown) and all(
+            isinstance(gpu, dict) and gpu.get(field) is not None for gpu in gpus
+        ):
             return [cast("dict[str, object]", gpu)[field] for gpu in gpus]
         if summary_field:
             listed = _known(context.view.summary_value(summary_field))
             if isinstance(listed, list) and None not in listed:
                 return list(listed)
         return derive(context) if derive else UNKNOWN
+
     return resolve
 
 
 def _architectures_from_sm(context: Context) -> FactValue:
-    from topoctl.core.gpus import architecture_for_sm  # the GPU table: only when the snapshot names no architecture
+    from topoctl.core.gpus import (
+        architecture_for_sm,
+    )  # the GPU table: only when the snapshot names no architecture
 
     sms = _sms(context)
     if isinstance(sms, _Unknown):
@@ -436,6 +503,7 @@ def _summary(field: str, kind: type | tuple[type, ...]) -> Resolver:
     def resolve(context: Context) -> FactValue:
         value = _known(context.view.summary_value(field))
         return value if isinstance(value, kind) else UNKNOWN
+
     return resolve
 
 
@@ -462,7 +530,8 @@ def _all_pairs_p2p(context: Context) -> FactValue:
             return False
         return UNKNOWN if UNKNOWN in oks or not oks else True
     if any(healthy is False for healthy, _ in measured_health(context.snapshot).values()):
-        return False  # a pair failed `topoctl bench`'s check (a summary written before it may still say true)
+        # a pair failed `topoctl bench`'s check (a summary written before it may still say true)
+        return False
     value = _known(context.view.summary_value("all_pairs_p2p"))
     if isinstance(value, bool):
         return value
@@ -474,9 +543,12 @@ def _all_pairs_p2p(context: Context) -> FactValue:
     return UNKNOWN if UNKNOWN in oks else True
 
 
-def _group_or_summary(field: str, from_group: Callable[[list[PairFacts]], FactValue],
-                      kind: type) -> Resolver:
-    """A pair summary: of the launch's group when it is narrower than the machine, else the probe's summary."""
+def _group_or_summary(
+    field: str, from_group: Callable[[list[PairFacts]], FactValue], kind: type
+) -> Resolver:
+    """A pair summary: of the launch's group when it is narrower than the machine, else the probe's
+    summary."""
+
     def resolve(context: Context) -> FactValue:
         group = _group_facts(context)
         if group is not None:
@@ -485,6 +557,7 @@ def _group_or_summary(field: str, from_group: Callable[[list[PairFacts]], FactVa
         if kind is bool:
             return value if isinstance(value, bool) else UNKNOWN
         return value if isinstance(value, kind) and not isinstance(value, bool) else UNKNOWN
+
     return resolve
 
 
@@ -518,8 +591,14 @@ def _cpu_vendor(context: Context) -> FactValue:
     if not isinstance(model, str):
         return UNKNOWN
     lowered = model.lower()
-    for needle, vendor in (("amd", "amd"), ("intel", "intel"), ("xeon", "intel"), ("neoverse", "arm"),
-                           ("grace", "arm"), ("ampere", "arm")):
+    for needle, vendor in (
+        ("amd", "amd"),
+        ("intel", "intel"),
+        ("xeon", "intel"),
+        ("neoverse", "arm"),
+        ("grace", "arm"),
+        ("ampere", "arm"),
+    ):
         if needle in lowered:
             return vendor
     return "other"
@@ -541,7 +620,12 @@ def _downtrained(context: Context) -> FactValue:
 def _software(package: str) -> Resolver:
     def resolve(context: Context) -> FactValue:
         value = _known(context.view.software(package))
-        return str(value) if isinstance(value, (str, int, float)) and not isinstance(value, bool) else UNKNOWN
+        return (
+            str(value)
+            if isinstance(value, (str, int, float)) and not isinstance(value, bool)
+            else UNKNOWN
+        )
+
     return resolve
 
 
@@ -553,8 +637,9 @@ def _target_sglang(context: Context) -> FactValue:
 
 
 def _target_flashinfer(context: Context) -> FactValue:
-    """The FlashInfer the target SGLang runs with: the snapshot's when the target is the SGLang installed there
-    (or no other target is asked for), else the version the target release pins (rules/sglang/releases)."""
+    """The FlashInfer the target SGLang runs with: the snapshot's when the target is the SGLang
+    installed there (or no other target is asked for), else the version the target release pins
+    (rules/sglang/releases)."""
     from topoctl.rules.sglang.releases import flashinfer_pin
 
     installed = context.fact("software.sglang_installed")
@@ -572,12 +657,14 @@ def _model(field: str) -> Resolver:
     def resolve(context: Context) -> FactValue:
         model = context.request.get("model")
         return model.get(field) if isinstance(model, dict) else None
+
     return resolve
 
 
 def _model_quant_method(context: Context) -> FactValue:
-    """The checkpoint's quantization_config.quant_method (lower case), None for an unquantized checkpoint or
-    when no model is given: SGLang takes it as --quantization for some architectures and GPUs."""
+    """The checkpoint's quantization_config.quant_method (lower case), None for an unquantized
+    checkpoint or when no model is given: SGLang takes it as --quantization for some architectures
+    and GPUs."""
     model = context.request.get("model")
     quant = model.get("quantization") if isinstance(model, dict) else None
     method = quant.get("method") if isinstance(quant, dict) else None
@@ -604,20 +691,25 @@ def _parallel_size(field: str, fallback: Resolver) -> Resolver:
             if isinstance(value, int) and not isinstance(value, bool):
                 return value
         return fallback(context)
+
     return resolve
 
 
 def _attention_dp_size(context: Context) -> int:
-    """The attention-DP width SGLang resolves: --attn-dp-size when above 1 (0.5.22+), else --dp-size with
-    --enable-dp-attention, else 1. SGLang turns DP attention off by itself at --dp-size 1 (the data-parallelism
-    hook of every release read), so a width of 1 means no attention DP."""
+    """The attention-DP width SGLang resolves: --attn-dp-size when above 1 (0.5.22+), else --dp-size
+    with --enable-dp-attention, else 1. SGLang turns DP attention off by itself at --dp-size 1 (the
+    data-parallelism hook of every release read), so a width of 1 means no attention DP."""
     launch = context.launch
     width = launch.get("attn_dp_size")
     if isinstance(width, int) and not isinstance(width, bool) and width > 1:
         return width
     if launch.get("dp_attention") is True:
         dp_size = launch.get("dp_size")
-        return dp_size if isinstance(dp_size, int) and not isinstance(dp_size, bool) and dp_size > 0 else 1
+        return (
+            dp_size
+            if isinstance(dp_size, int) and not isinstance(dp_size, bool) and dp_size > 0
+            else 1
+        )
     return 1
 
 
@@ -637,94 +729,235 @@ def _sglang_request(context: Context) -> FactValue:
 # name -> (type, documentation, resolver). Types: int, bool, str, version, list[int], list[str].
 FACTS: dict[str, tuple[str, str, Resolver]] = {
     "gpu.count": ("int", "number of GPUs (summary.gpu_count, else len(gpus))", _gpu_count),
-    "gpu.sm": ("list[int]", "every GPU's SM number, major*10+minor (120 for compute capability 12.0)", _gpu_sms),
-    "gpu.sm_majors": ("list[int]", "distinct SM majors (9 Hopper, 10 B200/GB200, 12 RTX Blackwell)",
-                      _from_sms(lambda sms: sorted({sm // 10 for sm in sms}))),
-    "gpu.sm_min": ("int", "lowest SM number among the GPUs", _from_sms(lambda sms: min(sms) if sms else UNKNOWN)),
-    "gpu.sm_max": ("int", "highest SM number among the GPUs", _from_sms(lambda sms: max(sms) if sms else UNKNOWN)),
-    "gpu.compute_capabilities": ("list[str]", "every GPU's compute capability, \"12.0\"",
-                                 _per_gpu("compute_capability", "compute_capabilities", _capabilities_from_sm)),
-    "gpu.architectures": ("list[str]", "architecture names (hopper, blackwell, ...)",
-                          _per_gpu("architecture", "architectures", _architectures_from_sm)),
+    "gpu.sm": (
+        "list[int]",
+        "every GPU's SM number, major*10+minor (120 for compute capability 12.0)",
+        _gpu_sms,
+    ),
+    "gpu.sm_majors": (
+        "list[int]",
+        "distinct SM majors (9 Hopper, 10 B200/GB200, 12 RTX Blackwell)",
+        _from_sms(lambda sms: sorted({sm // 10 for sm in sms})),
+    ),
+    "gpu.sm_min": (
+        "int",
+        "lowest SM number among the GPUs",
+        _from_sms(lambda sms: min(sms) if sms else UNKNOWN),
+    ),
+    "gpu.sm_max": (
+        "int",
+        "highest SM number among the GPUs",
+        _from_sms(lambda sms: max(sms) if sms else UNKNOWN),
+    ),
+    "gpu.compute_capabilities": (
+        "list[str]",
+        'every GPU\'s compute capability, "12.0"',
+        _per_gpu("compute_capability", "compute_capabilities", _capabilities_from_sm),
+    ),
+    "gpu.architectures": (
+        "list[str]",
+        "architecture names (hopper, blackwell, ...)",
+        _per_gpu("architecture", "architectures", _architectures_from_sm),
+    ),
     "gpu.names": ("list[str]", "GPU product names", _per_gpu("name", "gpu_names")),
-    "gpu.name": ("str", "the first GPU's product name (the device SGLang asks torch.cuda.get_device_name() of)",
-                 _first_gpu_name),
+    "gpu.name": (
+        "str",
+        "the first GPU's product name (the device SGLang asks torch.cuda.get_device_name() of)",
+        _first_gpu_name,
+    ),
     "gpu.memory_min_bytes": ("int", "smallest GPU memory in bytes", _memory_min),
     "gpu.mig_enabled": ("bool", "MIG enabled on any GPU", _mig_enabled),
-    "interconnect": ("str", "nvswitch | nvlink | nvlink-partial | pcie | mixed | single | none",
-                     _summary("interconnect", str)),
+    "interconnect": (
+        "str",
+        "nvswitch | nvlink | nvlink-partial | pcie | mixed | single | none",
+        _summary("interconnect", str),
+    ),
     "nvlink.present": ("bool", "any NVLink between the GPUs", _nvlink_present),
-    "nvswitch": ("bool", "GPUs reach each other through NVSwitch (null in VMs that hide the switch)",
-                 lambda context: _bool(context.view.nvlink_value("nvswitch"))),
-    "nvlink.switch_hidden": ("bool", "a VM hides the remote end of NVLinks",
-                             lambda context: _bool(context.view.nvlink_value("switch_hidden"))),
-    "nvlink.all_pairs": ("bool", "every pair of the launch's GPU group has NVLink",
-                         _group_or_summary("nvlink_all_pairs", _group_nvlink_all, bool)),
-    "all_pairs_p2p": ("bool", "P2P read and write OK for every pair of the launch's GPU group (unknown if any is "
-                              "unknown and none fails)", _all_pairs_p2p),
-    "p2p_pairs_ok": ("int", "pairs of the launch's GPU group with P2P read and write OK",
-                     _group_or_summary("p2p_pairs_ok", lambda group: sum(1 for facts in group
-                                                                         if facts["pair.p2p_ok"] is True), int)),
-    "p2p_pairs_total": ("int", "ordered pairs of the launch's GPU group",
-                        _group_or_summary("p2p_pairs_total", len, int)),
-    "group.gpus": ("list[int]", "the launch's GPU group, snapshot GPU indices in PCI bus order: request.gpus "
-                                "(recommend's placement, check's CUDA_VISIBLE_DEVICES), else the first "
-                                "tp_size x dp_size GPUs, else every GPU", _group_gpus),
+    "nvswitch": (
+        "bool",
+        "GPUs reach each other through NVSwitch (null in VMs that hide the switch)",
+        lambda context: _bool(context.view.nvlink_value("nvswitch")),
+    ),
+    "nvlink.switch_hidden": (
+        "bool",
+        "a VM hides the remote end of NVLinks",
+        lambda context: _bool(context.view.nvlink_value("switch_hidden")),
+    ),
+    "nvlink.all_pairs": (
+        "bool",
+        "every pair of the launch's GPU group has NVLink",
+        _group_or_summary("nvlink_all_pairs", _group_nvlink_all, bool),
+    ),
+    "all_pairs_p2p": (
+        "bool",
+        "P2P read and write OK for every pair of the launch's GPU group (unknown if any is "
+        "unknown and none fails)",
+        _all_pairs_p2p,
+    ),
+    "p2p_pairs_ok": (
+        "int",
+        "pairs of the launch's GPU group with P2P read and write OK",
+        _group_or_summary(
+            "p2p_pairs_ok",
+            lambda group: sum(1 for facts in group if facts["pair.p2p_ok"] is True),
+            int,
+        ),
+    ),
+    "p2p_pairs_total": (
+        "int",
+        "ordered pairs of the launch's GPU group",
+        _group_or_summary("p2p_pairs_total", len, int),
+    ),
+    "group.gpus": (
+        "list[int]",
+        "the launch's GPU group, snapshot GPU indices in PCI bus order: request.gpus "
+        "(recommend's placement, check's CUDA_VISIBLE_DEVICES), else the first "
+        "tp_size x dp_size GPUs, else every GPU",
+        _group_gpus,
+    ),
     "group.size": ("int", "GPUs in the launch's group", _group_size),
-    "virtualized": ("bool", "running in a VM (summary.virtualized, else host.virtualized)", _virtualized),
-    "iommu.mode": ("str", "translated | passthrough | mixed | off, from the GPUs' IOMMU groups (probe/pcie_checks.py)",
-                   lambda context: _str(context.view.summary_value("iommu_mode"))),
-    "bar1.small_gpu_count": ("int", "GPUs whose BAR1 is smaller than their memory (NVML)", _bar1_small),
-    "hypervisor": ("str", "the hypervisor's name when known", lambda context: _str(context.view.host_value("hypervisor"))),
-    "numa_nodes_spanned": ("int", "NUMA nodes the GPUs sit on", _summary("numa_nodes_spanned", int)),
-    "host.numa_nodes": ("int", "NUMA nodes of the host", lambda context: _int(context.view.host_value("numa_nodes"))),
+    "virtualized": (
+        "bool",
+        "running in a VM (summary.virtualized, else host.virtualized)",
+        _virtualized,
+    ),
+    "iommu.mode": (
+        "str",
+        "translated | passthrough | mixed | off, from the GPUs' IOMMU groups (probe/pcie_checks.py)",
+        lambda context: _str(context.view.summary_value("iommu_mode")),
+    ),
+    "bar1.small_gpu_count": (
+        "int",
+        "GPUs whose BAR1 is smaller than their memory (NVML)",
+        _bar1_small,
+    ),
+    "hypervisor": (
+        "str",
+        "the hypervisor's name when known",
+        lambda context: _str(context.view.host_value("hypervisor")),
+    ),
+    "numa_nodes_spanned": (
+        "int",
+        "NUMA nodes the GPUs sit on",
+        _summary("numa_nodes_spanned", int),
+    ),
+    "host.numa_nodes": (
+        "int",
+        "NUMA nodes of the host",
+        lambda context: _int(context.view.host_value("numa_nodes")),
+    ),
     "host.cpu_vendor": ("str", "amd | intel | arm | other, from the CPU model", _cpu_vendor),
-    "pcie.virtual": ("bool", "the PCIe tree is a VM's virtual one",
-                     lambda context: _bool(context.view.pcie_value("virtual"))),
+    "pcie.virtual": (
+        "bool",
+        "the PCIe tree is a VM's virtual one",
+        lambda context: _bool(context.view.pcie_value("virtual")),
+    ),
     "pcie.root_complex_count": ("int", "PCIe root complexes holding GPUs", _root_complex_count),
-    "pcie.downtrained_gpu_count": ("int", "GPUs whose PCIe link runs below its maximum", _downtrained),
-    "software.sglang": (VERSION_FACT_TYPE, "the TARGET SGLang version: request.sglang_version, else the installed one",
-                        _target_sglang),
-    "software.sglang_installed": (VERSION_FACT_TYPE, "the SGLang installed where the snapshot was taken",
-                                  _software("sglang")),
-    "software.flashinfer_target": (VERSION_FACT_TYPE, "the FlashInfer the target SGLang runs with: the snapshot's "
-                                   "when the target is the installed SGLang, else the one the target release pins",
-                                   _target_flashinfer),
+    "pcie.downtrained_gpu_count": (
+        "int",
+        "GPUs whose PCIe link runs below its maximum",
+        _downtrained,
+    ),
+    "software.sglang": (
+        VERSION_FACT_TYPE,
+        "the TARGET SGLang version: request.sglang_version, else the installed one",
+        _target_sglang,
+    ),
+    "software.sglang_installed": (
+        VERSION_FACT_TYPE,
+        "the SGLang installed where the snapshot was taken",
+        _software("sglang"),
+    ),
+    "software.flashinfer_target": (
+        VERSION_FACT_TYPE,
+        "the FlashInfer the target SGLang runs with: the snapshot's "
+        "when the target is the installed SGLang, else the one the target release pins",
+        _target_flashinfer,
+    ),
     "request.model.name": ("str", "requested model name (None: none given)", _model_name),
     "request.model.moe": ("bool", "requested model is a mixture of experts", _model("moe")),
     "request.model.layers": ("int", "requested model's transformer layers", _model("layers")),
-    "request.model.architecture": ("str", "requested model's architecture (config.json architectures[0])",
-                                   _model("architecture")),
-    "request.model.model_type": ("str", "requested model's model_type (of text_config for multimodal models)",
-                                 _model("model_type")),
-    "request.model.quant_method": ("str", "requested model's checkpoint quantization_config.quant_method, lower "
-                                          "case (None: unquantized or no model given)", _model_quant_method),
-    "request.model.experts": ("int", "requested model's routed experts (None: dense)", _model("experts")),
-    "request.model.attention": ("str", "requested model's attention: mla | gqa | mha", _model("attention")),
-    "request.speculative": ("str", "speculative algorithm, lower case (request.speculative, else launch.speculative_algorithm)",
-                            _speculative),
-    "request.tp_size": ("int", "tensor parallel size: request, else launch, else gpu.count",
-                        _parallel_size("tp_size", lambda context: context.fact("gpu.count"))),
-    "request.ep_size": ("int", "expert parallel size: request, else launch, else 1",
-                        _parallel_size("ep_size", lambda context: 1)),
-    "request.attention_dp_size": ("int", "attention-DP width SGLang resolves: --attn-dp-size when above 1, else "
-                                         "--dp-size with --enable-dp-attention, else 1 (no attention DP)",
-                                  _attention_dp_size),
-    "request.attention_dp_whole_tp": ("bool", "attention DP over the whole TP group: request.attention_dp_size "
-                                              "above 1 and equal to request.tp_size", _attention_dp_whole_tp),
-    "request.sglang_version": (VERSION_FACT_TYPE, "the SGLang version the user asked for (None: not given)",
-                               _sglang_request),
+    "request.model.architecture": (
+        "str",
+        "requested model's architecture (config.json architectures[0])",
+        _model("architecture"),
+    ),
+    "request.model.model_type": (
+        "str",
+        "requested model's model_type (of text_config for multimodal models)",
+        _model("model_type"),
+    ),
+    "request.model.quant_method": (
+        "str",
+        "requested model's checkpoint quantization_config.quant_method, lower "
+        "case (None: unquantized or no model given)",
+        _model_quant_method,
+    ),
+    "request.model.experts": (
+        "int",
+        "requested model's routed experts (None: dense)",
+        _model("experts"),
+    ),
+    "request.model.attention": (
+        "str",
+        "requested model's attention: mla | gqa | mha",
+        _model("attention"),
+    ),
+    "request.speculative": (
+        "str",
+        "speculative algorithm, lower case (request.speculative, else launch.speculative_algorithm)",
+        _speculative,
+    ),
+    "request.tp_size": (
+        "int",
+        "tensor parallel size: request, else launch, else gpu.count",
+        _parallel_size("tp_size", lambda context: context.fact("gpu.count")),
+    ),
+    "request.ep_size": (
+        "int",
+        "expert parallel size: request, else launch, else 1",
+        _parallel_size("ep_size", lambda context: 1),
+    ),
+    "request.attention_dp_size": (
+        "int",
+        "attention-DP width SGLang resolves: --attn-dp-size when above 1, else "
+        "--dp-size with --enable-dp-attention, else 1 (no attention DP)",
+        _attention_dp_size,
+    ),
+    "request.attention_dp_whole_tp": (
+        "bool",
+        "attention DP over the whole TP group: request.attention_dp_size "
+        "above 1 and equal to request.tp_size",
+        _attention_dp_whole_tp,
+    ),
+    "request.sglang_version": (
+        VERSION_FACT_TYPE,
+        "the SGLang version the user asked for (None: not given)",
+        _sglang_request,
+    ),
 }
 for _package in SOFTWARE_PACKAGES:
-    FACTS[f"software.{_package}"] = (VERSION_FACT_TYPE, f"{_package} version from the snapshot", _software(_package))
+    FACTS[f"software.{_package}"] = (
+        VERSION_FACT_TYPE,
+        f"{_package} version from the snapshot",
+        _software(_package),
+    )
 _UNKNOWN_VALUE: FactValue = UNKNOWN  # as a FactValue, so register's resolvers answer FactValue
-register_network_facts(FACTS, _UNKNOWN_VALUE)  # network.*, request.nnodes (rules/engine/network_facts.py)
+register_network_facts(
+    FACTS, _UNKNOWN_VALUE
+)  # network.*, request.nnodes (rules/engine/network_facts.py)
 
-# Facts read from the snapshot alone (not from the request: software.sglang is the requested target version
-# when one is given), so one evaluation's value holds for every request on the same snapshot.
-SNAPSHOT_FACTS = frozenset(name for name in FACTS if not name.startswith(("request.", "group."))
-                           and name not in ("software.sglang", "software.flashinfer_target"))
-# Facts of the launch's GPU group: shared across evaluations only while the group is the whole machine.
+# Facts read from the snapshot alone (not from the request: software.sglang is the requested target
+# version when one is given), so one evaluation's value holds for every request on the same
+# snapshot.
+SNAPSHOT_FACTS = frozenset(
+    name
+    for name in FACTS
+    if not name.startswith(("request.", "group."))
+    and name not in ("software.sglang", "software.flashinfer_target")
+)
+# Facts of the launch's GPU group: shared across evaluations only while the group is the whole
+# machine.
 GROUP_FACTS = frozenset({"all_pairs_p2p", "p2p_pairs_ok", "p2p_pairs_total", "nvlink.all_pairs"})
 _PAIRS_KEY = "pairs\0"  # the pair facts' entry in a shared cache (no fact name holds a NUL)
 _TABLE_KEY = "pair-table\0"
@@ -737,17 +970,29 @@ PAIR_FACTS: dict[str, tuple[str, str]] = {
     "pair.p2p.nvlink": ("str", "P2P over NVLink status"),
     "pair.p2p.atomics": ("str", "P2P atomics status"),
     "pair.p2p.pci": ("str", "P2P over PCIe status"),
-    "pair.p2p_ok": ("bool", "read and write both OK (what NCCL needs for its P2P transport), and not failed in "
-                            "topoctl bench's health check"),
-    "pair.p2p_measured_healthy": ("bool", "topoctl bench's P2P health check (a real, checked copy): false when the "
-                                          "pair hung, corrupted or crawled; unknown when not measured"),
-    "pair.pcie_acs_redirect": ("bool", "PCIe ACS request/completion redirect on a bridge between the two GPUs "
-                                       "(unknown when the config space was not readable)"),
+    "pair.p2p_ok": (
+        "bool",
+        "read and write both OK (what NCCL needs for its P2P transport), and not failed in "
+        "topoctl bench's health check",
+    ),
+    "pair.p2p_measured_healthy": (
+        "bool",
+        "topoctl bench's P2P health check (a real, checked copy): false when the "
+        "pair hung, corrupted or crawled; unknown when not measured",
+    ),
+    "pair.pcie_acs_redirect": (
+        "bool",
+        "PCIe ACS request/completion redirect on a bridge between the two GPUs "
+        "(unknown when the config space was not readable)",
+    ),
     "pair.link": ("str", "NV<n> | PIX | PXB | PHB | NODE | SYS"),
     "pair.nvlinks": ("int", "bonded NVLinks between the two"),
     "pair.nvlink": ("bool", "the pair talks over NVLink"),
     "pair.pcie_ancestor": ("str", "PCIe common ancestor: PIX | PXB | PHB | NODE | SYS"),
-    "pair.torch_can_access_peer": ("bool", "torch.cuda.can_device_access_peer (only with --with-torch)"),
+    "pair.torch_can_access_peer": (
+        "bool",
+        "torch.cuda.can_device_access_peer (only with --with-torch)",
+    ),
 }
 
 
@@ -770,6 +1015,10 @@ def fact_type(name: str) -> str | None:
     if name in PAIR_FACTS:
         return PAIR_FACTS[name][0]
     if name.startswith("launch."):
-        setting = name[len("launch."):]
-        return launch_settings.setting_type(setting) if launch_settings.is_known_setting(setting) else None
+        setting = name[len("launch.") :]
+        return (
+            launch_settings.setting_type(setting)
+            if launch_settings.is_known_setting(setting)
+            else None
+        )
     return None

@@ -1,10 +1,11 @@
 """The plain data the engine hands to its users: rules, findings, reports and violations.
 
-These are the types autoconf and the CLI code against (docs/architecture.md, "Rules engine contract"),
-so they stay small, immutable where it matters, and free of engine internals.
+These are the types autoconf and the CLI code against (docs/architecture.md, "Rules engine
+contract"), so they stay small, immutable where it matters, and free of engine internals.
 
 Layer: knowledge (docs/architecture.md, "Layers").
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -19,10 +20,13 @@ SEVERITY_ORDER = {name: rank for rank, name in enumerate(SEVERITIES)}
 
 # A compiled condition: takes the evaluation context, answers True, False or None (= unknown).
 Condition = Callable[["Context"], Optional[bool]]
-# The closed word sets of a rule file and a report (vocab.SEVERITIES; tests/rules/test_rules_engine.py holds them equal).
+# The closed word sets of a rule file and a report (vocab.SEVERITIES;
+# tests/rules/test_rules_engine.py holds them equal).
 Severity = Literal["block", "warn", "prefer", "info"]
 Expectation = Literal["fire", "unknown", "silent"]  # what a rule's own test case asserts
-Status = Literal["fired", "unknown"]  # a finding's status: fired, or a block rule that could not be decided
+Status = Literal[
+    "fired", "unknown"
+]  # a finding's status: fired, or a block rule that could not be decided
 ViolationKind = Literal["forbid", "require"]
 
 
@@ -34,7 +38,9 @@ class TestCase:
     expect: Expectation
     snapshot: dict[str, Any]
     request: dict[str, Any]
-    violates: Optional[list[str]] = None  # the settings request.launch breaks, asserted (None: not asserted)
+    violates: Optional[list[str]] = (
+        None  # the settings request.launch breaks, asserted (None: not asserted)
+    )
 
 
 @dataclass
@@ -79,9 +85,16 @@ class Finding:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "rule_id": self.rule_id, "title": self.title, "severity": self.severity, "status": self.status,
-            "status_text": self.status_text, "message": self.message, "remediation": self.remediation,
-            "effect": self.effect, "evidence": self.evidence, "unknown_facts": list(self.unknown_facts),
+            "rule_id": self.rule_id,
+            "title": self.title,
+            "severity": self.severity,
+            "status": self.status,
+            "status_text": self.status_text,
+            "message": self.message,
+            "remediation": self.remediation,
+            "effect": self.effect,
+            "evidence": self.evidence,
+            "unknown_facts": list(self.unknown_facts),
             "source_file": self.source_file,
         }
 
@@ -92,11 +105,12 @@ class Report:
 
     findings: list[Finding]
     disabled: list[tuple[str, str]]
-    # Non-block rules whose facts were unknown: not findings (they neither warn nor prefer), but shown
-    # by `--explain` style output so nobody wonders why a rule stayed quiet.
+    # Non-block rules whose facts were unknown: not findings (they neither warn nor prefer), but
+    # shown by `--explain` style output so nobody wonders why a rule stayed quiet.
     undecided: list[tuple[str, list[str]]] = field(default_factory=list)
-    # What SGLang sets by itself for this launch (effect.implies of the rules that fired on the launch as
-    # written): setting -> (value, rule id). Every rule was judged with these values in the launch.
+    # What SGLang sets by itself for this launch (effect.implies of the rules that fired on the
+    # launch as written): setting -> (value, rule id). Every rule was judged with these values in
+    # the launch.
     implied: dict[str, tuple[object, str]] = field(default_factory=dict)
 
     def blocking(self) -> list[Finding]:
@@ -106,12 +120,20 @@ class Report:
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, object] = {
             "findings": [finding.to_dict() for finding in self.findings],
-            "disabled": [{"rule_id": rule_id, "reason": reason} for rule_id, reason in self.disabled],
-            "undecided": [{"rule_id": rule_id, "unknown_facts": facts} for rule_id, facts in self.undecided],
+            "disabled": [
+                {"rule_id": rule_id, "reason": reason} for rule_id, reason in self.disabled
+            ],
+            "undecided": [
+                {"rule_id": rule_id, "unknown_facts": facts} for rule_id, facts in self.undecided
+            ],
         }
-        if self.implied:  # only when SGLang changes something by itself, so other reports read as before
-            out["implied"] = [{"setting": setting, "value": value, "rule_id": rule_id}
-                              for setting, (value, rule_id) in self.implied.items()]
+        if (
+            self.implied
+        ):  # only when SGLang changes something by itself, so other reports read as before
+            out["implied"] = [
+                {"setting": setting, "value": value, "rule_id": rule_id}
+                for setting, (value, rule_id) in self.implied.items()
+            ]
         return out
 
 
@@ -133,7 +155,9 @@ class RuleSet:
     def __init__(self, rules: list[Rule], disabled: dict[str, str] | None = None) -> None:
         self.rules = rules
         self.disabled: dict[str, str] = dict(disabled or {})
-        self.warnings: list[str] = []  # what the loader tells the user (a site file that holds no rules)
+        self.warnings: list[
+            str
+        ] = []  # what the loader tells the user (a site file that holds no rules)
         self._by_id = {rule.id: rule for rule in rules}
 
     def get(self, rule_id: str) -> Rule:

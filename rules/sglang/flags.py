@@ -1,24 +1,27 @@
-"""SGLang's real server flag sets, per release, read from rules/sglang/generated/sglang-<version>.json.
+"""SGLang's real server flag sets, per release, read from
+rules/sglang/generated/sglang-<version>.json.
 
-The data files are extracted from SGLang's release wheels by scripts/extract_sglang_flags.py; nothing here is
-typed by hand. Rules and renderers ask a FlagSet whether a flag exists in the SGLang version a launch targets,
-whether it takes a value, whether it is deprecated (and by what), and how argparse would read a token:
+The data files are extracted from SGLang's release wheels by scripts/extract_sglang_flags.py;
+nothing here is typed by hand. Rules and renderers ask a FlagSet whether a flag exists in the SGLang
+version a launch targets, whether it takes a value, whether it is deprecated (and by what), and how
+argparse would read a token:
 
     fs = load_flag_set("0.5.23")
     fs.has("--cuda-graph-max-bs-decode")        # True
     fs.resolve("--cuda-graph-max-bs").kind      # "ambiguous": argparse prefix matching, start-up error
     fs.suggest("--cuda-graph-max-bs")           # ["--cuda-graph-max-bs-decode", ...]
 
-Versions are matched to data files by match_version (docs/sglang-versions.md): a local build (+cu129) is its
-release; a pre-release or dev build without data of its own (0.5.12rc1, 0.5.12.dev3) uses the data of the
-release it leads to, else the nearest older release; a version without data uses the nearest older release,
-and one newer than every data file the newest (FlagSet.exact is False; FlagSet.note and FlagSet.warning say
-so). A version older than every data file is an error.
+Versions are matched to data files by match_version (docs/sglang-versions.md): a local build
+(+cu129) is its release; a pre-release or dev build without data of its own (0.5.12rc1, 0.5.12.dev3)
+uses the data of the release it leads to, else the nearest older release; a version without data
+uses the nearest older release, and one newer than every data file the newest (FlagSet.exact is
+False; FlagSet.note and FlagSet.warning say so). A version older than every data file is an error.
 
 Only json loading happens here (no SGLang, torch or network), so this is cheap to import and call.
 
 Layer: knowledge (docs/architecture.md, "Layers").
 """
+
 from __future__ import annotations
 
 import functools
@@ -66,22 +69,29 @@ MAX_VERSION_CHARS = 64  # the longest real spelling (0.5.12rc1.post3+cu129.torch
 
 
 def _parse_version(text: str) -> Version:
-    """The public part of a version (`v0.5.12`, ` 0.5.12 `, `0.5.12+cu129` -> 0.5.12): a local label such as
-    +cu129 is a build tag of the same release, with the same flags."""
+    """The public part of a version (`v0.5.12`, ` 0.5.12 `, `0.5.12+cu129` -> 0.5.12): a local label
+    such as +cu129 is a build tag of the same release, with the same flags."""
     try:
-        if not str(text).strip() or len(str(text)) > MAX_VERSION_CHARS:  # a 5000-digit number is no release
+        if (
+            not str(text).strip() or len(str(text)) > MAX_VERSION_CHARS
+        ):  # a 5000-digit number is no release
             raise InvalidVersion(text)
         return Version(Version(str(text).strip()).public)
-    except (InvalidVersion, ValueError):  # ValueError: a component past Python's 4,300-digit int conversion
+    except (
+        InvalidVersion,
+        ValueError,
+    ):  # ValueError: a component past Python's 4,300-digit int conversion
         raise TopoctlError(
             f"{one_line(repr(str(text)), 80)} is not an SGLang version",
-            hint="give a release version such as " + ", ".join(known_versions()[-2:] or ["0.5.23"])
+            hint="give a release version such as "
+            + ", ".join(known_versions()[-2:] or ["0.5.23"])
             + " (a leading v and a build tag such as +cu129 are accepted)",
         ) from None
 
 
 def normalise_version(text: str) -> str:
-    """`v0.5.12`, ` 0.5.12 `, `0.5.12+cu129` -> "0.5.12"; TopoctlError (exit 2) for anything that is not one."""
+    """`v0.5.12`, ` 0.5.12 `, `0.5.12+cu129` -> "0.5.12"; TopoctlError (exit 2) for anything that is
+    not one."""
     return str(_parse_version(text))
 
 
@@ -89,14 +99,17 @@ def normalise_version(text: str) -> str:
 class Resolution:
     """How argparse would read one command-line token.
 
-    kind: "exact" (an option string as written, or written `--opt=value`), "prefix" (a unique abbreviation
-    argparse accepts when allow_abbrev is on), "ambiguous" (argparse stops: "ambiguous option: ... could
-    match ..."), "unknown" (argparse: "unrecognized arguments"), or "positional" (not an option token).
+    kind: "exact" (an option string as written, or written `--opt=value`), "prefix" (a unique
+    abbreviation argparse accepts when allow_abbrev is on), "ambiguous" (argparse stops: "ambiguous
+    option: ... could match ..."), "unknown" (argparse: "unrecognized arguments"), or "positional"
+    (not an option token).
     """
 
     token: str
     kind: str
-    flag: str | None = None  # primary name of the flag matched (key of FlagSet.flags); "--help" for -h/--help
+    flag: str | None = (
+        None  # primary name of the flag matched (key of FlagSet.flags); "--help" for -h/--help
+    )
     option: str | None = None  # the option string argparse matched
     value: str | None = None  # the explicit value after "=" (or after a short option), if any
     candidates: tuple[str, ...] = ()  # option strings argparse saw as matches (ambiguous)
@@ -117,8 +130,11 @@ class FlagSet:
     flags: dict[str, dict[str, Any]]
     env: list[dict[str, Any]] = field(default_factory=list)
     source: dict[str, Any] = field(default_factory=dict)
-    newer_than_all: bool = False  # the version asked for is newer than every data file (the newest was used)
-    match: str = "exact"  # how `requested` was matched to `version`: exact, release, older, newest (match_version)
+    newer_than_all: bool = (
+        False  # the version asked for is newer than every data file (the newest was used)
+    )
+    # how `requested` was matched to `version`: exact, release, older, newest (match_version)
+    match: str = "exact"
     _option_index: dict[str, str] | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -126,13 +142,21 @@ class FlagSet:
         """One line for stderr when the flags are not this very version's, else None."""
         if self.exact:
             return None
-        return (f"no SGLang flag data for {self.requested}; its flags are judged as SGLang {self.version}'s, "
-                + _MATCH_REASON.get(self.match, "the nearest older")
-                + (f" (topoctl knows {known_versions()[0]} to {newest_version()})" if self.match == "newest" else ""))
+        return (
+            f"no SGLang flag data for {self.requested}; its flags are judged as SGLang "
+            f"{self.version}'s, "
+            + _MATCH_REASON.get(self.match, "the nearest older")
+            + (
+                f" (topoctl knows {known_versions()[0]} to {newest_version()})"
+                if self.match == "newest"
+                else ""
+            )
+        )
 
     @property
     def _options(self) -> dict[str, str]:
-        """Every option string -> its primary flag; built on first use (most runs look up a few flags)."""
+        """Every option string -> its primary flag; built on first use (most runs look up a few
+        flags)."""
         index = self._option_index
         if index is None:
             index = {}
@@ -144,7 +168,8 @@ class FlagSet:
             self._option_index = index
         return index
 
-    # ---- lookups -------------------------------------------------------------------------------------
+    # ---- lookups
+    # -------------------------------------------------------------------------------------
 
     @staticmethod
     def _name(flag: str) -> str:
@@ -154,11 +179,13 @@ class FlagSet:
         return flag
 
     def primary(self, flag: str) -> str | None:
-        """The primary name of `flag` (which may be an alias such as --tp for --tp-size), exact match only."""
+        """The primary name of `flag` (which may be an alias such as --tp for --tp-size), exact
+        match only."""
         return self._options.get(self._name(flag))
 
     def has(self, flag: str) -> bool:
-        """True when `flag` (or `--flag=value`) is an option string of this version, exactly as written."""
+        """True when `flag` (or `--flag=value`) is an option string of this version, exactly as
+        written."""
         p = self.primary(flag)
         return p is not None and p != "--help"
 
@@ -198,10 +225,12 @@ class FlagSet:
         return name in self.env_names()
 
     def all_options(self) -> list[str]:
-        """Every option string argparse registers (aliases and --no-X forms included, -h/--help too)."""
+        """Every option string argparse registers (aliases and --no-X forms included, -h/--help
+        too)."""
         return sorted(self._options)
 
-    # ---- argparse behaviour --------------------------------------------------------------------------
+    # ---- argparse behaviour
+    # --------------------------------------------------------------------------
 
     def resolve(self, token: str) -> Resolution:
         """Read `token` the way SGLang's argparse parser (Python 3.11 semantics) reads one argument."""
@@ -261,7 +290,9 @@ class FlagSet:
         out: list[Resolution] = []
         skip = 0
         for tok in argv:
-            if skip and not (tok.startswith("-") and len(tok) > 1 and not _NEGATIVE_NUMBER.match(tok)):
+            if skip and not (
+                tok.startswith("-") and len(tok) > 1 and not _NEGATIVE_NUMBER.match(tok)
+            ):
                 skip -= 1
                 continue
             skip = 0
@@ -273,18 +304,22 @@ class FlagSet:
                 info = self.flags[r.flag]
                 if info.get("takes_value"):
                     nargs = info.get("nargs")
-                    skip = nargs if isinstance(nargs, int) else (10**6 if nargs in ("+", "*") else 1)
+                    skip = (
+                        nargs if isinstance(nargs, int) else (10**6 if nargs in ("+", "*") else 1)
+                    )
         return out
 
 
 @functools.lru_cache(maxsize=None)
 def _load_doc(version: str) -> dict[str, Any]:
     from topoctl.core import safe_read as limits
+
     return json.loads(limits.read_file(_index()[version], limits.MAX_DATA_FILE_BYTES))
 
 
 def newest_version() -> str | None:
-    """The newest SGLang release topoctl has flag data for (pre-releases count only when nothing else)."""
+    """The newest SGLang release topoctl has flag data for (pre-releases count only when nothing
+    else)."""
     versions = known_versions()
     finals = [v for v in versions if not Version(v).is_prerelease]
     return finals[-1] if finals else (versions[-1] if versions else None)
@@ -301,14 +336,16 @@ def match_version(version: str) -> tuple[str, str]:
     """(the data version to use, how it was matched) for an SGLang version string.
 
     how: "exact" (data for this very version; a local label such as +cu129 is dropped first),
-    "release" (a pre-release or dev build judged with the data of the release it leads to),
-    "older" (no data: the nearest older release), "newest" (newer than every release with data: the newest).
+    "release" (a pre-release or dev build judged with the data of the release it leads to), "older"
+    (no data: the nearest older release), "newest" (newer than every release with data: the newest).
     TopoctlError when the version is older than every data file, or not a version.
     """
     versions = known_versions()
     if not versions:
-        raise TopoctlError("no SGLang flag data is installed",
-                           hint="reinstall topoctl; rules/sglang/generated/sglang-*.json ship with it")
+        raise TopoctlError(
+            "no SGLang flag data is installed",
+            hint="reinstall topoctl; rules/sglang/generated/sglang-*.json ship with it",
+        )
     want = _parse_version(version)
     for v in versions:
         if Version(v) == want:
@@ -322,7 +359,8 @@ def match_version(version: str) -> tuple[str, str]:
     if not older:
         raise TopoctlError(
             f"no SGLang flag data for {version} or any older version",
-            hint="known versions: " + ", ".join(versions)
+            hint="known versions: "
+            + ", ".join(versions)
             + " (add one with scripts/extract_sglang_flags.py, see docs/sglang-versions.md)",
         )
     return older[-1], ("newest" if older[-1] == finals[-1] else "older")
@@ -338,8 +376,11 @@ _MATCH_REASON = {
 def load_flag_set(version: str) -> FlagSet:
     """The flag set of SGLang `version`, matched as match_version says (noted on the result)."""
     chosen, how = match_version(version)
-    note = f"flag data for SGLang {chosen}" if how == "exact" else \
-        f"no flag data for {version}; using {chosen}, {_MATCH_REASON[how]}"
+    note = (
+        f"flag data for SGLang {chosen}"
+        if how == "exact"
+        else f"no flag data for {version}; using {chosen}, {_MATCH_REASON[how]}"
+    )
     doc = _load_doc(chosen)
     return FlagSet(
         version=chosen,

@@ -1,23 +1,27 @@
-"""Whether a kernel SGLang would run exists for a GPU's SM, per release: read from the kernel matrix.
+"""Whether a kernel SGLang would run exists for a GPU's SM, per release: read from the kernel
+matrix.
 
-The matrix (generated/kernel-matrix.json, scripts/extract_kernel_matrix.py, docs/kernel-matrix.md) says which
-SMs each op's kernels are compiled for in the wheels a release pins, and which majors FlashInfer's JIT modules
-accept. This module maps SGLang's flag values to those ops and answers, for one op, one release and one SM:
+The matrix (generated/kernel-matrix.json, scripts/extract_kernel_matrix.py, docs/kernel-matrix.md)
+says which SMs each op's kernels are compiled for in the wheels a release pins, and which majors
+FlashInfer's JIT modules accept. This module maps SGLang's flag values to those ops and answers, for
+one op, one release and one SM:
 
     answer = kernel_for("0.5.9", 120, attention("fa3"))
     answer.verdict        # "missing": fa3 is built for SM 80/86/89/90 only, and nothing compiles it at run time
     answer.source         # "sgl-kernel==0.3.21 sgl_kernel/flash_ops.abi3.so (sm_80, sm_86, sm_90a)"
 
-Verdicts: "built" (a prebuilt kernel targets the SM), "jit" (not prebuilt for it, but a FlashInfer JIT module of
-the op accepts its major: compiled at run time), "missing" (prebuilt for other SMs, no JIT path: the op cannot
-run), "doubt" (not shown for the SM, but the reading is not sure enough to block: a sibling SM of the same major
-has it (an arch-specific build a custom wheel may add), or only a JIT gate speaks), "unknown" (the release's
-wheels do not hold the op). A FlashInfer JIT module's `supported_major_versions` is a hard gate: FlashInfer raises
-"No supported CUDA architectures found" when the GPU's major is not among them (flashinfer-python 0.6.7.post2
+Verdicts: "built" (a prebuilt kernel targets the SM), "jit" (not prebuilt for it, but a FlashInfer
+JIT module of the op accepts its major: compiled at run time), "missing" (prebuilt for other SMs, no
+JIT path: the op cannot run), "doubt" (not shown for the SM, but the reading is not sure enough to
+block: a sibling SM of the same major has it (an arch-specific build a custom wheel may add), or
+only a JIT gate speaks), "unknown" (the release's wheels do not hold the op). A FlashInfer JIT
+module's `supported_major_versions` is a hard gate: FlashInfer raises "No supported CUDA
+architectures found" when the GPU's major is not among them (flashinfer-python 0.6.7.post2
 flashinfer/compilation_context.py:79-93, get_nvcc_flags_list).
 
 Layer: knowledge (docs/architecture.md, "Layers").
 """
+
 from __future__ import annotations
 
 import functools
@@ -37,13 +41,15 @@ _TRTLLM_MOE_JIT = ("gen_trtllm_gen_fused_moe_sm100_module",)
 
 @dataclass(frozen=True)
 class Op:
-    """One thing SGLang runs: the matrix ops that hold its prebuilt kernels, the FlashInfer JIT modules that can
-    build it at run time, and how a user names it (`--attention-backend fa3`)."""
+    """One thing SGLang runs: the matrix ops that hold its prebuilt kernels, the FlashInfer JIT
+    modules that can build it at run time, and how a user names it (`--attention-backend fa3`)."""
 
     name: str
     prebuilt: tuple[str, ...]
     jit: tuple[str, ...] = ()
-    blocks: bool = True  # False: a gap is never more than a warning (SGLang may skip the op on that SM)
+    blocks: bool = (
+        True  # False: a gap is never more than a warning (SGLang may skip the op on that SM)
+    )
 
 
 @dataclass(frozen=True)
@@ -58,31 +64,54 @@ class KernelAnswer:
     jit_source: str
 
 
-# SGLang's attention backends with kernels in the kernel wheels; the others (flashinfer, triton, fa4 ...) are
-# built at run time for every SM the matrix lists, or are not in any wheel.
+# SGLang's attention backends with kernels in the kernel wheels; the others (flashinfer, triton, fa4
+# ...) are built at run time for every SM the matrix lists, or are not in any wheel.
 _ATTENTION: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "fa3": (("attention.fa3",), ()),
     "flashmla": (("attention.flashmla",), ()),
     "cutlass_mla": (("attention.cutlass_mla",), ()),
-    "trtllm_mha": (("attention.trtllm_mha.prefill", "attention.trtllm_mha.decode"),
-                   ("gen_trtllm_fmha_v2_sm120_module", "gen_trtllm_fmha_v2_module", "gen_fmha_v2_module",
-                    "gen_xqa_module")),
+    "trtllm_mha": (
+        ("attention.trtllm_mha.prefill", "attention.trtllm_mha.decode"),
+        (
+            "gen_trtllm_fmha_v2_sm120_module",
+            "gen_trtllm_fmha_v2_module",
+            "gen_fmha_v2_module",
+            "gen_xqa_module",
+        ),
+    ),
     "trtllm_mla": (("attention.trtllm_mla.decode",), ("gen_xqa_module_mla", "gen_mla_module")),
 }
-# sgl-kernel's CUTLASS MoE per weight format (SGLang's `cutlass` runner: fp8.py cutlass_fused_experts_fp8,
-# modelopt_quant.py cutlass_moe_fp4 in 0.5.10).
-_CUTLASS_MOE = {"fp8": "moe.cutlass.fp8_blockwise", "nvfp4": "moe.cutlass.nvfp4", "w4afp8": "moe.cutlass.w4a8"}
-_FUSION_JIT = {"trtllm": ("gen_trtllm_comm_module",), "mnnvl": ("gen_trtllm_mnnvl_comm_module",),
-               "auto": ("gen_trtllm_comm_module", "gen_trtllm_mnnvl_comm_module")}
+# sgl-kernel's CUTLASS MoE per weight format (SGLang's `cutlass` runner: fp8.py
+# cutlass_fused_experts_fp8, modelopt_quant.py cutlass_moe_fp4 in 0.5.10).
+_CUTLASS_MOE = {
+    "fp8": "moe.cutlass.fp8_blockwise",
+    "nvfp4": "moe.cutlass.nvfp4",
+    "w4afp8": "moe.cutlass.w4a8",
+}
+_FUSION_JIT = {
+    "trtllm": ("gen_trtllm_comm_module",),
+    "mnnvl": ("gen_trtllm_mnnvl_comm_module",),
+    "auto": ("gen_trtllm_comm_module", "gen_trtllm_mnnvl_comm_module"),
+}
 
 
 # SGLang's --quantization values (and checkpoint schemes) -> the MoE weight formats of the matrix
-_DTYPES = {"fp8": "fp8", "modelopt_fp8": "fp8", "w8a8_fp8": "fp8", "fbgemm_fp8": "fp8", "modelopt_fp4": "nvfp4",
-           "nvfp4": "nvfp4", "mxfp4": "mxfp4", "mxfp8": "mxfp8", "w4afp8": "w4afp8"}
+_DTYPES = {
+    "fp8": "fp8",
+    "modelopt_fp8": "fp8",
+    "w8a8_fp8": "fp8",
+    "fbgemm_fp8": "fp8",
+    "modelopt_fp4": "nvfp4",
+    "nvfp4": "nvfp4",
+    "mxfp4": "mxfp4",
+    "mxfp8": "mxfp8",
+    "w4afp8": "w4afp8",
+}
 
 
 def moe_dtype(written_quant: str | None, model: dict[str, Any] | None) -> str | None:
-    """The MoE weight format: --quantization, else the checkpoint's scheme; bf16 for a known unquantized model."""
+    """The MoE weight format: --quantization, else the checkpoint's scheme; bf16 for a known
+    unquantized model."""
     if written_quant:
         return _DTYPES.get(written_quant.lower())
     if model is None:
@@ -99,7 +128,8 @@ def attention(backend: str) -> Op | None:
 
 
 def moe_runner(runner: str, dtype: str | None) -> Op | None:
-    """The op of a MoE runner for a weight format (None: unknown, every format's kernels must be missing)."""
+    """The op of a MoE runner for a weight format (None: unknown, every format's kernels must be
+    missing)."""
     if runner in ("flashinfer_trtllm", "flashinfer_trtllm_routed", "flashinfer_mxfp4"):
         dtype = "mxfp4" if runner == "flashinfer_mxfp4" else dtype
         formats = (dtype,) if dtype in MOE_DTYPES else MOE_DTYPES
@@ -114,7 +144,11 @@ def fusion(backend: str) -> Op | None:
     """FlashInfer's allreduce fusion: JIT only, and SGLang applies it on SM90/SM100 only (0.5.9
     layers/communicator.py:95), so a gap warns."""
     modules = _FUSION_JIT.get(backend)
-    return Op(f"FlashInfer allreduce fusion ({backend})", (), modules, blocks=False) if modules else None
+    return (
+        Op(f"FlashInfer allreduce fusion ({backend})", (), modules, blocks=False)
+        if modules
+        else None
+    )
 
 
 def _compact() -> dict[str, Any]:
@@ -143,18 +177,20 @@ def _source_text(wheel: str, detail: dict[str, Any]) -> str:
 
 @functools.lru_cache(maxsize=1)
 def matrix() -> dict[str, Any]:
-    """{release: {op: [wheel, SMs, source]}}, served from the knowledge cache when the matrix is unchanged."""
+    """{release: {op: [wheel, SMs, source]}}, served from the knowledge cache when the matrix is
+    unchanged."""
     return dict(cache.cached("sglang-kernel-matrix", [MATRIX, __file__], _compact))
 
 
 def _sibling(sm: int, sms: set[int]) -> bool:
-    """Another SM of the same major has it (121 vs 120, 103 vs 100): an arch-specific build gap, not sure enough."""
+    """Another SM of the same major has it (121 vs 120, 103 vs 100): an arch-specific build gap, not
+    sure enough."""
     return any(other // 10 == sm // 10 for other in sms)
 
 
 def kernel_for(release: str, sm: int, op: Op) -> KernelAnswer:
-    """Whether `op` has a kernel for `sm` in `release` (a release with flag data, as FlagSet.version names it;
-    one the matrix lacks answers "unknown"), with the source to cite."""
+    """Whether `op` has a kernel for `sm` in `release` (a release with flag data, as FlagSet.version
+    names it; one the matrix lacks answers "unknown"), with the source to cite."""
     table = matrix().get(release, {})
     rows = [table[name] for name in op.prebuilt if name in table]
     jits = [table[JIT_PREFIX + name] for name in op.jit if JIT_PREFIX + name in table]
@@ -164,34 +200,56 @@ def kernel_for(release: str, sm: int, op: Op) -> KernelAnswer:
     jit_source = "; ".join(dict.fromkeys(row[2] for row in jits))
 
     def answer(verdict: str) -> KernelAnswer:
-        return KernelAnswer(op, release, sm, verdict, tuple(sorted(built)), tuple(sorted(jit_for)), source,
-                            jit_source)
+        return KernelAnswer(
+            op,
+            release,
+            sm,
+            verdict,
+            tuple(sorted(built)),
+            tuple(sorted(jit_for)),
+            source,
+            jit_source,
+        )
 
     if not rows and not jits:
         return answer("unknown")
     # every format's kernels must miss the SM: one of them present means the op may run there
     if any(sm in row[1] for row in rows):
         return answer("built")
-    if sm in jit_for:  # an op with no prebuilt kernels in the release is built (or fetched) at run time anyway
+    if (
+        sm in jit_for
+    ):  # an op with no prebuilt kernels in the release is built (or fetched) at run time anyway
         return answer("jit" if rows else "built")
     if not rows or not op.blocks or _sibling(sm, built | jit_for):
         return answer("doubt")
     return answer("missing")
 
 
-# Where `--moe-runner-backend auto` becomes flashinfer_mxfp4 for GptOssForCausalLM with an MXFP4 checkpoint on a
-# GPU of major 10 or 12 (is_blackwell_supported(), utils/common.py): sglang/srt/server_args.py, per release.
-# 0.5.5.post3-0.5.8.post1 check --enable-piecewise-cuda-graph first; 0.5.10 asks is_sm100_supported() instead
-# and sends SM120 to triton_kernel (0.5.10 server_args.py:1748).
+# Where `--moe-runner-backend auto` becomes flashinfer_mxfp4 for GptOssForCausalLM with an MXFP4
+# checkpoint on a GPU of major 10 or 12 (is_blackwell_supported(), utils/common.py):
+# sglang/srt/server_args.py, per release. 0.5.5.post3-0.5.8.post1 check
+# --enable-piecewise-cuda-graph first; 0.5.10 asks is_sm100_supported() instead and sends SM120 to
+# triton_kernel (0.5.10 server_args.py:1748).
 GPT_OSS_MXFP4_AUTO = {
-    "0.5.5": 982, "0.5.5.post1": 994, "0.5.5.post2": 994, "0.5.5.post3": 1010, "0.5.6": 1108,
-    "0.5.6.post1": 1132, "0.5.6.post2": 1161, "0.5.7": 1199, "0.5.8": 1307, "0.5.8.post1": 1307, "0.5.9": 1371,
+    "0.5.5": 982,
+    "0.5.5.post1": 994,
+    "0.5.5.post2": 994,
+    "0.5.5.post3": 1010,
+    "0.5.6": 1108,
+    "0.5.6.post1": 1132,
+    "0.5.6.post2": 1161,
+    "0.5.7": 1199,
+    "0.5.8": 1307,
+    "0.5.8.post1": 1307,
+    "0.5.9": 1371,
 }
 
 
-def auto_moe_runner(release: str, sm: int, architecture: str, dtype: str | None,
-                    piecewise: bool) -> tuple[str, str] | None:
-    """(the runner SGLang's `auto` picks, the server_args.py line that picks it), where that dispatch is read."""
+def auto_moe_runner(
+    release: str, sm: int, architecture: str, dtype: str | None, piecewise: bool
+) -> tuple[str, str] | None:
+    """(the runner SGLang's `auto` picks, the server_args.py line that picks it), where that
+    dispatch is read."""
     line = GPT_OSS_MXFP4_AUTO.get(release)
     if line is None or architecture != "GptOssForCausalLM" or dtype != "mxfp4" or piecewise:
         return None
@@ -200,8 +258,11 @@ def auto_moe_runner(release: str, sm: int, architecture: str, dtype: str | None,
     return "flashinfer_mxfp4", f"sglang=={release} sglang/srt/server_args.py:{line}"
 
 
-def launch_missing(release: str, sm: int, launch: dict[str, Any], model: dict[str, Any] | None) -> list[KernelAnswer]:
-    """The kernels a launch of logical settings (recommend's candidates) names that are missing on `sm`."""
+def launch_missing(
+    release: str, sm: int, launch: dict[str, Any], model: dict[str, Any] | None
+) -> list[KernelAnswer]:
+    """The kernels a launch of logical settings (recommend's candidates) names that are missing on
+    `sm`."""
     first = attention(str(launch.get("attention_backend") or ""))
     ops = [first] if first is not None else []
     runner = launch.get("moe_runner_backend")

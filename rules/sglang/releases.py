@@ -1,14 +1,17 @@
-"""SGLang's releases and the FlashInfer version each one pins (rules/sglang/generated/releases.json).
+"""SGLang's releases and the FlashInfer version each one pins
+(rules/sglang/generated/releases.json).
 
-The list is read from the release wheels (every release on PyPI from 0.5.5 on, post releases included; the
-FlashInfer pin is the wheel's `Requires-Dist: flashinfer_python==X`). Rules scope SGLang behaviour by these
-releases, and FlashInfer behaviour by the FlashInfer that a release runs with: the one the snapshot reports
-when the target is the installed SGLang, else the one the target release pins.
+The list is read from the release wheels (every release on PyPI from 0.5.5 on, post releases
+included; the FlashInfer pin is the wheel's `Requires-Dist: flashinfer_python==X`). Rules scope
+SGLang behaviour by these releases, and FlashInfer behaviour by the FlashInfer that a release runs
+with: the one the snapshot reports when the target is the installed SGLang, else the one the target
+release pins.
 
 json only (no SGLang, torch or network): cheap to import and call.
 
 Layer: knowledge (docs/architecture.md, "Layers").
 """
+
 from __future__ import annotations
 
 import functools
@@ -40,9 +43,10 @@ def newest_release() -> str:
 def flashinfer_pin(sglang_version: str) -> str | None:
     """The FlashInfer version the given SGLang release pins.
 
-    A version between releases (a pre-release, a local build such as `0.5.12+cu129`, or a release newer
-    than the list) takes the pin of the newest release at or below it: the FlashInfer it was built against
-    is at least that one. None when the version is older than every release or not a PEP 440 version.
+    A version between releases (a pre-release, a local build such as `0.5.12+cu129`, or a release
+    newer than the list) takes the pin of the newest release at or below it: the FlashInfer it was
+    built against is at least that one. None when the version is older than every release or not a
+    PEP 440 version.
     """
     try:
         wanted = Version(sglang_version)
@@ -66,4 +70,5 @@ def flashinfer_release_versions() -> list[str]:
 
 def _doc() -> Any:
     from topoctl.core import safe_read as limits
+
     return json.loads(limits.read_file(_PATH, limits.MAX_DATA_FILE_BYTES))

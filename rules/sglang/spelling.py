@@ -1,12 +1,13 @@
 """Logical settings <-> SGLang flags and environment variables, for one SGLang version.
 
-The mapping is data (data/spelling.yaml): each logical setting lists candidate flag names in order of
-preference; the first name the target version's flag data accepts, non-deprecated names first, is
+The mapping is data (data/spelling.yaml): each logical setting lists candidate flag names in order
+of preference; the first name the target version's flag data accepts, non-deprecated names first, is
 the one written. `check` uses the same table backwards, resolving abbreviated flags the way argparse
 does (FlagSet.resolve) so that a launch is understood as SGLang will understand it.
 
 Layer: knowledge (docs/architecture.md, "Layers").
 """
+
 from __future__ import annotations
 
 import functools
@@ -27,23 +28,32 @@ FALSE_WORDS = {"0", "false", "no", "off", "none", ""}
 def table() -> dict[str, Any]:
     """The parsed spelling table, served from the knowledge cache when it is unchanged."""
     from topoctl.core import knowledge_cache as cache
+
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "spelling.yaml")
-    return cache.cached("sglang-spelling", [path, __file__], lambda: launch_settings.read_yaml(path))
+    return cache.cached(
+        "sglang-spelling", [path, __file__], lambda: launch_settings.read_yaml(path)
+    )
 
 
 @functools.lru_cache(maxsize=None)
 def specs() -> dict[str, dict[str, Any]]:
-    """setting -> how it is written (data/spelling.yaml), plus `kind` and `default` from the one table of
-    what each setting is, data/settings.yaml (so a setting's type and default are never written twice)."""
+    """setting -> how it is written (data/spelling.yaml), plus `kind` and `default` from the one
+    table of what each setting is, data/settings.yaml (so a setting's type and default are never
+    written twice)."""
     out = {}
     for name, spec in table()["settings"].items():
-        out[name] = dict(spec, kind=launch_settings.setting_type(name), default=launch_settings.default_of(name))
+        out[name] = dict(
+            spec, kind=launch_settings.setting_type(name), default=launch_settings.default_of(name)
+        )
     return out
 
 
 def default(setting: str) -> launch_settings.SettingValue:
-    """What SGLang does when a launch leaves the setting out (data/settings.yaml); None for an unknown name."""
-    return launch_settings.default_of(setting) if launch_settings.is_known_setting(setting) else None
+    """What SGLang does when a launch leaves the setting out (data/settings.yaml); None for an
+    unknown name."""
+    return (
+        launch_settings.default_of(setting) if launch_settings.is_known_setting(setting) else None
+    )
 
 
 def _entries(spec: dict[str, Any], role: str) -> list[dict[str, Any]]:
@@ -73,7 +83,9 @@ def version_allows(setting: str, version: str | None) -> bool:
     wanted = spec.get("sglang")
     if not wanted or not version:
         return True
-    parsed = parse(version)  # a version that is not PEP 440 cannot be placed: the setting is not refused
+    parsed = parse(
+        version
+    )  # a version that is not PEP 440 cannot be placed: the setting is not refused
     return parsed is None or SpecifierSet(wanted).contains(parsed)
 
 
@@ -92,7 +104,9 @@ class Rendered:
 
     args: list[tuple[str, list[str]]] = field(default_factory=list)  # (setting, tokens)
     env: dict[str, tuple[str, str]] = field(default_factory=dict)  # NAME -> (value, setting)
-    problems: list[tuple[str, str]] = field(default_factory=list)  # (setting, why it could not be written)
+    problems: list[tuple[str, str]] = field(
+        default_factory=list
+    )  # (setting, why it could not be written)
 
     def flat_args(self) -> list[str]:
         return [token for _, tokens in self.args for token in tokens]
@@ -105,12 +119,17 @@ def _value_token(spec: dict[str, Any], value: object) -> str:
     return mapped if mapped is not None else str(value)
 
 
-def render(launch: Mapping[str, object], flags: FlagSet, decided: set[str] | frozenset[str] = frozenset(),
-           version: str | None = None) -> Rendered:
+def render(
+    launch: Mapping[str, object],
+    flags: FlagSet,
+    decided: set[str] | frozenset[str] = frozenset(),
+    version: str | None = None,
+) -> Rendered:
     """Write `launch` (logical settings) as flags and env for the version of `flags`.
 
-    A setting equal to SGLang's default is left out unless a rule decided it (`decided`), in which case
-    it is written explicitly when the version has a way to say it (e.g. --disable-custom-all-reduce).
+    A setting equal to SGLang's default is left out unless a rule decided it (`decided`), in which
+    case it is written explicitly when the version has a way to say it (e.g.
+    --disable-custom-all-reduce).
     """
     out = Rendered()
     table_specs = specs()
@@ -123,7 +142,9 @@ def render(launch: Mapping[str, object], flags: FlagSet, decided: set[str] | fro
         if value is None or (is_default and setting not in decided):
             continue
         if not version_allows(setting, version):
-            out.problems.append((setting, f"not available in SGLang {version} (needs {spec['sglang']})"))
+            out.problems.append(
+                (setting, f"not available in SGLang {version} (needs {spec['sglang']})")
+            )
             continue
         if spec.get("env"):
             if spec.get("kind") == "bool":
@@ -151,7 +172,7 @@ def render(launch: Mapping[str, object], flags: FlagSet, decided: set[str] | fro
     for setting in sorted(launch):
         if setting in table_specs or not setting.startswith("env:") or launch[setting] is None:
             continue
-        name = setting[len("env:"):]
+        name = setting[len("env:") :]
         value = launch[setting]
         text = ("1" if value else "0") if isinstance(value, bool) else str(value)
         out.env[name] = (text, setting)
@@ -170,17 +191,19 @@ def reverse_map() -> dict[str, tuple[str, str, object]]:
 
 
 def _dest(flag: str) -> str:
-    """The argparse dest of a long flag SGLang declares without `dest=` (--enable-dp-attention -> enable_dp_attention)."""
+    """The argparse dest of a long flag SGLang declares without `dest=` (--enable-dp-attention ->
+    enable_dp_attention)."""
     return flag.lstrip("-").replace("-", "_")
 
 
 def switch(launch: Mapping[str, object], setting: str) -> bool | None:
     """Whether a launch dict turns the bool `setting` on (True) or off (False), or leaves it (None).
 
-    A launch dict is keyed by setting names (a recommend candidate, a launch check read from its flags:
-    `dp_attention`, `cuda_graph`), or in places by the argparse dest of one of the setting's switches in this
-    table (`enable_dp_attention`, `disable_cuda_graph`); both are read here, through the table, so a reader of a
-    launch asks for the setting once and never spells SGLang's dest itself."""
+    A launch dict is keyed by setting names (a recommend candidate, a launch check read from its
+    flags: `dp_attention`, `cuda_graph`), or in places by the argparse dest of one of the setting's
+    switches in this table (`enable_dp_attention`, `disable_cuda_graph`); both are read here,
+    through the table, so a reader of a launch asks for the setting once and never spells SGLang's
+    dest itself."""
     value = launch.get(setting)
     if value is not None:
         return bool(parse_value(setting, value) if isinstance(value, str) else value)

@@ -1,1 +1,2 @@
-"""Kernel matrix extraction: which SM architectures each kernel op of a pinned wheel is compiled for."""
+"""Kernel matrix extraction: which SM architectures each kernel op of a pinned wheel is compiled
+for."""

@@ -1,4 +1,5 @@
 """Turn wheel scans into the kernel-matrix document (plain JSON-ready data, deterministic)."""
+
 from __future__ import annotations
 
 import zipfile
@@ -10,7 +11,8 @@ from .scan import OpFacts, scan_wheel
 
 
 def _route(facts: OpFacts, loader: SourceFact | None) -> dict[str, list[int]]:
-    """Per file, the SMs that can load it: sgl_kernel sends SM90 to sm90/ and every other GPU to sm100/."""
+    """Per file, the SMs that can load it: sgl_kernel sends SM90 to sm90/ and every other GPU to
+    sm100/."""
     out: dict[str, list[int]] = {}
     for file, sms in facts.sms.items():
         keep = set(sms)
@@ -26,12 +28,22 @@ def _binary_ops(wheel: Path, ops: dict[str, OpFacts], loader: SourceFact | None)
     out: dict[str, Any] = {}
     for op, facts in sorted(ops.items()):
         routed = _route(facts, loader)
-        sources: list[dict[str, Any]] = [{"wheel": wheel.name, "file": file, "targets": sorted(facts.targets[file]), "sms": sms}
-                   for file, sms in sorted(routed.items())]
-        if loader is not None and any(f.startswith(("sgl_kernel/sm90/", "sgl_kernel/sm100/")) for f in routed):
-            sources.append({"wheel": wheel.name, "file": loader.file, "line": loader.line, "text": loader.text})
-        out[op] = {"sms": sorted({s for sms in routed.values() for s in sms}), "kernels": facts.kernels,
-                   "read_from": "binary", "sources": sources}
+        sources: list[dict[str, Any]] = [
+            {"wheel": wheel.name, "file": file, "targets": sorted(facts.targets[file]), "sms": sms}
+            for file, sms in sorted(routed.items())
+        ]
+        if loader is not None and any(
+            f.startswith(("sgl_kernel/sm90/", "sgl_kernel/sm100/")) for f in routed
+        ):
+            sources.append(
+                {"wheel": wheel.name, "file": loader.file, "line": loader.line, "text": loader.text}
+            )
+        out[op] = {
+            "sms": sorted({s for sms in routed.values() for s in sms}),
+            "kernels": facts.kernels,
+            "read_from": "binary",
+            "sources": sources,
+        }
     return out
 
 
@@ -40,7 +52,9 @@ def _source_ops(wheel: Path, facts: list[SourceFact]) -> dict[str, Any]:
     for fact in facts:
         entry = out.setdefault(fact.op, {"sms": [], "read_from": "source", "sources": []})
         entry["sms"] = sorted(set(entry["sms"]) | set(fact.sms))
-        entry["sources"].append({"wheel": wheel.name, "file": fact.file, "line": fact.line, "text": fact.text})
+        entry["sources"].append(
+            {"wheel": wheel.name, "file": fact.file, "line": fact.line, "text": fact.text}
+        )
     return out
 
 
@@ -56,5 +70,8 @@ def wheel_record(wheel: Path) -> dict[str, Any]:
 
 def release_view(wheels: dict[str, Any], keys: list[str]) -> dict[str, dict[str, list[int]]]:
     """release -> pinned wheel -> op -> SMs, the short form of the wheels table."""
-    return {key: {op: entry["sms"] for op, entry in sorted(wheels[key]["ops"].items())}
-            for key in sorted(keys) if key in wheels}
+    return {
+        key: {op: entry["sms"] for op, entry in sorted(wheels[key]["ops"].items())}
+        for key in sorted(keys)
+        if key in wheels
+    }

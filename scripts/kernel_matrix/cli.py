@@ -1,4 +1,5 @@
 """Command line of scripts/extract_kernel_matrix.py."""
+
 from __future__ import annotations
 
 import argparse
@@ -18,18 +19,30 @@ OUT = ROOT / "rules" / "sglang" / "generated" / "kernel-matrix.json"
 
 
 def releases_with_flag_data(data: Path = DATA) -> list[str]:
-    return sorted(p.name[len("sglang-"):-len(".json")] for p in data.glob("sglang-*.json"))
+    return sorted(p.name[len("sglang-") : -len(".json")] for p in data.glob("sglang-*.json"))
 
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--wheels", type=Path, default=Path("/tmp/wheels/kernels"), help="kernel wheel cache")
-    ap.add_argument("--sglang-wheels", type=Path, default=Path("/tmp/wheels/sglang"), help="sglang wheel cache")
-    ap.add_argument("--download", action="store_true", help="pip download --no-deps what the caches lack")
-    ap.add_argument("--delete-after", action="store_true", help="delete each kernel wheel once scanned")
-    ap.add_argument("--releases", nargs="*", help="only these SGLang releases (default: all with flag data)")
+    ap.add_argument(
+        "--wheels", type=Path, default=Path("/tmp/wheels/kernels"), help="kernel wheel cache"
+    )
+    ap.add_argument(
+        "--sglang-wheels", type=Path, default=Path("/tmp/wheels/sglang"), help="sglang wheel cache"
+    )
+    ap.add_argument(
+        "--download", action="store_true", help="pip download --no-deps what the caches lack"
+    )
+    ap.add_argument(
+        "--delete-after", action="store_true", help="delete each kernel wheel once scanned"
+    )
+    ap.add_argument(
+        "--releases", nargs="*", help="only these SGLang releases (default: all with flag data)"
+    )
     ap.add_argument("--out", type=Path, default=OUT)
-    ap.add_argument("--check", action="store_true", help="recompute and diff against --out; exit 1 on a change")
+    ap.add_argument(
+        "--check", action="store_true", help="recompute and diff against --out; exit 1 on a change"
+    )
     return ap.parse_args(argv)
 
 
@@ -40,13 +53,17 @@ def _sglang_wheel(args: argparse.Namespace, release: str) -> Path | None:
     return found
 
 
-def _pins(args: argparse.Namespace, releases: list[str]) -> tuple[dict[str, list[Pin]], dict[str, str]]:
+def _pins(
+    args: argparse.Namespace, releases: list[str]
+) -> tuple[dict[str, list[Pin]], dict[str, str]]:
     pins: dict[str, list[Pin]] = {}
     missing: dict[str, str] = {}
     for release in releases:
         wheel = _sglang_wheel(args, release)
         if wheel is None:
-            missing[release] = f"sglang=={release} wheel not in {args.sglang_wheels} (run with --download)"
+            missing[release] = (
+                f"sglang=={release} wheel not in {args.sglang_wheels} (run with --download)"
+            )
             continue
         pins[release] = release_pins(wheel)
     return pins, missing
@@ -65,7 +82,10 @@ def _scan_all(args: argparse.Namespace, keys: list[Pin]) -> tuple[dict[str, Any]
             continue
         start = time.monotonic()
         wheels[pin.key] = wheel_record(path)
-        print(f"{pin.key}: {len(wheels[pin.key]['ops'])} ops in {time.monotonic() - start:.0f}s", file=sys.stderr)
+        print(
+            f"{pin.key}: {len(wheels[pin.key]['ops'])} ops in {time.monotonic() - start:.0f}s",
+            file=sys.stderr,
+        )
         if args.delete_after:
             path.unlink()
     return wheels, missing
@@ -74,7 +94,9 @@ def _scan_all(args: argparse.Namespace, keys: list[Pin]) -> tuple[dict[str, Any]
 def build(args: argparse.Namespace) -> dict[str, Any]:
     releases = args.releases or releases_with_flag_data()
     pins, missing_releases = _pins(args, releases)
-    distinct = sorted({p.key: p for ps in pins.values() for p in ps if p.version}.values(), key=lambda p: p.key)
+    distinct = sorted(
+        {p.key: p for ps in pins.values() for p in ps if p.version}.values(), key=lambda p: p.key
+    )
     wheels, missing_wheels = _scan_all(args, distinct)
     out_releases: dict[str, Any] = {}
     for release, ps in sorted(pins.items()):
@@ -85,8 +107,13 @@ def build(args: argparse.Namespace) -> dict[str, Any]:
             "missing": {k: missing_wheels[k] for k in keys if k in missing_wheels},
             "wheels": release_view(wheels, keys),
         }
-    return {"generated_by": "scripts/extract_kernel_matrix.py", "known_sms": list(KNOWN_SMS),
-            "releases": out_releases, "missing_releases": missing_releases, "wheels": wheels}
+    return {
+        "generated_by": "scripts/extract_kernel_matrix.py",
+        "known_sms": list(KNOWN_SMS),
+        "releases": out_releases,
+        "missing_releases": missing_releases,
+        "wheels": wheels,
+    }
 
 
 def dumps(doc: dict[str, Any]) -> str:
@@ -108,8 +135,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.check:
         old = json.loads(args.out.read_text()) if args.out.exists() else {}
         if args.releases:  # a partial run compares only what it recomputed
-            old = {**old, "releases": {r: old.get("releases", {}).get(r) for r in args.releases},
-                   "wheels": {k: old.get("wheels", {}).get(k) for k in doc["wheels"]}}
+            old = {
+                **old,
+                "releases": {r: old.get("releases", {}).get(r) for r in args.releases},
+                "wheels": {k: old.get("wheels", {}).get(k) for k in doc["wheels"]},
+            }
         changes: list[str] = []
         _diff(old, doc, "", changes)
         print("\n".join(changes) if changes else f"{args.out}: up to date")

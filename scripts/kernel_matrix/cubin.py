@@ -1,4 +1,6 @@
-"""The code sections of one cubin (a CUDA device ELF): each `.text.<symbol>` section is one function's SASS."""
+"""The code sections of one cubin (a CUDA device ELF): each `.text.<symbol>` section is one
+function's SASS."""
+
 from __future__ import annotations
 
 import struct
@@ -17,15 +19,16 @@ def text_sections(cubin: bytes) -> dict[str, int]:
     out: dict[str, int] = {}
     for name, _, _, _, _, size in heads:
         end = cubin.find(b"\0", strtab + name)
-        label = cubin[strtab + name:end].decode("ascii", "replace")
+        label = cubin[strtab + name : end].decode("ascii", "replace")
         if label.startswith(".text."):
             out[label[6:]] = out.get(label[6:], 0) + size
     return out
 
 
 def elf_sm(cubin_head: bytes) -> int | None:
-    """The SM number a standalone cubin targets: bits 8-15 of e_flags in the ELFOSABI_CUDA (0x41) layout nvcc 13
-    writes and every flashinfer-cubin 0.5.0-0.6.12 cubin uses; None for any other layout."""
+    """The SM number a standalone cubin targets: bits 8-15 of e_flags in the ELFOSABI_CUDA (0x41)
+    layout nvcc 13 writes and every flashinfer-cubin 0.5.0-0.6.12 cubin uses; None for any other
+    layout."""
     if cubin_head[:4] != b"\x7fELF" or len(cubin_head) < 0x34 or cubin_head[7] != 0x41:
         return None
     return int((struct.unpack_from("<I", cubin_head, 0x30)[0] >> 8) & 0xFF)

@@ -1,11 +1,14 @@
-"""Read the CUDA fat binaries of an ELF shared object: per embedded cubin/PTX its SM target and kernels.
+"""Read the CUDA fat binaries of an ELF shared object: per embedded cubin/PTX its SM target and
+kernels.
 
-The container layout was read off fatbins that nvcc 13.0 writes (tests/fixtures/kernel_matrix/*.fatbin, made by
-tests/fixtures/kernel_matrix/README.md's commands): a 16-byte header (magic 0xBA55ED50, version, header size,
-payload size) and entries of (kind, header size, payload size, ..., SM at byte 28, flags at byte 40,
-uncompressed size at byte 56). Flag 0x2000 marks an LZ4 block payload, 0x8000 a zstd frame; 0x100000 an
-arch-specific target (sm_90a), 0x200000 a family target (sm_100f).
+The container layout was read off fatbins that nvcc 13.0 writes
+(tests/fixtures/kernel_matrix/*.fatbin, made by tests/fixtures/kernel_matrix/README.md's commands):
+a 16-byte header (magic 0xBA55ED50, version, header size, payload size) and entries of (kind, header
+size, payload size, ..., SM at byte 28, flags at byte 40, uncompressed size at byte 56). Flag 0x2000
+marks an LZ4 block payload, 0x8000 a zstd frame; 0x100000 an arch-specific target (sm_90a), 0x200000
+a family target (sm_100f).
 """
+
 from __future__ import annotations
 
 import mmap
@@ -48,7 +51,7 @@ def lz4_block(src: bytes, size: int) -> bytes:
         lit = token >> 4
         if lit == 15:
             lit, i = _lz4_len(src, i, lit)
-        out += src[i:i + lit]
+        out += src[i : i + lit]
         i += lit
         if i >= n or len(out) >= size:
             break
@@ -73,7 +76,7 @@ def _lz4_len(src: bytes, i: int, base: int) -> tuple[int, int]:
 def _lz4_copy(out: bytearray, offset: int, mlen: int) -> None:
     start = len(out) - offset
     if offset >= mlen:
-        out += out[start:start + mlen]
+        out += out[start : start + mlen]
         return
     # Overlapping match: the pattern of `offset` bytes repeats.
     chunk = bytes(out[start:])
@@ -84,7 +87,9 @@ def _lz4_copy(out: bytearray, offset: int, mlen: int) -> None:
 def _zstd(payload: bytes) -> bytes:
     try:
         import zstandard  # type: ignore[import-not-found, unused-ignore]
-    except ImportError as exc:  # CUDA 13 builds compress with zstd; without it kernel names would go unseen
+    except (
+        ImportError
+    ) as exc:  # CUDA 13 builds compress with zstd; without it kernel names would go unseen
         raise RuntimeError("a fatbin entry is zstd-compressed: pip install zstandard") from exc
     return bytes(zstandard.ZstdDecompressor().decompress(payload, max_output_size=1 << 31))
 
@@ -96,7 +101,7 @@ def _entry(buf: bytes | mmap.mmap, p: int) -> tuple[Entry, int]:
     unpacked = struct.unpack_from("<Q", buf, p + 56)[0] if hsz >= 64 else 0
     suffix = "a" if flags & FLAG_ARCH_SPECIFIC else "f" if flags & FLAG_FAMILY else ""
     comp = "lz4" if flags & FLAG_LZ4 else "zstd" if flags & FLAG_ZSTD else ""
-    raw = bytes(buf[p + hsz:p + hsz + size])
+    raw = bytes(buf[p + hsz : p + hsz + size])
     payload = raw
     if comp == "lz4":
         payload = lz4_block(raw, unpacked)
@@ -131,7 +136,7 @@ def section(buf: bytes | mmap.mmap, wanted: str) -> tuple[int, int] | None:
     strtab = heads[shstrndx][4]
     key = wanted.encode() + b"\0"
     for name, _, _, _, off, size in heads:
-        if bytes(buf[strtab + name:strtab + name + len(key)]) == key:
+        if bytes(buf[strtab + name : strtab + name + len(key)]) == key:
             return off, size
     return None
 

@@ -1,4 +1,5 @@
 """The kernel wheels each SGLang release pins, read from its wheel's METADATA Requires-Dist."""
+
 from __future__ import annotations
 
 import re
@@ -9,8 +10,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 # Distributions that ship (or JIT-build) GPU kernels, normalised as PEP 503 names.
-KERNEL_DISTS = ("sgl-kernel", "sglang-kernel", "flashinfer-python", "flashinfer-cubin", "flashinfer-jit-cache",
-                "sgl-deep-gemm", "deep-gemm", "flash-attn", "flash-attn-4", "sgl-flash-mla")
+KERNEL_DISTS = (
+    "sgl-kernel",
+    "sglang-kernel",
+    "flashinfer-python",
+    "flashinfer-cubin",
+    "flashinfer-jit-cache",
+    "sgl-deep-gemm",
+    "deep-gemm",
+    "flash-attn",
+    "flash-attn-4",
+    "sgl-flash-mla",
+)
 _REQ = re.compile(r"^([A-Za-z0-9_.\-]+)(\[[^\]]*\])?\s*(.*)$")
 
 
@@ -33,7 +44,8 @@ class Pin:
 
 
 def release_pins(wheel: Path) -> list[Pin]:
-    """The kernel distributions a SGLang wheel requires unconditionally, with their version specifiers."""
+    """The kernel distributions a SGLang wheel requires unconditionally, with their version
+    specifiers."""
     with zipfile.ZipFile(wheel) as zf:
         meta = next(n for n in zf.namelist() if n.endswith(".dist-info/METADATA"))
         text = zf.read(meta).decode("utf-8")
@@ -59,6 +71,16 @@ def find_wheel(folder: Path, dist: str, version: str) -> Path | None:
 def download(folder: Path, dist: str, version: str) -> Path | None:
     """pip download --no-deps one wheel into folder; None when pip cannot get it."""
     folder.mkdir(parents=True, exist_ok=True)
-    cmd = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", f"{dist}=={version}", "-d", str(folder)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "-q",
+        "--no-deps",
+        f"{dist}=={version}",
+        "-d",
+        str(folder),
+    ]
     subprocess.run(cmd, check=False, capture_output=True)
     return find_wheel(folder, dist, version)

@@ -1,16 +1,23 @@
-"""Which op a compiled kernel belongs to, from its shared object's path and its (mangled) symbol name.
+"""Which op a compiled kernel belongs to, from its shared object's path and its (mangled) symbol
+name.
 
-The patterns name what the wheels' own symbols say: CUTLASS collective names carry the architecture they were
-written for (MainloopSm90..., Sm100Fmha...) and the element types (float_e4m3_t, float_e2m1_t).
+The patterns name what the wheels' own symbols say: CUTLASS collective names carry the architecture
+they were written for (MainloopSm90..., Sm100Fmha...) and the element types (float_e4m3_t,
+float_e2m1_t).
 """
+
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 
 _LENGTH_PREFIX = re.compile(r"(\d+)(?=[A-Za-z_])")
-_NAMESPACE_ARCH = re.compile(r"^[Ss]m(\d{2,3})[af]?$")  # namespaces such as flash_mla's sm90:: / sm100::
-_CAMEL_ARCH = re.compile(r"Sm(\d{2,3})(?=[A-Z_]|$)")  # CUTLASS class names: MainloopSm90..., Sm100Fmha...
+_NAMESPACE_ARCH = re.compile(
+    r"^[Ss]m(\d{2,3})[af]?$"
+)  # namespaces such as flash_mla's sm90:: / sm100::
+_CAMEL_ARCH = re.compile(
+    r"Sm(\d{2,3})(?=[A-Z_]|$)"
+)  # CUTLASS class names: MainloopSm90..., Sm100Fmha...
 
 
 @dataclass(frozen=True)
@@ -31,11 +38,20 @@ SO_RULES: tuple[Rule, ...] = (
     Rule("moe.cutlass.nvfp4", r"", r"get_group_gemm_starts\w*float_e2m1"),
     Rule("moe.cutlass.fp8_blockwise", r"", r"get_group_gemm_starts\w*float_e4m3"),
     Rule("moe.cutlass.fp8_blockwise", r"", r"Array\w*Blockwise|Fp8BlockwiseGroupedGemm"),
-    Rule("moe.cutlass.nvfp4", r"", r"Array\w*BlockScaled\w*|PtrArray\w*float_e2m1", r"BlockwiseScaling"),
+    Rule(
+        "moe.cutlass.nvfp4",
+        r"",
+        r"Array\w*BlockScaled\w*|PtrArray\w*float_e2m1",
+        r"BlockwiseScaling",
+    ),
     Rule("moe.cutlass.w4a8", r"", r"ArrayTmaGmmaWarpSpecializedMixed|w4a8"),
     Rule("moe.marlin.wna16", r"", r"marlin_moe"),
     Rule("gemm.fp8_blockwise", r"", r"Blockwise|BlockwiseScaling"),
-    Rule("gemm.nvfp4", r"", r"BlockScaled\w*float_e2m1|float_e2m1\w*BlockScaled|cvt_fp16_to_fp4|scaled_fp4"),
+    Rule(
+        "gemm.nvfp4",
+        r"",
+        r"BlockScaled\w*float_e2m1|float_e2m1\w*BlockScaled|cvt_fp16_to_fp4|scaled_fp4",
+    ),
     Rule("gemm.fp8_scaled_mm", r"", r"float_e4m3"),
     Rule("gemm.w8a8_int8", r"", r"int8_scaled_mm|GemmWithEpilogueVisitor|DefaultGemmWithVisitor"),
     Rule("gemm.awq", r"", r"awq"),
@@ -43,8 +59,14 @@ SO_RULES: tuple[Rule, ...] = (
     Rule("gemm.gptq_exllama", r"", r"4gptq"),
     Rule("allreduce.custom", r"", r"cross_device_reduce"),
     Rule("allreduce.mscclpp", r"", r"allreduce_LL"),
-    Rule("allreduce.fusion", r"", r"allreduce_fusion|AllReduceFusion|allreduce_fused|oneshot_allreduce"),
-    Rule("moe.align_sum_gate", r"", r"moe_align|moe_sum|moe_fused_gate|moeSoftmax|moeTopK|topkGating"),
+    Rule(
+        "allreduce.fusion",
+        r"",
+        r"allreduce_fusion|AllReduceFusion|allreduce_fused|oneshot_allreduce",
+    ),
+    Rule(
+        "moe.align_sum_gate", r"", r"moe_align|moe_sum|moe_fused_gate|moeSoftmax|moeTopK|topkGating"
+    ),
     Rule("deep_gemm", r"deep_gemm/", r""),
 )
 
@@ -69,13 +91,14 @@ def identifiers(mangled: str) -> list[str]:
     while (m := _LENGTH_PREFIX.search(mangled, pos)) is not None:
         size = int(m.group(1))
         start = m.end()
-        out.append(mangled[start:start + size])
+        out.append(mangled[start : start + size])
         pos = start + size if size else start + 1
     return out
 
 
 def arch_tokens(name: str) -> set[int]:
-    """The SM numbers a kernel's name says it was written for (CUTLASS MainloopSm90..., namespace sm100::)."""
+    """The SM numbers a kernel's name says it was written for (CUTLASS MainloopSm90..., namespace
+    sm100::)."""
     found: set[int] = set()
     for ident in identifiers(name):
         m = _NAMESPACE_ARCH.match(ident)
@@ -105,8 +128,14 @@ def _trtllm_dtype(leaf: str) -> str:
     # trtllm-gen names are <Kind>_<Out>_<A><B>_...; the A/B element types decide the quantization.
     parts = leaf.split("_")
     ab = parts[2] if len(parts) > 2 else leaf
-    for token, dtype in (("MxE2m1", "mxfp4"), ("E2m1", "nvfp4"), ("MxE4m3", "mxfp8"), ("E4m3", "fp8"),
-                         ("Bfloat16", "bf16"), ("Fp16", "fp16")):
+    for token, dtype in (
+        ("MxE2m1", "mxfp4"),
+        ("E2m1", "nvfp4"),
+        ("MxE4m3", "mxfp8"),
+        ("E4m3", "fp8"),
+        ("Bfloat16", "bf16"),
+        ("Fp16", "fp16"),
+    ):
         if token in ab:
             return dtype
     return "other"

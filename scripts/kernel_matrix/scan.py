@@ -1,4 +1,6 @@
-"""Scan one kernel wheel: per op, the compiled targets and the SMs they run on, with the files they come from."""
+"""Scan one kernel wheel: per op, the compiled targets and the SMs they run on, with the files they
+come from."""
+
 from __future__ import annotations
 
 import re
@@ -14,7 +16,9 @@ from .fatbin import Entry, shared_object_entries
 from .rules import arch_tokens, classify_kernel, cubin_op
 from .targets import arch_token_allows, runs_on
 
-STUB_BYTES = 256  # a kernel whose SASS is this small had its body compiled out by an __CUDA_ARCH__ guard
+STUB_BYTES = (
+    256  # a kernel whose SASS is this small had its body compiled out by an __CUDA_ARCH__ guard
+)
 _PTX_ENTRY = re.compile(rb"\.entry\s+([A-Za-z_$][\w$]*)")
 _NAME_TARGET = re.compile(r"[Ss]m_?(\d{2,3})([af]?)")
 
@@ -23,17 +27,25 @@ _NAME_TARGET = re.compile(r"[Ss]m_?(\d{2,3})([af]?)")
 class OpFacts:
     """What one wheel compiles for one op (mutable while a wheel is scanned)."""
 
-    targets: dict[str, set[str]] = field(default_factory=dict)  # file in wheel -> targets with real kernels
-    sms: dict[str, set[int]] = field(default_factory=dict)  # file in wheel -> SMs those targets run on
+    targets: dict[str, set[str]] = field(
+        default_factory=dict
+    )  # file in wheel -> targets with real kernels
+    sms: dict[str, set[int]] = field(
+        default_factory=dict
+    )  # file in wheel -> SMs those targets run on
     kernels: int = 0
-    named_arch: bool = False  # some kernel's name says its architecture; then unnamed helpers do not count
+    named_arch: bool = (
+        False  # some kernel's name says its architecture; then unnamed helpers do not count
+    )
     helper_targets: dict[str, set[str]] = field(default_factory=dict)
     helper_sms: dict[str, set[int]] = field(default_factory=dict)
 
     def add(self, file: str, target: str, sms: list[int], named: bool = True) -> None:
         if not sms:
             return
-        targets, where = (self.targets, self.sms) if named else (self.helper_targets, self.helper_sms)
+        targets, where = (
+            (self.targets, self.sms) if named else (self.helper_targets, self.helper_sms)
+        )
         targets.setdefault(file, set()).add(target)
         where.setdefault(file, set()).update(sms)
 
@@ -50,7 +62,8 @@ def _kernel_sms(name: str, size: int, target: str) -> list[int]:
     if size <= STUB_BYTES:
         return []
     tokens = arch_tokens(name)
-    # CUTLASS kernels reuse older parts (Sm90 epilogues in Sm100/Sm120 GEMMs); the newest named one decides.
+    # CUTLASS kernels reuse older parts (Sm90 epilogues in Sm100/Sm120 GEMMs); the newest named one
+    # decides.
     return [s for s in runs_on(target) if not tokens or arch_token_allows(max(tokens), s)]
 
 
@@ -118,7 +131,8 @@ def scan_wheel(wheel: Path) -> dict[str, OpFacts]:
 
 
 def _has_fatbin_hint(zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> bool:
-    # Only ELF shared objects can embed a .nv_fatbin section; the header says so without extracting the file.
+    # Only ELF shared objects can embed a .nv_fatbin section; the header says so without extracting
+    # the file.
     with zf.open(info) as fh:
         head = fh.read(64)
     return head[:4] == b"\x7fELF" and struct.unpack_from("<H", head, 16)[0] == 3

@@ -1,8 +1,10 @@
 """Which GPUs (SM numbers) a compiled target runs on, by CUDA's compatibility rules.
 
-A cubin for sm_XY runs on X.Z with Z >= Y (same major); sm_XYa only on X.Y; sm_XYf on the X family at
-or above Y. PTX for compute_XY is JIT-compiled by the driver on any later SM; compute_XYa only on X.Y.
+A cubin for sm_XY runs on X.Z with Z >= Y (same major); sm_XYa only on X.Y; sm_XYf on the X family
+at or above Y. PTX for compute_XY is JIT-compiled by the driver on any later SM; compute_XYa only on
+X.Y.
 """
+
 from __future__ import annotations
 
 import re
@@ -26,14 +28,16 @@ def runs_on(target: str) -> list[int]:
 
 
 def majors_to_sms(majors: list[int]) -> list[int]:
-    """The known SMs of the given compute-capability majors (FlashInfer's JIT `supported_major_versions`)."""
+    """The known SMs of the given compute-capability majors (FlashInfer's JIT
+    `supported_major_versions`)."""
     return [s for s in KNOWN_SMS if s // 10 in set(majors)]
 
 
 def arch_token_allows(token_sm: int, gpu_sm: int) -> bool:
     """Whether a kernel written for `SmNN` (CUTLASS's class names) can execute on gpu_sm.
 
-    SM90's wgmma and SM100's tcgen05 exist only on their own major; SM80-style mma.sync code runs on later SMs.
+    SM90's wgmma and SM100's tcgen05 exist only on their own major; SM80-style mma.sync code runs on
+    later SMs.
     """
     if token_sm < 90:
         return gpu_sm >= token_sm

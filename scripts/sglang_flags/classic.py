@@ -1,4 +1,5 @@
 """Flags declared the classic way: parser.add_argument(...) calls."""
+
 from __future__ import annotations
 
 import ast
@@ -19,8 +20,12 @@ from .records import (
 from .wheel import Module
 
 
-def classic_flag(call: ast.Call, ev: Evaluator, module: Module, condition: str | None) -> dict[str, Any] | None:
-    options = [a.value for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+def classic_flag(
+    call: ast.Call, ev: Evaluator, module: Module, condition: str | None
+) -> dict[str, Any] | None:
+    options = [
+        a.value for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str)
+    ]
     if not options or not all(o.startswith("-") for o in options):
         return None  # positional argument, not a flag
     kw = {k.arg: k.value for k in call.keywords if k.arg}
@@ -36,7 +41,11 @@ def classic_flag(call: ast.Call, ev: Evaluator, module: Module, condition: str |
     if action == "BooleanOptionalAction":
         options = _boolean_optional_options(options)
     rec["options"] = options
-    rec["dest"] = ev.eval(kw["dest"]) if "dest" in kw and isinstance(kw["dest"], ast.Constant) else _dest_for(options)
+    rec["dest"] = (
+        ev.eval(kw["dest"])
+        if "dest" in kw and isinstance(kw["dest"], ast.Constant)
+        else _dest_for(options)
+    )
     if action in ("store_true", "store_false", "BooleanOptionalAction"):
         rec["type"] = "bool"
     elif action in ("store_const", "append_const", "count"):
@@ -62,9 +71,15 @@ def classic_flag(call: ast.Call, ev: Evaluator, module: Module, condition: str |
         rec["type"] = "bool"
     _choices(rec, kw.get("choices"), ev)
     _default(rec, kw.get("default"), ev, action)
-    own = action_init_defaults(module, action) if action not in ("store", "append", "extend") else None
+    own = (
+        action_init_defaults(module, action)
+        if action not in ("store", "append", "extend")
+        else None
+    )
     if own is not None and "default" not in kw and "default" in own:
-        rec["default"] = own["default"]  # a custom action's own default (DeprecatedStoreTrueAction: False)
+        rec["default"] = own[
+            "default"
+        ]  # a custom action's own default (DeprecatedStoreTrueAction: False)
     if "const" in kw:
         try:
             rec["const"] = ev.eval(kw["const"])
@@ -88,5 +103,3 @@ def classic_flag(call: ast.Call, ev: Evaluator, module: Module, condition: str |
     if condition:
         rec["condition"] = condition
     return _finish(rec)
-
-

@@ -1,4 +1,6 @@
-"""The extractor's command line: fetch wheels with pip, extract, write rules/sglang/generated/sglang-<v>.json."""
+"""The extractor's command line: fetch wheels with pip, extract, write
+rules/sglang/generated/sglang-<v>.json."""
+
 from __future__ import annotations
 
 import argparse
@@ -17,9 +19,20 @@ from .wheel import Wheel
 REPO_ROOT = Path(__file__).resolve().parent.parent.parent
 DEFAULT_OUT = REPO_ROOT / "rules" / "sglang" / "generated"
 
+
 def download(version: str, dest: Path) -> Path:
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "-q",
-           "-d", str(dest), f"sglang=={version}"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--only-binary=:all:",
+        "-q",
+        "-d",
+        str(dest),
+        f"sglang=={version}",
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     wheels = sorted(dest.glob(f"sglang-{version}-*.whl"))
     if proc.returncode != 0 or not wheels:
@@ -37,8 +50,12 @@ def build_document(wheel_path: Path) -> dict[str, Any]:
     version = version_of_wheel(wheel_path)
     doc = {
         "sglang_version": version,
-        "source": {"wheel": wheel_path.name, "sha256": wheel.sha256(), "file": SERVER_ARGS,
-                   "declared_in": result["declared_in"]},
+        "source": {
+            "wheel": wheel_path.name,
+            "sha256": wheel.sha256(),
+            "file": SERVER_ARGS,
+            "declared_in": result["declared_in"],
+        },
         "extracted_by": "scripts/extract_sglang_flags.py",
         "allow_abbrev": result["allow_abbrev"],
         "allow_abbrev_source": result["allow_abbrev_source"],
@@ -64,16 +81,28 @@ def write(doc: dict[str, Any], out_dir: Path) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description="Extract SGLang's server CLI flag set from its release wheels.")
+    ap = argparse.ArgumentParser(
+        description="Extract SGLang's server CLI flag set from its release wheels."
+    )
     ap.add_argument("versions", nargs="*", help="SGLang versions to fetch with pip download")
-    ap.add_argument("--wheel", action="append", default=[], type=Path,
-                    help="use this already-downloaded wheel instead of pip download (repeatable)")
-    ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"output folder (default {DEFAULT_OUT})")
-    ap.add_argument("--check", action="store_true",
-                    help="then build SGLang's own parser from each wheel, compare it with the data just written and "
-                         "record the results (tests/data/sglang_real_parser_check.json, docs/real-parser-check.md; beside "
-                         "--out when that is given); "
-                         "exit 1 on a disagreement. Needs msgspec installed.")
+    ap.add_argument(
+        "--wheel",
+        action="append",
+        default=[],
+        type=Path,
+        help="use this already-downloaded wheel instead of pip download (repeatable)",
+    )
+    ap.add_argument(
+        "--out", type=Path, default=DEFAULT_OUT, help=f"output folder (default {DEFAULT_OUT})"
+    )
+    ap.add_argument(
+        "--check",
+        action="store_true",
+        help="then build SGLang's own parser from each wheel, compare it with the data just "
+        "written and record the results (tests/data/sglang_real_parser_check.json, "
+        "docs/real-parser-check.md; beside --out when that is given); exit 1 on a "
+        "disagreement. Needs msgspec installed.",
+    )
     args = ap.parse_args(argv)
     if not args.versions and not args.wheel:
         ap.error("give at least one VERSION or --wheel")
@@ -86,8 +115,10 @@ def main(argv: list[str] | None = None) -> int:
             doc = build_document(w)
             path = write(doc, args.out)
             dep = sum(1 for f in doc["flags"].values() if f["deprecated"])
-            print(f"{doc['sglang_version']}: {doc['flag_count']} flags ({dep} deprecated), "
-                  f"{len(doc['env'])} env vars -> {path} ({path.stat().st_size // 1024} KiB)")
+            print(
+                f"{doc['sglang_version']}: {doc['flag_count']} flags ({dep} deprecated), "
+                f"{len(doc['env'])} env vars -> {path} ({path.stat().st_size // 1024} KiB)"
+            )
             for p in doc.get("problems", []):
                 print(f"  warning: {p}", file=sys.stderr)
             if args.check:
@@ -95,8 +126,11 @@ def main(argv: list[str] | None = None) -> int:
 
                 result = check_wheel(w, args.out)
                 results.append(result)
-                print(f"  checked against SGLang's parser: {result['compared_fields']} fields, "
-                      f"{len(result['disagreements'])} disagree, {len(result['unresolved_in_data'])} unresolved")
+                print(
+                    f"  checked against SGLang's parser: {result['compared_fields']} fields, "
+                    f"{len(result['disagreements'])} disagree, "
+                    f"{len(result['unresolved_in_data'])} unresolved"
+                )
                 for item in result["disagreements"]:
                     print(f"  disagreement: {item}", file=sys.stderr)
     if args.check:
@@ -105,7 +139,11 @@ def main(argv: list[str] | None = None) -> int:
         if args.out.resolve() == DEFAULT_OUT.resolve():
             save(results, DEFAULT_JSON, DEFAULT_MD)
         else:  # data written elsewhere: its check report goes beside it
-            save(results, args.out / "sglang_real_parser_check.json", args.out / "real-parser-check.md")
+            save(
+                results,
+                args.out / "sglang_real_parser_check.json",
+                args.out / "real-parser-check.md",
+            )
     return 1 if any(r["disagreements"] for r in results) else 0
 
 

@@ -1,4 +1,5 @@
 """Shared names of the SGLang flag extractor: constants, the Unresolved signal, source text."""
+
 from __future__ import annotations
 
 import ast
@@ -8,8 +9,16 @@ from typing import Any
 SERVER_ARGS = "sglang/srt/server_args.py"
 HELP_MAX = 160
 
-NO_VALUE_ACTIONS = {"store_true", "store_false", "store_const", "append_const", "count", "help", "version",
-                    "BooleanOptionalAction"}
+NO_VALUE_ACTIONS = {
+    "store_true",
+    "store_false",
+    "store_const",
+    "append_const",
+    "count",
+    "help",
+    "version",
+    "BooleanOptionalAction",
+}
 BUILTIN_TYPES = {"int": "int", "float": "float", "str": "str", "bool": "bool"}
 
 
@@ -30,5 +39,3 @@ def _jsonable(value: Any) -> bool:
         return True
     except (TypeError, ValueError):
         return False
-
-

@@ -1,4 +1,6 @@
-"""Walk server_args.py: every add_argument call and every add_cli_args_from_dataclass(...) call; scan the env."""
+"""Walk server_args.py: every add_argument call and every add_cli_args_from_dataclass(...) call;
+scan the env."""
+
 from __future__ import annotations
 
 import ast
@@ -27,13 +29,15 @@ KNOWN_ENV = [
     "SGLANG_DETERMINISTIC_NCCL_NCHANNELS",
     "SGLANG_USE_CUDA_IPC_TRANSPORT",
 ]
-# Besides the known list, any SGLANG_* name about all-reduce, P2P, PCIe IPC, NCCL or symmetric memory that
-# appears in the serving runtime (sglang/srt/) is recorded, so new knobs show up in review of the diff.
+# Besides the known list, any SGLANG_* name about all-reduce, P2P, PCIe IPC, NCCL or symmetric
+# memory that appears in the serving runtime (sglang/srt/) is recorded, so new knobs show up in
+# review of the diff.
 ENV_PATTERN = re.compile(
     r"\bSGLANG_[A-Z0-9_]*(?:ALLREDUCE|ALL_REDUCE|CUSTOM_AR|SYMM_MEM|P2P|PCIE|NCCL|NVLS|MSCCL)[A-Z0-9_]*\b"
 )
 
 # argparse actions that take no value on the command line.
+
 
 def extract(wheel: Wheel) -> dict[str, Any]:
     module = wheel.module("sglang.srt.server_args")
@@ -74,11 +78,18 @@ def extract(wheel: Wheel) -> dict[str, Any]:
                 ev.locals = {}
                 ev.mutated = set()
                 for sub in ast.walk(child):
-                    if isinstance(sub, ast.Assign) and len(sub.targets) == 1 and isinstance(sub.targets[0], ast.Name):
+                    if (
+                        isinstance(sub, ast.Assign)
+                        and len(sub.targets) == 1
+                        and isinstance(sub.targets[0], ast.Name)
+                    ):
                         ev.locals[sub.targets[0].id] = sub.value
-                    if (isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute)
-                            and sub.func.attr in ("add", "append", "extend", "update")
-                            and isinstance(sub.func.value, ast.Name)):
+                    if (
+                        isinstance(sub, ast.Call)
+                        and isinstance(sub.func, ast.Attribute)
+                        and sub.func.attr in ("add", "append", "extend", "update")
+                        and isinstance(sub.func.value, ast.Name)
+                    ):
                         ev.mutated.add(sub.func.value.id)
             if isinstance(child, ast.Call):
                 fname = _text(child.func)
@@ -106,8 +117,9 @@ def extract(wheel: Wheel) -> dict[str, Any]:
     env = scan_env(wheel)
     return {
         "allow_abbrev": True if allow_abbrev is None else allow_abbrev,
-        "allow_abbrev_source": "explicit" if allow_abbrev is not None else "argparse default (not set in "
-                                                                         + SERVER_ARGS + ")",
+        "allow_abbrev_source": "explicit"
+        if allow_abbrev is not None
+        else "argparse default (not set in " + SERVER_ARGS + ")",
         "conflict_handler": conflict_handler,
         "flags": flags,
         "env": env,
@@ -128,7 +140,7 @@ def scan_env(wheel: Wheel) -> list[dict[str, Any]]:
         if name.startswith("sglang/srt/"):
             for var in ENV_PATTERN.findall(text):
                 hits.setdefault(var, set()).add(name)
-    return [{"name": k, "known": k in KNOWN_ENV, "files": sorted(v)[:4], "file_count": len(v)}
-            for k, v in sorted(hits.items())]
-
-
+    return [
+        {"name": k, "known": k in KNOWN_ENV, "files": sorted(v)[:4], "file_count": len(v)}
+        for k, v in sorted(hits.items())
+    ]

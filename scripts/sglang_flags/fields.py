@@ -1,5 +1,6 @@
 """Flags declared as annotated dataclass fields: A[T, "help"] / A[T, Arg(...)]  (mirrors SGLang's
 add_cli_args_from_dataclass, 0.5.13 and later)."""
+
 from __future__ import annotations
 
 import ast
@@ -7,7 +8,14 @@ from typing import Any
 
 from .common import BUILTIN_TYPES, Unresolved, _jsonable, _text
 from .evaluate import Evaluator
-from .records import _action_default_nargs, _boolean_optional_options, _choices, _finish, _type_name, action_init_defaults
+from .records import (
+    _action_default_nargs,
+    _boolean_optional_options,
+    _choices,
+    _finish,
+    _type_name,
+    action_init_defaults,
+)
 from .wheel import Module
 
 ANNOTATED = {"A", "Annotated", "typing.Annotated"}
@@ -34,7 +42,9 @@ def _unwrap_optional(node: ast.AST) -> ast.AST:
     return node
 
 
-def _field_default_value(node: ast.AST | None, ev: Evaluator, module: Module) -> tuple[bool, Any, str | None]:
+def _field_default_value(
+    node: ast.AST | None, ev: Evaluator, module: Module
+) -> tuple[bool, Any, str | None]:
     """(has_default, value, expr_text_if_unresolved)."""
     if node is None:
         return False, None, None
@@ -66,7 +76,9 @@ def _field_default_value(node: ast.AST | None, ev: Evaluator, module: Module) ->
         return True, None, _text(node)
 
 
-def class_fields(module: Module, cls: ast.ClassDef, seen: set[str] | None = None) -> list[tuple[Module, str, ast.AnnAssign]]:
+def class_fields(
+    module: Module, cls: ast.ClassDef, seen: set[str] | None = None
+) -> list[tuple[Module, str, ast.AnnAssign]]:
     """Annotated fields of a class and its (wheel-resolvable) bases, base fields first."""
     seen = seen if seen is not None else set()
     out: list[tuple[Module, str, ast.AnnAssign]] = []
@@ -87,7 +99,9 @@ def class_fields(module: Module, cls: ast.ClassDef, seen: set[str] | None = None
     return out
 
 
-def declarative_flag(fmod: Module, name: str, node: ast.AnnAssign, ev: Evaluator, owner: str) -> dict[str, Any] | None:
+def declarative_flag(
+    fmod: Module, name: str, node: ast.AnnAssign, ev: Evaluator, owner: str
+) -> dict[str, Any] | None:
     ann = node.annotation
     if not (isinstance(ann, ast.Subscript) and _text(ann.value) in ANNOTATED):
         return None
@@ -101,7 +115,8 @@ def declarative_flag(fmod: Module, name: str, node: ast.AnnAssign, ev: Evaluator
             help_node = arg_kw.get("help")
             break
         if isinstance(m, (ast.Constant, ast.JoinedStr, ast.BinOp)) and not (
-                isinstance(m, ast.Constant) and not isinstance(m.value, str)):
+            isinstance(m, ast.Constant) and not isinstance(m.value, str)
+        ):
             arg_kw = {}
             help_node = m
             break
@@ -159,7 +174,11 @@ def declarative_flag(fmod: Module, name: str, node: ast.AnnAssign, ev: Evaluator
         akw = arg_kw.get("action_kwargs")
         if isinstance(akw, ast.Dict):
             for k, v in zip(akw.keys, akw.values, strict=True):
-                if isinstance(k, ast.Constant) and k.value in ("nargs", "new_flag", "error_message"):
+                if isinstance(k, ast.Constant) and k.value in (
+                    "nargs",
+                    "new_flag",
+                    "error_message",
+                ):
                     try:
                         rec[("_" if k.value != "nargs" else "") + k.value] = fev.eval(v)
                     except Unresolved:
@@ -201,8 +220,9 @@ def declarative_flag(fmod: Module, name: str, node: ast.AnnAssign, ev: Evaluator
             rec["const"] = nargs_c
         return _finish(rec)
     # list[X] -> nargs "+"
-    is_list = (isinstance(inner, ast.Subscript) and _text(inner.value) in ("List", "list", "typing.List")) or \
-        inner_text in ("list", "List")
+    is_list = (
+        isinstance(inner, ast.Subscript) and _text(inner.value) in ("List", "list", "typing.List")
+    ) or inner_text in ("list", "List")
     if is_list and type_parser is None:
         elem = _text(_subscript_parts(inner)[0]) if isinstance(inner, ast.Subscript) else "str"
         rec["action"] = "store"
@@ -249,12 +269,19 @@ def _dataclass_sources(module: Module, class_name: str) -> list[tuple[Module, as
     found = module.class_def(class_name)
     if not found:
         return []
-    own = [f for f in class_fields(*found) if isinstance(f[2].annotation, ast.Subscript)
-           and _text(f[2].annotation.value) in ANNOTATED]
+    own = [
+        f
+        for f in class_fields(*found)
+        if isinstance(f[2].annotation, ast.Subscript) and _text(f[2].annotation.value) in ANNOTATED
+    ]
     if own:
         return [found]
     for node in ast.walk(module.tree):
-        if isinstance(node, ast.Call) and _text(node.func).split(".")[-1] == "collect_input_fields" and node.args:
+        if (
+            isinstance(node, ast.Call)
+            and _text(node.func).split(".")[-1] == "collect_input_fields"
+            and node.args
+        ):
             arg: ast.AST = node.args[0]
             if isinstance(arg, ast.Name) and arg.id in module.assigns:
                 arg = module.assigns[arg.id]
@@ -277,5 +304,3 @@ def _field_defaults(module: Module, sources: list[tuple[Module, ast.ClassDef]]) 
             if has and expr is None:
                 out[name] = val
     return out
-
-

@@ -13,6 +13,7 @@ lets argparse read ARGV and reports its namespace or its error message and exit 
 
 Run one SRC_DIR per process (the imports stay in sys.modules): `check.py` does that in a subprocess.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -25,9 +26,10 @@ import sys
 import types
 from typing import Any
 
-# Third-party packages imported for real: SGLang builds its option declarations on them (msgspec.Struct
-# field classes from 0.5.13 on), so a stub would change the parser. A wheel that imports one needs it installed
-# (pip install msgspec): without it the import fails, loudly, rather than being stubbed.
+# Third-party packages imported for real: SGLang builds its option declarations on them
+# (msgspec.Struct field classes from 0.5.13 on), so a stub would change the parser. A wheel that
+# imports one needs it installed (pip install msgspec): without it the import fails, loudly, rather
+# than being stubbed.
 REAL_PACKAGES = {"msgspec"}
 
 
@@ -35,7 +37,9 @@ class _StubMeta(type):
     """Metaclass of every stub: a stub is a class, so `class X(torch.nn.Module)` works."""
 
     def __new__(mcs, name: str, bases: tuple, namespace: dict, **kwargs: Any) -> Any:
-        return super().__new__(mcs, name, bases, namespace)  # class keywords (total=False, ...) dropped
+        return super().__new__(
+            mcs, name, bases, namespace
+        )  # class keywords (total=False, ...) dropped
 
     def __init__(cls, name: str, bases: tuple, namespace: dict, **kwargs: Any) -> None:
         super().__init__(name, bases, namespace)
@@ -48,7 +52,12 @@ class _StubMeta(type):
     def __call__(cls, *args: Any, **kwargs: Any) -> Any:
         if not cls.__dict__.get("_topoctl_stub"):  # a real class that subclasses a stub
             return type.__call__(cls, *args, **kwargs)
-        if len(args) == 1 and not kwargs and callable(args[0]) and not isinstance(args[0], _StubMeta):
+        if (
+            len(args) == 1
+            and not kwargs
+            and callable(args[0])
+            and not isinstance(args[0], _StubMeta)
+        ):
             return args[0]  # used as a decorator: keep the function
         return _stub(f"{cls.__name__}()")
 
@@ -90,7 +99,9 @@ class _StubMeta(type):
     def __or__(cls, other: Any) -> Any:
         return cls
 
-    __ror__ = __and__ = __rand__ = __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __or__
+    __ror__ = __and__ = __rand__ = __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = (
+        __or__
+    )
     __truediv__ = __rtruediv__ = __floordiv__ = __mod__ = __pow__ = __or__
 
     def __neg__(cls) -> Any:  # unary: `-torch.finfo(...).max` at module level
@@ -137,8 +148,8 @@ class _StubLoader(importlib.abc.Loader):
 
 
 class _Forgiving(importlib.abc.Loader):
-    """Runs an SGLang module for real; one that fails part-way (its code needs a real torch) keeps what it
-    defined before the failure and answers stubs for the rest. The failures are recorded."""
+    """Runs an SGLang module for real; one that fails part-way (its code needs a real torch) keeps
+    what it defined before the failure and answers stubs for the rest. The failures are recorded."""
 
     def __init__(self, real: importlib.abc.Loader, failed: dict[str, str], keep: set[str]) -> None:
         self.real = real
@@ -168,14 +179,22 @@ class StubFinder(importlib.abc.MetaPathFinder):
         self.stubbed: set[str] = set()
         self.failed: dict[str, str] = {}
 
-    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> importlib.machinery.ModuleSpec | None:
+    def find_spec(
+        self, fullname: str, path: Any = None, target: Any = None
+    ) -> importlib.machinery.ModuleSpec | None:
         top = fullname.split(".")[0]
         if top == "sglang":
-            spec = importlib.machinery.PathFinder.find_spec(fullname, path if path is not None else [self.src_dir])
+            spec = importlib.machinery.PathFinder.find_spec(
+                fullname, path if path is not None else [self.src_dir]
+            )
             if spec is not None and spec.loader is not None:
                 spec.loader = _Forgiving(spec.loader, self.failed, self.keep)
             return spec
-        if top in sys.stdlib_module_names or top in sys.builtin_module_names or top in REAL_PACKAGES:
+        if (
+            top in sys.stdlib_module_names
+            or top in sys.builtin_module_names
+            or top in REAL_PACKAGES
+        ):
             return None
         self.stubbed.add(top)
         return importlib.machinery.ModuleSpec(fullname, _StubLoader(), is_package=True)
@@ -187,9 +206,11 @@ class _Stop(Exception):
         self.argv = args
 
 
-def capture_parser(src_dir: str, argv: list[str]) -> tuple[argparse.ArgumentParser, list[str], StubFinder]:
-    """(the parser SGLang's prepare_server_args builds, the argv it hands to argparse, the finder: what it
-    stubbed and which SGLang modules failed part-way)."""
+def capture_parser(
+    src_dir: str, argv: list[str]
+) -> tuple[argparse.ArgumentParser, list[str], StubFinder]:
+    """(the parser SGLang's prepare_server_args builds, the argv it hands to argparse, the finder:
+    what it stubbed and which SGLang modules failed part-way)."""
     finder = StubFinder(src_dir, {"sglang.srt.server_args"})
     sys.meta_path.insert(0, finder)
     original = argparse.ArgumentParser.parse_args, argparse.ArgumentParser.parse_known_args
@@ -206,16 +227,27 @@ def capture_parser(src_dir: str, argv: list[str]) -> tuple[argparse.ArgumentPars
             try:
                 server_args.prepare_server_args(list(argv))
             except _Stop as stopped:
-                return stopped.parser, (stopped.argv if stopped.argv is not None else list(argv)), finder
+                return (
+                    stopped.parser,
+                    (stopped.argv if stopped.argv is not None else list(argv)),
+                    finder,
+                )
         raise RuntimeError("prepare_server_args returned without calling parse_args")
     finally:
         argparse.ArgumentParser.parse_args, argparse.ArgumentParser.parse_known_args = original  # type: ignore[method-assign]
 
 
 _ACTION_NAMES = {
-    "_StoreAction": "store", "_StoreTrueAction": "store_true", "_StoreFalseAction": "store_false",
-    "_StoreConstAction": "store_const", "_AppendAction": "append", "_AppendConstAction": "append_const",
-    "_CountAction": "count", "_HelpAction": "help", "_VersionAction": "version", "_ExtendAction": "extend",
+    "_StoreAction": "store",
+    "_StoreTrueAction": "store_true",
+    "_StoreFalseAction": "store_false",
+    "_StoreConstAction": "store_const",
+    "_AppendAction": "append",
+    "_AppendConstAction": "append_const",
+    "_CountAction": "count",
+    "_HelpAction": "help",
+    "_VersionAction": "version",
+    "_ExtendAction": "extend",
 }
 
 
@@ -231,7 +263,11 @@ def plain(value: Any) -> Any:
         return sorted((plain(v) for v in value), key=repr)
     if isinstance(value, dict):
         return {str(k): plain(v) for k, v in value.items()}
-    if hasattr(value, "value") and hasattr(value, "name") and type(value).__class__.__name__ == "EnumType":
+    if (
+        hasattr(value, "value")
+        and hasattr(value, "name")
+        and type(value).__class__.__name__ == "EnumType"
+    ):
         return plain(value.value)
     return {"repr": repr(value)}
 
@@ -240,20 +276,28 @@ def describe(parser: argparse.ArgumentParser) -> dict[str, Any]:
     actions = []
     for action in parser._actions:
         kind = type(action).__name__
-        actions.append({
-            "options": list(action.option_strings),
-            "dest": action.dest,
-            "action": _ACTION_NAMES.get(kind, kind),
-            "nargs": action.nargs,
-            "default": plain(action.default),
-            "choices": None if action.choices is None else plain(list(action.choices)),
-            "const": plain(action.const),
-            "required": bool(action.required),
-            "type": None if action.type is None else getattr(action.type, "__name__", repr(action.type)),
-            "help_suppressed": action.help == argparse.SUPPRESS,
-        })
-    return {"allow_abbrev": parser.allow_abbrev, "conflict_handler": parser.conflict_handler,
-            "prefix_chars": parser.prefix_chars, "actions": actions}
+        actions.append(
+            {
+                "options": list(action.option_strings),
+                "dest": action.dest,
+                "action": _ACTION_NAMES.get(kind, kind),
+                "nargs": action.nargs,
+                "default": plain(action.default),
+                "choices": None if action.choices is None else plain(list(action.choices)),
+                "const": plain(action.const),
+                "required": bool(action.required),
+                "type": None
+                if action.type is None
+                else getattr(action.type, "__name__", repr(action.type)),
+                "help_suppressed": action.help == argparse.SUPPRESS,
+            }
+        )
+    return {
+        "allow_abbrev": parser.allow_abbrev,
+        "conflict_handler": parser.conflict_handler,
+        "prefix_chars": parser.prefix_chars,
+        "actions": actions,
+    }
 
 
 def parse(parser: argparse.ArgumentParser, argv: list[str]) -> dict[str, Any]:
@@ -278,12 +322,17 @@ def main(argv: list[str] | None = None) -> int:
         rest = rest[1:]
     probe_argv = rest if mode == "parse" else ["--model-path", "model"]
     parser, handed, finder = capture_parser(src, probe_argv)
-    out: dict[str, Any] = {"python": sys.version.split()[0], "stubbed": sorted(finder.stubbed),
-                           "sglang_modules_failed": dict(sorted(finder.failed.items()))}
+    out: dict[str, Any] = {
+        "python": sys.version.split()[0],
+        "stubbed": sorted(finder.stubbed),
+        "sglang_modules_failed": dict(sorted(finder.failed.items())),
+    }
     if mode == "dump":
         out.update(describe(parser))
         if rest:  # a JSON list of argv lists, each parsed after --model-path model
-            out["probes"] = [parse(parser, ["--model-path", "model", *probe]) for probe in json.loads(rest[0])]
+            out["probes"] = [
+                parse(parser, ["--model-path", "model", *probe]) for probe in json.loads(rest[0])
+            ]
     else:
         out["argv"] = handed
         out.update(parse(parser, handed))

@@ -1,15 +1,27 @@
 """One flag record: deprecation read from help and action, value-taking, choices, defaults, types."""
+
 from __future__ import annotations
 
 import ast
 import re
 from typing import Any
 
-from .common import BUILTIN_TYPES, HELP_MAX, NO_VALUE_ACTIONS, SUPPRESS, Unresolved, _jsonable, _text
+from .common import (
+    BUILTIN_TYPES,
+    HELP_MAX,
+    NO_VALUE_ACTIONS,
+    SUPPRESS,
+    Unresolved,
+    _jsonable,
+    _text,
+)
 from .evaluate import Evaluator
 from .wheel import Module
 
-_VALUE = r"(?:=[\w<>{},.:-]+| <[\w-]+>| (?!instead\b|with\b|to\b|and\b|or\b|in\b|the\b|for\b)[a-z0-9_]+\b)?"
+_VALUE = (
+    r"(?:=[\w<>{},.:-]+| <[\w-]+>| "
+    r"(?!instead\b|with\b|to\b|and\b|or\b|in\b|the\b|for\b)[a-z0-9_]+\b)?"
+)
 REPLACEMENT_PATTERNS = [
     re.compile(r"\balias (?:of|for) [`'\"]?(--[\w-]+" + _VALUE + ")", re.I),
     re.compile(r"\buse [`'\"]?(--[\w-]+(?:=[\w<>{},.:-]+| <[\w-]+>)?)", re.I),
@@ -41,9 +53,9 @@ def _action_class(wheel_module: Module, name: str) -> tuple[Module, ast.ClassDef
 
 
 def action_init_defaults(module: Module, action_name: str) -> dict[str, Any] | None:
-    """nargs, const and default an argparse.Action subclass of the wheel uses when the caller gives none: the
-    constants of its __init__ signature, overridden by constants it passes to super().__init__ itself.
-    None when the class is not in the wheel."""
+    """nargs, const and default an argparse.Action subclass of the wheel uses when the caller gives
+    none: the constants of its __init__ signature, overridden by constants it passes to
+    super().__init__ itself. None when the class is not in the wheel."""
     found = _action_class(module, action_name)
     if not found:
         return None
@@ -54,21 +66,29 @@ def action_init_defaults(module: Module, action_name: str) -> dict[str, Any] | N
             args = item.args
             pos = args.args
             defaults = [None] * (len(pos) - len(args.defaults)) + list(args.defaults)
-            pairs = list(zip(pos, defaults, strict=True)) + list(zip(args.kwonlyargs, args.kw_defaults, strict=True))
+            pairs = list(zip(pos, defaults, strict=True)) + list(
+                zip(args.kwonlyargs, args.kw_defaults, strict=True)
+            )
             for a, d in pairs:
                 if a.arg in ("nargs", "const", "default") and isinstance(d, ast.Constant):
                     out[a.arg] = d.value
             for sub in ast.walk(item):
-                if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and sub.func.attr == "__init__":
+                if (
+                    isinstance(sub, ast.Call)
+                    and isinstance(sub.func, ast.Attribute)
+                    and sub.func.attr == "__init__"
+                ):
                     for kw in sub.keywords:
-                        if kw.arg in ("nargs", "const", "default") and isinstance(kw.value, ast.Constant):
+                        if kw.arg in ("nargs", "const", "default") and isinstance(
+                            kw.value, ast.Constant
+                        ):
                             out[kw.arg] = kw.value.value
     return out
 
 
 def _action_default_nargs(module: Module, action_name: str) -> Any:
-    """nargs an argparse.Action subclass uses when the caller gives none ("unknown" when not in the wheel;
-    None is argparse.Action's own default: one value)."""
+    """nargs an argparse.Action subclass uses when the caller gives none ("unknown" when not in the
+    wheel; None is argparse.Action's own default: one value)."""
     found = action_init_defaults(module, action_name)
     if found is None:
         return "unknown"
@@ -147,8 +167,9 @@ def _type_name(node: ast.AST | None) -> tuple[str, str | None]:
     return "str", raw
 
 
-
-def _choices(rec: dict[str, Any], node: ast.AST | None, ev: Evaluator, module: Module | None = None) -> None:
+def _choices(
+    rec: dict[str, Any], node: ast.AST | None, ev: Evaluator, module: Module | None = None
+) -> None:
     if node is None:
         return
     try:
@@ -165,8 +186,13 @@ def _choices(rec: dict[str, Any], node: ast.AST | None, ev: Evaluator, module: M
         rec["choices_unresolved"] = _text(node)
 
 
-def _default(rec: dict[str, Any], node: ast.AST | None, ev: Evaluator, action: str,
-             module: Module | None = None) -> None:
+def _default(
+    rec: dict[str, Any],
+    node: ast.AST | None,
+    ev: Evaluator,
+    action: str,
+    module: Module | None = None,
+) -> None:
     if node is None:
         if action == "store_true":
             rec["default"] = False
@@ -185,5 +211,3 @@ def _default(rec: dict[str, Any], node: ast.AST | None, ev: Evaluator, action: s
         rec["default"] = val
     except Unresolved:
         rec["default_expr"] = _text(node)
-
-

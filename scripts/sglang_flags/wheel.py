@@ -1,4 +1,6 @@
-"""A wheel opened as a zip archive: its modules parsed with ast on demand, names followed across from-imports."""
+"""A wheel opened as a zip archive: its modules parsed with ast on demand, names followed across
+from-imports."""
+
 from __future__ import annotations
 
 import ast
@@ -17,7 +19,10 @@ class Wheel:
     def module(self, dotted: str) -> "Module | None":
         if dotted not in self._modules:
             mod = None
-            for cand in (dotted.replace(".", "/") + ".py", dotted.replace(".", "/") + "/__init__.py"):
+            for cand in (
+                dotted.replace(".", "/") + ".py",
+                dotted.replace(".", "/") + "/__init__.py",
+            ):
                 if cand in self.names:
                     mod = Module(self, dotted, cand, self.zip.read(cand).decode("utf-8"))
                     break
@@ -43,12 +48,23 @@ class Module:
         self.classes: dict[str, ast.ClassDef] = {}
         pkg = dotted.rsplit(".", 1)[0] if not path.endswith("__init__.py") else dotted
         for node in self.tree.body:
-            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            if (
+                isinstance(node, ast.Assign)
+                and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Name)
+            ):
                 self.assigns[node.targets[0].id] = node.value
-            elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
+            elif (
+                isinstance(node, ast.AnnAssign)
+                and isinstance(node.target, ast.Name)
+                and node.value is not None
+            ):
                 self.assigns[node.target.id] = node.value
-            elif isinstance(node, ast.ImportFrom) and node.module is not None or (
-                    isinstance(node, ast.ImportFrom) and node.level):
+            elif (
+                isinstance(node, ast.ImportFrom)
+                and node.module is not None
+                or (isinstance(node, ast.ImportFrom) and node.level)
+            ):
                 base = node.module or ""
                 if node.level:
                     parts = pkg.split(".")
@@ -79,5 +95,3 @@ class Module:
         if found and found[1] == "class":
             return found[0], found[0].classes[found[2]]
         return None
-
-

@@ -1,17 +1,21 @@
 """A torch that answers SGLang's hardware queries from a Hardware record, stubs for everything else.
 
-SGLang decides from `torch.cuda.is_available()`, `torch.version.cuda`, `torch.cuda.get_device_capability()`,
-`torch.cuda.device_count()`, `torch.cuda.get_device_name()` and the memory queries; those are answered here
-from the machine being judged (set with `use`). Every other attribute is the parser check's stub (callable,
-falsy, zero), so importing SGLang's modules works without a GPU.
+SGLang decides from `torch.cuda.is_available()`, `torch.version.cuda`,
+`torch.cuda.get_device_capability()`, `torch.cuda.device_count()`, `torch.cuda.get_device_name()`
+and the memory queries; those are answered here from the machine being judged (set with `use`).
+Every other attribute is the parser check's stub (callable, falsy, zero), so importing SGLang's
+modules works without a GPU.
 """
+
 from __future__ import annotations
 
 import sys
 import types
 from typing import Any
 
-from sglang_flags.real_parser import _StubModule  # the parser check's stubs: one kind of stub for both
+from sglang_flags.real_parser import (
+    _StubModule,
+)  # the parser check's stubs: one kind of stub for both
 
 from .hardware import Hardware
 
@@ -54,7 +58,8 @@ def _cuda_module() -> types.ModuleType:
 
 
 class _Device:
-    """torch.device for `cuda:N` strings and indices (the communicators check isinstance and .index)."""
+    """torch.device for `cuda:N` strings and indices (the communicators check isinstance and
+    .index)."""
 
     def __init__(self, spec: Any = "cuda", index: int | None = None) -> None:
         text = str(spec)
@@ -88,7 +93,13 @@ def install() -> None:
     torch.cuda = cuda  # type: ignore[attr-defined]
     torch.version = version  # type: ignore[attr-defined]
     torch.device = _Device  # type: ignore[attr-defined]
-    for dtype, size in (("bfloat16", 2), ("float16", 2), ("float32", 4), ("uint8", 1), ("int32", 4)):
+    for dtype, size in (
+        ("bfloat16", 2),
+        ("float16", 2),
+        ("float32", 4),
+        ("uint8", 1),
+        ("int32", 4),
+    ):
         setattr(torch, dtype, type(dtype, (), {"itemsize": size}))
     sys.modules["torch"] = torch
     sys.modules["torch.cuda"] = cuda

@@ -1,15 +1,17 @@
 """A release's own runtime gates, run on the oracle's stubbed machine after ServerArgs is built.
 
-Custom allreduce and torch symmetric memory decide at start-up, in their communicator's constructor, whether
-they run: world size, NVLink, P2P (SGLANG_SKIP_P2P_CHECK), SM major, multicast. The oracle builds the
-release's own class (`dispatch_custom_allreduce()`'s pick where the release has it, else `CustomAllreduce`;
-`TorchSymmMemCommunicator`) for rank 0 of a TP group of tp_size, with torch.distributed, NVML (is_full_nvlink),
-the P2P test (gpu_p2p_access_check, can_device_access_peer) and the node check answered from the snapshot.
-The first step after the gate (allocating the shared buffers) raises GateOpen: the gate said yes. A
-constructor that returns with `disabled` set said no; the warning it logged is the reason.
+Custom allreduce and torch symmetric memory decide at start-up, in their communicator's constructor,
+whether they run: world size, NVLink, P2P (SGLANG_SKIP_P2P_CHECK), SM major, multicast. The oracle
+builds the release's own class (`dispatch_custom_allreduce()`'s pick where the release has it, else
+`CustomAllreduce`; `TorchSymmMemCommunicator`) for rank 0 of a TP group of tp_size, with
+torch.distributed, NVML (is_full_nvlink), the P2P test (gpu_p2p_access_check,
+can_device_access_peer) and the node check answered from the snapshot. The first step after the gate
+(allocating the shared buffers) raises GateOpen: the gate said yes. A constructor that returns with
+`disabled` set said no; the warning it logged is the reason.
 
 Gates not run, and why, are in NOT_RUN (and docs/sglang-oracle.md).
 """
+
 from __future__ import annotations
 
 import importlib
@@ -24,13 +26,15 @@ from sglang_flags.real_parser import is_stub
 from .hardware import Hardware
 
 NOT_RUN = {
-    "flashinfer-allreduce-fusion-workspace": "the workspace is created by FlashInfer's own comm module "
-    "(trtllm_create_ipc_workspace_for_all_reduce_fusion / the MNNVL workspace), which needs CUDA IPC and a "
-    "running process group; the oracle records ServerArgs' final fusion settings instead",
-    "pcie-ipc-allreduce": "the FlashInfer PCIe IPC allreduce of SGLang >= 0.5.21 is chosen inside the model "
-    "runner's communicator set-up together with FlashInfer >= 0.7.0 kernels; its gate reads the IPC handles of "
-    "live buffers, which need a GPU",
-    "nccl-symmetric-memory": "NCCL's own window registration (ncclCommWindowRegister) runs in libnccl",
+    "flashinfer-allreduce-fusion-workspace": "the workspace is created by FlashInfer's own comm "
+    "module (trtllm_create_ipc_workspace_for_all_reduce_fusion / the MNNVL workspace), "
+    "which needs CUDA IPC and a running process group; the oracle records ServerArgs' "
+    "final fusion settings instead",
+    "pcie-ipc-allreduce": "the FlashInfer PCIe IPC allreduce of SGLang >= 0.5.21 is chosen "
+    "inside the model runner's communicator set-up together with FlashInfer >= 0.7.0 "
+    "kernels; its gate reads the IPC handles of live buffers, which need a GPU",
+    "nccl-symmetric-memory": "NCCL's own window registration (ncclCommWindowRegister) runs in "
+    "libnccl",
 }
 
 CA_MODULE = "sglang.srt.distributed.device_communicators.custom_all_reduce"
@@ -85,9 +89,14 @@ def _dist_answers(world: int) -> dict[str, Any]:
         for index in range(len(out)):
             out[index] = _Scalar(index)  # physical device ids 0..world-1
 
-    return {"get_rank": lambda *a, **k: 0, "get_world_size": lambda *a, **k: world,
-            "get_backend": lambda *a, **k: "gloo", "all_gather": all_gather, "is_initialized": lambda: True,
-            "barrier": lambda *a, **k: None}
+    return {
+        "get_rank": lambda *a, **k: 0,
+        "get_world_size": lambda *a, **k: world,
+        "get_backend": lambda *a, **k: "gloo",
+        "all_gather": all_gather,
+        "is_initialized": lambda: True,
+        "barrier": lambda *a, **k: None,
+    }
 
 
 def _answer(hw: Hardware, world: int, env: dict[str, str]) -> dict[str, Any]:
@@ -135,12 +144,20 @@ def _construct(pick: Any, hw: Hardware) -> dict[str, Any]:
     except GateOpen:
         return {"runs": True, "class": cls.__name__}
     except Exception as exc:  # noqa: BLE001 - the gate's own failure is an outcome
-        return {"runs": False, "class": getattr(cls, "__name__", ""), "error": f"{type(exc).__name__}: {exc}"[:200]}
+        return {
+            "runs": False,
+            "class": getattr(cls, "__name__", ""),
+            "error": f"{type(exc).__name__}: {exc}"[:200],
+        }
     finally:
         root.removeHandler(watcher)
         logging.disable(previous)
     runs = getattr(instance, "disabled", True) is False
-    return {"runs": runs, "class": cls.__name__, "reason": "" if runs else (watcher.messages or [""])[-1]}
+    return {
+        "runs": runs,
+        "class": cls.__name__,
+        "reason": "" if runs else (watcher.messages or [""])[-1],
+    }
 
 
 def _module(name: str) -> Any:
@@ -151,27 +168,31 @@ def _module(name: str) -> Any:
 
 
 def _trust_p2p_unless_checked(p2p_check: bool) -> None:
-    """Without --enable-p2p-check SGLang's launch replaces its real P2P test by "P2P works" with its own
-    monkey_patch_p2p_access_check (model_runner.py to 0.5.15, distributed/bootstrap.py from 0.5.16): called here
-    as the launch calls it, on top of the snapshot's answer."""
+    """Without --enable-p2p-check SGLang's launch replaces its real P2P test by "P2P works" with its
+    own monkey_patch_p2p_access_check (model_runner.py to 0.5.15, distributed/bootstrap.py from
+    0.5.16): called here as the launch calls it, on top of the snapshot's answer."""
     if p2p_check:
         return
     for name in ("sglang.srt.utils.common", "sglang.srt.utils"):
         module = sys.modules.get(name)
-        patch = getattr(module, "monkey_patch_p2p_access_check", None) if module is not None else None
+        patch = (
+            getattr(module, "monkey_patch_p2p_access_check", None) if module is not None else None
+        )
         if callable(patch) and not is_stub(patch):
             patch()
             break
-    # In a launch the patch runs before custom_all_reduce.py is first imported (parallel_state imports it
-    # lazily), so a module that imports gpu_p2p_access_check by name (0.5.5-0.5.9) binds the patched one too;
-    # here the modules are already imported: hand them the patched function.
+    # In a launch the patch runs before custom_all_reduce.py is first imported (parallel_state
+    # imports it lazily), so a module that imports gpu_p2p_access_check by name (0.5.5-0.5.9) binds
+    # the patched one too; here the modules are already imported: hand them the patched function.
     utils = sys.modules.get(CA_MODULE + "_utils")
     patched = getattr(utils, "gpu_p2p_access_check", None) if utils is not None else None
     if patched is not None:
         _patch_modules({"gpu_p2p_access_check": patched}, 0)
 
 
-def custom_allreduce(hw: Hardware, world: int, env: dict[str, str], p2p_check: bool = False) -> dict[str, Any]:
+def custom_allreduce(
+    hw: Hardware, world: int, env: dict[str, str], p2p_check: bool = False
+) -> dict[str, Any]:
     module = _module(CA_MODULE)
     if module is None or is_stub(getattr(module, "CustomAllreduce", None)):
         return {"runs": None, "not_run": "custom_all_reduce module did not import"}
@@ -194,8 +215,8 @@ def custom_allreduce(hw: Hardware, world: int, env: dict[str, str], p2p_check: b
 
 
 def _picker(module: Any) -> Any:
-    """The release's own choice of class: dispatch_custom_allreduce() (0.5.12 on; with group and device from
-    0.5.16), else CustomAllreduce."""
+    """The release's own choice of class: dispatch_custom_allreduce() (0.5.12 on; with group and
+    device from 0.5.16), else CustomAllreduce."""
     dispatch = module.__dict__.get("dispatch_custom_allreduce")
     if not callable(dispatch) or is_stub(dispatch):
         return lambda group, device: module.CustomAllreduce
@@ -212,7 +233,9 @@ def torch_symm_mem(hw: Hardware, world: int, env: dict[str, str]) -> dict[str, A
     _patch_modules(_answer(hw, world, env), world)
     module.torch_symm_mem_available = True
     symm = module.__dict__.get("torch_symm_mem")
-    multicast = hw.nvswitch and hw.sm >= 90 and os.environ.get("TORCH_SYMM_MEM_DISABLE_MULTICAST") != "1"
+    multicast = (
+        hw.nvswitch and hw.sm >= 90 and os.environ.get("TORCH_SYMM_MEM_DISABLE_MULTICAST") != "1"
+    )
     if symm is not None:
         symm.empty = lambda *a, **k: object()
         symm.rendezvous = lambda *a, **k: _Handle(multicast)
@@ -220,24 +243,29 @@ def torch_symm_mem(hw: Hardware, world: int, env: dict[str, str]) -> dict[str, A
 
 
 def publish_server_args(args: Any) -> None:
-    """Hand the final ServerArgs to the release's process-wide config, as its scheduler process does before it
-    builds the model runner and the communicators: `runtime_context.publish(server_args, role="scheduler")` from
-    0.5.17, `set_global_server_args_for_scheduler` before. Without it the communicators of 0.5.16+ stop at
-    "Global server args is not set yet!" / "config namespace 'exec' not published", an error of the oracle's
-    set-up and not of the launch."""
+    """Hand the final ServerArgs to the release's process-wide config, as its scheduler process does
+    before it builds the model runner and the communicators: `runtime_context.publish(server_args,
+    role="scheduler")` from 0.5.17, `set_global_server_args_for_scheduler` before. Without it the
+    communicators of 0.5.16+ stop at "Global server args is not set yet!" / "config namespace 'exec'
+    not published", an error of the oracle's set-up and not of the launch."""
     context = sys.modules.get("sglang.srt.runtime_context") or _module("sglang.srt.runtime_context")
     publish = getattr(context, "publish", None) if context is not None else None
     if callable(publish) and not is_stub(publish):
         publish(args, role="scheduler")
         return
     server_args = sys.modules.get("sglang.srt.server_args")
-    legacy = getattr(server_args, "set_global_server_args_for_scheduler", None) if server_args is not None else None
+    legacy = (
+        getattr(server_args, "set_global_server_args_for_scheduler", None)
+        if server_args is not None
+        else None
+    )
     if callable(legacy) and not is_stub(legacy):
         legacy(args)
 
 
 def run_all(release: Any, args: Any, hw: Hardware, env: dict[str, str]) -> dict[str, Any]:
-    """The gates this launch reaches: custom allreduce unless turned off, torch symmetric memory when asked."""
+    """The gates this launch reaches: custom allreduce unless turned off, torch symmetric memory
+    when asked."""
     world = int(release.value(args, "tp_size") or 1)
     out: dict[str, Any] = {}
     if world > 1:
@@ -246,7 +274,13 @@ def run_all(release: Any, args: Any, hw: Hardware, env: dict[str, str]) -> dict[
         except Exception as exc:  # noqa: BLE001 - recorded: the gates below then run without it
             out["publish"] = {"runs": None, "not_run": f"{type(exc).__name__}: {exc}"[:200]}
     if world > 1 and not release.value(args, "disable_custom_all_reduce"):
-        out["custom_allreduce"] = custom_allreduce(hw, world, env, bool(release.value(args, "enable_p2p_check")))
-    if world > 1 and getattr(args, "enable_torch_symm_mem", False) and release.value(args, "enable_torch_symm_mem"):
+        out["custom_allreduce"] = custom_allreduce(
+            hw, world, env, bool(release.value(args, "enable_p2p_check"))
+        )
+    if (
+        world > 1
+        and getattr(args, "enable_torch_symm_mem", False)
+        and release.value(args, "enable_torch_symm_mem")
+    ):
         out["torch_symm_mem"] = torch_symm_mem(hw, world, env)
     return out

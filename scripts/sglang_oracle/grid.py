@@ -1,26 +1,41 @@
-"""The launches the oracle judges: every reference system, TP sizes that fit it, and the flags and environment
-variables topoctl's rules speak of, alone and in pairs.
+"""The launches the oracle judges: every reference system, TP sizes that fit it, and the flags and
+environment variables topoctl's rules speak of, alone and in pairs.
 
-Deterministic: the same release gets the same launches on every run. Singles cover every option at every TP
-size of every system; each release adds a different window of option pairs at the system's largest TP size,
-so that the releases together cover every pair; the MoE architecture is crossed with the options whose outcome
-depends on it (FlashInfer fusion's auto-on, expert parallelism, DP attention). After the grid come the
-checkpoint launches (CHECKPOINT_LAUNCHES): a quantized checkpoint's architecture with the MoE runner and
-quantization flags SGLang judges against it, at the largest TP size of the systems that decide it; they are
-numbered after the grid, so adding one leaves every grid launch's id as it was.
+Deterministic: the same release gets the same launches on every run. Singles cover every option at
+every TP size of every system; each release adds a different window of option pairs at the system's
+largest TP size, so that the releases together cover every pair; the MoE architecture is crossed
+with the options whose outcome depends on it (FlashInfer fusion's auto-on, expert parallelism, DP
+attention). After the grid come the checkpoint launches (CHECKPOINT_LAUNCHES): a quantized
+checkpoint's architecture with the MoE runner and quantization flags SGLang judges against it, at
+the largest TP size of the systems that decide it; they are numbered after the grid, so adding one
+leaves every grid launch's id as it was.
 """
+
 from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
 
 SYSTEMS = (
-    "h200-1x-vm", "h200-2x-nvswitch-vm", "h200-4x-nvswitch-vm", "h100-8x-nvswitch", "b200-8x-nvswitch",
-    "l40s-4x-pcie-2numa", "rtx-4090-2x-pcie-no-p2p", "rtx-pro-6000-8x-pcie",
+    "h200-1x-vm",
+    "h200-2x-nvswitch-vm",
+    "h200-4x-nvswitch-vm",
+    "h100-8x-nvswitch",
+    "b200-8x-nvswitch",
+    "l40s-4x-pcie-2numa",
+    "rtx-4090-2x-pcie-no-p2p",
+    "rtx-pro-6000-8x-pcie",
 )
-GPU_COUNTS = {"h200-1x-vm": 1, "h200-2x-nvswitch-vm": 2, "h200-4x-nvswitch-vm": 4, "h100-8x-nvswitch": 8,
-              "b200-8x-nvswitch": 8, "l40s-4x-pcie-2numa": 4, "rtx-4090-2x-pcie-no-p2p": 2,
-              "rtx-pro-6000-8x-pcie": 8}
+GPU_COUNTS = {
+    "h200-1x-vm": 1,
+    "h200-2x-nvswitch-vm": 2,
+    "h200-4x-nvswitch-vm": 4,
+    "h100-8x-nvswitch": 8,
+    "b200-8x-nvswitch": 8,
+    "l40s-4x-pcie-2numa": 4,
+    "rtx-4090-2x-pcie-no-p2p": 2,
+    "rtx-pro-6000-8x-pcie": 8,
+}
 DENSE, MOE = "LlamaForCausalLM", "Qwen3MoeForCausalLM"
 DRAFT = ["--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", "draft"]
 
@@ -46,16 +61,35 @@ OPTIONS = (
     Option("deterministic", ("--enable-deterministic-inference",), moe=True),
     Option("dp-attention", ("--enable-dp-attention",), moe=True),
     Option("a2a-flashinfer", ("--moe-a2a-backend", "flashinfer"), moe=True, expert=True),
-    Option("a2a-flashinfer-cutlass", ("--moe-a2a-backend", "flashinfer", "--moe-runner-backend", "flashinfer_cutlass"),
-           moe=True, expert=True),
+    Option(
+        "a2a-flashinfer-cutlass",
+        ("--moe-a2a-backend", "flashinfer", "--moe-runner-backend", "flashinfer_cutlass"),
+        moe=True,
+        expert=True,
+    ),
     Option("a2a-deepep", ("--moe-a2a-backend", "deepep"), expert=True),
     Option("eagle3-default", tuple(DRAFT)),
     Option("eagle3-partial", (*DRAFT, "--speculative-num-steps", "3")),
-    Option("eagle3-all", (*DRAFT, "--speculative-num-steps", "3", "--speculative-eagle-topk", "1",
-                          "--speculative-num-draft-tokens", "4")),
-    Option("eagle3-partial-adaptive", (*DRAFT, "--speculative-num-steps", "3", "--speculative-adaptive")),
+    Option(
+        "eagle3-all",
+        (
+            *DRAFT,
+            "--speculative-num-steps",
+            "3",
+            "--speculative-eagle-topk",
+            "1",
+            "--speculative-num-draft-tokens",
+            "4",
+        ),
+    ),
+    Option(
+        "eagle3-partial-adaptive",
+        (*DRAFT, "--speculative-num-steps", "3", "--speculative-adaptive"),
+    ),
     Option("eagle3-topk-only", (*DRAFT, "--speculative-eagle-topk", "1")),
-    Option("eagle3-topk-adaptive", (*DRAFT, "--speculative-eagle-topk", "1", "--speculative-adaptive")),
+    Option(
+        "eagle3-topk-adaptive", (*DRAFT, "--speculative-eagle-topk", "1", "--speculative-adaptive")
+    ),
     Option("p2p-check", ("--enable-p2p-check",)),
     Option("nccl-nvls", ("--enable-nccl-nvls",)),
     Option("no-cuda-graph", ("--disable-cuda-graph",)),
@@ -72,52 +106,124 @@ OPTIONS = (
 )
 PAIRS_PER_RELEASE = 24
 
-# Checkpoint launches: (name, architecture with the checkpoint's quant_method after "+", options), on
-# CHECKPOINT_SYSTEMS (SM90, SM100, SM120). The FP8 DeepSeek checkpoint takes --quantization fp8 from its config
-# on SM100 before the MoE runner's checks. Its stand-in is no MLA model (model_config.py): on SM12x 0.5.6.post1-
-# 0.5.6.post2 pick the TRT-LLM MHA backend for it and refuse it, which the real MLA model never meets, so it is
-# not run there (STAND_IN_OFF).
+# Checkpoint launches: (name, architecture with the checkpoint's quant_method after "+", options),
+# on CHECKPOINT_SYSTEMS (SM90, SM100, SM120). The FP8 DeepSeek checkpoint takes --quantization fp8
+# from its config on SM100 before the MoE runner's checks. Its stand-in is no MLA model
+# (model_config.py): on SM12x 0.5.6.post1- 0.5.6.post2 pick the TRT-LLM MHA backend for it and
+# refuse it, which the real MLA model never meets, so it is not run there (STAND_IN_OFF).
 DEEPSEEK_FP8 = "DeepseekV3ForCausalLM+fp8"
 _A2A_DPA = ("--moe-a2a-backend", "flashinfer", "--enable-dp-attention")
 CHECKPOINT_SYSTEMS = ("h200-4x-nvswitch-vm", "b200-8x-nvswitch", "rtx-pro-6000-8x-pcie")
 STAND_IN_OFF = {DEEPSEEK_FP8: ("rtx-pro-6000-8x-pcie",)}
 CHECKPOINT_LAUNCHES = (
     ("base", DEEPSEEK_FP8, Option("x")),
-    ("runner-flashinfer-cutlass", DEEPSEEK_FP8, Option("x", ("--moe-runner-backend", "flashinfer_cutlass"))),
-    ("runner-flashinfer-cutlass-ep", DEEPSEEK_FP8,
-     Option("x", ("--moe-runner-backend", "flashinfer_cutlass"), expert=True)),
-    ("a2a-flashinfer-cutlass", DEEPSEEK_FP8,
-     Option("x", ("--moe-a2a-backend", "flashinfer", "--moe-runner-backend", "flashinfer_cutlass"), expert=True)),
+    (
+        "runner-flashinfer-cutlass",
+        DEEPSEEK_FP8,
+        Option("x", ("--moe-runner-backend", "flashinfer_cutlass")),
+    ),
+    (
+        "runner-flashinfer-cutlass-ep",
+        DEEPSEEK_FP8,
+        Option("x", ("--moe-runner-backend", "flashinfer_cutlass"), expert=True),
+    ),
+    (
+        "a2a-flashinfer-cutlass",
+        DEEPSEEK_FP8,
+        Option(
+            "x",
+            ("--moe-a2a-backend", "flashinfer", "--moe-runner-backend", "flashinfer_cutlass"),
+            expert=True,
+        ),
+    ),
     ("a2a-dpa-auto", DEEPSEEK_FP8, Option("dp-attention", _A2A_DPA, expert=True)),
-    *((f"a2a-dpa-{runner}", DEEPSEEK_FP8,
-       Option("dp-attention", (*_A2A_DPA, "--moe-runner-backend", runner), expert=True))
-      for runner in ("flashinfer_cutlass", "flashinfer_trtllm", "flashinfer_trtllm_routed", "flashinfer_cutedsl",
-                     "deep_gemm")),
-    ("runner-flashinfer-trtllm", DEEPSEEK_FP8, Option("x", ("--moe-runner-backend", "flashinfer_trtllm"))),
-    ("quant-fp8-runner-flashinfer-cutlass", MOE,
-     Option("x", ("--quantization", "fp8", "--moe-runner-backend", "flashinfer_cutlass"))),
-    *((f"quant-fp8-a2a-dpa-{runner}", MOE,
-       Option("dp-attention", ("--quantization", "fp8", *_A2A_DPA, "--moe-runner-backend", runner), expert=True))
-      for runner in ("auto", "flashinfer_cutlass", "flashinfer_trtllm", "flashinfer_trtllm_routed")),
+    *(
+        (
+            f"a2a-dpa-{runner}",
+            DEEPSEEK_FP8,
+            Option("dp-attention", (*_A2A_DPA, "--moe-runner-backend", runner), expert=True),
+        )
+        for runner in (
+            "flashinfer_cutlass",
+            "flashinfer_trtllm",
+            "flashinfer_trtllm_routed",
+            "flashinfer_cutedsl",
+            "deep_gemm",
+        )
+    ),
+    (
+        "runner-flashinfer-trtllm",
+        DEEPSEEK_FP8,
+        Option("x", ("--moe-runner-backend", "flashinfer_trtllm")),
+    ),
+    (
+        "quant-fp8-runner-flashinfer-cutlass",
+        MOE,
+        Option("x", ("--quantization", "fp8", "--moe-runner-backend", "flashinfer_cutlass")),
+    ),
+    *(
+        (
+            f"quant-fp8-a2a-dpa-{runner}",
+            MOE,
+            Option(
+                "dp-attention",
+                ("--quantization", "fp8", *_A2A_DPA, "--moe-runner-backend", runner),
+                expert=True,
+            ),
+        )
+        for runner in (
+            "auto",
+            "flashinfer_cutlass",
+            "flashinfer_trtllm",
+            "flashinfer_trtllm_routed",
+        )
+    ),
     ("quant-nvfp4-online", DENSE, Option("x", ("--quantization", "nvfp4_online"))),
     ("quant-nvfp4-online", MOE, Option("x", ("--quantization", "nvfp4_online"))),
-    # The MoE runners' own quantization assertions: flashinfer_trtllm on an unquantized (BF16) checkpoint, and
-    # flashinfer_cutedsl with and without the NVFP4 quantizations it takes.
+    # The MoE runners' own quantization assertions: flashinfer_trtllm on an unquantized (BF16)
+    # checkpoint, and flashinfer_cutedsl with and without the NVFP4 quantizations it takes.
     ("runner-flashinfer-trtllm", MOE, Option("x", ("--moe-runner-backend", "flashinfer_trtllm"))),
-    ("quant-fp8-runner-flashinfer-trtllm", MOE,
-     Option("x", ("--quantization", "fp8", "--moe-runner-backend", "flashinfer_trtllm"))),
+    (
+        "quant-fp8-runner-flashinfer-trtllm",
+        MOE,
+        Option("x", ("--quantization", "fp8", "--moe-runner-backend", "flashinfer_trtllm")),
+    ),
     ("runner-flashinfer-cutedsl", MOE, Option("x", ("--moe-runner-backend", "flashinfer_cutedsl"))),
-    ("runner-flashinfer-cutedsl", DEEPSEEK_FP8, Option("x", ("--moe-runner-backend", "flashinfer_cutedsl"))),
-    *((f"quant-{name}-runner-flashinfer-cutedsl", MOE,
-       Option("x", ("--quantization", quantization, "--moe-runner-backend", "flashinfer_cutedsl")))
-      for name, quantization in (("fp8", "fp8"), ("modelopt-fp4", "modelopt_fp4"),
-                                 ("nvfp4-online", "nvfp4_online"))),
-    # flashinfer_trtllm with the weight-only int4 quantizations its list does not take, and two of them without
-    # the runner (SGLang's default runner takes them).
-    *((f"quant-{quantization.replace('_', '-')}-runner-flashinfer-trtllm", MOE,
-       Option("x", ("--quantization", quantization, "--moe-runner-backend", "flashinfer_trtllm")))
-      for quantization in ("awq", "awq_marlin", "gptq", "gptq_marlin", "moe_wna16")),
-    *((f"quant-{quantization}", MOE, Option("x", ("--quantization", quantization))) for quantization in ("awq", "gptq")),
+    (
+        "runner-flashinfer-cutedsl",
+        DEEPSEEK_FP8,
+        Option("x", ("--moe-runner-backend", "flashinfer_cutedsl")),
+    ),
+    *(
+        (
+            f"quant-{name}-runner-flashinfer-cutedsl",
+            MOE,
+            Option(
+                "x", ("--quantization", quantization, "--moe-runner-backend", "flashinfer_cutedsl")
+            ),
+        )
+        for name, quantization in (
+            ("fp8", "fp8"),
+            ("modelopt-fp4", "modelopt_fp4"),
+            ("nvfp4-online", "nvfp4_online"),
+        )
+    ),
+    # flashinfer_trtllm with the weight-only int4 quantizations its list does not take, and two of
+    # them without the runner (SGLang's default runner takes them).
+    *(
+        (
+            f"quant-{quantization.replace('_', '-')}-runner-flashinfer-trtllm",
+            MOE,
+            Option(
+                "x", ("--quantization", quantization, "--moe-runner-backend", "flashinfer_trtllm")
+            ),
+        )
+        for quantization in ("awq", "awq_marlin", "gptq", "gptq_marlin", "moe_wna16")
+    ),
+    *(
+        (f"quant-{quantization}", MOE, Option("x", ("--quantization", quantization)))
+        for quantization in ("awq", "gptq")
+    ),
 )
 
 
@@ -153,8 +259,8 @@ def _build(options: tuple[Option, ...], system: str, arch: str, tp: int) -> Laun
 def _pairs(release_index: int) -> list[tuple[Option, Option]]:
     every = list(itertools.combinations(OPTIONS[1:], 2))
     start = (release_index * PAIRS_PER_RELEASE) % len(every)
-    window = every[start:start + PAIRS_PER_RELEASE]
-    return window + every[:PAIRS_PER_RELEASE - len(window)]
+    window = every[start : start + PAIRS_PER_RELEASE]
+    return window + every[: PAIRS_PER_RELEASE - len(window)]
 
 
 def launches(release_index: int) -> list[Launch]:
@@ -175,7 +281,8 @@ def launches(release_index: int) -> list[Launch]:
 
 
 def checkpoint_launches() -> list[Launch]:
-    """The checkpoint launches (numbered by launches(), after the grid), on every system that decides them."""
+    """The checkpoint launches (numbered by launches(), after the grid), on every system that
+    decides them."""
     out = []
     for system in CHECKPOINT_SYSTEMS:
         for name, arch, option in CHECKPOINT_LAUNCHES:

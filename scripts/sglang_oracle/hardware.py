@@ -1,10 +1,12 @@
 """What a machine answers to SGLang's hardware queries, read from a topoctl snapshot.
 
-SGLang asks torch and NVML for the GPU count, compute capability, name and memory, and asks whether each pair
-of GPUs can reach each other over P2P and whether they are all joined by NVLink. The oracle answers those
-questions from a snapshot (fixtures/<system>/snapshot.json), so a release's own code decides as it would on
-that machine. Plain data: it crosses from the generator to the per-release process as JSON.
+SGLang asks torch and NVML for the GPU count, compute capability, name and memory, and asks whether
+each pair of GPUs can reach each other over P2P and whether they are all joined by NVLink. The
+oracle answers those questions from a snapshot (fixtures/<system>/snapshot.json), so a release's own
+code decides as it would on that machine. Plain data: it crosses from the generator to the
+per-release process as JSON.
 """
+
 from __future__ import annotations
 
 import json
@@ -39,12 +41,15 @@ class Hardware:
 
 def _pairs_ok(snapshot: dict[str, Any]) -> bool:
     pairs = snapshot.get("pairs") or []
-    return bool(pairs) and all((p.get("p2p") or {}).get("read") == "OK" and (p.get("p2p") or {}).get("write") == "OK"
-                               for p in pairs)
+    return bool(pairs) and all(
+        (p.get("p2p") or {}).get("read") == "OK" and (p.get("p2p") or {}).get("write") == "OK"
+        for p in pairs
+    )
 
 
 def from_snapshot(snapshot: dict[str, Any], flashinfer: str | None) -> Hardware:
-    """The answers a snapshot gives; `flashinfer`: the FlashInfer release installed with SGLang (its pin)."""
+    """The answers a snapshot gives; `flashinfer`: the FlashInfer release installed with SGLang (its
+    pin)."""
     gpus = snapshot.get("gpus") or []
     summary = snapshot.get("summary") or {}
     nvlink = snapshot.get("nvlink") or {}

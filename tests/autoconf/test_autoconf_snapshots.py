@@ -2,6 +2,7 @@
 
 Used where a test needs a machine the built-in systems do not cover (hostile strings, drift).
 """
+
 from __future__ import annotations
 
 from snapshot_factory import hostile, make_snapshot
@@ -10,7 +11,11 @@ from topoctl.snapshot.document import validate_snapshot
 
 
 def test_minimal_snapshots_validate():
-    for snap in (make_snapshot(), make_snapshot(count=2, p2p="NS", gpu_name="NVIDIA GeForce RTX 4090",
-                                                capability="8.9", link="PHB"),
-                 hostile(make_snapshot(), "/tmp/never")):
+    for snap in (
+        make_snapshot(),
+        make_snapshot(
+            count=2, p2p="NS", gpu_name="NVIDIA GeForce RTX 4090", capability="8.9", link="PHB"
+        ),
+        hostile(make_snapshot(), "/tmp/never"),
+    ):
         validate_snapshot(snap, origin="test")

@@ -1,9 +1,12 @@
-"""The held-out public decode file (benchmarks/data/held-out-public.yaml): its schema, not the model's accuracy.
+"""The held-out public decode file (benchmarks/data/held-out-public.yaml): its schema, not the
+model's accuracy.
 
 Every row must say where its figure comes from (a source with an address, the place in it), what the
-figure is (value, unit, metric), which SGLang ran it (a release, or 'unstated' with a date) and the launch
-the report predicts (GPU, GPU count, TP, concurrency); a row the model cannot predict must say why.
+figure is (value, unit, metric), which SGLang ran it (a release, or 'unstated' with a date) and the
+launch the report predicts (GPU, GPU count, TP, concurrency); a row the model cannot predict must
+say why.
 """
+
 from __future__ import annotations
 
 import datetime
@@ -76,20 +79,37 @@ def test_each_row_describes_the_launch_it_measured(case):
         assert case.get("profile_note"), "a row without a profile says why"
 
 
-@pytest.mark.parametrize("case", [c for c in CASES if c.get("spec")], ids=[c["id"] for c in CASES if c.get("spec")])
+@pytest.mark.parametrize(
+    "case", [c for c in CASES if c.get("spec")], ids=[c["id"] for c in CASES if c.get("spec")]
+)
 def test_a_speculative_row_gives_its_shape_and_a_baseline_of_the_file(case):
     spec = case["spec"]
     assert {"algorithm", "steps", "topk", "draft_tokens"} <= set(spec)
     base = next(c for c in CASES if c["id"] == case["baseline"])
-    assert base["spec"] is None and base["concurrency"] == case["concurrency"] and base["gpu"] == case["gpu"]
+    assert (
+        base["spec"] is None
+        and base["concurrency"] == case["concurrency"]
+        and base["gpu"] == case["gpu"]
+    )
 
 
 def test_no_row_repeats_a_point_of_the_calibration_corpus():
-    corpus = yaml.safe_load(open(os.path.join(ROOT, "benchmarks", "data", "public-decode.yaml"), encoding="utf-8"))
-    used = {(c["gpu"], c["model"], c["tp"], float(c["tok_s"])) for c in corpus["cases"] if c.get("tok_s")}
+    corpus = yaml.safe_load(
+        open(os.path.join(ROOT, "benchmarks", "data", "public-decode.yaml"), encoding="utf-8")
+    )
+    used = {
+        (c["gpu"], c["model"], c["tp"], float(c["tok_s"]))
+        for c in corpus["cases"]
+        if c.get("tok_s")
+    }
     for case in CASES:
         if case["metric"] == "stream_tok_s":
-            assert (case["gpu"], case.get("profile"), case["tp"], float(case["figure"])) not in used, case["id"]
+            assert (
+                case["gpu"],
+                case.get("profile"),
+                case["tp"],
+                float(case["figure"]),
+            ) not in used, case["id"]
         # SpecForge 339's batch-1 rows are corpus rows: only its larger batches may be here
         assert case["concurrency"] > 1 or case["source"] != "specforge-339"
 

@@ -1,4 +1,5 @@
 """autoconf/placement.py: which GPUs a launch on fewer GPUs than the machine runs on, and why."""
+
 from __future__ import annotations
 
 import copy
@@ -30,7 +31,10 @@ def test_tp4_on_rtx_pro_6000_gets_one_numa_node_with_p2p():
     assert placement.p2p_ok is True
     assert placement.numa_nodes == (0,)
     assert placement.worst_link == "PXB"
-    assert any("next best: GPUs 4,5,6,7 (as good, but higher GPU indices" in reason for reason in placement.reasons)
+    assert any(
+        "next best: GPUs 4,5,6,7 (as good, but higher GPU indices" in reason
+        for reason in placement.reasons
+    )
 
 
 def test_tp2_on_l40s_gets_the_same_socket_pair_with_p2p_and_no_downtrained_gpu():
@@ -58,7 +62,8 @@ def test_an_unknown_pair_is_not_a_working_one():
     assert placement.gpus == (0, 1)
     placement = choose_gpus(snapshot, 4)
     assert placement.gpus == (4, 5, 6, 7)
-    # the first socket's group of four holds the unknown pair; every other group of four crosses the sockets
+    # the first socket's group of four holds the unknown pair; every other group of four crosses the
+    # sockets
     assert "next best: GPUs 0,1,2,4 (a slower worst link)" in placement.reasons
 
 
@@ -66,7 +71,9 @@ def test_a_better_link_wins_within_a_socket():
     snapshot = system_snapshot("rtx-pro-6000-8x-pcie")
     _set_pair(snapshot, 5, 6, link="PIX", pcie_ancestor="PIX")
     assert choose_gpus(snapshot, 2).gpus == (5, 6)
-    assert "slowest link inside the group: one PCIe switch (PIX)" in choose_gpus(snapshot, 2).reasons
+    assert (
+        "slowest link inside the group: one PCIe switch (PIX)" in choose_gpus(snapshot, 2).reasons
+    )
 
 
 def test_nvlink_beats_pcie():
@@ -111,21 +118,39 @@ def test_one_direction_failing_fails_the_pair():
 
 def _synthetic(count, broken):
     """Synthetic: `count` GPUs on PCIe (PXB, P2P OK) except the pairs in `broken` (no P2P)."""
-    gpus = [{"index": i, "pci_bus_id": f"00000000:{i + 16:02x}:00.0", "numa_node": 0} for i in range(count)]
-    pairs = [{"src": a, "dst": b, "link": "PXB", "nvlinks": 0,
-              "p2p": {"read": "NS" if {a, b} in broken else "OK", "write": "OK"}}
-             for a in range(count) for b in range(count) if a != b]
+    gpus = [
+        {"index": i, "pci_bus_id": f"00000000:{i + 16:02x}:00.0", "numa_node": 0}
+        for i in range(count)
+    ]
+    pairs = [
+        {
+            "src": a,
+            "dst": b,
+            "link": "PXB",
+            "nvlinks": 0,
+            "p2p": {"read": "NS" if {a, b} in broken else "OK", "write": "OK"},
+        }
+        for a in range(count)
+        for b in range(count)
+        if a != b
+    ]
     return {"gpus": gpus, "pairs": pairs}
 
 
 @settings(max_examples=examples(40), deadline=None)
-@given(st.integers(2, 7), st.sets(st.tuples(st.integers(0, 6), st.integers(0, 6)), max_size=6), st.integers(1, 7))
+@given(
+    st.integers(2, 7),
+    st.sets(st.tuples(st.integers(0, 6), st.integers(0, 6)), max_size=6),
+    st.integers(1, 7),
+)
 def test_exact_search_finds_a_p2p_group_whenever_one_exists(count, broken_raw, size):
     size = min(size, count)
     broken = [set(pair) for pair in broken_raw if pair[0] != pair[1] and max(pair) < count]
     snapshot = _synthetic(count, broken)
-    exists = any(all({a, b} not in broken for a, b in itertools.combinations(group, 2))
-                 for group in itertools.combinations(range(count), size))
+    exists = any(
+        all({a, b} not in broken for a, b in itertools.combinations(group, 2))
+        for group in itertools.combinations(range(count), size)
+    )
     placement = choose_gpus(snapshot, size)
     assert len(placement.gpus) == size
     if size > 1:
@@ -136,8 +161,10 @@ def test_large_machines_use_the_greedy_search():
     snapshot = _synthetic(24, [])
     placement = choose_gpus(snapshot, 12)  # C(24, 12) is far beyond EXACT_LIMIT
     assert len(placement.gpus) == 12 and placement.p2p_ok is True
-    assert any(f"greedy search (more than {EXACT_GPUS} GPUs or {EXACT_LIMIT} groups" in reason
-               for reason in placement.reasons)
+    assert any(
+        f"greedy search (more than {EXACT_GPUS} GPUs or {EXACT_LIMIT} groups" in reason
+        for reason in placement.reasons
+    )
 
 
 def test_replicas_each_get_a_group_with_p2p():
@@ -146,7 +173,9 @@ def test_replicas_each_get_a_group_with_p2p():
     snapshot = system_snapshot("l40s-4x-pcie-2numa")
     placement = choose_replicas(snapshot, 2, 2)
     assert placement.replicas == ((0, 1), (2, 3)) and placement.gpus == (0, 1, 2, 3)
-    assert placement.p2p_ok is True  # inside each replica; the cross-socket pairs are not allreduced over
+    assert (
+        placement.p2p_ok is True
+    )  # inside each replica; the cross-socket pairs are not allreduced over
     assert placement.in_bus_order(snapshot)
     snapshot = system_snapshot("rtx-pro-6000-8x-pcie")
     _set_pair(snapshot, 1, 2, link="PIX")

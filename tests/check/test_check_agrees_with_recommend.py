@@ -1,5 +1,6 @@
 """`check` and `recommend` hold a launch to the same limits, each reported once: parallel sizes, the
 speculative parameters given partly, and the options both commands share."""
+
 from __future__ import annotations
 
 import json
@@ -15,37 +16,78 @@ def findings(cli, argv):
     return code, [item for result in results for item in result["findings"]], err
 
 
-# ---------------------------------------------------------------------------------- speculative parameters
+# ---------------------------------------------------------------------------------- speculative
+# parameters
+
 
 def test_the_number_of_steps_alone_is_one_block(cli):
-    # With the number of steps but no top-k, SGLang's post-init fails with a TypeError (the oracle's outcome for
-    # every release it ran; docs/rule-changes.md): one block, nothing else.
-    tokens = ["--tp-size", "8", "--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", "/d",
-              "--speculative-num-steps", "3"]
+    # With the number of steps but no top-k, SGLang's post-init fails with a TypeError (the oracle's
+    # outcome for every release it ran; docs/rule-changes.md): one block, nothing else.
+    tokens = [
+        "--tp-size",
+        "8",
+        "--speculative-algorithm",
+        "EAGLE3",
+        "--speculative-draft-model-path",
+        "/d",
+        "--speculative-num-steps",
+        "3",
+    ]
     code, items, err = findings(cli, ["check", *H100, "--", *tokens])
     assert code == 1, err
-    assert [(i["id"], i["severity"]) for i in items] == [("speculative-num-steps-without-topk", "block")], items
+    assert [(i["id"], i["severity"]) for i in items] == [
+        ("speculative-num-steps-without-topk", "block")
+    ], items
 
 
-@pytest.mark.parametrize("given", [
-    ["--speculative-eagle-topk", "1"],
-    ["--speculative-num-draft-tokens", "4"],
-])
+@pytest.mark.parametrize(
+    "given",
+    [
+        ["--speculative-eagle-topk", "1"],
+        ["--speculative-num-draft-tokens", "4"],
+    ],
+)
 def test_one_speculative_parameter_alone_is_one_blocking_finding(cli, tmp_path, given):
-    tokens = ["--tp-size", "8", "--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", "/d", *given]
+    tokens = [
+        "--tp-size",
+        "8",
+        "--speculative-algorithm",
+        "EAGLE3",
+        "--speculative-draft-model-path",
+        "/d",
+        *given,
+    ]
     env = tmp_path / "launch.env"
     env.write_text("SGLANG_ARGS='" + " ".join(tokens) + "'\n")
     for argv in (["check", str(env), *H100], ["check", *H100, "--", *tokens]):
         code, items, err = findings(cli, argv)
         assert code == 1, err
-        assert [(i["id"], i["severity"]) for i in items] == [("speculative-params-all-or-none", "block")], items
+        assert [(i["id"], i["severity"]) for i in items] == [
+            ("speculative-params-all-or-none", "block")
+        ], items
         assert given[0] in items[0]["message"]
 
 
 def test_all_three_speculative_parameters_or_none_pass(cli):
-    base = ["--tp-size", "8", "--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", "/d"]
-    for extra in ([], ["--speculative-num-steps", "3", "--speculative-eagle-topk", "1",
-                       "--speculative-num-draft-tokens", "4"]):
+    base = [
+        "--tp-size",
+        "8",
+        "--speculative-algorithm",
+        "EAGLE3",
+        "--speculative-draft-model-path",
+        "/d",
+    ]
+    for extra in (
+        [],
+        [
+            "--speculative-num-steps",
+            "3",
+            "--speculative-eagle-topk",
+            "1",
+            "--speculative-num-draft-tokens",
+            "4",
+        ],
+    ):
         code, items, err = findings(cli, ["check", *H100, "--", *base, *extra])
         assert code == 0, (items, err)
         assert not [i for i in items if "speculative" in i["id"]]
@@ -54,6 +96,7 @@ def test_all_three_speculative_parameters_or_none_pass(cli):
 def test_the_speculative_group_is_written_once_in_the_settings_table():
     from topoctl.autoconf import search
     from topoctl.rules.sglang import spelling as table
+
     assert search.SPEC_GROUP == tuple(table.table()["speculative_group"])
 
 
@@ -64,16 +107,37 @@ def test_partial_speculative_rule_blocks_in_the_rules_listing(cli):
     assert rows["speculative-params-all-or-none"]["severity"] == "block"
 
 
-# ---------------------------------------------------------------------------------------- parallel sizes
+# ---------------------------------------------------------------------------------------- parallel
+# sizes
 
-@pytest.mark.parametrize("args, rule_id, text", [
-    ("--tp-size 8 --ep-size 3", "topoctl-ep-size-invalid", "--ep-size 3 does not divide the tensor parallel size 8"),
-    # without --tp-size SGLang runs TP 1 (its flag default), not TP 8
-    ("--ep-size 3", "topoctl-ep-size-invalid", "--ep-size 3 is larger than the tensor parallel size 1"),
-    ("--ep-size 8", "topoctl-ep-size-invalid", "--ep-size 8 is larger than the tensor parallel size 1"),
-    ("--tp-size 4 --ep-size 8", "topoctl-ep-size-invalid", "--ep-size 8 is larger than the tensor parallel size 4"),
-    ("--tp-size 16", "topoctl-tp-exceeds-gpus", "--tp-size 16 is more than the 8 GPUs"),
-])
+
+@pytest.mark.parametrize(
+    "args, rule_id, text",
+    [
+        (
+            "--tp-size 8 --ep-size 3",
+            "topoctl-ep-size-invalid",
+            "--ep-size 3 does not divide the tensor parallel size 8",
+        ),
+        # without --tp-size SGLang runs TP 1 (its flag default), not TP 8
+        (
+            "--ep-size 3",
+            "topoctl-ep-size-invalid",
+            "--ep-size 3 is larger than the tensor parallel size 1",
+        ),
+        (
+            "--ep-size 8",
+            "topoctl-ep-size-invalid",
+            "--ep-size 8 is larger than the tensor parallel size 1",
+        ),
+        (
+            "--tp-size 4 --ep-size 8",
+            "topoctl-ep-size-invalid",
+            "--ep-size 8 is larger than the tensor parallel size 4",
+        ),
+        ("--tp-size 16", "topoctl-tp-exceeds-gpus", "--tp-size 16 is more than the 8 GPUs"),
+    ],
+)
 def test_check_blocks_the_parallel_sizes_recommend_refuses(cli, tmp_path, args, rule_id, text):
     env = tmp_path / "launch.env"
     env.write_text(f"SGLANG_ARGS='{args}'\n")
@@ -90,33 +154,48 @@ def test_check_blocks_the_parallel_sizes_recommend_refuses(cli, tmp_path, args, 
 @pytest.mark.parametrize("tp", [1, 2, 3, 4, 6, 8, 9])
 @pytest.mark.parametrize("ep", [1, 2, 3, 4, 8])
 def test_check_and_recommend_agree_on_every_parallel_size(cli, tp, ep):
-    """recommend refuses a size pair (exit 2) exactly when check blocks it; otherwise check passes its launch."""
-    code, out, err = cli(["recommend", *H100, "--tp-size", str(tp), "--ep-size", str(ep), "--format", "args"])
+    """recommend refuses a size pair (exit 2) exactly when check blocks it; otherwise check passes
+    its launch."""
+    code, out, err = cli(
+        ["recommend", *H100, "--tp-size", str(tp), "--ep-size", str(ep), "--format", "args"]
+    )
     assert code in (0, 2), err
     tokens = out.split() if code == 0 else ["--tp-size", str(tp), "--ep-size", str(ep)]
     check_code, items, check_err = findings(cli, ["check", *H100, "--", *tokens])
-    sizes = [i["id"] for i in items if i["id"] in ("topoctl-tp-exceeds-gpus", "topoctl-ep-size-invalid")]
+    sizes = [
+        i["id"] for i in items if i["id"] in ("topoctl-tp-exceeds-gpus", "topoctl-ep-size-invalid")
+    ]
     if code == 0:
         assert check_code == 0 and not sizes, (out, items, check_err)
     else:
         assert check_code == 1 and len(sizes) == 1, (err, items)
 
 
-# ------------------------------------------------------------------------------------------ shared options
+# ------------------------------------------------------------------------------------------ shared
+# options
+
 
 def _command(path):
     from topoctl.cli.app import cli as cli_group
 
     command = cli_group
     for name in path:
-        command = command.get_command(None, name) if hasattr(command, "get_command") else command.commands[name]
+        command = (
+            command.get_command(None, name)
+            if hasattr(command, "get_command")
+            else command.commands[name]
+        )
     return command
 
 
 def _option(command, long_name):
     import click
 
-    found = [p for p in command.params if isinstance(p, click.Option) and long_name in p.opts + p.secondary_opts]
+    found = [
+        p
+        for p in command.params
+        if isinstance(p, click.Option) and long_name in p.opts + p.secondary_opts
+    ]
     assert len(found) == 1, (command.name, long_name)
     return found[0]
 
@@ -155,20 +234,37 @@ def test_show_falls_back_to_a_built_in_system_where_no_gpu_is_seen(cli, monkeypa
     assert code in (0, None), err
     assert "RTX PRO 6000" in out and "GPU7" in out
     assert "rtx-pro-6000-8x-pcie" in err and "--fallback-system" in err
-    code, out, err = cli(["show", "--no-color", "--system", "h100-8x-nvswitch",
-                                  "--fallback-system", "rtx-pro-6000-8x-pcie"])
+    code, out, err = cli(
+        [
+            "show",
+            "--no-color",
+            "--system",
+            "h100-8x-nvswitch",
+            "--fallback-system",
+            "rtx-pro-6000-8x-pcie",
+        ]
+    )
     assert code in (0, None) and "H100" in out and err == ""
     assert cli(["show"])[0] == 3
 
 
-@pytest.mark.parametrize("argv, tail", [(["rules", "list"], []), (["rules", "explain", "nccl-ll128-without-nvlink"], []),
-                                        (["recommend", *H100], []), (["check", *H100], ["--", "--tp-size", "8"])])
+@pytest.mark.parametrize(
+    "argv, tail",
+    [
+        (["rules", "list"], []),
+        (["rules", "explain", "nccl-ll128-without-nvlink"], []),
+        (["recommend", *H100], []),
+        (["check", *H100], ["--", "--tp-size", "8"]),
+    ],
+)
 def test_disable_needs_a_reason_everywhere(cli, argv, tail):
     code, out, err = cli([*argv, "--disable", "nccl-ll128-without-nvlink", *tail])
     assert code == 2 and out == "" and "write ID=REASON" in err
 
 
-# ------------------------------------------------------------------------- flag data and version, once each
+# ------------------------------------------------------------------------- flag data and version,
+# once each
+
 
 def _count_calls(monkeypatch, module, name):
     calls = []
@@ -194,7 +290,9 @@ def test_check_reads_the_flag_data_once_per_launch(cli, monkeypatch, tmp_path):
     assert len(loads) == 3  # two files and one command
 
 
-@pytest.mark.parametrize("command, tail", [(["recommend", *H100], []), (["check", *H100], ["--", "--tp-size", "8"])])
+@pytest.mark.parametrize(
+    "command, tail", [(["recommend", *H100], []), (["check", *H100], ["--", "--tp-size", "8"])]
+)
 def test_sglang_version_is_normalised_once(cli, monkeypatch, command, tail):
     import topoctl.rules.sglang.flags as flags_module
 

@@ -1,6 +1,8 @@
-"""The launch corpus (tests/data/launch_corpus/, files in the forms public repositories use, each naming the
-public file it follows): every file is judged as expected.yaml says, decided from SGLang's source. This is the
-test of record for check: no false block, no "no launch" on a file that holds one, every finding at its line."""
+"""The launch corpus (tests/data/launch_corpus/, files in the forms public repositories use, each
+naming the public file it follows): every file is judged as expected.yaml says, decided from
+SGLang's source. This is the test of record for check: no false block, no "no launch" on a file that
+holds one, every finding at its line."""
+
 from __future__ import annotations
 
 import json
@@ -20,10 +22,13 @@ def _line(where: str) -> int | None:
 
 
 def judged(cli, relative: str) -> tuple[list[tuple[int, str, list[str]]], list[int]]:
-    """(launches as [line, verdict, blocking ids], lines without a launch) as `topoctl check --format json` says."""
+    """(launches as [line, verdict, blocking ids], lines without a launch) as `topoctl check
+    --format json` says."""
     entry = EXPECTED[relative]
     system = entry.get("system", "h100-8x-nvswitch")
-    code, out, err = cli(["check", os.path.join(LAUNCH_CORPUS, relative), "--system", system, "--format", "json"])
+    code, out, err = cli(
+        ["check", os.path.join(LAUNCH_CORPUS, relative), "--system", system, "--format", "json"]
+    )
     assert code in (0, 1), err
     doc = json.loads(out)
     launches = []
@@ -44,7 +49,9 @@ def judged(cli, relative: str) -> tuple[list[tuple[int, str, list[str]]], list[i
 def test_each_corpus_file_is_judged_as_sglang_would_run_it(cli, relative):
     launches, none = judged(cli, relative)
     entry = EXPECTED[relative]
-    assert launches == sorted((line, verdict, sorted(ids)) for line, verdict, ids in entry["launches"])
+    assert launches == sorted(
+        (line, verdict, sorted(ids)) for line, verdict, ids in entry["launches"]
+    )
     assert none == sorted(entry.get("none", []))
 
 
@@ -52,17 +59,33 @@ def test_the_corpus_covers_every_kind_with_sixty_launch_files():
     holding = [name for name, entry in EXPECTED.items() if entry["launches"]]
     assert len(holding) >= 60
     kinds = {name.split("/", 1)[0] for name in holding}
-    assert kinds >= {"scripts", "kubernetes", "lws", "dynamo", "ome", "kserve", "skypilot", "docker", "helm",
-                     "compose", "env"}
+    assert kinds >= {
+        "scripts",
+        "kubernetes",
+        "lws",
+        "dynamo",
+        "ome",
+        "kserve",
+        "skypilot",
+        "docker",
+        "helm",
+        "compose",
+        "env",
+    }
     listed = set()
     for root, _, files in os.walk(LAUNCH_CORPUS):
         for name in files:
             relative = os.path.relpath(os.path.join(root, name), LAUNCH_CORPUS)
-            if name in ("expected.yaml", "oracle.json", "Chart.yaml", "values.yaml") or "/templates/" in f"/{relative}":
+            if (
+                name in ("expected.yaml", "oracle.json", "Chart.yaml", "values.yaml")
+                or "/templates/" in f"/{relative}"
+            ):
                 continue
             listed.add(relative)
     charts = {name for name in EXPECTED if name.startswith("helm/")}
-    assert listed == set(EXPECTED) - charts  # every file of the corpus has its expectation, and no more
+    assert (
+        listed == set(EXPECTED) - charts
+    )  # every file of the corpus has its expectation, and no more
 
 
 def test_every_corpus_file_names_the_public_form_it_follows():
@@ -75,19 +98,28 @@ def test_every_corpus_file_names_the_public_form_it_follows():
             assert "Form: " in head and "Written for the topoctl" in head, os.path.join(root, name)
 
 
-# ------------------------------------------------------------------------------------- decided from SGLang's source
-# Each expected verdict says why in `why`: citations of a release's own file and line (`sglang==V path:LINE what`),
-# and `oracle sglang==V ...` for what that release's parser and post-init said of the file's argv (oracle.json,
-# written by scripts/sglang_oracle/corpus.py from the release wheels; `--verify-citations` prints each cited line).
-CITATION = re.compile(r"^(?P<oracle>oracle )?sglang==(?P<version>\d+\.\d+\.\d+(?:\.post\d+)?) "
-                      r"(?P<path>sglang/[A-Za-z0-9_/]+\.py):(?P<line>[1-9]\d*) \S.*$")
+# ------------------------------------------------------------------------------------- decided from
+# SGLang's source Each expected verdict says why in `why`: citations of a release's own file and
+# line (`sglang==V path:LINE what`), and `oracle sglang==V ...` for what that release's parser and
+# post-init said of the file's argv (oracle.json, written by scripts/sglang_oracle/corpus.py from
+# the release wheels; `--verify-citations` prints each cited line).
+CITATION = re.compile(
+    r"^(?P<oracle>oracle )?sglang==(?P<version>\d+\.\d+\.\d+(?:\.post\d+)?) "
+    r"(?P<path>sglang/[A-Za-z0-9_/]+\.py):(?P<line>[1-9]\d*) \S.*$"
+)
 ORACLE = json.load(open(os.path.join(LAUNCH_CORPUS, "oracle.json"), encoding="utf-8"))["files"]
 FLAG_BLOCKS = {"sglang-unknown-flag", "sglang-unrecognized-arguments"}
-SIZE_BLOCKS = {"topoctl-tp-exceeds-gpus", "sglang-tp-exceeds-given-gpus", "topoctl-tp-exceeds-visible-gpus"}
+SIZE_BLOCKS = {
+    "topoctl-tp-exceeds-gpus",
+    "sglang-tp-exceeds-given-gpus",
+    "topoctl-tp-exceeds-visible-gpus",
+}
 
 
 def _releases() -> set[str]:
-    with open(os.path.join(ROOT, "rules", "sglang", "generated", "releases.json"), encoding="utf-8") as handle:
+    with open(
+        os.path.join(ROOT, "rules", "sglang", "generated", "releases.json"), encoding="utf-8"
+    ) as handle:
         return {entry["version"] for entry in json.load(handle)["releases"]}
 
 
@@ -98,8 +130,13 @@ def _blocking(entry: dict, line: int) -> list[list[str]]:
 def test_citation_format_is_checked():
     assert CITATION.match("sglang==0.5.21 sglang/srt/entrypoints/engine.py:1966 ranks per node")
     assert CITATION.match("oracle sglang==0.5.12.post1 sglang/srt/server_args.py:7746 parses: ok")
-    for bad in ("sglang 0.5.21 sglang/srt/engine.py:10 x", "sglang==0.5.21 srt/engine.py:10 x",
-                "sglang==0.5.21 sglang/srt/engine.py:0 x", "sglang==0.5.21 sglang/srt/engine.py x", "read it"):
+    for bad in (
+        "sglang 0.5.21 sglang/srt/engine.py:10 x",
+        "sglang==0.5.21 srt/engine.py:10 x",
+        "sglang==0.5.21 sglang/srt/engine.py:0 x",
+        "sglang==0.5.21 sglang/srt/engine.py x",
+        "read it",
+    ):
         assert not CITATION.match(bad), bad
 
 
@@ -121,15 +158,17 @@ def test_each_expected_verdict_cites_the_sglang_source_it_rests_on(relative):
 def test_the_oracle_record_covers_every_launch_of_the_corpus():
     assert set(ORACLE) == set(EXPECTED)
     for relative, entry in EXPECTED.items():
-        assert sorted(launch["line"] for launch in ORACLE[relative]) == sorted(line for line, _, _ in entry["launches"])
+        assert sorted(launch["line"] for launch in ORACLE[relative]) == sorted(
+            line for line, _, _ in entry["launches"]
+        )
 
 
 @pytest.mark.parametrize("relative", sorted(EXPECTED))
 def test_each_expected_verdict_agrees_with_sglang_own_parser_and_post_init(relative):
-    """A launch SGLang's parser refuses blocks with a flag finding; one it takes blocks on no flag; one whose
-    post-init raises blocks, unless the raise reads the machine it runs on (`oracle_machine_only`, its place cited);
-    the ranks one node runs (SGLang's tp_size // (nnodes // pp_size), read from its final ServerArgs) above the
-    reference system's GPUs block."""
+    """A launch SGLang's parser refuses blocks with a flag finding; one it takes blocks on no flag;
+    one whose post-init raises blocks, unless the raise reads the machine it runs on
+    (`oracle_machine_only`, its place cited); the ranks one node runs (SGLang's tp_size // (nnodes
+    // pp_size), read from its final ServerArgs) above the reference system's GPUs block."""
     from topoctl.snapshot.catalogue import system_snapshot
 
     entry = EXPECTED[relative]
@@ -138,13 +177,20 @@ def test_each_expected_verdict_agrees_with_sglang_own_parser_and_post_init(relat
         outcome, line = launch["sglang"], launch["line"]
         blocks = _blocking(entry, line)
         if outcome["kind"] == "argparse-error":
-            assert all(FLAG_BLOCKS & set(ids) for ids in blocks), (relative, line, outcome["message"])
+            assert all(FLAG_BLOCKS & set(ids) for ids in blocks), (
+                relative,
+                line,
+                outcome["message"],
+            )
             continue
         assert not any(FLAG_BLOCKS & set(ids) for ids in blocks), (relative, line)
         if outcome["kind"] == "startup-error":
             machine_only = line in entry.get("oracle_machine_only", [])
             assert machine_only or all(ids for ids in blocks), (relative, line, outcome)
-            assert not machine_only or any(outcome["at"] in text for text in entry["why"]), (relative, outcome["at"])
+            assert not machine_only or any(outcome["at"] in text for text in entry["why"]), (
+                relative,
+                outcome["at"],
+            )
             continue
         final = outcome["final"]
         if "--nnodes" in launch["stand_ins"] or "--tp-size" in launch["stand_ins"]:
@@ -155,17 +201,19 @@ def test_each_expected_verdict_agrees_with_sglang_own_parser_and_post_init(relat
 
 
 def test_the_oracle_judged_the_argv_check_reads_today():
-    """The record is of today's reading: the same release and argv for every launch (else regenerate it:
-    scripts/sglang_oracle/corpus.py)."""
+    """The record is of today's reading: the same release and argv for every launch (else regenerate
+    it: scripts/sglang_oracle/corpus.py)."""
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("corpus_oracle", os.path.join(ROOT, "scripts", "sglang_oracle",
-                                                                              "corpus.py"))
+    spec = importlib.util.spec_from_file_location(
+        "corpus_oracle", os.path.join(ROOT, "scripts", "sglang_oracle", "corpus.py")
+    )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     for relative, entry in sorted(EXPECTED.items()):
         now = module.corpus_launches(relative, entry.get("system", "h100-8x-nvswitch"))
         recorded = ORACLE[relative]
-        assert [(n["line"], n["version"], n["read"], n["env"]) for n in now] == \
-            [(r["line"], r["version"], r["read"], r["env"]) for r in recorded], relative
+        assert [(n["line"], n["version"], n["read"], n["env"]) for n in now] == [
+            (r["line"], r["version"], r["read"], r["env"]) for r in recorded
+        ], relative

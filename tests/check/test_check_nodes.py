@@ -1,4 +1,6 @@
-"""Multi-node launches are judged per node (topoctl/check/resolve_nodes.py), against the target as one node's."""
+"""Multi-node launches are judged per node (topoctl/check/resolve_nodes.py), against the target as
+one node's."""
+
 from __future__ import annotations
 
 import json
@@ -13,8 +15,21 @@ def ids(out: str) -> dict[str, str]:
 
 
 def test_tp16_over_two_nodes_places_eight_ranks_per_node(cli):
-    code, out, _ = cli(["check", *H100, *CMD, "--tp", "16", "--nnodes", "2", "--node-rank", "0",
-                        "--dist-init-addr", "10.0.0.1:5000"])
+    code, out, _ = cli(
+        [
+            "check",
+            *H100,
+            *CMD,
+            "--tp",
+            "16",
+            "--nnodes",
+            "2",
+            "--node-rank",
+            "0",
+            "--dist-init-addr",
+            "10.0.0.1:5000",
+        ]
+    )
     assert code == 0 and ids(out) == {"topoctl-nodes": "info"}
     assert "TP 16 places 8 ranks on each node" in out
 
@@ -37,8 +52,10 @@ def test_an_unknown_node_count_is_a_note_naming_the_assumption_never_a_block(cli
 
 def test_srun_gives_the_count_of_an_nnodes_written_elsewhere(cli, tmp_path):
     path = tmp_path / "job.sh"
-    path.write_text("#!/bin/bash\n#SBATCH -N 2\nsrun -N 2 --ntasks-per-node=1 python3 -m sglang.launch_server "
-                    "--model-path m --tp 16 --nnodes $SLURM_NNODES --node-rank $SLURM_NODEID\n")
+    path.write_text(
+        "#!/bin/bash\n#SBATCH -N 2\nsrun -N 2 --ntasks-per-node=1 python3 -m sglang.launch_server "
+        "--model-path m --tp 16 --nnodes $SLURM_NNODES --node-rank $SLURM_NODEID\n"
+    )
     code, out, _ = cli(["check", str(path), *H100])
     assert code == 0, out
     found = ids(out)

@@ -1,5 +1,7 @@
-"""`topoctl fleet` names every node it expects (topoctl/check/fleet_nodes.py): a node with no snapshot of this run,
-missing or left over from an earlier run, is an odd node with the reason, never "alike"."""
+"""`topoctl fleet` names every node it expects (topoctl/check/fleet_nodes.py): a node with no
+snapshot of this run, missing or left over from an earlier run, is an odd node with the reason,
+never "alike"."""
+
 from __future__ import annotations
 
 import json
@@ -29,15 +31,20 @@ def write_nodes(folder, names, age_s: dict[str, float] | None = None) -> None:
             os.utime(path, (now - age_s[name], now - age_s[name]))
 
 
-# ------------------------------------------------------------------------------------------ Slurm's hostlist
+# ------------------------------------------------------------------------------------------ Slurm's
+# hostlist
 
-@pytest.mark.parametrize(("text", "names"), [
-    ("node[01-04,07]", ["node01", "node02", "node03", "node04", "node07"]),
-    ("gpu[8-10]", ["gpu8", "gpu9", "gpu10"]),
-    ("a1,b[1-2]-ib,login", ["a1", "b1-ib", "b2-ib", "login"]),
-    ("rack[1-2]-n[01-02]", ["rack1-n01", "rack1-n02", "rack2-n01", "rack2-n02"]),
-    ("n1,n1", ["n1"]),
-])
+
+@pytest.mark.parametrize(
+    ("text", "names"),
+    [
+        ("node[01-04,07]", ["node01", "node02", "node03", "node04", "node07"]),
+        ("gpu[8-10]", ["gpu8", "gpu9", "gpu10"]),
+        ("a1,b[1-2]-ib,login", ["a1", "b1-ib", "b2-ib", "login"]),
+        ("rack[1-2]-n[01-02]", ["rack1-n01", "rack1-n02", "rack2-n01", "rack2-n02"]),
+        ("n1,n1", ["n1"]),
+    ],
+)
 def test_slurm_nodelist_expansion(text, names):
     assert expand_nodelist(text) == names
 
@@ -56,13 +63,17 @@ def test_times_and_windows():
         parse_window("soon")
 
 
-# ------------------------------------------------------------------------------------------------- fleet
+# -------------------------------------------------------------------------------------------------
+# fleet
+
 
 def test_a_missing_node_is_odd_with_its_reason(cli, tmp_path):
     write_nodes(tmp_path, ["gpu01", "gpu02", "gpu04"])
     code, out, _ = cli(["fleet", str(tmp_path), "--nodes", "gpu[01-04]"])
     assert code == 1
-    assert out.startswith("4 nodes expected: 3 alike, 0 differ from the majority, 1 without a snapshot of this run")
+    assert out.startswith(
+        "4 nodes expected: 3 alike, 0 differ from the majority, 1 without a snapshot of this run"
+    )
     assert "gpu03: no snapshot (expected from --nodes): its probe failed or never ran" in out
 
 
@@ -86,7 +97,11 @@ def test_since_makes_every_older_file_stale(cli, tmp_path):
     since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 300))
     code, out, _ = cli(["fleet", str(tmp_path), "--since", since, "--format", "json"])
     doc = json.loads(out)
-    assert code == 1 and list(doc["absent"]) == ["gpu01"] and [n["name"] for n in doc["nodes"]] == ["gpu02"]
+    assert (
+        code == 1
+        and list(doc["absent"]) == ["gpu01"]
+        and [n["name"] for n in doc["nodes"]] == ["gpu02"]
+    )
 
 
 def test_the_slurm_job_nodelist_is_the_default(cli, tmp_path, monkeypatch):

@@ -1,8 +1,11 @@
-"""recommend and check agree: check of recommend's own launch.env has no block and no warning, for every
-built-in system x built-in model x known SGLang version x speculative on/off. A combination recommend refuses
-must be refused for a reason (exit 1: the model does not fit, or every launch is blocked), never another error.
+"""recommend and check agree: check of recommend's own launch.env has no block and no warning, for
+every built-in system x built-in model x known SGLang version x speculative on/off. A combination
+recommend refuses must be refused for a reason (exit 1: the model does not fit, or every launch is
+blocked), never another error.
 
-Everything is loaded once (rules, flag data, profiles, snapshots) and shared by every combination."""
+Everything is loaded once (rules, flag data, profiles, snapshots) and shared by every combination.
+"""
+
 from __future__ import annotations
 
 import pytest
@@ -35,20 +38,33 @@ def _grid_for(system: str, tmp_path) -> tuple[int, list[str], list[str]]:
             for spec in (None, "eagle3"):
                 label = f"{system} {name} {version} speculative={spec or 'off'}"
                 try:
-                    result = search(snapshot, model, flags, version, ruleset=RULES,
-                                    request=Request(spec, "/models/draft" if spec else None))
+                    result = search(
+                        snapshot,
+                        model,
+                        flags,
+                        version,
+                        ruleset=RULES,
+                        request=Request(spec, "/models/draft" if spec else None),
+                    )
                 except TopoctlError as error:
-                    if error.exit_code == 1 and ("does not fit" in error.message
-                                                 or "no launch passes the rules" in error.message):
+                    if error.exit_code == 1 and (
+                        "does not fit" in error.message
+                        or "no launch passes the rules" in error.message
+                    ):
                         refused.append(label)
                         continue
                     problems.append(f"{label}: recommend failed: {error.message}")
                     continue
                 path.write_text(render(result, "env"), encoding="utf-8")
-                parsed = launch_mod.parse_env_file(str(path), lambda metadata, lines=None, flags=flags: flags)
+                parsed = launch_mod.parse_env_file(
+                    str(path), lambda metadata, lines=None, flags=flags: flags
+                )
                 outcome = judge(parsed, snapshot, flags, RULES, gpus, model=model)
-                bad = [f"{item.severity} {item.id}: {item.message}" for item in outcome.items
-                       if item.severity in ("block", "warn")]
+                bad = [
+                    f"{item.severity} {item.id}: {item.message}"
+                    for item in outcome.items
+                    if item.severity in ("block", "warn")
+                ]
                 if bad:
                     problems.append(f"{label}: " + "; ".join(bad))
                 checked += 1

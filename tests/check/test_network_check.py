@@ -1,10 +1,12 @@
-"""check judges the launch's interface and RDMA NIC names against the probed node (topoctl/check/judge_network.py).
+"""check judges the launch's interface and RDMA NIC names against the probed node
+(topoctl/check/judge_network.py).
 
-The node is fixtures/h100-8x-8nic-ib (synthetic, see its README: eth0 and eight IPoIB interfaces up, docker0
-down, lo; RDMA devices mlx5_0, mlx5_3, mlx5_4, mlx5_5, mlx5_6, mlx5_9, mlx5_10, mlx5_11, port 1 ACTIVE on each).
-Where a case needs a port or an interface that is down, the test writes a copy of that snapshot with the one
-change it names.
+The node is fixtures/h100-8x-8nic-ib (synthetic, see its README: eth0 and eight IPoIB interfaces up,
+docker0 down, lo; RDMA devices mlx5_0, mlx5_3, mlx5_4, mlx5_5, mlx5_6, mlx5_9, mlx5_10, mlx5_11,
+port 1 ACTIVE on each). Where a case needs a port or an interface that is down, the test writes a
+copy of that snapshot with the one change it names.
 """
+
 from __future__ import annotations
 
 import json
@@ -21,7 +23,9 @@ NO_NICS = ["--system", "h100-8x-nvswitch", "--sglang-version", "0.5.9", "--forma
 SERVER = ["python3", "-m", "sglang.launch_server", "--model-path", "m", "--tp", "8"]
 
 
-def findings(cli: Any, target: list[str], env: list[str], *extra: str) -> tuple[int, dict[str, list[str]]]:
+def findings(
+    cli: Any, target: list[str], env: list[str], *extra: str
+) -> tuple[int, dict[str, list[str]]]:
     code, out, err = cli(["check", *target, "--", "env", *env, *SERVER, *extra])
     assert code in (0, 1), err
     (result,) = json.loads(out)["results"]
@@ -45,28 +49,49 @@ def edited(tmp_path: Path, change: Any) -> list[str]:
     return ["--topology", str(path), "--sglang-version", "0.5.9", "--format", "json"]
 
 
-# ------------------------------------------------------------------------------------------- NCCL's list syntax
+# ------------------------------------------------------------------------------------------- NCCL's
+# list syntax
+
 
 def test_nccl_list_reading_follows_parse_string_list():
     names = parse_name_list("^=mlx5_0:1,mlx5_1,:2,mlx5_2::3")
     assert names.exclude and names.exact
-    assert [(e.name, e.port) for e in names.entries] == [("mlx5_0", 1), ("mlx5_1", None), ("mlx5_2", None)]
-    assert not names.matches("mlx5_0", 1) and names.matches("mlx5_0", 2) and names.matches("mlx5_10", 1)
+    assert [(e.name, e.port) for e in names.entries] == [
+        ("mlx5_0", 1),
+        ("mlx5_1", None),
+        ("mlx5_2", None),
+    ]
+    assert (
+        not names.matches("mlx5_0", 1)
+        and names.matches("mlx5_0", 2)
+        and names.matches("mlx5_10", 1)
+    )
 
 
 def test_prefix_and_exact_match():
     assert parse_name_list("eth").matches("eth0") and not parse_name_list("=eth").matches("eth0")
-    assert parse_name_list("mlx5_1").matches("mlx5_10") and not parse_name_list("=mlx5_1").matches("mlx5_10")
-    assert parse_name_list("=mlx5_0:1").matches("mlx5_0", 1) and not parse_name_list("=mlx5_0:1").matches("mlx5_0", 2)
+    assert parse_name_list("mlx5_1").matches("mlx5_10") and not parse_name_list("=mlx5_1").matches(
+        "mlx5_10"
+    )
+    assert parse_name_list("=mlx5_0:1").matches("mlx5_0", 1) and not parse_name_list(
+        "=mlx5_0:1"
+    ).matches("mlx5_0", 2)
 
 
-# ----------------------------------------------------------------------------------------------- the issue's case
+# -----------------------------------------------------------------------------------------------
+# the issue's case
+
 
 def test_names_the_node_lacks_block_where_nccl_and_gloo_fail_at_init(cli):
-    code, found = findings(cli, NICS, ["NCCL_SOCKET_IFNAME=eth9", "GLOO_SOCKET_IFNAME=eth9", "NCCL_IB_HCA=mlx5_99"])
+    code, found = findings(
+        cli, NICS, ["NCCL_SOCKET_IFNAME=eth9", "GLOO_SOCKET_IFNAME=eth9", "NCCL_IB_HCA=mlx5_99"]
+    )
     assert code == 1
-    assert severities(found) == {"topoctl-net-socket-ifname-none": "block", "topoctl-net-gloo-ifname-missing": "block",
-                                 "topoctl-net-ib-hca-none": "warn"}
+    assert severities(found) == {
+        "topoctl-net-socket-ifname-none": "block",
+        "topoctl-net-gloo-ifname-missing": "block",
+        "topoctl-net-ib-hca-none": "warn",
+    }
     assert "no socket interface found" in found["topoctl-net-socket-ifname-none"][0]
     assert "Unable to find address for: eth9" in found["topoctl-net-gloo-ifname-missing"][0]
     assert "over TCP sockets" in found["topoctl-net-ib-hca-none"][0]
@@ -79,12 +104,21 @@ def test_a_snapshot_without_nics_says_not_checked(cli):
 
 
 def test_names_the_node_has_give_no_network_finding(cli):
-    code, found = findings(cli, NICS, ["NCCL_SOCKET_IFNAME==eth0", "GLOO_SOCKET_IFNAME=eth0",
-                                       "NCCL_IB_HCA==mlx5_0:1,mlx5_3:1,mlx5_10:1"])
+    code, found = findings(
+        cli,
+        NICS,
+        [
+            "NCCL_SOCKET_IFNAME==eth0",
+            "GLOO_SOCKET_IFNAME=eth0",
+            "NCCL_IB_HCA==mlx5_0:1,mlx5_3:1,mlx5_10:1",
+        ],
+    )
     assert code == 0 and found == {}
 
 
-# --------------------------------------------------------------------------------------------- NCCL_SOCKET_IFNAME
+# ---------------------------------------------------------------------------------------------
+# NCCL_SOCKET_IFNAME
+
 
 def test_prefix_matches_and_exact_does_not(cli):
     assert findings(cli, NICS, ["NCCL_SOCKET_IFNAME=eth"])[1] == {}
@@ -104,7 +138,9 @@ def test_an_exclusion_of_one_name_passes(cli):
 def test_an_exclusion_that_leaves_lo_in_warns_over_several_nodes(cli):
     env = ["NCCL_SOCKET_IFNAME=^docker"]
     assert findings(cli, NICS, env)[1] == {}  # one node: NCCL's bootstrap on lo is fine
-    code, found = findings(cli, NICS, env, "--nnodes", "2", "--node-rank", "0", "--dist-init-addr", "10.0.0.1:5000")
+    code, found = findings(
+        cli, NICS, env, "--nnodes", "2", "--node-rank", "0", "--dist-init-addr", "10.0.0.1:5000"
+    )
     assert severities(found) == {"topoctl-net-socket-ifname-loopback": "warn"}
 
 
@@ -121,11 +157,16 @@ def test_an_interface_that_is_down_is_not_selected(cli, tmp_path):
     target = edited(tmp_path, eth0_down)
     code, found = findings(cli, target, ["NCCL_SOCKET_IFNAME==eth0", "GLOO_SOCKET_IFNAME=eth0"])
     assert code == 1
-    assert severities(found) == {"topoctl-net-socket-ifname-none": "block", "topoctl-net-gloo-ifname-down": "warn"}
+    assert severities(found) == {
+        "topoctl-net-socket-ifname-none": "block",
+        "topoctl-net-gloo-ifname-down": "warn",
+    }
     assert "selects only eth0, which is not up" in found["topoctl-net-socket-ifname-none"][0]
 
 
-# --------------------------------------------------------------------------------------------- GLOO_SOCKET_IFNAME
+# ---------------------------------------------------------------------------------------------
+# GLOO_SOCKET_IFNAME
+
 
 @pytest.mark.parametrize("value", ["^lo", "=eth0", "eth"])
 def test_gloo_takes_exact_names_only(cli, value):
@@ -133,7 +174,9 @@ def test_gloo_takes_exact_names_only(cli, value):
     assert code == 1 and severities(found) == {"topoctl-net-gloo-ifname-missing": "block"}
 
 
-# ---------------------------------------------------------------------------------------------------- NCCL_IB_HCA
+# ----------------------------------------------------------------------------------------------------
+# NCCL_IB_HCA
+
 
 def test_a_prefix_that_selects_other_devices_warns(cli):
     code, found = findings(cli, NICS, ["NCCL_IB_HCA=mlx5_1"])
@@ -148,7 +191,9 @@ def test_the_exact_name_the_node_lacks_selects_nothing(cli):
 
 def test_no_ib_port_blocks_when_nccl_net_allows_only_ib(cli):
     code, found = findings(cli, NICS, ["NCCL_IB_HCA==mlx5_1", "NCCL_NET=IB"])
-    assert code == 1 and "Failed to initialize any NET plugin" in found["topoctl-net-ib-hca-none"][0]
+    assert (
+        code == 1 and "Failed to initialize any NET plugin" in found["topoctl-net-ib-hca-none"][0]
+    )
 
 
 def test_a_port_that_does_not_exist_warns(cli):
@@ -170,7 +215,9 @@ def test_an_exclusion_list_of_absent_names_is_harmless(cli):
     assert findings(cli, NICS, ["NCCL_IB_HCA=^=mlx5_99"])[1] == {}
 
 
-# ------------------------------------------------------------------------- GID index, disaggregation, expansions
+# ------------------------------------------------------------------------- GID index,
+# disaggregation, expansions
+
 
 def test_gid_index_is_said_not_checked(cli):
     code, found = findings(cli, NICS, ["NCCL_IB_GID_INDEX=3"])
@@ -178,8 +225,15 @@ def test_gid_index_is_said_not_checked(cli):
 
 
 def test_a_disaggregation_device_the_node_lacks_warns(cli):
-    code, found = findings(cli, NICS, [], "--disaggregation-mode", "prefill",
-                           "--disaggregation-ib-device", "mlx5_0,mlx5_99")
+    code, found = findings(
+        cli,
+        NICS,
+        [],
+        "--disaggregation-mode",
+        "prefill",
+        "--disaggregation-ib-device",
+        "mlx5_0,mlx5_99",
+    )
     assert severities(found) == {"topoctl-net-disagg-ib-device-missing": "warn"}
     assert "mlx5_99 is not an RDMA device" in found["topoctl-net-disagg-ib-device-missing"][0]
 
@@ -189,12 +243,25 @@ def test_an_unresolved_value_is_not_guessed(cli):
     assert code == 0 and severities(found) == {"topoctl-net-not-checked": "info"}
 
 
-# ---------------------------------------------------------------------------------------- agrees with recommend
+# ---------------------------------------------------------------------------------------- agrees
+# with recommend
+
 
 def test_what_recommend_writes_for_two_nodes_passes(cli, tmp_path):
     env = tmp_path / "two-nodes.env"
-    code, _, err = cli(["recommend", "--system", "h100-8x-8nic-ib", "--sglang-version", "0.5.9", "--nnodes", "2",
-                        "-o", str(env)])
+    code, _, err = cli(
+        [
+            "recommend",
+            "--system",
+            "h100-8x-8nic-ib",
+            "--sglang-version",
+            "0.5.9",
+            "--nnodes",
+            "2",
+            "-o",
+            str(env),
+        ]
+    )
     assert code == 0, err
     assert "NCCL_SOCKET_IFNAME=" in env.read_text() and "NCCL_IB_HCA=" in env.read_text()
     code, out, err = cli(["check", str(env), *NICS])

@@ -1,4 +1,6 @@
-"""The CLI's front door: help, version, and bad input as one line with a hint (exit 2), never a traceback."""
+"""The CLI's front door: help, version, and bad input as one line with a hint (exit 2), never a
+traceback."""
+
 from __future__ import annotations
 
 import json
@@ -61,7 +63,9 @@ def test_empty_folder_as_capture(cli, tmp_path):
     assert_one_line_error(err, "no such capture")
 
 
-@pytest.mark.parametrize("content", ["not json at all", "{\"capture_version\": 1,", "", "\x00\x01\x02"])
+@pytest.mark.parametrize(
+    "content", ["not json at all", '{"capture_version": 1,', "", "\x00\x01\x02"]
+)
 def test_non_json_capture(content, cli, tmp_path):
     path = tmp_path / "capture.json"
     path.write_text(content)
@@ -86,16 +90,34 @@ WRONG_SHAPES = [
     {"capture_version": "1", "nvml": {}},
     {"capture_version": 1, "nvml": []},
     {"capture_version": 1, "files": "x"},
-    {"capture_version": 1, "nvml": {"nvmlInit": {"ok": None}, "nvmlDeviceGetCount": {"ok": "four"}}},
-    {"capture_version": 1, "nvml": {"nvmlInit": {"ok": None}, "nvmlDeviceGetCount": {"ok": 10 ** 9}}},
+    {
+        "capture_version": 1,
+        "nvml": {"nvmlInit": {"ok": None}, "nvmlDeviceGetCount": {"ok": "four"}},
+    },
+    {"capture_version": 1, "nvml": {"nvmlInit": {"ok": None}, "nvmlDeviceGetCount": {"ok": 10**9}}},
     {"capture_version": 1, "nvml": {"nvmlInit": {"ok": None}, "nvmlDeviceGetCount": {"ok": -1}}},
-    {"capture_version": 1, "nvml": {"nvmlInit": {"ok": None}, "nvmlDeviceGetCount": {"ok": 1},
-                                    "nvmlDeviceGetPciInfo|0": {"ok": 7}}},
-    {"capture_version": 1, "nvml": {"nvmlInit": {"ok": None}, "nvmlDeviceGetCount": {"ok": 2},
-                                    "nvmlDeviceGetNvLinkState|0|0": {"ok": 1},
-                                    "nvmlDeviceGetNvLinkRemoteDeviceType|0|0": {"ok": [2]}}},
-    {"capture_version": 1, "nvml": {"nvmlInit": {"ok": None}, "nvmlDeviceGetCount": {"ok": 1}},
-     "torch": {"facts": {"ok": {"peer": {"x": True}}}}},
+    {
+        "capture_version": 1,
+        "nvml": {
+            "nvmlInit": {"ok": None},
+            "nvmlDeviceGetCount": {"ok": 1},
+            "nvmlDeviceGetPciInfo|0": {"ok": 7},
+        },
+    },
+    {
+        "capture_version": 1,
+        "nvml": {
+            "nvmlInit": {"ok": None},
+            "nvmlDeviceGetCount": {"ok": 2},
+            "nvmlDeviceGetNvLinkState|0|0": {"ok": 1},
+            "nvmlDeviceGetNvLinkRemoteDeviceType|0|0": {"ok": [2]},
+        },
+    },
+    {
+        "capture_version": 1,
+        "nvml": {"nvmlInit": {"ok": None}, "nvmlDeviceGetCount": {"ok": 1}},
+        "torch": {"facts": {"ok": {"peer": {"x": True}}}},
+    },
 ]
 
 
@@ -112,29 +134,49 @@ def test_wrong_shape_capture(document, cli, tmp_path):
 def test_wrong_shape_capture_in_a_real_subprocess(tmp_path):
     path = tmp_path / "capture.json"
     path.write_text(json.dumps(WRONG_SHAPES[-1]))
-    result = subprocess.run([sys.executable, "-m", "topoctl", "probe", "--from-capture", str(path)],
-                            capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-m", "topoctl", "probe", "--from-capture", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 2 and "Traceback" not in result.stderr and result.stdout == ""
 
 
 def test_record_and_replay_together_is_bad_usage(cli, tmp_path):
-    code, _, err = cli(["probe", "--record", str(tmp_path / "c.json"), "--from-capture",
-                        os.path.join(FIXTURES, "h100-8x-nvswitch")])
+    code, _, err = cli(
+        [
+            "probe",
+            "--record",
+            str(tmp_path / "c.json"),
+            "--from-capture",
+            os.path.join(FIXTURES, "h100-8x-nvswitch"),
+        ]
+    )
     assert code == 2
     assert_one_line_error(err, "cannot be combined")
     assert not (tmp_path / "c.json").exists()
 
 
 def test_output_into_a_missing_folder(cli, tmp_path):
-    code, _, err = cli(["probe", "--from-capture", os.path.join(FIXTURES, "h100-8x-nvswitch"),
-                        "-o", str(tmp_path / "no" / "such" / "dir.json")])
+    code, _, err = cli(
+        [
+            "probe",
+            "--from-capture",
+            os.path.join(FIXTURES, "h100-8x-nvswitch"),
+            "-o",
+            str(tmp_path / "no" / "such" / "dir.json"),
+        ]
+    )
     assert code == 2
     assert_one_line_error(err, "does not exist")
 
 
 def test_an_old_capture_missing_new_questions_still_replays(cli, tmp_path):
     """Answers the capture never recorded become unknown fields (NotRecorded), the replay goes on."""
-    with open(os.path.join(FIXTURES, "l40s-4x-pcie-2numa", "capture.json"), encoding="utf-8") as handle:
+    with open(
+        os.path.join(FIXTURES, "l40s-4x-pcie-2numa", "capture.json"), encoding="utf-8"
+    ) as handle:
         capture = json.load(handle)
     for key in [k for k in capture["nvml"] if k.startswith("nvmlDeviceGetMaxPcieLinkWidth")]:
         del capture["nvml"][key]
@@ -150,7 +192,9 @@ def test_an_old_capture_missing_new_questions_still_replays(cli, tmp_path):
 def test_probe_stdout_is_yaml_by_default():
     import yaml
 
-    result = CliRunner().invoke(cli_group, ["probe", "--from-capture", os.path.join(FIXTURES, "rtx-4090-2x-pcie-no-p2p")])
+    result = CliRunner().invoke(
+        cli_group, ["probe", "--from-capture", os.path.join(FIXTURES, "rtx-4090-2x-pcie-no-p2p")]
+    )
     assert result.exit_code == 0
     assert yaml.safe_load(result.output)["summary"]["gpu_count"] == 2
 
@@ -164,7 +208,11 @@ def test_version_is_answered_without_click_and_agrees_with_the_flag_data():
 
     assert flag_data_versions() == known_versions()
     assert f"to {newest_version()};" in version_text()
-    code = ("import sys; from topoctl.entry import main; main(['--version']); "
-            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'click' or m == 'topoctl.rules.sglang.flags'))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    code = (
+        "import sys; from topoctl.entry import main; main(['--version']); print(sorted(m for m "
+        "in sys.modules if m.split('.')[0] == 'click' or m == 'topoctl.rules.sglang.flags'))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
     assert out.splitlines()[-1] == "[]" and out.startswith("topoctl ")

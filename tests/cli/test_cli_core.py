@@ -5,6 +5,7 @@
 - `topoctl ... | head -1` ends like other Unix tools (SIGPIPE), never exit 1, which CI reads as "blocking";
 - help text never breaks a name such as --list-systems or rtx-pro-6000-8x-pcie at a hyphen.
 """
+
 from __future__ import annotations
 
 import os
@@ -23,30 +24,41 @@ from topoctl.cli.app import main
 H200 = ["--system", "h200-2x-nvswitch-vm"]
 
 
-# -- unknown subcommands and click's own usage errors ------------------------------------------------------
+# -- unknown subcommands and click's own usage errors
+# ------------------------------------------------------
 
 
-@pytest.mark.parametrize("argv, first, hint", [
-    (["prob"], "topoctl: error: no such command 'prob'", "  hint: did you mean probe?"),
-    (["recomend", "--model", "x"], "topoctl: error: no such command 'recomend'", "  hint: did you mean recommend?"),
-    (["chek"], "topoctl: error: no such command 'chek'", "  hint: did you mean check?"),
-    (["xyzzy"], "topoctl: error: no such command 'xyzzy'", "  hint: see topoctl --help"),
-    (["rules", "lst"], "topoctl: error: no such command 'lst'", "  hint: did you mean list?"),
-])
+@pytest.mark.parametrize(
+    "argv, first, hint",
+    [
+        (["prob"], "topoctl: error: no such command 'prob'", "  hint: did you mean probe?"),
+        (
+            ["recomend", "--model", "x"],
+            "topoctl: error: no such command 'recomend'",
+            "  hint: did you mean recommend?",
+        ),
+        (["chek"], "topoctl: error: no such command 'chek'", "  hint: did you mean check?"),
+        (["xyzzy"], "topoctl: error: no such command 'xyzzy'", "  hint: see topoctl --help"),
+        (["rules", "lst"], "topoctl: error: no such command 'lst'", "  hint: did you mean list?"),
+    ],
+)
 def test_unknown_subcommand_is_one_line_with_a_suggestion(cli, argv, first, hint):
     code, out, err = cli(argv)
     assert code == 2 and out == ""
     assert err.splitlines() == [first, hint]
 
 
-@pytest.mark.parametrize("argv, contains, command", [
-    (["recommend", "--tp-size"], "requires an argument", "topoctl recommend"),
-    (["recommend", "--format", "toml", *H200], "'toml' is not one of", "topoctl recommend"),
-    (["check", "--fail-on", "never", "x.env", *H200], "'never' is not one of", "topoctl check"),
-    (["rules", "explain"], "Missing argument", "topoctl rules explain"),
-    (["show", "--sytem", "x"], "Did you mean '--system'", "topoctl show"),
-    (["--bogus"], "No such option", "topoctl"),
-])
+@pytest.mark.parametrize(
+    "argv, contains, command",
+    [
+        (["recommend", "--tp-size"], "requires an argument", "topoctl recommend"),
+        (["recommend", "--format", "toml", *H200], "'toml' is not one of", "topoctl recommend"),
+        (["check", "--fail-on", "never", "x.env", *H200], "'never' is not one of", "topoctl check"),
+        (["rules", "explain"], "Missing argument", "topoctl rules explain"),
+        (["show", "--sytem", "x"], "Did you mean '--system'", "topoctl show"),
+        (["--bogus"], "No such option", "topoctl"),
+    ],
+)
 def test_click_usage_errors_in_topoctl_format(cli, argv, contains, command):
     code, out, err = cli(argv)
     assert code == 2 and out == ""
@@ -64,13 +76,17 @@ def test_a_group_without_a_command_shows_its_help(cli, argv):
     assert "topoctl: error: Usage" not in err and "\\n" not in err
 
 
-# -- hostile text in messages stays on one line ------------------------------------------------------------
+# -- hostile text in messages stays on one line
+# ------------------------------------------------------------
 
 
 def test_one_line_escapes_control_characters():
     from topoctl.cli.app import one_line
 
-    assert one_line("a\nb\rc\td\x1b[31me\x00f\x7fg\u2028h\u00e9") == "a\\nb\\rc\\td\\x1b[31me\\x00f\\x7fg\\u2028h\u00e9"
+    assert (
+        one_line("a\nb\rc\td\x1b[31me\x00f\x7fg\u2028h\u00e9")
+        == "a\\nb\\rc\\td\\x1b[31me\\x00f\\x7fg\\u2028h\u00e9"
+    )
 
 
 def test_hostile_option_value_is_escaped_in_the_error(cli):
@@ -92,10 +108,14 @@ def test_hostile_message_and_hint_are_escaped(cli, monkeypatch):
     monkeypatch.setattr(topoctl.cli.target_machine, "resolve_target", hostile)
     code, out, err = cli(["show", *H200])
     assert code == 2
-    assert err.splitlines() == ["topoctl: error: bad\\nNEXT LINE\\x1b[2J", "  hint: try\\r\\tthis\\x07"]
+    assert err.splitlines() == [
+        "topoctl: error: bad\\nNEXT LINE\\x1b[2J",
+        "  hint: try\\r\\tthis\\x07",
+    ]
 
 
-# -- a bug: one line, exit 70, traceback only with TOPOCTL_DEBUG=1 -----------------------------------------
+# -- a bug: one line, exit 70, traceback only with TOPOCTL_DEBUG=1
+# -----------------------------------------
 
 
 @pytest.fixture
@@ -145,22 +165,37 @@ def test_an_unexpected_exception_outside_a_subcommand(cli, monkeypatch):
 
 
 def test_an_internal_error_in_a_real_process(tmp_path):
-    code = ("import sys, topoctl.probe.render_matrix as m\n"
-            "m.render = lambda *a, **k: 1 / 0\n"
-            "from topoctl.cli.app import main\n"
-            "sys.exit(main())\n")
-    proc = subprocess.run([sys.executable, "-c", code, "show", *H200], capture_output=True, text=True,
-                          cwd=str(tmp_path), env={k: v for k, v in os.environ.items() if k != "TOPOCTL_DEBUG"})
+    code = (
+        "import sys, topoctl.probe.render_matrix as m\n"
+        "m.render = lambda *a, **k: 1 / 0\n"
+        "from topoctl.cli.app import main\n"
+        "sys.exit(main())\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, "show", *H200],
+        capture_output=True,
+        text=True,
+        cwd=str(tmp_path),
+        env={k: v for k, v in os.environ.items() if k != "TOPOCTL_DEBUG"},
+    )
     assert proc.returncode == 70
     assert "Traceback" not in proc.stderr
     assert proc.stderr.startswith("topoctl: internal error: ZeroDivisionError: ")
 
 
-# -- a closed pipe ends topoctl like other Unix tools ------------------------------------------------------
+# -- a closed pipe ends topoctl like other Unix tools
+# ------------------------------------------------------
 
 
-@pytest.mark.parametrize("argv", [["rules", "list"], ["show", *H200], ["recommend", *H200, "--format", "json"],
-                                  ["recommend", "--list-systems"]])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["rules", "list"],
+        ["show", *H200],
+        ["recommend", *H200, "--format", "json"],
+        ["recommend", "--list-systems"],
+    ],
+)
 def test_a_pipe_closed_by_head(tmp_path, argv):
     if shutil.which("bash") is None or shutil.which("head") is None:
         pytest.skip("needs bash and head")
@@ -172,21 +207,35 @@ def test_a_pipe_closed_by_head(tmp_path, argv):
     assert (tmp_path / "err.txt").read_text() == ""
 
 
-@pytest.mark.parametrize("argv", [["rules", "list"], ["show", *H200], ["check", *H200, "--", "python", "-m",
-                                                                        "sglang.launch_server", "--tp-sise", "2"]])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["rules", "list"],
+        ["show", *H200],
+        ["check", *H200, "--", "python", "-m", "sglang.launch_server", "--tp-sise", "2"],
+    ],
+)
 def test_a_pipe_closed_before_the_first_write(tmp_path, argv):
     """Deterministic: the reader is gone before topoctl writes a byte."""
     read_end, write_end = os.pipe()
     os.close(read_end)
     try:
-        proc = subprocess.run([sys.executable, "-m", "topoctl", *argv], stdout=write_end, stderr=subprocess.PIPE,
-                              text=True, cwd=str(tmp_path))
+        proc = subprocess.run(
+            [sys.executable, "-m", "topoctl", *argv],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=str(tmp_path),
+        )
     finally:
         os.close(write_end)
     assert proc.returncode in (0, -signal.SIGPIPE), (proc.returncode, proc.stderr)
     assert proc.returncode != 1
-    # check says on stderr which SGLang version it assumed (H200's snapshot has none installed); nothing else
-    assert [line for line in proc.stderr.splitlines() if not line.startswith("topoctl: note: ")] == []
+    # check says on stderr which SGLang version it assumed (H200's snapshot has none installed);
+    # nothing else
+    assert [
+        line for line in proc.stderr.splitlines() if not line.startswith("topoctl: note: ")
+    ] == []
 
 
 def test_a_closed_pipe_in_process_is_not_exit_1(monkeypatch, cli):
@@ -204,13 +253,16 @@ def test_a_closed_pipe_in_process_is_not_exit_1(monkeypatch, cli):
     assert code == 141
 
 
-# -- help text ---------------------------------------------------------------------------------------------
+# -- help text
+# ---------------------------------------------------------------------------------------------
 
 BROKEN_NAME = re.compile(r"[A-Za-z0-9]-\n\s*[A-Za-z0-9]")
 
 
 @pytest.mark.parametrize("columns", ["50", "80", "100", "240"])
-@pytest.mark.parametrize("argv", [[], ["probe"], ["show"], ["recommend"], ["check"], ["rules"], ["rules", "list"]])
+@pytest.mark.parametrize(
+    "argv", [[], ["probe"], ["show"], ["recommend"], ["check"], ["rules"], ["rules", "list"]]
+)
 def test_help_never_breaks_a_name_at_a_hyphen(cli, monkeypatch, argv, columns):
     monkeypatch.setenv("COLUMNS", columns)
     code, out, _ = cli([*argv, "--help"])
@@ -221,11 +273,17 @@ def test_help_never_breaks_a_name_at_a_hyphen(cli, monkeypatch, argv, columns):
     if argv == ["recommend"]:
         assert "--list-systems" in out
     if int(columns) >= 100:
-        assert max(len(line) for line in out.splitlines() if not line.lstrip().startswith("topoctl ")) <= 100
+        assert (
+            max(len(line) for line in out.splitlines() if not line.lstrip().startswith("topoctl "))
+            <= 100
+        )
 
 
 def test_help_examples_are_never_rewrapped(cli, monkeypatch):
     monkeypatch.setenv("COLUMNS", "50")
     code, out, _ = cli(["--help"])
     assert code == 0
-    assert "  topoctl check launch.env --topology machine.yaml   # in CI: exit 1 on a blocking finding" in out
+    assert (
+        "  topoctl check launch.env --topology machine.yaml   # in CI: exit 1 on a blocking finding"
+        in out
+    )

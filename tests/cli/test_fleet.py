@@ -1,5 +1,7 @@
-"""`topoctl fleet`: sixteen DGX H100-like nodes, two of them odd (a GPU link down-trained to x8 on node07; the
-NICs of socket 1 down on node12). Every node has its own hostname, GPU UUIDs and probe time, which must not count."""
+"""`topoctl fleet`: sixteen DGX H100-like nodes, two of them odd (a GPU link down-trained to x8 on
+node07; the NICs of socket 1 down on node12). Every node has its own hostname, GPU UUIDs and probe
+time, which must not count."""
+
 from __future__ import annotations
 
 import copy
@@ -36,7 +38,8 @@ def _socket_nics_down(node: dict, numa: int) -> None:
 
 
 def write_sixteen_nodes(folder) -> None:
-    """The sixteen node snapshots into `folder` (a pathlib.Path that exists); the README's fleet example too."""
+    """The sixteen node snapshots into `folder` (a pathlib.Path that exists); the README's fleet
+    example too."""
     base = system_snapshot("h100-8x-8nic-ib")
     for number in range(1, 17):
         node = _node(base, number)

@@ -1,10 +1,11 @@
 """Output channels and files under bad conditions, through the real console entry (a subprocess).
 
-stdout closed, stdout or stderr on a full disk (/dev/full), a reader that goes away, any output encoding,
-non-UTF-8 input files, a value carrying terminal escapes, and the temp file a SIGKILL leaves behind. Exit codes
-(docs/reliability.md): 74 when the output cannot be written, 141 for a closed pipe, the original code when only
-stderr is lost; never 1, which means "blocking finding".
+stdout closed, stdout or stderr on a full disk (/dev/full), a reader that goes away, any output
+encoding, non-UTF-8 input files, a value carrying terminal escapes, and the temp file a SIGKILL
+leaves behind. Exit codes (docs/reliability.md): 74 when the output cannot be written, 141 for a
+closed pipe, the original code when only stderr is lost; never 1, which means "blocking finding".
 """
+
 from __future__ import annotations
 
 import json
@@ -24,11 +25,22 @@ FULL = "/dev/full"
 needs_dev_full = pytest.mark.skipif(not os.path.exists(FULL), reason="no /dev/full on this OS")
 
 
-def topoctl(args: list[str], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env: dict | None = None,
-            **kwargs) -> subprocess.CompletedProcess:
+def topoctl(
+    args: list[str],
+    stdout=subprocess.PIPE,
+    stderr=subprocess.PIPE,
+    env: dict | None = None,
+    **kwargs,
+) -> subprocess.CompletedProcess:
     merged = dict(os.environ, **(env or {}))
-    return subprocess.run([sys.executable, "-m", "topoctl", *args], stdout=stdout, stderr=stderr, env=merged,
-                          timeout=120, **kwargs)
+    return subprocess.run(
+        [sys.executable, "-m", "topoctl", *args],
+        stdout=stdout,
+        stderr=stderr,
+        env=merged,
+        timeout=120,
+        **kwargs,
+    )
 
 
 def one_line_error(stderr: bytes, *words: str) -> str:
@@ -41,20 +53,32 @@ def one_line_error(stderr: bytes, *words: str) -> str:
     return lines[0]
 
 
-# -- stdout ---------------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("args", [RECOMMEND, ["rules", "list"], ["show", "--system", SYSTEM]],
-                         ids=["recommend", "rules-list", "show"])
+# -- stdout
+# ---------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "args",
+    [RECOMMEND, ["rules", "list"], ["show", "--system", SYSTEM]],
+    ids=["recommend", "rules-list", "show"],
+)
 def test_closed_stdout_is_exit_74_with_a_message(args):
-    result = topoctl(args, stdout=subprocess.DEVNULL, pass_fds=(), close_fds=True,
-                     preexec_fn=lambda: os.close(1))
+    result = topoctl(
+        args, stdout=subprocess.DEVNULL, pass_fds=(), close_fds=True, preexec_fn=lambda: os.close(1)
+    )
     assert result.returncode == 74
     one_line_error(result.stderr, "stdout is closed")
 
 
 @needs_dev_full
-@pytest.mark.parametrize("args", [RECOMMEND, ["rules", "list"], ["show", "--system", SYSTEM],
-                                  ["check", "--system", SYSTEM, "--", "--tp-size", "4"]],
-                         ids=["recommend", "rules-list", "show", "check"])
+@pytest.mark.parametrize(
+    "args",
+    [
+        RECOMMEND,
+        ["rules", "list"],
+        ["show", "--system", SYSTEM],
+        ["check", "--system", SYSTEM, "--", "--tp-size", "4"],
+    ],
+    ids=["recommend", "rules-list", "show", "check"],
+)
 def test_stdout_on_a_full_disk_is_exit_74(args):
     with open(FULL, "wb") as full:
         result = topoctl(args, stdout=full)
@@ -79,24 +103,36 @@ def test_stderr_on_a_full_disk_keeps_the_exit_code_of_what_happened():
 
 
 def test_stderr_closed_keeps_the_exit_code():
-    result = topoctl(["recommend", "--system", "no-such-system"], stderr=subprocess.DEVNULL,
-                     preexec_fn=lambda: os.close(2))
+    result = topoctl(
+        ["recommend", "--system", "no-such-system"],
+        stderr=subprocess.DEVNULL,
+        preexec_fn=lambda: os.close(2),
+    )
     assert result.returncode == 2
 
 
 def test_a_reader_that_goes_away_is_141_never_1():
-    proc = subprocess.Popen([sys.executable, "-m", "topoctl", "rules", "list", "--format", "json"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "topoctl", "rules", "list", "--format", "json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     proc.stdout.read(1)
     proc.stdout.close()
     _, err = proc.communicate(timeout=120)
-    assert proc.returncode in (0, -signal.SIGPIPE), err  # 141 in a shell; 0 if it had written all already
+    assert proc.returncode in (0, -signal.SIGPIPE), (
+        err
+    )  # 141 in a shell; 0 if it had written all already
     assert b"Traceback" not in err
 
 
-# -- encodings ------------------------------------------------------------------------------------------------
-ENCODINGS = [{"PYTHONIOENCODING": "ascii"}, {"PYTHONIOENCODING": "latin-1"},
-             {"LANG": "C", "LC_ALL": "C", "PYTHONIOENCODING": "", "PYTHONUTF8": "0"}]
+# -- encodings
+# ------------------------------------------------------------------------------------------------
+ENCODINGS = [
+    {"PYTHONIOENCODING": "ascii"},
+    {"PYTHONIOENCODING": "latin-1"},
+    {"LANG": "C", "LC_ALL": "C", "PYTHONIOENCODING": "", "PYTHONUTF8": "0"},
+]
 
 
 @pytest.fixture(scope="module")
@@ -114,14 +150,30 @@ def unicode_snapshot(tmp_path_factory):
 
 
 @pytest.mark.parametrize("env", ENCODINGS, ids=["ascii", "latin-1", "LANG=C"])
-@pytest.mark.parametrize("command", ["show", "recommend-env", "recommend-explain", "check-text", "probe-yaml"])
-def test_any_output_encoding_gives_the_same_bytes_as_dash_o(env, command, unicode_snapshot, tmp_path):
-    args = {"show": ["show", "--topology", unicode_snapshot],
-            "recommend-env": ["recommend", "--topology", unicode_snapshot, "--model", "llama-3.1-70b"],
-            "recommend-explain": ["recommend", "--topology", unicode_snapshot, "--model", "llama-3.1-70b", "--explain"],
-            "check-text": ["check", "--topology", unicode_snapshot, "--", "--tp-size", "4"],
-            "probe-yaml": ["probe", "--from-capture", os.path.join(os.path.dirname(__file__), "..", "..", "fixtures",
-                                                                    SYSTEM)]}[command]
+@pytest.mark.parametrize(
+    "command", ["show", "recommend-env", "recommend-explain", "check-text", "probe-yaml"]
+)
+def test_any_output_encoding_gives_the_same_bytes_as_dash_o(
+    env, command, unicode_snapshot, tmp_path
+):
+    args = {
+        "show": ["show", "--topology", unicode_snapshot],
+        "recommend-env": ["recommend", "--topology", unicode_snapshot, "--model", "llama-3.1-70b"],
+        "recommend-explain": [
+            "recommend",
+            "--topology",
+            unicode_snapshot,
+            "--model",
+            "llama-3.1-70b",
+            "--explain",
+        ],
+        "check-text": ["check", "--topology", unicode_snapshot, "--", "--tp-size", "4"],
+        "probe-yaml": [
+            "probe",
+            "--from-capture",
+            os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", SYSTEM),
+        ],
+    }[command]
     result = topoctl(args, env=env)
     assert result.returncode in (0, 1), result.stderr  # check may block; never an error
     assert b"Traceback" not in result.stderr and b"internal error" not in result.stderr
@@ -134,14 +186,19 @@ def test_any_output_encoding_gives_the_same_bytes_as_dash_o(env, command, unicod
 
 
 def test_an_error_message_in_an_ascii_locale_is_escaped_not_a_crash():
-    result = topoctl(["show", "--topology", "/nonexistent/東京.json"], env={"PYTHONIOENCODING": "ascii"})
+    result = topoctl(
+        ["show", "--topology", "/nonexistent/東京.json"], env={"PYTHONIOENCODING": "ascii"}
+    )
     assert result.returncode == 2
     one_line_error(result.stderr, "no such file")
 
 
-# -- a value with terminal escapes ----------------------------------------------------------------------------
+# -- a value with terminal escapes
+# ----------------------------------------------------------------------------
 @pytest.mark.parametrize("fmt", ["env", "args", "json", "yaml"])
-def test_draft_model_with_terminal_escapes_is_written_identically_to_a_pipe_and_to_dash_o(fmt, tmp_path):
+def test_draft_model_with_terminal_escapes_is_written_identically_to_a_pipe_and_to_dash_o(
+    fmt, tmp_path
+):
     draft = "/models/\x1b[31mred\x1b[0m\x07-東京"
     args = [*RECOMMEND, "--speculative", "eagle3", "--draft-model", draft, "--format", fmt]
     piped = topoctl(args)
@@ -158,7 +215,8 @@ def test_draft_model_with_terminal_escapes_is_written_identically_to_a_pipe_and_
                 assert "\x1b" not in line
 
 
-# -- non-UTF-8 input ------------------------------------------------------------------------------------------
+# -- non-UTF-8 input
+# ------------------------------------------------------------------------------------------
 LATIN1 = "café: 1\n".encode("latin-1")
 
 
@@ -166,11 +224,13 @@ LATIN1 = "café: 1\n".encode("latin-1")
 def test_non_utf8_input_files_are_one_line_exit_2(kind, tmp_path):
     path = tmp_path / "input"
     path.write_bytes(b"\xff\xfe" + LATIN1)
-    args = {"snapshot": ["show", "--topology", str(path)],
-            "capture": ["probe", "--from-capture", str(path)],
-            "launch.env": ["check", str(path), "--system", SYSTEM],
-            "rules": ["rules", "list", "--rules", str(tmp_path)],
-            "model-config": ["recommend", "--system", SYSTEM, "--model-config", str(path)]}[kind]
+    args = {
+        "snapshot": ["show", "--topology", str(path)],
+        "capture": ["probe", "--from-capture", str(path)],
+        "launch.env": ["check", str(path), "--system", SYSTEM],
+        "rules": ["rules", "list", "--rules", str(tmp_path)],
+        "model-config": ["recommend", "--system", SYSTEM, "--model-config", str(path)],
+    }[kind]
     if kind == "rules":
         path.rename(tmp_path / "site.yaml")
     result = topoctl(args)
@@ -178,7 +238,8 @@ def test_non_utf8_input_files_are_one_line_exit_2(kind, tmp_path):
     one_line_error(result.stderr)
 
 
-# -- temp files of a killed run -------------------------------------------------------------------------------
+# -- temp files of a killed run
+# -------------------------------------------------------------------------------
 def _age(path, seconds: float) -> None:
     past = time.time() - seconds
     os.utime(path, (past, past))
@@ -188,7 +249,11 @@ def test_stale_temp_files_are_removed_only_when_ours_and_old(tmp_path):
     ours_old = tmp_path / ".topoctl-abcd1234.tmp"
     ours_old_v1 = tmp_path / ".topoctl-zz_91xyz"  # the name an earlier topoctl used (no suffix)
     ours_new = tmp_path / ".topoctl-new12345.tmp"
-    not_ours = [tmp_path / ".topoctl-config", tmp_path / "x.topoctl-abcd1234.tmp", tmp_path / ".topoctl-abcd12345.tmp"]
+    not_ours = [
+        tmp_path / ".topoctl-config",
+        tmp_path / "x.topoctl-abcd1234.tmp",
+        tmp_path / ".topoctl-abcd12345.tmp",
+    ]
     for path in [ours_old, ours_old_v1, ours_new, *not_ours]:
         path.write_text("partial")
     for path in [ours_old, ours_old_v1, *not_ours]:
@@ -226,8 +291,11 @@ def test_sigkill_during_a_write_leaves_the_target_intact_and_the_next_run_cleans
     target = tmp_path / "launch.env"
     target.write_text("OLD=1\n")
     flag = tmp_path / "where"
-    proc = subprocess.Popen([sys.executable, "-c", KILLED_WRITER, str(flag), *RECOMMEND, "-o", str(target)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", KILLED_WRITER, str(flag), *RECOMMEND, "-o", str(target)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     try:
         for _ in range(1200):  # until the temp file is written and fsynced, just before the rename
             if flag.exists() and flag.read_text():
@@ -249,20 +317,46 @@ def test_sigkill_during_a_write_leaves_the_target_intact_and_the_next_run_cleans
     result = topoctl([*RECOMMEND, "-o", str(target)])
     assert result.returncode == 0, result.stderr
     assert not os.path.exists(temp)  # the next run writing there removed it
-    assert target.read_text().startswith("#") and sorted(p.name for p in tmp_path.iterdir()) == ["launch.env", "where"]
+    assert target.read_text().startswith("#") and sorted(p.name for p in tmp_path.iterdir()) == [
+        "launch.env",
+        "where",
+    ]
 
 
-# -- the CLI settles its own streams: 74 or the verdict, never Python's exit-time 120 ----------------------------
-CHECK_NO_P2P = ["check", "--system", "rtx-4090-2x-pcie-no-p2p", "--sglang-version", "0.5.13", "--",
-                "python", "-m", "sglang.launch_server", "--model-path", "m", "--tp-size", "2"]
+# -- the CLI settles its own streams: 74 or the verdict, never Python's exit-time 120
+# ----------------------------
+CHECK_NO_P2P = [
+    "check",
+    "--system",
+    "rtx-4090-2x-pcie-no-p2p",
+    "--sglang-version",
+    "0.5.13",
+    "--",
+    "python",
+    "-m",
+    "sglang.launch_server",
+    "--model-path",
+    "m",
+    "--tp-size",
+    "2",
+]
 
 
 @pytest.mark.parametrize("unbuffered", ["", "1"])
 def test_version_with_stdout_closed_or_full_is_74_without_a_traceback(unbuffered):
     env = {"PYTHONUNBUFFERED": unbuffered} if unbuffered else {}
-    closed = topoctl(["--version"], stdout=subprocess.DEVNULL, env=env, close_fds=True,
-                     preexec_fn=lambda: os.close(1))
-    assert closed.returncode == 74 and b"Traceback" not in closed.stderr and b"stdout is closed" in closed.stderr
+    closed = topoctl(
+        ["--version"],
+        stdout=subprocess.DEVNULL,
+        env=env,
+        close_fds=True,
+        preexec_fn=lambda: os.close(1),
+    )
+    assert (
+        closed.returncode == 74
+        and b"Traceback" not in closed.stderr
+        and b"stdout is closed" in closed.stderr
+    )
     if os.path.exists(FULL):
         with open(FULL, "w") as full:
             result = topoctl(["--version"], stdout=full, env=env)
@@ -271,14 +365,21 @@ def test_version_with_stdout_closed_or_full_is_74_without_a_traceback(unbuffered
 
 @needs_dev_full
 @pytest.mark.parametrize("unbuffered", ["", "1"])
-@pytest.mark.parametrize("args, code", [(CHECK_NO_P2P, 1), (["probe", "--from-capture", "fixtures/no-gpu"], 3),
-                                        (RECOMMEND, 0)])
+@pytest.mark.parametrize(
+    "args, code",
+    [(CHECK_NO_P2P, 1), (["probe", "--from-capture", "fixtures/no-gpu"], 3), (RECOMMEND, 0)],
+)
 def test_a_verdict_survives_stderr_closed_or_full(args, code, unbuffered):
     env = {"PYTHONUNBUFFERED": unbuffered} if unbuffered else {}
     with open(FULL, "w") as full:
         on_full = topoctl(args, stdout=subprocess.DEVNULL, stderr=full, env=env)
-    closed = topoctl(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
-                     preexec_fn=lambda: os.close(2))
+    closed = topoctl(
+        args,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+        preexec_fn=lambda: os.close(2),
+    )
     assert (on_full.returncode, closed.returncode) == (code, code)
 
 
@@ -297,17 +398,24 @@ def test_stdout_full_or_read_only_is_74_buffered_or_not(tmp_path, unbuffered):
 
 
 @pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM", "SIGHUP"])
-def test_a_signal_during_a_dash_o_write_removes_the_temp_file_then_acts(tmp_path, monkeypatch, signame):
-    """Under the handler each signal has in an interactive start (Python's KeyboardInterrupt for SIGINT; a
-    handler of the embedding program for SIGTERM and SIGHUP), set here: the suite may run with SIGINT ignored.
-    A shell without job control starts a background job (`cmd &`, and so `nohup`) with SIGINT ignored, and
-    Python then installs no KeyboardInterrupt handler; this test relied on the inherited one and failed
-    ("DID NOT RAISE") in whole runs started that way, while passing alone in a terminal."""
+def test_a_signal_during_a_dash_o_write_removes_the_temp_file_then_acts(
+    tmp_path, monkeypatch, signame
+):
+    """Under the handler each signal has in an interactive start (Python's KeyboardInterrupt for
+    SIGINT; a handler of the embedding program for SIGTERM and SIGHUP), set here: the suite may run
+    with SIGINT ignored. A shell without job control starts a background job (`cmd &`, and so
+    `nohup`) with SIGINT ignored, and Python then installs no KeyboardInterrupt handler; this test
+    relied on the inherited one and failed ("DID NOT RAISE") in whole runs started that way, while
+    passing alone in a terminal."""
     import topoctl.core.io as topo_io
 
     number = getattr(signal, signame)
     seen: list[int] = []
-    handler = signal.default_int_handler if signame == "SIGINT" else lambda signum, _frame: seen.append(signum)
+    handler = (
+        signal.default_int_handler
+        if signame == "SIGINT"
+        else lambda signum, _frame: seen.append(signum)
+    )
     previous = signal.signal(number, handler)
     original = topo_io._fill
 
@@ -328,10 +436,12 @@ def test_a_signal_during_a_dash_o_write_removes_the_temp_file_then_acts(tmp_path
 
 
 @pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM", "SIGHUP"])
-def test_an_ignored_signal_during_a_dash_o_write_stays_ignored_and_the_write_completes(tmp_path, monkeypatch,
-                                                                                      signame):
-    """A background job (`topoctl recommend -o launch.env &` from a script) has SIGINT ignored, `nohup` SIGHUP:
-    such a signal must not end the write or leave a temp file, and stays ignored afterwards."""
+def test_an_ignored_signal_during_a_dash_o_write_stays_ignored_and_the_write_completes(
+    tmp_path, monkeypatch, signame
+):
+    """A background job (`topoctl recommend -o launch.env &` from a script) has SIGINT ignored,
+    `nohup` SIGHUP: such a signal must not end the write or leave a temp file, and stays ignored
+    afterwards."""
     import topoctl.core.io as topo_io
 
     number = getattr(signal, signame)
@@ -353,13 +463,17 @@ def test_an_ignored_signal_during_a_dash_o_write_stays_ignored_and_the_write_com
 
 
 def test_sigterm_during_dash_o_ends_the_process_by_that_signal_with_no_temp_file(tmp_path):
-    """A real process, terminated at random moments of `recommend -o`: never a temp file left behind."""
+    """A real process, terminated at random moments of `recommend -o`: never a temp file left
+    behind."""
     left = []
     for attempt in range(12):
         out = tmp_path / f"run{attempt}"
         out.mkdir()
-        child = subprocess.Popen([sys.executable, "-m", "topoctl", *RECOMMEND, "-o", str(out / "launch.env")],
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        child = subprocess.Popen(
+            [sys.executable, "-m", "topoctl", *RECOMMEND, "-o", str(out / "launch.env")],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         time.sleep(0.3 + attempt * 0.08)
         child.send_signal(signal.SIGTERM if attempt % 2 else signal.SIGINT)
         child.wait(timeout=60)
@@ -374,7 +488,8 @@ def test_ctrl_c_while_the_command_modules_load_is_130_not_a_traceback(monkeypatc
 
     class Loading(types.ModuleType):
         def __getattr__(self, name):
-            raise KeyboardInterrupt  # what a Ctrl-C in the middle of `import topoctl.core.io` looks like to main
+            # what a Ctrl-C in the middle of `import topoctl.core.io` looks like to main
+            raise KeyboardInterrupt
 
     monkeypatch.setitem(sys.modules, "topoctl.core.io", Loading("topoctl.core.io"))
     assert entry.main(["recommend", "--system", SYSTEM]) == 130
@@ -382,9 +497,10 @@ def test_ctrl_c_while_the_command_modules_load_is_130_not_a_traceback(monkeypatc
 
 
 def _create_a_class_while_ctrl_c_lands():
-    """A SIGINT that lands while a dataclass is being created: Python 3.11 hands it on as RuntimeError("Error
-    calling __set_name__ ...") with the KeyboardInterrupt as its cause (found by benchmarks/fuzz_hostile.py:
-    exit 70 'internal error' where the run was only interrupted)."""
+    """A SIGINT that lands while a dataclass is being created: Python 3.11 hands it on as
+    RuntimeError("Error calling __set_name__ ...") with the KeyboardInterrupt as its cause (found by
+    benchmarks/fuzz_hostile.py: exit 70 'internal error' where the run was only interrupted)."""
+
     class Field:
         def __set_name__(self, owner, name):
             raise KeyboardInterrupt
@@ -394,7 +510,10 @@ def _create_a_class_while_ctrl_c_lands():
 
 def test_ctrl_c_wrapped_while_a_class_is_created_is_130_in_a_command(monkeypatch, capsys):
     from topoctl.cli import app as cli_module
-    monkeypatch.setattr(cli_module.cli, "main", lambda *args, **kwargs: _create_a_class_while_ctrl_c_lands())
+
+    monkeypatch.setattr(
+        cli_module.cli, "main", lambda *args, **kwargs: _create_a_class_while_ctrl_c_lands()
+    )
     assert cli_module.main(["recommend", "--system", SYSTEM]) == 130
     assert capsys.readouterr().err == "topoctl: interrupted\n"
 
@@ -415,6 +534,7 @@ def test_ctrl_c_wrapped_while_the_command_modules_load_is_130(monkeypatch, capsy
 
 def test_a_real_bug_is_still_exit_70(monkeypatch, capsys):
     from topoctl.cli import app as cli_module
+
     def broken(*args, **kwargs):
         raise RuntimeError("a bug")
 

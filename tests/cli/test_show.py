@@ -1,4 +1,6 @@
-"""`topoctl show`: the matrix for people; colour only when asked or on a terminal; hostile text stays on one line."""
+"""`topoctl show`: the matrix for people; colour only when asked or on a terminal; hostile text
+stays on one line."""
+
 from __future__ import annotations
 
 import copy
@@ -33,14 +35,19 @@ def test_show_every_system(name):
         for j in range(n):
             if j != i:
                 pair = next(p for p in snapshot["pairs"] if (p["src"], p["dst"]) == (i, j))
-                assert row[1 + j] == f"{pair['link']}{'+' if pair['p2p']['read'] == pair['p2p']['write'] == 'OK' else '-'}"
+                assert (
+                    row[1 + j]
+                    == f"{pair['link']}{'+' if pair['p2p']['read'] == pair['p2p']['write'] == 'OK' else '-'}"
+                )
     assert ESC not in result.output
     assert "Legend:" in result.output
 
 
 def test_show_marks_the_down_trained_gpu():
     out = CliRunner().invoke(cli, ["show", "--system", "l40s-4x-pcie-2numa"]).output
-    gpu_lines = [line for line in out.splitlines() if line.startswith("GPU") and ":" in line.split()[0]]
+    gpu_lines = [
+        line for line in out.splitlines() if line.startswith("GPU") and ":" in line.split()[0]
+    ]
     assert [line.split(":")[0] for line in gpu_lines if "DOWN-TRAINED" in line] == ["GPU2"]
     assert "x8/16" in next(line for line in gpu_lines if line.startswith("GPU2:"))
     assert "P2P read+write OK on 4/12 ordered pairs" in out
@@ -54,9 +61,22 @@ def test_show_no_p2p_system():
 def test_show_from_a_topology_file_json_and_yaml(tmp_path):
     for fmt in ("json", "yaml"):
         path = tmp_path / f"machine.{fmt}"
-        assert main(["probe", "--from-capture", os.path.join("fixtures", "rtx-pro-6000-8x-pcie")
-                     if os.path.isdir("fixtures") else _fixture("rtx-pro-6000-8x-pcie"),
-                     "--format", fmt, "-o", str(path)]) == 0
+        assert (
+            main(
+                [
+                    "probe",
+                    "--from-capture",
+                    os.path.join("fixtures", "rtx-pro-6000-8x-pcie")
+                    if os.path.isdir("fixtures")
+                    else _fixture("rtx-pro-6000-8x-pcie"),
+                    "--format",
+                    fmt,
+                    "-o",
+                    str(path),
+                ]
+            )
+            == 0
+        )
         result = CliRunner().invoke(cli, ["show", "--topology", str(path)])
         assert result.exit_code == 0 and "56/56 ordered pairs" in result.output
 
@@ -73,25 +93,37 @@ def test_no_colour_when_not_a_terminal():
 
 
 def test_colour_when_asked():
-    result = CliRunner().invoke(cli, ["show", "--system", "l40s-4x-pcie-2numa", "--color"], env={"NO_COLOR": ""})
-    assert "\x1b[32m" in result.output and "\x1b[31m" in result.output and "\x1b[0m" in result.output
+    result = CliRunner().invoke(
+        cli, ["show", "--system", "l40s-4x-pcie-2numa", "--color"], env={"NO_COLOR": ""}
+    )
+    assert (
+        "\x1b[32m" in result.output and "\x1b[31m" in result.output and "\x1b[0m" in result.output
+    )
 
 
 def test_explicit_colour_flag_wins_over_no_color():
-    result = CliRunner().invoke(cli, ["show", "--system", "l40s-4x-pcie-2numa", "--color"], env={"NO_COLOR": "1"})
+    result = CliRunner().invoke(
+        cli, ["show", "--system", "l40s-4x-pcie-2numa", "--color"], env={"NO_COLOR": "1"}
+    )
     assert "\x1b[32m" in result.output
 
 
 def test_no_colour_with_no_color_flag_or_env():
     result = CliRunner().invoke(cli, ["show", "--system", "l40s-4x-pcie-2numa", "--no-color"])
     assert ESC not in result.output
-    result = CliRunner().invoke(cli, ["show", "--system", "l40s-4x-pcie-2numa"], env={"NO_COLOR": "1"})
+    result = CliRunner().invoke(
+        cli, ["show", "--system", "l40s-4x-pcie-2numa"], env={"NO_COLOR": "1"}
+    )
     assert ESC not in result.output
 
 
 def test_no_colour_in_a_real_pipe():
-    result = subprocess.run([sys.executable, "-m", "topoctl", "show", "--system", "h100-8x-nvswitch"],
-                            capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-m", "topoctl", "show", "--system", "h100-8x-nvswitch"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0 and ESC not in result.stdout and "NV18+" in result.stdout
 
 
@@ -118,7 +150,9 @@ def test_hostile_names_print_on_one_line(tmp_path):
     path = tmp_path / "hostile.json"
     path.write_text(json.dumps(snapshot))
     for color in ("--no-color", "--color"):
-        result = CliRunner().invoke(cli, ["show", "--topology", str(path), color], env={"NO_COLOR": ""})
+        result = CliRunner().invoke(
+            cli, ["show", "--topology", str(path), color], env={"NO_COLOR": ""}
+        )
         assert result.exit_code == 0
         out = result.output
         assert out.count("\n") == clean_lines
@@ -126,14 +160,18 @@ def test_hostile_names_print_on_one_line(tmp_path):
             assert bad not in out
         name_line = next(line for line in out.splitlines() if line.startswith("GPU0:"))
         assert "EVIL?GPU" in name_line and "end" in name_line
-        assert not any(line.startswith("INJECTED") or line.startswith("$(reboot)") for line in out.splitlines())
+        assert not any(
+            line.startswith("INJECTED") or line.startswith("$(reboot)") for line in out.splitlines()
+        )
 
 
 def test_show_rejects_bad_targets(capsys):
     assert main(["show", "--system", "no-such-box"]) == 2
     err = capsys.readouterr().err
     assert "unknown system 'no-such-box'" in err and "rtx-pro-6000-8x-pcie" in err
-    assert main(["show", "--system", "no-gpu"]) == 2  # a capture that makes no snapshot is not a system
+    assert (
+        main(["show", "--system", "no-gpu"]) == 2
+    )  # a capture that makes no snapshot is not a system
     capsys.readouterr()
     assert main(["show", "--system", "../fixtures"]) == 2
     assert main(["show", "--topology", "x.json", "--system", "h100-8x-nvswitch"]) == 2
@@ -151,4 +189,6 @@ def test_hostile_text_cannot_smuggle_escape_codes_into_coloured_output():
     coloured = render(snapshot, color=True)
     ours = re.sub(r"\x1b\[(?:0|1|31|32|33)m", "", coloured)
     assert ESC not in ours
-    assert coloured.count("\n") == render(system_snapshot("l40s-4x-pcie-2numa"), color=True).count("\n")
+    assert coloured.count("\n") == render(system_snapshot("l40s-4x-pcie-2numa"), color=True).count(
+        "\n"
+    )

@@ -1,5 +1,7 @@
-"""One escaper for every line topoctl prints (errors, check reports, launch.env comments, --explain), and one
-label for an undecided block rule ("cannot verify"), taken from Finding.status_text everywhere."""
+"""One escaper for every line topoctl prints (errors, check reports, launch.env comments,
+--explain), and one label for an undecided block rule ("cannot verify"), taken from
+Finding.status_text everywhere."""
+
 from __future__ import annotations
 
 import json
@@ -13,32 +15,61 @@ def test_one_line_limit_cuts_long_text_only():
     assert one_line("a\tb") == "a\\tb"
     assert one_line("x" * 20, limit=10) == "x" * 7 + "..."
     assert one_line("x" * 10, limit=10) == "x" * 10
-    assert one_line("é\u2028" * 3) == "é\\u2028" * 3  # printable text is kept, line separators escaped
+    assert (
+        one_line("é\u2028" * 3) == "é\\u2028" * 3
+    )  # printable text is kept, line separators escaped
 
 
 def test_check_escapes_a_tab_as_the_docs_say(cli):
-    argv = ["check", "--system", "h200-4x-nvswitch-vm", "--disable", "custom-allreduce-pcie-gate=ok\tmeasured\x01here",
-            "--", "python", "-m", "sglang.launch_server", "--model-path", "M", "--tp-size", "4"]
+    argv = [
+        "check",
+        "--system",
+        "h200-4x-nvswitch-vm",
+        "--disable",
+        "custom-allreduce-pcie-gate=ok\tmeasured\x01here",
+        "--",
+        "python",
+        "-m",
+        "sglang.launch_server",
+        "--model-path",
+        "M",
+        "--tp-size",
+        "4",
+    ]
     code, out, _ = cli(argv)
     assert code == 0, out
     assert "ok\\tmeasured\\x01here" in out and "\t" not in out
 
 
 def test_launch_env_comment_escapes_a_tab(cli, tmp_path):
-    argv = ["recommend", "--system", "h200-4x-nvswitch-vm", "--disable", "custom-allreduce-pcie-gate=ok\there"]
+    argv = [
+        "recommend",
+        "--system",
+        "h200-4x-nvswitch-vm",
+        "--disable",
+        "custom-allreduce-pcie-gate=ok\there",
+    ]
     code, out, err = cli(argv)
     assert code == 0, err
     assert "# Rule custom-allreduce-pcie-gate disabled: ok\\there" in out
 
 
 def _unverifiable(tmp_path):
-    """Four NVLink GPUs in a VM that hides the NVSwitch, whose P2P status and compute capability could not be
-    read: the SM12x block rules cannot be decided."""
+    """Four NVLink GPUs in a VM that hides the NVSwitch, whose P2P status and compute capability
+    could not be read: the SM12x block rules cannot be decided."""
     path = tmp_path / "box.yaml"
     from rules_helpers import make_snapshot as rules_snapshot
 
-    snapshot = rules_snapshot(sm=90, count=4, interconnect="nvswitch", link="NV18", nvlink=True, nvswitch=None,
-                              p2p="unknown", name="NVIDIA H200")
+    snapshot = rules_snapshot(
+        sm=90,
+        count=4,
+        interconnect="nvswitch",
+        link="NV18",
+        nvlink=True,
+        nvswitch=None,
+        p2p="unknown",
+        name="NVIDIA H200",
+    )
     for gpu in snapshot["gpus"]:
         gpu["sm"] = gpu["compute_capability"] = None
     path.write_text(yaml.safe_dump(snapshot))
@@ -58,17 +89,25 @@ def test_recommend_findings_carry_status_text(cli, tmp_path):
 
 
 def test_names_from_a_manifest_cannot_forge_a_ci_annotation(cli, tmp_path):
-    """A container, a deployment and an argument carrying newlines and `::error`: every text line topoctl prints
-    starts with what topoctl put there (GitHub Actions reads a line starting `::error` as an annotation)."""
+    """A container, a deployment and an argument carrying newlines and `::error`: every text line
+    topoctl prints starts with what topoctl put there (GitHub Actions reads a line starting
+    `::error` as an annotation)."""
     manifest = tmp_path / "deploy.yaml"
     manifest.write_text(
-        'apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: "dep\\n::error::meta"}\nspec:\n  template:\n'
-        '    spec:\n      containers:\n      - name: "srv\\n::error file=x::forged\\r\\n::warning::w"\n'
-        '        image: "lmsysorg/sglang:v0.5.12\\n::error::image"\n'
-        '        command: [python3, -m, sglang.launch_server, --model-path, "m\\n::error::model", --tp-size, "2"]\n')
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: "
+        '"dep\\n::error::meta"}\nspec:\n  template:\n    spec:\n      containers:\n      - name: '
+        '"srv\\n::error file=x::forged\\r\\n::warning::w"\n        image: '
+        '"lmsysorg/sglang:v0.5.12\\n::error::image"\n        command: [python3, -m, '
+        'sglang.launch_server, --model-path, "m\\n::error::model", --tp-size, "2"]\n'
+    )
     for fmt in ("text", "github", "junit"):
-        code, out, err = cli(["check", str(manifest), "--system", "rtx-4090-2x-pcie-no-p2p", "--format", fmt])
+        code, out, err = cli(
+            ["check", str(manifest), "--system", "rtx-4090-2x-pcie-no-p2p", "--format", fmt]
+        )
         assert code == 1, err
-        forged = [line for line in (out + err).splitlines()
-                  if line.startswith(("::error file=x::", "::error::", "::warning::w"))]
+        forged = [
+            line
+            for line in (out + err).splitlines()
+            if line.startswith(("::error file=x::", "::error::", "::warning::w"))
+        ]
         assert forged == [], fmt

@@ -4,6 +4,7 @@ Every expected failure must be one line `topoctl: error: ...` (plus at most one 
 the documented exit code (2 bad usage or unreadable input, 3 no GPU), never a traceback; files given with
 -o are never half-written; launch.env made from hostile snapshot text only assigns variables when sourced.
 """
+
 from __future__ import annotations
 
 import copy
@@ -61,29 +62,34 @@ def write(path, text, mode="w"):
 # Front door: typos in subcommands and options
 
 
-@pytest.mark.parametrize("argv, contains", [
-    (["prob"], "no such command 'prob'"),
-    (["recomend"], "no such command 'recomend'"),
-    (["rules", "lst"], "did you mean list?"),
-    (["recommend", "--modle", "kimi-k2.5"], "Did you mean"),
-    (["check", "--topolgy", "x.yaml", "launch.env"], "Did you mean"),
-    (["show", "--sytem", "h100-8x-nvswitch"], "Did you mean"),
-    (["recommend", "--format", "toml", *H200], "'toml' is not one of"),
-    (["check", "--format", "jsn", "x.env", *H200], "'jsn' is not one of"),
-    (["check", "--fail-on", "never", "x.env", *H200], "'never' is not one of"),
-    (["rules", "list", "--severity", "fatal"], "'fatal' is not one of"),
-    (["recommend", "--tp-size", "0", *H200], "not in the range"),
-    (["recommend", "--tp-size", "abc", *H200], "not a valid integer"),
-    (["recommend", "--ep-size", "-1", *H200], "not in the range"),
-    (["rules", "explain"], "Missing argument"),
-])
+@pytest.mark.parametrize(
+    "argv, contains",
+    [
+        (["prob"], "no such command 'prob'"),
+        (["recomend"], "no such command 'recomend'"),
+        (["rules", "lst"], "did you mean list?"),
+        (["recommend", "--modle", "kimi-k2.5"], "Did you mean"),
+        (["check", "--topolgy", "x.yaml", "launch.env"], "Did you mean"),
+        (["show", "--sytem", "h100-8x-nvswitch"], "Did you mean"),
+        (["recommend", "--format", "toml", *H200], "'toml' is not one of"),
+        (["check", "--format", "jsn", "x.env", *H200], "'jsn' is not one of"),
+        (["check", "--fail-on", "never", "x.env", *H200], "'never' is not one of"),
+        (["rules", "list", "--severity", "fatal"], "'fatal' is not one of"),
+        (["recommend", "--tp-size", "0", *H200], "not in the range"),
+        (["recommend", "--tp-size", "abc", *H200], "not a valid integer"),
+        (["recommend", "--ep-size", "-1", *H200], "not in the range"),
+        (["rules", "explain"], "Missing argument"),
+    ],
+)
 def test_typos_and_bad_option_values_are_usage_errors(cli, argv, contains):
     code, out, err = cli(argv)
     assert_click_usage_error(err, code, contains)
     assert out == ""
 
 
-@pytest.mark.parametrize("argv", [["probe"], ["show"], ["recommend"], ["check"], ["rules"], ["rules", "list"]])
+@pytest.mark.parametrize(
+    "argv", [["probe"], ["show"], ["recommend"], ["check"], ["rules"], ["rules", "list"]]
+)
 def test_help_teaches_with_examples_or_a_command_list(cli, argv):
     code, out, err = cli([*argv, "--help"])
     assert code == 0
@@ -105,7 +111,9 @@ def test_top_level_help_lists_every_subcommand(cli):
 
 
 @pytest.mark.parametrize("command", [["show"], ["recommend"], ["check", "x.env"]])
-@pytest.mark.parametrize("name", ["nope", "H100-8X-NVSWITCH", "../h100-8x-nvswitch", "h100-8x-nvswitch/", "no-gpu"])
+@pytest.mark.parametrize(
+    "name", ["nope", "H100-8X-NVSWITCH", "../h100-8x-nvswitch", "h100-8x-nvswitch/", "no-gpu"]
+)
 def test_unknown_system_names_the_known_ones(cli, command, name):
     code, out, err = cli([*command, "--system", name])
     assert_one_line_error(err, code, 2, contains="unknown system")
@@ -127,7 +135,8 @@ def test_unknown_fallback_system_fails_before_probing(cli):
 
 
 # ----------------------------------------------------------------------------------------------------------
-# Bad snapshot files: every reader (show, recommend, check, check --expect) says so in one line, exit 2
+# Bad snapshot files: every reader (show, recommend, check, check --expect) says so in one line,
+# exit 2
 
 
 def _bad_snapshots(tmp_path):
@@ -138,15 +147,18 @@ def _bad_snapshots(tmp_path):
         "blank-yaml": write(tmp_path / "blank.yaml", "\n\n   \n"),
         "garbage": write(tmp_path / "garbage.bin", bytes(range(128, 256)) * 20, "wb"),
         "nul": write(tmp_path / "nul.json", b"\x00\x01\x02{", "wb"),
-        "python-tag": write(tmp_path / "tag.yaml",
-                            f'!!python/object/apply:os.system ["touch {tmp_path}/pwned"]\n'),
-        "python-tag-nested": write(tmp_path / "tag2.yaml",
-                                   f'schema_version: 1\ngpus: !!python/object/apply:os.system ["touch {tmp_path}/pwned"]\n'),
+        "python-tag": write(
+            tmp_path / "tag.yaml", f'!!python/object/apply:os.system ["touch {tmp_path}/pwned"]\n'
+        ),
+        "python-tag-nested": write(
+            tmp_path / "tag2.yaml",
+            f'schema_version: 1\ngpus: !!python/object/apply:os.system ["touch {tmp_path}/pwned"]\n',
+        ),
         "json-array": write(tmp_path / "arr.json", "[1, 2, 3]\n"),
         "json-string": write(tmp_path / "str.json", '"hello"\n'),
         "json-null": write(tmp_path / "null.json", "null\n"),
         "yaml-int": write(tmp_path / "int.yaml", "42\n"),
-        "bad-json": write(tmp_path / "bad.json", "{\"schema_version\": 1,\n"),
+        "bad-json": write(tmp_path / "bad.json", '{"schema_version": 1,\n'),
         "folder": str(tmp_path),
     }
     variants = {
@@ -168,10 +180,31 @@ def _bad_snapshots(tmp_path):
     return files
 
 
-BAD_SNAPSHOT_NAMES = ["missing", "empty", "blank-yaml", "garbage", "nul", "python-tag", "python-tag-nested",
-                      "json-array", "json-string", "json-null", "yaml-int", "bad-json", "folder", "schema-2",
-                      "schema-string", "no-schema", "no-pairs", "null-pairs", "no-summary", "no-software",
-                      "gpus-not-list", "gpu-without-index", "pair-without-p2p"]
+BAD_SNAPSHOT_NAMES = [
+    "missing",
+    "empty",
+    "blank-yaml",
+    "garbage",
+    "nul",
+    "python-tag",
+    "python-tag-nested",
+    "json-array",
+    "json-string",
+    "json-null",
+    "yaml-int",
+    "bad-json",
+    "folder",
+    "schema-2",
+    "schema-string",
+    "no-schema",
+    "no-pairs",
+    "null-pairs",
+    "no-summary",
+    "no-software",
+    "gpus-not-list",
+    "gpu-without-index",
+    "pair-without-p2p",
+]
 
 
 @pytest.mark.parametrize("which", BAD_SNAPSHOT_NAMES)
@@ -182,7 +215,17 @@ def test_bad_snapshot_is_one_line_exit_2(cli, tmp_path, which, command):
         env = write(tmp_path / "launch.env", "SGLANG_ARGS='--tp-size 4'\n")
         argv = ["check", env, *H200, "--expect", path]
     elif command == "check":
-        argv = ["check", "--topology", path, "--", "python", "-m", "sglang.launch_server", "--tp", "2"]
+        argv = [
+            "check",
+            "--topology",
+            path,
+            "--",
+            "python",
+            "-m",
+            "sglang.launch_server",
+            "--tp",
+            "2",
+        ]
     else:
         argv = [command, "--topology", path]
     code, out, err = cli(argv)
@@ -207,7 +250,16 @@ def test_snapshot_yaml_and_json_give_the_same_launch(cli, tmp_path):
 @pytest.mark.parametrize("system", SYSTEMS)
 @pytest.mark.parametrize("fmt", ["env", "args", "json", "yaml"])
 def test_recommend_twice_is_byte_identical(cli, system, fmt):
-    argv = ["recommend", "--system", system, "--format", fmt, "--model", fitting_model(system), "--explain"]
+    argv = [
+        "recommend",
+        "--system",
+        system,
+        "--format",
+        fmt,
+        "--model",
+        fitting_model(system),
+        "--explain",
+    ]
     first = cli(argv)
     second = cli(argv)
     assert first[0] == 0
@@ -218,9 +270,27 @@ def test_recommend_is_byte_identical_across_processes_and_hash_seeds(tmp_path):
     outputs = []
     for seed in ("1", "2"):
         env = dict(os.environ, PYTHONHASHSEED=seed)
-        proc = subprocess.run([sys.executable, "-m", "topoctl", "recommend", "--system", "rtx-pro-6000-8x-pcie",
-                               "--model", "kimi-k2.5", "--speculative", "eagle3", "--draft-model", "/m/d",
-                               "--format", "json"], capture_output=True, env=env, cwd=str(tmp_path))
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "topoctl",
+                "recommend",
+                "--system",
+                "rtx-pro-6000-8x-pcie",
+                "--model",
+                "kimi-k2.5",
+                "--speculative",
+                "eagle3",
+                "--draft-model",
+                "/m/d",
+                "--format",
+                "json",
+            ],
+            capture_output=True,
+            env=env,
+            cwd=str(tmp_path),
+        )
         assert proc.returncode == 0, proc.stderr
         outputs.append(proc.stdout)
     assert outputs[0] == outputs[1]
@@ -233,8 +303,10 @@ EVIL_TAGS = ["gpu", "summary-name", "hostname", "source", "driver", "nccl", "tor
 
 
 def _evil(tmp_path, tag):
-    return (f"x'\"$(touch {tmp_path}/pwned-{tag})`touch {tmp_path}/pwned-bt-{tag}`\n"
-            f"NCCL_EVIL=1; touch {tmp_path}/pwned-nl-{tag}\r\x1b[31mred\\'")
+    return (
+        f"x'\"$(touch {tmp_path}/pwned-{tag})`touch {tmp_path}/pwned-bt-{tag}`\n"
+        f"NCCL_EVIL=1; touch {tmp_path}/pwned-nl-{tag}\r\x1b[31mred\\'"
+    )
 
 
 def _hostile_snapshot(tmp_path) -> str:
@@ -271,7 +343,9 @@ def _source(tmp_path, env_file, extra=""):
 def test_launch_env_from_hostile_snapshot_only_assigns(cli, tmp_path):
     snapshot = _hostile_snapshot(tmp_path)
     env_file = str(tmp_path / "launch.env")
-    code, out, err = cli(["recommend", "--topology", snapshot, "--model", "llama-3.1-8b", "-o", env_file])
+    code, out, err = cli(
+        ["recommend", "--topology", snapshot, "--model", "llama-3.1-8b", "-o", env_file]
+    )
     assert code == 0, err
     assert out == ""
     with open(env_file, encoding="utf-8") as handle:
@@ -299,7 +373,9 @@ def test_show_of_hostile_snapshot_keeps_one_line_per_gpu(cli, tmp_path):
     code, out, err = cli(["show", "--topology", snapshot, "--no-color"])
     assert code == 0, err
     assert "\x1b" not in out and "\r" not in out
-    gpu_lines = [line for line in out.splitlines() if line.startswith("GPU0:") or line.startswith("GPU1:")]
+    gpu_lines = [
+        line for line in out.splitlines() if line.startswith("GPU0:") or line.startswith("GPU1:")
+    ]
     assert len(gpu_lines) == 2
     assert not any(line.startswith("NCCL_EVIL") for line in out.splitlines())
 
@@ -308,14 +384,33 @@ def test_hostile_draft_model_path_and_disable_reason_are_quoted(cli, tmp_path):
     env_file = str(tmp_path / "launch.env")
     draft = f"/models/my draft/$(touch {tmp_path}/pwned-dm)'q`touch {tmp_path}/pwned-bt`"
     reason = f"ok\ntouch {tmp_path}/pwned-reason; X='$(touch {tmp_path}/pwned-r2)"
-    code, _, err = cli(["recommend", "--system", "h100-8x-nvswitch", "--model", "llama-3.1-70b",
-                                "--speculative", "eagle3", "--draft-model", draft, "--force-speculative",
-                                "--disable", f"nccl-ll128-without-nvlink={reason}", "-o", env_file])
+    code, _, err = cli(
+        [
+            "recommend",
+            "--system",
+            "h100-8x-nvswitch",
+            "--model",
+            "llama-3.1-70b",
+            "--speculative",
+            "eagle3",
+            "--draft-model",
+            draft,
+            "--force-speculative",
+            "--disable",
+            f"nccl-ll128-without-nvlink={reason}",
+            "-o",
+            env_file,
+        ]
+    )
     assert code == 0, err
     with open(env_file, encoding="utf-8") as handle:
         text = handle.read()
     _assert_only_assignments_and_comments(text)
-    proc = _source(tmp_path, env_file, 'eval "set -- $SGLANG_ARGS"; for a in "$@"; do printf "[%s]\\n" "$a"; done')
+    proc = _source(
+        tmp_path,
+        env_file,
+        'eval "set -- $SGLANG_ARGS"; for a in "$@"; do printf "[%s]\\n" "$a"; done',
+    )
     assert proc.returncode == 0, proc.stderr
     assert f"[{draft}]" in proc.stdout
     assert not [name for name in os.listdir(tmp_path) if name.startswith("pwned")]
@@ -327,13 +422,17 @@ def test_hostile_draft_model_path_and_disable_reason_are_quoted(cli, tmp_path):
 
 @pytest.mark.parametrize("version", ["abc", "1e9", "-1", "0.5.12; rm -rf /", "0.1", "0.5"])
 def test_sglang_version_garbage_or_too_old_is_exit_2(cli, version):
-    code, out, err = cli(["recommend", "--system", "rtx-pro-6000-8x-pcie", "--sglang-version", version])
+    code, out, err = cli(
+        ["recommend", "--system", "rtx-pro-6000-8x-pcie", "--sglang-version", version]
+    )
     assert_one_line_error(err, code, 2)
     assert out == ""
 
 
 def test_sglang_version_newer_than_any_flag_data_says_which_it_used(cli):
-    code, out, err = cli(["recommend", "--system", "rtx-pro-6000-8x-pcie", "--sglang-version", "99.0"])
+    code, out, err = cli(
+        ["recommend", "--system", "rtx-pro-6000-8x-pcie", "--sglang-version", "99.0"]
+    )
     assert code == 0, err
     assert "no flag data for 99.0" in out
     assert "TOPOCTL_SGLANG_VERSION='99.0'" in out
@@ -356,22 +455,31 @@ def test_unknown_model_lists_the_profiles(cli, name):
 
 
 def test_model_and_model_config_together_is_bad_usage(cli, tmp_path):
-    code, _, err = cli(["recommend", *H200, "--model", "kimi-k2.5", "--model-config", str(tmp_path / "c.json")])
+    code, _, err = cli(
+        ["recommend", *H200, "--model", "kimi-k2.5", "--model-config", str(tmp_path / "c.json")]
+    )
     assert_one_line_error(err, code, 2, contains="not both")
 
 
-@pytest.mark.parametrize("content", [
-    "{bad", "", "[]", "{}", '"text"',
-    '{"num_hidden_layers": -5, "hidden_size": 7168}',
-    '{"num_hidden_layers": 0, "hidden_size": 0}',
-    '{"num_hidden_layers": 61}',
-    '{"hidden_size": 7168}',
-    '{"num_hidden_layers": "61", "hidden_size": "7168"}',
-    '{"num_hidden_layers": true, "hidden_size": 7168}',
-    '{"num_hidden_layers": 61.5, "hidden_size": 7168}',
-    '{"num_hidden_layers": 1e308, "hidden_size": 7168}',
-    '{"num_hidden_layers": NaN, "hidden_size": Infinity}',
-])
+@pytest.mark.parametrize(
+    "content",
+    [
+        "{bad",
+        "",
+        "[]",
+        "{}",
+        '"text"',
+        '{"num_hidden_layers": -5, "hidden_size": 7168}',
+        '{"num_hidden_layers": 0, "hidden_size": 0}',
+        '{"num_hidden_layers": 61}',
+        '{"hidden_size": 7168}',
+        '{"num_hidden_layers": "61", "hidden_size": "7168"}',
+        '{"num_hidden_layers": true, "hidden_size": 7168}',
+        '{"num_hidden_layers": 61.5, "hidden_size": 7168}',
+        '{"num_hidden_layers": 1e308, "hidden_size": 7168}',
+        '{"num_hidden_layers": NaN, "hidden_size": Infinity}',
+    ],
+)
 def test_bad_model_config_is_one_line_exit_2(cli, tmp_path, content):
     path = write(tmp_path / "config.json", content)
     code, out, err = cli(["recommend", *H200, "--model-config", path])
@@ -381,24 +489,32 @@ def test_bad_model_config_is_one_line_exit_2(cli, tmp_path, content):
 
 @pytest.mark.parametrize("kind", ["missing", "folder", "binary"])
 def test_unreadable_model_config_is_exit_2(cli, tmp_path, kind):
-    path = {"missing": str(tmp_path / "nope.json"), "folder": str(tmp_path),
-            "binary": write(tmp_path / "c.bin", bytes(range(128, 256)), "wb")}[kind]
+    path = {
+        "missing": str(tmp_path / "nope.json"),
+        "folder": str(tmp_path),
+        "binary": write(tmp_path / "c.bin", bytes(range(128, 256)), "wb"),
+    }[kind]
     code, _, err = cli(["recommend", *H200, "--model-config", path])
     assert_one_line_error(err, code, 2)
 
 
 def test_model_config_of_a_real_shape_works(cli, tmp_path):
-    path = write(tmp_path / "config.json", json.dumps({"num_hidden_layers": 61, "hidden_size": 7168,
-                                                       "n_routed_experts": 384}))
+    path = write(
+        tmp_path / "config.json",
+        json.dumps({"num_hidden_layers": 61, "hidden_size": 7168, "n_routed_experts": 384}),
+    )
     code, out, err = cli(["recommend", "--system", "rtx-pro-6000-8x-pcie", "--model-config", path])
     assert code == 0, err
     assert "122 allreduces" in out
 
 
-@pytest.mark.parametrize("argv, contains", [
-    (["--speculative", "eagle3"], "--draft-model"),
-    (["--force-speculative"], "--speculative"),
-])
+@pytest.mark.parametrize(
+    "argv, contains",
+    [
+        (["--speculative", "eagle3"], "--draft-model"),
+        (["--force-speculative"], "--speculative"),
+    ],
+)
 def test_speculative_options_given_partly(cli, argv, contains):
     code, _, err = cli(["recommend", *H200, *argv])
     assert_one_line_error(err, code, 2, contains=contains)
@@ -408,12 +524,15 @@ def test_speculative_options_given_partly(cli, argv, contains):
 # -o: never half-written, never a wrong file left behind
 
 
-@pytest.mark.parametrize("argv", [
-    ["recommend", "--system", "rtx-pro-6000-8x-pcie"],
-    ["recommend", "--list-systems"],
-    ["check", "LAUNCH", *H200],
-    ["probe", "--from-capture", os.path.join(FIXTURES, "h200-2x-nvswitch-vm")],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["recommend", "--system", "rtx-pro-6000-8x-pcie"],
+        ["recommend", "--list-systems"],
+        ["check", "LAUNCH", *H200],
+        ["probe", "--from-capture", os.path.join(FIXTURES, "h200-2x-nvswitch-vm")],
+    ],
+)
 def test_output_to_a_missing_folder_or_a_folder(cli, tmp_path, argv):
     launch = write(tmp_path / "launch.env", "SGLANG_ARGS='--tp-size 4'\n")
     argv = [launch if item == "LAUNCH" else item for item in argv]
@@ -426,15 +545,20 @@ def test_output_to_a_missing_folder_or_a_folder(cli, tmp_path, argv):
     code, out, err = cli([*argv, "-o", str(folder)])
     assert_one_line_error(err, code, 2)
     assert os.listdir(folder) == []
-    assert sorted(os.listdir(tmp_path)) == sorted(before + ["a-folder"]), "a temp file was left behind"
+    assert sorted(os.listdir(tmp_path)) == sorted(before + ["a-folder"]), (
+        "a temp file was left behind"
+    )
 
 
-@pytest.mark.parametrize("argv", [
-    ["recommend", "--system", "nope"],
-    ["recommend", "--system", "rtx-pro-6000-8x-pcie", "--model", "nope"],
-    ["recommend", "--system", "rtx-pro-6000-8x-pcie", "--sglang-version", "abc"],
-    ["check", "BAD", *H200],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["recommend", "--system", "nope"],
+        ["recommend", "--system", "rtx-pro-6000-8x-pcie", "--model", "nope"],
+        ["recommend", "--system", "rtx-pro-6000-8x-pcie", "--sglang-version", "abc"],
+        ["check", "BAD", *H200],
+    ],
+)
 def test_failed_run_leaves_the_old_output_file_alone(cli, tmp_path, argv):
     bad = write(tmp_path / "bad.env", "SGLANG_ARGS=$(reboot)\n")
     argv = [bad if item == "BAD" else item for item in argv]
@@ -460,16 +584,20 @@ def test_check_writes_the_report_and_still_exits_1(cli, tmp_path):
 # check: launch.env parsing (never sourced)
 
 
-@pytest.mark.parametrize("content", [
-    "export NCCL_DEBUG='INFO'\nSGLANG_ARGS='--tp-size 4'\n",
-    "# comment\n\n   # indented comment\nSGLANG_ARGS='--tp-size 4' # trailing comment\n",
-    "SGLANG_ARGS='--tp-size 4'\r\nNCCL_DEBUG=INFO\r\n",
-    "SGLANG_ARGS='--tp-size 4'",
-    "SGLANG_ARGS=\"--tp-size 4\"\n",
-    "SGLANG_ARGS='--tp 4'\n",
-    "SGLANG_ARGS='--tp-size=4'\n",
-    "\ufeffSGLANG_ARGS='--tp-size 4'\n",  # a UTF-8 byte-order mark from an editor is not part of line 1
-])
+@pytest.mark.parametrize(
+    "content",
+    [
+        "export NCCL_DEBUG='INFO'\nSGLANG_ARGS='--tp-size 4'\n",
+        "# comment\n\n   # indented comment\nSGLANG_ARGS='--tp-size 4' # trailing comment\n",
+        "SGLANG_ARGS='--tp-size 4'\r\nNCCL_DEBUG=INFO\r\n",
+        "SGLANG_ARGS='--tp-size 4'",
+        'SGLANG_ARGS="--tp-size 4"\n',
+        "SGLANG_ARGS='--tp 4'\n",
+        "SGLANG_ARGS='--tp-size=4'\n",
+        # a UTF-8 byte-order mark from an editor is not part of line 1
+        "\ufeffSGLANG_ARGS='--tp-size 4'\n",
+    ],
+)
 def test_check_accepts_what_sh_accepts(cli, tmp_path, content):
     path = write(tmp_path / "launch.env", content, "w")
     code, out, err = cli(["check", path, *H200])
@@ -477,21 +605,24 @@ def test_check_accepts_what_sh_accepts(cli, tmp_path, content):
     assert "ok" in out
 
 
-@pytest.mark.parametrize("content, contains", [
-    ('SGLANG_ARGS="$(touch PWNED)"\n', ":1:"),
-    ("SGLANG_ARGS=`touch PWNED`\n", ":1:"),
-    ("SGLANG_ARGS=$'--tp-size 4'\n", ":1:"),
-    ("# ok\nSGLANG_ARGS='--tp-size 4\n", ":2:"),
-    ('SGLANG_ARGS="--tp-size 4\n', ":1:"),
-    ("NCCL_DEBUG=INFO; touch PWNED\n", ":1:"),
-    ("SGLANG_ARGS=--tp-size 4\n", ":1:"),
-    ("SGLANG_ARGS='--tp-size 4' NCCL_DEBUG=INFO\n", ":1:"),
-    ("SGLANG_ARGS='--tp-size 4'\\\n' --x'\n", ":1:"),
-    ("1BAD=x\n", ":1:"),
-    ("just some text\n", ":1:"),
-    ("export\n", ":1:"),
-    ("export SGLANG_ARGS\n", ":1:"),
-])
+@pytest.mark.parametrize(
+    "content, contains",
+    [
+        ('SGLANG_ARGS="$(touch PWNED)"\n', ":1:"),
+        ("SGLANG_ARGS=`touch PWNED`\n", ":1:"),
+        ("SGLANG_ARGS=$'--tp-size 4'\n", ":1:"),
+        ("# ok\nSGLANG_ARGS='--tp-size 4\n", ":2:"),
+        ('SGLANG_ARGS="--tp-size 4\n', ":1:"),
+        ("NCCL_DEBUG=INFO; touch PWNED\n", ":1:"),
+        ("SGLANG_ARGS=--tp-size 4\n", ":1:"),
+        ("SGLANG_ARGS='--tp-size 4' NCCL_DEBUG=INFO\n", ":1:"),
+        ("SGLANG_ARGS='--tp-size 4'\\\n' --x'\n", ":1:"),
+        ("1BAD=x\n", ":1:"),
+        ("just some text\n", ":1:"),
+        ("export\n", ":1:"),
+        ("export SGLANG_ARGS\n", ":1:"),
+    ],
+)
 def test_check_rejects_what_a_shell_would_run_or_choke_on(cli, tmp_path, content, contains):
     content = content.replace("PWNED", str(tmp_path / "pwned"))
     path = write(tmp_path / "launch.env", content)
@@ -503,31 +634,44 @@ def test_check_rejects_what_a_shell_would_run_or_choke_on(cli, tmp_path, content
 
 @pytest.mark.parametrize("kind", ["missing", "folder", "binary"])
 def test_check_unreadable_launch_env(cli, tmp_path, kind):
-    path = {"missing": str(tmp_path / "launch.env"), "folder": str(tmp_path),
-            "binary": write(tmp_path / "launch.env", bytes(range(128, 256)), "wb")}[kind]
+    path = {
+        "missing": str(tmp_path / "launch.env"),
+        "folder": str(tmp_path),
+        "binary": write(tmp_path / "launch.env", bytes(range(128, 256)), "wb"),
+    }[kind]
     code, out, err = cli(["check", path, *H200])
     assert_one_line_error(err, code, 2)
-    if kind == "folder":  # a folder run reports every file, the unreadable one as not checked, then exits 2
+    if (
+        kind == "folder"
+    ):  # a folder run reports every file, the unreadable one as not checked, then exits 2
         assert "not checked" in out and "launch.env" in out
     else:
         assert out == ""
 
 
-@pytest.mark.parametrize("args, rule", [
-    ("--tp-sise 4 --disable-custom-allreduce", "did you mean --tp-size"),
-    ("--tp-size 99", "topoctl-tp-exceeds-gpus"),
-    ("--tp-size 4 --tp-size 8", "topoctl-tp-exceeds-gpus"),
-    ("--cuda-graph-max-bs 128", "ambiguous"),
-    ("--speculative-algorithm EAGLE3 --speculative-eagle-topk 1", "speculative-params-all-or-none"),
-    ("--tp-size", "expects a value"),
-    ("-h", "BLOCK"),
-])
+@pytest.mark.parametrize(
+    "args, rule",
+    [
+        ("--tp-sise 4 --disable-custom-allreduce", "did you mean --tp-size"),
+        ("--tp-size 99", "topoctl-tp-exceeds-gpus"),
+        ("--tp-size 4 --tp-size 8", "topoctl-tp-exceeds-gpus"),
+        ("--cuda-graph-max-bs 128", "ambiguous"),
+        (
+            "--speculative-algorithm EAGLE3 --speculative-eagle-topk 1",
+            "speculative-params-all-or-none",
+        ),
+        ("--tp-size", "expects a value"),
+        ("-h", "BLOCK"),
+    ],
+)
 def test_check_blocks_flags_sglang_would_refuse(cli, tmp_path, args, rule):
     path = write(tmp_path / "launch.env", f"SGLANG_ARGS='{args}'\n")
     code, out, err = cli(["check", path, *H200])
     assert code == 1, out + err
     assert rule in out
-    code2, out2, _ = cli(["check", *H200, "--", "python", "-m", "sglang.launch_server", *args.split()])
+    code2, out2, _ = cli(
+        ["check", *H200, "--", "python", "-m", "sglang.launch_server", *args.split()]
+    )
     assert code2 == 1
     assert rule in out2
 
@@ -541,8 +685,22 @@ def test_check_with_nothing_to_check_is_exit_2(cli, tail):
 
 def test_check_launch_env_and_command_together_checks_both(cli, tmp_path):
     path = write(tmp_path / "launch.env", "SGLANG_ARGS='--tp-size 4'\n")
-    code, out, err = cli(["check", path, *H200, "--format", "json", "--",
-                                  "NCCL_DEBUG=INFO", "python", "-m", "sglang.launch_server", "--tp-sise", "4"])
+    code, out, err = cli(
+        [
+            "check",
+            path,
+            *H200,
+            "--format",
+            "json",
+            "--",
+            "NCCL_DEBUG=INFO",
+            "python",
+            "-m",
+            "sglang.launch_server",
+            "--tp-sise",
+            "4",
+        ]
+    )
     assert code == 1, err
     results = json.loads(out)["results"]
     assert [r["origin"] for r in results] == [path, "<command>"]
@@ -552,7 +710,9 @@ def test_check_launch_env_and_command_together_checks_both(cli, tmp_path):
 def test_check_reference_launch_env_round_trips(cli, tmp_path):
     for system in SYSTEMS:
         env_file = str(tmp_path / f"{system}.env")
-        code, _, err = cli(["recommend", "--system", system, "--model", fitting_model(system), "-o", env_file])
+        code, _, err = cli(
+            ["recommend", "--system", system, "--model", fitting_model(system), "-o", env_file]
+        )
         assert code == 0, err
         code, out, err = cli(["check", env_file, "--system", system])
         assert code == 0, (system, out, err)
@@ -571,7 +731,11 @@ def test_check_formats_with_a_hostile_file_name(cli, tmp_path, fmt):
         xml.dom.minidom.parseString(out)
     if fmt == "github":
         for line in out.splitlines():
-            assert line.startswith("::error ") or line.startswith("::warning ") or line.startswith("::notice "), line
+            assert (
+                line.startswith("::error ")
+                or line.startswith("::warning ")
+                or line.startswith("::notice ")
+            ), line
             assert line.count("::") == 2, line
 
 
@@ -587,18 +751,27 @@ def _rule_dirs(tmp_path):
     write(tmp_path / "broken" / "a.yaml", "rules: [\n  - id: x\n")
     write(tmp_path / "dup" / "a.yaml", one_rule("site-rule-a"))
     write(tmp_path / "dup" / "b.yaml", one_rule("site-rule-a"))
-    write(tmp_path / "pytag" / "a.yaml",
-          f'schema_version: 1\nrules: !!python/object/apply:os.system ["touch {tmp_path}/pwned"]\n')
-    write(tmp_path / "bad-schema" / "a.yaml", "schema_version: 1\nrules:\n  - id: foo\n    severity: catastrophic\n")
+    write(
+        tmp_path / "pytag" / "a.yaml",
+        f'schema_version: 1\nrules: !!python/object/apply:os.system ["touch {tmp_path}/pwned"]\n',
+    )
+    write(
+        tmp_path / "bad-schema" / "a.yaml",
+        "schema_version: 1\nrules:\n  - id: foo\n    severity: catastrophic\n",
+    )
     write(tmp_path / "builtin-dup" / "a.yaml", one_rule("flashinfer-allreduce-fusion-sm12x"))
     dirs["text-file"] = write(tmp_path / "rules.txt", "hello\n")
     dirs["missing"] = str(tmp_path / "nope")
     return dirs
 
 
-@pytest.mark.parametrize("which", ["broken", "dup", "pytag", "bad-schema", "builtin-dup", "text-file", "missing"])
-@pytest.mark.parametrize("command", [["rules", "list"], ["rules", "test"], ["recommend", *H200],
-                                     ["check", "LAUNCH", *H200]])
+@pytest.mark.parametrize(
+    "which", ["broken", "dup", "pytag", "bad-schema", "builtin-dup", "text-file", "missing"]
+)
+@pytest.mark.parametrize(
+    "command",
+    [["rules", "list"], ["rules", "test"], ["recommend", *H200], ["check", "LAUNCH", *H200]],
+)
 def test_bad_site_rules_are_one_line_exit_2(cli, tmp_path, which, command):
     path = _rule_dirs(tmp_path)[which]
     launch = write(tmp_path / "launch.env", "SGLANG_ARGS='--tp-size 4'\n")
@@ -619,8 +792,15 @@ def test_good_site_rule_file_is_listed_and_tested(cli, tmp_path):
     assert "2 passed, 0 failed" in out
 
 
-@pytest.mark.parametrize("item", ["flashinfer-allreduce-fusion-sm12x", "flashinfer-allreduce-fusion-sm12x=",
-                                  "flashinfer-allreduce-fusion-sm12x=   ", "=a reason"])
+@pytest.mark.parametrize(
+    "item",
+    [
+        "flashinfer-allreduce-fusion-sm12x",
+        "flashinfer-allreduce-fusion-sm12x=",
+        "flashinfer-allreduce-fusion-sm12x=   ",
+        "=a reason",
+    ],
+)
 def test_disable_without_a_reason_is_bad_usage(cli, item):
     code, out, err = cli(["rules", "list", "--disable", item])
     assert_one_line_error(err, code, 2, contains="ID=REASON")
@@ -633,9 +813,21 @@ def test_disable_an_unknown_rule_is_bad_usage(cli):
 
 
 def test_disable_reason_shows_in_the_check_report(cli, tmp_path):
-    code, out, err = cli(["check", "--system", "rtx-pro-6000-8x-pcie", "--disable",
-                                  "custom-allreduce-pcie-gate=validated on our boxes", "--",
-                                  "python", "-m", "sglang.launch_server", "--tp", "8"])
+    code, out, err = cli(
+        [
+            "check",
+            "--system",
+            "rtx-pro-6000-8x-pcie",
+            "--disable",
+            "custom-allreduce-pcie-gate=validated on our boxes",
+            "--",
+            "python",
+            "-m",
+            "sglang.launch_server",
+            "--tp",
+            "8",
+        ]
+    )
     assert code == 0, err
     assert "validated on our boxes" in out
 
@@ -650,7 +842,9 @@ def test_rules_explain_unknown_id(cli, rule_id):
 # probe --from-capture with the wrong files
 
 
-@pytest.mark.parametrize("which", ["snapshot", "readme", "missing", "empty-folder", "array", "yaml-tag", "empty"])
+@pytest.mark.parametrize(
+    "which", ["snapshot", "readme", "missing", "empty-folder", "array", "yaml-tag", "empty"]
+)
 def test_probe_from_the_wrong_file_is_exit_2(cli, tmp_path, which):
     folder = tmp_path / "empty-folder"
     folder.mkdir()
@@ -660,7 +854,9 @@ def test_probe_from_the_wrong_file_is_exit_2(cli, tmp_path, which):
         "missing": str(tmp_path / "nope.json"),
         "empty-folder": str(folder),
         "array": write(tmp_path / "arr.json", "[]"),
-        "yaml-tag": write(tmp_path / "cap.yaml", f'!!python/object/apply:os.system ["touch {tmp_path}/pwned"]\n'),
+        "yaml-tag": write(
+            tmp_path / "cap.yaml", f'!!python/object/apply:os.system ["touch {tmp_path}/pwned"]\n'
+        ),
         "empty": write(tmp_path / "empty.json", ""),
     }[which]
     code, out, err = cli(["probe", "--from-capture", path])
@@ -676,8 +872,15 @@ def test_probe_of_the_no_gpu_capture_is_exit_3(cli):
 
 
 def test_probe_from_capture_and_record_together_is_bad_usage(cli, tmp_path):
-    code, _, err = cli(["probe", "--from-capture", os.path.join(FIXTURES, "no-gpu"),
-                                "--record", str(tmp_path / "x.json")])
+    code, _, err = cli(
+        [
+            "probe",
+            "--from-capture",
+            os.path.join(FIXTURES, "no-gpu"),
+            "--record",
+            str(tmp_path / "x.json"),
+        ]
+    )
     assert_one_line_error(err, code, 2, contains="cannot be combined")
     assert not os.path.exists(tmp_path / "x.json")
 
@@ -699,13 +902,23 @@ def test_show_colour_only_when_asked_or_on_a_terminal(cli, monkeypatch):
     assert code == 0 and "\x1b" not in out
 
 
-@pytest.mark.skipif(shutil.which("script") is None, reason="needs util-linux script for a pseudo-terminal")
+@pytest.mark.skipif(
+    shutil.which("script") is None, reason="needs util-linux script for a pseudo-terminal"
+)
 def test_show_on_a_terminal_honours_no_color(tmp_path):
     command = f"{sys.executable} -m topoctl show --system l40s-4x-pcie-2numa"
-    with_colour = subprocess.run(["script", "-qec", command, "/dev/null"], capture_output=True,
-                                 env={k: v for k, v in os.environ.items() if k != "NO_COLOR"}, cwd=str(tmp_path))
-    without = subprocess.run(["script", "-qec", command, "/dev/null"], capture_output=True,
-                             env=dict(os.environ, NO_COLOR="1"), cwd=str(tmp_path))
+    with_colour = subprocess.run(
+        ["script", "-qec", command, "/dev/null"],
+        capture_output=True,
+        env={k: v for k, v in os.environ.items() if k != "NO_COLOR"},
+        cwd=str(tmp_path),
+    )
+    without = subprocess.run(
+        ["script", "-qec", command, "/dev/null"],
+        capture_output=True,
+        env=dict(os.environ, NO_COLOR="1"),
+        cwd=str(tmp_path),
+    )
     assert with_colour.returncode == 0 and without.returncode == 0
     assert b"\x1b[" in with_colour.stdout
     assert b"\x1b[" not in without.stdout
@@ -748,7 +961,9 @@ def test_unknown_fallback_system_fails_even_with_a_target(cli, monkeypatch, comm
 
 
 @pytest.mark.parametrize("option", ["--record", "-o"])
-def test_probe_destination_in_a_missing_folder_fails_before_probing(cli, monkeypatch, tmp_path, option):
+def test_probe_destination_in_a_missing_folder_fails_before_probing(
+    cli, monkeypatch, tmp_path, option
+):
     _no_live_probe(monkeypatch)
     code, out, err = cli(["probe", option, str(tmp_path / "nofolder" / "cap.json")])
     assert_one_line_error(err, code, 2, contains="does not exist")
@@ -761,13 +976,17 @@ def test_probe_destination_that_is_a_folder_fails_before_probing(cli, monkeypatc
     assert_one_line_error(err, code, 2, contains="is a folder")
 
 
-def test_probe_without_gpu_keeps_exit_3_when_the_record_cannot_be_written(cli, monkeypatch, tmp_path):
+def test_probe_without_gpu_keeps_exit_3_when_the_record_cannot_be_written(
+    cli, monkeypatch, tmp_path
+):
     from fakes.nvml import make_fake_pynvml
     from fakes.session import installed
 
     import topoctl.cli.commands.probe
 
-    monkeypatch.setattr(topoctl.cli.commands.probe, "check_destination", lambda path: None)  # the folder goes later
+    monkeypatch.setattr(
+        topoctl.cli.commands.probe, "check_destination", lambda path: None
+    )  # the folder goes later
     with installed(make_fake_pynvml({"init_error": "DriverNotLoaded", "gpus": []})):
         code, out, err = cli(["probe", "--record", str(tmp_path / "gone" / "cap.json")])
     assert code == 3, err
@@ -783,7 +1002,9 @@ def test_probe_without_gpu_writes_the_record_and_exits_3(cli, tmp_path):
 
     capture = tmp_path / "cap.json"
     with installed(make_fake_pynvml({"init_error": "DriverNotLoaded", "gpus": []})):
-        code, _, err = cli(["probe", "--record", str(capture), "-o", str(tmp_path / "machine.yaml")])
+        code, _, err = cli(
+            ["probe", "--record", str(capture), "-o", str(tmp_path / "machine.yaml")]
+        )
     assert_one_line_error(err, code, 3, contains="no GPU visible")
     assert json.loads(capture.read_text())["nvml"]["nvmlInit"] == {"err": "DriverNotLoaded"}
     assert not os.path.exists(tmp_path / "machine.yaml")

@@ -1,5 +1,6 @@
-"""The knowledge cache (topoctl/core/knowledge_cache.py): a warm start gives exactly what a cold parse gives, and never a
-stale, half-written or corrupt file's content."""
+"""The knowledge cache (topoctl/core/knowledge_cache.py): a warm start gives exactly what a cold
+parse gives, and never a stale, half-written or corrupt file's content."""
+
 from __future__ import annotations
 
 import glob
@@ -31,7 +32,9 @@ def cache_home(tmp_path, monkeypatch):
     home = tmp_path / "xdg"
     monkeypatch.setenv("XDG_CACHE_HOME", str(home))
     monkeypatch.delenv("TOPOCTL_NO_CACHE", raising=False)
-    monkeypatch.setattr(cache, "SHIPPED_DIR", str(tmp_path / "no-shipped-sections"))  # the user cache alone
+    monkeypatch.setattr(
+        cache, "SHIPPED_DIR", str(tmp_path / "no-shipped-sections")
+    )  # the user cache alone
     _clear()
     yield home / "topoctl"
     _clear()
@@ -44,42 +47,60 @@ def _plain_rules() -> list[dict]:
 def _snapshot_of_knowledge() -> dict:
     """Everything the cache serves, as plain data, read fresh (per-process memos cleared)."""
     _clear()
-    return {"rules": _plain_rules(), "settings": rule_settings.setting_table(),
-            "models": data_files.load("models.yaml"), "costs": data_files.load("costs.yaml"),
-            "sglang_spelling": spelling.table()}
+    return {
+        "rules": _plain_rules(),
+        "settings": rule_settings.setting_table(),
+        "models": data_files.load("models.yaml"),
+        "costs": data_files.load("costs.yaml"),
+        "sglang_spelling": spelling.table(),
+    }
 
 
 def _cold_parse() -> dict:
     """The same knowledge straight from the YAML files, without the cache."""
     files = loader.builtin_rule_files()
     here = os.path.dirname(data_files.__file__)
-    return {"rules": [loader._rule_to_plain(rule) for rule in loader._parse_builtin(files)],
-            "settings": sglang_settings._read_table(sglang_settings.SETTINGS_FILE),
-            "models": data_files.read_yaml(os.path.join(here, "data", "models.yaml")),
-            "costs": data_files.read_yaml(os.path.join(here, "data", "costs.yaml")),
-            "sglang_spelling": data_files.read_yaml(os.path.join(os.path.dirname(spelling.__file__), "data", "spelling.yaml"))}
+    return {
+        "rules": [loader._rule_to_plain(rule) for rule in loader._parse_builtin(files)],
+        "settings": sglang_settings._read_table(sglang_settings.SETTINGS_FILE),
+        "models": data_files.read_yaml(os.path.join(here, "data", "models.yaml")),
+        "costs": data_files.read_yaml(os.path.join(here, "data", "costs.yaml")),
+        "sglang_spelling": data_files.read_yaml(
+            os.path.join(os.path.dirname(spelling.__file__), "data", "spelling.yaml")
+        ),
+    }
 
 
 def test_warm_cache_gives_what_a_cold_parse_gives(cache_home):
     cold = _cold_parse()
     first = _snapshot_of_knowledge()  # writes the cache
-    assert sorted(os.path.basename(p).split("-0")[0] for p in glob.glob(str(cache_home / "*.json"))) == [
-        "autoconf-costs", "autoconf-models", "rule-settings", "rules", "sglang-spelling"]
+    assert sorted(
+        os.path.basename(p).split("-0")[0] for p in glob.glob(str(cache_home / "*.json"))
+    ) == ["autoconf-costs", "autoconf-models", "rule-settings", "rules", "sglang-spelling"]
     warm = _snapshot_of_knowledge()  # reads it
     assert first == cold
     assert warm == cold
-    # Rules rebuilt from the cache behave like freshly parsed ones (same compiled conditions' answers).
+    # Rules rebuilt from the cache behave like freshly parsed ones (same compiled conditions'
+    # answers).
     from topoctl.rules.engine import evaluate
     from topoctl.snapshot.catalogue import system_snapshot
 
     snapshot = system_snapshot("rtx-pro-6000-8x-pcie")
-    request = {"model": None, "speculative": None, "tp_size": 8, "ep_size": 1, "sglang_version": "0.5.12",
-               "launch": {"torch_symm_mem": True, "custom_all_reduce": True}}
+    request = {
+        "model": None,
+        "speculative": None,
+        "tp_size": 8,
+        "ep_size": 1,
+        "sglang_version": "0.5.12",
+        "launch": {"torch_symm_mem": True, "custom_all_reduce": True},
+    }
     from topoctl.rules.engine.model import RuleSet
 
     fresh = RuleSet(loader._parse_builtin(loader.builtin_rule_files()))
-    assert evaluate(RuleSet(list(loader.builtin_rules())), snapshot, request).to_dict() == \
-        evaluate(fresh, snapshot, request).to_dict()
+    assert (
+        evaluate(RuleSet(list(loader.builtin_rules())), snapshot, request).to_dict()
+        == evaluate(fresh, snapshot, request).to_dict()
+    )
 
 
 def test_flag_data_is_the_shipped_file(cache_home):
@@ -104,7 +125,9 @@ def test_edited_data_file_invalidates_the_cache(cache_home, tmp_path, monkeypatc
     before = data_files.load("models.yaml")
     data_files.load.cache_clear()
     assert data_files.load("models.yaml") == before  # served from the cache
-    text = copy.read_text(encoding="utf-8").replace("models:\n", "models:\n  edited-model: {layers: 3, hidden_size: 64}\n", 1)
+    text = copy.read_text(encoding="utf-8").replace(
+        "models:\n", "models:\n  edited-model: {layers: 3, hidden_size: 64}\n", 1
+    )
     copy.write_text(text, encoding="utf-8")
     os.utime(copy, ns=(os.stat(copy).st_atime_ns, os.stat(copy).st_mtime_ns + 1_000_000_000))
     data_files.load.cache_clear()
@@ -118,9 +141,15 @@ def test_corrupt_cache_file_is_ignored_and_rewritten(cache_home):
     assert files
     for number, path in enumerate(files):
         with open(path, "wb") as handle:
-            handle.write([b"", b"{not json", b"\xff\xfe", b'{"fingerprint": 1, "data": 2}', b"[1, 2]"][number % 5])
+            handle.write(
+                [b"", b"{not json", b"\xff\xfe", b'{"fingerprint": 1, "data": 2}', b"[1, 2]"][
+                    number % 5
+                ]
+            )
     assert _snapshot_of_knowledge() == expected
-    for path in files:  # rewritten whole: a header line with the fingerprint and digest, then the data
+    for (
+        path
+    ) in files:  # rewritten whole: a header line with the fingerprint and digest, then the data
         header, data = _parts(path)
         assert "fingerprint" in header and len(header["hmac"]) == 64 and data is not None
     assert _snapshot_of_knowledge() == expected
@@ -138,30 +167,38 @@ def _rules_file(cache_home):
 
 
 def _rewrite(path, header, data, fix_digest):
-    """Rewrite a cache file's data; `fix_digest`: with every checksum an attacker without the install's key
-    can compute (a SHA-256 of the data, and an HMAC under a guessed key)."""
+    """Rewrite a cache file's data; `fix_digest`: with every checksum an attacker without the
+    install's key can compute (a SHA-256 of the data, and an HMAC under a guessed key)."""
     import hashlib
     import hmac
 
     body = json.dumps(data, separators=(",", ":")).encode()
     if fix_digest:
         stamp = json.dumps(header["fingerprint"], separators=(",", ":")).encode()
-        header = dict(header, sha256=hashlib.sha256(body).hexdigest(),
-                      hmac=hmac.new(b"\0" * cache.KEY_BYTES, stamp + b"\n" + body, "sha256").hexdigest())
+        header = dict(
+            header,
+            sha256=hashlib.sha256(body).hexdigest(),
+            hmac=hmac.new(b"\0" * cache.KEY_BYTES, stamp + b"\n" + body, "sha256").hexdigest(),
+        )
     with open(path, "wb") as handle:
         handle.write(json.dumps(header).encode() + b"\n" + body)
 
 
 @pytest.mark.parametrize("fix_digest", [False, True], ids=["digest-left", "digest-recomputed"])
-@pytest.mark.parametrize("tamper", ["drop-a-block-rule", "empty", "weaken-a-block-rule", "add-a-rule"])
+@pytest.mark.parametrize(
+    "tamper", ["drop-a-block-rule", "empty", "weaken-a-block-rule", "add-a-rule"]
+)
 def test_tampered_rules_are_ignored_and_rebuilt(cache_home, tamper, fix_digest):
-    """A cached rules section that lost a rule (a warm `check` would pass what a cold one blocks), or whose
-    content was edited, is not served: the HMAC under the install's key (issue: a recomputed unkeyed SHA-256
-    once turned a block into info) or the check against the shipped rule files catches it."""
+    """A cached rules section that lost a rule (a warm `check` would pass what a cold one blocks),
+    or whose content was edited, is not served: the HMAC under the install's key (issue: a
+    recomputed unkeyed SHA-256 once turned a block into info) or the check against the shipped rule
+    files catches it."""
     expected = _snapshot_of_knowledge()
     path = _rules_file(cache_home)
     header, rules = _parts(path)
-    on_disk = [dict(rule) for rule in rules]  # as stored: each built-in rule's file relative to the package
+    on_disk = [
+        dict(rule) for rule in rules
+    ]  # as stored: each built-in rule's file relative to the package
     assert all(not os.path.isabs(rule["source_file"]) for rule in on_disk)
     block = next(index for index, rule in enumerate(rules) if rule["severity"] == "block")
     if tamper == "drop-a-block-rule":
@@ -188,7 +225,8 @@ def test_cache_folder_is_private_and_files_are_whole(cache_home):
 
 @pytest.mark.parametrize("spoil", ["readable-by-others", "short", "a-folder"])
 def test_a_key_others_could_read_or_a_bad_key_is_replaced(cache_home, spoil):
-    """A key file another user could read (or write) is no key: a new one is made and every section rebuilt."""
+    """A key file another user could read (or write) is no key: a new one is made and every section
+    rebuilt."""
     import shutil
 
     expected = _snapshot_of_knowledge()
@@ -203,7 +241,9 @@ def test_a_key_others_could_read_or_a_bad_key_is_replaced(cache_home, spoil):
         key.mkdir()
     cache._keys.clear()
     if spoil == "a-folder":
-        shutil.rmtree(key)  # a folder cannot be replaced by a rename: the key is made anew once it is gone
+        shutil.rmtree(
+            key
+        )  # a folder cannot be replaced by a rename: the key is made anew once it is gone
     assert _snapshot_of_knowledge() == expected
     assert key.read_bytes() != old and stat.S_IMODE(os.stat(key).st_mode) == 0o600
 
@@ -231,8 +271,12 @@ def test_data_that_json_would_change_is_not_cached(cache_home):
     built = cache.cached("odd", [], lambda: {1: ("a", "b")})
     assert built == {1: ("a", "b")}
     assert not glob.glob(str(cache_home / "odd-*"))
-    assert cache.cached("plain", [], lambda: {"a": [1, 2.5, None, True]}) == {"a": [1, 2.5, None, True]}
-    assert cache.cached("plain", [], lambda: pytest.fail("should come from the cache")) == {"a": [1, 2.5, None, True]}
+    assert cache.cached("plain", [], lambda: {"a": [1, 2.5, None, True]}) == {
+        "a": [1, 2.5, None, True]
+    }
+    assert cache.cached("plain", [], lambda: pytest.fail("should come from the cache")) == {
+        "a": [1, 2.5, None, True]
+    }
 
 
 def test_a_bad_builtin_file_is_an_error_and_nothing_is_stored(cache_home, tmp_path, monkeypatch):
@@ -245,8 +289,9 @@ def test_a_bad_builtin_file_is_an_error_and_nothing_is_stored(cache_home, tmp_pa
 
 
 def test_site_rules_are_checked_once_per_content(cache_home, tmp_path, monkeypatch):
-    """A site rule file is schema-checked the first time its content is seen, then read from the cache; an
-    edit (new content) is checked again, and a broken edit is reported, never served from the old entry."""
+    """A site rule file is schema-checked the first time its content is seen, then read from the
+    cache; an edit (new content) is checked again, and a broken edit is reported, never served from
+    the old entry."""
     from rules_helpers import rule_text, write_rules
 
     from topoctl.core.errors import TopoctlError
@@ -260,20 +305,27 @@ def test_site_rules_are_checked_once_per_content(cache_home, tmp_path, monkeypat
     monkeypatch.setattr(loader, "validate_against_schema", lambda *a: calls.append(a) or real(*a))
     assert [rule.id for rule in load_rules(extra_dirs=[str(folder)]).rules] == first and calls == []
     write_rules(folder, rule_text(rule_id="site-renamed"))
-    assert "site-renamed" in [rule.id for rule in load_rules(extra_dirs=[str(folder)]).rules] and len(calls) == 1
+    assert (
+        "site-renamed" in [rule.id for rule in load_rules(extra_dirs=[str(folder)]).rules]
+        and len(calls) == 1
+    )
     write_rules(folder, rule_text(specifier=">>0.5"))
     with pytest.raises(TopoctlError, match="invalid PEP 440"):
         load_rules(extra_dirs=[str(folder)])
 
 
 def test_shipped_knowledge_is_fresh():
-    """topoctl/data/compiled/ was built from the knowledge files as they are now (scripts/compile_knowledge.py)."""
+    """topoctl/data/compiled/ was built from the knowledge files as they are now
+    (scripts/compile_knowledge.py)."""
     import subprocess
     import sys
 
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    done = subprocess.run([sys.executable, os.path.join(root, "scripts", "compile_knowledge.py"), "--check"],
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, os.path.join(root, "scripts", "compile_knowledge.py"), "--check"],
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
 
 
@@ -282,19 +334,26 @@ def test_a_cold_run_reads_the_shipped_knowledge_without_yaml(tmp_path):
     import subprocess
     import sys
 
-    code = ("import sys; from topoctl.cli.app import main; "
-            "main(['recommend', '--system', 'rtx-pro-6000-8x-pcie', '--model', 'kimi-k2.5', '--format', 'args']); "
-            "print('yaml' in sys.modules)")
+    code = (
+        "import sys; from topoctl.cli.app import main; main(['recommend', '--system', "
+        "'rtx-pro-6000-8x-pcie', '--model', 'kimi-k2.5', '--format', 'args']); print('yaml' in "
+        "sys.modules)"
+    )
     env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "empty"))
     env.pop("TOPOCTL_NO_CACHE", None)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
+    ).stdout
     assert out.splitlines()[-1] == "False", out
 
 
 def test_a_shipped_section_of_other_sources_is_not_used(cache_home, monkeypatch, tmp_path):
-    """A shipped section whose sources differ (an edited knowledge file) is ignored: the data is built."""
+    """A shipped section whose sources differ (an edited knowledge file) is ignored: the data is
+    built."""
     monkeypatch.setattr(cache, "SHIPPED_DIR", str(tmp_path))
-    (tmp_path / "rules.json").write_text(cache.shipped_text([__file__], [{"id": "not-from-these-files"}]))
+    (tmp_path / "rules.json").write_text(
+        cache.shipped_text([__file__], [{"id": "not-from-these-files"}])
+    )
     assert "not-from-these-files" not in [rule["id"] for rule in _snapshot_of_knowledge()["rules"]]
 
 
@@ -307,35 +366,49 @@ def test_the_built_in_sha256_gives_hashlib_s_digest(data):
 
 
 def test_a_run_served_by_the_shipped_sections_loads_no_openssl(tmp_path):
-    """No user cache file to check (the shipped sections serve every section): neither hmac nor hashlib's
-    OpenSSL module is imported."""
+    """No user cache file to check (the shipped sections serve every section): neither hmac nor
+    hashlib's OpenSSL module is imported."""
     import subprocess
     import sys
 
-    code = ("import sys; from topoctl.cli.app import main; "
-            "main(['check', '--system', 'h200-4x-nvswitch-vm', '--', 'python', '-m', 'sglang.launch_server', "
-            "'--model-path', 'M', '--tp', '4']); print(sorted({'hmac', '_hashlib'} & set(sys.modules)))")
+    code = (
+        "import sys; from topoctl.cli.app import main; main(['check', '--system', "
+        "'h200-4x-nvswitch-vm', '--', 'python', '-m', 'sglang.launch_server', '--model-path', "
+        "'M', '--tp', '4']); print(sorted({'hmac', '_hashlib'} & set(sys.modules)))"
+    )
     env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "empty"))
     env.pop("TOPOCTL_NO_CACHE", None)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env
+    ).stdout
     assert out.splitlines()[-1] == "[]", out
 
 
 def test_a_shipped_section_s_check_reads_the_bytes_that_were_hashed(tmp_path, monkeypatch):
-    """The rules section's check (every rule id of the shipped files) reads the bytes content_stamp hashed
-    instead of reading each rule file again, and nothing of them is kept after the call."""
+    """The rules section's check (every rule id of the shipped files) reads the bytes content_stamp
+    hashed instead of reading each rule file again, and nothing of them is kept after the call."""
     from topoctl.core import safe_read as limits
+
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "empty"))
     monkeypatch.delenv("TOPOCTL_NO_CACHE", raising=False)
     files = loader.builtin_rule_files()
     reads: list[str] = []
     real = limits.read_file
-    monkeypatch.setattr(limits, "read_file", lambda path, *a, **k: reads.append(path) or real(path, *a, **k))
+    monkeypatch.setattr(
+        limits, "read_file", lambda path, *a, **k: reads.append(path) or real(path, *a, **k)
+    )
     loader.builtin_rules.cache_clear()
     try:
-        assert len(loader.builtin_rules()) == len(set(loader.rule_ids(
-            "".join(limits.read_text(path, limits.MAX_DATA_FILE_BYTES) for path in files))))
+        assert len(loader.builtin_rules()) == len(
+            set(
+                loader.rule_ids(
+                    "".join(limits.read_text(path, limits.MAX_DATA_FILE_BYTES) for path in files)
+                )
+            )
+        )
     finally:
         loader.builtin_rules.cache_clear()
-    assert all(reads.count(path) == 2 for path in files), {path: reads.count(path) for path in files}  # + the test's
+    assert all(reads.count(path) == 2 for path in files), {
+        path: reads.count(path) for path in files
+    }  # + the test's
     assert cache._hashed == {}

@@ -1,4 +1,6 @@
-"""Atomic writes: a reader never sees half a file, a failed write leaves the old file intact and no debris."""
+"""Atomic writes: a reader never sees half a file, a failed write leaves the old file intact and no
+debris."""
+
 from __future__ import annotations
 
 import os
@@ -65,7 +67,8 @@ def test_failed_rename_leaves_old_file_and_no_temp_file(tmp_path, monkeypatch):
     assert [p.name for p in tmp_path.iterdir()] == ["launch.env"]
 
 
-# -- -o PATH is what the shell's `>` would write to: links written through, FIFOs and devices written into --
+# -- -o PATH is what the shell's `>` would write to: links written through, FIFOs and devices
+# written into --
 
 
 def test_a_symlink_is_written_through_to_its_target(tmp_path):
@@ -80,7 +83,9 @@ def test_a_symlink_is_written_through_to_its_target(tmp_path):
     assert link.is_symlink() and os.readlink(link) == str(target)
     assert target.read_text() == "new"
     assert os.stat(target).st_mode & 0o777 == 0o640
-    assert sorted(p.name for p in real_dir.iterdir()) == ["launch.env"], "temp file left next to the target"
+    assert sorted(p.name for p in real_dir.iterdir()) == ["launch.env"], (
+        "temp file left next to the target"
+    )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["current.env", "real"]
 
 
@@ -131,7 +136,9 @@ def test_a_fifo_is_written_into_not_replaced(tmp_path):
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="mknod of a character device needs root")
 def test_a_character_device_is_written_into_not_replaced(tmp_path):
-    device = tmp_path / "null"  # our own node (the null device's numbers) in a scratch folder, never /dev
+    device = (
+        tmp_path / "null"
+    )  # our own node (the null device's numbers) in a scratch folder, never /dev
     os.mknod(device, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
     write_atomic(str(device), "discarded")
     assert stat.S_ISCHR(os.lstat(device).st_mode)
@@ -147,17 +154,31 @@ def test_dev_stdout_is_written_into_never_renamed_over():
 
 
 def test_dash_o_a_link_to_stdout_writes_to_stdout(tmp_path):
-    """`-o /dev/stdout` as the shell's `>` does it; a link of our own to /proc/self/fd/1 stands in for it."""
+    """`-o /dev/stdout` as the shell's `>` does it; a link of our own to /proc/self/fd/1 stands in
+    for it."""
     link = tmp_path / "stdout"
     link.symlink_to("/proc/self/fd/1")
-    argv = [sys.executable, "-m", "topoctl", "recommend", "--system", "h200-2x-nvswitch-vm", "-o", str(link)]
+    argv = [
+        sys.executable,
+        "-m",
+        "topoctl",
+        "recommend",
+        "--system",
+        "h200-2x-nvswitch-vm",
+        "-o",
+        str(link),
+    ]
     proc = subprocess.run(argv, capture_output=True, text=True, cwd=str(tmp_path))
     assert proc.returncode == 0, proc.stderr
     assert "SGLANG_ARGS=" in proc.stdout
     assert link.is_symlink()
-    out_file = tmp_path / "out.env"  # stdout redirected to a file: written in place, like `> /dev/stdout`
+    out_file = (
+        tmp_path / "out.env"
+    )  # stdout redirected to a file: written in place, like `> /dev/stdout`
     with open(out_file, "w") as handle:
-        proc = subprocess.run(argv, stdout=handle, stderr=subprocess.PIPE, text=True, cwd=str(tmp_path))
+        proc = subprocess.run(
+            argv, stdout=handle, stderr=subprocess.PIPE, text=True, cwd=str(tmp_path)
+        )
     assert proc.returncode == 0, proc.stderr
     assert "SGLANG_ARGS=" in out_file.read_text()
     assert link.is_symlink()
@@ -170,7 +191,9 @@ def test_a_read_only_file_is_refused(tmp_path, monkeypatch):
     os.chmod(target, 0o444)
     import topoctl.core.io
 
-    monkeypatch.setattr(topoctl.core.io.os, "access", lambda path, mode: False)  # as a user who may not write it
+    monkeypatch.setattr(
+        topoctl.core.io.os, "access", lambda path, mode: False
+    )  # as a user who may not write it
     with pytest.raises(TopoctlError) as caught:
         write_atomic(str(target), "new")
     assert caught.value.exit_code == 2 and "is read-only" in caught.value.message

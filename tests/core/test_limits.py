@@ -1,8 +1,11 @@
-"""topoctl/core/safe_read.py: each limit's worst case stays under a bound counted in operations or bytes (never time).
+"""topoctl/core/safe_read.py: each limit's worst case stays under a bound counted in operations or
+bytes (never time).
 
-Operations are counted with sys.setprofile (Python and C function calls made while parsing) or the YAML
-composer's own count of nodes; bytes with tracemalloc's peak or with a reader that counts what it hands out.
+Operations are counted with sys.setprofile (Python and C function calls made while parsing) or the
+YAML composer's own count of nodes; bytes with tracemalloc's peak or with a reader that counts what
+it hands out.
 """
+
 from __future__ import annotations
 
 import glob
@@ -26,7 +29,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 
 def calls_made(function, *args):
-    """(result or exception, number of function calls - Python and C - made while running function(*args))."""
+    """(result or exception, number of function calls - Python and C - made while running
+    function(*args))."""
     count = [0]
 
     def profile(frame, event, arg):
@@ -55,7 +59,8 @@ def peak_bytes(function, *args):
         tracemalloc.stop()
 
 
-# -- file size ------------------------------------------------------------------------------------------------
+# -- file size
+# ------------------------------------------------------------------------------------------------
 class CountingReader(io.RawIOBase):
     """An endless file (like /dev/zero) that counts the bytes it hands out."""
 
@@ -72,8 +77,15 @@ class CountingReader(io.RawIOBase):
         return size
 
 
-@pytest.mark.parametrize("limit", [limits.MAX_SNAPSHOT_BYTES, limits.MAX_RULE_FILE_BYTES, limits.MAX_LAUNCH_ENV_BYTES,
-                                   limits.MAX_MODEL_CONFIG_BYTES])
+@pytest.mark.parametrize(
+    "limit",
+    [
+        limits.MAX_SNAPSHOT_BYTES,
+        limits.MAX_RULE_FILE_BYTES,
+        limits.MAX_LAUNCH_ENV_BYTES,
+        limits.MAX_MODEL_CONFIG_BYTES,
+    ],
+)
 def test_an_endless_file_is_read_only_up_to_the_limit(limit):
     reader = CountingReader()
     with pytest.raises(LimitError) as caught:
@@ -92,23 +104,26 @@ def test_dev_zero_as_a_snapshot_is_one_line_exit_2(capsys):
 def test_a_file_past_the_limit_is_refused_by_its_size_before_reading(tmp_path, monkeypatch):
     big = tmp_path / "big.yaml"
     with open(big, "wb") as handle:  # sparse: 1 GiB of size, no bytes written
-        handle.truncate(1024 ** 3)
+        handle.truncate(1024**3)
     read: list[int] = []
-    monkeypatch.setattr(limits, "read_bounded", lambda handle, limit, origin: read.append(limit) or b"")
+    monkeypatch.setattr(
+        limits, "read_bounded", lambda handle, limit, origin: read.append(limit) or b""
+    )
     with pytest.raises(LimitError, match="larger than 1 MiB"):
         limits.read_file(str(big), limits.MAX_RULE_FILE_BYTES)
     assert read == []
 
 
-# -- nesting depth --------------------------------------------------------------------------------------------
+# -- nesting depth
+# --------------------------------------------------------------------------------------------
 def test_deep_yaml_stops_at_the_depth_limit_after_that_many_nodes():
     text = "[" * 900 + "]" * 900
     loader = limits.yaml_loader("deep.yaml", text=text)
     with pytest.raises(LimitError, match="nested deeper than 64 levels"):
         loader.get_single_data()
     assert loader.events <= limits.MAX_DEPTH + 1
-    # deeper than libyaml's own bound (1,000 flow levels): its scanner refuses it first, a YAMLError the
-    # readers word as "not valid YAML"; either way nothing deep is ever built
+    # deeper than libyaml's own bound (1,000 flow levels): its scanner refuses it first, a YAMLError
+    # the readers word as "not valid YAML"; either way nothing deep is ever built
     with pytest.raises((LimitError, yaml.YAMLError)):
         limits.load_yaml("[" * 100_000 + "]" * 100_000, "deep.yaml")
 
@@ -134,9 +149,11 @@ def test_json_just_past_the_depth_limit_is_refused_and_at_it_accepted():
         limits.loads_json("[" * 65 + "]" * 65, "deep.json")
 
 
-# -- YAML aliases ---------------------------------------------------------------------------------------------
+# -- YAML aliases
+# ---------------------------------------------------------------------------------------------
 LAUGHS = "a: &a [x,x,x,x,x,x,x,x,x,x]\n" + "".join(
-    f"{chr(98 + i)}: &{chr(98 + i)} [{','.join(['*' + chr(97 + i)] * 10)}]\n" for i in range(9))
+    f"{chr(98 + i)}: &{chr(98 + i)} [{','.join(['*' + chr(97 + i)] * 10)}]\n" for i in range(9)
+)
 
 
 def test_an_alias_bomb_is_refused_after_composing_its_few_nodes():
@@ -164,25 +181,37 @@ def test_too_many_aliases_and_recursive_aliases():
             limits.load_yaml(text, "x.yaml")
 
 
-# -- integers and values --------------------------------------------------------------------------------------
+# -- integers and values
+# --------------------------------------------------------------------------------------
 def test_a_huge_yaml_integer_is_refused_before_conversion():
     text = "x: " + "9" * 1_000_000
     loader = limits.yaml_loader("big.yaml", text=text)
     with pytest.raises(LimitError, match="more than 40 digits"):
         loader.get_single_data()
-    assert loader.events <= 3  # the document, the mapping, the key: refused at the value, never converted
+    assert (
+        loader.events <= 3
+    )  # the document, the mapping, the key: refused at the value, never converted
 
 
-@pytest.mark.parametrize("text", ["x: 0x" + "f" * 20, "x: 18446744073709551616", "x: -18446744073709551616"])
+@pytest.mark.parametrize(
+    "text", ["x: 0x" + "f" * 20, "x: 18446744073709551616", "x: -18446744073709551616"]
+)
 def test_integers_of_64_bits_or_more_are_refused(text):
     with pytest.raises(LimitError, match="bits"):
         limits.load_yaml(text, "x.yaml")
-    assert limits.load_yaml("x: 18446744073709551615", "x.yaml") == {"x": 2 ** 64 - 1}
+    assert limits.load_yaml("x: 18446744073709551615", "x.yaml") == {"x": 2**64 - 1}
 
 
-@pytest.mark.parametrize("text, words", [("x: .inf", "not finite"), ("x: 2026-01-01", "date"),
-                                         ("x: !!binary aGVsbG8=", "bytes"), ("!!set {a: null}", "set"),
-                                         ("? [a]\n: 1", "unhashable")])
+@pytest.mark.parametrize(
+    "text, words",
+    [
+        ("x: .inf", "not finite"),
+        ("x: 2026-01-01", "date"),
+        ("x: !!binary aGVsbG8=", "bytes"),
+        ("!!set {a: null}", "set"),
+        ("? [a]\n: 1", "unhashable"),
+    ],
+)
 def test_values_that_are_not_plain_json_are_refused(text, words):
     with pytest.raises((LimitError, yaml.YAMLError)) as caught:
         limits.load_yaml(text, "x.yaml")
@@ -203,14 +232,42 @@ def test_the_bounded_loader_reads_what_safe_load_reads():
             assert limits.load_yaml(text, path, use_c=True) == expected
 
 
-# -- the libyaml fast path -----------------------------------------------------------------------------------
+# -- the libyaml fast path
+# -----------------------------------------------------------------------------------
 _PLAIN_VALUES = st.recursive(
-    st.none() | st.booleans() | st.integers(-2 ** 63, 2 ** 63) | st.floats(allow_nan=False, allow_infinity=False)
-    | st.text(max_size=12) | st.sampled_from(["yes", "No", "on", "~", "0o17", "0x1F", "1_000", "190:20:30", ".5",
-                                             "1e3", "-.inf", "null", "", "2026-01-01", "<<", "=", "!x", "*a"]),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6) | st.integers(0, 9), inner,
-                                                                max_size=4),
-    max_leaves=20)
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**63), 2**63)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=12)
+    | st.sampled_from(
+        [
+            "yes",
+            "No",
+            "on",
+            "~",
+            "0o17",
+            "0x1F",
+            "1_000",
+            "190:20:30",
+            ".5",
+            "1e3",
+            "-.inf",
+            "null",
+            "",
+            "2026-01-01",
+            "<<",
+            "=",
+            "!x",
+            "*a",
+        ]
+    ),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(st.text(max_size=6) | st.integers(0, 9), inner, max_size=4)
+    ),
+    max_leaves=20,
+)
 
 
 @pytest.mark.skipif(not limits.has_c_yaml(), reason="the fast path needs libyaml")
@@ -220,17 +277,34 @@ def test_the_fast_path_reads_what_safe_load_reads(value, flow):
     text = yaml.safe_dump(value, default_flow_style=flow, sort_keys=False)
     fast = limits._fast_yaml(text, limits.MAX_NODES, limits.MAX_DEPTH)
     assert fast is not limits._SLOW
-    assert repr(fast) == repr(yaml.safe_load(text))  # repr: 1, 1.0 and True differ, key order counts
+    assert repr(fast) == repr(
+        yaml.safe_load(text)
+    )  # repr: 1, 1.0 and True differ, key order counts
 
 
 @pytest.mark.skipif(not limits.has_c_yaml(), reason="the fast path needs libyaml")
-@pytest.mark.parametrize("text", [
-    "a: &x [1]\nb: *x\n", "base: &b {x: 1}\nd:\n  <<: *b\n  y: 2\n", "a: 1\na: 2\n", "x: 2026-01-01\n",
-    "x: !!binary aGVsbG8=\n", "!!set {a: null}", "x: .inf\n", "x: 18446744073709551616\n", "x: " + "9" * 50,
-    "? [a]\n: 1\n", "[" * 65 + "]" * 65, "--- 1\n--- 2\n", "a: [1\n", "x: !custom 1\n"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a: &x [1]\nb: *x\n",
+        "base: &b {x: 1}\nd:\n  <<: *b\n  y: 2\n",
+        "a: 1\na: 2\n",
+        "x: 2026-01-01\n",
+        "x: !!binary aGVsbG8=\n",
+        "!!set {a: null}",
+        "x: .inf\n",
+        "x: 18446744073709551616\n",
+        "x: " + "9" * 50,
+        "? [a]\n: 1\n",
+        "[" * 65 + "]" * 65,
+        "--- 1\n--- 2\n",
+        "a: [1\n",
+        "x: !custom 1\n",
+    ],
+)
 def test_anything_but_a_plain_document_takes_the_bounded_composer(text):
-    """Aliases, merge keys, duplicate keys, tags beyond JSON's kinds, values past a limit and broken YAML are
-    left to the bounded composer, so its answer or its error is the one load_yaml gives."""
+    """Aliases, merge keys, duplicate keys, tags beyond JSON's kinds, values past a limit and broken
+    YAML are left to the bounded composer, so its answer or its error is the one load_yaml gives."""
     assert limits._fast_yaml(text, limits.MAX_NODES, limits.MAX_DEPTH) is limits._SLOW
     try:
         expected: object = limits.load_yaml(text, "x.yaml", use_c=True)
@@ -248,18 +322,27 @@ def test_the_fast_path_keeps_the_node_bound():
     text = "[" + ",".join(["1"] * 1000) + "]"
     assert limits._fast_yaml(text, 1000, limits.MAX_DEPTH) is limits._SLOW
     assert limits._fast_yaml(text, 1002, limits.MAX_DEPTH) == [1] * 1000
-    assert limits._fast_yaml("[" * 64 + "]" * 64, limits.MAX_NODES, limits.MAX_DEPTH) is not limits._SLOW
+    assert (
+        limits._fast_yaml("[" * 64 + "]" * 64, limits.MAX_NODES, limits.MAX_DEPTH)
+        is not limits._SLOW
+    )
 
 
-# -- GPU count ------------------------------------------------------------------------------------------------
+# -- GPU count
+# ------------------------------------------------------------------------------------------------
 def test_a_capture_claiming_many_gpus_is_refused_before_any_per_gpu_question(monkeypatch):
     from topoctl.probe.capture import Session
     from topoctl.probe.collect import probe_capture
 
     asked = []
     real_ask = Session.ask
-    monkeypatch.setattr(Session, "ask", lambda self, *args: asked.append(args[:2]) or real_ask(self, *args))
-    capture = {"capture_version": 1, "nvml": {"nvmlInit": {"ok": None}, "nvmlDeviceGetCount": {"ok": 128}}}
+    monkeypatch.setattr(
+        Session, "ask", lambda self, *args: asked.append(args[:2]) or real_ask(self, *args)
+    )
+    capture = {
+        "capture_version": 1,
+        "nvml": {"nvmlInit": {"ok": None}, "nvmlDeviceGetCount": {"ok": 128}},
+    }
     assert len(json.dumps(capture)) < 100
     with pytest.raises(LimitError, match="claims 128 GPUs"):
         probe_capture(capture, name="tiny.json")
@@ -275,7 +358,8 @@ def test_a_real_capture_holds_enough_answers_for_its_gpus():
             limits.check_capture_gpus(count, len(capture["nvml"]), path)
 
 
-# -- launch words ---------------------------------------------------------------------------------------------
+# -- launch words
+# ---------------------------------------------------------------------------------------------
 def test_a_long_word_is_split_in_a_constant_number_of_calls():
     word = "a" * (limits.MAX_WORD_CHARS - 1)
     result, calls = calls_made(limits.split_words, f"--model-path '{word}' --tp 8", "launch.env:1")
@@ -312,7 +396,8 @@ def test_split_words_is_shlex_split(text):
     assert limits.split_words(text, "x") == expected
 
 
-# -- the one reading layer: regular files only, wherever a path is reached from ---------------------------------
+# -- the one reading layer: regular files only, wherever a path is reached from
+# ---------------------------------
 LAUNCH = ["python", "-m", "sglang.launch_server", "--model-path", "m", "--tp-size", "4"]
 SYSTEM_ARGS = ["--system", "h200-4x-nvswitch-vm"]
 
@@ -330,36 +415,70 @@ def _refused(err: str, path: str) -> bool:
 
 @pytest.mark.parametrize("surface", ["topology", "capture", "launch.env", "model-config"])
 def test_a_fifo_named_on_the_command_line_is_one_line_exit_2(cli, tmp_path, surface):
-    fifo = _fifo(tmp_path, {"launch.env": "launch.env", "rules": "site.yaml"}.get(surface, "input.json"))
-    argv = {"topology": ["show", "--topology", fifo],
-            "capture": ["probe", "--from-capture", fifo],
-            "launch.env": ["check", fifo, *SYSTEM_ARGS],
-            "model-config": ["recommend", *SYSTEM_ARGS, "--model-config", fifo]}[surface]
+    fifo = _fifo(
+        tmp_path, {"launch.env": "launch.env", "rules": "site.yaml"}.get(surface, "input.json")
+    )
+    argv = {
+        "topology": ["show", "--topology", fifo],
+        "capture": ["probe", "--from-capture", fifo],
+        "launch.env": ["check", fifo, *SYSTEM_ARGS],
+        "model-config": ["recommend", *SYSTEM_ARGS, "--model-config", fifo],
+    }[surface]
     code, _, err = cli(argv)
     assert code == 2 and _refused(err, fifo), err
 
 
 def test_fifos_reached_indirectly_are_refused_by_name(cli, tmp_path):
-    """Inside a folder, a docker --env-file, a compose env_file, an SGLang --config, a model folder's weights."""
+    """Inside a folder, a docker --env-file, a compose env_file, an SGLang --config, a model
+    folder's weights."""
     env_fifo = _fifo(tmp_path, "vars.env")
-    code, _, err = cli(["check", *SYSTEM_ARGS, "--", "docker", "run", "--gpus", "all", "--env-file", env_fifo,
-                        "img", *LAUNCH])
+    code, _, err = cli(
+        [
+            "check",
+            *SYSTEM_ARGS,
+            "--",
+            "docker",
+            "run",
+            "--gpus",
+            "all",
+            "--env-file",
+            env_fifo,
+            "img",
+            *LAUNCH,
+        ]
+    )
     assert code == 2 and _refused(err, env_fifo), err
 
     compose = tmp_path / "compose.yaml"
-    compose.write_text("services:\n  s:\n    image: lmsysorg/sglang:v0.5.12\n    env_file: vars.env\n"
-                       f"    command: {' '.join(LAUNCH)}\n")
+    compose.write_text(
+        "services:\n  s:\n    image: lmsysorg/sglang:v0.5.12\n    env_file: vars.env\n"
+        f"    command: {' '.join(LAUNCH)}\n"
+    )
     code, _, err = cli(["check", str(compose), *SYSTEM_ARGS])
     assert code == 2 and "vars.env is a FIFO" in err, err
 
     config_fifo = _fifo(tmp_path, "server.yaml")
-    code, _, err = cli(["check", *SYSTEM_ARGS, "--sglang-version", "0.5.12", "--", *LAUNCH, "--config", config_fifo])
+    code, _, err = cli(
+        [
+            "check",
+            *SYSTEM_ARGS,
+            "--sglang-version",
+            "0.5.12",
+            "--",
+            *LAUNCH,
+            "--config",
+            config_fifo,
+        ]
+    )
     assert code == 2 and _refused(err, config_fifo), err
 
     model = tmp_path / "model"
     model.mkdir()
-    (model / "config.json").write_text(json.dumps({"num_hidden_layers": 2, "hidden_size": 64,
-                                                   "num_attention_heads": 4, "vocab_size": 100}))
+    (model / "config.json").write_text(
+        json.dumps(
+            {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4, "vocab_size": 100}
+        )
+    )
     weights = _fifo(model, "model.safetensors")
     code, _, err = cli(["recommend", *SYSTEM_ARGS, "--model-path", str(model)])
     assert code == 2 and _refused(err, weights), err
@@ -374,11 +493,16 @@ def test_a_fifo_inside_a_checked_folder_is_named_and_never_opened(cli, tmp_path)
 
 def test_a_fifo_as_the_knowledge_cache_is_not_read(cli, tmp_path, monkeypatch):
     from topoctl.core import knowledge_cache as cache
+
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     monkeypatch.delenv("TOPOCTL_NO_CACHE", raising=False)
     folder = tmp_path / "topoctl"
     folder.mkdir()
-    for name in ("rules", "gpus", "rule-settings"):  # every section the command may look up, as FIFOs
+    for name in (
+        "rules",
+        "gpus",
+        "rule-settings",
+    ):  # every section the command may look up, as FIFOs
         for stamp in range(1):
             _fifo(folder, f"{name}-{stamp}.json")
     assert cache._read(str(folder / "rules-0.json"), []) is None
@@ -388,30 +512,59 @@ def test_a_fifo_as_the_knowledge_cache_is_not_read(cli, tmp_path, monkeypatch):
 
 def test_an_sglang_config_file_goes_through_the_bounded_loader(cli, tmp_path):
     bomb = tmp_path / "bomb.yaml"  # 485 bytes that safe_load expands to 10^9 values
-    bomb.write_text("a: &a [x,x,x,x,x,x,x,x,x,x]\n" + "".join(
-        f"{chr(98 + i)}: &{chr(98 + i)} [{','.join(['*' + chr(97 + i)] * 10)}]\n" for i in range(9)))
-    code, _, err = cli(["check", *SYSTEM_ARGS, "--sglang-version", "0.5.12", "--", *LAUNCH, "--config", str(bomb)])
+    bomb.write_text(
+        "a: &a [x,x,x,x,x,x,x,x,x,x]\n"
+        + "".join(
+            f"{chr(98 + i)}: &{chr(98 + i)} [{','.join(['*' + chr(97 + i)] * 10)}]\n"
+            for i in range(9)
+        )
+    )
+    code, _, err = cli(
+        ["check", *SYSTEM_ARGS, "--sglang-version", "0.5.12", "--", *LAUNCH, "--config", str(bomb)]
+    )
     assert code == 2 and "aliases expanded" in err, err
     big = tmp_path / "big.yaml"
     big.write_bytes(b"# " + b"x" * (limits.MAX_LAUNCH_FILE_BYTES + 1))
-    code, _, err = cli(["check", *SYSTEM_ARGS, "--sglang-version", "0.5.12", "--", *LAUNCH, "--config", str(big)])
+    code, _, err = cli(
+        ["check", *SYSTEM_ARGS, "--sglang-version", "0.5.12", "--", *LAUNCH, "--config", str(big)]
+    )
     assert code == 2 and "larger than 4 MiB" in err, err
     latin = tmp_path / "latin.yaml"
     latin.write_bytes(b"tp-size: 4\nserved-model-name: caf\xe9\n")
-    code, _, err = cli(["check", *SYSTEM_ARGS, "--sglang-version", "0.5.12", "--", *LAUNCH, "--config", str(latin)])
+    code, _, err = cli(
+        ["check", *SYSTEM_ARGS, "--sglang-version", "0.5.12", "--", *LAUNCH, "--config", str(latin)]
+    )
     assert code == 2 and f"{latin} is not UTF-8" in err, err
 
 
-# -- counts a user gives: checked against the target before anything is built in proportion -----------------------
-@pytest.mark.parametrize("flags", [["--tp-size", "1000000000"], ["--dp-size", "1000000000"],
-                                   ["--tp-size", "100000", "--dp-size", "100000"],
-                                   ["--base-gpu-id", "1000000000", "--gpu-id-step", "1000000000"]])
+# -- counts a user gives: checked against the target before anything is built in proportion
+# -----------------------
+@pytest.mark.parametrize(
+    "flags",
+    [
+        ["--tp-size", "1000000000"],
+        ["--dp-size", "1000000000"],
+        ["--tp-size", "100000", "--dp-size", "100000"],
+        ["--base-gpu-id", "1000000000", "--gpu-id-step", "1000000000"],
+    ],
+)
 def test_huge_parallel_sizes_are_judged_without_building_every_rank(cli, flags, monkeypatch):
     import tracemalloc
 
     tracemalloc.start()
-    code, out, _ = cli(["check", *SYSTEM_ARGS, "--", "python", "-m", "sglang.launch_server", "--model-path", "m",
-                        *flags])
+    code, out, _ = cli(
+        [
+            "check",
+            *SYSTEM_ARGS,
+            "--",
+            "python",
+            "-m",
+            "sglang.launch_server",
+            "--model-path",
+            "m",
+            *flags,
+        ]
+    )
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     assert code == 1 and "BLOCK" in out
@@ -422,7 +575,12 @@ def test_huge_parallel_sizes_are_judged_without_building_every_rank(cli, flags, 
 def test_a_5000_digit_version_is_one_line_exit_2(cli, version):
     code, _, err = cli(["check", *SYSTEM_ARGS, "--sglang-version", version, "--", *LAUNCH])
     lines = err.strip().splitlines()
-    assert code == 2 and len(lines) == 2 and "is not an SGLang version" in lines[0] and len(lines[0]) < 200
+    assert (
+        code == 2
+        and len(lines) == 2
+        and "is not an SGLang version" in lines[0]
+        and len(lines[0]) < 200
+    )
 
 
 def test_a_fifo_as_a_helm_template_or_an_entrypoint_script_is_never_opened(cli, tmp_path):
@@ -434,8 +592,10 @@ def test_a_fifo_as_a_helm_template_or_an_entrypoint_script_is_never_opened(cli, 
     code, out, err = cli(["check", str(chart), *SYSTEM_ARGS])
     assert code in (0, 1, 2) and (code != 2 or "deployment.yaml" in out + err)
     _fifo(tmp_path, "entrypoint.sh")
-    (tmp_path / "Dockerfile").write_text('FROM lmsysorg/sglang:v0.5.12\nENTRYPOINT ["/entrypoint.sh"]\n'
-                                         'CMD ["python3", "-m", "sglang.launch_server", "--model-path", "m"]\n')
+    (tmp_path / "Dockerfile").write_text(
+        'FROM lmsysorg/sglang:v0.5.12\nENTRYPOINT ["/entrypoint.sh"]\n'
+        'CMD ["python3", "-m", "sglang.launch_server", "--model-path", "m"]\n'
+    )
     code, _, err = cli(["check", str(tmp_path / "Dockerfile"), *SYSTEM_ARGS])
     assert code in (0, 1, 2), err
     assert os.path.exists(template)

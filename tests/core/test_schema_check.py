@@ -1,5 +1,7 @@
-"""topoctl/core/schema_check.py gives jsonschema's verdict (valid or not) on every built-in rule file and on
-generated mutations of them: the compiled check may never pass a file jsonschema refuses, nor the reverse."""
+"""topoctl/core/schema_check.py gives jsonschema's verdict (valid or not) on every built-in rule
+file and on generated mutations of them: the compiled check may never pass a file jsonschema
+refuses, nor the reverse."""
+
 from __future__ import annotations
 
 import copy
@@ -27,8 +29,31 @@ def _documents() -> list:
 
 
 DOCUMENTS = _documents()
-ODD_VALUES = [None, True, False, 0, 1, -1, 1.0, 2.5, "", " ", "x", "block", "info", "0.5.12", ">=0.5",
-              "not a spec!", [], [1], ["a"], {}, {"fact": "gpu.sm"}, {"all": []}, {"x": 1}]
+ODD_VALUES = [
+    None,
+    True,
+    False,
+    0,
+    1,
+    -1,
+    1.0,
+    2.5,
+    "",
+    " ",
+    "x",
+    "block",
+    "info",
+    "0.5.12",
+    ">=0.5",
+    "not a spec!",
+    [],
+    [1],
+    ["a"],
+    {},
+    {"fact": "gpu.sm"},
+    {"all": []},
+    {"x": 1},
+]
 
 
 def _paths(node, prefix=()):
@@ -61,9 +86,10 @@ def test_every_builtin_file_is_valid_to_both(number):
 
 
 def _mutated(data: st.DataObject, documents: list, odd_values: list, hows: list[str]) -> object:
-    """A copy of one of `documents` with one to three changes drawn by `data`: a value replaced by one of
-    `odd_values` ("set"), a key or item removed ("delete"), or a key added to a mapping ("extra-key": a string
-    key, "int-key": an integer key, which JSON cannot hold but a YAML file can)."""
+    """A copy of one of `documents` with one to three changes drawn by `data`: a value replaced by
+    one of `odd_values` ("set"), a key or item removed ("delete"), or a key added to a mapping
+    ("extra-key": a string key, "int-key": an integer key, which JSON cannot hold but a YAML file
+    can)."""
     document = copy.deepcopy(data.draw(st.sampled_from(documents)))
     for _ in range(data.draw(st.integers(1, 3))):
         paths = [path for path in _paths(document) if path]
@@ -80,7 +106,9 @@ def _mutated(data: st.DataObject, documents: list, odd_values: list, hows: list[
             for part in path:
                 target = target[part]
             if isinstance(target, dict):
-                target["unexpected" if how == "extra-key" else 7] = data.draw(st.sampled_from(odd_values))
+                target["unexpected" if how == "extra-key" else 7] = data.draw(
+                    st.sampled_from(odd_values)
+                )
     return document
 
 
@@ -96,7 +124,8 @@ def test_a_keyword_it_does_not_compile_is_refused():
         compile_schema({"type": "object", "dependentRequired": {"a": ["b"]}})
 
 
-# -- snapshots: the compiled check with strict integers against topoctl.snapshot.document's jsonschema validator -------
+# -- snapshots: the compiled check with strict integers against topoctl.snapshot.document's
+# jsonschema validator -------
 def _snapshots() -> list:
     import glob
     import json
@@ -111,11 +140,12 @@ def _snapshots() -> list:
 
 
 SNAPSHOTS = _snapshots()
-SNAPSHOT_ODD = [*ODD_VALUES, 2.0, -3, 10 ** 6, "NV12", "SYS", "OK", "0000:17:00.0", {"read": "OK"}]
+SNAPSHOT_ODD = [*ODD_VALUES, 2.0, -3, 10**6, "NV12", "SYS", "OK", "0000:17:00.0", {"read": "OK"}]
 
 
 def _snapshot_check():
     from topoctl.snapshot import document as snapshot
+
     return compile_schema(snapshot.schema(), strict_integers=True), snapshot.validator()
 
 

@@ -1,4 +1,6 @@
-"""launch.env is sourced by shells: values round-trip through bash and sh, and a hostile snapshot runs nothing."""
+"""launch.env is sourced by shells: values round-trip through bash and sh, and a hostile snapshot
+runs nothing."""
+
 from __future__ import annotations
 
 import json
@@ -18,7 +20,13 @@ SHELLS = [["bash", "-c"], ["sh", "-c"]]
 
 def source_env(shell: list[str], folder) -> dict[str, str]:
     script = "set -a; . ./launch.env; set +a; env -0"
-    proc = subprocess.run(shell + [script], cwd=folder, capture_output=True, timeout=30, env={"PATH": os.environ["PATH"]})
+    proc = subprocess.run(
+        shell + [script],
+        cwd=folder,
+        capture_output=True,
+        timeout=30,
+        env={"PATH": os.environ["PATH"]},
+    )
     assert proc.returncode == 0, proc.stderr
     out = {}
     for entry in proc.stdout.split(b"\0"):
@@ -28,10 +36,28 @@ def source_env(shell: list[str], folder) -> dict[str, str]:
     return out
 
 
-@pytest.mark.parametrize("value", ["plain", "it's", "'", "''", "a b", "$(touch pwned)", "`touch pwned`", "x\ny",
-                                   "\\", '"', "$HOME", "é", ""])
+@pytest.mark.parametrize(
+    "value",
+    [
+        "plain",
+        "it's",
+        "'",
+        "''",
+        "a b",
+        "$(touch pwned)",
+        "`touch pwned`",
+        "x\ny",
+        "\\",
+        '"',
+        "$HOME",
+        "é",
+        "",
+    ],
+)
 def test_quote_round_trip(value, tmp_path):
-    (tmp_path / "launch.env").write_text(assignment("TOPOCTL_X", value) + "\n" + comment("c\n$(touch pwned)") + "\n")
+    (tmp_path / "launch.env").write_text(
+        assignment("TOPOCTL_X", value) + "\n" + comment("c\n$(touch pwned)") + "\n"
+    )
     for shell in SHELLS:
         assert source_env(shell, tmp_path)["TOPOCTL_X"] == value
     assert not (tmp_path / "pwned").exists()
@@ -56,8 +82,21 @@ def test_every_emitted_launch_env_round_trips(tmp_path, capsys):
     for index, argv in enumerate(_systems(tmp_path)):
         folder = tmp_path / f"s{index}"
         folder.mkdir()
-        code = main(["recommend", *argv, "--model", "kimi-k2.5", "--speculative", "eagle3", "--draft-model",
-                     "/models/it's draft", "--force-speculative", "-o", str(folder / "launch.env")])
+        code = main(
+            [
+                "recommend",
+                *argv,
+                "--model",
+                "kimi-k2.5",
+                "--speculative",
+                "eagle3",
+                "--draft-model",
+                "/models/it's draft",
+                "--force-speculative",
+                "-o",
+                str(folder / "launch.env"),
+            ]
+        )
         capsys.readouterr()
         if code == 1:  # nothing passes the rules there with EAGLE-3 forced
             assert main(["recommend", *argv, "-o", str(folder / "launch.env")]) == 0
@@ -76,16 +115,35 @@ def test_hostile_snapshot_runs_nothing(tmp_path, capsys):
     path = tmp_path / "evil.json"
     path.write_text(json.dumps(snap))
     for fmt in ("env", "args", "json", "yaml"):
-        assert main(["recommend", "--topology", str(path), "--model", "kimi-k2.5", "--format", fmt,
-                     "-o", str(tmp_path / f"out.{fmt}"), "--explain"]) == 0
+        assert (
+            main(
+                [
+                    "recommend",
+                    "--topology",
+                    str(path),
+                    "--model",
+                    "kimi-k2.5",
+                    "--format",
+                    fmt,
+                    "-o",
+                    str(tmp_path / f"out.{fmt}"),
+                    "--explain",
+                ]
+            )
+            == 0
+        )
     capsys.readouterr()
     (tmp_path / "launch.env").write_text((tmp_path / "out.env").read_text())
     for shell in SHELLS:
         env = source_env(shell, tmp_path)
         assert "touch" in env["TOPOCTL_SYSTEM"] and "\n" not in env["TOPOCTL_SYSTEM"]
         assert "NCCL_X" not in env
-    subprocess.run(["bash", "-c", "set -a; . ./launch.env; set +a; eval \"set -- $SGLANG_ARGS\"; echo \"$@\""],
-                   cwd=tmp_path, check=True, capture_output=True)
+    subprocess.run(
+        ["bash", "-c", 'set -a; . ./launch.env; set +a; eval "set -- $SGLANG_ARGS"; echo "$@"'],
+        cwd=tmp_path,
+        check=True,
+        capture_output=True,
+    )
     assert not marker.exists()
     for line in (tmp_path / "out.env").read_text().splitlines():
         assert line == "" or line.startswith("#") or line.split("=", 1)[1].startswith("'")

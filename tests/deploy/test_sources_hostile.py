@@ -1,6 +1,7 @@
-"""Hostile manifests, compose files and scripts given to `check` (cases benchmarks/fuzz_cli.py found): each ends
-in one line and exit 2, or a report, never an internal error; the work a script's expansions cause is bounded
-in characters, not in time."""
+"""Hostile manifests, compose files and scripts given to `check` (cases benchmarks/fuzz_cli.py
+found): each ends in one line and exit 2, or a report, never an internal error; the work a script's
+expansions cause is bounded in characters, not in time."""
+
 from __future__ import annotations
 
 import pytest
@@ -9,10 +10,14 @@ from topoctl.core import safe_read as limits
 from topoctl.deploy import launchers
 
 H200 = ["--system", "h200-4x-nvswitch-vm"]
-COMPOSE = ("services:\n  s:\n    image: lmsysorg/sglang:v0.5.21-cu129\n{extra}"
-           "    command: [python3, -m, sglang.launch_server, --model-path, M, --tp-size, '4']\n")
-DEPLOYMENT = ("apiVersion: apps/v1\nkind: Deployment\nmetadata: {metadata}\nspec:\n  template:\n    spec:\n"
-              "      containers: {containers}\n")
+COMPOSE = (
+    "services:\n  s:\n    image: lmsysorg/sglang:v0.5.21-cu129\n{extra}"
+    "    command: [python3, -m, sglang.launch_server, --model-path, M, --tp-size, '4']\n"
+)
+DEPLOYMENT = (
+    "apiVersion: apps/v1\nkind: Deployment\nmetadata: {metadata}\nspec:\n  template:\n    spec:\n"
+    "      containers: {containers}\n"
+)
 GOOD_CONTAINER = "[{name: s, command: [python3, -m, sglang.launch_server], args: [--tp-size, '4']}]"
 
 
@@ -23,12 +28,15 @@ def one_error(err: str) -> str:
     return lines[0]
 
 
-@pytest.mark.parametrize("metadata, containers", [
-    ('"$(id)"', GOOD_CONTAINER),        # metadata a string (was: AttributeError)
-    ("[1, 2]", GOOD_CONTAINER),
-    ("{name: x}", "[5, '--tp-size', [1]]"),  # containers that are not mappings
-    ("{name: x}", "{a: 1}"),
-])
+@pytest.mark.parametrize(
+    "metadata, containers",
+    [
+        ('"$(id)"', GOOD_CONTAINER),  # metadata a string (was: AttributeError)
+        ("[1, 2]", GOOD_CONTAINER),
+        ("{name: x}", "[5, '--tp-size', [1]]"),  # containers that are not mappings
+        ("{name: x}", "{a: 1}"),
+    ],
+)
 def test_manifest_values_of_the_wrong_type(cli, tmp_path, metadata, containers):
     path = tmp_path / "deploy.yaml"
     path.write_text(DEPLOYMENT.format(metadata=metadata, containers=containers))
@@ -39,18 +47,23 @@ def test_manifest_values_of_the_wrong_type(cli, tmp_path, metadata, containers):
 
 def test_a_dynamo_component_that_is_not_a_mapping(cli, tmp_path):
     path = tmp_path / "dgd.yaml"
-    path.write_text("apiVersion: nvidia.com/v1beta1\nkind: DynamoGraphDeployment\nmetadata: {name: d}\n"
-                    "spec: {components: [7, [x], {name: w}]}\n")
+    path.write_text(
+        "apiVersion: nvidia.com/v1beta1\nkind: DynamoGraphDeployment\nmetadata: {name: d}\n"
+        "spec: {components: [7, [x], {name: w}]}\n"
+    )
     code, _, err = cli(["check", str(path), *H200])
     assert code in (0, 2) and "internal error" not in err, err
 
 
-@pytest.mark.parametrize("env_file, content", [
-    ("/dev/zero", None),                       # endless: refused at the launch.env bound (was: MemoryError)
-    ("big.env", b"A=" + b"x" * (limits.MAX_LAUNCH_ENV_BYTES + 1)),
-    ("latin1.env", b"\xff\xfeA=1\n"),          # not UTF-8 (was: UnicodeDecodeError)
-    ("missing.env", None),
-])
+@pytest.mark.parametrize(
+    "env_file, content",
+    [
+        ("/dev/zero", None),  # endless: refused at the launch.env bound (was: MemoryError)
+        ("big.env", b"A=" + b"x" * (limits.MAX_LAUNCH_ENV_BYTES + 1)),
+        ("latin1.env", b"\xff\xfeA=1\n"),  # not UTF-8 (was: UnicodeDecodeError)
+        ("missing.env", None),
+    ],
+)
 def test_compose_env_files_that_cannot_be_read(cli, tmp_path, env_file, content):
     if content is not None:
         (tmp_path / env_file).write_bytes(content)
@@ -70,11 +83,23 @@ def test_a_project_dot_env_that_is_not_utf8(cli, tmp_path):
     assert code == 2 and "not UTF-8" in one_error(err)
 
 
-@pytest.mark.parametrize("device", ["{capabilities: [gpu], count: abc}", "{capabilities: [gpu], count: 99999999999}",
-                                    "{capabilities: gpu, count: true}", "7", "[gpu]"])
+@pytest.mark.parametrize(
+    "device",
+    [
+        "{capabilities: [gpu], count: abc}",
+        "{capabilities: [gpu], count: 99999999999}",
+        "{capabilities: gpu, count: true}",
+        "7",
+        "[gpu]",
+    ],
+)
 def test_compose_gpu_reservations_of_the_wrong_type(cli, tmp_path, device):
     path = tmp_path / "compose.yaml"
-    path.write_text(COMPOSE.format(extra=f"    deploy: {{resources: {{reservations: {{devices: [{device}]}}}}}}\n"))
+    path.write_text(
+        COMPOSE.format(
+            extra=f"    deploy: {{resources: {{reservations: {{devices: [{device}]}}}}}}\n"
+        )
+    )
     code, _, err = cli(["check", str(path), *H200])
     assert code in (0, 1, 2) and "internal error" not in err and "Traceback" not in err, err
     if code == 2:
@@ -83,14 +108,21 @@ def test_compose_gpu_reservations_of_the_wrong_type(cli, tmp_path, device):
 
 def test_a_compose_service_that_is_not_a_mapping(cli, tmp_path):
     path = tmp_path / "compose.yaml"
-    path.write_text("services:\n  a: 5\n  b: [x]\n  c: {command: [python3, -m, sglang.launch_server, --tp-size, '4']}\n")
+    path.write_text(
+        "services:\n  a: 5\n  b: [x]\n  c: {command: [python3, -m, sglang.launch_server, "
+        "--tp-size, '4']}\n"
+    )
     code, _, err = cli(["check", str(path), *H200])
     assert code in (0, 1) and "internal error" not in err, err
 
 
 def doubling_script(levels: int) -> str:
     lines = ["V0=x"] + [f"V{i}=$V{i - 1}$V{i - 1}" for i in range(1, levels)]
-    return "#!/bin/sh\n" + "\n".join(lines) + f"\npython3 -m sglang.launch_server --model-path $V{levels - 1}\n"
+    return (
+        "#!/bin/sh\n"
+        + "\n".join(lines)
+        + f"\npython3 -m sglang.launch_server --model-path $V{levels - 1}\n"
+    )
 
 
 def test_a_variable_that_doubles_itself_is_refused_within_the_expansion_bound(cli, tmp_path):
@@ -122,8 +154,10 @@ def test_the_expansion_bound_counts_characters_and_stops_at_the_first_line_past_
 
 def test_more_launches_than_the_bound_is_one_line(cli, tmp_path):
     path = tmp_path / "run.sh"
-    path.write_text("#!/bin/sh\n" + "python3 -m sglang.launch_server --tp-size 4\n"
-                    * (limits.MAX_LAUNCHES_PER_FILE + 1))
+    path.write_text(
+        "#!/bin/sh\n"
+        + "python3 -m sglang.launch_server --tp-size 4\n" * (limits.MAX_LAUNCHES_PER_FILE + 1)
+    )
     code, _, err = cli(["check", str(path), *H200])
     assert code == 2 and f"more than {limits.MAX_LAUNCHES_PER_FILE}" in one_error(err)
     path.write_text("#!/bin/sh\n" + "python3 -m sglang.launch_server --tp-size 4\n" * 3)

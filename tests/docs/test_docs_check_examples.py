@@ -1,7 +1,9 @@
-"""The multi-node examples and the script with arrays in docs/recommend-and-check.md ("Multi-node launches and
-shell scripts, as they run") are what the commands print now: each `$ topoctl check ...` block is run from the
-repository root and its output compared line for line (its `$ echo $?` with the exit code); the script shown
-is written to a folder as serve.sh and checked with the command the text names."""
+"""The multi-node examples and the script with arrays in docs/recommend-and-check.md ("Multi-node
+launches and shell scripts, as they run") are what the commands print now: each `$ topoctl check
+...` block is run from the repository root and its output compared line for line (its `$ echo $?`
+with the exit code); the script shown is written to a folder as serve.sh and checked with the
+command the text names."""
+
 from __future__ import annotations
 
 import os
@@ -17,11 +19,13 @@ def _section() -> str:
     with open(os.path.join(ROOT, "docs", "recommend-and-check.md"), encoding="utf-8") as handle:
         text = handle.read()
     start = text.index(SECTION)
-    return text[start:text.index("\n### ", start + len(SECTION))]
+    return text[start : text.index("\n### ", start + len(SECTION))]
 
 
 def _blocks(text: str) -> list[tuple[str, str]]:
-    return [(m.group(1), m.group(2)) for m in re.finditer(r"^```([^\n]*)\n(.*?)^```", text, re.S | re.M)]
+    return [
+        (m.group(1), m.group(2)) for m in re.finditer(r"^```([^\n]*)\n(.*?)^```", text, re.S | re.M)
+    ]
 
 
 def _sessions(block: str) -> list[tuple[list[str], list[str], int | None]]:
@@ -62,7 +66,7 @@ def test_the_script_with_arrays_prints_what_the_docs_show(cli, tmp_path, monkeyp
     blocks = _blocks(section)
     script_at = next(index for index, (lang, _) in enumerate(blocks) if lang == "sh")
     script, shown = blocks[script_at][1], blocks[script_at + 1][1]
-    assert 'ARGS=(' in script and '"${ARGS[@]}"' in script and "EXTRA=()" in script
+    assert "ARGS=(" in script and '"${ARGS[@]}"' in script and "EXTRA=()" in script
     command = re.search(r"\(`topoctl (check serve\.sh [^`]+)`\)", section)
     assert command is not None
     (tmp_path / "serve.sh").write_text(script, encoding="utf-8")

@@ -1,12 +1,14 @@
 """The documented examples work as written.
 
-Every example command of every `--help` Examples block runs with its documented exit code; the outputs the
-README quotes in full are what the same commands print now, byte for byte; the launch.env round trip of
-docs/recommend-and-check.md (`set -a; . ./launch.env; set +a; eval "set -- $SGLANG_ARGS"`) gives back the
-argument list in sh and bash for every built-in system, and `check` passes what `recommend` wrote; the
-pre-commit hook's `files` pattern picks the file names the docs name. Live probes are replaced by "no GPU"
-(exit 3), so the results do not depend on the machine that runs the tests.
+Every example command of every `--help` Examples block runs with its documented exit code; the
+outputs the README quotes in full are what the same commands print now, byte for byte; the
+launch.env round trip of docs/recommend-and-check.md (`set -a; . ./launch.env; set +a; eval "set --
+$SGLANG_ARGS"`) gives back the argument list in sh and bash for every built-in system, and `check`
+passes what `recommend` wrote; the pre-commit hook's `files` pattern picks the file names the docs
+name. Live probes are replaced by "no GPU" (exit 3), so the results do not depend on the machine
+that runs the tests.
 """
+
 from __future__ import annotations
 
 import glob
@@ -76,7 +78,8 @@ def test_readme_show_outputs_are_what_show_prints(cli):
 
 
 def _dollar_command(block: str) -> tuple[list[str], str]:
-    """A `$ topoctl ... \\` block: the command's words (continuations joined) and the rest of the block."""
+    """A `$ topoctl ... \\` block: the command's words (continuations joined) and the rest of the
+    block."""
     lines = block.splitlines(keepends=True)
     assert lines[0].startswith("$ topoctl ")
     command = lines[0][2:].rstrip()
@@ -88,8 +91,11 @@ def _dollar_command(block: str) -> tuple[list[str], str]:
 
 
 def test_readme_recommend_output_for_the_field_report_system_is_byte_identical(cli):
-    blocks = [b for b in _blocks(_section(README, "### `topoctl recommend`"))
-              if b.startswith("$ topoctl recommend") and "--speculative eagle3" in b]
+    blocks = [
+        b
+        for b in _blocks(_section(README, "### `topoctl recommend`"))
+        if b.startswith("$ topoctl recommend") and "--speculative eagle3" in b
+    ]
     assert len(blocks) == 1
     argv, quoted = _dollar_command(blocks[0])
     code, out, err = cli(argv)
@@ -109,7 +115,11 @@ def test_readme_real_2x_h200_recommend_output_is_what_the_live_snapshot_gives(cl
 
 
 def _readme_check_examples():
-    block = [b for b in _blocks(_section(README, "### `topoctl check`")) if b.startswith("$ topoctl check")][0]
+    block = [
+        b
+        for b in _blocks(_section(README, "### `topoctl check`"))
+        if b.startswith("$ topoctl check")
+    ][0]
     return [part if part.endswith("\n") else part + "\n" for part in block.split("\n\n")]
 
 
@@ -131,7 +141,9 @@ def test_readme_probe_excerpt_is_taken_from_the_real_snapshot_file_in_order():
     for line in lines:
         while i < len(full) and full[i] != line:
             i += 1
-        assert i < len(full), f"README's probe excerpt line {line!r} is not in {H200_2X_LIVE} (in order)"
+        assert i < len(full), (
+            f"README's probe excerpt line {line!r} is not in {H200_2X_LIVE} (in order)"
+        )
         i += 1
 
 
@@ -142,7 +154,10 @@ def test_readme_quick_start_main_job_uses_the_fallback_system_on_a_machine_witho
     assert words[0].endswith("/topoctl")
     code, out, err = cli(words[1:])
     assert code == 0, err
-    assert "using the built-in reference system 'rtx-pro-6000-8x-pcie' instead (--fallback-system)" in err
+    assert (
+        "using the built-in reference system 'rtx-pro-6000-8x-pcie' instead (--fallback-system)"
+        in err
+    )
     assert "TOPOCTL_MODEL='kimi-k2.5'" in out and "TOPOCTL_SYSTEM='rtx-pro-6000-8x-pcie'" in out
     assert out.rstrip().splitlines()[-1].startswith("SGLANG_ARGS='--tp-size 8 ")
 
@@ -151,15 +166,21 @@ def test_readme_quick_start_main_job_uses_the_fallback_system_on_a_machine_witho
 
 
 # --------------------------------------------------------------------------------------------------------
-# Every `$ topoctl ...` example of the README and docs/: what it prints is what the doc shows. In-process here;
-# from a fresh clone in a fresh venv, with the Quick start's own install line, in tests/integration/test_docs_walk.py.
+# Every `$ topoctl ...` example of the README and docs/: what it prints is what the doc shows.
+# In-process here; from a fresh clone in a fresh venv, with the Quick start's own install line, in
+# tests/integration/test_docs_walk.py.
 
 
 def _dollar_examples(root: str = ROOT) -> list[tuple[str, str, str]]:
-    """(doc, command line, what the doc shows it print) for each `$ topoctl` example in a fenced block of the
-    README and docs/ of the checkout at `root` (indented blocks inside list items too)."""
-    return [(s.block.doc, s.command, s.shown) for block in fenced_blocks(root) if block.first.startswith("$ topoctl")
-            for s in sessions(block)]
+    """(doc, command line, what the doc shows it print) for each `$ topoctl` example in a fenced
+    block of the README and docs/ of the checkout at `root` (indented blocks inside list items too).
+    """
+    return [
+        (s.block.doc, s.command, s.shown)
+        for block in fenced_blocks(root)
+        if block.first.startswith("$ topoctl")
+        for s in sessions(block)
+    ]
 
 
 def test_the_docs_show_dollar_examples_of_every_command_kind():
@@ -167,8 +188,11 @@ def test_the_docs_show_dollar_examples_of_every_command_kind():
     assert {"recommend", "check", "--version"} <= commands, commands
 
 
-@pytest.mark.parametrize("doc, command, shown", _dollar_examples(),
-                         ids=[f"{doc}:{command[:60]}" for doc, command, _ in _dollar_examples()])
+@pytest.mark.parametrize(
+    "doc, command, shown",
+    _dollar_examples(),
+    ids=[f"{doc}:{command[:60]}" for doc, command, _ in _dollar_examples()],
+)
 def test_every_dollar_example_prints_what_the_doc_shows(cli, monkeypatch, doc, command, shown):
     monkeypatch.chdir(ROOT)  # the examples name the repository's own files (examples/deploy)
     words = shlex.split(command)[1:]
@@ -185,8 +209,20 @@ def test_every_dollar_example_prints_what_the_doc_shows(cli, monkeypatch, doc, c
 # Every `--help` Examples block: each example runs, with its documented exit code
 
 
-HELP_COMMANDS = [[], ["probe"], ["show"], ["recommend"], ["check"], ["rules"], ["rules", "list"],
-                 ["rules", "explain"], ["rules", "test"], ["rules", "schema"], ["rules", "facts"], ["completion"]]
+HELP_COMMANDS = [
+    [],
+    ["probe"],
+    ["show"],
+    ["recommend"],
+    ["check"],
+    ["rules"],
+    ["rules", "list"],
+    ["rules", "explain"],
+    ["rules", "test"],
+    ["rules", "schema"],
+    ["rules", "facts"],
+    ["completion"],
+]
 
 # Examples whose exit code is not 0 on a machine without a GPU (the tests make every machine one).
 EXPECTED_EXIT = {
@@ -204,7 +240,11 @@ def _help_examples(cli) -> list[tuple[str, str]]:
     for words in HELP_COMMANDS:
         code, out, err = cli([*words, "--help"])
         assert code == 0, err
-        for heading in ("Examples:", "Typical use:", "Without a GPU, use a built-in reference system:"):
+        for heading in (
+            "Examples:",
+            "Typical use:",
+            "Without a GPU, use a built-in reference system:",
+        ):
             if heading not in out:
                 continue
             body = out.split(heading, 1)[1]
@@ -226,7 +266,8 @@ def _help_examples(cli) -> list[tuple[str, str]]:
 
 
 def _prepare_scratch(cli, tmp_path):
-    """Files the examples name: machine.yaml, capture.json, config.json, launch.env, deploy/*/launch.env."""
+    """Files the examples name: machine.yaml, capture.json, config.json, launch.env,
+    deploy/*/launch.env."""
     capture = os.path.join(FIXTURES, "h200-4x-nvswitch-vm")
     assert cli(["probe", "--from-capture", capture, "-o", "machine.yaml"])[0] == 0
     shutil.copy(os.path.join(capture, "capture.json"), "capture.json")
@@ -244,8 +285,20 @@ def _prepare_scratch(cli, tmp_path):
 def test_the_help_texts_have_examples(cli):
     examples = _help_examples(cli)
     owners = {owner for owner, _ in examples}
-    assert owners == {"topoctl", "probe", "show", "recommend", "check", "rules", "rules list",
-                      "rules explain", "rules test", "rules schema", "rules facts", "completion"}, owners
+    assert owners == {
+        "topoctl",
+        "probe",
+        "show",
+        "recommend",
+        "check",
+        "rules",
+        "rules list",
+        "rules explain",
+        "rules test",
+        "rules schema",
+        "rules facts",
+        "completion",
+    }, owners
     assert len(examples) >= 25
 
 
@@ -264,49 +317,68 @@ def test_every_help_example_runs_with_its_documented_exit_code(cli, tmp_path, mo
             i = words.index(">")
             words, redirect = words[:i], words[i + 1]
         words = [w for pattern in words for w in (sorted(glob.glob(pattern)) or [pattern])]
-        if "--from-capture" in words:  # a recorded capture, not the one the failed `--record` example left
-            shutil.copy(os.path.join(FIXTURES, "h200-4x-nvswitch-vm", "capture.json"), "capture.json")
+        if (
+            "--from-capture" in words
+        ):  # a recorded capture, not the one the failed `--record` example left
+            shutil.copy(
+                os.path.join(FIXTURES, "h200-4x-nvswitch-vm", "capture.json"), "capture.json"
+            )
         code, out, err = cli(words)
         expected = EXPECTED_EXIT.get(command, 0)
-        assert code == expected, f"`{command}` (from `{owner} --help`): exit {code}, documented {expected}\n{err}"
+        assert code == expected, (
+            f"`{command}` (from `{owner} --help`): exit {code}, documented {expected}\n{err}"
+        )
         if code == 2:
             assert err.startswith("topoctl: error: ") and "hint:" in err, err
         if code == 0 and redirect:
             with open(redirect, "w") as f:
                 f.write(out)
     assert set(EXPECTED_EXIT) <= seen, set(EXPECTED_EXIT) - seen
-    # a failed probe left the snapshot written before it alone; what the examples wrote is what they say
+    # a failed probe left the snapshot written before it alone; what the examples wrote is what they
+    # say
     assert yaml.safe_load(open("machine.yaml"))["summary"]["gpu_count"] == 4
     root = ET.parse("check.xml").getroot()
     assert root.tag == "testsuites" and root.get("failures") == "0"
-    assert yaml.safe_load(open("rule.schema.json")) and open("rule.schema.json").read().lstrip().startswith("{")
+    assert yaml.safe_load(open("rule.schema.json")) and open(
+        "rule.schema.json"
+    ).read().lstrip().startswith("{")
 
 
 # --------------------------------------------------------------------------------------------------------
-# launch.env round trip, every built-in system x (no model, Kimi-K2.5 + EAGLE-3 with a draft path with a
-# space) x SGLang version
+# launch.env round trip, every built-in system x (no model, Kimi-K2.5 + EAGLE-3 with a draft path
+# with a space) x SGLang version
 
 
 ROUND_TRIP = 'set -a; . ./launch.env; set +a; eval "set -- $SGLANG_ARGS"; printf \'%s\\n\' "$@"'
-# check reads flags with the target's installed SGLang (0.5.12 on this system), not the version the file
-# was written for: these launches use --cuda-graph-max-bs-decode, which 0.5.12 does not know.
+
+
+# check reads flags with the target's installed SGLang (0.5.12 on this system), not the version the
+# file was written for: these launches use --cuda-graph-max-bs-decode, which 0.5.12 does not know.
 def _writes_the_decode_graph_flag(version: str) -> bool:
     from topoctl.rules.sglang.flags import load_flag_set
 
     return load_flag_set(version).has("--cuda-graph-max-bs-decode")
 
 
-CHECK_SAME_SYSTEM_FAILS = {("rtx-pro-6000-8x-pcie", "kimi", version) for version in SGLANG_VERSIONS
-                           if _writes_the_decode_graph_flag(version) and not _writes_the_decode_graph_flag("0.5.12")}
+CHECK_SAME_SYSTEM_FAILS = {
+    ("rtx-pro-6000-8x-pcie", "kimi", version)
+    for version in SGLANG_VERSIONS
+    if _writes_the_decode_graph_flag(version) and not _writes_the_decode_graph_flag("0.5.12")
+}
 
 
-# SGLang 0.5.12 keeps custom allreduce off over PCIe by itself (its V2-only kernel needs NVLink), so a launch
-# written for 0.5.12 on the no-P2P box leaves --disable-custom-all-reduce out; judged as the box's own 0.5.5,
-# where custom allreduce turns on blindly, the same file is rightly blocked. With a model the same file is
-# written: NCCL's predicted gain over the custom allreduce (1.10x with EAGLE-3) is inside the launch model's
-# band, so recommend keeps SGLang's default path (ranking.hold_within_band).
-CHECK_OTHER_VERSION_BLOCKS = {("rtx-4090-2x-pcie-no-p2p", model, version) for version in SGLANG_VERSIONS
-                              for model in ("none", "kimi") if version.startswith("0.5.12")}
+# SGLang 0.5.12 keeps custom allreduce off over PCIe by itself (its V2-only kernel needs NVLink), so
+# a launch written for 0.5.12 on the no-P2P box leaves --disable-custom-all-reduce out; judged as
+# the box's own 0.5.5, where custom allreduce turns on blindly, the same file is rightly blocked.
+# With a model the same file is written: NCCL's predicted gain over the custom allreduce (1.10x with
+# EAGLE-3) is inside the launch model's band, so recommend keeps SGLang's default path
+# (ranking.hold_within_band).
+CHECK_OTHER_VERSION_BLOCKS = {
+    ("rtx-4090-2x-pcie-no-p2p", model, version)
+    for version in SGLANG_VERSIONS
+    for model in ("none", "kimi")
+    if version.startswith("0.5.12")
+}
 
 
 def _cases():
@@ -319,26 +391,39 @@ def test_the_round_trip_covers_every_built_in_system(cli):
 
 
 @pytest.mark.parametrize("system, model, version", _cases())
-def test_launch_env_round_trip_in_sh_and_bash_and_check_passes_it(cli, tmp_path, monkeypatch, system, model,
-                                                                 version):
+def test_launch_env_round_trip_in_sh_and_bash_and_check_passes_it(
+    cli, tmp_path, monkeypatch, system, model, version
+):
     monkeypatch.chdir(tmp_path)
     argv = ["recommend", "--system", system, "--sglang-version", version, "-o", "launch.env"]
     if model == "kimi":
-        argv += ["--model", fitting_model(system), "--speculative", "eagle3", "--draft-model", "/models/my draft"]
+        argv += [
+            "--model",
+            fitting_model(system),
+            "--speculative",
+            "eagle3",
+            "--draft-model",
+            "/models/my draft",
+        ]
     code, out, err = cli(argv)
     assert code == 0, err
     text = open("launch.env", encoding="utf-8").read()
     assert f"TOPOCTL_SGLANG_VERSION='{version}'" in text
     assigned = [line for line in text.splitlines() if line.startswith("SGLANG_ARGS=")]
     assert len(assigned) == 1
-    expected = shlex.split(shlex.split(assigned[0][len("SGLANG_ARGS="):])[0])
+    expected = shlex.split(shlex.split(assigned[0][len("SGLANG_ARGS=") :])[0])
     if "--speculative-draft-model-path" in expected:
         assert expected[expected.index("--speculative-draft-model-path") + 1] == "/models/my draft"
     for shell in ("sh", "bash"):
         if shutil.which(shell) is None:
             continue
-        result = subprocess.run([shell, "-c", ROUND_TRIP], cwd=tmp_path, capture_output=True, text=True,
-                                env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")})
+        result = subprocess.run(
+            [shell, "-c", ROUND_TRIP],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
+        )
         assert (result.returncode, result.stderr) == (0, ""), shell
         assert result.stdout.split("\n")[:-1] == expected, shell
     # check against the same system, in the version the launch was written for
@@ -355,8 +440,18 @@ def test_launch_env_round_trip_in_sh_and_bash_and_check_passes_it(cli, tmp_path,
     code, out, err = cli(["check", "launch.env", "--system", system, "--format", "junit"])
     root = ET.fromstring(out)
     assert root.tag == "testsuites"
-    code, out, err = cli(["check", "launch.env", "--system", system, "--format", "github",
-                                   "--disable", "nccl-ll128-without-nvlink=test: every line is an annotation"])
+    code, out, err = cli(
+        [
+            "check",
+            "launch.env",
+            "--system",
+            system,
+            "--format",
+            "github",
+            "--disable",
+            "nccl-ll128-without-nvlink=test: every line is an annotation",
+        ]
+    )
     lines = out.splitlines()
     assert lines, "the disabled rule is at least a ::notice"
     for line in lines:
@@ -371,19 +466,37 @@ def test_pre_commit_hook_matches_the_deployment_files_the_docs_name():
     hooks = yaml.safe_load(open(os.path.join(ROOT, ".pre-commit-hooks.yaml"), encoding="utf-8"))
     hook = {h["id"]: h for h in hooks}["topoctl-check"]
     assert hook["entry"] == "topoctl check" and hook["pass_filenames"] is True
-    assert "`*launch*.env` file names, `*.yaml`/`*.yml`, `*.sh`/`*.bash`" in RC_DOC, \
+    assert "`*launch*.env` file names, `*.yaml`/`*.yml`, `*.sh`/`*.bash`" in RC_DOC, (
         "docs/recommend-and-check.md names another files pattern"
+    )
     files, exclude = re.compile(hook["files"]), re.compile(hook["exclude"])
 
     def matched(path):
         return bool(files.search(path)) and not exclude.search(path)  # pre-commit uses re.search
 
-    for path in ("launch.env", "prod.launch.env", "launch-prod.env", "deploy/prod/launch.env", "deploy/prod.yaml",
-                 "k8s/sglang.yml", "scripts/run.sh", "run.bash"):
+    for path in (
+        "launch.env",
+        "prod.launch.env",
+        "launch-prod.env",
+        "deploy/prod/launch.env",
+        "deploy/prod.yaml",
+        "k8s/sglang.yml",
+        "scripts/run.sh",
+        "run.bash",
+    ):
         assert matched(path), path
-    # the pattern is about file names: a folder named launch* does not make its .env files launch files
-    for path in ("launch.env.bak", "launch.envrc", "README.md", "launcher/.env", "deploy/launch/secrets.env",
-                 ".github/workflows/ci.yml", ".gitlab-ci.yml", ".pre-commit-config.yaml"):
+    # the pattern is about file names: a folder named launch* does not make its .env files launch
+    # files
+    for path in (
+        "launch.env.bak",
+        "launch.envrc",
+        "README.md",
+        "launcher/.env",
+        "deploy/launch/secrets.env",
+        ".github/workflows/ci.yml",
+        ".gitlab-ci.yml",
+        ".pre-commit-config.yaml",
+    ):
         assert not matched(path), path
 
 
@@ -393,22 +506,48 @@ def test_pre_commit_hook_matches_the_deployment_files_the_docs_name():
 
 def _site_rule(version: str) -> dict:
     return {
-        "id": "site-sm120-symm-mem", "title": "t", "severity": "block", "scope": "s",
-        "when": {"all": [{"fact": "gpu.sm_majors", "any_in": [12]}, {"fact": "software.sglang", "version": version}]},
+        "id": "site-sm120-symm-mem",
+        "title": "t",
+        "severity": "block",
+        "scope": "s",
+        "when": {
+            "all": [
+                {"fact": "gpu.sm_majors", "any_in": [12]},
+                {"fact": "software.sglang", "version": version},
+            ]
+        },
         "effect": {"forbid": [{"setting": "torch_symm_mem", "values": [True]}]},
-        "message": "m", "remediation": "r",
-        "evidence": [{"source": "field-report", "reference": "x", "level": "measured", "summary": "s",
-                      "scope": {"gpus": "SM120"}}],
-        "tests": [{"name": "a", "expect": "fire",
-                   "snapshot": {"gpus": [{"index": 0, "sm": 120}], "software": {"sglang": "0.5.12"}}},
-                  {"name": "b", "expect": "silent",
-                   "snapshot": {"gpus": [{"index": 0, "sm": 90}], "software": {"sglang": "0.5.12"}}}],
+        "message": "m",
+        "remediation": "r",
+        "evidence": [
+            {
+                "source": "field-report",
+                "reference": "x",
+                "level": "measured",
+                "summary": "s",
+                "scope": {"gpus": "SM120"},
+            }
+        ],
+        "tests": [
+            {
+                "name": "a",
+                "expect": "fire",
+                "snapshot": {"gpus": [{"index": 0, "sm": 120}], "software": {"sglang": "0.5.12"}},
+            },
+            {
+                "name": "b",
+                "expect": "silent",
+                "snapshot": {"gpus": [{"index": 0, "sm": 90}], "software": {"sglang": "0.5.12"}},
+            },
+        ],
     }
 
 
 def test_rules_doc_site_file_error_example_is_the_error_printed(cli, tmp_path, monkeypatch):
-    example = re.search(r"`(site\.yaml: rule 'site-sm120-symm-mem': field 'when\.all\[1\]\.version': [^`]+)`",
-                        RULES_DOC).group(1)
+    example = re.search(
+        r"`(site\.yaml: rule 'site-sm120-symm-mem': field 'when\.all\[1\]\.version': [^`]+)`",
+        RULES_DOC,
+    ).group(1)
     rule = _site_rule(">>0.5")
 
     monkeypatch.chdir(tmp_path)
@@ -437,14 +576,28 @@ def test_rules_doc_example_rule_is_valid_yaml():
 
 def test_recommend_doc_launch_env_example_is_what_recommend_writes(cli):
     block = _blocks(_section(RC_DOC, "### The launch.env format"))[0]
-    code, out, err = cli(["recommend", "--system", "rtx-pro-6000-8x-pcie", "--model", "kimi-k2.5",
-                                   "--sglang-version", "0.5.12"])
+    code, out, err = cli(
+        [
+            "recommend",
+            "--system",
+            "rtx-pro-6000-8x-pcie",
+            "--model",
+            "kimi-k2.5",
+            "--sglang-version",
+            "0.5.12",
+        ]
+    )
     assert code == 0, err
     written = [line for line in out.splitlines() if line and not line.startswith("# ")]
-    shown = [re.sub(r"\s+(#|<-) .*$", "", line) for line in block.splitlines()
-             if line and not line.startswith("# ")]
+    shown = [
+        re.sub(r"\s+(#|<-) .*$", "", line)
+        for line in block.splitlines()
+        if line and not line.startswith("# ")
+    ]
     assert shown == written
-    shown_comments = [re.sub(r"\s+<- .*$", "", line) for line in block.splitlines() if line.startswith("# --")]
+    shown_comments = [
+        re.sub(r"\s+<- .*$", "", line) for line in block.splitlines() if line.startswith("# --")
+    ]
     assert shown_comments == [line for line in out.splitlines() if line.startswith("# --")]
 
 
@@ -452,12 +605,21 @@ def test_pipe_closed_by_the_reader_ends_like_other_unix_tools():
     if shutil.which("bash") is None:
         pytest.skip("bash not available")
     topoctl = f"{shlex.quote(sys.executable)} -m topoctl rules list"
-    # README's example: head may read everything before topoctl is done writing (0) or not (141); never 1
-    result = subprocess.run(["bash", "-c", f'{topoctl} | head -1; echo "${{PIPESTATUS[0]}}"'],
-                            capture_output=True, text=True, cwd=ROOT)
+    # README's example: head may read everything before topoctl is done writing (0) or not (141);
+    # never 1
+    result = subprocess.run(
+        ["bash", "-c", f'{topoctl} | head -1; echo "${{PIPESTATUS[0]}}"'],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     first, status = result.stdout.splitlines()
     assert first.startswith("ID ") and status in ("0", "141") and result.stderr == ""
     # a reader that is gone before topoctl writes: always SIGPIPE, quietly
-    result = subprocess.run(["bash", "-c", f'{topoctl} | true; echo "${{PIPESTATUS[0]}}"'],
-                            capture_output=True, text=True, cwd=ROOT)
+    result = subprocess.run(
+        ["bash", "-c", f'{topoctl} | true; echo "${{PIPESTATUS[0]}}"'],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     assert (result.stdout, result.stderr) == ("141\n", "")

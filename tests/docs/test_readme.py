@@ -1,4 +1,6 @@
-"""The README's promises that can drift: its two set-up commands, the CI entry point, the systems it lists."""
+"""The README's promises that can drift: its two set-up commands, the CI entry point, the systems it
+lists."""
+
 from __future__ import annotations
 
 import os
@@ -55,17 +57,20 @@ def test_every_reference_system_in_the_readme_exists_and_every_shipped_one_is_li
 
 def test_readme_has_no_unfilled_placeholders():
     readme = _read("README.md")
-    assert not re.search(r"\b(REAL_[A-Z_]+|SYNTH_SHOW|RECOMMEND_RTX|CHECK_EXAMPLE|MEASUREMENTS|TODO)\b", readme)
+    assert not re.search(
+        r"\b(REAL_[A-Z_]+|SYNTH_SHOW|RECOMMEND_RTX|CHECK_EXAMPLE|MEASUREMENTS|TODO)\b", readme
+    )
 
 
-# ------------------------------------------------------------------------------------------------ synopses
+# ------------------------------------------------------------------------------------------------
+# synopses
 
 _OPTION = re.compile(r"(?<![\w-])(--?[A-Za-z][\w-]*)")
 
 
 def _synopses(block: str) -> dict[tuple[str, ...], set[str]]:
-    """{(command words): option names} from a synopsis block; continuation lines belong to the line above,
-    and several lines for one command (`topoctl recommend --list-systems`) are merged."""
+    """{(command words): option names} from a synopsis block; continuation lines belong to the line
+    above, and several lines for one command (`topoctl recommend --list-systems`) are merged."""
     found: dict[tuple[str, ...], set[str]] = {}
     key: tuple[str, ...] | None = None
     for line in block.splitlines():
@@ -92,9 +97,13 @@ def _readme_synopses() -> dict[tuple[str, ...], set[str]]:
     readme = _read("README.md")
     found: dict[tuple[str, ...], set[str]] = {}
     for name in re.findall(r"^### `topoctl ([a-z]+)`$", readme, flags=re.M):
-        section = readme.split(f"### `topoctl {name}`", 1)[1].split("\n### ", 1)[0].split("\n## ", 1)[0]
+        section = (
+            readme.split(f"### `topoctl {name}`", 1)[1].split("\n### ", 1)[0].split("\n## ", 1)[0]
+        )
         block = _first_block(section)
-        assert block.startswith(f"topoctl {name}"), f"the README's section on {name} opens with no synopsis"
+        assert block.startswith(f"topoctl {name}"), (
+            f"the README's section on {name} opens with no synopsis"
+        )
         found.update(_synopses(block))
     return found
 
@@ -125,23 +134,33 @@ def _click_commands() -> dict[tuple[str, ...], object]:
     return out
 
 
-def _assert_synopsis_matches(key: tuple[str, ...], command: object, written: set[str], where: str) -> None:
+def _assert_synopsis_matches(
+    key: tuple[str, ...], command: object, written: set[str], where: str
+) -> None:
     import click
 
     options = [param for param in command.params if isinstance(param, click.Option)]
     names = {name for option in options for name in option.opts + option.secondary_opts}
     shown = "topoctl " + " ".join(key)
     for option in options:
-        for group in (option.opts, option.secondary_opts):  # --color and --no-color are two switches
+        for group in (
+            option.opts,
+            option.secondary_opts,
+        ):  # --color and --no-color are two switches
             if group:
-                assert set(group) & written, f"{where}: the synopsis of `{shown}` lacks {'/'.join(group)}"
+                assert set(group) & written, (
+                    f"{where}: the synopsis of `{shown}` lacks {'/'.join(group)}"
+                )
     unknown = written - names
-    assert not unknown, f"{where}: the synopsis of `{shown}` names {sorted(unknown)}, which it does not take"
+    assert not unknown, (
+        f"{where}: the synopsis of `{shown}` names {sorted(unknown)}, which it does not take"
+    )
 
 
 def test_every_command_has_a_readme_synopsis_with_exactly_its_options():
-    """Every option of every command and `rules` subcommand is in its README synopsis (by one of its names,
-    as `-o` for --output; both sides of a --x/--no-x switch), and the synopsis names no option it lacks."""
+    """Every option of every command and `rules` subcommand is in its README synopsis (by one of its
+    names, as `-o` for --output; both sides of a --x/--no-x switch), and the synopsis names no
+    option it lacks."""
     commands = _click_commands()
     synopses = _readme_synopses()
     assert set(synopses) == set(commands), (sorted(synopses), sorted(commands))
@@ -170,7 +189,9 @@ def test_exit_code_table_says_when_recommend_exits_1():
     assert "1 no launch passes the rules" in command.help
 
 
-# ------------------------------------------------------------------------------------------------ Pythons
+# ------------------------------------------------------------------------------------------------
+# Pythons
+
 
 def _setup_cfg():
     import configparser
@@ -181,39 +202,53 @@ def _setup_cfg():
 
 
 def test_the_supported_pythons_are_the_same_in_readme_and_metadata_and_include_this_run():
-    """The classifiers name the tested versions; python_requires starts at the lowest; the README states the
-    same; and the interpreter running this suite is one of them (a run on another one shows what to add)."""
+    """The classifiers name the tested versions; python_requires starts at the lowest; the README
+    states the same; and the interpreter running this suite is one of them (a run on another one
+    shows what to add)."""
     import sys
 
     config = _setup_cfg()
     classifiers = config["metadata"]["classifiers"].split("\n")
-    tested = sorted(re.findall(r"^Programming Language :: Python :: (3\.\d+)$", "\n".join(classifiers), re.M))
+    tested = sorted(
+        re.findall(r"^Programming Language :: Python :: (3\.\d+)$", "\n".join(classifiers), re.M)
+    )
     assert tested, "no classifier names a Python version"
     lowest = min(tested, key=lambda v: tuple(map(int, v.split("."))))
     assert config["options"]["python_requires"].strip() == f">={lowest}"
     quick = _read("README.md").split("## Quick start", 1)[1].split("\n## ", 1)[0]
     assert f"with Python {', '.join(tested)}, from a clone" in quick
-    assert f"Python: {', '.join(tested)}, the interpreters the whole test suite has passed on" in quick
-    assert f"{sys.version_info[0]}.{sys.version_info[1]}" in tested, "this suite ran on an untested Python"
+    assert (
+        f"Python: {', '.join(tested)}, the interpreters the whole test suite has passed on" in quick
+    )
+    assert f"{sys.version_info[0]}.{sys.version_info[1]}" in tested, (
+        "this suite ran on an untested Python"
+    )
 
 
 def test_every_claimed_python_has_a_passing_run_in_docs_pythons_and_no_other_one_passed():
     """docs/pythons.md's table has a `passed` row for each classifier's version, and no version the
-    classifiers leave out is marked passed (then it should be claimed); the script it names exists."""
+    classifiers leave out is marked passed (then it should be claimed); the script it names exists.
+    """
     config = _setup_cfg()
     tested = set(re.findall(r"Python :: (3\.\d+)$", config["metadata"]["classifiers"], re.M))
     doc = _read("docs", "pythons.md")
-    rows = {m.group(1): m.group(2) for m in re.finditer(r"^\| (3\.\d+)\.\d+ \| ([^|]+) \|", doc, re.M)}
+    rows = {
+        m.group(1): m.group(2) for m in re.finditer(r"^\| (3\.\d+)\.\d+ \| ([^|]+) \|", doc, re.M)
+    }
     assert tested <= set(rows), (tested, rows)
     passed = {version for version, result in rows.items() if result.strip() == "passed"}
     assert passed == tested, (passed, tested)
-    assert "scripts/python_matrix.sh" in doc and os.path.isfile(os.path.join(ROOT, "scripts", "python_matrix.sh"))
-    assert "docs/pythons.md" in _read("README.md").split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    assert "scripts/python_matrix.sh" in doc and os.path.isfile(
+        os.path.join(ROOT, "scripts", "python_matrix.sh")
+    )
+    assert (
+        "docs/pythons.md" in _read("README.md").split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    )
 
 
 def test_exit_code_table_says_what_a_missing_output_folder_exits_with(cli, tmp_path):
-    """`-o` into a folder that does not exist is found before the work: exit 2, as the table says (74 is for a
-    write that fails after the work)."""
+    """`-o` into a folder that does not exist is found before the work: exit 2, as the table says
+    (74 is for a write that fails after the work)."""
     table = _read("README.md").split("## Exit codes", 1)[1].split("\n## ", 1)[0]
     row = next(line for line in table.splitlines() if line.startswith("| 2 |"))
     assert "`-o FILE` whose folder does not exist" in row

@@ -1,9 +1,9 @@
 """A fake nvidia-ml-py (`import pynvml`) that answers from a spec dict, with fault injection.
 
-`make_fake_pynvml(spec)` returns a module object to install as `sys.modules["pynvml"]`. It defines the
-NVMLError hierarchy the way the real binding does (NVMLError(code) returns the NVMLError_<CapWords>
-subclass; each subclass carries `.value`), the constants the probe uses, the `c_nvmlGpuFabricInfoV_t`
-struct, and every function topoctl's NVML door (probe/nvml.py) calls.
+`make_fake_pynvml(spec)` returns a module object to install as `sys.modules["pynvml"]`. It defines
+the NVMLError hierarchy the way the real binding does (NVMLError(code) returns the
+NVMLError_<CapWords> subclass; each subclass carries `.value`), the constants the probe uses, the
+`c_nvmlGpuFabricInfoV_t` struct, and every function topoctl's NVML door (probe/nvml.py) calls.
 
 Spec (plain dict):
 
@@ -20,10 +20,12 @@ Spec (plain dict):
                 {"function": "nvmlDeviceGetP2PStatus", "device": 3, "hang": True}],   # blocks until released
      "lost_gpus": [2]}                      # every call touching these GPUs raises GpuIsLost
 
-A fault matches when its function matches (or is "*") and, if `device` is given, one of the call's device
-handles is that GPU. `"absent": [names]` removes functions (or the fabric struct) from the module, as an
-older binding would. `"init_error"`: nvmlInit raises that error (LibraryNotFound, DriverNotLoaded, ...).
+A fault matches when its function matches (or is "*") and, if `device` is given, one of the call's
+device handles is that GPU. `"absent": [names]` removes functions (or the fabric struct) from the
+module, as an older binding would. `"init_error"`: nvmlInit raises that error (LibraryNotFound,
+DriverNotLoaded, ...).
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -31,41 +33,83 @@ import threading
 import types
 from typing import Any
 
-# NVML return codes, as nvml.h and nvidia-ml-py define them (tests compare them with the real binding).
+# NVML return codes, as nvml.h and nvidia-ml-py define them (tests compare them with the real
+# binding).
 ERROR_CODES = {
-    "Uninitialized": 1, "InvalidArgument": 2, "NotSupported": 3, "NoPermission": 4, "AlreadyInitialized": 5,
-    "NotFound": 6, "InsufficientSize": 7, "InsufficientPower": 8, "DriverNotLoaded": 9, "Timeout": 10,
-    "IrqIssue": 11, "LibraryNotFound": 12, "FunctionNotFound": 13, "CorruptedInforom": 14, "GpuIsLost": 15,
-    "ResetRequired": 16, "OperatingSystem": 17, "LibRmVersionMismatch": 18, "InUse": 19, "Memory": 20,
-    "NoData": 21, "Unknown": 999,
+    "Uninitialized": 1,
+    "InvalidArgument": 2,
+    "NotSupported": 3,
+    "NoPermission": 4,
+    "AlreadyInitialized": 5,
+    "NotFound": 6,
+    "InsufficientSize": 7,
+    "InsufficientPower": 8,
+    "DriverNotLoaded": 9,
+    "Timeout": 10,
+    "IrqIssue": 11,
+    "LibraryNotFound": 12,
+    "FunctionNotFound": 13,
+    "CorruptedInforom": 14,
+    "GpuIsLost": 15,
+    "ResetRequired": 16,
+    "OperatingSystem": 17,
+    "LibRmVersionMismatch": 18,
+    "InUse": 19,
+    "Memory": 20,
+    "NoData": 21,
+    "Unknown": 999,
 }
 
-# Functions an R470-era driver lacks (NVML answers NVML_ERROR_FUNCTION_NOT_FOUND for a missing symbol).
+# Functions an R470-era driver lacks (NVML answers NVML_ERROR_FUNCTION_NOT_FOUND for a missing
+# symbol).
 DRIVER_GENERATIONS = {
-    "r470": {"nvmlDeviceGetGpuFabricInfoV", "nvmlDeviceGetGpuFabricInfo", "nvmlDeviceGetArchitecture",
-             "nvmlDeviceGetGpuMaxPcieLinkGeneration"},
-    # has the older, unversioned fabric call only (synthetic preset: the point is the fallback, not the release)
+    "r470": {
+        "nvmlDeviceGetGpuFabricInfoV",
+        "nvmlDeviceGetGpuFabricInfo",
+        "nvmlDeviceGetArchitecture",
+        "nvmlDeviceGetGpuMaxPcieLinkGeneration",
+    },
+    # has the older, unversioned fabric call only (synthetic preset: the point is the fallback, not
+    # the release)
     "r535": {"nvmlDeviceGetGpuFabricInfoV"},
 }
 
-# PCIe counter field ids, the numbers nvidia-ml-py 13.x defines (probe/pcie_checks.py reads them by name).
-FIELD_CONSTANTS = {"replay_rollover": "NVML_FI_DEV_PCIE_REPLAY_ROLLOVER_COUNTER",
-                   "l0_to_recovery": "NVML_FI_DEV_PCIE_L0_TO_RECOVERY_COUNTER",
-                   "correctable_errors": "NVML_FI_DEV_PCIE_COUNT_CORRECTABLE_ERRORS",
-                   "nonfatal_errors": "NVML_FI_DEV_PCIE_COUNT_NON_FATAL_ERROR",
-                   "fatal_errors": "NVML_FI_DEV_PCIE_COUNT_FATAL_ERROR"}
+# PCIe counter field ids, the numbers nvidia-ml-py 13.x defines (probe/pcie_checks.py reads them by
+# name).
+FIELD_CONSTANTS = {
+    "replay_rollover": "NVML_FI_DEV_PCIE_REPLAY_ROLLOVER_COUNTER",
+    "l0_to_recovery": "NVML_FI_DEV_PCIE_L0_TO_RECOVERY_COUNTER",
+    "correctable_errors": "NVML_FI_DEV_PCIE_COUNT_CORRECTABLE_ERRORS",
+    "nonfatal_errors": "NVML_FI_DEV_PCIE_COUNT_NON_FATAL_ERROR",
+    "fatal_errors": "NVML_FI_DEV_PCIE_COUNT_FATAL_ERROR",
+}
 CONSTANTS = {
-    "NVML_FI_DEV_PCIE_REPLAY_ROLLOVER_COUNTER": 95, "NVML_FI_DEV_PCIE_L0_TO_RECOVERY_COUNTER": 169,
-    "NVML_FI_DEV_PCIE_COUNT_CORRECTABLE_ERRORS": 173, "NVML_FI_DEV_PCIE_COUNT_NON_FATAL_ERROR": 179,
+    "NVML_FI_DEV_PCIE_REPLAY_ROLLOVER_COUNTER": 95,
+    "NVML_FI_DEV_PCIE_L0_TO_RECOVERY_COUNTER": 169,
+    "NVML_FI_DEV_PCIE_COUNT_CORRECTABLE_ERRORS": 173,
+    "NVML_FI_DEV_PCIE_COUNT_NON_FATAL_ERROR": 179,
     "NVML_FI_DEV_PCIE_COUNT_FATAL_ERROR": 180,
-    "NVML_P2P_CAPS_INDEX_READ": 0, "NVML_P2P_CAPS_INDEX_WRITE": 1, "NVML_P2P_CAPS_INDEX_NVLINK": 2,
-    "NVML_P2P_CAPS_INDEX_ATOMICS": 3, "NVML_P2P_CAPS_INDEX_PCI": 4, "NVML_P2P_CAPS_INDEX_PROP": 4,
-    "NVML_P2P_STATUS_OK": 0, "NVML_P2P_STATUS_CHIPSET_NOT_SUPPORED": 1, "NVML_P2P_STATUS_GPU_NOT_SUPPORTED": 2,
-    "NVML_P2P_STATUS_IOH_TOPOLOGY_NOT_SUPPORTED": 3, "NVML_P2P_STATUS_DISABLED_BY_REGKEY": 4,
-    "NVML_P2P_STATUS_NOT_SUPPORTED": 5, "NVML_P2P_STATUS_UNKNOWN": 6,
-    "NVML_TOPOLOGY_INTERNAL": 0, "NVML_TOPOLOGY_SINGLE": 10, "NVML_TOPOLOGY_MULTIPLE": 20,
-    "NVML_TOPOLOGY_HOSTBRIDGE": 30, "NVML_TOPOLOGY_NODE": 40, "NVML_TOPOLOGY_SYSTEM": 50,
-    "NVML_FEATURE_DISABLED": 0, "NVML_FEATURE_ENABLED": 1,
+    "NVML_P2P_CAPS_INDEX_READ": 0,
+    "NVML_P2P_CAPS_INDEX_WRITE": 1,
+    "NVML_P2P_CAPS_INDEX_NVLINK": 2,
+    "NVML_P2P_CAPS_INDEX_ATOMICS": 3,
+    "NVML_P2P_CAPS_INDEX_PCI": 4,
+    "NVML_P2P_CAPS_INDEX_PROP": 4,
+    "NVML_P2P_STATUS_OK": 0,
+    "NVML_P2P_STATUS_CHIPSET_NOT_SUPPORED": 1,
+    "NVML_P2P_STATUS_GPU_NOT_SUPPORTED": 2,
+    "NVML_P2P_STATUS_IOH_TOPOLOGY_NOT_SUPPORTED": 3,
+    "NVML_P2P_STATUS_DISABLED_BY_REGKEY": 4,
+    "NVML_P2P_STATUS_NOT_SUPPORTED": 5,
+    "NVML_P2P_STATUS_UNKNOWN": 6,
+    "NVML_TOPOLOGY_INTERNAL": 0,
+    "NVML_TOPOLOGY_SINGLE": 10,
+    "NVML_TOPOLOGY_MULTIPLE": 20,
+    "NVML_TOPOLOGY_HOSTBRIDGE": 30,
+    "NVML_TOPOLOGY_NODE": 40,
+    "NVML_TOPOLOGY_SYSTEM": 50,
+    "NVML_FEATURE_DISABLED": 0,
+    "NVML_FEATURE_ENABLED": 1,
 }
 
 P2P_CAP_NAMES = {0: "read", 1: "write", 2: "nvlink", 3: "atomics", 4: "pci"}
@@ -87,13 +131,25 @@ class _Struct:
 
 
 class c_nvmlGpuFabricInfoV_t(ctypes.Structure):
-    _fields_ = [("version", ctypes.c_uint), ("clusterUuid", ctypes.c_ubyte * 16), ("status", ctypes.c_uint),
-                ("cliqueId", ctypes.c_uint), ("state", ctypes.c_uint), ("healthMask", ctypes.c_uint)]
+    _fields_ = [
+        ("version", ctypes.c_uint),
+        ("clusterUuid", ctypes.c_ubyte * 16),
+        ("status", ctypes.c_uint),
+        ("cliqueId", ctypes.c_uint),
+        ("state", ctypes.c_uint),
+        ("healthMask", ctypes.c_uint),
+    ]
 
 
-class c_nvmlGpuFabricInfo_t(ctypes.Structure):  # the older, unversioned struct (no version, no healthMask)
-    _fields_ = [("clusterUuid", ctypes.c_ubyte * 16), ("status", ctypes.c_uint), ("cliqueId", ctypes.c_uint),
-                ("state", ctypes.c_uint)]
+class c_nvmlGpuFabricInfo_t(
+    ctypes.Structure
+):  # the older, unversioned struct (no version, no healthMask)
+    _fields_ = [
+        ("clusterUuid", ctypes.c_ubyte * 16),
+        ("status", ctypes.c_uint),
+        ("cliqueId", ctypes.c_uint),
+        ("state", ctypes.c_uint),
+    ]
 
 
 def _error_classes(module: types.ModuleType) -> None:
@@ -117,9 +173,14 @@ def _error_classes(module: types.ModuleType) -> None:
 
     module.NVMLError = NVMLError
     for name, code in ERROR_CODES.items():
-        subclass = type(f"NVMLError_{name}", (NVMLError,),
-                        {"__new__": (lambda c: lambda cls, value=None: NVMLError.__new__(cls, c))(code),
-                         "__init__": (lambda c: lambda self, value=None: NVMLError.__init__(self, c))(code)})
+        subclass = type(
+            f"NVMLError_{name}",
+            (NVMLError,),
+            {
+                "__new__": (lambda c: lambda cls, value=None: NVMLError.__new__(cls, c))(code),
+                "__init__": (lambda c: lambda self, value=None: NVMLError.__init__(self, c))(code),
+            },
+        )
         subclass.__module__ = "pynvml"
         NVMLError._valClassMapping[code] = subclass
         setattr(module, subclass.__name__, subclass)
@@ -137,7 +198,9 @@ class FakeNvml:
         self.missing = set(DRIVER_GENERATIONS.get(spec.get("driver_generation") or "", set()))
         self.missing |= set(spec.get("missing", ()))
         self.lost = set(spec.get("lost_gpus", ()))
-        self.release = threading.Event()  # a "hang" fault blocks until this is set (tests set it when done)
+        self.release = (
+            threading.Event()
+        )  # a "hang" fault blocks until this is set (tests set it when done)
         self.hung: list[tuple[str, tuple[Any, ...]]] = []
 
     def error(self, name: str) -> Exception:
@@ -155,7 +218,9 @@ class FakeNvml:
                 continue
             if fault.get("device") is not None and fault["device"] not in devices:
                 continue
-            if fault.get("hang"):  # a call that does not return (a hung GPU or driver), until released
+            if fault.get(
+                "hang"
+            ):  # a call that does not return (a hung GPU or driver), until released
                 self.hung.append((function, args))
                 self.release.wait(fault.get("hang_s", 60))
                 continue
@@ -263,7 +328,9 @@ def make_fake_pynvml(spec: dict[str, Any]) -> types.ModuleType:
     def _mig(handle: Handle) -> list[int]:
         mig = state.gpu(handle).get("mig")
         if mig is None:
-            raise state.error("NotSupported")  # GPUs without MIG (GeForce, L40S) answer NotSupported
+            raise state.error(
+                "NotSupported"
+            )  # GPUs without MIG (GeForce, L40S) answer NotSupported
         return list(mig)
 
     @api("nvmlDeviceGetVirtualizationMode")
@@ -349,15 +416,22 @@ def make_fake_pynvml(spec: dict[str, Any]) -> types.ModuleType:
 
     @api("nvmlDeviceGetBAR1MemoryInfo")
     def _bar1(handle: Handle) -> _Struct:
-        bar1 = state.gpu(handle).get("bar1")  # {"total": bytes, "used": bytes}; absent: NotSupported
+        bar1 = state.gpu(handle).get(
+            "bar1"
+        )  # {"total": bytes, "used": bytes}; absent: NotSupported
         if bar1 is None:
             raise state.error("NotSupported")
-        return _Struct(bar1Total=bar1["total"], bar1Used=bar1.get("used", 0),
-                       bar1Free=bar1["total"] - bar1.get("used", 0))
+        return _Struct(
+            bar1Total=bar1["total"],
+            bar1Used=bar1.get("used", 0),
+            bar1Free=bar1["total"] - bar1.get("used", 0),
+        )
 
     @api("nvmlDeviceGetPcieReplayCounter")
     def _replay(handle: Handle) -> int:
-        counters = state.gpu(handle).get("pcie_counters")  # {"replay": n, "correctable_errors": n, ...}
+        counters = state.gpu(handle).get(
+            "pcie_counters"
+        )  # {"replay": n, "correctable_errors": n, ...}
         if counters is None or "replay" not in counters:
             raise state.error("NotSupported")
         return int(counters["replay"])
@@ -374,7 +448,11 @@ def make_fake_pynvml(spec: dict[str, Any]) -> types.ModuleType:
             if name in counters:
                 out.append(_Struct(nvmlReturn=0, valueType=3, value=_Struct(ullVal=counters[name])))
             else:
-                out.append(_Struct(nvmlReturn=ERROR_CODES["NotSupported"], valueType=3, value=_Struct(ullVal=0)))
+                out.append(
+                    _Struct(
+                        nvmlReturn=ERROR_CODES["NotSupported"], valueType=3, value=_Struct(ullVal=0)
+                    )
+                )
         return out
 
     for name in spec.get("absent", ()):

@@ -1,4 +1,5 @@
-"""A probe Session whose non-NVML questions (sysfs, /proc, host, packages, torch) answer from a spec.
+"""A probe Session whose non-NVML questions (sysfs, /proc, host, packages, torch) answer from a
+spec.
 
 NVML questions go through the real door (probe/nvml.py), so with the fake binding installed as
 `sys.modules["pynvml"]` the whole live code path runs. Everything else answers from `world`:
@@ -11,6 +12,7 @@ NVML questions go through the real door (probe/nvml.py), so with the fake bindin
 A key the world does not hold fails the way the OS would: files with FileNotFoundError, torch with
 "torch not installed", host/software with a ProbeFailure naming the key.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -19,9 +21,14 @@ from typing import Any, Callable, Iterator
 
 from topoctl.probe.capture import Answer, ProbeFailure, Session
 
-# Questions whose missing answer would read as a fact ("no IOMMU"): a spec must state them to get one.
-UNSTATED = ("listdir:/sys/class/iommu", "listdir:/sys/kernel/iommu_groups", "listdir:/sys/class/infiniband",
-            "listdir:/sys/class/net")
+# Questions whose missing answer would read as a fact ("no IOMMU"): a spec must state them to get
+# one.
+UNSTATED = (
+    "listdir:/sys/class/iommu",
+    "listdir:/sys/kernel/iommu_groups",
+    "listdir:/sys/class/infiniband",
+    "listdir:/sys/class/net",
+)
 
 
 class SpecSession(Session):
@@ -42,11 +49,16 @@ class SpecSession(Session):
                 raise value
             return value
         if section == "files" and key.startswith(UNSTATED):
-            raise ProbeFailure("NotInSpec")  # a spec that says nothing of the IOMMU leaves it unknown, not "off"
+            raise ProbeFailure(
+                "NotInSpec"
+            )  # a spec that says nothing of the IOMMU leaves it unknown, not "off"
         if section == "files":
             raise ProbeFailure("FileNotFoundError")
         if section == "torch":
-            raise ProbeFailure("torch not installed (pip install torch; from a clone of topoctl: pip install '.[torch]')")
+            raise ProbeFailure(
+                "torch not installed (pip install torch; from a clone of topoctl: pip install "
+                "'.[torch]')"
+            )
         raise ProbeFailure(f"no answer for {section}:{key}")
 
 

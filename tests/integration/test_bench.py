@@ -1,9 +1,12 @@
-"""topoctl bench on CPU: the harness, sweep, result format and statistics over gloo with 2 and 4 processes.
+"""topoctl bench on CPU: the harness, sweep, result format and statistics over gloo with 2 and 4
+processes.
 
-GPU-only parts (CUDA graphs, symmetric memory, peer copies) sit behind Device/PeerCopies; here the CPU back
-end and the fake peers (with hang/corrupt/crawl faults) stand in for them. Each run spawns real processes, so
-these tests take seconds each; they assert on what was measured and how it is reported, never on timings.
+GPU-only parts (CUDA graphs, symmetric memory, peer copies) sit behind Device/PeerCopies; here the
+CPU back end and the fake peers (with hang/corrupt/crawl faults) stand in for them. Each run spawns
+real processes, so these tests take seconds each; they assert on what was measured and how it is
+reported, never on timings.
 """
+
 from __future__ import annotations
 
 import json
@@ -18,10 +21,14 @@ pytestmark = pytest.mark.slow  # minutes: its own step of .ci/run (setup.cfg, "m
 
 torch = pytest.importorskip("torch")
 
-FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "fixtures")
+FIXTURES = os.path.join(
+    os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "fixtures"
+)
 
 
-# ------------------------------------------------------------------------------------------- pure parts
+# ------------------------------------------------------------------------------------------- pure
+# parts
+
 
 def test_percentiles_interpolate_between_ranks():
     assert percentile([3.0, 1.0, 2.0], 50) == 2.0
@@ -34,8 +41,8 @@ def test_percentiles_interpolate_between_ranks():
 
 
 def test_sizes_and_the_models_messages():
-    assert planning.parse_size("42K") == 43008 and planning.parse_size("2.5M") == int(2.5 * 1024 ** 2)
-    assert planning.parse_size("4096") == 4096 and planning.parse_size("1GiB") == 1024 ** 3
+    assert planning.parse_size("42K") == 43008 and planning.parse_size("2.5M") == int(2.5 * 1024**2)
+    assert planning.parse_size("4096") == 4096 and planning.parse_size("1GiB") == 1024**3
     from topoctl.core.errors import TopoctlError
 
     for bad in ("", "x", "-4K", "1T", "2"):
@@ -45,7 +52,10 @@ def test_sizes_and_the_models_messages():
 
     kimi = profile("kimi-k2.5")
     assert planning.model_messages(kimi, [1, 3]) == [14336, 43008]  # hidden 7168 x bf16 x tokens
-    assert planning.coalescing_question(kimi) == {"n": 122, "bytes_each": 43008}  # the field report's question
+    assert planning.coalescing_question(kimi) == {
+        "n": 122,
+        "bytes_each": 43008,
+    }  # the field report's question
     plan = planning.build_plan(4, kimi, [4096], [3], 60, 30)
     assert plan.all_sizes() == [4096, 43008] and len(plan.p2p_pairs) == 12
 
@@ -56,7 +66,9 @@ def test_repetitions_fit_the_slice():
     assert planning.repetitions(0.5, 0.1) == (1, 5)  # a slow op still gets 5 samples
 
 
-# ------------------------------------------------------------------------------------------ real runs
+# ------------------------------------------------------------------------------------------ real
+# runs
+
 
 def _plan(world: int, **overrides):
     plan = planning.build_plan(world, None, [4096, 65536], [], 1.5, 20, backend="gloo")
@@ -70,9 +82,13 @@ def _run(plan, on_update=None):
     from topoctl.probe.bench.runner import Progress, run_bench
 
     updates = []
-    outcome = run_bench(plan, {"torch": torch.__version__}, list(range(plan.world_size)),
-                        on_update or (lambda m: updates.append(json.loads(json.dumps(m)))),
-                        progress=Progress(1, enabled=False))
+    outcome = run_bench(
+        plan,
+        {"torch": torch.__version__},
+        list(range(plan.world_size)),
+        on_update or (lambda m: updates.append(json.loads(json.dumps(m)))),
+        progress=Progress(1, enabled=False),
+    )
     return outcome, updates
 
 
@@ -82,22 +98,39 @@ def test_four_processes_name_the_hung_corrupt_and_crawling_pairs():
     m = outcome.measurements
     rows = {(row["src"], row["dst"]): row for row in m["p2p"]}
     assert len(rows) == 12  # the hang did not cost the other pairs: a fresh worker went on
-    assert rows[(0, 1)]["healthy"] is False and rows[(0, 1)]["reason"].startswith("timeout after 6 s")
+    assert rows[(0, 1)]["healthy"] is False and rows[(0, 1)]["reason"].startswith(
+        "timeout after 6 s"
+    )
     assert rows[(1, 2)]["healthy"] is False and rows[(1, 2)]["reason"].startswith("data mismatch")
     assert rows[(2, 3)]["healthy"] is False and rows[(2, 3)]["reason"].startswith("crawl")
     healthy = [row for key, row in rows.items() if key not in ((0, 1), (1, 2), (2, 3))]
     for row in healthy:
-        assert row["healthy"] and row["bandwidth_gbps"]["one_way"] > 0 and row["latency_us"] > 0, row
+        assert row["healthy"] and row["bandwidth_gbps"]["one_way"] > 0 and row["latency_us"] > 0, (
+            row
+        )
     ok = [row for row in m["allreduce"] if row["status"] == "ok"]
-    assert {row["bytes"] for row in ok} == {4096, 65536} and all(row["world_size"] == 4 for row in ok)
-    assert all(row["latency_us"]["p10"] <= row["latency_us"]["median"] <= row["latency_us"]["p90"] for row in ok)
+    assert {row["bytes"] for row in ok} == {4096, 65536} and all(
+        row["world_size"] == 4 for row in ok
+    )
+    assert all(
+        row["latency_us"]["p10"] <= row["latency_us"]["median"] <= row["latency_us"]["p90"]
+        for row in ok
+    )
     assert all(row["repetitions"] >= 5 and row["cuda_graph"] is False for row in ok)
     graph_rows = [row for row in m["allreduce"] if row["cuda_graph"] is True]
-    assert graph_rows and all(row["status"] == "unavailable" and "GPU" in row["reason"] for row in graph_rows)
-    reasons = {row["path"]: row["reason"] for row in m["allreduce"] if row["status"] == "unavailable"}
-    assert "torch_symm_mem" in reasons and "custom" in reasons  # recorded with the reason, not skipped
+    assert graph_rows and all(
+        row["status"] == "unavailable" and "GPU" in row["reason"] for row in graph_rows
+    )
+    reasons = {
+        row["path"]: row["reason"] for row in m["allreduce"] if row["status"] == "unavailable"
+    }
+    assert (
+        "torch_symm_mem" in reasons and "custom" in reasons
+    )  # recorded with the reason, not skipped
     (coalescing,) = m["coalescing"]
-    assert coalescing["n"] == 6 and coalescing["many_small_us"] > 0 and coalescing["two_large_us"] > 0
+    assert (
+        coalescing["n"] == 6 and coalescing["many_small_us"] > 0 and coalescing["two_large_us"] > 0
+    )
     assert m["complete"] is False  # the hang is a stop of the P2P phase, said so
     assert updates and len(updates[-1]["p2p"]) == 12  # every row reached the output as it came
 
@@ -108,7 +141,9 @@ def test_interrupt_keeps_what_was_measured():
 
     def on_update(measurements):
         seen.append(len(measurements["allreduce"]))
-        if measurements["allreduce"] and any(r["status"] == "ok" for r in measurements["allreduce"]):
+        if measurements["allreduce"] and any(
+            r["status"] == "ok" for r in measurements["allreduce"]
+        ):
             raise KeyboardInterrupt
 
     outcome, _ = _run(plan, on_update)
@@ -132,9 +167,29 @@ def test_cli_two_processes_write_a_snapshot_show_displays(tmp_path):
     from topoctl.snapshot.document import load_snapshot
 
     out = tmp_path / "machine.json"
-    result = CliRunner().invoke(cli, ["bench", "--topology", os.path.join(FIXTURES, "h200-2x-nvswitch-vm", "snapshot.json"),
-                                      "--backend", "gloo", "--model", "kimi-k2.5", "--tokens", "3", "--sizes", "4K",
-                                      "--budget-s", "1", "--format", "json", "-o", str(out), "--quiet"])
+    result = CliRunner().invoke(
+        cli,
+        [
+            "bench",
+            "--topology",
+            os.path.join(FIXTURES, "h200-2x-nvswitch-vm", "snapshot.json"),
+            "--backend",
+            "gloo",
+            "--model",
+            "kimi-k2.5",
+            "--tokens",
+            "3",
+            "--sizes",
+            "4K",
+            "--budget-s",
+            "1",
+            "--format",
+            "json",
+            "-o",
+            str(out),
+            "--quiet",
+        ],
+    )
     assert result.exit_code == 0, result.output
     snapshot = load_snapshot(str(out))
     m = snapshot["measurements"]
@@ -153,19 +208,34 @@ def test_cli_bad_options_exit_2_before_any_process(tmp_path):
     assert main(["bench", "--topology", snapshot, "--backend", "gloo", "--sizes", "lots"]) == 2
     assert main(["bench", "--topology", snapshot, "--backend", "gloo", "--budget-s", "0"]) == 2
     assert main(["bench", "--topology", snapshot, "--model", "kimi-k2.5", "--model-path", "x"]) == 2
-    assert main(["bench", "--topology", snapshot, "--backend", "gloo", "-o", str(tmp_path / "no" / "x.json")]) == 2
+    assert (
+        main(
+            [
+                "bench",
+                "--topology",
+                snapshot,
+                "--backend",
+                "gloo",
+                "-o",
+                str(tmp_path / "no" / "x.json"),
+            ]
+        )
+        == 2
+    )
 
 
 def test_parse_size_round_trips_every_plain_and_suffixed_size():
     from hypothesis import given
     from hypothesis import strategies as st
 
-    @given(st.integers(min_value=4, max_value=8 * 1024 ** 3), st.sampled_from(["", "B"]))
+    @given(st.integers(min_value=4, max_value=8 * 1024**3), st.sampled_from(["", "B"]))
     def plain(value, suffix):
         assert planning.parse_size(f"{value}{suffix}") == value
 
-    @given(st.integers(min_value=1, max_value=1024), st.sampled_from([("K", 1024), ("M", 1024 ** 2), ("Ki", 1024),
-                                                                      ("MiB", 1024 ** 2), ("k", 1024)]))
+    @given(
+        st.integers(min_value=1, max_value=1024),
+        st.sampled_from([("K", 1024), ("M", 1024**2), ("Ki", 1024), ("MiB", 1024**2), ("k", 1024)]),
+    )
     def suffixed(value, unit):
         assert planning.parse_size(f"{value}{unit[0]}") == value * unit[1]
 
@@ -178,11 +248,22 @@ def test_rows_are_written_in_snapshot_gpu_numbers():
     from topoctl.cli.commands.bench import _gpu_map
     from topoctl.probe.bench.runner import Progress, Runner, empty_measurements
 
-    snapshot = {"gpus": [{"index": 0, "pci_bus_id": "00000000:18:00.0"}, {"index": 1, "pci_bus_id": "00000000:3B:00.0"}]}
+    snapshot = {
+        "gpus": [
+            {"index": 0, "pci_bus_id": "00000000:18:00.0"},
+            {"index": 1, "pci_bus_id": "00000000:3B:00.0"},
+        ]
+    }
     mapping = _gpu_map(snapshot)
     assert mapping(["00000000:3b:00.0", "00000000:18:00.0"]) == [1, 0]  # torch 0 is NVML 1
     plan = _plan(2)
-    runner = Runner(plan, empty_measurements(plan, {}, [0, 1]), lambda m: None, Progress(1, enabled=False), mapping)
+    runner = Runner(
+        plan,
+        empty_measurements(plan, {}, [0, 1]),
+        lambda m: None,
+        Progress(1, enabled=False),
+        mapping,
+    )
     runner.index_map = [1, 0]
     assert runner.translate("p2p", {"src": 0, "dst": 1})["src"] == 1
     assert runner.translate("local_copy", {"gpu": 0})["gpu"] == 1
@@ -201,4 +282,7 @@ def test_a_busy_gpu_is_named_before_measuring():
     spec["gpus"][1]["utilization"] = 97
     with installed(make_fake_pynvml(spec)):
         lines = busy_gpus([0, 1])
-    assert lines == ["GPU 1 is busy (1 compute process(es) running, 97% utilised): its figures measure the contention too"]
+    assert lines == [
+        "GPU 1 is busy (1 compute process(es) running, 97% utilised): its figures measure the "
+        "contention too"
+    ]

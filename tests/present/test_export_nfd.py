@@ -1,5 +1,7 @@
-"""`topoctl export nfd`: node-feature-discovery's local feature file, and the Kubernetes examples, validated
-against the Kubernetes schemas shipped in kubernetes-validate (a maintained PyPI validator)."""
+"""`topoctl export nfd`: node-feature-discovery's local feature file, and the Kubernetes examples,
+validated against the Kubernetes schemas shipped in kubernetes-validate (a maintained PyPI
+validator)."""
+
 from __future__ import annotations
 
 import os
@@ -11,12 +13,16 @@ from conftest import ROOT
 
 from topoctl.present.nfd_labels import PREFIX, label_value
 
-LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")  # Kubernetes' label value syntax
+LABEL_VALUE = re.compile(
+    r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$"
+)  # Kubernetes' label value syntax
 EXAMPLES = os.path.join(ROOT, "examples", "kubernetes")
 
 
 def _labels(text: str) -> dict[str, str]:
-    return dict(line.split("=", 1) for line in text.splitlines() if line and not line.startswith("#"))
+    return dict(
+        line.split("=", 1) for line in text.splitlines() if line and not line.startswith("#")
+    )
 
 
 def test_dgx_labels(cli, tmp_path):
@@ -25,10 +31,17 @@ def test_dgx_labels(cli, tmp_path):
     code, _, err = cli(["export", "nfd", "--system", "h100-8x-8nic-ib", "-o", str(out)])
     assert code == 0, err
     labels = _labels(out.read_text())
-    assert labels == {PREFIX + "gpu.count": "8", PREFIX + "gpu.sm": "90", PREFIX + "interconnect": "nvswitch",
-                      PREFIX + "p2p.all-pairs": "true", PREFIX + "nvlink.clique": "0", PREFIX + "nic.rdma": "8",
-                      PREFIX + "nic.nearest": "PXB", PREFIX + "gpudirect.ready": "true",
-                      PREFIX + "allreduce.path": "custom"}
+    assert labels == {
+        PREFIX + "gpu.count": "8",
+        PREFIX + "gpu.sm": "90",
+        PREFIX + "interconnect": "nvswitch",
+        PREFIX + "p2p.all-pairs": "true",
+        PREFIX + "nvlink.clique": "0",
+        PREFIX + "nic.rdma": "8",
+        PREFIX + "nic.nearest": "PXB",
+        PREFIX + "gpudirect.ready": "true",
+        PREFIX + "allreduce.path": "custom",
+    }
     for name, value in labels.items():
         assert len(name.split("/", 1)[1]) <= 63 and LABEL_VALUE.match(value), (name, value)
 
@@ -41,8 +54,17 @@ def test_unknowns_and_a_pcie_box(cli):
     assert labels[PREFIX + "nvlink.clique"] == "none"
 
 
-@pytest.mark.parametrize("value, label", [(None, "unknown"), (True, "true"), ("a b/c", "a-b-c"), ("-x-", "x"),
-                                          ("y" * 80, "y" * 63), ("...", "unknown")])
+@pytest.mark.parametrize(
+    "value, label",
+    [
+        (None, "unknown"),
+        (True, "true"),
+        ("a b/c", "a-b-c"),
+        ("-x-", "x"),
+        ("y" * 80, "y" * 63),
+        ("...", "unknown"),
+    ],
+)
 def test_label_values_are_valid(value, label):
     assert label_value(value) == label and LABEL_VALUE.match(label)
 
@@ -55,6 +77,7 @@ def test_feature_file_is_written_atomically(cli, tmp_path, monkeypatch):
 
     def broken(self, text):
         raise topoctl.core.errors.OutputError("disk full")
+
     monkeypatch.setattr(topoctl.core.io.Destination, "write", broken)
     code, _, _ = cli(["export", "nfd", "--system", "h100-8x-8nic-ib", "-o", str(out)])
     assert code != 0 and out.read_text() == "old\n"
@@ -82,5 +105,5 @@ def test_the_validator_can_fail():
 def test_the_daemonset_writes_where_nfd_and_fleet_read():
     with open(os.path.join(EXAMPLES, "topoctl-daemonset.yaml"), encoding="utf-8") as handle:
         text = handle.read()
-    assert "topoctl probe -o \"/nodes/${NODE_NAME}.yaml\"" in text
+    assert 'topoctl probe -o "/nodes/${NODE_NAME}.yaml"' in text
     assert "-o /etc/kubernetes/node-feature-discovery/features.d/topoctl" in text

@@ -1,4 +1,6 @@
-"""`topoctl plot p2p|allreduce` (topoctl/present/plots.py): measurements as pictures through the optional `plot` extra."""
+"""`topoctl plot p2p|allreduce` (topoctl/present/plots.py): measurements as pictures through the
+optional `plot` extra."""
+
 from __future__ import annotations
 
 import copy
@@ -11,13 +13,16 @@ import pytest
 from topoctl.snapshot.catalogue import system_snapshot
 
 NEEDS_MATPLOTLIB = pytest.mark.skipif(
-    subprocess.run([sys.executable, "-c", "import matplotlib"], capture_output=True).returncode != 0,
-    reason="matplotlib (the plot extra) is not installed here")
+    subprocess.run([sys.executable, "-c", "import matplotlib"], capture_output=True).returncode
+    != 0,
+    reason="matplotlib (the plot extra) is not installed here",
+)
 
 
 def _with_p2p(name: str, failed: tuple[int, int] | None = None) -> dict:
-    """A reference system with P2P rows in the form topoctl bench writes (probe/bench/worker.py _pair_row);
-    the bandwidths are test inputs, not measurements: 100 + 10*src + dst GB/s, so each cell is identifiable."""
+    """A reference system with P2P rows in the form topoctl bench writes (probe/bench/worker.py
+    _pair_row); the bandwidths are test inputs, not measurements: 100 + 10*src + dst GB/s, so each
+    cell is identifiable."""
     snapshot = copy.deepcopy(system_snapshot(name))
     gpus = [gpu["index"] for gpu in snapshot["gpus"]]
     rows = []
@@ -25,11 +30,26 @@ def _with_p2p(name: str, failed: tuple[int, int] | None = None) -> dict:
         for dst in gpus:
             if src != dst:
                 healthy = (src, dst) != failed
-                rows.append({"src": src, "dst": dst, "healthy": healthy, "bytes": 268435456, "latency_us": 2.0,
-                             "reason": None if healthy else "timeout after 30 s (the copy hung)",
-                             "bandwidth_gbps": {"one_way": 100.0 + 10 * src + dst, "both_ways": None}})
-    snapshot["measurements"] = {"method": "topoctl bench 0.2.0", "measured_at": "2026-12-01T00:00:00Z",
-                                "gpus": gpus, "p2p": rows, "allreduce": [], "coalescing": [], "local_copy": []}
+                rows.append(
+                    {
+                        "src": src,
+                        "dst": dst,
+                        "healthy": healthy,
+                        "bytes": 268435456,
+                        "latency_us": 2.0,
+                        "reason": None if healthy else "timeout after 30 s (the copy hung)",
+                        "bandwidth_gbps": {"one_way": 100.0 + 10 * src + dst, "both_ways": None},
+                    }
+                )
+    snapshot["measurements"] = {
+        "method": "topoctl bench 0.2.0",
+        "measured_at": "2026-12-01T00:00:00Z",
+        "gpus": gpus,
+        "p2p": rows,
+        "allreduce": [],
+        "coalescing": [],
+        "local_copy": [],
+    }
     return snapshot
 
 
@@ -78,33 +98,57 @@ def test_allreduce_png_from_a_snapshot_with_measurements(cli, tmp_path):
 def test_nothing_measured_is_a_clear_error(cli, tmp_path):
     code, _, err = cli(["plot", "p2p", "--system", "h200-1x-vm", "-o", str(tmp_path / "p.svg")])
     assert code == 2 and "no measured P2P bandwidth" in err and "topoctl bench" in err
-    code, _, err = cli(["plot", "allreduce", "--system", "h100-8x-nvswitch", "-o", str(tmp_path / "a.svg")])
+    code, _, err = cli(
+        ["plot", "allreduce", "--system", "h100-8x-nvswitch", "-o", str(tmp_path / "a.svg")]
+    )
     assert code == 2 and "no allreduce latency measured" in err
     assert not (tmp_path / "p.svg").exists() and not (tmp_path / "a.svg").exists()
 
 
 def test_the_picture_name_picks_the_format(cli, tmp_path):
-    code, _, err = cli(["plot", "allreduce", "--system", "h200-1x-vm", "-o", str(tmp_path / "a.pdf")])
+    code, _, err = cli(
+        ["plot", "allreduce", "--system", "h200-1x-vm", "-o", str(tmp_path / "a.pdf")]
+    )
     assert code == 2 and "must end in .svg or .png" in err
 
 
 def test_without_matplotlib_one_line_and_the_extra_named(cli, monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib now raises ImportError
-    code, _, err = cli(["plot", "allreduce", "--system", "h200-1x-vm", "-o", str(tmp_path / "a.svg")])
+    code, _, err = cli(
+        ["plot", "allreduce", "--system", "h200-1x-vm", "-o", str(tmp_path / "a.svg")]
+    )
     assert code == 2
     assert "plots need matplotlib, which is not installed" in err and "pip install '.[plot]'" in err
     assert "Traceback" not in err and not (tmp_path / "a.svg").exists()
 
 
-@pytest.mark.parametrize("argv", [
-    ["show", "--system", "h200-1x-vm"],
-    ["recommend", "--system", "h200-1x-vm", "--model", "llama-3.1-8b"],
-    ["rules", "list"],
-    ["check", "--system", "h200-1x-vm", "--", "python", "-m", "sglang.launch_server", "--model-path", "M"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["show", "--system", "h200-1x-vm"],
+        ["recommend", "--system", "h200-1x-vm", "--model", "llama-3.1-8b"],
+        ["rules", "list"],
+        [
+            "check",
+            "--system",
+            "h200-1x-vm",
+            "--",
+            "python",
+            "-m",
+            "sglang.launch_server",
+            "--model-path",
+            "M",
+        ],
+    ],
+)
 def test_show_recommend_check_and_rules_never_import_matplotlib(argv):
-    run = ("import sys\nfrom topoctl.cli.app import main\ncode = main(sys.argv[1:])\n"
-           "print('LOADED' if [m for m in ('matplotlib', 'torch') if m in sys.modules] else 'CLEAN', file=sys.stderr)\n")
-    proc = subprocess.run([sys.executable, "-c", run, *argv], capture_output=True, text=True, timeout=120)
+    run = (
+        "import sys\nfrom topoctl.cli.app import main\ncode = main(sys.argv[1:])\nprint('LOADED' "
+        "if [m for m in ('matplotlib', 'torch') if m in sys.modules] else 'CLEAN', "
+        "file=sys.stderr)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", run, *argv], capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr.strip().splitlines()[-1] == "CLEAN"

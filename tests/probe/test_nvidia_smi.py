@@ -1,4 +1,6 @@
-"""Real captures agree with nvidia-smi printed on the same machine; the nvidia-smi parsers round-trip."""
+"""Real captures agree with nvidia-smi printed on the same machine; the nvidia-smi parsers
+round-trip."""
+
 from __future__ import annotations
 
 import os
@@ -25,7 +27,9 @@ def read(folder: str, name: str) -> str:
 
 def real_folder(name: str) -> str:
     folder = os.path.join(FIXTURES, name)
-    if name != "h200-4x-nvswitch-vm" and not os.path.isfile(os.path.join(folder, "nvidia-smi-topo-m.txt")):
+    if name != "h200-4x-nvswitch-vm" and not os.path.isfile(
+        os.path.join(folder, "nvidia-smi-topo-m.txt")
+    ):
         pytest.skip(f"{name}: no real capture with nvidia-smi outputs committed yet")
     return folder
 
@@ -73,8 +77,11 @@ def test_compare_reports_a_disagreement():
     snapshot = probe_capture(load_capture(folder), name="x")
     snapshot["pairs"][0]["link"] = "SYS"
     snapshot["pairs"][1]["p2p"]["write"] = "CNS"
-    problems = compare(snapshot, read(folder, "nvidia-smi-topo-m.txt"),
-                       {"w": read(folder, "nvidia-smi-topo-p2p-w.txt")})
+    problems = compare(
+        snapshot,
+        read(folder, "nvidia-smi-topo-m.txt"),
+        {"w": read(folder, "nvidia-smi-topo-p2p-w.txt")},
+    )
     assert len(problems) == 2
     assert any("link GPU0->GPU1" in line for line in problems)
     assert any("p2p write" in line for line in problems)
@@ -86,23 +93,43 @@ def test_parse_real_topo_m_has_cpu_affinity_columns():
     assert len(matrix) == 12 and set(matrix.values()) == {"NV18"}
 
 
-# -- property tests: render matrices the way nvidia-smi does and parse them back ---------------------------
-LINK_LABELS = st.one_of(st.sampled_from(["PIX", "PXB", "PHB", "NODE", "SYS"]),
-                        st.integers(1, 18).map(lambda n: f"NV{n}"))
+# -- property tests: render matrices the way nvidia-smi does and parse them back
+# ---------------------------
+LINK_LABELS = st.one_of(
+    st.sampled_from(["PIX", "PXB", "PHB", "NODE", "SYS"]),
+    st.integers(1, 18).map(lambda n: f"NV{n}"),
+)
 P2P_LABELS = st.sampled_from(["OK", "CNS", "GNS", "TNS", "DR", "NS", "U"])
 
 
 def render_topo_m(n: int, cells: dict, nics: int, underline: bool) -> str:
-    head = [f"GPU{i}" for i in range(n)] + [f"NIC{k}" for k in range(nics)] + ["CPU Affinity", "NUMA Affinity",
-                                                                               "GPU NUMA ID"]
-    header = "\t" + (UNDERLINE if underline else "") + "\t".join(head) + (RESET if underline else "")
+    head = (
+        [f"GPU{i}" for i in range(n)]
+        + [f"NIC{k}" for k in range(nics)]
+        + ["CPU Affinity", "NUMA Affinity", "GPU NUMA ID"]
+    )
+    header = (
+        "\t" + (UNDERLINE if underline else "") + "\t".join(head) + (RESET if underline else "")
+    )
     lines = [header]
     for i in range(n):
-        row = [" X " if i == j else cells[(i, j)] for j in range(n)] + ["PIX"] * nics + ["0-63", "0", "N/A"]
+        row = (
+            [" X " if i == j else cells[(i, j)] for j in range(n)]
+            + ["PIX"] * nics
+            + ["0-63", "0", "N/A"]
+        )
         lines.append(f"GPU{i}\t" + "\t".join(row))
     for k in range(nics):
-        lines.append(f"NIC{k}\t" + "\t".join(["PIX"] * n + [" X " if k == m else "PIX" for m in range(nics)]))
-    lines += ["", "Legend:", "", "  X    = Self", "  NV#  = Connection traversing a bonded set of # NVLinks"]
+        lines.append(
+            f"NIC{k}\t" + "\t".join(["PIX"] * n + [" X " if k == m else "PIX" for m in range(nics)])
+        )
+    lines += [
+        "",
+        "Legend:",
+        "",
+        "  X    = Self",
+        "  NV#  = Connection traversing a bonded set of # NVLinks",
+    ]
     if nics:
         lines += ["", "NIC Legend:", "", *(f"  NIC{k}: mlx5_{k}" for k in range(nics))]
     return "\n".join(lines) + "\n"
@@ -112,8 +139,17 @@ def render_p2p(n: int, cells: dict, underline: bool) -> str:
     head = "\t".join(f"GPU{i}" for i in range(n))
     lines = [" \t" + (UNDERLINE if underline else "") + head + "\t" + (RESET if underline else "")]
     for i in range(n):
-        lines.append(f" GPU{i}\t" + "\t".join("X" if i == j else cells[(i, j)] for j in range(n)) + "\t")
-    lines += ["", "Legend:", "", "  X    = Self", "  OK   = Status Ok", "  CNS  = Chipset not supported"]
+        lines.append(
+            f" GPU{i}\t" + "\t".join("X" if i == j else cells[(i, j)] for j in range(n)) + "\t"
+        )
+    lines += [
+        "",
+        "Legend:",
+        "",
+        "  X    = Self",
+        "  OK   = Status Ok",
+        "  CNS  = Chipset not supported",
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -172,6 +208,8 @@ def test_p2p_parser_rejects_an_unknown_status(matrix):
 def test_parsers_reject_text_without_a_matrix():
     for parser in (parse_topo_matrix, parse_p2p_matrix):
         with pytest.raises(ParseError):
-            parser("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\n")
+            parser(
+                "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\n"
+            )
         with pytest.raises(ParseError):
             parser("\tGPU0\tGPU1\nGPU0\t X \tNV4\n")  # row GPU1 missing

@@ -1,8 +1,11 @@
-"""Capture replay reads typed answers: a value of the wrong type is exit 2 naming the answer, never a status.
+"""Capture replay reads typed answers: a value of the wrong type is exit 2 naming the answer, never
+a status.
 
-An NVML P2P status is an integer code (0 is NVML_P2P_STATUS_OK); JSON's false equals 0 in Python, so an
-untyped replay read `{"ok": false}` as "P2P OK" and a box without P2P passed a launch that must be blocked.
+An NVML P2P status is an integer code (0 is NVML_P2P_STATUS_OK); JSON's false equals 0 in Python, so
+an untyped replay read `{"ok": false}` as "P2P OK" and a box without P2P passed a launch that must
+be blocked.
 """
+
 from __future__ import annotations
 
 import json
@@ -43,8 +46,23 @@ def test_the_untouched_capture_still_blocks_custom_allreduce(cli, tmp_path):
     snapshot = tmp_path / "snap.json"
     code, _, err = cli(["probe", "--from-capture", NO_P2P, "-o", str(snapshot), "--format", "json"])
     assert code == 0, err
-    code, out, _ = cli(["check", "--topology", str(snapshot), "--sglang-version", "0.5.13", "--",
-                        "python", "-m", "sglang.launch_server", "--model-path", "m", "--tp-size", "2"])
+    code, out, _ = cli(
+        [
+            "check",
+            "--topology",
+            str(snapshot),
+            "--sglang-version",
+            "0.5.13",
+            "--",
+            "python",
+            "-m",
+            "sglang.launch_server",
+            "--model-path",
+            "m",
+            "--tp-size",
+            "2",
+        ]
+    )
     assert code == 1 and "custom-allreduce-without-p2p" in out
 
 
@@ -57,9 +75,16 @@ def test_an_answer_that_is_neither_ok_nor_err_is_exit_2(cli, tmp_path, answer):
     assert code == 2 and "nvmlDeviceGetP2PStatus|" in err
 
 
-@pytest.mark.parametrize("key, value", [("nvmlDeviceGetCount", "2"), ("nvmlDeviceGetMemoryInfo|0", -1),
-                                        ("nvmlDeviceGetName|0", 7), ("nvmlDeviceGetCudaComputeCapability|0", [8]),
-                                        ("nvmlDeviceGetTopologyCommonAncestor|0|1", True)])
+@pytest.mark.parametrize(
+    "key, value",
+    [
+        ("nvmlDeviceGetCount", "2"),
+        ("nvmlDeviceGetMemoryInfo|0", -1),
+        ("nvmlDeviceGetName|0", 7),
+        ("nvmlDeviceGetCudaComputeCapability|0", [8]),
+        ("nvmlDeviceGetTopologyCommonAncestor|0|1", True),
+    ],
+)
 def test_other_nvml_answers_are_typed_too(cli, tmp_path, key, value):
     def change(data):
         data["nvml"][key] = {"ok": value}

@@ -1,5 +1,7 @@
-"""Host facts from /proc/cpuinfo: read once, parsed in one pass, and only the parsed facts recorded (the whole
-file was 96 KB of the 120 KB 4x H200 capture). Captures made before keep replaying to the same snapshot."""
+"""Host facts from /proc/cpuinfo: read once, parsed in one pass, and only the parsed facts recorded
+(the whole file was 96 KB of the 120 KB 4x H200 capture). Captures made before keep replaying to the
+same snapshot."""
+
 from __future__ import annotations
 
 import builtins
@@ -40,14 +42,24 @@ def capture(name: str) -> dict:
 
 def test_parse_bare_metal_with_smt():
     facts = parse_cpuinfo(_cpuinfo("AMD EPYC 9354 32-Core Processor", logical=128, sockets=2))
-    assert facts == {"model": "AMD EPYC 9354 32-Core Processor", "hypervisor_flag": False, "cores_physical": 64}
+    assert facts == {
+        "model": "AMD EPYC 9354 32-Core Processor",
+        "hypervisor_flag": False,
+        "cores_physical": 64,
+    }
 
 
 def test_parse_vm_without_core_ids():
-    text = "".join(f"processor\t: {i}\nmodel name\t: Intel(R) Xeon(R) Processor\nflags\t\t: fpu sse2 hypervisor avx\n\n"
-                   for i in range(4))
-    assert parse_cpuinfo(text) == {"model": "Intel(R) Xeon(R) Processor", "hypervisor_flag": True,
-                                   "cores_physical": None}
+    text = "".join(
+        f"processor\t: {i}\nmodel name\t: Intel(R) Xeon(R) Processor\nflags\t\t: fpu sse2 "
+        "hypervisor avx\n\n"
+        for i in range(4)
+    )
+    assert parse_cpuinfo(text) == {
+        "model": "Intel(R) Xeon(R) Processor",
+        "hypervisor_flag": True,
+        "cores_physical": None,
+    }
 
 
 def test_parse_without_model_or_flags():
@@ -93,8 +105,8 @@ def test_live_probe_reads_cpuinfo_once_and_records_only_the_facts(monkeypatch):
 
 @pytest.mark.parametrize("name", OLD_REAL)
 def test_real_capture_recorded_the_new_way_gives_the_same_snapshot(name):
-    """The real H200 captures hold the whole file (recorded before the "cpu" question); the same machine
-    answering the "cpu" question gives the same snapshot, in a much smaller capture."""
+    """The real H200 captures hold the whole file (recorded before the "cpu" question); the same
+    machine answering the "cpu" question gives the same snapshot, in a much smaller capture."""
     old = capture(name)
     new = copy.deepcopy(old)
     text = new["files"].pop("read:/proc/cpuinfo")["ok"]
@@ -111,18 +123,29 @@ def test_old_capture_without_the_file_leaves_the_cpu_unknown(name):
     old = capture(name)
     old["files"].pop("read:/proc/cpuinfo")
     snapshot = probe_capture(old, name=name)
-    assert snapshot["host"]["cpu_model"] is None and snapshot["unknown"]["host.cpu_model"] == "NotRecorded"
-    assert snapshot["host"]["cpu_cores_physical"] == capture(name)["host"].get(
-        "counts", capture(name)["host"].get("psutil"))["ok"]["cpu_cores_physical"]
+    assert (
+        snapshot["host"]["cpu_model"] is None
+        and snapshot["unknown"]["host.cpu_model"] == "NotRecorded"
+    )
+    assert (
+        snapshot["host"]["cpu_cores_physical"]
+        == capture(name)["host"].get("counts", capture(name)["host"].get("psutil"))["ok"][
+            "cpu_cores_physical"
+        ]
+    )
 
 
 def test_a_bad_cpu_answer_is_ignored_not_trusted():
     document = capture("h200-2x-nvswitch-vm")
-    document["host"]["cpu"] = {"ok": {"model": 7, "hypervisor_flag": "yes", "cores_physical": "many"}}
+    document["host"]["cpu"] = {
+        "ok": {"model": 7, "hypervisor_flag": "yes", "cores_physical": "many"}
+    }
     snapshot = probe_capture(document, name="edited")
     host = snapshot["host"]
     assert host["cpu_model"] is None and host["cpu_cores_physical"] == 32
-    assert host["virtualized"] is None  # this VM's DMI names no hypervisor: only the (now unreadable) flag did
+    assert (
+        host["virtualized"] is None
+    )  # this VM's DMI names no hypervisor: only the (now unreadable) flag did
     assert snapshot["unknown"]["host.virtualized"] == "no CPU flags or DMI data"
 
 
@@ -138,10 +161,12 @@ def test_a_new_real_capture_holds_only_the_parsed_cpu_facts(name):
 def test_no_cpuinfo_and_no_counts_leaves_the_counts_unknown():
     document = capture(OLD_REAL[0])
     document["files"].pop("read:/proc/cpuinfo")
-    document["host"] = {"platform": document["host"]["platform"], "cpu": {"err": "FileNotFoundError"},
-                        "counts": {"err": "psutil missing"}}
+    document["host"] = {
+        "platform": document["host"]["platform"],
+        "cpu": {"err": "FileNotFoundError"},
+        "counts": {"err": "psutil missing"},
+    }
     snapshot = probe_capture(document, name="bare")
     assert snapshot["host"]["cpu_cores_physical"] is None
     assert snapshot["unknown"]["host.cpu_cores_physical"] == "psutil missing"
     assert snapshot["unknown"]["host.cpu_model"] == "FileNotFoundError"
-

@@ -1,5 +1,7 @@
 """The NVML constants topoctl hard-codes (probe/nvml.py) and the fake binding's equal the installed
-nvidia-ml-py binding's. If NVIDIA renumbers anything, this fails before a user sees a wrong P2P verdict."""
+nvidia-ml-py binding's. If NVIDIA renumbers anything, this fails before a user sees a wrong P2P
+verdict."""
+
 from __future__ import annotations
 
 import importlib
@@ -26,19 +28,22 @@ def real():
 
 
 def number(value):
-    """nvidia-ml-py 13.x defines `NVML_P2P_CAPS_INDEX_READ = 0,` (a stray comma makes it the tuple (0,)):
-    passing the binding's constant would fail, which is why the door keeps its own integers."""
+    """nvidia-ml-py 13.x defines `NVML_P2P_CAPS_INDEX_READ = 0,` (a stray comma makes it the tuple
+    (0,)): passing the binding's constant would fail, which is why the door keeps its own integers.
+    """
     if isinstance(value, tuple) and len(value) == 1:
         return value[0]
     return value
 
 
 def test_p2p_capability_indices(real):
-    assert nvml.P2P_CAPS == {"read": number(real.NVML_P2P_CAPS_INDEX_READ),
-                             "write": number(real.NVML_P2P_CAPS_INDEX_WRITE),
-                             "nvlink": number(real.NVML_P2P_CAPS_INDEX_NVLINK),
-                             "atomics": number(real.NVML_P2P_CAPS_INDEX_ATOMICS),
-                             "pci": number(real.NVML_P2P_CAPS_INDEX_PCI)}
+    assert nvml.P2P_CAPS == {
+        "read": number(real.NVML_P2P_CAPS_INDEX_READ),
+        "write": number(real.NVML_P2P_CAPS_INDEX_WRITE),
+        "nvlink": number(real.NVML_P2P_CAPS_INDEX_NVLINK),
+        "atomics": number(real.NVML_P2P_CAPS_INDEX_ATOMICS),
+        "pci": number(real.NVML_P2P_CAPS_INDEX_PCI),
+    }
     assert all(isinstance(value, int) for value in nvml.P2P_CAPS.values())
 
 
@@ -55,9 +60,14 @@ def test_p2p_statuses(real):
 
 
 def test_topology_levels(real):
-    assert nvml.TOPOLOGY_LEVEL == {real.NVML_TOPOLOGY_INTERNAL: "PIX", real.NVML_TOPOLOGY_SINGLE: "PIX",
-                                   real.NVML_TOPOLOGY_MULTIPLE: "PXB", real.NVML_TOPOLOGY_HOSTBRIDGE: "PHB",
-                                   real.NVML_TOPOLOGY_NODE: "NODE", real.NVML_TOPOLOGY_SYSTEM: "SYS"}
+    assert nvml.TOPOLOGY_LEVEL == {
+        real.NVML_TOPOLOGY_INTERNAL: "PIX",
+        real.NVML_TOPOLOGY_SINGLE: "PIX",
+        real.NVML_TOPOLOGY_MULTIPLE: "PXB",
+        real.NVML_TOPOLOGY_HOSTBRIDGE: "PHB",
+        real.NVML_TOPOLOGY_NODE: "NODE",
+        real.NVML_TOPOLOGY_SYSTEM: "SYS",
+    }
 
 
 def test_architectures(real):
@@ -66,10 +76,24 @@ def test_architectures(real):
     architecture = nvml_architecture_ids()  # topoctl/data/gpus.yaml
     for code, name in architecture.items():
         assert getattr(real, f"NVML_DEVICE_ARCH_{name.upper()}") == code, name
-    named = {value for key, value in vars(real).items()
-             if key.startswith("NVML_DEVICE_ARCH_") and key[17:].lower() in {"kepler", "maxwell", "pascal", "volta",
-                                                                             "turing", "ampere", "ada", "hopper",
-                                                                             "blackwell", "rubin"}}
+    named = {
+        value
+        for key, value in vars(real).items()
+        if key.startswith("NVML_DEVICE_ARCH_")
+        and key[17:].lower()
+        in {
+            "kepler",
+            "maxwell",
+            "pascal",
+            "volta",
+            "turing",
+            "ampere",
+            "ada",
+            "hopper",
+            "blackwell",
+            "rubin",
+        }
+    }
     assert named == set(architecture)
 
 
@@ -115,5 +139,7 @@ def test_door_error_names_match_the_binding(real):
     """The door names an error by its binding class (NVMLError_NotSupported -> NotSupported)."""
     assert nvml._error_name(real.NVMLError(real.NVML_ERROR_NOT_SUPPORTED)) == "NotSupported"
     assert nvml._error_name(real.NVMLError(real.NVML_ERROR_GPU_IS_LOST)) == "GpuIsLost"
-    assert nvml._error_name(real.NVMLError(real.NVML_ERROR_FUNCTION_NOT_FOUND)) == "FunctionNotFound"
+    assert (
+        nvml._error_name(real.NVMLError(real.NVML_ERROR_FUNCTION_NOT_FOUND)) == "FunctionNotFound"
+    )
     assert nvml._error_name(real.NVMLError(real.NVML_ERROR_LIBRARY_NOT_FOUND)) == "LibraryNotFound"

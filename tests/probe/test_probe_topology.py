@@ -1,4 +1,5 @@
 """Property tests for the pure PCIe helpers: sysfs path splitting and PCI bus id normalisation."""
+
 from __future__ import annotations
 
 from conftest import examples
@@ -41,17 +42,29 @@ def test_split_sysfs_path_without_a_root_complex(chain):
 
 def test_split_sysfs_path_examples():
     assert split_sysfs_path("/sys/devices/pci0000:17/0000:17:00.0/0000:18:00.0") == (
-        "pci0000:17", ["0000:17:00.0", "0000:18:00.0"])
-    assert split_sysfs_path("/sys/devices/pci0000:00/0000:00:06.0") == ("pci0000:00", ["0000:00:06.0"])
+        "pci0000:17",
+        ["0000:17:00.0", "0000:18:00.0"],
+    )
+    assert split_sysfs_path("/sys/devices/pci0000:00/0000:00:06.0") == (
+        "pci0000:00",
+        ["0000:00:06.0"],
+    )
     # a virtual-function or a name that only looks like a BDF is not part of the chain
     assert split_sysfs_path("/sys/devices/pci0000:00/0000:00:06.0/virtfn0")[1] == ["0000:00:06.0"]
     assert split_sysfs_path("") == (None, [])
 
 
 @settings(max_examples=examples(200))
-@given(st.integers(0, 0xFFFF), st.integers(0, 0xFF), st.integers(0, 0x1F), st.integers(0, 7), st.booleans())
+@given(
+    st.integers(0, 0xFFFF),
+    st.integers(0, 0xFF),
+    st.integers(0, 0x1F),
+    st.integers(0, 7),
+    st.booleans(),
+)
 def test_bus_id_forms_agree(domain, bus, device, function, upper):
-    """NVML's 8-digit upper-case form, torch's lower-case form and sysfs's 4-digit form name one device."""
+    """NVML's 8-digit upper-case form, torch's lower-case form and sysfs's 4-digit form name one
+    device."""
     nvml = f"{domain:08X}:{bus:02X}:{device:02X}.{function}"
     torch = f"{domain:08x}:{bus:02x}:{device:02x}.{function}"
     sysfs = f"{domain:04x}:{bus:02x}:{device:02x}.{function}"

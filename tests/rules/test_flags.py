@@ -1,4 +1,5 @@
 """SGLang flag sets: facts from the extracted release data, version selection, argparse resolution."""
+
 from __future__ import annotations
 
 import argparse
@@ -12,7 +13,13 @@ from hypothesis import strategies as st
 from packaging.version import Version
 
 from topoctl.core.errors import TopoctlError
-from topoctl.rules.sglang.flags import FlagSet, known_versions, load_flag_set, match_version, newest_version
+from topoctl.rules.sglang.flags import (
+    FlagSet,
+    known_versions,
+    load_flag_set,
+    match_version,
+    newest_version,
+)
 
 VERSIONS = known_versions()
 
@@ -35,7 +42,8 @@ def test_data_files_are_extracted_not_hand_typed(version):
     assert len(path.read_bytes()) < 300_000
 
 
-# ---- cuda graph batch-size flags: renamed in 0.5.18, gone in 0.5.23 ----------------------------------
+# ---- cuda graph batch-size flags: renamed in 0.5.18, gone in 0.5.23
+# ----------------------------------
 
 
 @pytest.mark.parametrize("version", ["0.5.5", "0.5.12"])
@@ -75,7 +83,10 @@ def test_cuda_graph_max_bs_is_gone_and_ambiguous_in_0_5_23():
 def test_flashinfer_allreduce_fusion_flag_is_a_deprecated_alias_in_0_5_23():
     fs = load_flag_set("0.5.23")
     assert fs.is_deprecated("--enable-flashinfer-allreduce-fusion")
-    assert fs.replacement("--enable-flashinfer-allreduce-fusion") == "--flashinfer-allreduce-fusion-backend=auto"
+    assert (
+        fs.replacement("--enable-flashinfer-allreduce-fusion")
+        == "--flashinfer-allreduce-fusion-backend=auto"
+    )
     assert "auto" in fs.choices("--flashinfer-allreduce-fusion-backend")
     assert fs.has("--enforce-disable-flashinfer-allreduce-fusion")
     assert fs.is_deprecated("--enable-dp-attention")
@@ -85,10 +96,23 @@ def test_flashinfer_allreduce_fusion_flag_is_a_deprecated_alias_in_0_5_23():
 @pytest.mark.parametrize("version", VERSIONS)
 def test_communication_flags_exist_in_every_version(version):
     fs = load_flag_set(version)
-    for flag in ("--tp-size", "--ep-size", "--dp-size", "--disable-custom-all-reduce", "--enable-torch-symm-mem",
-                 "--enable-symm-mem", "--enable-nccl-nvls", "--enable-mscclpp", "--enable-p2p-check",
-                 "--moe-a2a-backend", "--speculative-algorithm", "--speculative-draft-model-path",
-                 "--speculative-num-steps", "--speculative-eagle-topk", "--speculative-num-draft-tokens"):
+    for flag in (
+        "--tp-size",
+        "--ep-size",
+        "--dp-size",
+        "--disable-custom-all-reduce",
+        "--enable-torch-symm-mem",
+        "--enable-symm-mem",
+        "--enable-nccl-nvls",
+        "--enable-mscclpp",
+        "--enable-p2p-check",
+        "--moe-a2a-backend",
+        "--speculative-algorithm",
+        "--speculative-draft-model-path",
+        "--speculative-num-steps",
+        "--speculative-eagle-topk",
+        "--speculative-num-draft-tokens",
+    ):
         assert fs.has(flag), flag
     assert not fs.takes_value("--enable-p2p-check")
     assert not fs.takes_value("--disable-custom-all-reduce")
@@ -98,7 +122,9 @@ def test_communication_flags_exist_in_every_version(version):
 
 def test_moe_a2a_backend_choices_grow():
     assert "flashinfer" not in load_flag_set("0.5.5").choices("--moe-a2a-backend")
-    assert {"nixl", "mori", "flashinfer"} <= set(load_flag_set("0.5.23").choices("--moe-a2a-backend"))
+    assert {"nixl", "mori", "flashinfer"} <= set(
+        load_flag_set("0.5.23").choices("--moe-a2a-backend")
+    )
 
 
 def test_pcie_ipc_allreduce_env_appears_in_0_5_23_only():
@@ -107,7 +133,8 @@ def test_pcie_ipc_allreduce_env_appears_in_0_5_23_only():
         assert not load_flag_set(v).has_env("SGLANG_ENABLE_PCIE_IPC_ALLREDUCE")
 
 
-# ---- version selection ---------------------------------------------------------------------------------
+# ---- version selection
+# ---------------------------------------------------------------------------------
 
 
 def test_exact_version():
@@ -122,8 +149,15 @@ def test_every_release_is_exact_post_releases_included():
 
 
 def test_nearest_older_version_is_used_and_noted():
-    fs = load_flag_set("0.5.9.post1")  # no such release: 0.5.9's data, said in the note and the warning
-    assert fs.version == "0.5.9" and fs.requested == "0.5.9.post1" and not fs.exact and fs.match == "older"
+    fs = load_flag_set(
+        "0.5.9.post1"
+    )  # no such release: 0.5.9's data, said in the note and the warning
+    assert (
+        fs.version == "0.5.9"
+        and fs.requested == "0.5.9.post1"
+        and not fs.exact
+        and fs.match == "older"
+    )
     assert "0.5.9.post1" in fs.note and "0.5.9" in fs.note and "older" in fs.note
     assert "0.5.9.post1" in fs.warning and "nearest older" in fs.warning
 
@@ -137,19 +171,24 @@ def test_newer_than_every_release_uses_the_newest_and_warns():
         assert version in fs.warning and f"to {newest}" in fs.warning
 
 
-@pytest.mark.parametrize("version, expected", [
-    ("0.5.12rc1", "0.5.12"),            # a pre-release without data of its own: the release it leads to
-    ("0.5.10rc1", "0.5.10"),            # not 0.5.10rc0's data: only an exact match uses pre-release data
-    ("0.5.12.dev3", "0.5.12"),          # a dev build (setuptools-scm names it after the next release)
-    ("0.5.12.post1.dev0", "0.5.12.post1"),
-])
+@pytest.mark.parametrize(
+    "version, expected",
+    [
+        ("0.5.12rc1", "0.5.12"),  # a pre-release without data of its own: the release it leads to
+        ("0.5.10rc1", "0.5.10"),  # not 0.5.10rc0's data: only an exact match uses pre-release data
+        ("0.5.12.dev3", "0.5.12"),  # a dev build (setuptools-scm names it after the next release)
+        ("0.5.12.post1.dev0", "0.5.12.post1"),
+    ],
+)
 def test_pre_release_and_dev_builds_use_their_release(version, expected):
     fs = load_flag_set(version)
     assert fs.version == expected and fs.match == "release" and not fs.exact
     assert "pre-release or dev build" in fs.warning
 
 
-@pytest.mark.parametrize("version, expected", [("0.5.12+cu129", "0.5.12"), ("v0.5.10rc0+local", "0.5.10rc0")])
+@pytest.mark.parametrize(
+    "version, expected", [("0.5.12+cu129", "0.5.12"), ("v0.5.10rc0+local", "0.5.10rc0")]
+)
 def test_local_builds_are_their_release_exactly(version, expected):
     assert match_version(version) == (expected, "exact")
 
@@ -173,11 +212,14 @@ def test_takes_value_of_unknown_flag_raises():
 
 def test_argv_flags_skips_values():
     fs = load_flag_set("0.5.23")
-    res = fs.argv_flags(["--model-path", "m", "--tp-size", "8", "--enable-p2p-check", "--cuda-graph-max-bs", "64"])
+    res = fs.argv_flags(
+        ["--model-path", "m", "--tp-size", "8", "--enable-p2p-check", "--cuda-graph-max-bs", "64"]
+    )
     assert [r.kind for r in res] == ["exact", "exact", "exact", "ambiguous"]
 
 
-# ---- resolve() agrees with a real argparse parser built from the same data ------------------------------
+# ---- resolve() agrees with a real argparse parser built from the same data
+# ------------------------------
 
 
 class _Ambiguous(Exception):
@@ -207,12 +249,13 @@ def _pair(version: str):
 
 
 def _argparse_reading(parser: argparse.ArgumentParser, token: str):
-    """What argparse makes of one token, as (kind, option, explicit value), on any Python from 3.9 to 3.13.
+    """What argparse makes of one token, as (kind, option, explicit value), on any Python from 3.9
+    to 3.13.
 
     `_parse_optional` is private and its shape changed: up to 3.12.6 it returns None or a 3-tuple
-    (action, option_string, explicit_arg); 3.13 returns a 4-tuple (action, option_string, sep, explicit_arg);
-    3.12.7+ returns a list of such 4-tuples. An ambiguous prefix calls parser.error() up to 3.12 and raises
-    ArgumentError from 3.13 on. All of these are folded into one reading here.
+    (action, option_string, explicit_arg); 3.13 returns a 4-tuple (action, option_string, sep,
+    explicit_arg); 3.12.7+ returns a list of such 4-tuples. An ambiguous prefix calls parser.error()
+    up to 3.12 and raises ArgumentError from 3.13 on. All of these are folded into one reading here.
     """
     try:
         got = parser._parse_optional(token)
@@ -241,15 +284,18 @@ def _normalise_reading(got):
     return ("match", option, value)
 
 
-@pytest.mark.parametrize("shape, expected", [
-    (None, ("positional", None, None)),
-    (("A", "--tp-size", None), ("match", "--tp-size", None)),  # <= 3.12.6
-    (("A", "--tp-size", "=", "4"), ("match", "--tp-size", "4")),  # 3.13
-    ([("A", "--tp-size", "=", "4")], ("match", "--tp-size", "4")),  # 3.12.7+
-    ([(None, "--zz", None, None)], ("unknown", None, None)),
-    ((None, "--zz", None), ("unknown", None, None)),
-    ([("A", "--a", None, None), ("B", "--ab", None, None)], ("ambiguous", None, None)),
-])
+@pytest.mark.parametrize(
+    "shape, expected",
+    [
+        (None, ("positional", None, None)),
+        (("A", "--tp-size", None), ("match", "--tp-size", None)),  # <= 3.12.6
+        (("A", "--tp-size", "=", "4"), ("match", "--tp-size", "4")),  # 3.13
+        ([("A", "--tp-size", "=", "4")], ("match", "--tp-size", "4")),  # 3.12.7+
+        ([(None, "--zz", None, None)], ("unknown", None, None)),
+        ((None, "--zz", None), ("unknown", None, None)),
+        ([("A", "--a", None, None), ("B", "--ab", None, None)], ("ambiguous", None, None)),
+    ],
+)
 def test_argparse_readings_of_every_python_shape_are_normalised(shape, expected):
     assert _normalise_reading(shape) == expected
 
@@ -294,20 +340,32 @@ def test_resolve_never_crashes(token):
 
 
 @settings(max_examples=examples(200), deadline=None)
-@given(minor=st.integers(5, 30), micro=st.integers(0, 40),
-       post=st.one_of(st.none(), st.integers(0, 5)),
-       pre=st.one_of(st.none(), st.tuples(st.sampled_from(["a", "b", "rc"]), st.integers(0, 3))),
-       dev=st.one_of(st.none(), st.integers(0, 9)),
-       local=st.one_of(st.none(), st.from_regex(r"[a-z0-9]{1,6}", fullmatch=True)))
-def test_match_version_is_total_and_never_looks_past_the_release(minor, micro, post, pre, dev, local):
-    text = f"0.{minor}.{micro}" + (f"{pre[0]}{pre[1]}" if pre else "") + (f".post{post}" if post is not None else "") \
+@given(
+    minor=st.integers(5, 30),
+    micro=st.integers(0, 40),
+    post=st.one_of(st.none(), st.integers(0, 5)),
+    pre=st.one_of(st.none(), st.tuples(st.sampled_from(["a", "b", "rc"]), st.integers(0, 3))),
+    dev=st.one_of(st.none(), st.integers(0, 9)),
+    local=st.one_of(st.none(), st.from_regex(r"[a-z0-9]{1,6}", fullmatch=True)),
+)
+def test_match_version_is_total_and_never_looks_past_the_release(
+    minor, micro, post, pre, dev, local
+):
+    text = (
+        f"0.{minor}.{micro}"
+        + (f"{pre[0]}{pre[1]}" if pre else "")
+        + (f".post{post}" if post is not None else "")
         + (f".dev{dev}" if dev is not None else "")
+    )
     want = Version(text)
     if want < Version("0.5.5"):
         return
     chosen, how = match_version(text)
     assert chosen in known_versions() and how in ("exact", "release", "older", "newest")
-    assert match_version(text + (f"+{local}" if local else "")) == (chosen, how)  # a local label changes nothing
+    assert match_version(text + (f"+{local}" if local else "")) == (
+        chosen,
+        how,
+    )  # a local label changes nothing
     release = Version(want.base_version + (f".post{want.post}" if want.post is not None else ""))
     if how == "exact":
         assert Version(chosen) == want

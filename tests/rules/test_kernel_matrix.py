@@ -1,4 +1,6 @@
-"""The kernel matrix: its fatbin reader on nvcc-made synthetic fixtures, and the committed matrix's shape and facts."""
+"""The kernel matrix: its fatbin reader on nvcc-made synthetic fixtures, and the committed matrix's
+shape and facts."""
+
 from __future__ import annotations
 
 import json
@@ -36,7 +38,7 @@ def test_lz4_ptx_equals_uncompressed() -> None:
     plain = fatbin_file_entries(FIX / "plain.fatbin")[4].payload
     packed = fatbin_file_entries(FIX / "lz4.fatbin")[4]
     assert packed.compression == "lz4"
-    assert packed.payload == plain[:len(packed.payload)] and len(packed.payload) > 500
+    assert packed.payload == plain[: len(packed.payload)] and len(packed.payload) > 500
 
 
 def test_zstd_entries_need_zstandard_or_decode() -> None:
@@ -48,7 +50,10 @@ def test_zstd_entries_need_zstandard_or_decode() -> None:
 
 def test_lz4_overlapping_match() -> None:
     # token 0x14: one literal "a", then a match of 4+4 bytes at offset 1 -> nine "a"s
-    assert lz4_block(bytes([0x14]) + b"a" + bytes([1, 0]) + bytes([0x10]) + b"b", 10) == b"a" * 9 + b"b"
+    assert (
+        lz4_block(bytes([0x14]) + b"a" + bytes([1, 0]) + bytes([0x10]) + b"b", 10)
+        == b"a" * 9 + b"b"
+    )
 
 
 def test_runs_on_follows_cuda_compatibility() -> None:
@@ -73,12 +78,21 @@ def test_rules_on_real_symbol_shapes() -> None:
     mla = "_ZN7cutlass13device_kernelINS_4fmha6kernel36Sm100FmhaMlaKernelTmaWarpspecializedIN4cute5tupleI"
     assert classify_kernel("sgl_kernel/sm100/common_ops.abi3.so", mla) == "attention.cutlass_mla"
     assert arch_tokens(mla) == {100}
-    assert arch_tokens("_ZN4sm906decode5dense28flash_fwd_splitkv_mla_kernelINS1_6TraitsIN7cutlass6half_tEEE") == {90}
+    assert arch_tokens(
+        "_ZN4sm906decode5dense28flash_fwd_splitkv_mla_kernelINS1_6TraitsIN7cutlass6half_tEEE"
+    ) == {90}
     assert arch_tokens("_ZN10flashinfer10activation18act_and_mul_kernelI6__halfEEvPS4_i") == set()
     assert classify_kernel("sgl_kernel/flash_ops.abi3.so", "_ZN5flash3anyE") == "attention.fa3"
-    assert cubin_op("x/fmha/trtllm-gen/fmhaSm100fKernel_QBfloat16KvE4m3OBfloat16H128PagedKvCausalContext.cubin") \
+    assert (
+        cubin_op(
+            "x/fmha/trtllm-gen/fmhaSm100fKernel_QBfloat16KvE4m3OBfloat16H128PagedKvCausalContext.cubin"
+        )
         == "attention.trtllm_mha.prefill"
-    assert cubin_op("x/batched_gemm-1/Bmm_Bfloat16_MxE2m1Bfloat16_t128.cubin") == "moe.flashinfer_trtllm.mxfp4"
+    )
+    assert (
+        cubin_op("x/batched_gemm-1/Bmm_Bfloat16_MxE2m1Bfloat16_t128.cubin")
+        == "moe.flashinfer_trtllm.mxfp4"
+    )
 
 
 @pytest.fixture(scope="module")
@@ -109,7 +123,8 @@ def _sms(matrix: dict[str, Any], release: str, wheel: str, op: str) -> list[int]
 
 
 def test_fa3_is_built_for_sm8x_and_sm90_only(matrix: dict[str, Any]) -> None:
-    # sgl-kernel 0.3.16.post5's flash_ops.abi3.so holds sm_80, sm_86 and sm_90a cubins and nothing newer
+    # sgl-kernel 0.3.16.post5's flash_ops.abi3.so holds sm_80, sm_86 and sm_90a cubins and nothing
+    # newer
     assert _sms(matrix, "0.5.5", "sgl-kernel==0.3.16.post5", "attention.fa3") == [80, 86, 89, 90]
 
 

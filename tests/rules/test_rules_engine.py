@@ -1,5 +1,7 @@
 """The engine's semantics: three-valued logic, facts, versions, pair quantifiers, launch settings,
-violations with defaults, disabling with reasons, site rules; and scenarios on reference machines."""
+violations with defaults, disabling with reasons, site rules; and scenarios on reference machines.
+"""
+
 from __future__ import annotations
 
 from typing import get_args
@@ -41,17 +43,20 @@ UNKNOWN = {"fact": "virtualized", "eq": True}
 SNAP = {"summary": {"interconnect": "pcie", "virtualized": None}}
 
 
-@pytest.mark.parametrize("condition, expected", [
-    ({"all": [KNOWN_TRUE, UNKNOWN]}, None),
-    ({"all": [KNOWN_FALSE, UNKNOWN]}, False),
-    ({"all": [KNOWN_TRUE, KNOWN_TRUE]}, True),
-    ({"any": [KNOWN_TRUE, UNKNOWN]}, True),
-    ({"any": [KNOWN_FALSE, UNKNOWN]}, None),
-    ({"any": [KNOWN_FALSE, KNOWN_FALSE]}, False),
-    ({"not": UNKNOWN}, None),
-    ({"not": KNOWN_TRUE}, False),
-    ([KNOWN_TRUE, UNKNOWN], None),
-])
+@pytest.mark.parametrize(
+    "condition, expected",
+    [
+        ({"all": [KNOWN_TRUE, UNKNOWN]}, None),
+        ({"all": [KNOWN_FALSE, UNKNOWN]}, False),
+        ({"all": [KNOWN_TRUE, KNOWN_TRUE]}, True),
+        ({"any": [KNOWN_TRUE, UNKNOWN]}, True),
+        ({"any": [KNOWN_FALSE, UNKNOWN]}, None),
+        ({"any": [KNOWN_FALSE, KNOWN_FALSE]}, False),
+        ({"not": UNKNOWN}, None),
+        ({"not": KNOWN_TRUE}, False),
+        ([KNOWN_TRUE, UNKNOWN], None),
+    ],
+)
 def test_kleene_logic(condition, expected):
     assert answer(condition, SNAP)[0] is expected
 
@@ -68,40 +73,65 @@ def test_known_operator_is_never_unknown():
 
 # ------------------------------------------------------------------------------------------ facts
 def test_sm_facts_derive_from_compute_capability():
-    snapshot = {"gpus": [{"index": 0, "compute_capability": "12.0"}, {"index": 1, "compute_capability": "9.0"}]}
+    snapshot = {
+        "gpus": [
+            {"index": 0, "compute_capability": "12.0"},
+            {"index": 1, "compute_capability": "9.0"},
+        ]
+    }
     assert answer({"fact": "gpu.sm_majors", "all_in": [9, 12]}, snapshot)[0] is True
     assert answer({"fact": "gpu.sm_min", "eq": 90}, snapshot)[0] is True
     assert answer({"fact": "gpu.count", "eq": 2}, snapshot)[0] is True
 
 
 def test_one_unreadable_gpu_makes_the_sm_list_unknown():
-    snapshot = {"gpus": [{"index": 0, "sm": 90}, {"index": 1, "sm": None, "compute_capability": None}]}
+    snapshot = {
+        "gpus": [{"index": 0, "sm": 90}, {"index": 1, "sm": None, "compute_capability": None}]
+    }
     assert answer({"fact": "gpu.sm_majors", "any_in": [12]}, snapshot) == (None, ["gpu.sm_majors"])
 
 
-@pytest.mark.parametrize("installed, requested, spec, expected", [
-    ("0.5.12", None, "<0.5.18", True),
-    ("0.5.18", None, "<0.5.18", False),
-    ("0.5.23", "0.5.12", "<0.5.18", True),       # the target version wins over the installed one
-    ("0.5.12", "0.5.23", "<0.5.18", False),
-    ("0.5.5.post1", None, "==0.5.5.*", True),
-    ("0.5.18rc1", None, ">=0.5.18rc0", True),
-    (None, None, "<0.5.18", None),
-    ("not-a-version", None, "<0.5.18", None),
-])
+@pytest.mark.parametrize(
+    "installed, requested, spec, expected",
+    [
+        ("0.5.12", None, "<0.5.18", True),
+        ("0.5.18", None, "<0.5.18", False),
+        ("0.5.23", "0.5.12", "<0.5.18", True),  # the target version wins over the installed one
+        ("0.5.12", "0.5.23", "<0.5.18", False),
+        ("0.5.5.post1", None, "==0.5.5.*", True),
+        ("0.5.18rc1", None, ">=0.5.18rc0", True),
+        (None, None, "<0.5.18", None),
+        ("not-a-version", None, "<0.5.18", None),
+    ],
+)
 def test_sglang_version_specifiers(installed, requested, spec, expected):
     request = {"sglang_version": requested} if requested else {}
-    assert answer({"fact": "software.sglang", "version": spec}, {"software": {"sglang": installed}}, request)[0] is expected
+    assert (
+        answer(
+            {"fact": "software.sglang", "version": spec},
+            {"software": {"sglang": installed}},
+            request,
+        )[0]
+        is expected
+    )
 
 
 def test_local_version_labels_match():
-    assert answer({"fact": "software.torch", "version": ">=2.8,<2.9"}, {"software": {"torch": "2.8.0+cu129"}})[0] is True
+    assert (
+        answer(
+            {"fact": "software.torch", "version": ">=2.8,<2.9"},
+            {"software": {"torch": "2.8.0+cu129"}},
+        )[0]
+        is True
+    )
 
 
 # ------------------------------------------------------------------------------------------ pairs
 def test_pair_quantifiers():
-    pairs = [{"src": 0, "dst": 1, "p2p": {"read": "OK", "write": "OK"}},
-             {"src": 1, "dst": 0, "p2p": {"read": "unknown", "write": "OK"}}]
+    pairs = [
+        {"src": 0, "dst": 1, "p2p": {"read": "OK", "write": "OK"}},
+        {"src": 1, "dst": 0, "p2p": {"read": "unknown", "write": "OK"}},
+    ]
     every_ok = {"every_pair": {"fact": "pair.p2p_ok", "eq": True}}
     any_bad = {"any_pair": {"fact": "pair.p2p_ok", "eq": False}}
     result, unknown = answer(every_ok, {"pairs": pairs})
@@ -119,27 +149,49 @@ def test_pair_quantifiers_on_no_pairs_and_on_a_missing_pair_list():
 
 
 def test_nvml_u_status_is_unknown_not_a_value():
-    assert answer({"any_pair": {"fact": "pair.p2p.read", "eq": "U"}},
-                  {"pairs": [{"src": 0, "dst": 1, "p2p": {"read": "U"}}]})[0] is None
+    assert (
+        answer(
+            {"any_pair": {"fact": "pair.p2p.read", "eq": "U"}},
+            {"pairs": [{"src": 0, "dst": 1, "p2p": {"read": "U"}}]},
+        )[0]
+        is None
+    )
 
 
-# ------------------------------------------------------------------------------------------ launch and NCCL lists
-@pytest.mark.parametrize("value, token, expected", [
-    ("Tree", "tree", True), ("Ring,Tree", "Tree", True), ("Ring", "Tree", False), ("^Tree", "Tree", False),
-    ("^LL128", "LL", True), ("allreduce:tree;broadcast:ring", "Tree", True), ("NVLSTree", "Tree", False),
-])
+# ------------------------------------------------------------------------------------------ launch
+# and NCCL lists
+@pytest.mark.parametrize(
+    "value, token, expected",
+    [
+        ("Tree", "tree", True),
+        ("Ring,Tree", "Tree", True),
+        ("Ring", "Tree", False),
+        ("^Tree", "Tree", False),
+        ("^LL128", "LL", True),
+        ("allreduce:tree;broadcast:ring", "Tree", True),
+        ("NVLSTree", "Tree", False),
+    ],
+)
 def test_nccl_list_syntax(value, token, expected):
     assert nccl_list_enables(value, token) is expected
 
 
 def test_launch_matchers_fire_only_when_the_launch_names_the_setting():
     condition = {"fact": "launch.custom_all_reduce", "eq": True}
-    assert answer(condition, {}, {"launch": {}})[0] is False  # default is true, but the launch did not say
+    assert (
+        answer(condition, {}, {"launch": {}})[0] is False
+    )  # default is true, but the launch did not say
     assert answer(condition, {}, {"launch": {"custom_all_reduce": True}})[0] is True
-    assert answer({"fact": "launch.env:NCCL_ALGO", "set": True}, {}, {"launch": {"env:NCCL_ALGO": "Ring"}})[0] is True
+    assert (
+        answer(
+            {"fact": "launch.env:NCCL_ALGO", "set": True}, {}, {"launch": {"env:NCCL_ALGO": "Ring"}}
+        )[0]
+        is True
+    )
 
 
-# ------------------------------------------------------------------------------------------ evaluate / violations
+# ------------------------------------------------------------------------------------------
+# evaluate / violations
 def test_unknown_block_is_reported_as_cannot_verify_and_blocks():
     snapshot = rtx_pro_6000_8x_pcie(sglang=None)
     report = evaluate(RULES, snapshot, {"tp_size": 8})
@@ -158,11 +210,19 @@ def test_undecided_non_block_rules_are_listed_not_reported():
 
 def test_require_is_violated_by_a_launch_that_keeps_the_default():
     report = evaluate(RULES, rtx_4090_2x_no_p2p(), {"tp_size": 2})
-    rule_violations = [item for item in violations(report, {}) if item.finding.rule_id == "custom-allreduce-without-p2p"]
-    assert [(item.setting, item.value, item.kind, item.explicit) for item in rule_violations] == \
-        [("custom_all_reduce", True, "require", False)]
-    assert not [item for item in violations(report, {"custom_all_reduce": False})
-                if item.finding.rule_id == "custom-allreduce-without-p2p"]
+    rule_violations = [
+        item
+        for item in violations(report, {})
+        if item.finding.rule_id == "custom-allreduce-without-p2p"
+    ]
+    assert [(item.setting, item.value, item.kind, item.explicit) for item in rule_violations] == [
+        ("custom_all_reduce", True, "require", False)
+    ]
+    assert not [
+        item
+        for item in violations(report, {"custom_all_reduce": False})
+        if item.finding.rule_id == "custom-allreduce-without-p2p"
+    ]
 
 
 def test_forbid_without_values_means_leave_it_unset():
@@ -170,8 +230,11 @@ def test_forbid_without_values_means_leave_it_unset():
     report = evaluate(RULES, rtx_pro_6000_8x_pcie(), {"tp_size": 8, "launch": launch})
 
     def broken(settings):
-        return [(item.setting, item.value) for item in violations(report, settings)
-                if item.finding.rule_id == "speculative-params-all-or-none"]
+        return [
+            (item.setting, item.value)
+            for item in violations(report, settings)
+            if item.finding.rule_id == "speculative-params-all-or-none"
+        ]
 
     assert broken({"speculative_algorithm": "EAGLE3"}) == []
     assert broken(launch) == [("speculative_eagle_topk", 1)]
@@ -181,13 +244,19 @@ KIMI = {"name": "kimi-k2.5", "model_type": "kimi_k25", "moe": True}
 
 
 def test_fewer_nccl_channels_block_only_the_measured_launch_and_only_a_lowering_cap():
-    """The field report saw a channel cap fail for Kimi-K2.5 TP8 on 8x SM120 over PCIe; NCCL clamps a cap to
-    its maximum (32 up to 2.24, 64 from 2.25), raises NCCL_MAX_NCHANNELS below 1 to 1, ignores NCCL_MAX_CTAS
-    below 1."""
+    """The field report saw a channel cap fail for Kimi-K2.5 TP8 on 8x SM120 over PCIe; NCCL clamps
+    a cap to its maximum (32 up to 2.24, 64 from 2.25), raises NCCL_MAX_NCHANNELS below 1 to 1,
+    ignores NCCL_MAX_CTAS below 1."""
+
     def ids(model, tp, env):
-        report = evaluate(RULES, rtx_pro_6000_8x_pcie(), {"model": model, "tp_size": tp, "launch": env})
-        return {item.finding.rule_id for item in violations(report, env) if "CHANNELS" in item.setting
-                or "CTAS" in item.setting}
+        report = evaluate(
+            RULES, rtx_pro_6000_8x_pcie(), {"model": model, "tp_size": tp, "launch": env}
+        )
+        return {
+            item.finding.rule_id
+            for item in violations(report, env)
+            if "CHANNELS" in item.setting or "CTAS" in item.setting
+        }
 
     block, warn = "nccl-fewer-channels-oom-sm120-pcie", "nccl-fewer-channels-sm120-pcie-unmeasured"
     for value in ("1", "4", "8", "16", "31", "0", "-1"):
@@ -201,31 +270,59 @@ def test_fewer_nccl_channels_block_only_the_measured_launch_and_only_a_lowering_
     assert ids(qwen, 8, {"env:NCCL_MAX_NCHANNELS": "4"}) == {warn}
     assert ids(None, 8, {"env:NCCL_MAX_NCHANNELS": "4"}) == {warn}
     assert ids(KIMI, 4, {"env:NCCL_MAX_NCHANNELS": "4"}) == {warn}
-    h200 = evaluate(RULES, h200_8x_nvswitch(), {"model": KIMI, "tp_size": 8, "launch": {"env:NCCL_MAX_NCHANNELS": "4"}})
-    assert not [item for item in violations(h200, {"env:NCCL_MAX_NCHANNELS": "4"}) if "fewer-channels" in item.finding.rule_id]
+    h200 = evaluate(
+        RULES,
+        h200_8x_nvswitch(),
+        {"model": KIMI, "tp_size": 8, "launch": {"env:NCCL_MAX_NCHANNELS": "4"}},
+    )
+    assert not [
+        item
+        for item in violations(h200, {"env:NCCL_MAX_NCHANNELS": "4"})
+        if "fewer-channels" in item.finding.rule_id
+    ]
 
 
 def test_forbid_by_nccl_token():
     report = evaluate(RULES, rtx_pro_6000_8x_pcie(), {"tp_size": 8, "model": KIMI})
-    def tree(launch):
-        return [item for item in violations(report, launch) if item.finding.rule_id == "nccl-tree-cuda-graph-sm120-pcie"]
 
-    assert tree({"env:NCCL_ALGO": "Ring,Tree"}) and not tree({"env:NCCL_ALGO": "Ring"}) and not tree({})
+    def tree(launch):
+        return [
+            item
+            for item in violations(report, launch)
+            if item.finding.rule_id == "nccl-tree-cuda-graph-sm120-pcie"
+        ]
+
+    assert (
+        tree({"env:NCCL_ALGO": "Ring,Tree"})
+        and not tree({"env:NCCL_ALGO": "Ring"})
+        and not tree({})
+    )
 
 
 def test_a_rule_can_say_what_sglang_turns_on_by_itself():
     gpt_oss = {"name": "gpt-oss-120b", "architecture": "GptOssForCausalLM"}
     report = evaluate(RULES, rtx_pro_6000_8x_pcie(sglang="0.5.5"), {"model": gpt_oss, "tp_size": 8})
     by_rule = {(item.finding.rule_id, item.setting) for item in violations(report, {})}
-    assert ("flashinfer-allreduce-fusion-auto-on-sglang-0.5.5-sm12x", "flashinfer_allreduce_fusion") in by_rule
+    assert (
+        "flashinfer-allreduce-fusion-auto-on-sglang-0.5.5-sm12x",
+        "flashinfer_allreduce_fusion",
+    ) in by_rule
     assert ("flashinfer-allreduce-fusion-sm12x", "flashinfer_allreduce_fusion") in by_rule
-    assert not [item for item in violations(report, {"flashinfer_allreduce_fusion": False})
-                if item.setting == "flashinfer_allreduce_fusion"]
+    assert not [
+        item
+        for item in violations(report, {"flashinfer_allreduce_fusion": False})
+        if item.setting == "flashinfer_allreduce_fusion"
+    ]
 
 
-# ------------------------------------------------------------------------------------------ scenarios
+# ------------------------------------------------------------------------------------------
+# scenarios
 def blocks(snapshot, request):
-    return {item.rule_id for item in evaluate(RULES, snapshot, request).findings if item.severity == "block"}
+    return {
+        item.rule_id
+        for item in evaluate(RULES, snapshot, request).findings
+        if item.severity == "block"
+    }
 
 
 def test_rtx_pro_6000_with_sglang_0_5_12():
@@ -233,7 +330,8 @@ def test_rtx_pro_6000_with_sglang_0_5_12():
     assert {"torch-symm-mem-sm12x-keyerror", "ep-flashinfer-a2a-sm120"} == found
     # the NCCL Tree and fewer-channels blocks are the field report's launch: Kimi-K2.5 at TP8
     assert {"nccl-tree-cuda-graph-sm120-pcie", "nccl-fewer-channels-oom-sm120-pcie"} <= blocks(
-        rtx_pro_6000_8x_pcie(), {"sglang_version": "0.5.12", "tp_size": 8, "model": KIMI})
+        rtx_pro_6000_8x_pcie(), {"sglang_version": "0.5.12", "tp_size": 8, "model": KIMI}
+    )
     # 0.5.12 runs the plain allreduce on SM12x when the fusion is asked for: a warning, not a block.
     report = evaluate(RULES, rtx_pro_6000_8x_pcie(), {"sglang_version": "0.5.12", "tp_size": 8})
     assert finding(report, "flashinfer-allreduce-fusion-sm12x-ignored").status == "fired"
@@ -241,7 +339,9 @@ def test_rtx_pro_6000_with_sglang_0_5_12():
 
 def test_rtx_pro_6000_with_sglang_0_5_5_and_0_5_23_blocks_the_fusion():
     for version in ("0.5.5", "0.5.23"):
-        assert "flashinfer-allreduce-fusion-sm12x" in blocks(rtx_pro_6000_8x_pcie(), {"sglang_version": version, "tp_size": 8})
+        assert "flashinfer-allreduce-fusion-sm12x" in blocks(
+            rtx_pro_6000_8x_pcie(), {"sglang_version": version, "tp_size": 8}
+        )
 
 
 def test_rtx_pro_6000_with_sglang_0_5_23_skips_symm_mem_instead():
@@ -259,36 +359,78 @@ def test_h200_nvswitch_has_no_blocks_and_prefers_custom_allreduce():
 
 def test_eagle3_warning_only_when_asked_for():
     request = {"tp_size": 8, "model": KIMI}
-    assert finding(evaluate(RULES, rtx_pro_6000_8x_pcie(), request), "eagle3-slower-pcie-allreduce-bound") is None
-    assert finding(evaluate(RULES, rtx_pro_6000_8x_pcie(), dict(request, speculative="eagle3")),
-                   "eagle3-slower-pcie-allreduce-bound").severity == "warn"
+    assert (
+        finding(
+            evaluate(RULES, rtx_pro_6000_8x_pcie(), request), "eagle3-slower-pcie-allreduce-bound"
+        )
+        is None
+    )
+    assert (
+        finding(
+            evaluate(RULES, rtx_pro_6000_8x_pcie(), dict(request, speculative="eagle3")),
+            "eagle3-slower-pcie-allreduce-bound",
+        ).severity
+        == "warn"
+    )
 
 
 def test_eagle3_measurement_applies_to_the_measured_model_and_size_only():
-    """Kimi-K2.5 at TP8 was measured; other MoE models and other sizes are the launch model's to decide."""
-    others = [{"name": "deepseek-v3", "model_type": "deepseek_v3", "moe": True},
-              {"name": "qwen3-235b-a22b", "model_type": "qwen3_moe", "moe": True}, None]
+    """Kimi-K2.5 at TP8 was measured; other MoE models and other sizes are the launch model's to
+    decide."""
+    others = [
+        {"name": "deepseek-v3", "model_type": "deepseek_v3", "moe": True},
+        {"name": "qwen3-235b-a22b", "model_type": "qwen3_moe", "moe": True},
+        None,
+    ]
     for model in others:
-        report = evaluate(RULES, rtx_pro_6000_8x_pcie(), {"tp_size": 8, "model": model, "speculative": "eagle3"})
+        report = evaluate(
+            RULES, rtx_pro_6000_8x_pcie(), {"tp_size": 8, "model": model, "speculative": "eagle3"}
+        )
         assert finding(report, "eagle3-slower-pcie-allreduce-bound") is None, model
     for tp in (2, 4):
-        report = evaluate(RULES, rtx_pro_6000_8x_pcie(), {"tp_size": tp, "model": KIMI, "speculative": "eagle3"})
+        report = evaluate(
+            RULES, rtx_pro_6000_8x_pcie(), {"tp_size": tp, "model": KIMI, "speculative": "eagle3"}
+        )
         assert finding(report, "eagle3-slower-pcie-allreduce-bound") is None, tp
 
 
 FIXTURE_BLOCKS = {
     # system name -> (request, blocks that must be there, blocks that must not)
-    "rtx-pro-6000-8x-pcie": ({"sglang_version": "0.5.12"}, {"torch-symm-mem-sm12x-keyerror", "ep-flashinfer-a2a-sm120"},
-                             {"custom-allreduce-without-p2p", "flashinfer-allreduce-fusion-sm12x"}),
-    "h200-4x-nvswitch-vm": ({"sglang_version": "0.5.12"}, set(), {"torch-symm-mem-sm12x-keyerror",
-                                                                  "nccl-nvls-needs-nvswitch-sm90",
-                                                                  "custom-allreduce-without-p2p"}),
-    "h200-2x-nvswitch-vm": ({"sglang_version": "0.5.12"}, set(), {"torch-symm-mem-sm12x-keyerror",
-                                                                  "flashinfer-allreduce-fusion-sm12x"}),
-    "h100-8x-nvswitch": ({}, set(), {"torch-symm-mem-sm12x-keyerror", "nccl-nvls-needs-nvswitch-sm90"}),
-    "rtx-4090-2x-pcie-no-p2p": ({}, {"custom-allreduce-without-p2p"}, {"torch-symm-mem-sm12x-keyerror"}),
+    "rtx-pro-6000-8x-pcie": (
+        {"sglang_version": "0.5.12"},
+        {"torch-symm-mem-sm12x-keyerror", "ep-flashinfer-a2a-sm120"},
+        {"custom-allreduce-without-p2p", "flashinfer-allreduce-fusion-sm12x"},
+    ),
+    "h200-4x-nvswitch-vm": (
+        {"sglang_version": "0.5.12"},
+        set(),
+        {
+            "torch-symm-mem-sm12x-keyerror",
+            "nccl-nvls-needs-nvswitch-sm90",
+            "custom-allreduce-without-p2p",
+        },
+    ),
+    "h200-2x-nvswitch-vm": (
+        {"sglang_version": "0.5.12"},
+        set(),
+        {"torch-symm-mem-sm12x-keyerror", "flashinfer-allreduce-fusion-sm12x"},
+    ),
+    "h100-8x-nvswitch": (
+        {},
+        set(),
+        {"torch-symm-mem-sm12x-keyerror", "nccl-nvls-needs-nvswitch-sm90"},
+    ),
+    "rtx-4090-2x-pcie-no-p2p": (
+        {},
+        {"custom-allreduce-without-p2p"},
+        {"torch-symm-mem-sm12x-keyerror"},
+    ),
     # NCCL leaves a forced NVLS off without an NVSwitch: a warning, never a block
-    "l40s-4x-pcie-2numa": ({}, set(), {"flashinfer-allreduce-fusion-sm12x", "nccl-nvls-needs-nvswitch-sm90"}),
+    "l40s-4x-pcie-2numa": (
+        {},
+        set(),
+        {"flashinfer-allreduce-fusion-sm12x", "nccl-nvls-needs-nvswitch-sm90"},
+    ),
 }
 
 
@@ -309,22 +451,32 @@ def test_reference_systems(system):
 
 
 def test_reference_systems_are_installed():
-    # The fixtures come from the probe; if one disappears the parametrized test above would silently shrink.
+    # The fixtures come from the probe; if one disappears the parametrized test above would silently
+    # shrink.
     assert len(_installed_systems()) >= 2
 
 
-# ------------------------------------------------------------------------------------------ disabling and site rules
+# ------------------------------------------------------------------------------------------
+# disabling and site rules
 def test_disable_by_id_with_reason_shows_in_report():
-    ruleset = load_rules(disabled={"nccl-ll128-without-nvlink": "LL128 validated on our PCIe fabric"})
+    ruleset = load_rules(
+        disabled={"nccl-ll128-without-nvlink": "LL128 validated on our PCIe fabric"}
+    )
     report = evaluate(ruleset, rtx_pro_6000_8x_pcie(), {"tp_size": 8})
     assert finding(report, "nccl-ll128-without-nvlink") is None
     assert report.disabled == [("nccl-ll128-without-nvlink", "LL128 validated on our PCIe fabric")]
-    assert report.to_dict()["disabled"] == [{"rule_id": "nccl-ll128-without-nvlink",
-                                             "reason": "LL128 validated on our PCIe fabric"}]
+    assert report.to_dict()["disabled"] == [
+        {"rule_id": "nccl-ll128-without-nvlink", "reason": "LL128 validated on our PCIe fabric"}
+    ]
 
 
-@pytest.mark.parametrize("disabled, needle", [({"nccl-ll128-without-nvlink": " "}, "reason is required"),
-                                              ({"no-such-rule": "because"}, "no rule has this id")])
+@pytest.mark.parametrize(
+    "disabled, needle",
+    [
+        ({"nccl-ll128-without-nvlink": " "}, "reason is required"),
+        ({"no-such-rule": "because"}, "no rule has this id"),
+    ],
+)
 def test_disable_needs_a_reason_and_an_existing_id(disabled, needle):
     with pytest.raises(TopoctlError, match=needle):
         load_rules(disabled=disabled)
@@ -332,7 +484,11 @@ def test_disable_needs_a_reason_and_an_existing_id(disabled, needle):
 
 def test_site_rules_add_and_disable(tmp_path):
     write_rules(tmp_path, rule_text())
-    write_rules(tmp_path, "disable:\n  - id: nccl-ll128-without-nvlink\n    reason: our fabric\n", name="off.yaml")
+    write_rules(
+        tmp_path,
+        "disable:\n  - id: nccl-ll128-without-nvlink\n    reason: our fabric\n",
+        name="off.yaml",
+    )
     ruleset = load_rules(extra_dirs=[str(tmp_path)])
     site = ruleset.get("site-sm120-symm-mem")
     assert not site.builtin and site.source_file.endswith("site.yaml")
@@ -343,10 +499,12 @@ def test_site_rules_add_and_disable(tmp_path):
 
 def test_site_rules_without_builtins(tmp_path):
     write_rules(tmp_path, rule_text())
-    assert [rule.id for rule in load_rules(extra_dirs=[str(tmp_path)], builtin=False).rules] == ["site-sm120-symm-mem"]
+    assert [rule.id for rule in load_rules(extra_dirs=[str(tmp_path)], builtin=False).rules] == [
+        "site-sm120-symm-mem"
+    ]
 
 
 def test_severity_literal_is_the_vocabulary():
-    """model.Severity is what mypy checks a rule's severity against; vocab.SEVERITIES is what the schema and
-    the ordering use: one word added to one and not the other fails here."""
+    """model.Severity is what mypy checks a rule's severity against; vocab.SEVERITIES is what the
+    schema and the ordering use: one word added to one and not the other fails here."""
     assert get_args(Severity) == SEVERITIES

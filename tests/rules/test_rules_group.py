@@ -1,5 +1,6 @@
 """Pair quantifiers and pair summaries judge the launch's GPU group (request.gpus, else the first
 tp_size x dp_size GPUs, else every GPU), not every pair of the machine."""
+
 from __future__ import annotations
 
 import pytest
@@ -15,19 +16,29 @@ def _fired(snapshot, request, cache=None):
     return {f.rule_id: f.status for f in evaluate(RULES, snapshot, request, cache).findings}
 
 
-@pytest.mark.parametrize("request_, blocked", [
-    ({"gpus": [0, 1], "tp_size": 2}, False),   # same socket, P2P OK
-    ({"gpus": [2, 3], "tp_size": 2}, False),
-    ({"gpus": [0, 2], "tp_size": 2}, True),    # across sockets: CNS
-    ({"tp_size": 2}, False),                   # the first two GPUs
-    ({"tp_size": 1, "dp_size": 2}, False),
-    ({"tp_size": 2, "dp_size": 2}, False),     # replicas 0,1 and 2,3: replicas do not allreduce together
-    ({"tp_size": 2, "dp_size": 2, "gpus": [0, 2, 1, 3]}, True),  # replicas 0,2 and 1,3 cross the sockets
-    ({"tp_size": 2, "dp_size": 2, "gpus": [1, 0, 3, 2]}, False),
-    # four PCIe-only GPUs in one TP group: SGLang's own gate turns custom allreduce off before any P2P test
-    ({"tp_size": 4}, False),
-    ({}, False),                               # no size: every GPU (four, PCIe only)
-])
+@pytest.mark.parametrize(
+    "request_, blocked",
+    [
+        ({"gpus": [0, 1], "tp_size": 2}, False),  # same socket, P2P OK
+        ({"gpus": [2, 3], "tp_size": 2}, False),
+        ({"gpus": [0, 2], "tp_size": 2}, True),  # across sockets: CNS
+        ({"tp_size": 2}, False),  # the first two GPUs
+        ({"tp_size": 1, "dp_size": 2}, False),
+        (
+            {"tp_size": 2, "dp_size": 2},
+            False,
+        ),  # replicas 0,1 and 2,3: replicas do not allreduce together
+        (
+            {"tp_size": 2, "dp_size": 2, "gpus": [0, 2, 1, 3]},
+            True,
+        ),  # replicas 0,2 and 1,3 cross the sockets
+        ({"tp_size": 2, "dp_size": 2, "gpus": [1, 0, 3, 2]}, False),
+        # four PCIe-only GPUs in one TP group: SGLang's own gate turns custom allreduce off before
+        # any P2P test
+        ({"tp_size": 4}, False),
+        ({}, False),  # no size: every GPU (four, PCIe only)
+    ],
+)
 def test_custom_allreduce_without_p2p_judges_the_group(request_, blocked):
     snapshot = system_snapshot("l40s-4x-pcie-2numa")
     snapshot["software"]["sglang"] = "0.5.13"  # 0.5.12 serves custom allreduce over NVLink only
@@ -42,7 +53,8 @@ def test_an_unknown_pair_outside_the_group_is_not_the_launchs_business():
             entry["p2p"]["read"] = "unknown"
     snapshot["summary"]["all_pairs_p2p"] = None
     snapshot["software"]["sglang"] = "0.5.13"  # 0.5.12 serves custom allreduce over NVLink only
-    # a TP2 group (SGLang's gate lets custom allreduce through on two PCIe GPUs) holding the unknown pair
+    # a TP2 group (SGLang's gate lets custom allreduce through on two PCIe GPUs) holding the unknown
+    # pair
     inside = _fired(snapshot, {"tp_size": 2, "gpus": [6, 7]})
     assert inside.get("custom-allreduce-without-p2p") == "unknown"
     outside = _fired(snapshot, {"tp_size": 2, "gpus": [0, 1]})
@@ -77,8 +89,15 @@ def test_gpus_the_snapshot_does_not_have_are_ignored():
 
 
 def test_data_parallel_replicas_are_the_scope():
-    context = Context(system_snapshot("l40s-4x-pcie-2numa"), {"tp_size": 2, "dp_size": 2, "gpus": [3, 2, 1, 0]})
+    context = Context(
+        system_snapshot("l40s-4x-pcie-2numa"), {"tp_size": 2, "dp_size": 2, "gpus": [3, 2, 1, 0]}
+    )
     assert context.scope() == ((3, 2), (1, 0))
     assert context.fact("group.gpus") == [0, 1, 2, 3]
-    assert {label for label, _ in context.pairs()} == {"pairs[0->1]", "pairs[1->0]", "pairs[2->3]", "pairs[3->2]"}
+    assert {label for label, _ in context.pairs()} == {
+        "pairs[0->1]",
+        "pairs[1->0]",
+        "pairs[2->3]",
+        "pairs[3->2]",
+    }
     assert context.fact("all_pairs_p2p") is True and context.fact("p2p_pairs_total") == 4

@@ -1,12 +1,14 @@
 """Unit tests of the SGLang flag extractor (scripts/sglang_flags/) on small synthetic wheels.
 
-Every wheel here is SYNTHETIC: a zip made in the test from a few lines of server_args.py-like source. The
-declaration forms are the ones SGLang's real wheels use (classic `parser.add_argument` calls up to 0.5.12;
-annotated fields `A[T, "help"]` / `A[T, Arg(...)]` registered by `add_cli_args_from_dataclass` from 0.5.13 on;
-namespace classes handed to `collect_input_fields` in 0.5.20 and later; Deprecated* action classes), written
-small. The same synthetic sources are also run through SGLang's way of building the parser (real_parser.py),
-so the check that holds the shipped data to the real wheels is itself tested here, without any wheel.
+Every wheel here is SYNTHETIC: a zip made in the test from a few lines of server_args.py-like
+source. The declaration forms are the ones SGLang's real wheels use (classic `parser.add_argument`
+calls up to 0.5.12; annotated fields `A[T, "help"]` / `A[T, Arg(...)]` registered by
+`add_cli_args_from_dataclass` from 0.5.13 on; namespace classes handed to `collect_input_fields` in
+0.5.20 and later; Deprecated* action classes), written small. The same synthetic sources are also
+run through SGLang's way of building the parser (real_parser.py), so the check that holds the
+shipped data to the real wheels is itself tested here, without any wheel.
 """
+
 from __future__ import annotations
 
 import json
@@ -22,11 +24,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 from sglang_flags import check as check_mod  # noqa: E402
 from sglang_flags.cli import build_document, main, write  # noqa: E402
 
-CHOICES = '''
+CHOICES = """
 QUANT = ["fp8", "awq"]
-'''
+"""
 
-ACTIONS = '''
+ACTIONS = """
 import argparse
 
 
@@ -46,9 +48,9 @@ class DeprecatedAction(argparse.Action):
 
     def __call__(self, parser, namespace, values, option_string=None):
         raise ValueError(self.error_message)
-'''
+"""
 
-CLASSIC = '''
+CLASSIC = """
 import argparse
 import dataclasses
 from typing import List, Optional
@@ -100,12 +102,12 @@ def prepare_server_args(argv):
     ServerArgs.add_cli_args(parser)
     raw_args = parser.parse_args(argv)
     return raw_args
-'''
+"""
 
-# A small stand-in for SGLang's arg_utils: Arg metadata and add_cli_args_from_dataclass, following the rules the
-# extractor mirrors (Optional unwrapped, Literal -> choices, list -> nargs "+", bool -> store_true, no_cli skipped,
-# a field without a default is required).
-ARG_UTILS = '''
+# A small stand-in for SGLang's arg_utils: Arg metadata and add_cli_args_from_dataclass, following
+# the rules the extractor mirrors (Optional unwrapped, Literal -> choices, list -> nargs "+", bool
+# -> store_true, no_cli skipped, a field without a default is required).
+ARG_UTILS = """
 import argparse
 import dataclasses
 import typing
@@ -175,9 +177,9 @@ def add_cli_args_from_dataclass(parser, cls):
             if not has_default:
                 kw["required"] = True
             parser.add_argument(*names, type=inner, **kw)
-'''
+"""
 
-DECLARATIVE = '''
+DECLARATIVE = """
 import argparse
 import dataclasses
 from typing import Annotated as A
@@ -211,13 +213,13 @@ def prepare_server_args(argv):
     parser = argparse.ArgumentParser(allow_abbrev=False)
     ServerArgs.add_cli_args(parser)
     return parser.parse_args(argv)
-'''
+"""
 
-ENV = '''
+ENV = """
 import os
 ENABLED = os.environ.get("SGLANG_ENABLE_PCIE_IPC_ALLREDUCE", "0") == "1"
 CHUNK = os.environ.get("SGLANG_NEW_ALLREDUCE_CHUNK")
-'''
+"""
 
 
 def make_wheel(tmp_path: Path, version: str, files: dict[str, str]) -> Path:
@@ -233,14 +235,25 @@ def make_wheel(tmp_path: Path, version: str, files: dict[str, str]) -> Path:
 
 @pytest.fixture()
 def classic(tmp_path):
-    return make_wheel(tmp_path, "9.0.0", {"server_args.py": CLASSIC, "choices.py": CHOICES, "actions.py": ACTIONS,
-                                          "distributed/pcie.py": ENV})
+    return make_wheel(
+        tmp_path,
+        "9.0.0",
+        {
+            "server_args.py": CLASSIC,
+            "choices.py": CHOICES,
+            "actions.py": ACTIONS,
+            "distributed/pcie.py": ENV,
+        },
+    )
 
 
 @pytest.fixture()
 def declarative(tmp_path):
-    return make_wheel(tmp_path, "9.1.0", {"server_args.py": DECLARATIVE, "choices.py": CHOICES,
-                                          "arg_utils.py": ARG_UTILS})
+    return make_wheel(
+        tmp_path,
+        "9.1.0",
+        {"server_args.py": DECLARATIVE, "choices.py": CHOICES, "arg_utils.py": ARG_UTILS},
+    )
 
 
 def test_classic_options_aliases_types_and_defaults(classic):
@@ -258,10 +271,20 @@ def test_classic_options_aliases_types_and_defaults(classic):
 
 def test_classic_choices_resolved_across_modules_and_scopes(classic):
     flags = build_document(classic)["flags"]
-    assert flags["--quantization"]["choices"] == ["fp8", "awq", "unquant"]  # [*QUANT, ...] from another module
+    assert flags["--quantization"]["choices"] == [
+        "fp8",
+        "awq",
+        "unquant",
+    ]  # [*QUANT, ...] from another module
     assert flags["--allreduce-backend"]["choices"] == ["nccl", "custom"]
-    assert flags["--graph-backend"]["choices"] == ["full", "disabled"]  # class constants naming class constants
-    assert sorted(flags["--sampling-backend"]["choices"]) == ["flashinfer", "pytorch"]  # a local set
+    assert flags["--graph-backend"]["choices"] == [
+        "full",
+        "disabled",
+    ]  # class constants naming class constants
+    assert sorted(flags["--sampling-backend"]["choices"]) == [
+        "flashinfer",
+        "pytorch",
+    ]  # a local set
 
 
 def test_boolean_optional_action_adds_the_no_form_and_takes_no_value(classic):
@@ -297,17 +320,24 @@ def test_declarative_fields(declarative):
     assert "--internal-only" not in flags and "--not-a-flag" not in flags
     assert flags["--model-path"]["required"] is True  # no default
     tp = flags["--tp-size"]
-    assert tp["options"] == ["--tp-size", "--tensor-parallel-size"] and tp["dest"] == "tp_size" and tp["default"] == 1
+    assert (
+        tp["options"] == ["--tp-size", "--tensor-parallel-size"]
+        and tp["dest"] == "tp_size"
+        and tp["default"] == 1
+    )
     assert flags["--quantization"]["choices"] == ["fp8", "awq"]
     assert flags["--attention-backend"]["choices"] == ["fa3", "flashinfer"]  # from Literal[...]
     assert flags["--cuda-graph-bs"]["nargs"] == "+" and flags["--cuda-graph-bs"]["type"] == "int"
     assert flags["--enable-p2p-check"]["action"] == "store_true"
-    assert flags["--overlap"]["options"] == ["--overlap", "--no-overlap"] and flags["--overlap"]["nargs"] == 0
+    assert (
+        flags["--overlap"]["options"] == ["--overlap", "--no-overlap"]
+        and flags["--overlap"]["nargs"] == 0
+    )
     assert flags["--prefixes"]["default"] == ["/health", "/metrics"]  # a lambda default factory
 
 
 def test_namespace_classes_handed_to_collect_input_fields(tmp_path):
-    server_args = '''
+    server_args = """
     import dataclasses
     from typing import Annotated as A
 
@@ -321,8 +351,8 @@ def test_namespace_classes_handed_to_collect_input_fields(tmp_path):
         @staticmethod
         def add_cli_args(parser):
             add_cli_args_from_dataclass(parser, ServerArgs)
-    '''
-    fields = '''
+    """
+    fields = """
     import dataclasses
     from typing import Annotated as A
 
@@ -335,22 +365,25 @@ def test_namespace_classes_handed_to_collect_input_fields(tmp_path):
     @dataclasses.dataclass
     class Cache:
         page_size: A[int, "Page."] = 16
-    '''
+    """
     wheel = make_wheel(tmp_path, "9.2.0", {"server_args.py": server_args, "fields.py": fields})
     doc = build_document(wheel)
     assert sorted(doc["flags"]) == ["--page-size", "--tp-size"]
-    assert doc["flags"]["--page-size"]["origin"] == "field:Cache" and doc["flags"]["--page-size"]["default"] == 16
+    assert (
+        doc["flags"]["--page-size"]["origin"] == "field:Cache"
+        and doc["flags"]["--page-size"]["default"] == 16
+    )
     assert "sglang/srt/fields.py" in doc["source"]["declared_in"]
 
 
 def test_a_flag_registered_twice_is_a_problem(tmp_path):
-    twice = '''
+    twice = """
     class ServerArgs:
         @staticmethod
         def add_cli_args(parser):
             parser.add_argument("--tp-size", type=int)
             parser.add_argument("--tp-size", type=int)
-    '''
+    """
     doc = build_document(make_wheel(tmp_path, "9.3.0", {"server_args.py": twice}))
     assert doc["problems"] == ["--tp-size registered twice"]
 
@@ -365,7 +398,9 @@ def test_output_is_deterministic_and_written_whole(classic, tmp_path):
     first = write(build_document(classic), out).read_bytes()
     second = write(build_document(classic), out).read_bytes()
     assert first == second and json.loads(first)["source"]["sha256"]
-    assert sorted(p.name for p in out.iterdir()) == ["sglang-9.0.0.json"]  # no temporary file left behind
+    assert sorted(p.name for p in out.iterdir()) == [
+        "sglang-9.0.0.json"
+    ]  # no temporary file left behind
 
 
 def test_command_line(classic, tmp_path, capsys):
@@ -382,11 +417,14 @@ def test_command_line_with_check_writes_the_report_beside_the_data(classic, tmp_
     assert main(["--check", "--wheel", str(classic), "--out", str(out)]) == 0
     assert "checked against SGLang's parser" in capsys.readouterr().out
     report = json.loads((out / "sglang_real_parser_check.json").read_text(encoding="utf-8"))
-    assert [r["version"] for r in report["results"]] == ["9.0.0"] and report["results"][0]["disagreements"] == []
+    assert [r["version"] for r in report["results"]] == ["9.0.0"] and report["results"][0][
+        "disagreements"
+    ] == []
     assert "| 9.0.0 | 13 / 13 |" in (out / "real-parser-check.md").read_text(encoding="utf-8")
 
 
-# ---- the real-parser check, on the same synthetic sources ------------------------------------------------
+# ---- the real-parser check, on the same synthetic sources
+# ------------------------------------------------
 
 
 def _unpack(wheel: Path, dest: Path) -> Path:
@@ -400,7 +438,9 @@ def test_the_real_parser_agrees_with_the_extraction(name, request, tmp_path):
     wheel = request.getfixturevalue(name)
     doc = build_document(wheel)
     write(doc, tmp_path / "data")
-    result = check_mod.check_version(doc["sglang_version"], _unpack(wheel, tmp_path / "src"), tmp_path / "data")
+    result = check_mod.check_version(
+        doc["sglang_version"], _unpack(wheel, tmp_path / "src"), tmp_path / "data"
+    )
     assert result["disagreements"] == []
     assert result["flags_real"] == result["flags_data"] == doc["flag_count"]
     assert result["compared_fields"] > 7 * doc["flag_count"]

@@ -1,9 +1,12 @@
-"""The shipped SGLang flag data against what SGLang's own parser did (the committed real-parser check).
+"""The shipped SGLang flag data against what SGLang's own parser did (the committed real-parser
+check).
 
-tests/data/sglang_real_parser_check.json is written by `python scripts/check_sglang_parser.py` where the release
-wheels are at hand (docs/sglang-versions.md); these tests need no wheel: they hold the data files and topoctl's
-own reading of command lines (FlagSet.resolve / argv_flags) to the real parser's recorded results.
+tests/data/sglang_real_parser_check.json is written by `python scripts/check_sglang_parser.py` where
+the release wheels are at hand (docs/sglang-versions.md); these tests need no wheel: they hold the
+data files and topoctl's own reading of command lines (FlagSet.resolve / argv_flags) to the real
+parser's recorded results.
 """
+
 from __future__ import annotations
 
 import json
@@ -27,8 +30,23 @@ def test_every_release_from_0_5_5_has_data():
     """0.5.5 to 0.5.23 is 29 releases on the package index (post releases included), plus 0.5.10rc0."""
     finals = [v for v in known_versions() if not Version(v).is_prerelease]
     assert len(finals) >= 29 and finals[0] == "0.5.5"
-    for v in ("0.5.5.post1", "0.5.5.post2", "0.5.5.post3", "0.5.6.post2", "0.5.8.post1", "0.5.9", "0.5.10.post1",
-              "0.5.11", "0.5.13.post1", "0.5.15.post1", "0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23"):
+    for v in (
+        "0.5.5.post1",
+        "0.5.5.post2",
+        "0.5.5.post3",
+        "0.5.6.post2",
+        "0.5.8.post1",
+        "0.5.9",
+        "0.5.10.post1",
+        "0.5.11",
+        "0.5.13.post1",
+        "0.5.15.post1",
+        "0.5.19",
+        "0.5.20",
+        "0.5.21",
+        "0.5.22",
+        "0.5.23",
+    ):
         assert v in finals
 
 
@@ -76,14 +94,20 @@ def test_topoctl_reads_each_probe_as_the_real_parser_did(version):
 @pytest.mark.parametrize("version", ["0.5.20", "0.5.21", "0.5.22", "0.5.23"])
 def test_cuda_graph_max_bs_stops_the_real_parser_from_0_5_20(version):
     probe = next(p for p in RESULTS[version]["probes"] if p["argv"][0] == "--cuda-graph-max-bs")
-    assert probe["exit"] == 2 and "ambiguous option: --cuda-graph-max-bs could match" in probe["error"]
+    assert (
+        probe["exit"] == 2 and "ambiguous option: --cuda-graph-max-bs could match" in probe["error"]
+    )
     assert load_flag_set(version).resolve("--cuda-graph-max-bs").kind == "ambiguous"
 
 
 @pytest.mark.parametrize("version", ["0.5.14", "0.5.19"])
 def test_cuda_graph_max_bs_is_a_deprecated_alias_from_0_5_14_to_0_5_19(version):
     fs = load_flag_set(version)
-    assert fs.exact and fs.is_deprecated("--cuda-graph-max-bs") and fs.resolve("--cuda-graph-max-bs").kind == "exact"
+    assert (
+        fs.exact
+        and fs.is_deprecated("--cuda-graph-max-bs")
+        and fs.resolve("--cuda-graph-max-bs").kind == "exact"
+    )
 
 
 @pytest.mark.parametrize("version", ["0.5.9", "0.5.10", "0.5.10.post1", "0.5.11"])
@@ -96,8 +120,8 @@ def test_flags_of_0_5_9_to_0_5_11_are_known_in_their_own_release(version):
 
 
 def test_flag_data_and_the_release_list_name_the_same_releases():
-    """rules/sglang/generated/releases.json (the FlashInfer pins) and the flag data cover the same releases; the only
-    extra data file is a pre-release that is on the package index (0.5.10rc0)."""
+    """rules/sglang/generated/releases.json (the FlashInfer pins) and the flag data cover the same
+    releases; the only extra data file is a pre-release that is on the package index (0.5.10rc0)."""
     from topoctl.rules.sglang.releases import newest_release, release_versions
 
     finals = [v for v in known_versions() if not Version(v).is_prerelease]

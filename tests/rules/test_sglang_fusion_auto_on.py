@@ -1,11 +1,15 @@
-"""scripts/extract_sglang_fusion_auto_on.py: SGLang's FlashInfer allreduce fusion auto-on, read from the wheels.
+"""scripts/extract_sglang_fusion_auto_on.py: SGLang's FlashInfer allreduce fusion auto-on, read from
+the wheels.
 
-The releases below are synthetic: two-file stand-ins written here, whose gate forms follow SGLang's own (the
-`_handle_model_specific_adjustments` block of server_args.py in 0.5.10, the `_flashinfer_allreduce_fusion_auto_enable`
-pass of arg_groups/overrides.py in 0.5.22, the `partial(_check_cuda_device_version, device_capability_majors=...)`
-predicates of srt/utils/common.py). The committed rules file is the script's output over the real wheels 0.5.5-0.5.23
-(docs/sglang-oracle.md); the oracle comparison holds it to each release's own ServerArgs.
+The releases below are synthetic: two-file stand-ins written here, whose gate forms follow SGLang's
+own (the `_handle_model_specific_adjustments` block of server_args.py in 0.5.10, the
+`_flashinfer_allreduce_fusion_auto_enable` pass of arg_groups/overrides.py in 0.5.22, the
+`partial(_check_cuda_device_version, device_capability_majors=...)` predicates of
+srt/utils/common.py). The committed rules file is the script's output over the real wheels
+0.5.5-0.5.23 (docs/sglang-oracle.md); the oracle comparison holds it to each release's own
+ServerArgs.
 """
+
 from __future__ import annotations
 
 import sys
@@ -85,27 +89,50 @@ def _rules(tmp_path: Path, releases: dict[str, dict[str, str]]) -> list[dict]:
 
 
 def test_each_gate_becomes_a_scoped_rule_with_the_release_s_own_tests(tmp_path):
-    rules = _rules(tmp_path, {"0.5.10": {"sglang/srt/server_args.py": SERVER_ARGS_0_5_10},
-                              "0.5.11": {"sglang/srt/server_args.py": SERVER_ARGS_0_5_10},
-                              "0.5.22": {"sglang/srt/arg_groups/overrides.py": OVERRIDES_0_5_22}})
-    assert [rule["id"] for rule in rules] == ["sglang-fusion-auto-on-0.5.10", "sglang-fusion-auto-on-0.5.22"]
+    rules = _rules(
+        tmp_path,
+        {
+            "0.5.10": {"sglang/srt/server_args.py": SERVER_ARGS_0_5_10},
+            "0.5.11": {"sglang/srt/server_args.py": SERVER_ARGS_0_5_10},
+            "0.5.22": {"sglang/srt/arg_groups/overrides.py": OVERRIDES_0_5_22},
+        },
+    )
+    assert [rule["id"] for rule in rules] == [
+        "sglang-fusion-auto-on-0.5.10",
+        "sglang-fusion-auto-on-0.5.22",
+    ]
     first, second = rules
     assert first["effect"] == {"defaults": {"flashinfer_allreduce_fusion": True}}
     version, unset, gate = first["when"]["all"]
     assert version == {"fact": "software.sglang", "version": ">=0.5.10,<0.5.22"}
     assert unset == {"not": {"fact": "launch.flashinfer_allreduce_fusion", "set": True}}
-    assert gate["all"][0] == {"fact": "request.model.architecture", "in": ["GptOssForCausalLM", "Qwen3MoeForCausalLM"]}
-    assert {"fact": "gpu.sm_majors", "any_in": [9, 10]} in gate["all"]  # from the predicates' own definitions
+    assert gate["all"][0] == {
+        "fact": "request.model.architecture",
+        "in": ["GptOssForCausalLM", "Qwen3MoeForCausalLM"],
+    }
+    assert {"fact": "gpu.sm_majors", "any_in": [9, 10]} in gate[
+        "all"
+    ]  # from the predicates' own definitions
     assert {"fact": "request.tp_size", "gt": 1} in gate["all"]
-    assert {"not": {"fact": "launch.dp_attention", "eq": True}} in gate["all"]  # the flag, before the dp 1 reset
+    assert {"not": {"fact": "launch.dp_attention", "eq": True}} in gate[
+        "all"
+    ]  # the flag, before the dp 1 reset
     releases = first["evidence"][0]["releases"]
-    assert releases["holds_from"] == {"release": "0.5.10", "at": "sglang/srt/server_args.py:15"}  # the assignment
+    assert releases["holds_from"] == {
+        "release": "0.5.10",
+        "at": "sglang/srt/server_args.py:15",
+    }  # the assignment
     assert releases["last_holding"]["release"] == "0.5.11"
     assert releases["stops_at"]["release"] == "0.5.22"
     gate = second["when"]["all"][2]
-    assert gate["all"][0]["in"] == ["DeepseekV3ForCausalLM", "Qwen3MoeForCausalLM"]  # the module's frozenset
+    assert gate["all"][0]["in"] == [
+        "DeepseekV3ForCausalLM",
+        "Qwen3MoeForCausalLM",
+    ]  # the module's frozenset
     assert {"fact": "request.attention_dp_size", "le": 1} in gate["all"]
-    assert {"any": [{"fact": "request.nnodes", "eq": 1}, {"fact": "gpu.sm_majors", "any_in": [10]}]} in gate["all"]
+    assert {
+        "any": [{"fact": "request.nnodes", "eq": 1}, {"fact": "gpu.sm_majors", "any_in": [10]}]
+    } in gate["all"]
 
 
 def test_a_gate_test_the_table_does_not_know_stops_the_extraction(tmp_path, capsys):
@@ -128,18 +155,32 @@ def test_the_committed_rules_are_the_extractor_s_and_each_has_cases():
 
 
 def test_deterministic_inference_still_clears_the_auto_on_fusion():
-    """SGLang clears the fusion under deterministic inference after its auto-on (0.5.12+): an `implies` beats a
-    rule's `defaults`, so the launch is judged with the fusion off."""
+    """SGLang clears the fusion under deterministic inference after its auto-on (0.5.12+): an
+    `implies` beats a rule's `defaults`, so the launch is judged with the fusion off."""
     from topoctl.rules.engine import evaluate
 
-    snapshot = {"gpus": [{"index": 0, "sm": 90, "name": "NVIDIA H200"}, {"index": 1, "sm": 90, "name": "NVIDIA H200"}]}
-    request = {"tp_size": 2, "sglang_version": "0.5.12", "model": {"architecture": "Qwen3MoeForCausalLM"}}
+    snapshot = {
+        "gpus": [
+            {"index": 0, "sm": 90, "name": "NVIDIA H200"},
+            {"index": 1, "sm": 90, "name": "NVIDIA H200"},
+        ]
+    }
+    request = {
+        "tp_size": 2,
+        "sglang_version": "0.5.12",
+        "model": {"architecture": "Qwen3MoeForCausalLM"},
+    }
+
     def fired(launch: dict) -> tuple[set[str], dict]:
         report = evaluate(load_rules(), snapshot, dict(request, launch=launch))
-        return {finding.rule_id for finding in report.findings if finding.status == "fired"}, report.implied
+        return {
+            finding.rule_id for finding in report.findings if finding.status == "fired"
+        }, report.implied
 
     names, implied = fired({})
     assert "sglang-fusion-auto-on-0.5.12" in names and "flashinfer_allreduce_fusion" not in implied
     names, implied = fired({"deterministic_inference": True})
-    assert implied["flashinfer_allreduce_fusion"][0] is False  # the launch as run names the fusion: off
+    assert (
+        implied["flashinfer_allreduce_fusion"][0] is False
+    )  # the launch as run names the fusion: off
     assert "sglang-fusion-auto-on-0.5.12" not in names

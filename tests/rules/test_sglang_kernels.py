@@ -1,4 +1,6 @@
-"""rules/sglang/kernels.py against the committed kernel matrix (rules/sglang/generated/kernel-matrix.json)."""
+"""rules/sglang/kernels.py against the committed kernel matrix
+(rules/sglang/generated/kernel-matrix.json)."""
+
 from __future__ import annotations
 
 from topoctl.rules.sglang import kernels
@@ -32,7 +34,8 @@ def test_trtllm_moe_on_sm120_missing_before_flashinfer_jit_accepts_major_12():
 
 
 def test_only_a_jit_gate_never_blocks():
-    # 0.5.16 pins no flashinfer-cubin: the trtllm-gen cubins are fetched at run time, only the JIT gate speaks
+    # 0.5.16 pins no flashinfer-cubin: the trtllm-gen cubins are fetched at run time, only the JIT
+    # gate speaks
     assert verdict("0.5.16", 90, kernels.moe_runner("flashinfer_trtllm", None)) == "doubt"
     assert verdict("0.5.16", 100, kernels.moe_runner("flashinfer_trtllm", None)) == "built"
 
@@ -48,19 +51,25 @@ def test_same_major_gap_is_doubt_not_missing():
     op = kernels.moe_runner("cutlass", "nvfp4")
     assert verdict("0.5.5", 120, op) == "built"
     assert verdict("0.5.5", 121, op) == "doubt"  # SM121: no sgl-kernel code, but SM120 has it
-    assert verdict("0.5.10", 120, op) == "missing"  # NVFP4 cutlass MoE lost its SM120 kernels in 0.5.10rc0
+    assert (
+        verdict("0.5.10", 120, op) == "missing"
+    )  # NVFP4 cutlass MoE lost its SM120 kernels in 0.5.10rc0
     assert verdict("0.5.10", 90, op) == "missing"
 
 
 def test_unknown_ops_and_releases():
     assert kernels.attention("flashinfer") is None and kernels.attention("triton") is None
-    assert kernels.moe_runner("triton", "fp8") is None and kernels.moe_runner("cutlass", None) is None
+    assert (
+        kernels.moe_runner("triton", "fp8") is None and kernels.moe_runner("cutlass", None) is None
+    )
     assert verdict("0.4.0", 120, kernels.attention("fa3")) == "unknown"
 
 
 def test_auto_moe_runner_reads_gpt_oss_dispatch():
     assert kernels.auto_moe_runner("0.5.9", 120, "GptOssForCausalLM", "mxfp4", False) == (
-        "flashinfer_mxfp4", "sglang==0.5.9 sglang/srt/server_args.py:1371")
+        "flashinfer_mxfp4",
+        "sglang==0.5.9 sglang/srt/server_args.py:1371",
+    )
     assert kernels.auto_moe_runner("0.5.9", 90, "GptOssForCausalLM", "mxfp4", False) is None
     assert kernels.auto_moe_runner("0.5.10", 120, "GptOssForCausalLM", "mxfp4", False) is None
     assert kernels.auto_moe_runner("0.5.9", 120, "GptOssForCausalLM", "mxfp4", True) is None
@@ -69,8 +78,13 @@ def test_auto_moe_runner_reads_gpt_oss_dispatch():
 
 def test_launch_missing_reads_recommend_settings():
     moe = {"moe": True, "quantization": {"scheme": "fp8", "method": "fp8"}}
-    assert [a.op.name for a in kernels.launch_missing("0.5.9", 120, {"attention_backend": "fa3"}, None)] == [
-        "attention backend fa3"]
+    assert [
+        a.op.name for a in kernels.launch_missing("0.5.9", 120, {"attention_backend": "fa3"}, None)
+    ] == ["attention backend fa3"]
     assert kernels.launch_missing("0.5.9", 120, {"moe_runner_backend": "flashinfer_trtllm"}, moe)
-    assert not kernels.launch_missing("0.5.9", 100, {"moe_runner_backend": "flashinfer_trtllm"}, moe)
-    assert not kernels.launch_missing("0.5.9", 120, {"attention_backend": "flashinfer", "tp_size": 8}, moe)
+    assert not kernels.launch_missing(
+        "0.5.9", 100, {"moe_runner_backend": "flashinfer_trtllm"}, moe
+    )
+    assert not kernels.launch_missing(
+        "0.5.9", 120, {"attention_backend": "flashinfer", "tp_size": 8}, moe
+    )

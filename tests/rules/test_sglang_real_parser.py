@@ -1,12 +1,13 @@
 """The shipped flag data held to SGLang's own argparse parser, built from the release wheels.
 
-In CI: every data file is compared, field by field (scripts/sglang_flags/check.py `compare`), with the parser
-SGLang's prepare_server_args built from that release's wheel, as recorded in
-tests/data/real_parsers/sglang-parsers.json.xz (scripts/dump_real_parsers.py). Where the wheels are (set
-TOPOCTL_SGLANG_WHEELS to a folder of sglang-<version>-*.whl files, see docs/sglang-versions.md), the extractor
-also runs afresh on each wheel and the real parser is built again, and both must agree with the data and with
-the recording.
+In CI: every data file is compared, field by field (scripts/sglang_flags/check.py `compare`), with
+the parser SGLang's prepare_server_args built from that release's wheel, as recorded in
+tests/data/real_parsers/sglang-parsers.json.xz (scripts/dump_real_parsers.py). Where the wheels are
+(set TOPOCTL_SGLANG_WHEELS to a folder of sglang-<version>-*.whl files, see
+docs/sglang-versions.md), the extractor also runs afresh on each wheel and the real parser is built
+again, and both must agree with the data and with the recording.
 """
+
 from __future__ import annotations
 
 import json
@@ -44,7 +45,10 @@ def test_the_data_is_the_real_parser(version):
     result = compare(real, _data(version))
     assert result["disagreements"] == []
     assert result["unresolved_in_data"] == []
-    assert result["flags_real"] == result["flags_data"] and result["compared_fields"] > 7 * result["flags_real"]
+    assert (
+        result["flags_real"] == result["flags_data"]
+        and result["compared_fields"] > 7 * result["flags_real"]
+    )
 
 
 def _wheels() -> list[Path]:
@@ -65,4 +69,6 @@ def test_extracted_data_matches_the_real_parser(wheel, tmp_path):
     result = check_version(doc["sglang_version"], src, tmp_path / "data")
     assert result["disagreements"] == []
     assert result["flags_real"] == result["flags_data"]
-    assert real_parser_dump(src) == RECORDED["releases"][doc["sglang_version"]]  # the recording is not stale
+    assert (
+        real_parser_dump(src) == RECORDED["releases"][doc["sglang_version"]]
+    )  # the recording is not stale

@@ -1,5 +1,6 @@
-"""Every fixture replays through the CLI, its committed snapshot.json equals the replay, and the synthetic
-captures are exactly what their specs produce."""
+"""Every fixture replays through the CLI, its committed snapshot.json equals the replay, and the
+synthetic captures are exactly what their specs produce."""
+
 from __future__ import annotations
 
 import json
@@ -15,22 +16,84 @@ from topoctl.cli.app import cli, main
 
 P2P_STATUSES = {"OK", "CNS", "GNS", "TNS", "DR", "NS", "U", "unknown"}
 LINKS = {"PIX", "PXB", "PHB", "NODE", "SYS"}
-TOP_KEYS = {"schema_version", "topoctl_version", "source", "host", "gpus", "pairs", "nvlink", "pcie", "software",
-            "summary", "unknown"}
-GPU_KEYS = {"index", "name", "uuid", "pci_bus_id", "compute_capability", "sm", "architecture", "memory_total_bytes",
-            "mig_mode", "virtualization_mode", "numa_node", "root_complex", "pcie_path", "pcie", "nvlink", "fabric"}
+TOP_KEYS = {
+    "schema_version",
+    "topoctl_version",
+    "source",
+    "host",
+    "gpus",
+    "pairs",
+    "nvlink",
+    "pcie",
+    "software",
+    "summary",
+    "unknown",
+}
+GPU_KEYS = {
+    "index",
+    "name",
+    "uuid",
+    "pci_bus_id",
+    "compute_capability",
+    "sm",
+    "architecture",
+    "memory_total_bytes",
+    "mig_mode",
+    "virtualization_mode",
+    "numa_node",
+    "root_complex",
+    "pcie_path",
+    "pcie",
+    "nvlink",
+    "fabric",
+}
 PAIR_KEYS = {"src", "dst", "p2p", "link", "nvlinks", "pcie_ancestor"}
-SOFTWARE_KEYS = {"driver", "cuda_driver", "cuda_runtime", "nccl", "torch", "sglang", "sgl_kernel", "flashinfer", "vllm",
-                 "nvidia_ml_py"}
-SUMMARY_KEYS = {"gpu_count", "gpu_names", "compute_capabilities", "architectures", "interconnect", "all_pairs_p2p",
-                "p2p_pairs_ok", "p2p_pairs_total", "nvlink_all_pairs", "numa_nodes_spanned", "root_complex_groups",
-                "downtrained_gpus", "virtualized"}
-HOST_KEYS = {"hostname", "kernel", "os", "cpu_model", "cpu_cores_logical", "cpu_cores_physical", "numa_nodes",
-             "memory_bytes", "virtualized", "hypervisor"}
+SOFTWARE_KEYS = {
+    "driver",
+    "cuda_driver",
+    "cuda_runtime",
+    "nccl",
+    "torch",
+    "sglang",
+    "sgl_kernel",
+    "flashinfer",
+    "vllm",
+    "nvidia_ml_py",
+}
+SUMMARY_KEYS = {
+    "gpu_count",
+    "gpu_names",
+    "compute_capabilities",
+    "architectures",
+    "interconnect",
+    "all_pairs_p2p",
+    "p2p_pairs_ok",
+    "p2p_pairs_total",
+    "nvlink_all_pairs",
+    "numa_nodes_spanned",
+    "root_complex_groups",
+    "downtrained_gpus",
+    "virtualized",
+}
+HOST_KEYS = {
+    "hostname",
+    "kernel",
+    "os",
+    "cpu_model",
+    "cpu_cores_logical",
+    "cpu_cores_physical",
+    "numa_nodes",
+    "memory_bytes",
+    "virtualized",
+    "hypervisor",
+}
 
 GPU_FIXTURES = [name for name in fixture_dirs() if name != "no-gpu"]
-# a synthetic system is a fixture folder with a spec.json (scripts/make_synthetic_fixtures.py); the others are real
-SYNTHETIC = [name for name in fixture_dirs() if os.path.isfile(os.path.join(FIXTURES, name, "spec.json"))]
+# a synthetic system is a fixture folder with a spec.json (scripts/make_synthetic_fixtures.py); the
+# others are real
+SYNTHETIC = [
+    name for name in fixture_dirs() if os.path.isfile(os.path.join(FIXTURES, name, "spec.json"))
+]
 
 
 def path_of(name: str) -> str:
@@ -48,8 +111,12 @@ def check_shape(snapshot: dict) -> None:
     for position, gpu in enumerate(snapshot["gpus"]):
         assert GPU_KEYS <= set(gpu), GPU_KEYS - set(gpu)
         assert gpu["index"] == position
-        assert {"current_gen", "max_gen", "current_width", "max_width", "downtrained"} <= set(gpu["pcie"])
-        assert {"links_supported", "active_links", "version", "version_name", "remote"} <= set(gpu["nvlink"])
+        assert {"current_gen", "max_gen", "current_width", "max_width", "downtrained"} <= set(
+            gpu["pcie"]
+        )
+        assert {"links_supported", "active_links", "version", "version_name", "remote"} <= set(
+            gpu["nvlink"]
+        )
     keys = [(pair["src"], pair["dst"]) for pair in snapshot["pairs"]]
     assert len(keys) == n * (n - 1) == len(set(keys))
     assert set(keys) == {(i, j) for i in range(n) for j in range(n) if i != j}
@@ -58,7 +125,11 @@ def check_shape(snapshot: dict) -> None:
         assert set(pair["p2p"]) == {"read", "write", "nvlink", "atomics", "pci"}
         assert set(pair["p2p"].values()) <= P2P_STATUSES
         link = pair["link"]
-        assert link is None or link in LINKS or (link.startswith("NV") and int(link[2:]) == pair["nvlinks"] > 0)
+        assert (
+            link is None
+            or link in LINKS
+            or (link.startswith("NV") and int(link[2:]) == pair["nvlinks"] > 0)
+        )
     assert {"present", "nvswitch", "switch_hidden"} <= set(snapshot["nvlink"])
     assert {"virtual", "root_complexes"} <= set(snapshot["pcie"])
     for dotted, reason in snapshot["unknown"].items():
@@ -67,8 +138,17 @@ def check_shape(snapshot: dict) -> None:
 
 def test_all_expected_fixtures_exist():
     names = set(fixture_dirs())
-    assert {"h100-8x-nvswitch", "l40s-4x-pcie-2numa", "no-gpu", "rtx-4090-2x-pcie-no-p2p",
-            "rtx-pro-6000-8x-pcie"} <= set(SYNTHETIC) <= names  # the field report's system among them
+    assert (
+        {
+            "h100-8x-nvswitch",
+            "l40s-4x-pcie-2numa",
+            "no-gpu",
+            "rtx-4090-2x-pcie-no-p2p",
+            "rtx-pro-6000-8x-pcie",
+        }
+        <= set(SYNTHETIC)
+        <= names
+    )  # the field report's system among them
     assert "h200-4x-nvswitch-vm" in names and "h200-4x-nvswitch-vm" not in SYNTHETIC
 
 
@@ -84,8 +164,16 @@ def test_replay_through_main(name, tmp_path, capsys):
 
 @pytest.mark.parametrize("name", GPU_FIXTURES)
 def test_replay_through_click_runner(name):
-    result = CliRunner().invoke(cli, ["probe", "--from-capture", os.path.join(path_of(name), "capture.json"),
-                                      "--format", "json"])
+    result = CliRunner().invoke(
+        cli,
+        [
+            "probe",
+            "--from-capture",
+            os.path.join(path_of(name), "capture.json"),
+            "--format",
+            "json",
+        ],
+    )
     assert result.exit_code == 0, result.output
     check_shape(json.loads(result.output))
 
@@ -94,16 +182,33 @@ def test_replay_through_click_runner(name):
 def test_replay_yaml_equals_json(name):
     import yaml
 
-    as_json = CliRunner().invoke(cli, ["probe", "--from-capture", path_of(name), "--format", "json"])
+    as_json = CliRunner().invoke(
+        cli, ["probe", "--from-capture", path_of(name), "--format", "json"]
+    )
     as_yaml = CliRunner().invoke(cli, ["probe", "--from-capture", path_of(name)])
     assert yaml.safe_load(as_yaml.output) == json.loads(as_json.output)
 
 
 def test_replay_in_a_real_subprocess(tmp_path):
     out = tmp_path / "snap.json"
-    result = subprocess.run([sys.executable, "-m", "topoctl", "probe", "--from-capture",
-                             path_of("rtx-pro-6000-8x-pcie"), "--format", "json", "-o", str(out)],
-                            capture_output=True, text=True, timeout=120, cwd=str(tmp_path))
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "topoctl",
+            "probe",
+            "--from-capture",
+            path_of("rtx-pro-6000-8x-pcie"),
+            "--format",
+            "json",
+            "-o",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=str(tmp_path),
+    )
     assert result.returncode == 0, result.stderr
     snapshot = json.loads(out.read_text())
     check_shape(snapshot)
@@ -111,8 +216,13 @@ def test_replay_in_a_real_subprocess(tmp_path):
 
 
 def test_no_gpu_exits_3_in_a_real_subprocess(tmp_path):
-    result = subprocess.run([sys.executable, "-m", "topoctl", "probe", "--from-capture", path_of("no-gpu")],
-                            capture_output=True, text=True, timeout=120, cwd=str(tmp_path))
+    result = subprocess.run(
+        [sys.executable, "-m", "topoctl", "probe", "--from-capture", path_of("no-gpu")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=str(tmp_path),
+    )
     assert result.returncode == 3
     assert result.stdout == ""
     lines = result.stderr.splitlines()
@@ -125,7 +235,11 @@ def test_no_gpu_exits_3_through_main(capsys):
     assert main(["probe", "--from-capture", path_of("no-gpu")]) == 3
     captured = capsys.readouterr()
     assert captured.out == ""
-    assert "Traceback" not in captured.err and "no GPU visible" in captured.err and "hint:" in captured.err
+    assert (
+        "Traceback" not in captured.err
+        and "no GPU visible" in captured.err
+        and "hint:" in captured.err
+    )
 
 
 def test_no_gpu_exits_3_through_click_runner():
@@ -168,7 +282,8 @@ def test_synthetic_fixtures_say_so(name):
 
 @pytest.mark.parametrize("name", SYNTHETIC)
 def test_synthetic_capture_is_what_its_spec_produces(name):
-    """Regenerating a synthetic capture from its spec gives the committed file: specs and fixtures agree."""
+    """Regenerating a synthetic capture from its spec gives the committed file: specs and fixtures
+    agree."""
     sys.path.insert(0, os.path.join(ROOT, "scripts"))
     try:
         from make_synthetic_fixtures import capture_for
@@ -196,7 +311,10 @@ def test_rtx_pro_6000_facts():
     summary = s["summary"]
     assert summary["gpu_count"] == 8 and summary["compute_capabilities"] == ["12.0"]
     assert summary["architectures"] == ["blackwell"] and summary["interconnect"] == "pcie"
-    assert summary["all_pairs_p2p"] is True and summary["p2p_pairs_ok"] == 56 == summary["p2p_pairs_total"]
+    assert (
+        summary["all_pairs_p2p"] is True
+        and summary["p2p_pairs_ok"] == 56 == summary["p2p_pairs_total"]
+    )
     assert summary["nvlink_all_pairs"] is False and summary["numa_nodes_spanned"] == 2
     assert summary["root_complex_groups"] == [[0, 1, 2, 3], [4, 5, 6, 7]]
     assert summary["virtualized"] is False and summary["downtrained_gpus"] == []
@@ -204,7 +322,10 @@ def test_rtx_pro_6000_facts():
     assert all(p["p2p"]["nvlink"] == "NS" and p["nvlinks"] == 0 for p in s["pairs"])
     for p in s["pairs"]:
         assert p["link"] == ("PXB" if p["src"] // 4 == p["dst"] // 4 else "SYS")
-    assert all(g["nvlink"]["active_links"] == 0 and g["memory_total_bytes"] == 97887 * 2 ** 20 for g in s["gpus"])
+    assert all(
+        g["nvlink"]["active_links"] == 0 and g["memory_total_bytes"] == 97887 * 2**20
+        for g in s["gpus"]
+    )
     assert s["software"]["cuda_driver"] == "12.9" and s["software"]["sglang"] == "0.5.12"
     assert s["software"]["vllm"] is None and s["software"]["torch"].startswith("2.8")
     assert s["unknown"] == {}
@@ -217,7 +338,10 @@ def test_h100_facts():
     assert all(p["link"] == "NV18" for p in s["pairs"])
     for p in s["pairs"]:
         assert p["pcie_ancestor"] == ("NODE" if p["src"] // 4 == p["dst"] // 4 else "SYS")
-    assert all(g["nvlink"]["version_name"] == "4.0" and g["nvlink"]["remote"]["switch"] == 18 for g in s["gpus"])
+    assert all(
+        g["nvlink"]["version_name"] == "4.0" and g["nvlink"]["remote"]["switch"] == 18
+        for g in s["gpus"]
+    )
     assert s["nvlink"]["nvswitch"] is True and s["nvlink"]["switch_hidden"] is False
     assert s["summary"]["virtualized"] is False
 
@@ -225,8 +349,12 @@ def test_h100_facts():
 def test_rtx_4090_facts():
     s = load_system("rtx-4090-2x-pcie-no-p2p")
     assert s["summary"]["all_pairs_p2p"] is False and s["summary"]["p2p_pairs_ok"] == 0
-    assert all(p["p2p"]["read"] == "GNS" == p["p2p"]["write"] and p["link"] == "PHB" for p in s["pairs"])
-    assert s["summary"]["compute_capabilities"] == ["8.9"] and s["summary"]["architectures"] == ["ada"]
+    assert all(
+        p["p2p"]["read"] == "GNS" == p["p2p"]["write"] and p["link"] == "PHB" for p in s["pairs"]
+    )
+    assert s["summary"]["compute_capabilities"] == ["8.9"] and s["summary"]["architectures"] == [
+        "ada"
+    ]
     assert s["summary"]["numa_nodes_spanned"] == 1
 
 

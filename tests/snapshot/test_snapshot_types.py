@@ -1,7 +1,9 @@
-"""The typed shape of a snapshot (topoctl/snapshot/shape.py: Snapshot and the TypedDicts it is made of) is the
-published schema's, key for key: read from topoctl/snapshot/schema/snapshot.schema.json itself, so a field added to or
-dropped from either side fails here instead of drifting apart. Every TypedDict reachable from Snapshot is
-held to the schema node it types (its properties, and which of them the schema requires)."""
+"""The typed shape of a snapshot (topoctl/snapshot/shape.py: Snapshot and the TypedDicts it is made
+of) is the published schema's, key for key: read from topoctl/snapshot/schema/snapshot.schema.json
+itself, so a field added to or dropped from either side fails here instead of drifting apart. Every
+TypedDict reachable from Snapshot is held to the schema node it types (its properties, and which of
+them the schema requires)."""
+
 from __future__ import annotations
 
 import json
@@ -15,7 +17,9 @@ from topoctl.snapshot import shape as snapshot_types
 from topoctl.snapshot.shape import Snapshot
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-with open(os.path.join(ROOT, "topoctl", "snapshot", "schema", "snapshot.schema.json"), encoding="utf-8") as _handle:
+with open(
+    os.path.join(ROOT, "topoctl", "snapshot", "schema", "snapshot.schema.json"), encoding="utf-8"
+) as _handle:
     SCHEMA = json.load(_handle)
 
 
@@ -25,7 +29,7 @@ def _resolve(node: dict) -> dict:
     if ref is None:
         return node
     assert ref.startswith("#/$defs/"), ref
-    return _resolve(SCHEMA["$defs"][ref[len("#/$defs/"):]])
+    return _resolve(SCHEMA["$defs"][ref[len("#/$defs/") :]])
 
 
 def _is_typeddict(hint) -> bool:
@@ -33,8 +37,8 @@ def _is_typeddict(hint) -> bool:
 
 
 def _typeddicts_in(hint, node: dict):
-    """(TypedDict, schema node) for each TypedDict that `hint` names at `node`: itself, inside `X | None`, or
-    as a list's items (then the node is the schema's `items`)."""
+    """(TypedDict, schema node) for each TypedDict that `hint` names at `node`: itself, inside `X |
+    None`, or as a list's items (then the node is the schema's `items`)."""
     node = _resolve(node)
     origin = typing.get_origin(hint)
     if _is_typeddict(hint):
@@ -65,8 +69,8 @@ PAIRS = _pairs()
 
 
 def _required(cls) -> set[str]:
-    """The keys marked Required (read from the annotations: with postponed annotations Python 3.11 does not
-    fill __required_keys__ from Required[...] in a total=False TypedDict)."""
+    """The keys marked Required (read from the annotations: with postponed annotations Python 3.11
+    does not fill __required_keys__ from Required[...] in a total=False TypedDict)."""
     hints = typing.get_type_hints(cls, include_extras=True)
     return {key for key, hint in hints.items() if typing.get_origin(hint) is typing.Required}
 
@@ -74,11 +78,24 @@ def _required(cls) -> set[str]:
 def test_every_section_of_the_schema_with_properties_has_its_typeddict():
     """The top level, each object section of it, and the GPU and pair entries are all typed."""
     typed = {cls.__name__ for cls in PAIRS}
-    assert {"Snapshot", "SnapshotSource", "SnapshotHost", "SnapshotNvlink", "SnapshotPcie", "SnapshotSummary",
-            "SnapshotMeasurements", "SnapshotIommu", "SnapshotNetwork", "GpuEntry", "PairEntry"} <= typed
+    assert {
+        "Snapshot",
+        "SnapshotSource",
+        "SnapshotHost",
+        "SnapshotNvlink",
+        "SnapshotPcie",
+        "SnapshotSummary",
+        "SnapshotMeasurements",
+        "SnapshotIommu",
+        "SnapshotNetwork",
+        "GpuEntry",
+        "PairEntry",
+    } <= typed
     sections = {key for key, node in SCHEMA["properties"].items() if "properties" in _resolve(node)}
     hints = typing.get_type_hints(Snapshot, include_extras=True)
-    assert all(any(True for _ in _typeddicts_in(hints[key], SCHEMA["properties"][key])) for key in sections)
+    assert all(
+        any(True for _ in _typeddicts_in(hints[key], SCHEMA["properties"][key])) for key in sections
+    )
 
 
 @pytest.mark.parametrize("cls", list(PAIRS), ids=lambda cls: cls.__name__)
@@ -93,7 +110,11 @@ def test_a_typeddict_requires_what_its_schema_node_requires(cls):
 
 
 def test_the_typeddicts_are_the_ones_the_module_exports():
-    """A TypedDict of the snapshot module that Snapshot does not reach would be held to nothing here."""
-    defined = {value for value in vars(snapshot_types).values()
-               if _is_typeddict(value) and value.__module__ == snapshot_types.__name__}
+    """A TypedDict of the snapshot module that Snapshot does not reach would be held to nothing
+    here."""
+    defined = {
+        value
+        for value in vars(snapshot_types).values()
+        if _is_typeddict(value) and value.__module__ == snapshot_types.__name__
+    }
     assert defined == set(PAIRS)

@@ -1,13 +1,15 @@
 """A fleet of nodes, one snapshot each: which nodes differ from the majority, and how.
 
-Each node is reduced to aspects that a launch depends on and that should be the same on every node of one
-kind: the GPU model, the links between the GPUs, NVLink per GPU, the PCIe links (a down-trained GPU), P2P, the
-NICs (active RDMA ports, their speed, each GPU's nearest NIC), GPUDirect RDMA, the driver and the software
-versions. An aspect's text says what the node has, in words; the majority is the text most nodes share.
-What differs on every node by nature (hostname, GPU UUIDs, when it was probed) is never compared.
+Each node is reduced to aspects that a launch depends on and that should be the same on every node
+of one kind: the GPU model, the links between the GPUs, NVLink per GPU, the PCIe links (a
+down-trained GPU), P2P, the NICs (active RDMA ports, their speed, each GPU's nearest NIC), GPUDirect
+RDMA, the driver and the software versions. An aspect's text says what the node has, in words; the
+majority is the text most nodes share. What differs on every node by nature (hostname, GPU UUIDs,
+when it was probed) is never compared.
 
 Layer: judge (docs/architecture.md, "Layers").
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -44,8 +46,12 @@ class FleetReport:
     majority: dict[str, str]
     odd: dict[str, list[Difference]] = field(default_factory=dict)  # node name -> how it differs
     ties: list[str] = field(default_factory=list)  # aspects without a majority (an even split)
-    absent: dict[str, str] = field(default_factory=dict)  # expected node -> why it has no snapshot of this run
-    ignored: dict[str, str] = field(default_factory=dict)  # node -> file: a snapshot of a node not expected
+    absent: dict[str, str] = field(
+        default_factory=dict
+    )  # expected node -> why it has no snapshot of this run
+    ignored: dict[str, str] = field(
+        default_factory=dict
+    )  # node -> file: a snapshot of a node not expected
 
 
 def _gpu_model(view: SnapshotView) -> str:
@@ -60,7 +66,8 @@ def _links(view: SnapshotView) -> str:
 
 
 def _per_gpu(view: SnapshotView, describe: Callable[[GpuEntry], str]) -> str:
-    """One text per GPU, folded: `all 8: x16/16` when alike, else each GPU that differs from the most common."""
+    """One text per GPU, folded: `all 8: x16/16` when alike, else each GPU that differs from the
+    most common."""
     texts = {gpu["index"]: describe(gpu) for gpu in view.indexed_gpus}
     if not texts:
         return "no GPU"
@@ -71,7 +78,10 @@ def _per_gpu(view: SnapshotView, describe: Callable[[GpuEntry], str]) -> str:
 
 def _pcie(gpu: GpuEntry) -> str:
     pcie = gpu.get("pcie") or {}
-    text = f"gen {pcie.get('max_gen', '?')} x{pcie.get('current_width', '?')}/{pcie.get('max_width', '?')}"
+    text = (
+        f"gen {pcie.get('max_gen', '?')} "
+        f"x{pcie.get('current_width', '?')}/{pcie.get('max_width', '?')}"
+    )
     return text + (" DOWN-TRAINED" if pcie.get("downtrained") else "")
 
 
@@ -95,10 +105,17 @@ def _nics(view: SnapshotView) -> str:
     if nics is None:
         return "unknown"
     active = [nic for nic in nics if nic.active]
-    kinds = Counter(f"{nic.transport or '?'} {nic.rate_gbps:g} Gb/s" if nic.rate_gbps else f"{nic.transport or '?'}"
-                    for nic in active)
+    kinds = Counter(
+        f"{nic.transport or '?'} {nic.rate_gbps:g} Gb/s"
+        if nic.rate_gbps
+        else f"{nic.transport or '?'}"
+        for nic in active
+    )
     text = f"{len(active)} of {len(nics)} RDMA NICs active" + (
-        " (" + ", ".join(f"{count}x {kind}" for kind, count in sorted(kinds.items())) + ")" if kinds else "")
+        " (" + ", ".join(f"{count}x {kind}" for kind, count in sorted(kinds.items())) + ")"
+        if kinds
+        else ""
+    )
     down = [nic.name for nic in nics if not nic.active]
     if down:
         text += f"; no active port: {', '.join(down)}"
@@ -134,7 +151,8 @@ def aspects_of(snapshot: SnapshotLike) -> dict[str, str]:
         "p2p": _p2p(view),
         "nics": _nics(view),
         "gpudirect": _gpudirect(view),
-        "driver": f"driver {view.software('driver') or '-'}, CUDA {view.software('cuda_driver') or '-'}",
+        "driver": f"driver {view.software('driver') or '-'}, CUDA "
+        f"{view.software('cuda_driver') or '-'}",
         "versions": _versions(view),
     }
 
@@ -148,8 +166,11 @@ def compare(nodes: list[Node]) -> FleetReport:
         if len(counts) > 1 and counts[0][1] == counts[1][1]:
             report.ties.append(aspect)
     for node in nodes:
-        differences = [Difference(aspect, node.aspects[aspect], report.majority[aspect]) for aspect in ASPECTS
-                       if node.aspects[aspect] != report.majority[aspect]]
+        differences = [
+            Difference(aspect, node.aspects[aspect], report.majority[aspect])
+            for aspect in ASPECTS
+            if node.aspects[aspect] != report.majority[aspect]
+        ]
         if differences:
             report.odd[node.name] = differences
     return report
@@ -157,25 +178,45 @@ def compare(nodes: list[Node]) -> FleetReport:
 
 def render_text(report: FleetReport) -> str:
     alike = len(report.nodes) - len(report.odd)
-    lines = [f"{len(report.nodes)} nodes: {alike} alike, {len(report.odd)} differ from the majority"]
-    if report.absent:  # fleet_nodes.py: expected nodes with no snapshot of this run are odd, never alike
-        lines[0] = (f"{len(report.nodes) + len(report.absent)} nodes expected: {alike} alike, {len(report.odd)} "
-                    f"differ from the majority, {len(report.absent)} without a snapshot of this run")
+    lines = [
+        f"{len(report.nodes)} nodes: {alike} alike, {len(report.odd)} differ from the majority"
+    ]
+    if (
+        report.absent
+    ):  # fleet_nodes.py: expected nodes with no snapshot of this run are odd, never alike
+        lines[0] = (
+            f"{len(report.nodes) + len(report.absent)} nodes expected: {alike} alike, "
+            f"{len(report.odd)} differ from the majority, {len(report.absent)} without a "
+            "snapshot of this run"
+        )
         lines.extend(f"{name}: {reason}" for name, reason in report.absent.items())
     for name, differences in report.odd.items():
         lines.append(f"{name}:")
         lines.extend(f"  {d.aspect}: {d.value}  (majority: {d.majority})" for d in differences)
     if report.ties:
         lines.append(f"no majority (an even split) for: {', '.join(report.ties)}")
-    lines.extend(f"not expected, left out: {name} ({path})" for name, path in report.ignored.items())
+    lines.extend(
+        f"not expected, left out: {name} ({path})" for name, path in report.ignored.items()
+    )
     lines.append("")
     lines.append("Majority:")
-    lines.extend(f"  {aspect}: {report.majority[aspect]}" for aspect in ASPECTS if aspect in report.majority)
+    lines.extend(
+        f"  {aspect}: {report.majority[aspect]}" for aspect in ASPECTS if aspect in report.majority
+    )
     return "\n".join(lines) + "\n"
 
 
 def document(report: FleetReport) -> dict[str, object]:
-    return {"nodes": [{"name": node.name, "source": node.source} for node in report.nodes],
-            "majority": report.majority, "ties": report.ties, "absent": report.absent, "ignored": report.ignored,
-            "odd": {name: [{"aspect": d.aspect, "value": d.value, "majority": d.majority} for d in differences]
-                    for name, differences in report.odd.items()}}
+    return {
+        "nodes": [{"name": node.name, "source": node.source} for node in report.nodes],
+        "majority": report.majority,
+        "ties": report.ties,
+        "absent": report.absent,
+        "ignored": report.ignored,
+        "odd": {
+            name: [
+                {"aspect": d.aspect, "value": d.value, "majority": d.majority} for d in differences
+            ]
+            for name, differences in report.odd.items()
+        },
+    }

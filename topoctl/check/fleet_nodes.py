@@ -1,18 +1,23 @@
-"""The nodes a fleet run expects, and which of them have a snapshot of this run: `topoctl fleet --nodes`.
+"""The nodes a fleet run expects, and which of them have a snapshot of this run: `topoctl fleet
+--nodes`.
 
-A node the run expects but whose snapshot is missing (its probe failed, or never ran), or whose snapshot file was
-written before the run began (left over from an earlier run), is an odd node with the reason, never "alike".
+A node the run expects but whose snapshot is missing (its probe failed, or never ran), or whose
+snapshot file was written before the run began (left over from an earlier run), is an odd node with
+the reason, never "alike".
 
-- The nodes expected: `--nodes`, a comma list in Slurm's hostlist syntax (`gpu[01-04,07],login1`), else the
-  scheduler's list in SLURM_JOB_NODELIST. A node's snapshot is NAME.yaml|.yml|.json (what `topoctl probe -o
-  nodes/%N.yaml` writes); a file NAME.failed beside it (the recipes write the probe's error there) gives the reason.
-- When the run began: `--since` (ISO-8601, or @EPOCH seconds), else the newest snapshot file's time minus
-  `--window` (default 2h: the Kubernetes DaemonSet re-probes hourly, so every live node's file is younger). The
-  file's modification time is the snapshot's time: source.captured_at is when the raw answers were recorded (null
-  for a live probe, the capture's date for a replay), not when this run wrote the file.
+- The nodes expected: `--nodes`, a comma list in Slurm's hostlist syntax (`gpu[01-04,07],login1`),
+  else the scheduler's list in SLURM_JOB_NODELIST. A node's snapshot is NAME.yaml|.yml|.json (what
+  `topoctl probe -o nodes/%N.yaml` writes); a file NAME.failed beside it (the recipes write the
+  probe's error there) gives the reason.
+- When the run began: `--since` (ISO-8601, or @EPOCH seconds), else the newest snapshot file's time
+  minus `--window` (default 2h: the Kubernetes DaemonSet re-probes hourly, so every live node's file
+  is younger). The file's modification time is the snapshot's time: source.captured_at is when the
+  raw answers were recorded (null for a live probe, the capture's date for a replay), not when this
+  run wrote the file.
 
 Layer: judge (docs/architecture.md, "Layers").
 """
+
 from __future__ import annotations
 
 import os
@@ -28,8 +33,9 @@ _RANGE = re.compile(r"^(\d+)(?:-(\d+))?$")
 
 
 def expand_nodelist(text: str) -> list[str]:
-    """Slurm's hostlist syntax -> node names, in order, without repeats: `gpu[01-03,07]-ib,login1` ->
-    gpu01-ib, gpu02-ib, gpu03-ib, gpu07-ib, login1. A range keeps the width of its first number (01-03)."""
+    """Slurm's hostlist syntax -> node names, in order, without repeats: `gpu[01-03,07]-ib,login1`
+    -> gpu01-ib, gpu02-ib, gpu03-ib, gpu07-ib, login1. A range keeps the width of its first number
+    (01-03)."""
     names: list[str] = []
     for part in _top_level_split(text.strip()):
         for name in _expand_one(part):
@@ -46,7 +52,9 @@ def _top_level_split(text: str) -> list[str]:
         elif char == "]":
             depth -= 1
             if depth < 0:
-                raise TopoctlError(f"node list {text!r}: `]` without `[`", hint="e.g. gpu[01-04,07]")
+                raise TopoctlError(
+                    f"node list {text!r}: `]` without `[`", hint="e.g. gpu[01-04,07]"
+                )
         if char == "," and depth == 0:
             parts.append(current.strip())
             current = ""
@@ -63,7 +71,7 @@ def _expand_one(part: str) -> list[str]:
     if start < 0:
         return [part]
     end = part.index("]", start)
-    head, body, tail = part[:start], part[start + 1:end], part[end + 1:]
+    head, body, tail = part[:start], part[start + 1 : end], part[end + 1 :]
     return [head + item + rest for item in _expand_ranges(body, part) for rest in _expand_one(tail)]
 
 
@@ -72,8 +80,10 @@ def _expand_ranges(body: str, whole: str) -> list[str]:
     for piece in body.split(","):
         match = _RANGE.match(piece.strip())
         if not match:
-            raise TopoctlError(f"node list {whole!r}: `{piece}` is not a number or a range",
-                               hint="Slurm's syntax: gpu[01-04,07]")
+            raise TopoctlError(
+                f"node list {whole!r}: `{piece}` is not a number or a range",
+                hint="Slurm's syntax: gpu[01-04,07]",
+            )
         low, high = match.group(1), match.group(2) or match.group(1)
         if int(high) < int(low) or int(high) - int(low) > 100_000:
             raise TopoctlError(f"node list {whole!r}: range {piece} is empty or too large")
@@ -82,15 +92,18 @@ def _expand_ranges(body: str, whole: str) -> list[str]:
 
 
 def parse_since(text: str) -> float:
-    """`2026-12-07T21:00:00Z`, `2026-12-07T21:00:00+01:00` or `@1765141200` -> seconds since the epoch."""
+    """`2026-12-07T21:00:00Z`, `2026-12-07T21:00:00+01:00` or `@1765141200` -> seconds since the
+    epoch."""
     value = text.strip()
     try:
         if value.startswith("@"):
             return float(value[1:])
         moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
-        raise TopoctlError(f"--since {text!r} is not a time",
-                           hint="ISO-8601 (2026-12-07T21:00:00Z) or @EPOCH seconds (date +@%s)") from None
+        raise TopoctlError(
+            f"--since {text!r} is not a time",
+            hint="ISO-8601 (2026-12-07T21:00:00Z) or @EPOCH seconds (date +@%s)",
+        ) from None
     return (moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)).timestamp()
 
 
@@ -133,10 +146,16 @@ class RunNodes:
     since: float | None
 
 
-def run_nodes(files: dict[str, str], expected: Expected | None, since: float | None, window: float | None,
-              folders: list[str]) -> RunNodes:
-    """Split the snapshots (node name -> file) into this run's, the stale ones and the missing nodes. Freshness is
-    judged only where a run is named: an expected node list, --since or --window."""
+def run_nodes(
+    files: dict[str, str],
+    expected: Expected | None,
+    since: float | None,
+    window: float | None,
+    folders: list[str],
+) -> RunNodes:
+    """Split the snapshots (node name -> file) into this run's, the stale ones and the missing
+    nodes. Freshness is judged only where a run is named: an expected node list, --since or
+    --window."""
     times = {name: os.path.getmtime(path) for name, path in files.items()}
     if since is None and (expected is not None or window is not None) and times:
         since = max(times.values()) - (DEFAULT_WINDOW_S if window is None else window)
@@ -147,12 +166,18 @@ def run_nodes(files: dict[str, str], expected: Expected | None, since: float | N
         if name not in files:
             absent[name] = _missing_reason(name, folders, expected)
         elif since is not None and times[name] < since:
-            absent[name] = (f"stale: its snapshot {files[name]} was written {_stamp(times[name])}, before this run "
-                            f"began ({_stamp(since)}): left over from an earlier run; "
-                            f"{_failed_note(name, folders) or 'its probe did not write it now'}")
+            absent[name] = (
+                f"stale: its snapshot {files[name]} was written {_stamp(times[name])}, before "
+                f"this run began ({_stamp(since)}): left over from an earlier run; "
+                f"{_failed_note(name, folders) or 'its probe did not write it now'}"
+            )
         else:
             fresh[name] = files[name]
-    ignored = {name: path for name, path in files.items() if expected is not None and name not in expected.names}
+    ignored = {
+        name: path
+        for name, path in files.items()
+        if expected is not None and name not in expected.names
+    }
     return RunNodes(fresh, absent, ignored, since)
 
 

@@ -1,8 +1,9 @@
-"""What check says of one launch: its findings (Item) and the launch's outcome (Outcome), handed from the judge
-stage to the report stage (topoctl/check/__init__.py lists the stages).
+"""What check says of one launch: its findings (Item) and the launch's outcome (Outcome), handed
+from the judge stage to the report stage (topoctl/check/__init__.py lists the stages).
 
 Layer: judge (docs/architecture.md, "Layers").
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -20,7 +21,8 @@ class Verdict(StrEnum):
 
 @dataclass(frozen=True)
 class Item:
-    """One finding of check about one launch (never severity "prefer": the judge keeps block, warn and info)."""
+    """One finding of check about one launch (never severity "prefer": the judge keeps block, warn
+    and info)."""
 
     id: str
     severity: Severity
@@ -37,9 +39,14 @@ class Outcome:
     items: list[Item] = field(default_factory=list)
     flags_version: str = ""
     note: str = ""
-    disabled: list[tuple[str, str]] = field(default_factory=list)  # (rule id, written reason): in every format
-    skipped: str = ""  # a file (or container) with no SGLang launch in it: why; reported, never "ok"
-    error: str = ""  # a file (or launch) that could not be checked: why; reported, and the check ends with exit 2
+    disabled: list[tuple[str, str]] = field(
+        default_factory=list
+    )  # (rule id, written reason): in every format
+    skipped: str = (
+        ""  # a file (or container) with no SGLang launch in it: why; reported, never "ok"
+    )
+    # a file (or launch) that could not be checked: why; reported, and the check ends with exit 2
+    error: str = ""
 
     def count(self, severity: Severity) -> int:
         return sum(1 for item in self.items if item.severity == severity)

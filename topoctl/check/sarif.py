@@ -1,14 +1,16 @@
-"""`topoctl check --format sarif`: the check's findings as SARIF 2.1.0, the format code-scanning services read
-(GitHub code scanning, GitLab, Azure DevOps), beside text, json, junit and github.
+"""`topoctl check --format sarif`: the check's findings as SARIF 2.1.0, the format code-scanning
+services read (GitHub code scanning, GitLab, Azure DevOps), beside text, json, junit and github.
 
-One run, one result per finding, each at the file and line of the launch (or of the value that caused it);
-a file without a launch is a `note` result, so that it is said, as in every other format. The rules that fired
-are the run's `tool.driver.rules`, each with its remediation as help. Levels follow `--fail-on`: what makes
-the check fail is `error`, other warnings `warning`, the rest `note`. tests/cli/test_user_paths.py validates the
-output against the SARIF 2.1.0 JSON Schema (OASIS, errata 01).
+One run, one result per finding, each at the file and line of the launch (or of the value that
+caused it); a file without a launch is a `note` result, so that it is said, as in every other
+format. The rules that fired are the run's `tool.driver.rules`, each with its remediation as help.
+Levels follow `--fail-on`: what makes the check fail is `error`, other warnings `warning`, the rest
+`note`. tests/cli/test_user_paths.py validates the output against the SARIF 2.1.0 JSON Schema
+(OASIS, errata 01).
 
 Layer: judge (docs/architecture.md, "Layers").
 """
+
 from __future__ import annotations
 
 import json
@@ -21,7 +23,9 @@ if TYPE_CHECKING:
     from topoctl.check.outcome import Outcome
     from topoctl.core.vocab import Severity
 
-SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
+SARIF_SCHEMA = (
+    "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
+)
 NO_LAUNCH = "topoctl-no-launch"
 UNPLACED = ("<command>", "<stdin>", "")
 
@@ -44,7 +48,8 @@ def _item_place(origin: tuple[str, str], where: str) -> tuple[str, str]:
 
 
 class _Rules:
-    """tool.driver.rules: one descriptor per rule id, in the order first met; results point at them by index."""
+    """tool.driver.rules: one descriptor per rule id, in the order first met; results point at them
+    by index."""
 
     def __init__(self) -> None:
         self.descriptors: list[dict[str, object]] = []
@@ -52,7 +57,10 @@ class _Rules:
 
     def of(self, rule_id: str, title: str, remediation: str) -> int:
         if rule_id not in self.index:
-            descriptor: dict[str, object] = {"id": rule_id, "shortDescription": {"text": title or rule_id}}
+            descriptor: dict[str, object] = {
+                "id": rule_id,
+                "shortDescription": {"text": title or rule_id},
+            }
             if remediation:
                 descriptor["help"] = {"text": remediation}
             self.index[rule_id] = len(self.descriptors)
@@ -70,23 +78,38 @@ def _results(outcome: Outcome, fail_on: str, rules: _Rules) -> list[dict[str, ob
     origin = origin_file_line(outcome.origin) if outcome.origin else ("", "")
     if outcome.skipped:
         index = rules.of(NO_LAUNCH, "no launch in this file", "")
-        return [{"ruleId": NO_LAUNCH, "ruleIndex": index, "level": "note", "message": {"text": outcome.skipped},
-                 "locations": _location(*origin)}]
+        return [
+            {
+                "ruleId": NO_LAUNCH,
+                "ruleIndex": index,
+                "level": "note",
+                "message": {"text": outcome.skipped},
+                "locations": _location(*origin),
+            }
+        ]
     out = []
     for item in outcome.items:
         index = rules.of(item.id, item.title, item.remediation)
         text = item.message + (f" -- fix: {item.remediation}" if item.remediation else "")
-        result = {"ruleId": item.id, "ruleIndex": index, "level": _level(item.severity, fails(item, fail_on)),
-                  "message": {"text": text}, "locations": _location(*_item_place(origin, item.where or ""))}
+        result = {
+            "ruleId": item.id,
+            "ruleIndex": index,
+            "level": _level(item.severity, fails(item, fail_on)),
+            "message": {"text": text},
+            "locations": _location(*_item_place(origin, item.where or "")),
+        }
         if outcome.flags_version:
-            result["properties"] = {"sglang_flags_version": outcome.flags_version, "launch": outcome.origin}
+            result["properties"] = {
+                "sglang_flags_version": outcome.flags_version,
+                "launch": outcome.origin,
+            }
         out.append(result)
     return out
 
 
 def format_sarif(outcomes: list[Outcome], fail_on: str) -> str:
-    """The SARIF 2.1.0 log of one `topoctl check` run (rules switched off with --disable are listed, with their
-    reasons, in the run's properties)."""
+    """The SARIF 2.1.0 log of one `topoctl check` run (rules switched off with --disable are listed,
+    with their reasons, in the run's properties)."""
     from topoctl import __version__
 
     rules = _Rules()
@@ -97,6 +120,8 @@ def format_sarif(outcomes: list[Outcome], fail_on: str) -> str:
         "results": results,
     }
     if disabled:
-        run["properties"] = {"disabled_rules": [{"id": rule_id, "reason": reason} for rule_id, reason in disabled]}
+        run["properties"] = {
+            "disabled_rules": [{"id": rule_id, "reason": reason} for rule_id, reason in disabled]
+        }
     log = {"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [run]}
     return json.dumps(log, indent=2, sort_keys=True) + "\n"

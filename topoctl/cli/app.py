@@ -1,12 +1,13 @@
 """The `topoctl` command line: a click group whose subcommands load lazily.
 
-Each subcommand lives in its own module under topoctl/cli/commands/ and is imported only when it runs, so
-`topoctl check` never pays for the probe's imports (NVML, torch) and CI runners without them work.
-`main(argv) -> int` is the door tests and the console script use; it turns every expected failure into
-a one-line message, a hint and an exit code (see topoctl/core/errors.py).
+Each subcommand lives in its own module under topoctl/cli/commands/ and is imported only when it
+runs, so `topoctl check` never pays for the probe's imports (NVML, torch) and CI runners without
+them work. `main(argv) -> int` is the door tests and the console script use; it turns every expected
+failure into a one-line message, a hint and an exit code (see topoctl/core/errors.py).
 
 Layer: commands and CLI (docs/architecture.md, "Layers").
 """
+
 from __future__ import annotations
 
 import importlib
@@ -16,20 +17,61 @@ from typing import Any, Callable, Iterable, TextIO
 
 import click
 
-from topoctl.core.errors import EXIT_INTERNAL, EXIT_PIPE, EXIT_USAGE, OutputError, TopoctlError, caused_by_ctrl_c, one_line
+from topoctl.core.errors import (
+    EXIT_INTERNAL,
+    EXIT_PIPE,
+    EXIT_USAGE,
+    OutputError,
+    TopoctlError,
+    caused_by_ctrl_c,
+    one_line,
+)
 
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
-    "probe": ("topoctl.cli.commands.probe", "What is this machine? GPUs, every pair's P2P and link, PCIe tree, versions."),
-    "bench": ("topoctl.cli.commands.bench", "How fast is it really, does P2P really work? Measurements into the snapshot."),
-    "show": ("topoctl.cli.commands.show", "An nvidia-smi-like matrix of links and P2P, for people."),
-    "recommend": ("topoctl.cli.commands.recommend", "The fastest launch known to work here (> launch.env)."),
-    "check": ("topoctl.cli.commands.check", "Is this launch safe on that machine? Exit code for CI."),
-    "rules": ("topoctl.cli.commands.rules", "List, explain, test and publish the schema of the knowledge rules."),
-    "completion": ("topoctl.cli.commands.completion", "Shell completion for bash, zsh or fish (system and model names too)."),
-    "report": ("topoctl.cli.commands.report", "One self-contained HTML page: picture, matrix, measurements, launch, check."),
-    "plot": ("topoctl.cli.commands.plot", "Measurements as pictures: P2P bandwidth heatmap, allreduce latency by size."),
-    "export": ("topoctl.cli.commands.export", "The machine as node-feature-discovery labels (export nfd)."),
-    "fleet": ("topoctl.cli.commands.fleet", "Which nodes of a fleet differ from the majority, and how (one snapshot each)."),
+    "probe": (
+        "topoctl.cli.commands.probe",
+        "What is this machine? GPUs, every pair's P2P and link, PCIe tree, versions.",
+    ),
+    "bench": (
+        "topoctl.cli.commands.bench",
+        "How fast is it really, does P2P really work? Measurements into the snapshot.",
+    ),
+    "show": (
+        "topoctl.cli.commands.show",
+        "An nvidia-smi-like matrix of links and P2P, for people.",
+    ),
+    "recommend": (
+        "topoctl.cli.commands.recommend",
+        "The fastest launch known to work here (> launch.env).",
+    ),
+    "check": (
+        "topoctl.cli.commands.check",
+        "Is this launch safe on that machine? Exit code for CI.",
+    ),
+    "rules": (
+        "topoctl.cli.commands.rules",
+        "List, explain, test and publish the schema of the knowledge rules.",
+    ),
+    "completion": (
+        "topoctl.cli.commands.completion",
+        "Shell completion for bash, zsh or fish (system and model names too).",
+    ),
+    "report": (
+        "topoctl.cli.commands.report",
+        "One self-contained HTML page: picture, matrix, measurements, launch, check.",
+    ),
+    "plot": (
+        "topoctl.cli.commands.plot",
+        "Measurements as pictures: P2P bandwidth heatmap, allreduce latency by size.",
+    ),
+    "export": (
+        "topoctl.cli.commands.export",
+        "The machine as node-feature-discovery labels (export nfd).",
+    ),
+    "fleet": (
+        "topoctl.cli.commands.fleet",
+        "Which nodes of a fleet differ from the majority, and how (one snapshot each).",
+    ),
 }
 
 
@@ -37,7 +79,8 @@ _HYPHEN = "\ue000"  # stands in for "-" while help text is wrapped, so names nev
 
 
 class HelpFormatter(click.HelpFormatter):
-    """click's formatter, except that `--list-systems` or `rtx-pro-6000-8x-pcie` never break at a hyphen."""
+    """click's formatter, except that `--list-systems` or `rtx-pro-6000-8x-pcie` never break at a
+    hyphen."""
 
     def _unbroken(self, write: Callable[..., None], *args: object, **kwargs: object) -> None:
         start = len(self.buffer)
@@ -80,8 +123,8 @@ class LazyGroup(click.Group):
         return _adopt(module.command)
 
     def invoke(self, ctx: click.Context) -> Any:
-        # Expected failures become a message and an exit code here, so click's own runner (CliRunner, and
-        # anyone embedding `cli`) sees the same exit codes as the console script.
+        # Expected failures become a message and an exit code here, so click's own runner
+        # (CliRunner, and anyone embedding `cli`) sees the same exit codes as the console script.
         try:
             return super().invoke(ctx)
         except TopoctlError as error:
@@ -89,8 +132,9 @@ class LazyGroup(click.Group):
         except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
             raise
         except BrokenPipeError:
-            # The reader went away (`| head -1`): stop quietly. click would say exit 1, which CI reads as
-            # "blocking finding"; 141 is what a shell reports for a process ended by SIGPIPE.
+            # The reader went away (`| head -1`): stop quietly. click would say exit 1, which CI
+            # reads as "blocking finding"; 141 is what a shell reports for a process ended by
+            # SIGPIPE.
             _pacify_output()
             ctx.exit(EXIT_PIPE)
         except Exception as error:  # a bug: one line and an exit code, not a traceback
@@ -105,9 +149,18 @@ class LazyGroup(click.Group):
             formatter.write_dl(rows)
 
 
-@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
-@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=lambda ctx, _p, value: _version(ctx, value),
-              help="Show topoctl's version and the SGLang releases it has flag data for, and exit.")
+@click.group(
+    cls=LazyGroup,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=lambda ctx, _p, value: _version(ctx, value),
+    help="Show topoctl's version and the SGLang releases it has flag data for, and exit.",
+)
 def cli() -> None:
     """Probe a multi-GPU machine, recommend the fastest SGLang launch known to work on it, and block
     known-broken launches before they reach the GPUs.
@@ -127,7 +180,8 @@ def cli() -> None:
 
 
 def _version(ctx: click.Context, value: bool) -> None:
-    """`topoctl --version`: topoctl's own version and the SGLang releases it knows, the newest named."""
+    """`topoctl --version`: topoctl's own version and the SGLang releases it knows, the newest
+    named."""
     if not value or ctx.resilient_parsing:
         return
     from topoctl.core.version import version_text
@@ -148,9 +202,14 @@ def _debug() -> bool:
 
 
 def _report_internal(error: BaseException) -> int:
-    click.echo(f"topoctl: internal error: {one_line(type(error).__name__)}: {one_line(error)}", err=True)
-    click.echo("  hint: this is a bug in topoctl; rerun with TOPOCTL_DEBUG=1 to see the traceback, and report it "
-               "with that output", err=True)
+    click.echo(
+        f"topoctl: internal error: {one_line(type(error).__name__)}: {one_line(error)}", err=True
+    )
+    click.echo(
+        "  hint: this is a bug in topoctl; rerun with TOPOCTL_DEBUG=1 to see the traceback, and "
+        "report it with that output",
+        err=True,
+    )
     return EXIT_INTERNAL
 
 
@@ -160,10 +219,11 @@ _STDOUT_HINT = "free space or give topoctl a writable stdout, or write to a file
 class _Guarded:
     """stdout or stderr as the CLI writes them, so that no state of the channel ends in a traceback.
 
-    stdout (strict): a closed stream, a full disk or an I/O error raises OutputError (exit 74, EX_IOERR), a
-    closed pipe stays a BrokenPipeError (141); stderr (lenient): a message that cannot be written is dropped and
-    the exit code stays the one the message was about. Text the stream's encoding cannot hold (LANG=C,
-    PYTHONIOENCODING=ascii or latin-1) is written with backslash escapes instead of failing.
+    stdout (strict): a closed stream, a full disk or an I/O error raises OutputError (exit 74,
+    EX_IOERR), a closed pipe stays a BrokenPipeError (141); stderr (lenient): a message that cannot
+    be written is dropped and the exit code stays the one the message was about. Text the stream's
+    encoding cannot hold (LANG=C, PYTHONIOENCODING=ascii or latin-1) is written with backslash
+    escapes instead of failing.
     """
 
     def __init__(self, wrapped: Any, name: str, strict: bool, binary: bool = False) -> None:
@@ -175,7 +235,9 @@ class _Guarded:
         if exc is None:
             raise OutputError(f"cannot write the output: {self.name} is closed", hint=_STDOUT_HINT)
         why = getattr(exc, "strerror", None) or str(exc)
-        raise OutputError(f"cannot write the output to {self.name}: {why}", hint=_STDOUT_HINT) from None
+        raise OutputError(
+            f"cannot write the output to {self.name}: {why}", hint=_STDOUT_HINT
+        ) from None
 
     def write(self, data: Any) -> int:
         if self.wrapped is None:
@@ -186,7 +248,9 @@ class _Guarded:
             return written
         except UnicodeEncodeError:
             encoding = getattr(self.wrapped, "encoding", None) or "ascii"
-            escaped: int = self.wrapped.write(data.encode(encoding, "backslashreplace").decode(encoding))
+            escaped: int = self.wrapped.write(
+                data.encode(encoding, "backslashreplace").decode(encoding)
+            )
             return escaped
         except BrokenPipeError:
             if not self.strict:
@@ -260,7 +324,8 @@ def _pacify_output() -> None:
 
 
 def _click_error(error: click.ClickException, args: list[str]) -> TopoctlError:
-    """click's own usage errors (typo in a command, bad choice, missing value) in topoctl's error format."""
+    """click's own usage errors (typo in a command, bad choice, missing value) in topoctl's error
+    format."""
     ctx = getattr(error, "ctx", None)
     if ctx is not None:
         path = ctx.command_path
@@ -268,13 +333,21 @@ def _click_error(error: click.ClickException, args: list[str]) -> TopoctlError:
         named = [arg for arg in args if arg in SUBCOMMANDS][:1]
         path = " ".join(["topoctl", *named])
     name = getattr(error, "command_name", None)
-    if name is None and isinstance(error, click.UsageError) and error.message.startswith("No such command "):
-        name = error.message[len("No such command "):].rstrip(".").strip("'\"")
+    if (
+        name is None
+        and isinstance(error, click.UsageError)
+        and error.message.startswith("No such command ")
+    ):
+        name = error.message[len("No such command ") :].rstrip(".").strip("'\"")
     if name is not None:
         import difflib
 
         group = ctx.command if ctx is not None else cli
-        known = group.list_commands(ctx) if ctx is not None and isinstance(group, click.Group) else sorted(SUBCOMMANDS)
+        known = (
+            group.list_commands(ctx)
+            if ctx is not None and isinstance(group, click.Group)
+            else sorted(SUBCOMMANDS)
+        )
         close = difflib.get_close_matches(name, known, n=1)
         hint = f"did you mean {close[0]}?" if close else f"see {path} --help"
         return TopoctlError(f"no such command {name!r}", hint=hint)
@@ -285,8 +358,9 @@ def _click_error(error: click.ClickException, args: list[str]) -> TopoctlError:
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI with `argv` (default: sys.argv[1:]) and return the exit code instead of exiting.
 
-    Called without `argv` (the console script, `python -m topoctl`), a closed output pipe ends the process
-    the way it ends other Unix tools (SIGPIPE; 141 in the shell), never as exit 1 ("blocking finding").
+    Called without `argv` (the console script, `python -m topoctl`), a closed output pipe ends the
+    process the way it ends other Unix tools (SIGPIPE; 141 in the shell), never as exit 1 ("blocking
+    finding").
     """
     if argv is None:
         _default_sigpipe()
@@ -295,7 +369,8 @@ def main(argv: list[str] | None = None) -> int:
         code = _main(list(sys.argv[1:] if argv is None else argv))
         if code != EXIT_PIPE:
             try:
-                sys.stdout.flush()  # what is still buffered fails here, not in the interpreter's exit
+                # what is still buffered fails here, not in the interpreter's exit
+                sys.stdout.flush()
             except OutputError as error:
                 code = _report(error)
             except BrokenPipeError:
@@ -318,7 +393,9 @@ def _main(args: list[str]) -> int:
         click.echo("topoctl: aborted", err=True)
         return 130
     except click.ClickException as error:
-        if type(error).__name__ == "NoArgsIsHelpError":  # `topoctl` or `topoctl rules` alone: the help
+        if (
+            type(error).__name__ == "NoArgsIsHelpError"
+        ):  # `topoctl` or `topoctl rules` alone: the help
             error.show()
             return EXIT_USAGE
         return _report(_click_error(error, args))
@@ -336,8 +413,8 @@ def _main(args: list[str]) -> int:
 
 
 def _unexpected(error: Exception) -> int:
-    """An exception no command expected: a Ctrl-C that Python wrapped (130), else a bug (70; raised again
-    under TOPOCTL_DEBUG so that its traceback shows)."""
+    """An exception no command expected: a Ctrl-C that Python wrapped (130), else a bug (70; raised
+    again under TOPOCTL_DEBUG so that its traceback shows)."""
     if caused_by_ctrl_c(error):
         click.echo("topoctl: interrupted", err=True)
         return 130

@@ -1,10 +1,11 @@
 """Expected failures: each carries a one-line message, a hint and the exit code the CLI returns.
 
-Anything raised as a TopoctlError is shown to the user as `topoctl: error: ...` plus a hint, never as a
-traceback. Exit codes are part of the interface CI scripts rely on (see docs/architecture.md).
+Anything raised as a TopoctlError is shown to the user as `topoctl: error: ...` plus a hint, never
+as a traceback. Exit codes are part of the interface CI scripts rely on (see docs/architecture.md).
 
 Layer: core types and data (docs/architecture.md, "Layers").
 """
+
 from __future__ import annotations
 
 EXIT_OK = 0
@@ -12,8 +13,11 @@ EXIT_BLOCKED = 1
 EXIT_USAGE = 2
 EXIT_NO_GPU = 3
 EXIT_INTERNAL = 70  # EX_SOFTWARE (sysexits.h): a bug in topoctl; the message says how to report it
-EXIT_OUTPUT = 74  # EX_IOERR (sysexits.h): the output could not be written (stdout closed, disk full, I/O error)
-EXIT_PIPE = 141  # 128 + SIGPIPE: the reader of stdout went away (`| head -1`), as a shell reports it
+# EX_IOERR (sysexits.h): the output could not be written (stdout closed, disk full, I/O error)
+EXIT_OUTPUT = 74
+EXIT_PIPE = (
+    141  # 128 + SIGPIPE: the reader of stdout went away (`| head -1`), as a shell reports it
+)
 
 
 class TopoctlError(Exception):
@@ -30,7 +34,8 @@ class TopoctlError(Exception):
 
 
 class OutputError(TopoctlError):
-    """stdout, or an -o file, could not be written: closed, full, an I/O error. Never 1 ("blocking finding")."""
+    """stdout, or an -o file, could not be written: closed, full, an I/O error. Never 1 ("blocking
+    finding")."""
 
     exit_code = EXIT_OUTPUT
 
@@ -43,10 +48,11 @@ class NoGpuError(TopoctlError):
 
 def caused_by_ctrl_c(error: BaseException) -> bool:
     """Whether `error` carries a Ctrl-C: Python 3.11 wraps an exception raised in a descriptor's
-    `__set_name__` in a RuntimeError ("Error calling __set_name__ on 'Field' instance ..."), so a SIGINT that
-    lands while a module's dataclass is being created reaches the CLI as that RuntimeError, with the
-    KeyboardInterrupt as its cause. Such a run was interrupted (130), not a bug (70). (topoctl.entry
-    imports this module first: topoctl.core.io, which every run loads, imports it too.)"""
+    `__set_name__` in a RuntimeError ("Error calling __set_name__ on 'Field' instance ..."), so a
+    SIGINT that lands while a module's dataclass is being created reaches the CLI as that
+    RuntimeError, with the KeyboardInterrupt as its cause. Such a run was interrupted (130), not a
+    bug (70). (topoctl.entry imports this module first: topoctl.core.io, which every run loads,
+    imports it too.)"""
     seen: set[int] = set()
     current: BaseException | None = error
     while current is not None and id(current) not in seen:
@@ -61,10 +67,11 @@ _ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
 def one_line(text: object, limit: int | None = None) -> str:
-    """`text` safe for a terminal, on one line: control characters written as \\n, \\r, \\t, \\xNN (\\uNNNN).
+    """`text` safe for a terminal, on one line: control characters written as \\n, \\r, \\t, \\xNN
+    (\\uNNNN).
 
-    The one escaper of topoctl's text output (errors, check reports, launch.env comments, --explain). With
-    `limit`, a longer result is cut to `limit` characters ending in "...".
+    The one escaper of topoctl's text output (errors, check reports, launch.env comments,
+    --explain). With `limit`, a longer result is cut to `limit` characters ending in "...".
     """
     out = []
     for char in str(text):
@@ -80,5 +87,5 @@ def one_line(text: object, limit: int | None = None) -> str:
             out.append(f"\\U{ord(char):08x}")
     line = "".join(out)
     if limit is not None and len(line) > limit:
-        return line[:max(limit - 3, 0)] + "..."
+        return line[: max(limit - 3, 0)] + "..."
     return line

@@ -1,19 +1,22 @@
-"""PEP 440 versions and plain version specifiers, ordered as packaging orders them, without importing it.
+"""PEP 440 versions and plain version specifiers, ordered as packaging orders them, without
+importing it.
 
 Layer: core types and data (docs/architecture.md, "Layers").
 
-Why not packaging: `recommend`, `check` and `show` compare SGLang, FlashInfer and ai-dynamo release strings
-on every run, and importing packaging.version and packaging.specifiers costs about 20 ms of a start-up
-floor near 100 ms. The order here is PEP 440's (epoch, release with trailing zeros dropped, pre-release,
-post release, dev release, local label), the same as packaging.version.Version; tests/core/test_pep440.py holds
-the two equal on generated versions and on every release string topoctl ships.
+Why not packaging: `recommend`, `check` and `show` compare SGLang, FlashInfer and ai-dynamo release
+strings on every run, and importing packaging.version and packaging.specifiers costs about 20 ms of
+a start-up floor near 100 ms. The order here is PEP 440's (epoch, release with trailing zeros
+dropped, pre-release, post release, dev release, local label), the same as
+packaging.version.Version; tests/core/test_pep440.py holds the two equal on generated versions and
+on every release string topoctl ships.
 
-Specifiers: a comma list of `<`, `<=`, `>`, `>=`, `==`, `!=` clauses over versions without a wildcard or a
-local label (every specifier in topoctl's knowledge) is matched here, with PEP 440's exclusions and
-pre-releases admitted (packaging's `contains(..., prereleases=True)`): `<0.5.8` leaves out 0.5.8rc1,
-`>0.5.6` leaves out 0.5.6.post1 and 0.5.6+cu129. Anything else (`~=`, `===`, `==0.5.*`) is handed to
-packaging, imported then and only then.
+Specifiers: a comma list of `<`, `<=`, `>`, `>=`, `==`, `!=` clauses over versions without a
+wildcard or a local label (every specifier in topoctl's knowledge) is matched here, with PEP 440's
+exclusions and pre-releases admitted (packaging's `contains(..., prereleases=True)`): `<0.5.8`
+leaves out 0.5.8rc1, `>0.5.6` leaves out 0.5.6.post1 and 0.5.6+cu129. Anything else (`~=`, `===`,
+`==0.5.*`) is handed to packaging, imported then and only then.
 """
+
 from __future__ import annotations
 
 import functools
@@ -23,28 +26,37 @@ from typing import TYPE_CHECKING, Callable
 if TYPE_CHECKING:
     from packaging.specifiers import SpecifierSet as PackagingSet
 
-_PATTERN_TEXT = (
-    r"""^\s*v?
+_PATTERN_TEXT = r"""^\s*v?
     (?:(?P<epoch>[0-9]+)!)?
     (?P<release>[0-9]+(?:\.[0-9]+)*)
     (?:[-_.]?(?P<pre_l>alpha|a|beta|b|preview|pre|c|rc)[-_.]?(?P<pre_n>[0-9]+)?)?
     (?:-(?P<post_n1>[0-9]+)|[-_.]?(?P<post_l>post|rev|r)[-_.]?(?P<post_n2>[0-9]+)?)?
     (?:[-_.]?(?P<dev_l>dev)[-_.]?(?P<dev_n>[0-9]+)?)?
     (?:\+(?P<local>[a-z0-9]+(?:[-_.][a-z0-9]+)*))?
-    \s*$""")
-_PRE_LETTER = {"alpha": "a", "a": "a", "beta": "b", "b": "b", "c": "rc", "pre": "rc", "preview": "rc", "rc": "rc"}
+    \s*$"""
+_PRE_LETTER = {
+    "alpha": "a",
+    "a": "a",
+    "beta": "b",
+    "b": "b",
+    "c": "rc",
+    "pre": "rc",
+    "preview": "rc",
+    "rc": "rc",
+}
 _LOCAL_SEPARATORS = r"[-_.]"
 
 
 @functools.lru_cache(maxsize=1)
 def _pattern() -> re.Pattern[str]:
-    """The version grammar, compiled on first use: `show` and `--help` import this module and parse none."""
+    """The version grammar, compiled on first use: `show` and `--help` import this module and parse
+    none."""
     return re.compile(_PATTERN_TEXT, re.VERBOSE | re.IGNORECASE)
 
 
 def _plain_release(text: str) -> bool:
-    """Whether ASCII `text` is digits separated by single dots, nothing around them (the grammar's release
-    alone: "0.5.8", "12"): str.isdigit on ASCII is exactly [0-9]."""
+    """Whether ASCII `text` is digits separated by single dots, nothing around them (the grammar's
+    release alone: "0.5.8", "12"): str.isdigit on ASCII is exactly [0-9]."""
     return all(part.isdigit() for part in text.split("."))
 
 
@@ -57,7 +69,8 @@ class InvalidSpecifier(ValueError):
 
 
 class Version:
-    """One PEP 440 version: compares, hashes and prints (normalised) as packaging.version.Version does."""
+    """One PEP 440 version: compares, hashes and prints (normalised) as packaging.version.Version
+    does."""
 
     __slots__ = ("epoch", "release", "pre", "post", "dev", "local", "_key")
 
@@ -71,20 +84,31 @@ class Version:
         try:
             self.epoch = int(match["epoch"] or 0)
             self.release = tuple(int(part) for part in match["release"].split("."))
-            self.pre = (_PRE_LETTER[match["pre_l"].lower()], int(match["pre_n"] or 0)) if match["pre_l"] else None
+            self.pre = (
+                (_PRE_LETTER[match["pre_l"].lower()], int(match["pre_n"] or 0))
+                if match["pre_l"]
+                else None
+            )
             post = match["post_n1"] or match["post_n2"]
             self.post = int(post or 0) if (match["post_n1"] or match["post_l"]) else None
             self.dev = int(match["dev_n"] or 0) if match["dev_l"] else None
         except ValueError:  # a part past Python's 4,300-digit int conversion limit
             raise InvalidVersion(f"invalid version: {text[:40]!r}...") from None
         local = match["local"]
-        self.local = tuple(int(part) if part.isdigit() else part.lower() for part in re.split(_LOCAL_SEPARATORS, local)) \
-            if local else None
+        self.local = (
+            tuple(
+                int(part) if part.isdigit() else part.lower()
+                for part in re.split(_LOCAL_SEPARATORS, local)
+            )
+            if local
+            else None
+        )
         self._key = self._sort_key()
 
     def _plain(self, text: str) -> None:
-        """A release and nothing else ("0.5.8"): what nearly every string topoctl reads is, set without the
-        grammar (the regex costs about 1 ms to compile, more than the parses of a run)."""
+        """A release and nothing else ("0.5.8"): what nearly every string topoctl reads is, set
+        without the grammar (the regex costs about 1 ms to compile, more than the parses of a run).
+        """
         try:
             self.release = tuple(int(part) for part in text.split("."))
         except ValueError:  # a part past Python's 4,300-digit int conversion limit
@@ -93,9 +117,9 @@ class Version:
         self._key = self._sort_key()
 
     def _sort_key(self) -> tuple[object, ...]:
-        """PEP 440's order as a tuple: a dev release of a final comes before its pre-releases; no pre-release
-        sorts after every pre-release; no post or dev release before / after any; local labels after none,
-        numbers after words."""
+        """PEP 440's order as a tuple: a dev release of a final comes before its pre-releases; no
+        pre-release sorts after every pre-release; no post or dev release before / after any; local
+        labels after none, numbers after words."""
         release = list(self.release)
         while len(release) > 1 and release[-1] == 0:
             release.pop()
@@ -105,8 +129,13 @@ class Version:
             pre = (0,) if self.post is None and self.dev is not None else (2,)
         post = (0,) if self.post is None else (1, self.post)
         dev = (1,) if self.dev is None else (0, self.dev)
-        local = () if self.local is None else tuple((1, part, "") if isinstance(part, int) else (0, 0, part)
-                                                     for part in self.local)
+        local = (
+            ()
+            if self.local is None
+            else tuple(
+                (1, part, "") if isinstance(part, int) else (0, 0, part) for part in self.local
+            )
+        )
         return (self.epoch, tuple(release), pre, post, dev, local)
 
     @property
@@ -174,8 +203,9 @@ def parse(text: str) -> Version | None:
 
 @functools.lru_cache(maxsize=1024)
 def specifier(text: str) -> SpecifierSet:
-    """SpecifierSet(text), built once per text and process: a rule's specifier is checked when the rule is
-    compiled and matched by the compiled test, and rules share specifiers. InvalidSpecifier as SpecifierSet."""
+    """SpecifierSet(text), built once per text and process: a rule's specifier is checked when the
+    rule is compiled and matched by the compiled test, and rules share specifiers. InvalidSpecifier
+    as SpecifierSet."""
     return SpecifierSet(text)
 
 
@@ -184,14 +214,20 @@ def version_key(text: str) -> Version:
     return Version(text)
 
 
-# ------------------------------------------------------------------------------------------ specifiers
-_CLAUSE = r"^\s*(?P<op><=|>=|==|!=|<|>)\s*(?P<version>[^\s,*+]+)\s*$"  # compiled on first use (re's cache)
+# ------------------------------------------------------------------------------------------
+# specifiers compiled on first use (re's cache)
+_CLAUSE = r"^\s*(?P<op><=|>=|==|!=|<|>)\s*(?P<version>[^\s,*+]+)\s*$"
 Clause = Callable[[Version], bool]
 
 
 def _less(spec: Version) -> Clause:
     final = not spec.is_prerelease
-    return lambda v: v < spec and not (final and v.is_prerelease and Version(v.base_version) == Version(spec.base_version))
+    return lambda v: (
+        v < spec
+        and not (
+            final and v.is_prerelease and Version(v.base_version) == Version(spec.base_version)
+        )
+    )
 
 
 def _greater(spec: Version) -> Clause:
@@ -203,6 +239,7 @@ def _greater(spec: Version) -> Clause:
             return False
         same_base = Version(v.base_version) == base
         return not (same_base and ((not post and v.is_postrelease) or v.local is not None))
+
     return greater
 
 
@@ -225,7 +262,8 @@ def _clause(op: str, spec: Version) -> Clause:
 
 
 class SpecifierSet:
-    """A PEP 440 specifier set, matched with pre-releases admitted: `SpecifierSet(">=0.5.5,<0.5.8")`.
+    """A PEP 440 specifier set, matched with pre-releases admitted:
+    `SpecifierSet(">=0.5.5,<0.5.8")`.
 
     InvalidSpecifier when packaging would refuse the text too."""
 
@@ -251,7 +289,8 @@ class SpecifierSet:
         return self._packaging is not None
 
     def contains(self, version: Version | str) -> bool:
-        """Whether `version` (pre-releases included) meets every clause; False for a text that is no version."""
+        """Whether `version` (pre-releases included) meets every clause; False for a text that is no
+        version."""
         if self._packaging is not None:
             return bool(self._packaging.contains(str(version), prereleases=True))
         parsed = version if isinstance(version, Version) else parse(version)
@@ -265,7 +304,8 @@ class SpecifierSet:
 
 
 def _packaging_specifier(text: str) -> PackagingSet:
-    """packaging's SpecifierSet for what the clauses above do not cover (imported here: start-up speed)."""
+    """packaging's SpecifierSet for what the clauses above do not cover (imported here: start-up
+    speed)."""
     from packaging.specifiers import InvalidSpecifier as PackagingInvalid
     from packaging.specifiers import SpecifierSet as PackagingSet
 

@@ -1,35 +1,65 @@
 """A JSON Schema compiled into plain Python checks: is a document valid, yes or no.
 
-jsonschema interprets a schema anew for every document (about 2,000 keyword calls per rule file, seconds for
-a 128-GPU snapshot); this module walks the schema once and returns one function of nested closures that
-answers the same question in a fraction of the time. It answers only yes or no: for a document that fails,
-the caller asks jsonschema for its error, so every message stays jsonschema's. Used for site rule files
-(rules/engine/loader.py) and snapshot files (topoctl/snapshot/document.py); tests/core/test_schema_check.py holds it to
-jsonschema's verdict on every built-in rule file, every fixture snapshot and generated mutations of them.
+jsonschema interprets a schema anew for every document (about 2,000 keyword calls per rule file,
+seconds for a 128-GPU snapshot); this module walks the schema once and returns one function of
+nested closures that answers the same question in a fraction of the time. It answers only yes or no:
+for a document that fails, the caller asks jsonschema for its error, so every message stays
+jsonschema's. Used for site rule files (rules/engine/loader.py) and snapshot files
+(topoctl/snapshot/document.py); tests/core/test_schema_check.py holds it to jsonschema's verdict on
+every built-in rule file, every fixture snapshot and generated mutations of them.
 
-It covers the keywords those schemas use, with JSON Schema 2020-12 semantics: type, enum, const, minimum,
-minLength, pattern, minItems, maxItems, items, required, properties, additionalProperties, minProperties,
-maxProperties, propertyNames, anyOf, oneOf and local $ref ("#/$defs/..."). A schema using any other keyword
-makes compile_schema raise, so a schema change cannot silently weaken the check. With strict_integers an
-integer is a Python int only (2.0 is not one), as topoctl's snapshot validator has it.
+It covers the keywords those schemas use, with JSON Schema 2020-12 semantics: type, enum, const,
+minimum, minLength, pattern, minItems, maxItems, items, required, properties, additionalProperties,
+minProperties, maxProperties, propertyNames, anyOf, oneOf and local $ref ("#/$defs/..."). A schema
+using any other keyword makes compile_schema raise, so a schema change cannot silently weaken the
+check. With strict_integers an integer is a Python int only (2.0 is not one), as topoctl's snapshot
+validator has it.
 
 Layer: core types and data (docs/architecture.md, "Layers").
 """
+
 from __future__ import annotations
 
 import re
 from typing import Any, Callable
 
 Check = Callable[[object], bool]
-_ANNOTATIONS = {"description", "title", "$schema", "$id", "$defs", "examples", "default", "$comment"}
-_KEYWORDS = {"type", "enum", "const", "minimum", "minLength", "pattern", "minItems", "maxItems", "items", "required",
-             "properties", "additionalProperties", "minProperties", "maxProperties", "propertyNames", "anyOf", "oneOf",
-             "$ref"}
+_ANNOTATIONS = {
+    "description",
+    "title",
+    "$schema",
+    "$id",
+    "$defs",
+    "examples",
+    "default",
+    "$comment",
+}
+_KEYWORDS = {
+    "type",
+    "enum",
+    "const",
+    "minimum",
+    "minLength",
+    "pattern",
+    "minItems",
+    "maxItems",
+    "items",
+    "required",
+    "properties",
+    "additionalProperties",
+    "minProperties",
+    "maxProperties",
+    "propertyNames",
+    "anyOf",
+    "oneOf",
+    "$ref",
+}
 
 
 def _is_integer(value: object) -> bool:
-    return (isinstance(value, int) and not isinstance(value, bool)) or (isinstance(value, float)
-                                                                          and value.is_integer())
+    return (isinstance(value, int) and not isinstance(value, bool)) or (
+        isinstance(value, float) and value.is_integer()
+    )
 
 
 _TYPES: dict[str, Check] = {
@@ -44,7 +74,8 @@ _TYPES: dict[str, Check] = {
 
 
 def _same(one: object, two: object) -> bool:
-    """JSON equality as jsonschema's enum and const use it: true is not 1, 1 is 1.0, containers compare deep."""
+    """JSON equality as jsonschema's enum and const use it: true is not 1, 1 is 1.0, containers
+    compare deep."""
     if isinstance(one, bool) or isinstance(two, bool):
         return isinstance(one, bool) and isinstance(two, bool) and one == two
     if isinstance(one, dict) and isinstance(two, dict):
@@ -65,7 +96,8 @@ class _Compiler:
         self.types = dict(_TYPES, integer=_is_int) if strict_integers else _TYPES
 
     def ref(self, pointer: str) -> Check:
-        """A local reference, compiled once and resolved late (the condition schema refers to itself)."""
+        """A local reference, compiled once and resolved late (the condition schema refers to
+        itself)."""
         if not pointer.startswith("#/"):
             raise ValueError(f"only local references are compiled, got {pointer!r}")
         if pointer not in self.refs:
@@ -85,10 +117,19 @@ class _Compiler:
         unknown = set(schema) - _KEYWORDS - _ANNOTATIONS
         if unknown:
             raise ValueError(f"schema keywords not compiled: {sorted(unknown)}")
-        checks = [check for check in (self._type(schema), self._values(schema), self._number(schema),
-                                      self._string(schema), self._array(schema), self._object(schema),
-                                      self._combined(schema))
-                  if check is not None]
+        checks = [
+            check
+            for check in (
+                self._type(schema),
+                self._values(schema),
+                self._number(schema),
+                self._string(schema),
+                self._array(schema),
+                self._object(schema),
+                self._combined(schema),
+            )
+            if check is not None
+        ]
         if "$ref" in schema:
             checks.append(self.ref(schema["$ref"]))
         return _every(checks)
@@ -107,7 +148,9 @@ class _Compiler:
             choices = list(schema["enum"])
             if "const" in schema:
                 raise ValueError("enum and const together are not compiled")
-            if all(isinstance(choice, str) for choice in choices):  # _same on text is plain equality
+            if all(
+                isinstance(choice, str) for choice in choices
+            ):  # _same on text is plain equality
                 names = frozenset(choices)
                 return lambda value: isinstance(value, str) and value in names
             return lambda value: any(_same(value, choice) for choice in choices)
@@ -120,7 +163,9 @@ class _Compiler:
         if "minimum" not in schema:
             return None
         least = schema["minimum"]
-        return lambda value: isinstance(value, bool) or not isinstance(value, (int, float)) or value >= least
+        return lambda value: (
+            isinstance(value, bool) or not isinstance(value, (int, float)) or value >= least
+        )
 
     def _string(self, schema: dict[str, Any]) -> Check | None:
         least = schema.get("minLength")
@@ -131,7 +176,10 @@ class _Compiler:
         def check(value: object) -> bool:
             if not isinstance(value, str):
                 return True
-            return (least is None or len(value) >= least) and (pattern is None or pattern.search(value) is not None)
+            return (least is None or len(value) >= least) and (
+                pattern is None or pattern.search(value) is not None
+            )
+
         return check
 
     def _array(self, schema: dict[str, Any]) -> Check | None:
@@ -143,21 +191,33 @@ class _Compiler:
         def check(value: object) -> bool:
             if not isinstance(value, list):
                 return True
-            if (least is not None and len(value) < least) or (most is not None and len(value) > most):
+            if (least is not None and len(value) < least) or (
+                most is not None and len(value) > most
+            ):
                 return False
             if items is not None:
                 for item in value:
                     if not items(item):
                         return False
             return True
+
         return check
 
     def _object(self, schema: dict[str, Any]) -> Check | None:
-        keys = ("required", "properties", "additionalProperties", "minProperties", "maxProperties", "propertyNames")
+        keys = (
+            "required",
+            "properties",
+            "additionalProperties",
+            "minProperties",
+            "maxProperties",
+            "propertyNames",
+        )
         if not any(key in schema for key in keys):
             return None
         required = list(schema.get("required", ()))
-        properties = {name: self.compile(sub) for name, sub in (schema.get("properties") or {}).items()}
+        properties = {
+            name: self.compile(sub) for name, sub in (schema.get("properties") or {}).items()
+        }
         extra = schema.get("additionalProperties", True)
         others = None if extra is True else self.compile(extra)
         least, most = schema.get("minProperties"), schema.get("maxProperties")
@@ -168,7 +228,9 @@ class _Compiler:
                 return True
             if any(name not in value for name in required):
                 return False
-            if (least is not None and len(value) < least) or (most is not None and len(value) > most):
+            if (least is not None and len(value) < least) or (
+                most is not None and len(value) > most
+            ):
                 return False
             for key, item in value.items():
                 sub = properties.get(key) if isinstance(key, str) else None
@@ -180,6 +242,7 @@ class _Compiler:
                 if names is not None and not names(key):
                     return False
             return True
+
         return check
 
     def _combined(self, schema: dict[str, Any]) -> Check | None:
@@ -206,19 +269,23 @@ def _every(checks: list[Check]) -> Check:
             if not one(value):
                 return False
         return True
+
     return check
 
 
 def _some(checks: list[Check]) -> Check:
     """One of `checks`, the first that holds ending the search."""
+
     def check(value: object) -> bool:
         for one in checks:
             if one(value):
                 return True
         return False
+
     return check
 
 
 def compile_schema(schema: dict[str, Any], strict_integers: bool = False) -> Check:
-    """One function: whether a document is valid against `schema` (ValueError for a keyword not covered)."""
+    """One function: whether a document is valid against `schema` (ValueError for a keyword not
+    covered)."""
     return _Compiler(schema, strict_integers).compile(schema)

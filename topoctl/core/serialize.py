@@ -2,6 +2,7 @@
 
 Layer: core types and data (docs/architecture.md, "Layers").
 """
+
 from __future__ import annotations
 
 import json
@@ -13,18 +14,28 @@ def to_json(data: object) -> str:
 
 
 def to_yaml(data: object) -> str:
-    """YAML with PyYAML's C dumper when it is built with libyaml (same text, several times faster; the golden
-    tests hold the probe's output to the committed files byte for byte), else the pure-Python one."""
+    """YAML with PyYAML's C dumper when it is built with libyaml (same text, several times faster;
+    the golden tests hold the probe's output to the committed files byte for byte), else the
+    pure-Python one."""
     import yaml
 
     dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-    text: str = yaml.dump(data, Dumper=dumper, sort_keys=False, allow_unicode=True, default_flow_style=False, width=120)
+    text: str = yaml.dump(
+        data,
+        Dumper=dumper,
+        sort_keys=False,
+        allow_unicode=True,
+        default_flow_style=False,
+        width=120,
+    )
     return text
 
 
 def safe_load(text: str, origin: str = "<yaml>") -> Any:
-    """yaml.safe_load's meaning, within the limits of topoctl/core/safe_read.py (the one bounded YAML loader)."""
+    """yaml.safe_load's meaning, within the limits of topoctl/core/safe_read.py (the one bounded
+    YAML loader)."""
     from topoctl.core import safe_read as limits
+
     return limits.load_yaml(text, origin)
 
 

@@ -1,14 +1,16 @@
-"""Dockerfiles: the command the built image runs (its last stage's ENTRYPOINT and CMD), with the ENV it sets and
-the image it is built FROM (whose tag may name the SGLang version).
+"""Dockerfiles: the command the built image runs (its last stage's ENTRYPOINT and CMD), with the ENV
+it sets and the image it is built FROM (whose tag may name the SGLang version).
 
-As Docker's reference gives it: exec form (a JSON array) or shell form (`/bin/sh -c TEXT`); an exec-form CMD
-is the arguments of an exec-form ENTRYPOINT; a shell-form ENTRYPOINT ignores CMD; ENTRYPOINT set in a stage
-resets the CMD it inherits. `${NAME}` / `$NAME` / `${NAME:-default}` in ENV and FROM are replaced from ARG and
-ENV (Docker does not expand them inside CMD/ENTRYPOINT; a shell form's shell does, from the ENV). An ENTRYPOINT
-script that ends in `exec "$@"` (read when it sits beside the Dockerfile) runs the CMD: the CMD is the launch.
+As Docker's reference gives it: exec form (a JSON array) or shell form (`/bin/sh -c TEXT`); an
+exec-form CMD is the arguments of an exec-form ENTRYPOINT; a shell-form ENTRYPOINT ignores CMD;
+ENTRYPOINT set in a stage resets the CMD it inherits. `${NAME}` / `$NAME` / `${NAME:-default}` in
+ENV and FROM are replaced from ARG and ENV (Docker does not expand them inside CMD/ENTRYPOINT; a
+shell form's shell does, from the ENV). An ENTRYPOINT script that ends in `exec "$@"` (read when it
+sits beside the Dockerfile) runs the CMD: the CMD is the launch.
 
 Layer: deployment reading (docs/architecture.md, "Layers").
 """
+
 from __future__ import annotations
 
 import json
@@ -23,7 +25,11 @@ _INSTRUCTION = re.compile(r"\s*([A-Za-z]+)\s+(.*)", re.S)
 
 def is_dockerfile(path: str) -> bool:
     name = os.path.basename(path)
-    return name == "Dockerfile" or name.startswith("Dockerfile.") or name.endswith((".Dockerfile", ".dockerfile"))
+    return (
+        name == "Dockerfile"
+        or name.startswith("Dockerfile.")
+        or name.endswith((".Dockerfile", ".dockerfile"))
+    )
 
 
 def _instructions(text: str) -> list[tuple[int, str, str]]:
@@ -95,7 +101,11 @@ def _stages(path: str, text: str) -> list[_Stage]:
             stage = _Stage(image, line)
             if image.lower() in named:  # FROM an earlier stage: its ENV and commands carry over
                 base = named[image.lower()]
-                stage.image, stage.env, stage.env_where = base.image, dict(base.env), dict(base.env_where)
+                stage.image, stage.env, stage.env_where = (
+                    base.image,
+                    dict(base.env),
+                    dict(base.env_where),
+                )
                 stage.entrypoint, stage.cmd = base.entrypoint, base.cmd
             if len(words) >= 3 and words[-2].upper() == "AS":
                 named[words[-1].lower()] = stage
@@ -134,13 +144,22 @@ def read(path: str, text: str, base_dir: str) -> tuple[str, list[Found]]:
 def read_dockerfile(path: str, text: str, base_dir: str) -> list[Found]:
     stages = _stages(path, text)
     if not stages:
-        return [Found(path, 1, kind="dockerfile", none_reason=f"{path}: no FROM (not a Dockerfile)")]
+        return [
+            Found(path, 1, kind="dockerfile", none_reason=f"{path}: no FROM (not a Dockerfile)")
+        ]
     stage = stages[-1]
     entry, cmd = stage.entrypoint, stage.cmd
     if entry is None and cmd is None:
-        return [Found(path, stage.line, kind="dockerfile",
-                      none_reason=f"{path}: no CMD or ENTRYPOINT: the image runs {stage.image}'s own command, "
-                                  "not visible here")]
+        return [
+            Found(
+                path,
+                stage.line,
+                kind="dockerfile",
+                none_reason=f"{path}: no CMD or ENTRYPOINT: the image runs {stage.image}'s own "
+                "command, "
+                "not visible here",
+            )
+        ]
     notes: list[str] = []
     if entry is not None and not entry[1]:
         words, line = entry[0], entry[2]  # shell-form ENTRYPOINT: CMD is ignored
@@ -148,14 +167,23 @@ def read_dockerfile(path: str, text: str, base_dir: str) -> list[Found]:
         words, line = entry[0] + cmd[0], cmd[2]
         if _runs_its_arguments(entry[0][0], base_dir) and len(entry[0]) == 1:
             words = cmd[0]
-            notes.append(f"ENTRYPOINT {entry[0][0]} runs its arguments (exec \"$@\"): the CMD is the launch")
+            notes.append(
+                f'ENTRYPOINT {entry[0][0]} runs its arguments (exec "$@"): the CMD is the launch'
+            )
     else:
         chosen = entry or cmd
         assert chosen is not None
         words, line = chosen[0], chosen[2]
     where = f"{path}:{line}"
-    launch = Launch(launcher="", where=where, base_dir=base_dir, env=dict(stage.env), env_where=dict(stage.env_where),
-                    image=stage.image or None, notes=notes)
+    launch = Launch(
+        launcher="",
+        where=where,
+        base_dir=base_dir,
+        env=dict(stage.env),
+        env_where=dict(stage.env_where),
+        image=stage.image or None,
+        notes=notes,
+    )
     found = Found(path, line, "CMD" if cmd is not None else "ENTRYPOINT", kind="dockerfile")
     try:
         found.launch = read_command(words, where=where, base_dir=base_dir, launch=launch)

@@ -1,9 +1,10 @@
-"""What every launch-file reader shares: `Found` (one launch found in a file, or why there is none), the YAML
-node with the line of every part (manifests, compose files, SkyPilot tasks, rendered Helm templates), and the
-one way a launch file's text is read.
+"""What every launch-file reader shares: `Found` (one launch found in a file, or why there is none),
+the YAML node with the line of every part (manifests, compose files, SkyPilot tasks, rendered Helm
+templates), and the one way a launch file's text is read.
 
 Layer: deployment reading (docs/architecture.md, "Layers").
 """
+
 from __future__ import annotations
 
 import re
@@ -25,7 +26,9 @@ class Found:
     launch: Launch | None = None
     none_reason: str = ""  # a file or container with no SGLang launch: why
     unsupported: str = ""  # the other server it starts (vLLM...), when it starts one
-    kind: str = ""  # launch.env | kubernetes | compose | script | dockerfile | skypilot | helm | unknown | unreadable
+    # launch.env | kubernetes | compose | script | dockerfile | skypilot | helm | unknown |
+    # unreadable
+    kind: str = ""
 
     @property
     def where(self) -> str:
@@ -61,7 +64,9 @@ def _convert(node: Any, loader: Any) -> Node:
         children = {}
         for key_node, value_node in node.value:
             children[str(key_node.value)] = _convert(value_node, loader)
-        return Node({k: v.value for k, v in children.items()}, node.start_mark.line + 1, None, children)
+        return Node(
+            {k: v.value for k, v in children.items()}, node.start_mark.line + 1, None, children
+        )
     if isinstance(node, yaml.SequenceNode):
         items = [_convert(item, loader) for item in node.value]
         return Node([i.value for i in items], node.start_mark.line + 1, None, items)
@@ -72,33 +77,45 @@ def yaml_documents(path: str, text: str) -> list[Node]:
     """The documents of a YAML file as Nodes, within the limits of topoctl/core/safe_read.py."""
     import yaml
 
-    try:  # within the limits of topoctl/core/safe_read.py: depth, aliases (expanded size), integer size
+    # within the limits of topoctl/core/safe_read.py: depth, aliases (expanded size), integer size
+    try:
         nodes = limits.compose_yaml_all(text, path)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         at = f"{path}:{mark.line + 1}" if mark is not None else path
-        raise TopoctlError(f"{at}: not valid YAML: {str(exc).splitlines()[0]}", hint="fix the YAML") from None
+        raise TopoctlError(
+            f"{at}: not valid YAML: {str(exc).splitlines()[0]}", hint="fix the YAML"
+        ) from None
     loader = yaml.SafeLoader("")
     try:
         return [_convert(node, loader) for node in nodes if node is not None]
     except yaml.YAMLError as exc:
-        raise TopoctlError(f"{path}: cannot read a YAML value: {str(exc).splitlines()[0]}", hint="fix the YAML") from None
+        raise TopoctlError(
+            f"{path}: cannot read a YAML value: {str(exc).splitlines()[0]}", hint="fix the YAML"
+        ) from None
     finally:
         loader.dispose()
 
 
 def read_text(path: str) -> str:
-    """A launch file's text (UTF-8, a leading BOM dropped), through the one reading layer and its size limit."""
+    """A launch file's text (UTF-8, a leading BOM dropped), through the one reading layer and its
+    size limit."""
     try:
         text = limits.read_file(path, limits.MAX_LAUNCH_FILE_BYTES).decode("utf-8")
     except FileNotFoundError:
-        raise TopoctlError(f"no such file: {path}", hint="give launch files, manifests, scripts or folders") from None
+        raise TopoctlError(
+            f"no such file: {path}", hint="give launch files, manifests, scripts or folders"
+        ) from None
     except UnicodeDecodeError as exc:
-        raise TopoctlError(f"cannot read {path}: not UTF-8 text ({exc.reason} at byte {exc.start})",
-                           hint="check reads text files: launch.env files, manifests, compose files, Dockerfiles "
-                                "and shell scripts") from None
+        raise TopoctlError(
+            f"cannot read {path}: not UTF-8 text ({exc.reason} at byte {exc.start})",
+            hint="check reads text files: launch.env files, manifests, compose files, Dockerfiles "
+            "and shell scripts",
+        ) from None
     except OSError as exc:
-        raise TopoctlError(f"cannot read {path}: {exc}", hint="check the path and its permissions") from None
+        raise TopoctlError(
+            f"cannot read {path}: {exc}", hint="check the path and its permissions"
+        ) from None
     return text.lstrip("\ufeff")
 
 
@@ -113,7 +130,9 @@ def words(node: Node | None) -> list[tuple[str, int, Node]]:
     if node is None:
         return []
     if isinstance(node.children, list):
-        return [(str(item.value), item.line, item) for item in node.children if item.value is not None]
+        return [
+            (str(item.value), item.line, item) for item in node.children if item.value is not None
+        ]
     if node.value is None:
         return []
     return [(str(node.value), node.line, node)]

@@ -1,24 +1,27 @@
 """Reading the command that starts SGLang, whatever wraps it, without running anything.
 
-A launch command is a list of words (a shell would have split it). `read_command` peels what wraps the server
-and keeps what the server will see:
+A launch command is a list of words (a shell would have split it). `read_command` peels what wraps
+the server and keeps what the server will see:
 
-* environment assignments before the command (`NCCL_DEBUG=INFO python ...`), `env [-i] [-u NAME] NAME=VALUE`,
-  `exec`, `bash -c 'SCRIPT'` / `sh -c` (the script's last launch line counts, see `read_script`);
-* `docker run` / `podman run` (`container run` too): the options are skipped, `-e NAME=VALUE` / `--env` and
-  `--env-file FILE` are the launch's environment, `--gpus all|N|device=0,1` (and podman's
-  `--device nvidia.com/gpu=...`) the GPU set, the image is kept (its tag may name the SGLang version), the
-  words after the image are the container's command (`--entrypoint` is its first word);
-* the launcher: `python -m sglang.launch_server` (python, python3, python3.11 or a path to one, interpreter
-  switches before -m), `sglang serve` (the console script, or a path to it), `python -m dynamo.sglang`
-  (NVIDIA Dynamo's SGLang worker), or SGLang's flags alone.
+* environment assignments before the command (`NCCL_DEBUG=INFO python ...`), `env [-i] [-u NAME]
+  NAME=VALUE`, `exec`, `bash -c 'SCRIPT'` / `sh -c` (the script's last launch line counts, see
+  `read_script`);
+* `docker run` / `podman run` (`container run` too): the options are skipped, `-e NAME=VALUE` /
+  `--env` and `--env-file FILE` are the launch's environment, `--gpus all|N|device=0,1` (and
+  podman's `--device nvidia.com/gpu=...`) the GPU set, the image is kept (its tag may name the
+  SGLang version), the words after the image are the container's command (`--entrypoint` is its
+  first word);
+* the launcher: `python -m sglang.launch_server` (python, python3, python3.11 or a path to one,
+  interpreter switches before -m), `sglang serve` (the console script, or a path to it), `python -m
+  dynamo.sglang` (NVIDIA Dynamo's SGLang worker), or SGLang's flags alone.
 
-What a launcher does with its arguments depends on the version that runs it (`sglang serve MODEL` from
-SGLang 0.5.16, Dynamo's own options...): that is `topoctl.deploy.launcher_args`. A known launcher of another server
-(vLLM, TensorRT-LLM) is `Unsupported`, anything else `NotALaunch`.
+What a launcher does with its arguments depends on the version that runs it (`sglang serve MODEL`
+from SGLang 0.5.16, Dynamo's own options...): that is `topoctl.deploy.launcher_args`. A known
+launcher of another server (vLLM, TensorRT-LLM) is `Unsupported`, anything else `NotALaunch`.
 
 Layer: deployment reading (docs/architecture.md, "Layers").
 """
+
 from __future__ import annotations
 
 import os
@@ -38,15 +41,27 @@ _PYTHON_OPTIONS_WITH_VALUE = ("-X", "-W", "-Q")
 _SHELLS = ("bash", "sh", "dash", "zsh", "ash")
 
 # Servers topoctl knows by name but does not check: (program or module prefix, what to call it).
-_OTHER_SERVERS_PROGRAMS = {"vllm": "vLLM", "trtllm-serve": "TensorRT-LLM", "trtllm-llmapi-launch": "TensorRT-LLM",
-                           "tritonserver": "Triton Inference Server", "text-generation-launcher": "TGI",
-                           "lmdeploy": "LMDeploy", "ollama": "Ollama"}
-_OTHER_SERVERS_MODULES = {"vllm": "vLLM", "tensorrt_llm": "TensorRT-LLM", "lmdeploy": "LMDeploy",
-                          "dynamo.vllm": "Dynamo's vLLM worker", "dynamo.trtllm": "Dynamo's TensorRT-LLM worker"}
+_OTHER_SERVERS_PROGRAMS = {
+    "vllm": "vLLM",
+    "trtllm-serve": "TensorRT-LLM",
+    "trtllm-llmapi-launch": "TensorRT-LLM",
+    "tritonserver": "Triton Inference Server",
+    "text-generation-launcher": "TGI",
+    "lmdeploy": "LMDeploy",
+    "ollama": "Ollama",
+}
+_OTHER_SERVERS_MODULES = {
+    "vllm": "vLLM",
+    "tensorrt_llm": "TensorRT-LLM",
+    "lmdeploy": "LMDeploy",
+    "dynamo.vllm": "Dynamo's vLLM worker",
+    "dynamo.trtllm": "Dynamo's TensorRT-LLM worker",
+}
 
-# docker/podman run options that take a value as the next word (`--name x`); everything else that starts
-# with `-` is a switch (`--rm`, `-it`) or carries its value after `=`.
-_CONTAINER_VALUE_OPTIONS = frozenset("""
+# docker/podman run options that take a value as the next word (`--name x`); everything else that
+# starts with `-` is a switch (`--rm`, `-it`) or carries its value after `=`.
+_CONTAINER_VALUE_OPTIONS = frozenset(
+    """
 -a --attach --add-host --annotation --blkio-weight --blkio-weight-device -c --cpu-shares --cap-add --cap-drop
 --cgroup-parent --cgroupns --cgroup-conf --cidfile --cpu-period --cpu-quota --cpu-rt-period --cpu-rt-runtime
 --cpus --cpuset-cpus --cpuset-mems --device --device-cgroup-rule --device-read-bps --device-read-iops
@@ -60,13 +75,14 @@ _CONTAINER_VALUE_OPTIONS = frozenset("""
 -w --workdir --arch --os --variant --pod --secret --hooks-dir --uidmap --gidmap --subuidname --subgidname
 --init-path --conmon-pidfile --sdnotify --seccomp-policy --timeout --umask --chrootdirs --preserve-fds
 --requires --passwd-entry --personality --rdt-class --cgroups --image-volume --log-level
-""".split())
+""".split()
+)
 
 
 @dataclass(frozen=True)
 class GpuSet:
-    """The GPUs a launch is given by what starts it: None for count/ids means "all of the target's". Frozen like
-    the Launch that holds it: a later `--device` makes a new one."""
+    """The GPUs a launch is given by what starts it: None for count/ids means "all of the target's".
+    Frozen like the Launch that holds it: a later `--device` makes a new one."""
 
     count: int | None = None
     ids: list[str] | None = None
@@ -80,8 +96,9 @@ class GpuSet:
 
 @dataclass(frozen=True)
 class Nodes:
-    """How many nodes a launch spans, as what starts it says (srun -N, torchrun --nnodes, a LeaderWorkerSet's
-    size, Dynamo's multinode.nodeCount); None: several, how many is set elsewhere. Frozen like the Launch."""
+    """How many nodes a launch spans, as what starts it says (srun -N, torchrun --nnodes, a
+    LeaderWorkerSet's size, Dynamo's multinode.nodeCount); None: several, how many is set elsewhere.
+    Frozen like the Launch."""
 
     count: int | None
     source: str  # how it was written, e.g. "srun -N 2 (run.sh:12)"
@@ -89,9 +106,10 @@ class Nodes:
 
 @dataclass(frozen=True)
 class Launch:
-    """One launch as its launcher will start it, before the SGLang version reads the arguments. Frozen: what
-    the reading found is what every later stage sees; a stage that adds to it makes a new one
-    (dataclasses.replace). The reading itself builds a `_LaunchDraft` step by step and freezes it once."""
+    """One launch as its launcher will start it, before the SGLang version reads the arguments.
+    Frozen: what the reading found is what every later stage sees; a stage that adds to it makes a
+    new one (dataclasses.replace). The reading itself builds a `_LaunchDraft` step by step and
+    freezes it once."""
 
     launcher: str  # "sglang.launch_server" | "sglang serve" | "dynamo.sglang" | "flags"
     args: list[str] = field(default_factory=list)
@@ -102,24 +120,56 @@ class Launch:
     where: str = ""  # "file:line" of the launch (empty for a command line)
     base_dir: str = "."  # where relative paths of the launch (--config, --env-file) are looked up
     notes: list[str] = field(default_factory=list)  # what was read that a reader may want to know
-    unresolved: list[str] = field(default_factory=list)  # words a shell would expand that topoctl cannot see
-    arg_where: list[str] | None = None  # per word of args: "file:line" where it was written (manifests)
-    nodes: Nodes | None = None  # the nodes a launcher or scheduler spans it over (None: not said outside SGLang's flags)
-    mounts: dict[str, str] = field(default_factory=dict)  # mount path -> ConfigMap name (Kubernetes volumes)
-    files: dict[str, tuple[str, str, int]] = field(default_factory=dict)  # path -> (text, file, first line): files
+    unresolved: list[str] = field(
+        default_factory=list
+    )  # words a shell would expand that topoctl cannot see
+    arg_where: list[str] | None = (
+        None  # per word of args: "file:line" where it was written (manifests)
+    )
+    nodes: Nodes | None = (
+        # the nodes a launcher or scheduler spans it over (None: not said outside SGLang's flags)
+        None
+    )
+    mounts: dict[str, str] = field(
+        default_factory=dict
+    )  # mount path -> ConfigMap name (Kubernetes volumes)
+    files: dict[str, tuple[str, str, int]] = field(
+        default_factory=dict
+    )  # path -> (text, file, first line): files
     # the launch sees that live inside the manifest (a ConfigMap's key), read instead of the disk
 
 
 class _LaunchDraft:
-    """A launch while its command is read: the wrappers peeled one by one (env, docker run, srun...) each add to
-    it, so it is mutable; `freeze` makes the `Launch` the rest of topoctl sees. The fields are Launch's; a plain
-    class with slots, not a dataclass, so that it adds no generated code to the import of every check."""
+    """A launch while its command is read: the wrappers peeled one by one (env, docker run, srun...)
+    each add to it, so it is mutable; `freeze` makes the `Launch` the rest of topoctl sees. The
+    fields are Launch's; a plain class with slots, not a dataclass, so that it adds no generated
+    code to the import of every check."""
 
-    __slots__ = ("launcher", "args", "env", "env_where", "gpus", "image", "where", "base_dir", "notes", "unresolved",
-                 "arg_where", "nodes", "mounts", "files")
+    __slots__ = (
+        "launcher",
+        "args",
+        "env",
+        "env_where",
+        "gpus",
+        "image",
+        "where",
+        "base_dir",
+        "notes",
+        "unresolved",
+        "arg_where",
+        "nodes",
+        "mounts",
+        "files",
+    )
 
-    def __init__(self, launcher: str, where: str = "", base_dir: str = ".", env: dict[str, str] | None = None,
-                 env_where: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        launcher: str,
+        where: str = "",
+        base_dir: str = ".",
+        env: dict[str, str] | None = None,
+        env_where: dict[str, str] | None = None,
+    ) -> None:
         self.launcher = launcher
         self.args: list[str] = []
         self.env: dict[str, str] = {} if env is None else env
@@ -137,19 +187,39 @@ class _LaunchDraft:
 
     @classmethod
     def thaw(cls, launch: Launch) -> _LaunchDraft:
-        """A draft that starts from a caller's launch (a container's env and image), its lists and dicts copied
-        so that reading on never changes the frozen one."""
-        draft = cls(launch.launcher, launch.where, launch.base_dir, dict(launch.env), dict(launch.env_where))
+        """A draft that starts from a caller's launch (a container's env and image), its lists and
+        dicts copied so that reading on never changes the frozen one."""
+        draft = cls(
+            launch.launcher, launch.where, launch.base_dir, dict(launch.env), dict(launch.env_where)
+        )
         draft.args, draft.gpus, draft.image = list(launch.args), launch.gpus, launch.image
         draft.notes, draft.unresolved = list(launch.notes), list(launch.unresolved)
         draft.arg_where = None if launch.arg_where is None else list(launch.arg_where)
-        draft.nodes, draft.mounts, draft.files = launch.nodes, dict(launch.mounts), dict(launch.files)
+        draft.nodes, draft.mounts, draft.files = (
+            launch.nodes,
+            dict(launch.mounts),
+            dict(launch.files),
+        )
         return draft
 
     def freeze(self) -> Launch:
         """The launch as read; the draft is not used after."""
-        return Launch(self.launcher, self.args, self.env, self.env_where, self.gpus, self.image, self.where,
-                      self.base_dir, self.notes, self.unresolved, self.arg_where, self.nodes, self.mounts, self.files)
+        return Launch(
+            self.launcher,
+            self.args,
+            self.env,
+            self.env_where,
+            self.gpus,
+            self.image,
+            self.where,
+            self.base_dir,
+            self.notes,
+            self.unresolved,
+            self.arg_where,
+            self.nodes,
+            self.mounts,
+            self.files,
+        )
 
 
 class NotALaunch(TopoctlError):
@@ -160,8 +230,11 @@ class Unsupported(TopoctlError):
     """The command starts another server (vLLM, TensorRT-LLM...): named, not checked."""
 
     def __init__(self, server: str, shown: str) -> None:
-        super().__init__(f"{server} launch ({shown}): topoctl checks SGLang launches only; not checked",
-                         hint="topoctl reads python -m sglang.launch_server, sglang serve and python -m dynamo.sglang")
+        super().__init__(
+            f"{server} launch ({shown}): topoctl checks SGLang launches only; not checked",
+            hint="topoctl reads python -m sglang.launch_server, sglang serve and python -m "
+            "dynamo.sglang",
+        )
         self.server = server
 
 
@@ -170,10 +243,13 @@ def _shown(tokens: list[str]) -> str:
 
 
 def _not_sglang(tokens: list[str]) -> NotALaunch:
-    return NotALaunch(f"not an SGLang launch (python -m sglang.launch_server / sglang serve ...): {_shown(tokens)}",
-                      hint="after `--` give [NAME=VALUE...] python -m sglang.launch_server ARGS, sglang serve ARGS, "
-                           "python -m dynamo.sglang ARGS, docker run ... IMAGE python3 -m sglang.launch_server ARGS, "
-                           "or the SGLang flags alone (--tp-size 8 ...)")
+    return NotALaunch(
+        "not an SGLang launch (python -m sglang.launch_server / sglang serve ...): "
+        f"{_shown(tokens)}",
+        hint="after `--` give [NAME=VALUE...] python -m sglang.launch_server ARGS, sglang serve "
+        "ARGS, python -m dynamo.sglang ARGS, docker run ... IMAGE python3 -m "
+        "sglang.launch_server ARGS, or the SGLang flags alone (--tp-size 8 ...)",
+    )
 
 
 def parse_gpus(value: str, how: str) -> GpuSet:
@@ -196,15 +272,18 @@ def parse_gpus(value: str, how: str) -> GpuSet:
 
 
 def read_docker_env_file(path: str) -> list[tuple[int, str, str]]:
-    """docker's --env-file format: NAME=VALUE per line as written (no quote removal), `#` comments; a bare NAME
-    takes the host's value (unknown here, left out)."""
+    """docker's --env-file format: NAME=VALUE per line as written (no quote removal), `#` comments;
+    a bare NAME takes the host's value (unknown here, left out)."""
     from topoctl.core import safe_read as limits
+
     out = []
     hint = "give the path relative to the file that names it, or to the current folder"
     try:  # bounded like a launch.env (an env file of /dev/zero ends, and one line says so)
         raw = limits.read_file(path, limits.MAX_LAUNCH_ENV_BYTES)
     except OSError as exc:
-        raise TopoctlError(f"cannot read --env-file {path}: {exc.strerror or exc}", hint=hint) from None
+        raise TopoctlError(
+            f"cannot read --env-file {path}: {exc.strerror or exc}", hint=hint
+        ) from None
     lines = limits.decode(raw, f"env file {path}", hint="save it as UTF-8 text").splitlines()
     for number, line in enumerate(lines, 1):
         text = line.strip()
@@ -224,12 +303,15 @@ def _resolve_path(path: str, base_dir: str) -> str:
 
 
 def _container_option(name: str, value: str, launch: _LaunchDraft, program: str) -> None:
-    """What one `docker run` option gives the launch: environment (-e, --env-file) or GPUs (--gpus, --device)."""
+    """What one `docker run` option gives the launch: environment (-e, --env-file) or GPUs (--gpus,
+    --device)."""
     if name in ("-e", "--env"):
         key, eq, val = value.partition("=")
         if eq and NAME_RE.match(key):
             launch.env[key] = val
-            launch.env_where[key] = f"{program} run -e ({launch.where})" if launch.where else f"{program} run -e"
+            launch.env_where[key] = (
+                f"{program} run -e ({launch.where})" if launch.where else f"{program} run -e"
+            )
     elif name == "--env-file":
         path = _resolve_path(value, launch.base_dir)
         for number, key, val in read_docker_env_file(path):
@@ -240,12 +322,15 @@ def _container_option(name: str, value: str, launch: _LaunchDraft, program: str)
     elif name == "--device" and value.startswith("nvidia.com/gpu="):
         wanted = value.split("=", 1)[1]
         previous = launch.gpus.ids if launch.gpus and launch.gpus.ids is not None else []
-        launch.gpus = GpuSet(ids=None if wanted == "all" else [*previous, wanted],
-                             source=f"{program} run --device {value}")
+        launch.gpus = GpuSet(
+            ids=None if wanted == "all" else [*previous, wanted],
+            source=f"{program} run --device {value}",
+        )
 
 
 def _container(tokens: list[str], launch: _LaunchDraft, program: str) -> list[str]:
-    """Skip `docker run` options, keeping env, GPUs and the image; return the container's command words."""
+    """Skip `docker run` options, keeping env, GPUs and the image; return the container's command
+    words."""
     position = 0
     entrypoint: list[str] = []
     while position < len(tokens):
@@ -256,11 +341,15 @@ def _container(tokens: list[str], launch: _LaunchDraft, program: str) -> list[st
         if not token.startswith("-") or token == "-":
             break
         name, has_value, inline = token.partition("=")
-        if not token.startswith("--") and len(token) > 2 and token[1] in "ev":  # -eNAME=VALUE, -v/x:/y together
+        if (
+            not token.startswith("--") and len(token) > 2 and token[1] in "ev"
+        ):  # -eNAME=VALUE, -v/x:/y together
             name, has_value, inline = token[:2], "=", token[2:]
         if not has_value and name in _CONTAINER_VALUE_OPTIONS:
             if position + 1 >= len(tokens):
-                raise NotALaunch(f"{program} run: {name} expects a value", hint="complete the command")
+                raise NotALaunch(
+                    f"{program} run: {name} expects a value", hint="complete the command"
+                )
             value = tokens[position + 1]
             position += 2
         else:
@@ -271,12 +360,17 @@ def _container(tokens: list[str], launch: _LaunchDraft, program: str) -> list[st
         else:
             _container_option(name, value, launch, program)
     if position >= len(tokens):
-        raise NotALaunch(f"{program} run: no image named", hint="docker run [OPTIONS] IMAGE [COMMAND] [ARG...]")
+        raise NotALaunch(
+            f"{program} run: no image named", hint="docker run [OPTIONS] IMAGE [COMMAND] [ARG...]"
+        )
     launch.image = tokens[position]
-    command = entrypoint + tokens[position + 1:]
+    command = entrypoint + tokens[position + 1 :]
     if not command:
-        raise NotALaunch(f"{program} run {launch.image}: no command after the image (the image's own default "
-                         "command is not visible here)", hint="write the launch command after the image")
+        raise NotALaunch(
+            f"{program} run {launch.image}: no command after the image (the image's own default "
+            "command is not visible here)",
+            hint="write the launch command after the image",
+        )
     return command
 
 
@@ -295,48 +389,90 @@ def _split_env_words(tokens: list[str], launch: _LaunchDraft) -> list[str]:
     return tokens[position:]
 
 
-# Programs that run the command after their own options, as their manuals give them: (options that take the next
-# word as their value, how many plain words come before the command). An option written `--name=value` or
-# `-Xvalue` carries its value; any other word starting with `-` is a switch.
+# Programs that run the command after their own options, as their manuals give them: (options that
+# take the next word as their value, how many plain words come before the command). An option
+# written `--name=value` or `-Xvalue` carries its value; any other word starting with `-` is a
+# switch.
 _WRAPPERS: dict[str, tuple[frozenset[str], int]] = {
-    "numactl": (frozenset("-N --cpunodebind -m --membind -C --physcpubind -i --interleave -p --preferred "
-                          "-P --preferred-many -w --weighted-interleave".split()), 0),
+    "numactl": (
+        frozenset(
+            "-N --cpunodebind -m --membind -C --physcpubind -i --interleave -p --preferred "
+            "-P --preferred-many -w --weighted-interleave".split()
+        ),
+        0,
+    ),
     "taskset": (frozenset(), 1),  # taskset [-a] [-c] MASK|LIST COMMAND
-    "timeout": (frozenset("-s --signal -k --kill-after".split()), 1),  # timeout [OPTIONS] DURATION COMMAND
+    "timeout": (
+        frozenset("-s --signal -k --kill-after".split()),
+        1,
+    ),  # timeout [OPTIONS] DURATION COMMAND
     "stdbuf": (frozenset("-i -o -e --input --output --error".split()), 0),
     "nice": (frozenset("-n --adjustment".split()), 0),
     "ionice": (frozenset("-c --class -n --classdata -p -P -u".split()), 0),
     "chrt": (frozenset(), 1),
-    "sudo": (frozenset("-u --user -g --group -h --host -p --prompt -C --close-from -D --chdir -r -t -U".split()), 0),
-    "srun": (frozenset("-N --nodes -n --ntasks --ntasks-per-node -c --cpus-per-task --gres -G --gpus "
-                       "--gpus-per-node --gpus-per-task -p --partition -J --job-name -o --output -e --error -t --time "
-                       "-w --nodelist -x --exclude --mpi --container-image --container-mounts --container-name "
-                       "--container-workdir --container-env --export --mem --mem-per-gpu --cpu-bind -m "
-                       "--distribution -A --account -q --qos -D --chdir --het-group -r --relative --reservation "
-                       "--network --ntasks-per-gpu --cpus-per-gpu --mem-per-cpu -K --kill-on-bad-exit "
-                       "-W --wait".split()), 0),
-    "mpirun": (frozenset("-np -n -c -N -npernode --npernode -H --host -hostfile --hostfile -machinefile "
-                         "--machinefile -x --map-by --bind-to --rank-by -wdir --wdir -ppn -hosts -f "
-                         "--prefix".split()), 0),
-    "torchrun": (frozenset("--nnodes --nproc-per-node --nproc_per_node --node-rank --node_rank --master-addr "
-                           "--master_addr --master-port --master_port --rdzv-backend --rdzv_backend "
-                           "--rdzv-endpoint --rdzv_endpoint --rdzv-id --rdzv_id --rdzv-conf --max-restarts "
-                           "--monitor-interval --log-dir --redirects --tee --local-addr".split()), 0),
-    "nsys": (frozenset("-o --output -t --trace -s --sample -d --duration --delay -y".split()), 1),  # nsys profile
+    "sudo": (
+        frozenset(
+            "-u --user -g --group -h --host -p --prompt -C --close-from -D --chdir -r -t -U".split()
+        ),
+        0,
+    ),
+    "srun": (
+        frozenset(
+            "-N --nodes -n --ntasks --ntasks-per-node -c --cpus-per-task --gres -G --gpus "
+            "--gpus-per-node --gpus-per-task -p --partition -J --job-name -o --output -e --error "
+            "-t --time -w --nodelist -x --exclude --mpi --container-image --container-mounts "
+            "--container-name --container-workdir --container-env --export --mem --mem-per-gpu "
+            "--cpu-bind -m --distribution -A --account -q --qos -D --chdir --het-group -r "
+            "--relative --reservation --network --ntasks-per-gpu --cpus-per-gpu --mem-per-cpu -K "
+            "--kill-on-bad-exit -W --wait".split()
+        ),
+        0,
+    ),
+    "mpirun": (
+        frozenset(
+            "-np -n -c -N -npernode --npernode -H --host -hostfile --hostfile -machinefile "
+            "--machinefile -x --map-by --bind-to --rank-by -wdir --wdir -ppn -hosts -f "
+            "--prefix".split()
+        ),
+        0,
+    ),
+    "torchrun": (
+        frozenset(
+            "--nnodes --nproc-per-node --nproc_per_node --node-rank --node_rank --master-addr "
+            "--master_addr --master-port --master_port --rdzv-backend --rdzv_backend "
+            "--rdzv-endpoint --rdzv_endpoint --rdzv-id --rdzv_id --rdzv-conf --max-restarts "
+            "--monitor-interval --log-dir --redirects --tee --local-addr".split()
+        ),
+        0,
+    ),
+    "nsys": (
+        frozenset("-o --output -t --trace -s --sample -d --duration --delay -y".split()),
+        1,
+    ),  # nsys profile
     "xvfb-run": (frozenset("-a -n -s".split()), 0),
 }
 _WRAPPERS["mpiexec"] = _WRAPPERS["mpirun"]
 _NODE_OPTIONS = {"srun": ("-N", "--nodes"), "torchrun": ("--nnodes",)}
-_TWO_VALUE_OPTIONS = {"mpirun": ("-mca", "--mca", "-genv", "-env"), "mpiexec": ("-mca", "--mca", "-genv", "-env")}
+_TWO_VALUE_OPTIONS = {
+    "mpirun": ("-mca", "--mca", "-genv", "-env"),
+    "mpiexec": ("-mca", "--mca", "-genv", "-env"),
+}
 
 
 def _peel_wrapper(rest: list[str], launch: _LaunchDraft) -> list[str] | None:
-    """The words after a wrapper's own options (`numactl --interleave=all python ...` -> `python ...`), or None
-    when `rest` does not start with a wrapper. `srun -N 2` and `torchrun --nnodes 2` say the nodes."""
+    """The words after a wrapper's own options (`numactl --interleave=all python ...` -> `python
+    ...`), or None when `rest` does not start with a wrapper. `srun -N 2` and `torchrun --nnodes 2`
+    say the nodes."""
     program = rest[0].rsplit("/", 1)[-1]
     if program == "uv" and rest[1:2] == ["run"]:
-        return _skip_options(rest[2:], frozenset("--with --python -p --project --directory --package --extra "
-                                                 "--group --env-file --index --index-url -w --script".split()), 0)
+        return _skip_options(
+            rest[2:],
+            frozenset(
+                "--with --python -p --project --directory --package --extra "
+                "--group --env-file --index --index-url -w --script".split()
+            ),
+            0,
+        )
     if program == "conda" and rest[1:2] == ["run"]:
         return _skip_options(rest[2:], frozenset("-n --name -p --prefix --cwd".split()), 0)
     if program == "nsys" and rest[1:2] == ["profile"]:
@@ -347,15 +483,19 @@ def _peel_wrapper(rest: list[str], launch: _LaunchDraft) -> list[str] | None:
     for name, value in _option_values(rest[1:], options, program):
         if name in _NODE_OPTIONS.get(program, ()):
             count = value.split(":")[-1]  # torchrun --nnodes 1:4 (elastic): the most
-            launch.nodes = Nodes(int(count) if count.isdigit() else None,
-                                 f"{program} {name} {value}" + (f" ({launch.where})" if launch.where else ""))
+            launch.nodes = Nodes(
+                int(count) if count.isdigit() else None,
+                f"{program} {name} {value}" + (f" ({launch.where})" if launch.where else ""),
+            )
         elif program in ("mpirun", "mpiexec") and name == "-x" and "=" in value:
             key, _, val = value.partition("=")
             launch.env[key] = val
     return _skip_options(rest[1:], options, positional, _TWO_VALUE_OPTIONS.get(program, ()))
 
 
-def _option_values(words: list[str], options: frozenset[str], program: str) -> list[tuple[str, str]]:
+def _option_values(
+    words: list[str], options: frozenset[str], program: str
+) -> list[tuple[str, str]]:
     """(option, value) pairs a wrapper is given before its command."""
     out = []
     position = 0
@@ -371,8 +511,9 @@ def _option_values(words: list[str], options: frozenset[str], program: str) -> l
     return out
 
 
-def _skip_options(words: list[str], options: frozenset[str], positional: int,
-                  two_values: tuple[str, ...] = ()) -> list[str]:
+def _skip_options(
+    words: list[str], options: frozenset[str], positional: int, two_values: tuple[str, ...] = ()
+) -> list[str]:
     position = 0
     while position < len(words) and words[position].startswith("-") and len(words[position]) > 1:
         word = words[position]
@@ -383,21 +524,40 @@ def _skip_options(words: list[str], options: frozenset[str], positional: int,
             position += 2
         elif "=" not in word and word in options:
             position += 1
-    return words[position + positional:]
+    return words[position + positional :]
 
 
-def read_command(tokens: list[str], *, where: str = "", base_dir: str = ".", launch: Launch | None = None,
-                 env: dict[str, str] | None = None, depth: int = 0) -> Launch:
-    """The launch a command line starts; NotALaunch / Unsupported (both TopoctlError) when it is none. `launch`
-    is what the caller already knows of it (a container's env, GPUs, image); it is read on, not changed."""
-    draft = _LaunchDraft.thaw(launch) if launch is not None else _LaunchDraft(launcher="", where=where, base_dir=base_dir)
+def read_command(
+    tokens: list[str],
+    *,
+    where: str = "",
+    base_dir: str = ".",
+    launch: Launch | None = None,
+    env: dict[str, str] | None = None,
+    depth: int = 0,
+) -> Launch:
+    """The launch a command line starts; NotALaunch / Unsupported (both TopoctlError) when it is
+    none. `launch` is what the caller already knows of it (a container's env, GPUs, image); it is
+    read on, not changed."""
+    draft = (
+        _LaunchDraft.thaw(launch)
+        if launch is not None
+        else _LaunchDraft(launcher="", where=where, base_dir=base_dir)
+    )
     found = _read_draft(tokens, draft, where, base_dir, env, depth)
     return found if isinstance(found, Launch) else found.freeze()
 
 
-def _read_draft(tokens: list[str], launch: _LaunchDraft, where: str, base_dir: str, env: dict[str, str] | None,
-                depth: int) -> _LaunchDraft | Launch:
-    """`launch` read on to the launcher, or the launch of a `bash -c` script inside the command (frozen)."""
+def _read_draft(
+    tokens: list[str],
+    launch: _LaunchDraft,
+    where: str,
+    base_dir: str,
+    env: dict[str, str] | None,
+    depth: int,
+) -> _LaunchDraft | Launch:
+    """`launch` read on to the launcher, or the launch of a `bash -c` script inside the command
+    (frozen)."""
     if env:
         for name, value in env.items():
             launch.env.setdefault(name, value)
@@ -405,8 +565,11 @@ def _read_draft(tokens: list[str], launch: _LaunchDraft, where: str, base_dir: s
     while True:
         rest = _split_env_words(rest, launch)
         if not rest:
-            raise NotALaunch("no command after the environment assignments",
-                             hint="e.g. NCCL_DEBUG=INFO python -m sglang.launch_server --model-path M --tp-size 8")
+            raise NotALaunch(
+                "no command after the environment assignments",
+                hint="e.g. NCCL_DEBUG=INFO python -m sglang.launch_server --model-path M "
+                "--tp-size 8",
+            )
         step = _unwrap(rest, launch, where, base_dir, depth)
         if isinstance(step, Launch):
             return step
@@ -415,9 +578,11 @@ def _read_draft(tokens: list[str], launch: _LaunchDraft, where: str, base_dir: s
         rest = step
 
 
-def _unwrap(rest: list[str], launch: _LaunchDraft, where: str, base_dir: str, depth: int) -> list[str] | Launch | None:
-    """One layer around the server peeled: the words inside it, the launch of a `bash -c` script, or None when
-    `rest` starts with the launcher itself."""
+def _unwrap(
+    rest: list[str], launch: _LaunchDraft, where: str, base_dir: str, depth: int
+) -> list[str] | Launch | None:
+    """One layer around the server peeled: the words inside it, the launch of a `bash -c` script, or
+    None when `rest` starts with the launcher itself."""
     program = rest[0].rsplit("/", 1)[-1]
     if program == "env":
         return _env_program(rest[1:], launch)
@@ -433,13 +598,19 @@ def _unwrap(rest: list[str], launch: _LaunchDraft, where: str, base_dir: str, de
         return _shell_command(rest, program, launch, where, base_dir, depth)
     if program in ("docker", "podman", "nerdctl") and len(rest) >= 2 and rest[1] == "run":
         return _container(rest[2:], launch, program)
-    if program in ("docker", "podman") and len(rest) >= 3 and rest[1] == "container" and rest[2] == "run":
+    if (
+        program in ("docker", "podman")
+        and len(rest) >= 3
+        and rest[1] == "container"
+        and rest[2] == "run"
+    ):
         return _container(rest[3:], launch, program)
     return None
 
 
 def _env_program(rest: list[str], launch: _LaunchDraft) -> list[str]:
-    """`env [-i] [-u NAME] ...`: the words after env's options, its changes made to the launch's environment."""
+    """`env [-i] [-u NAME] ...`: the words after env's options, its changes made to the launch's
+    environment."""
     while rest and rest[0].startswith("-"):
         option = rest.pop(0)
         if option in ("-i", "--ignore-environment", "-"):
@@ -453,7 +624,9 @@ def _env_program(rest: list[str], launch: _LaunchDraft) -> list[str]:
     return rest
 
 
-def _shell_command(rest: list[str], program: str, launch: _LaunchDraft, where: str, base_dir: str, depth: int) -> Launch:
+def _shell_command(
+    rest: list[str], program: str, launch: _LaunchDraft, where: str, base_dir: str, depth: int
+) -> Launch:
     """`bash -c 'SCRIPT'`: the script's last launch."""
     index, script_at = 1, None
     while index < len(rest) and rest[index].startswith("-"):
@@ -461,21 +634,32 @@ def _shell_command(rest: list[str], program: str, launch: _LaunchDraft, where: s
             script_at = index + 1
         index += 2 if rest[index] == "-o" else 1
     if script_at is None:
-        raise NotALaunch(f"{program} running a script file ({_shown(rest)}): pass the script itself to check it",
-                         hint="topoctl check SCRIPT.sh reads the launch in it")
+        raise NotALaunch(
+            f"{program} running a script file ({_shown(rest)}): pass the script itself to check it",
+            hint="topoctl check SCRIPT.sh reads the launch in it",
+        )
     if index >= len(rest):
         raise NotALaunch(f"{program} -c: no script", hint="give the script after -c")
     if depth > 4:
         raise NotALaunch("shells nested too deep", hint="write the launch command directly")
-    found = read_script(rest[index], origin=where or "<command>", base_dir=base_dir, inherit=launch.freeze(),
-                        depth=depth + 1, report_line=False)
+    found = read_script(
+        rest[index],
+        origin=where or "<command>",
+        base_dir=base_dir,
+        inherit=launch.freeze(),
+        depth=depth + 1,
+        report_line=False,
+    )
     if not found:
-        raise NotALaunch(f"{program} -c: no launch in the script", hint="the script should hold the launch")
+        raise NotALaunch(
+            f"{program} -c: no launch in the script", hint="the script should hold the launch"
+        )
     return found[-1]
 
 
 def _launcher(rest: list[str], launch: _LaunchDraft) -> _LaunchDraft:
-    """The launcher and the words it hands on: SGLang's flags alone, `sglang serve`, `python -m ...`."""
+    """The launcher and the words it hands on: SGLang's flags alone, `sglang serve`, `python -m
+    ...`."""
     program = rest[0].rsplit("/", 1)[-1]
     if rest[0].startswith("-"):
         launch.launcher, launch.args = "flags", rest
@@ -511,26 +695,37 @@ def _python_module(rest: list[str], launch: _LaunchDraft) -> _LaunchDraft:
         launch.launcher, launch.args = str(module), rest[start:]
         return launch
     if module == "dynamo.frontend":
-        raise NotALaunch("Dynamo's frontend (python -m dynamo.frontend): it routes requests and starts no "
-                         "engine; the workers (python -m dynamo.sglang) are checked",
-                         hint="check the files that hold the workers")
+        raise NotALaunch(
+            "Dynamo's frontend (python -m dynamo.frontend): it routes requests and starts no "
+            "engine; the workers (python -m dynamo.sglang) are checked",
+            hint="check the files that hold the workers",
+        )
     for prefix, server in _OTHER_SERVERS_MODULES.items():
         if module and (module == prefix or module.startswith(prefix + ".")):
             raise Unsupported(server, _shown(rest))
     raise _not_sglang(rest)
 
 
-# ----------------------------------------------------------------------------------------------- shell scripts
+# -----------------------------------------------------------------------------------------------
+# shell scripts
 
-_EXPANSION_RE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::?[-=]([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)"
-                           r"|\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
+_EXPANSION_RE = re.compile(
+    r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::?[-=]([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)"
+    r"|\$\(([A-Za-z_][A-Za-z0-9_]*)\)"
+)
 
 
-def expand(text: str, variables: dict[str, str], unresolved: list[str], kubernetes: bool = False,
-           compose: bool = False) -> str:
-    """Variables in `text` the way its reader expands them: a shell's $NAME, ${NAME}, ${NAME:-default}; Kubernetes'
-    $(NAME) only (a $NAME in a manifest reaches the program as written); compose's shell-like forms with $$ for
-    a literal $. What is not known stays as written and is listed in `unresolved`."""
+def expand(
+    text: str,
+    variables: dict[str, str],
+    unresolved: list[str],
+    kubernetes: bool = False,
+    compose: bool = False,
+) -> str:
+    """Variables in `text` the way its reader expands them: a shell's $NAME, ${NAME},
+    ${NAME:-default}; Kubernetes' $(NAME) only (a $NAME in a manifest reaches the program as
+    written); compose's shell-like forms with $$ for a literal $. What is not known stays as written
+    and is listed in `unresolved`."""
     if compose:
         parts = text.split("$$")
         return "$".join(expand(part, variables, unresolved) for part in parts)
@@ -549,17 +744,31 @@ def expand(text: str, variables: dict[str, str], unresolved: list[str], kubernet
     return _EXPANSION_RE.sub(replace, text)
 
 
-def read_script(text: str, *, origin: str, base_dir: str = ".", inherit: Launch | None = None, depth: int = 0,
-                line_offset: int = 0, report_line: bool = True) -> list[Launch]:
-    """Every launch in a shell script (topoctl/deploy/shell.py reads it with bash's grammar), each with the variables
-    exported before it: a plain `NAME=value` is a shell variable, seen in expansions but not by the server; a
-    launch's own `NAME=value` words are its environment. Every branch is read, functions at their calls."""
+def read_script(
+    text: str,
+    *,
+    origin: str,
+    base_dir: str = ".",
+    inherit: Launch | None = None,
+    depth: int = 0,
+    line_offset: int = 0,
+    report_line: bool = True,
+) -> list[Launch]:
+    """Every launch in a shell script (topoctl/deploy/shell.py reads it with bash's grammar), each
+    with the variables exported before it: a plain `NAME=value` is a shell variable, seen in
+    expansions but not by the server; a launch's own `NAME=value` words are its environment. Every
+    branch is read, functions at their calls."""
     from topoctl.core.safe_read import MAX_EXPANSION_CHARS, MAX_LAUNCHES_PER_FILE, LimitError
     from topoctl.deploy import shell
 
     try:
-        commands = shell.commands(text, origin=origin, line_offset=line_offset, max_chars=MAX_EXPANSION_CHARS,
-                                  inherit_env=dict(inherit.env) if inherit else None)
+        commands = shell.commands(
+            text,
+            origin=origin,
+            line_offset=line_offset,
+            max_chars=MAX_EXPANSION_CHARS,
+            inherit_env=dict(inherit.env) if inherit else None,
+        )
     except shell.ShellLimitError as error:
         raise LimitError(error.message, hint=error.hint or "") from None
     launches: list[Launch] = []
@@ -570,20 +779,32 @@ def read_script(text: str, *, origin: str, base_dir: str = ".", inherit: Launch 
             other = other or launch
         elif launch is not None:
             if len(launches) >= MAX_LAUNCHES_PER_FILE:
-                raise LimitError(f"{launch.where}: more than {MAX_LAUNCHES_PER_FILE} SGLang launches in {origin}")
+                raise LimitError(
+                    f"{launch.where}: more than {MAX_LAUNCHES_PER_FILE} SGLang launches in {origin}"
+                )
             launches.append(launch)
     if not launches and other is not None:
         raise other
     return launches
 
 
-def _script_launch(command: Command, origin: str, base_dir: str, inherit: Launch | None, depth: int,
-                   report_line: bool) -> Launch | Unsupported | None:
+def _script_launch(
+    command: Command,
+    origin: str,
+    base_dir: str,
+    inherit: Launch | None,
+    depth: int,
+    report_line: bool,
+) -> Launch | Unsupported | None:
     """The launch one command of a script starts, the other server it starts, or None."""
     where = f"{origin}:{command.line}" if report_line else origin
-    env_where = {name: (inherit.env_where.get(name, "") if inherit and not line else f"{origin}:{line}")
-                 for name, line in command.env_line.items()}
-    launch = _LaunchDraft(launcher="", where=where, base_dir=base_dir, env=dict(command.env), env_where=env_where)
+    env_where = {
+        name: (inherit.env_where.get(name, "") if inherit and not line else f"{origin}:{line}")
+        for name, line in command.env_line.items()
+    }
+    launch = _LaunchDraft(
+        launcher="", where=where, base_dir=base_dir, env=dict(command.env), env_where=env_where
+    )
     if inherit is not None:
         launch.gpus, launch.image, launch.nodes = inherit.gpus, inherit.image, inherit.nodes
     launch.unresolved = list(command.unknown)
@@ -595,12 +816,14 @@ def _script_launch(command: Command, origin: str, base_dir: str, inherit: Launch
         found = _read_draft(tokens, launch, where, base_dir, None, depth)
     except Unsupported as error:  # another server: said when the script starts no SGLang at all
         return error
-    except NotALaunch:  # `docker run -d redis`, `sglang version`, `echo`: not a server launch, read on
+    except (
+        NotALaunch
+    ):  # `docker run -d redis`, `sglang version`, `echo`: not a server launch, read on
         return None
     if isinstance(found, Launch):  # the launch of a `bash -c` script inside this command
         return found
-    if found.args and tokens[-len(found.args):] == found.args:
-        found.arg_where = [f"{origin}:{word.line}" for word in command.words[-len(found.args):]]
+    if found.args and tokens[-len(found.args) :] == found.args:
+        found.arg_where = [f"{origin}:{word.line}" for word in command.words[-len(found.args) :]]
     return found.freeze()
 
 
@@ -619,8 +842,8 @@ _FLOATING_TAGS = re.compile(r"(latest|dev|nightly|main|stable)([-_.].*)?\Z")
 
 
 def floating_tag(image: str | None) -> str | None:
-    """Why an SGLang or Dynamo image names no release (`:latest`, `:dev`, `:nightly-...`, a digest, no tag), or
-    None when its tag names one or the image is another program's."""
+    """Why an SGLang or Dynamo image names no release (`:latest`, `:dev`, `:nightly-...`, a digest,
+    no tag), or None when its tag names one or the image is another program's."""
     if not image:
         return None
     name, _, digest = image.partition("@")
@@ -640,7 +863,8 @@ def floating_tag(image: str | None) -> str | None:
 
 
 def image_dynamo_version(image: str | None) -> str | None:
-    """The ai-dynamo version a Dynamo runtime image tag names (`nvcr.io/nvidia/ai-dynamo/sglang-runtime:1.6.1`)."""
+    """The ai-dynamo version a Dynamo runtime image tag names
+    (`nvcr.io/nvidia/ai-dynamo/sglang-runtime:1.6.1`)."""
     if not image or ":" not in image.rsplit("/", 1)[-1]:
         return None
     repository, tag = image.rsplit(":", 1)
@@ -652,7 +876,13 @@ def image_dynamo_version(image: str | None) -> str | None:
 
 def describe(launch: Launch) -> dict[str, object]:
     """A plain summary for reports and tests."""
-    return {"launcher": launch.launcher, "args": list(launch.args), "env": dict(launch.env), "image": launch.image,
-            "gpus": None if launch.gpus is None else {"count": launch.gpus.count, "ids": launch.gpus.ids,
-                                                       "source": launch.gpus.source},
-            "where": launch.where}
+    return {
+        "launcher": launch.launcher,
+        "args": list(launch.args),
+        "env": dict(launch.env),
+        "image": launch.image,
+        "gpus": None
+        if launch.gpus is None
+        else {"count": launch.gpus.count, "ids": launch.gpus.ids, "source": launch.gpus.source},
+        "where": launch.where,
+    }

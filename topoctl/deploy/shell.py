@@ -1,22 +1,25 @@
-"""Shell scripts read with a real shell grammar, never run: the commands a script would start, each with its words
-as bash would expand them from what the script itself defines, and the environment it would export.
+"""Shell scripts read with a real shell grammar, never run: the commands a script would start, each
+with its words as bash would expand them from what the script itself defines, and the environment it
+would export.
 
-The grammar is tree-sitter-bash (the tree-sitter project's bash grammar, MIT, compiled wheels for CPython 3.9 on,
-releases through 2025): it parses bash arrays (`ARGS=(...)`, `"${ARGS[@]}"`), functions, `case`, `[[ ]]`,
-here-documents and `$((...))` as bash does, and keeps every node's line. bashlex (GPL-3.0, last release 2023) was
-tried on the same scripts and stops at the first array assignment ("unexpected token '('"), which SGLang's own
-launch scripts use.
+The grammar is tree-sitter-bash (the tree-sitter project's bash grammar, MIT, compiled wheels for
+CPython 3.9 on, releases through 2025): it parses bash arrays (`ARGS=(...)`, `"${ARGS[@]}"`),
+functions, `case`, `[[ ]]`, here-documents and `$((...))` as bash does, and keeps every node's line.
+bashlex (GPL-3.0, last release 2023) was tried on the same scripts and stops at the first array
+assignment ("unexpected token '('"), which SGLang's own launch scripts use.
 
-What is expanded: variables and arrays assigned in the file (`NAME=v`, `export`, `declare -a`, `local`, `+=`),
-`${NAME:-default}`, `${NAME:=default}`, `${NAME:+alt}`, `${#ARR[@]}`, `${ARR[i]}`, `$((...))` over known integers,
-functions called in the file (their `$1`, `"$@"` bound to the call's words, `shift` honoured), and `for` loops
-over literal lists (each value once). What is not known here (the script's own `$1`, `$(hostname)`, a variable
-set outside the file) stays written as it is (`$1`), and is listed as unknown: a reader names it, never
-guesses it. Control flow is not decided: every branch of an `if` or `case` is read, so every launch is found.
-A function defined and never called is read once with its arguments unknown.
+What is expanded: variables and arrays assigned in the file (`NAME=v`, `export`, `declare -a`,
+`local`, `+=`), `${NAME:-default}`, `${NAME:=default}`, `${NAME:+alt}`, `${#ARR[@]}`, `${ARR[i]}`,
+`$((...))` over known integers, functions called in the file (their `$1`, `"$@"` bound to the call's
+words, `shift` honoured), and `for` loops over literal lists (each value once). What is not known
+here (the script's own `$1`, `$(hostname)`, a variable set outside the file) stays written as it is
+(`$1`), and is listed as unknown: a reader names it, never guesses it. Control flow is not decided:
+every branch of an `if` or `case` is read, so every launch is found. A function defined and never
+called is read once with its arguments unknown.
 
 Layer: deployment reading (docs/architecture.md, "Layers").
 """
+
 from __future__ import annotations
 
 import functools
@@ -42,12 +45,15 @@ class Word:
 
     text: str
     line: int
-    unknown: tuple[str, ...] = ()  # expansions in it whose value the file does not give ("$1", "$(hostname)")
+    unknown: tuple[
+        str, ...
+    ] = ()  # expansions in it whose value the file does not give ("$1", "$(hostname)")
 
 
 @dataclass
 class Command:
-    """A simple command the script would run: its prefix assignments as NAME=VALUE words, then its words."""
+    """A simple command the script would run: its prefix assignments as NAME=VALUE words, then its
+    words."""
 
     words: list[Word]
     line: int  # the command's first line in the outermost caller's frame
@@ -59,7 +65,8 @@ class Command:
 
 
 class ShellLimitError(TopoctlError):
-    """A script that would expand past a bound (a variable that doubles itself, calls nested too deep)."""
+    """A script that would expand past a bound (a variable that doubles itself, calls nested too
+    deep)."""
 
 
 @functools.lru_cache(maxsize=1)
@@ -68,16 +75,21 @@ def _parser() -> Parser:
         import tree_sitter
         import tree_sitter_bash
     except ImportError as exc:  # a broken install: said in one line, not a traceback
-        raise TopoctlError(f"cannot read shell scripts: {exc}",
-                           hint="reinstall topoctl (it needs tree-sitter and tree-sitter-bash)") from None
+        raise TopoctlError(
+            f"cannot read shell scripts: {exc}",
+            hint="reinstall topoctl (it needs tree-sitter and tree-sitter-bash)",
+        ) from None
     return tree_sitter.Parser(tree_sitter.Language(tree_sitter_bash.language()))
 
 
 def _bytes(node: Node | None) -> bytes:
-    """The source bytes of a node the grammar always gives (the tree is parsed from bytes, so it has them)."""
+    """The source bytes of a node the grammar always gives (the tree is parsed from bytes, so it has
+    them)."""
     if node is None or node.text is None:
-        raise TopoctlError("cannot read a shell script: tree-sitter-bash left out a node its grammar has",
-                           hint="reinstall topoctl (it needs tree-sitter and tree-sitter-bash)")
+        raise TopoctlError(
+            "cannot read a shell script: tree-sitter-bash left out a node its grammar has",
+            hint="reinstall topoctl (it needs tree-sitter and tree-sitter-bash)",
+        )
     return node.text
 
 
@@ -101,18 +113,28 @@ def _unescape_double(text: str) -> str:
 
 def _ansi_c(text: str) -> str:
     body = text[2:-1]
-    table = {"n": "\n", "t": "\t", "\\": "\\", "'": "'", '"': '"', "e": "\x1b", "a": "\a", "r": "\r"}
+    table = {
+        "n": "\n",
+        "t": "\t",
+        "\\": "\\",
+        "'": "'",
+        '"': '"',
+        "e": "\x1b",
+        "a": "\a",
+        "r": "\r",
+    }
     return re.sub(r"\\(.)", lambda m: table.get(m.group(1), "\\" + m.group(1)), body)
 
 
-# A piece of a word being expanded: (text, split) where split marks an unquoted expansion's result (field
-# splitting applies to it); a field is a list of pieces; an expansion gives a list of fields.
+# A piece of a word being expanded: (text, split) where split marks an unquoted expansion's result
+# (field splitting applies to it); a field is a list of pieces; an expansion gives a list of fields.
 Piece = tuple[str, bool]
 Fields = list[list[Piece]]
 
 
 def _join(left: Fields, right: Fields) -> Fields:
-    """Concatenation of two expansions: the last field of the left joins the first of the right ("a$@b")."""
+    """Concatenation of two expansions: the last field of the left joins the first of the right
+    ("a$@b")."""
     if not left:
         return right
     if not right:
@@ -149,45 +171,68 @@ def _arith(expression: str, lookup: Callable[[str], str | None]) -> str | None:
 
     def name_value(match: re.Match[str]) -> str:
         value = lookup(match.group(1) or match.group(2))
-        return value.strip() if value is not None and re.fullmatch(r"\s*-?\d+\s*", value) else "\x00"
+        return (
+            value.strip() if value is not None and re.fullmatch(r"\s*-?\d+\s*", value) else "\x00"
+        )
 
-    text = re.sub(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?|\b([A-Za-z_][A-Za-z0-9_]*)\b", name_value, expression)
+    text = re.sub(
+        r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?|\b([A-Za-z_][A-Za-z0-9_]*)\b", name_value, expression
+    )
     if "\x00" in text or not _ARITH_OK.match(text) or len(text) > 200:
         return None
     try:
         tree = ast.parse(text.strip().replace("/", "//").replace("////", "//"), mode="eval")
     except SyntaxError:
         return None
-    allowed = (ast.Expression, ast.BinOp, ast.UnaryOp, ast.Constant, ast.Add, ast.Sub, ast.Mult, ast.FloorDiv,
-               ast.Mod, ast.USub, ast.UAdd)
+    allowed = (
+        ast.Expression,
+        ast.BinOp,
+        ast.UnaryOp,
+        ast.Constant,
+        ast.Add,
+        ast.Sub,
+        ast.Mult,
+        ast.FloorDiv,
+        ast.Mod,
+        ast.USub,
+        ast.UAdd,
+    )
     if not all(isinstance(node, allowed) for node in ast.walk(tree)):
         return None
     try:
         value = eval(compile(tree, "<arith>", "eval"), {"__builtins__": {}})  # noqa: S307 - only int arithmetic nodes
     except (ZeroDivisionError, OverflowError, ValueError):
         return None
-    return str(value) if isinstance(value, int) and abs(value) < 10 ** 18 else None
+    return str(value) if isinstance(value, int) and abs(value) < 10**18 else None
 
 
 class _Frame:
     """A function call's positional parameters (None: the script's own, unknown here)."""
 
-    def __init__(self, positional: list[Word] | None, call_line: int | None, name: str = "") -> None:
+    def __init__(
+        self, positional: list[Word] | None, call_line: int | None, name: str = ""
+    ) -> None:
         self.positional = positional
         self.call_line = call_line
         self.name = name
 
 
 class _Reader:
-    def __init__(self, origin: str, line_offset: int, max_chars: int, inherit_env: dict[str, str] | None) -> None:
+    def __init__(
+        self, origin: str, line_offset: int, max_chars: int, inherit_env: dict[str, str] | None
+    ) -> None:
         self.origin = origin
         self.offset = line_offset
         self.max_chars = max_chars
         self.chars = 0
-        self.variables: dict[str, list[str]] = {name: [value] for name, value in (inherit_env or {}).items()}
+        self.variables: dict[str, list[str]] = {
+            name: [value] for name, value in (inherit_env or {}).items()
+        }
         self.exported: dict[str, int] = {name: 0 for name in (inherit_env or {})}
         self.auto_export = False
-        self.variable_unknown: dict[str, tuple[str, ...]] = {}  # what a variable's value holds unexpanded
+        self.variable_unknown: dict[
+            str, tuple[str, ...]
+        ] = {}  # what a variable's value holds unexpanded
         self.functions: dict[str, Node] = {}
         self.called: set[str] = set()
         self.frames: list[_Frame] = [_Frame(None, None)]
@@ -195,19 +240,24 @@ class _Reader:
         self.depth = 0
         self.unknown: list[str] = []  # unknowns met while expanding the current command
 
-    # ------------------------------------------------------------------------------------------- bounds
+    # -------------------------------------------------------------------------------------------
+    # bounds
 
     def _count(self, text: str, line: int) -> None:
         self.chars += len(text)
         if self.chars > self.max_chars:
-            raise ShellLimitError(f"{self.origin}:{line}: the script's variable expansions exceed "
-                                  f"{self.max_chars:,} characters (a variable that doubles itself?)",
-                                  hint="write the value in full, or check the launch as it is run")
+            raise ShellLimitError(
+                f"{self.origin}:{line}: the script's variable expansions exceed "
+                f"{self.max_chars:,} characters (a variable that doubles itself?)",
+                hint="write the value in full, or check the launch as it is run",
+            )
 
-    # ------------------------------------------------------------------------------------------- values
+    # -------------------------------------------------------------------------------------------
+    # values
 
     def lookup(self, name: str) -> list[str] | None:
-        """A variable's values, or a positional parameter of the current call; None when not known here."""
+        """A variable's values, or a positional parameter of the current call; None when not known
+        here."""
         if name.isdigit():
             frame = self.frames[-1]
             if frame.positional is None:
@@ -254,7 +304,9 @@ class _Reader:
             name = _text(name_node) if name_node is not None else ""
             if name in ("@", "*"):
                 return self._positional_fields(written, quoted, name == "*")
-            values = self.lookup(name) if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]", name) else None
+            values = (
+                self.lookup(name) if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]", name) else None
+            )
             if values is None:
                 return self._unknown(written)
             return self._values_fields(values[:1], quoted or self._opaque(name), False)
@@ -288,8 +340,11 @@ class _Reader:
         values = self.lookup(name) if not (name.isdigit() and len(name) > 1) else None
         if index is not None and values is not None and index not in ("@", "*"):
             resolved = _arith(index, self._scalar) if not index.isdigit() else index
-            values = None if resolved is None else ([values[int(resolved)]] if 0 <= int(resolved) < len(values)
-                                                    else [""])
+            values = (
+                None
+                if resolved is None
+                else ([values[int(resolved)]] if 0 <= int(resolved) < len(values) else [""])
+            )
         if length:
             if values is None or operator:
                 return self._unknown(written)
@@ -301,20 +356,34 @@ class _Reader:
             return self._unknown(written)
         if values is None:
             return self._unknown(written)
-        return self._values_fields(values if index in ("@", "*") else values[:1], quoted or self._opaque(name),
-                                   index == "@")
+        return self._values_fields(
+            values if index in ("@", "*") else values[:1],
+            quoted or self._opaque(name),
+            index == "@",
+        )
 
     def _opaque(self, name: str) -> bool:
-        """A value holding something unknown (`$(hostname)`) stays one word: how it would split is not known."""
+        """A value holding something unknown (`$(hostname)`) stays one word: how it would split is
+        not known."""
         if name.isdigit():
             frame = self.frames[-1]
             index = int(name)
-            return bool(frame.positional and 0 < index <= len(frame.positional)
-                        and frame.positional[index - 1].unknown)
+            return bool(
+                frame.positional
+                and 0 < index <= len(frame.positional)
+                and frame.positional[index - 1].unknown
+            )
         return bool(self.variable_unknown.get(name))
 
-    def _default(self, name: str, values: list[str] | None, operator: str, operand: list[Node] | None, written: str,
-                 quoted: bool) -> Fields:
+    def _default(
+        self,
+        name: str,
+        values: list[str] | None,
+        operator: str,
+        operand: list[Node] | None,
+        written: str,
+        quoted: bool,
+    ) -> Fields:
         empty_counts = operator.startswith(":")
         is_set = values is not None and (not empty_counts or any(values))
         if operator.lstrip(":") == "+":
@@ -322,13 +391,18 @@ class _Reader:
                 return self._unknown(written)
             return self.expand(operand, quoted) if is_set and operand is not None else []
         if operator.lstrip(":") == "?":
-            return self._values_fields(values[:1], quoted, False) if is_set and values is not None \
+            return (
+                self._values_fields(values[:1], quoted, False)
+                if is_set and values is not None
                 else self._unknown(written)
+            )
         if is_set and values is not None:
             return self._values_fields(values[:1], quoted, False)
         default = self.expand(operand, quoted) if operand is not None else [[("", False)]]
         if operator.lstrip(":") == "=" and not name.isdigit():
-            self.variables[name] = [" ".join(_split(f)) if not quoted else "".join(t for t, _ in f) for f in default][:1]
+            self.variables[name] = [
+                " ".join(_split(f)) if not quoted else "".join(t for t, _ in f) for f in default
+            ][:1]
         return default
 
     def expand(self, node: Node | list[Node], quoted: bool = False) -> Fields:
@@ -366,28 +440,41 @@ class _Reader:
             for child in node.named_children:
                 out.extend(self.expand(child))
             return out
-        return self._unknown(_text(node))  # $(...), `...`, <(...): what they print is not known here
+        return self._unknown(
+            _text(node)
+        )  # $(...), `...`, <(...): what they print is not known here
 
     def _string(self, node: Node) -> Fields:
         inner = [child for child in node.children if child.type != '"']
-        if len(inner) == 1 and inner[0].type in ("simple_expansion", "expansion") \
-                and node.end_byte - node.start_byte == inner[0].end_byte - inner[0].start_byte + 2:
-            return self.expand(inner[0], quoted=True)  # "${ARR[@]}" of an empty array is no word at all
+        if (
+            len(inner) == 1
+            and inner[0].type in ("simple_expansion", "expansion")
+            and node.end_byte - node.start_byte == inner[0].end_byte - inner[0].start_byte + 2
+        ):
+            return self.expand(
+                inner[0], quoted=True
+            )  # "${ARR[@]}" of an empty array is no word at all
         out: Fields = [[("", False)]]
         last_end = None
         for child in node.children:
             if child.type == '"':
                 last_end = child.end_byte if last_end is None else last_end
                 continue
-            if last_end is not None and child.start_byte > last_end:  # whitespace the grammar leaves out
-                gap = _bytes(node)[last_end - node.start_byte:child.start_byte - node.start_byte]
+            if (
+                last_end is not None and child.start_byte > last_end
+            ):  # whitespace the grammar leaves out
+                gap = _bytes(node)[last_end - node.start_byte : child.start_byte - node.start_byte]
                 out = _join(out, [[(_unescape_double(gap.decode("utf-8", "replace")), False)]])
-            out = _join(out, self.expand(child, quoted=True) if child.type != "string_content"
-                        else [[(_unescape_double(_text(child)), False)]])
+            out = _join(
+                out,
+                self.expand(child, quoted=True)
+                if child.type != "string_content"
+                else [[(_unescape_double(_text(child)), False)]],
+            )
             last_end = child.end_byte
         end = node.end_byte - 1
         if last_end is not None and end > last_end:
-            gap = _bytes(node)[last_end - node.start_byte:end - node.start_byte]
+            gap = _bytes(node)[last_end - node.start_byte : end - node.start_byte]
             out = _join(out, [[(_unescape_double(gap.decode("utf-8", "replace")), False)]])
         return out
 
@@ -416,19 +503,31 @@ class _Reader:
                 return word.line
         return None
 
-    # ------------------------------------------------------------------------------------------- statements
+    # -------------------------------------------------------------------------------------------
+    # statements
 
     def walk(self, node: Node) -> None:
         self.depth += 1
         if self.depth > _NEST_DEPTH:
-            raise ShellLimitError(f"{self.origin}:{_line(node) + self.offset}: statements nested more than "
-                                  f"{_NEST_DEPTH} deep", hint="write the launch command directly")
+            raise ShellLimitError(
+                f"{self.origin}:{_line(node) + self.offset}: statements nested more than "
+                f"{_NEST_DEPTH} deep",
+                hint="write the launch command directly",
+            )
         try:
             handler = _HANDLERS.get(node.type)
             if handler is not None:
                 handler(self, node)
-            elif node.type not in ("comment", "test_command", "heredoc_body", "heredoc_start", "heredoc_end",
-                                   "file_redirect", "heredoc_redirect", "herestring_redirect"):
+            elif node.type not in (
+                "comment",
+                "test_command",
+                "heredoc_body",
+                "heredoc_start",
+                "heredoc_end",
+                "file_redirect",
+                "heredoc_redirect",
+                "herestring_redirect",
+            ):
                 for child in node.named_children:
                     self.walk(child)
         finally:
@@ -448,19 +547,26 @@ class _Reader:
         if value_node is None:
             values: list[str] = [""]
         elif value_node.type == "array":
-            values = [word.text for child in value_node.named_children for word in self.words(child)]
+            values = [
+                word.text for child in value_node.named_children for word in self.words(child)
+            ]
         else:  # a scalar assignment is not field-split
             fields = self.expand(value_node, quoted=True)
             values = ["".join(text for field_pieces in fields for text, _ in field_pieces)]
             self._count(values[0], _line(node) + self.offset)
         if appending:
             previous = self.variables.get(name) or []
-            values = previous + values if value_node is not None and value_node.type == "array" \
+            values = (
+                previous + values
+                if value_node is not None and value_node.type == "array"
                 else [(previous[0] if previous else "") + values[0]]
+            )
         unknown = tuple(dict.fromkeys(self.unknown[before:]))
         del self.unknown[before:]
         self.variables[name] = values
-        self.variable_unknown[name] = unknown + (self.variable_unknown.get(name, ()) if appending else ())
+        self.variable_unknown[name] = unknown + (
+            self.variable_unknown.get(name, ()) if appending else ()
+        )
         if export or self.auto_export or name in self.exported:
             self.exported[name] = _line(node)
 
@@ -481,34 +587,60 @@ class _Reader:
         if self._builtin(program, words, node):
             return
         if program in self.functions:
-            if len(self.frames) <= _CALL_DEPTH and all(frame.name != program for frame in self.frames):
+            if len(self.frames) <= _CALL_DEPTH and all(
+                frame.name != program for frame in self.frames
+            ):
                 self.call(program, words[1:], _line(node))
             return  # a call past the depth, or a function calling itself: read once already
         env_words = []
         for child in prefix:
             name = _text(child.child_by_field_name("name"))
             value = child.child_by_field_name("value")
-            text = "" if value is None else "".join(t for f in self.expand(value, quoted=True) for t, _ in f)
+            text = (
+                ""
+                if value is None
+                else "".join(t for f in self.expand(value, quoted=True) for t, _ in f)
+            )
             env_words.append(Word(f"{name}={text}", _line(child) + self.offset))
         self.emit(env_words + words, node)
 
     def emit(self, words: list[Word], node: Node) -> None:
         if len(self.commands) >= _MAX_COMMANDS:
-            raise ShellLimitError(f"{self.origin}: more than {_MAX_COMMANDS:,} commands once functions are called",
-                                  hint="check the launch as it is run")
-        outer = next((frame.call_line for frame in self.frames if frame.call_line is not None), None)
-        env = {name: self._scalar(name) or "" for name in self.exported if self.lookup(name) is not None}
-        self.commands.append(Command(words, (outer or _line(node)) + self.offset, _line(node) + self.offset,
-                                     int(node.end_point[0]) + 1 + self.offset, env,
-                                     {name: line + self.offset if line else 0 for name, line in self.exported.items()
-                                      if name in env},
-                                     list(dict.fromkeys(self.unknown))))
+            raise ShellLimitError(
+                f"{self.origin}: more than {_MAX_COMMANDS:,} commands once functions are called",
+                hint="check the launch as it is run",
+            )
+        outer = next(
+            (frame.call_line for frame in self.frames if frame.call_line is not None), None
+        )
+        env = {
+            name: self._scalar(name) or ""
+            for name in self.exported
+            if self.lookup(name) is not None
+        }
+        self.commands.append(
+            Command(
+                words,
+                (outer or _line(node)) + self.offset,
+                _line(node) + self.offset,
+                int(node.end_point[0]) + 1 + self.offset,
+                env,
+                {
+                    name: line + self.offset if line else 0
+                    for name, line in self.exported.items()
+                    if name in env
+                },
+                list(dict.fromkeys(self.unknown)),
+            )
+        )
 
     def _builtin(self, program: str, words: list[Word], node: Node) -> bool:
         args = [word.text for word in words[1:]]
         if program == "set":
             for arg in args:
-                if arg in ("-a", "-o") or (arg.startswith("-") and "a" in arg and not arg.startswith("--")):
+                if arg in ("-a", "-o") or (
+                    arg.startswith("-") and "a" in arg and not arg.startswith("--")
+                ):
                     self.auto_export = self.auto_export or arg != "-o" or "allexport" in args
                 elif arg.startswith("+") and "a" in arg:
                     self.auto_export = False
@@ -526,12 +658,35 @@ class _Reader:
                 self.variables.pop(arg, None)
                 self.exported.pop(arg, None)
             return True
-        return program in ("echo", "printf", "cd", "sleep", "mkdir", "cat", "true", ":", "wait", "trap", "source",
-                           ".", "return", "exit", "read", "ulimit", "umask", "pushd", "popd", "test", "[")
+        return program in (
+            "echo",
+            "printf",
+            "cd",
+            "sleep",
+            "mkdir",
+            "cat",
+            "true",
+            ":",
+            "wait",
+            "trap",
+            "source",
+            ".",
+            "return",
+            "exit",
+            "read",
+            "ulimit",
+            "umask",
+            "pushd",
+            "popd",
+            "test",
+            "[",
+        )
 
     def call(self, name: str, arguments: list[Word], line: int) -> None:
         self.called.add(name)
-        outer = next((frame.call_line for frame in self.frames if frame.call_line is not None), None)
+        outer = next(
+            (frame.call_line for frame in self.frames if frame.call_line is not None), None
+        )
         self.frames.append(_Frame(list(arguments), outer or line, name))
         saved_unknown = self.unknown
         try:
@@ -543,7 +698,9 @@ class _Reader:
     def declaration(self, node: Node) -> None:
         keyword = _text(node.children[0]) if node.children else ""
         options = [_text(child) for child in node.named_children if child.type == "word"]
-        export = keyword == "export" or any(option.startswith("-") and "x" in option for option in options)
+        export = keyword == "export" or any(
+            option.startswith("-") and "x" in option for option in options
+        )
         for child in node.named_children:
             if child.type == "variable_assignment":
                 self.assign(child, export=export, local=keyword == "local")
@@ -584,7 +741,8 @@ class _Reader:
             self.functions[_text(name)] = body
 
     def finish(self) -> None:
-        """Functions never called in the file are read once, their arguments unknown (a launch is still found)."""
+        """Functions never called in the file are read once, their arguments unknown (a launch is
+        still found)."""
         for name, body in list(self.functions.items()):
             if name not in self.called:
                 self.called.add(name)
@@ -605,10 +763,16 @@ _HANDLERS: dict[str, Callable[[_Reader, Node], None]] = {
 }
 
 
-def commands(text: str, *, origin: str, line_offset: int = 0, max_chars: int = 10 ** 8,
-             inherit_env: dict[str, str] | None = None) -> list[Command]:
-    """Every simple command of a script in the order a reader meets them (functions at their calls), expanded
-    from what the script defines; ShellLimitError past the bounds."""
+def commands(
+    text: str,
+    *,
+    origin: str,
+    line_offset: int = 0,
+    max_chars: int = 10**8,
+    inherit_env: dict[str, str] | None = None,
+) -> list[Command]:
+    """Every simple command of a script in the order a reader meets them (functions at their calls),
+    expanded from what the script defines; ShellLimitError past the bounds."""
     tree = _parser().parse(text.encode("utf-8", "surrogateescape"))
     reader = _Reader(origin, line_offset, max_chars, inherit_env)
     reader.walk(tree.root_node)

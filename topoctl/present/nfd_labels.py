@@ -1,13 +1,15 @@
 """Node labels from a snapshot, as a node-feature-discovery local feature file.
 
-NFD's `local` source reads every file in /etc/kubernetes/node-feature-discovery/features.d/ on the node, one
-`name=value` a line, `#` lines being comments (node-feature-discovery source/local/local.go, parseFeatureFile;
-docs/usage/customization-guide.md, "Feature files"); a name without a namespace gets
-`feature.node.kubernetes.io/`. topoctl names its labels `feature.node.kubernetes.io/topoctl-*`, so NFD's
-default namespace rules accept them. Values are what a Kubernetes label value may be: at most 63 characters
-of [A-Za-z0-9._-], starting and ending alphanumeric (unknown is written `unknown`).
+NFD's `local` source reads every file in /etc/kubernetes/node-feature-discovery/features.d/ on the
+node, one `name=value` a line, `#` lines being comments (node-feature-discovery
+source/local/local.go, parseFeatureFile; docs/usage/customization-guide.md, "Feature files"); a name
+without a namespace gets `feature.node.kubernetes.io/`. topoctl names its labels
+`feature.node.kubernetes.io/topoctl-*`, so NFD's default namespace rules accept them. Values are
+what a Kubernetes label value may be: at most 63 characters of [A-Za-z0-9._-], starting and ending
+alphanumeric (unknown is written `unknown`).
 
 Layer: judge (docs/architecture.md, "Layers")."""
+
 from __future__ import annotations
 
 import re
@@ -31,12 +33,15 @@ def label_value(value: object) -> str:
 
 
 def _sm(view: SnapshotView) -> str | None:
-    sms: list[int] = sorted({sm for gpu in view.indexed_gpus if isinstance(sm := gpu.get("sm"), int)})
+    sms: list[int] = sorted(
+        {sm for gpu in view.indexed_gpus if isinstance(sm := gpu.get("sm"), int)}
+    )
     return "-".join(map(str, sms)) if sms else None
 
 
 def _clique(view: SnapshotView) -> object:
-    """The NVLink fabric clique of the GPUs (NVML's fabric info), `none` without one, `mixed` when they differ."""
+    """The NVLink fabric clique of the GPUs (NVML's fabric info), `none` without one, `mixed` when
+    they differ."""
     cliques = {(gpu.get("fabric") or {}).get("clique_id") for gpu in view.indexed_gpus}
     if cliques == {None}:
         return "none"
@@ -44,7 +49,8 @@ def _clique(view: SnapshotView) -> object:
 
 
 def _nearest_nic(view: SnapshotView) -> str | None:
-    """The farthest of the GPUs' nearest-NIC relations (PIX ... SYS), `none` without an active RDMA NIC."""
+    """The farthest of the GPUs' nearest-NIC relations (PIX ... SYS), `none` without an active RDMA
+    NIC."""
     network = view.network
     if not network.present or network.active_rdma is None:
         return None
@@ -53,7 +59,9 @@ def _nearest_nic(view: SnapshotView) -> str | None:
     nearest = [network.nearest(gpu["index"]) for gpu in view.indexed_gpus]
     if any(entry is None or entry.link is None for entry in nearest):
         return None
-    return max((entry.link for entry in nearest if entry is not None and entry.link), key=LINK_ORDER.index)
+    return max(
+        (entry.link for entry in nearest if entry is not None and entry.link), key=LINK_ORDER.index
+    )
 
 
 def labels(snapshot: SnapshotLike, allreduce_path: str | None) -> dict[str, str]:
@@ -76,7 +84,10 @@ def labels(snapshot: SnapshotLike, allreduce_path: str | None) -> dict[str, str]
 
 def feature_file(snapshot: SnapshotLike, allreduce_path: str | None, version: str) -> str:
     source = view_of(snapshot)
-    lines = [f"# node labels written by topoctl {version} (topoctl export nfd) for {source.hostname or 'this node'}",
-             "# read by node-feature-discovery's local source; rewritten whole on each run"]
+    lines = [
+        f"# node labels written by topoctl {version} (topoctl export nfd) for "
+        f"{source.hostname or 'this node'}",
+        "# read by node-feature-discovery's local source; rewritten whole on each run",
+    ]
     lines.extend(f"{name}={value}" for name, value in labels(snapshot, allreduce_path).items())
     return "\n".join(lines) + "\n"

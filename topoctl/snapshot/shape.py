@@ -1,21 +1,23 @@
-"""The snapshot's JSON shape for mypy: Snapshot and the TypedDicts of its sections and entries, key for key the
-published schema's (topoctl/snapshot/schema/snapshot.schema.json; tests/snapshot/test_snapshot_types.py holds them to it).
+"""The snapshot's JSON shape for mypy: Snapshot and the TypedDicts of its sections and entries, key
+for key the published schema's (topoctl/snapshot/schema/snapshot.schema.json;
+tests/snapshot/test_snapshot_types.py holds them to it).
 
-Only type checking reads this module: the product imports it under TYPE_CHECKING, because making these
-classes costs about 1 ms at every start of show, check and recommend while a TypedDict checks nothing at run
-time (the loaded dict is the value; the loaders validate it against the schema).
+Only type checking reads this module: the product imports it under TYPE_CHECKING, because making
+these classes costs about 1 ms at every start of show, check and recommend while a TypedDict checks
+nothing at run time (the loaded dict is the value; the loaders validate it against the schema).
 
 Layer: snapshot (docs/architecture.md, "Layers").
 """
+
 from __future__ import annotations
 
 from typing import Required, TypedDict
 
 
 class GpuEntry(TypedDict, total=False):
-    """One entry of snapshot.gpus as topoctl/snapshot/schema/snapshot.schema.json gives it (readers' view of the JSON:
-    a TypedDict, so the loaded dict is the value; the nested sections stay mappings). `index` is the one key
-    a validated snapshot always has."""
+    """One entry of snapshot.gpus as topoctl/snapshot/schema/snapshot.schema.json gives it (readers'
+    view of the JSON: a TypedDict, so the loaded dict is the value; the nested sections stay
+    mappings). `index` is the one key a validated snapshot always has."""
 
     index: Required[int]
     name: str | None
@@ -41,7 +43,8 @@ class GpuEntry(TypedDict, total=False):
 
 
 class PairEntry(TypedDict, total=False):
-    """One entry of snapshot.pairs (the schema's `pairs[]`): an ordered pair of GPUs and its P2P statuses."""
+    """One entry of snapshot.pairs (the schema's `pairs[]`): an ordered pair of GPUs and its P2P
+    statuses."""
 
     src: Required[int]
     dst: Required[int]
@@ -79,7 +82,8 @@ class SnapshotHost(TypedDict, total=False):
 
 
 class SnapshotNvlink(TypedDict, total=False):
-    """snapshot.nvlink: NVLink across the machine; switch_links_per_gpu is keyed by GPU index as a string."""
+    """snapshot.nvlink: NVLink across the machine; switch_links_per_gpu is keyed by GPU index as a
+    string."""
 
     present: bool | None
     nvswitch: bool | None
@@ -95,8 +99,8 @@ class SnapshotPcie(TypedDict, total=False):
 
 
 class SnapshotSummary(TypedDict, total=False):
-    """snapshot.summary: what the probe concluded (the loader re-derives the P2P verdicts from the pairs).
-    `gpu_count` is the one key the schema requires."""
+    """snapshot.summary: what the probe concluded (the loader re-derives the P2P verdicts from the
+    pairs). `gpu_count` is the one key the schema requires."""
 
     gpu_count: Required[int]
     gpu_names: list[str] | None
@@ -119,8 +123,8 @@ class SnapshotSummary(TypedDict, total=False):
 
 
 class SnapshotMeasurements(TypedDict, total=False):
-    """snapshot.measurements: what `topoctl bench` measured; the rows stay mappings (readers treat their
-    fields as optional, see the schema's description)."""
+    """snapshot.measurements: what `topoctl bench` measured; the rows stay mappings (readers treat
+    their fields as optional, see the schema's description)."""
 
     method: str | None
     topoctl_version: str | None
@@ -152,8 +156,8 @@ class SnapshotIommu(TypedDict, total=False):
 
 
 class SnapshotNetwork(TypedDict, total=False):
-    """snapshot.network: NICs as NCCL sees them (topoctl/snapshot/network_view.py reads it); `network_version` is the
-    one key the schema requires."""
+    """snapshot.network: NICs as NCCL sees them (topoctl/snapshot/network_view.py reads it);
+    `network_version` is the one key the schema requires."""
 
     network_version: Required[int]
     rdma: list[dict[str, object]] | None
@@ -163,8 +167,8 @@ class SnapshotNetwork(TypedDict, total=False):
 
 
 class CudaDeviceEntry(TypedDict, total=False):
-    """One entry of snapshot.cuda_visible_devices.cuda_devices: cuda:<cuda> is snapshot GPU <gpu> (None:
-    unknown), named by the list's entry <id>."""
+    """One entry of snapshot.cuda_visible_devices.cuda_devices: cuda:<cuda> is snapshot GPU <gpu>
+    (None: unknown), named by the list's entry <id>."""
 
     cuda: Required[int]
     gpu: Required[int | None]
@@ -172,9 +176,9 @@ class CudaDeviceEntry(TypedDict, total=False):
 
 
 class SnapshotCudaVisibleDevices(TypedDict, total=False):
-    """snapshot.cuda_visible_devices: what CUDA sees under CUDA_VISIBLE_DEVICES (probe/visible.py writes it,
-    topoctl/snapshot/visible_view.py reads it). `device_order` and `unknown` are absent in records written before the
-    probe wrote them."""
+    """snapshot.cuda_visible_devices: what CUDA sees under CUDA_VISIBLE_DEVICES (probe/visible.py
+    writes it, topoctl/snapshot/visible_view.py reads it). `device_order` and `unknown` are absent
+    in records written before the probe wrote them."""
 
     value: Required[str]
     device_order: str | None
@@ -186,10 +190,11 @@ class SnapshotCudaVisibleDevices(TypedDict, total=False):
 
 
 class Snapshot(TypedDict, total=False):
-    """A validated snapshot as topoctl/snapshot/schema/snapshot.schema.json publishes it: the loaded dict is the value
-    (a TypedDict costs nothing at run time and copies nothing), so mypy sees the JSON's shape on the path from
-    the loader to the view and the commands. The schema's required keys are Required here; the rest may be
-    absent. tests/snapshot/test_snapshot_types.py holds these keys to the schema's properties."""
+    """A validated snapshot as topoctl/snapshot/schema/snapshot.schema.json publishes it: the loaded
+    dict is the value (a TypedDict costs nothing at run time and copies nothing), so mypy sees the
+    JSON's shape on the path from the loader to the view and the commands. The schema's required
+    keys are Required here; the rest may be absent. tests/snapshot/test_snapshot_types.py holds
+    these keys to the schema's properties."""
 
     schema_version: Required[int]
     topoctl_version: str | None

@@ -1,23 +1,27 @@
-"""A small typed view of a snapshot, for readers: one way to ask for the GPU count, the interconnect, the GPUs,
-the pairs of a group of GPUs, a summary line, a software version or the measurements.
+"""A small typed view of a snapshot, for readers: one way to ask for the GPU count, the
+interconnect, the GPUs, the pairs of a group of GPUs, a summary line, a software version or the
+measurements.
 
     view = SnapshotView(load_snapshot("machine.yaml"))
     view.gpu_count, view.interconnect, view.software("sglang"), view.pairs_of([0, 1])
 
-A command makes one view of the snapshot it reads and passes it down; a reader takes a SnapshotLike and asks
-view_of(snapshot), which returns a view it is given as it is and makes one only from a plain dict (a test's
-or a rule case's snapshot). tests/snapshot/test_snapshot_view_once.py counts the views each command makes.
+A command makes one view of the snapshot it reads and passes it down; a reader takes a SnapshotLike
+and asks view_of(snapshot), which returns a view it is given as it is and makes one only from a
+plain dict (a test's or a rule case's snapshot). tests/snapshot/test_snapshot_view_once.py counts
+the views each command makes.
 
-A snapshot that passed topoctl.snapshot.document.validate_snapshot (every loader does that) has every section the
-view reads. A partial snapshot (a rule's test case, `snapshot: {pairs: [...]}`) may leave any section out:
-then the view answers None (or an empty list where it says so), which readers take as "not known", never
-a crash. What the probe could not read is None too. Only this module reads the snapshot's raw shape for
-readers; probe/ writes it, topoctl/snapshot/document.py validates it. Snapshot (with the TypedDicts of its sections)
-(topoctl/snapshot/shape.py, read only by type checking) is that shape for mypy: what the loaders return
-and the view takes, at no cost and with no copy at run time.
+A snapshot that passed topoctl.snapshot.document.validate_snapshot (every loader does that) has
+every section the view reads. A partial snapshot (a rule's test case, `snapshot: {pairs: [...]}`)
+may leave any section out: then the view answers None (or an empty list where it says so), which
+readers take as "not known", never a crash. What the probe could not read is None too. Only this
+module reads the snapshot's raw shape for readers; probe/ writes it, topoctl/snapshot/document.py
+validates it. Snapshot (with the TypedDicts of its sections) (topoctl/snapshot/shape.py, read only
+by type checking) is that shape for mypy: what the loaders return and the view takes, at no cost and
+with no copy at run time.
 
 Layer: snapshot (docs/architecture.md, "Layers").
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Iterable, NamedTuple, TypeAlias, TypeGuard, Union, cast
@@ -31,7 +35,9 @@ if TYPE_CHECKING:
     from topoctl.snapshot.visible_view import CudaVisibleDevices
 
 
-class Pair(NamedTuple):  # not a dataclass: this class is made on every start-up path, 10x cheaper so
+class Pair(
+    NamedTuple
+):  # not a dataclass: this class is made on every start-up path, 10x cheaper so
     src: int
     dst: int
     p2p: dict[str, str]
@@ -54,23 +60,30 @@ def _is_int(value: object) -> TypeGuard[int]:
 
 
 class SnapshotView:
-    """The snapshot's typed reading; `data` is the validated dict itself, for the code that hands it on whole
-    (a document that quotes it, the rules' partial snapshots)."""
+    """The snapshot's typed reading; `data` is the validated dict itself, for the code that hands it
+    on whole (a document that quotes it, the rules' partial snapshots)."""
 
     def __init__(self, data: Snapshot | dict[str, Any] | None) -> None:
         self.data: dict[str, Any] = cast("dict[str, Any]", data) if isinstance(data, dict) else {}
 
-    # ------------------------------------------------------------------------------------------ GPUs
+    # ------------------------------------------------------------------------------------------
+    # GPUs
     @property
     def gpus(self) -> list[object] | None:
-        """snapshot.gpus as listed, or None when the snapshot has no GPU list (only a partial one lacks it)."""
+        """snapshot.gpus as listed, or None when the snapshot has no GPU list (only a partial one
+        lacks it)."""
         gpus = self.data.get("gpus")
         return gpus if isinstance(gpus, list) else None
 
     @property
     def indexed_gpus(self) -> list[GpuEntry]:
-        """The GPU entries that carry an index (every one in a validated snapshot), in the snapshot's order."""
-        return [cast("GpuEntry", gpu) for gpu in self.gpus or [] if isinstance(gpu, dict) and _is_int(gpu.get("index"))]
+        """The GPU entries that carry an index (every one in a validated snapshot), in the
+        snapshot's order."""
+        return [
+            cast("GpuEntry", gpu)
+            for gpu in self.gpus or []
+            if isinstance(gpu, dict) and _is_int(gpu.get("index"))
+        ]
 
     @property
     def gpus_by_index(self) -> dict[int, GpuEntry]:
@@ -78,7 +91,8 @@ class SnapshotView:
 
     @property
     def gpu_count(self) -> int | None:
-        """summary.gpu_count (the loader holds it to len(gpus)); without one, the GPUs listed; else None."""
+        """summary.gpu_count (the loader holds it to len(gpus)); without one, the GPUs listed; else
+        None."""
         count = self.summary_value("gpu_count")
         if _is_int(count):
             return int(count)
@@ -95,8 +109,11 @@ class SnapshotView:
     def gpu_names(self) -> list[str]:
         """summary.gpu_names (distinct, sorted), else the distinct names of the GPUs listed."""
         names = self.summary_value("gpu_names")
-        return list(names) if names else sorted({str(gpu.get("name")) for gpu in self.gpus or []
-                                                 if isinstance(gpu, dict)})
+        return (
+            list(names)
+            if names
+            else sorted({str(gpu.get("name")) for gpu in self.gpus or [] if isinstance(gpu, dict)})
+        )
 
     @property
     def gpu_model_names(self) -> list[str]:
@@ -117,25 +134,36 @@ class SnapshotView:
         """pci_bus_id -> GPU index, for the GPUs whose bus id the probe read."""
         return {bus: gpu["index"] for gpu in self.indexed_gpus if (bus := gpu.get("pci_bus_id"))}
 
-    # ----------------------------------------------------------------------------------------- pairs
+    # -----------------------------------------------------------------------------------------
+    # pairs
     @property
     def pairs(self) -> list[PairEntry] | None:
-        """The pair entries (mappings) of snapshot.pairs, or None when the snapshot has no pair list."""
+        """The pair entries (mappings) of snapshot.pairs, or None when the snapshot has no pair
+        list."""
         pairs = self.data.get("pairs")
-        return [cast("PairEntry", pair) for pair in pairs if isinstance(pair, dict)] if isinstance(pairs, list) else None
+        return (
+            [cast("PairEntry", pair) for pair in pairs if isinstance(pair, dict)]
+            if isinstance(pairs, list)
+            else None
+        )
 
     def pairs_of(self, group: Iterable[int]) -> list[Pair]:
         """Every ordered pair within `group` (GPU indices), in the snapshot's order."""
         members = set(group)
-        return [Pair(p["src"], p["dst"], p["p2p"], p.get("link"), p.get("nvlinks")) for p in self.pairs or []
-                if p.get("src") in members and p.get("dst") in members]
+        return [
+            Pair(p["src"], p["dst"], p["p2p"], p.get("link"), p.get("nvlinks"))
+            for p in self.pairs or []
+            if p.get("src") in members and p.get("dst") in members
+        ]
 
     @property
     def pair_p2p_ok(self) -> dict[tuple[int, int], bool | None]:
-        """(src, dst) -> read and write both OK (True, False, or None when unknown), for every pair listed."""
+        """(src, dst) -> read and write both OK (True, False, or None when unknown), for every pair
+        listed."""
         return {(p["src"], p["dst"]): pair_p2p_ok(p.get("p2p")) for p in self.pairs or []}
 
-    # --------------------------------------------------------------------------------------- summary
+    # ---------------------------------------------------------------------------------------
+    # summary
     @property
     def interconnect(self) -> str | None:
         """summary.interconnect: one of topoctl.core.vocab.INTERCONNECTS, or None when unknown."""
@@ -162,7 +190,8 @@ class SnapshotView:
         """pcie.<field> (virtual, root_complexes), or None."""
         return _section(self.data, "pcie").get(field)
 
-    # -------------------------------------------------------------------------------- software, host
+    # -------------------------------------------------------------------------------- software,
+    # host
     def software(self, key: str) -> str | None:
         """A version from software.*; `key` must be one of topoctl.core.vocab.SOFTWARE_KEYS."""
         if key not in SOFTWARE_KEYS:
@@ -184,8 +213,9 @@ class SnapshotView:
 
     @property
     def cuda_visible_devices(self) -> "CudaVisibleDevices | None":
-        """snapshot.cuda_visible_devices (topoctl/snapshot/visible_view.py): the GPUs CUDA saw under CUDA_VISIBLE_DEVICES
-        where the snapshot was taken, as which CUDA device ids; None when the variable was not set."""
+        """snapshot.cuda_visible_devices (topoctl/snapshot/visible_view.py): the GPUs CUDA saw under
+        CUDA_VISIBLE_DEVICES where the snapshot was taken, as which CUDA device ids; None when the
+        variable was not set."""
         recorded = self.data.get("cuda_visible_devices")
         if not isinstance(recorded, dict):
             return None
@@ -197,7 +227,8 @@ class SnapshotView:
     def hostname(self) -> str | None:
         return _section(self.data, "host").get("hostname")
 
-    # ---------------------------------------------------------------------------------- measurements
+    # ----------------------------------------------------------------------------------
+    # measurements
     @property
     def measurements(self) -> dict[str, Any] | None:
         """snapshot.measurements (topoctl bench), or None when nothing was measured."""
@@ -205,15 +236,17 @@ class SnapshotView:
 
     @property
     def gpu_measurements(self) -> dict[str, Any] | None:
-        """The measurements when they are the GPUs' own: None for `topoctl bench --backend gloo`, which ran on
-        CPU processes (a check of the harness). Everything that judges or ranks a launch reads through this;
-        `show` prints the gloo block, marked as not GPU figures."""
+        """The measurements when they are the GPUs' own: None for `topoctl bench --backend gloo`,
+        which ran on CPU processes (a check of the harness). Everything that judges or ranks a
+        launch reads through this; `show` prints the gloo block, marked as not GPU figures."""
         measured = self.measurements
-        return None if isinstance(measured, dict) and measured.get("backend") == "gloo" else measured
+        return (
+            None if isinstance(measured, dict) and measured.get("backend") == "gloo" else measured
+        )
 
     def measurement_rows(self, kind: str) -> list[object]:
-        """The rows of measurements.<kind> (p2p, allreduce, coalescing, decode_step) as written, of the GPUs
-        only (gpu_measurements); [] when none."""
+        """The rows of measurements.<kind> (p2p, allreduce, coalescing, decode_step) as written, of
+        the GPUs only (gpu_measurements); [] when none."""
         measured = self.gpu_measurements
         rows = measured.get(kind) if isinstance(measured, dict) else None
         return rows if isinstance(rows, list) else []
@@ -221,22 +254,30 @@ class SnapshotView:
     def allreduce_measurements(self, path: str | None = None) -> list[dict[str, Any]]:
         """The allreduce rows with status ok (optionally of one path): the ones readers may rely on."""
         rows = self.measurement_rows("allreduce")
-        return [row for row in rows if isinstance(row, dict) and row.get("status") == "ok"
-                and (path is None or row.get("path") == path)]
+        return [
+            row
+            for row in rows
+            if isinstance(row, dict)
+            and row.get("status") == "ok"
+            and (path is None or row.get("path") == path)
+        ]
 
     # -------------------------------------------------------------------------------------- network
     @property
     def network(self) -> "NetworkView":
-        """The NICs (topoctl/snapshot/network_view.py); `.present` is False on a snapshot made before NICs were probed."""
+        """The NICs (topoctl/snapshot/network_view.py); `.present` is False on a snapshot made
+        before NICs were probed."""
         from topoctl.snapshot.network_view import NetworkView
 
         return NetworkView(self.data.get("network"))
 
 
-# What a reader of a snapshot accepts: the command's one view, or a plain dict (tests, a rule's case).
+# What a reader of a snapshot accepts: the command's one view, or a plain dict (tests, a rule's
+# case).
 SnapshotLike: TypeAlias = Union[SnapshotView, "Snapshot", "dict[str, Any]", None]
 
 
 def view_of(snapshot: SnapshotLike) -> SnapshotView:
-    """The view of `snapshot`: the one a command made and passed down, as it is; a new one only for a dict."""
+    """The view of `snapshot`: the one a command made and passed down, as it is; a new one only for
+    a dict."""
     return snapshot if isinstance(snapshot, SnapshotView) else SnapshotView(snapshot)

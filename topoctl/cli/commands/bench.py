@@ -1,7 +1,9 @@
-"""`topoctl bench`: how fast is this machine really, and does P2P really work? Measurements into the snapshot.
+"""`topoctl bench`: how fast is this machine really, and does P2P really work? Measurements into the
+snapshot.
 
 Layer: commands and CLI (docs/architecture.md, "Layers").
 """
+
 from __future__ import annotations
 
 import os
@@ -21,47 +23,116 @@ if TYPE_CHECKING:
     from topoctl.probe.bench.decode_step import Request
     from topoctl.snapshot.shape import Snapshot, SnapshotMeasurements
 
-EXIT_INCOMPLETE = 1  # the run stopped early (hang, worker failure, NCCL init failure); what was measured is kept
+EXIT_INCOMPLETE = (
+    1  # the run stopped early (hang, worker failure, NCCL init failure); what was measured is kept
+)
 EXIT_INTERRUPTED = 130
 
 
 @click.command("bench")
-@click.option("--topology", metavar="FILE",
-              help="Snapshot of this machine (from `topoctl probe -o FILE`) to add the measurements to; "
-                   "default: probe this machine now.")
-@click.option("--model", "model_name", metavar="NAME", shell_complete=complete_models,
-              help="Built-in model profile: its per-step allreduce sizes (hidden x tokens x dtype bytes) join the sweep.")
-@click.option("--model-path", metavar="DIR", help="A model folder (or its config.json): same as --model, read from it.")
-@click.option("--budget-s", type=float, default=None, metavar="S",
-              help="Time for the measurements themselves, split 30/60/10 between P2P, allreduce and coalescing "
-                   "(default 60; process start-up and NCCL init come on top).")
-@click.option("--timeout", "timeout_s", type=float, default=30.0, show_default=True, metavar="S",
-              help="Watchdog: a copy or collective with no progress for S seconds is recorded as hung and ended.")
-@click.option("--sizes", metavar="LIST", help="Allreduce sizes to sweep, e.g. 4K,42K,2.5M (default 4 KiB..64 MiB by 4x).")
-@click.option("--tokens", metavar="LIST",
-              help="Token counts whose per-step message sizes are added for the model (default 1,4,16,64,256); "
-                   "with --decode-step, the token counts each pass is timed for (default 1,4,16).")
-@click.option("--backend", type=click.Choice(["nccl", "gloo"]), default="nccl", show_default=True,
-              help="nccl: one process per GPU. gloo: CPU processes (checks the harness on a machine without GPUs).")
-@click.option("--world-size", type=int, default=None, metavar="N",
-              help="Processes to start (default: every visible GPU; with --backend gloo: the snapshot's GPU count).")
-@click.option("--format", "fmt", type=click.Choice(["yaml", "json"]), default="yaml", show_default=True)
-@click.option("-o", "--output", metavar="FILE",
-              help="Write the snapshot with its measurements to FILE, atomically, after every measurement (so an "
-                   "interrupted run keeps what it measured).")
+@click.option(
+    "--topology",
+    metavar="FILE",
+    help="Snapshot of this machine (from `topoctl probe -o FILE`) to add the measurements to; "
+    "default: probe this machine now.",
+)
+@click.option(
+    "--model",
+    "model_name",
+    metavar="NAME",
+    shell_complete=complete_models,
+    help="Built-in model profile: its per-step allreduce sizes (hidden x tokens x dtype bytes) "
+    "join the sweep.",
+)
+@click.option(
+    "--model-path",
+    metavar="DIR",
+    help="A model folder (or its config.json): same as --model, read from it.",
+)
+@click.option(
+    "--budget-s",
+    type=float,
+    default=None,
+    metavar="S",
+    help="Time for the measurements themselves, split 30/60/10 between P2P, allreduce and "
+    "coalescing (default 60; process start-up and NCCL init come on top).",
+)
+@click.option(
+    "--timeout",
+    "timeout_s",
+    type=float,
+    default=30.0,
+    show_default=True,
+    metavar="S",
+    help="Watchdog: a copy or collective with no progress for S seconds is recorded as hung and "
+    "ended.",
+)
+@click.option(
+    "--sizes",
+    metavar="LIST",
+    help="Allreduce sizes to sweep, e.g. 4K,42K,2.5M (default 4 KiB..64 MiB by 4x).",
+)
+@click.option(
+    "--tokens",
+    metavar="LIST",
+    help="Token counts whose per-step message sizes are added for the model (default "
+    "1,4,16,64,256); with --decode-step, the token counts each pass is timed for (default "
+    "1,4,16).",
+)
+@click.option(
+    "--backend",
+    type=click.Choice(["nccl", "gloo"]),
+    default="nccl",
+    show_default=True,
+    help="nccl: one process per GPU. gloo: CPU processes (checks the harness on a machine "
+    "without GPUs).",
+)
+@click.option(
+    "--world-size",
+    type=int,
+    default=None,
+    metavar="N",
+    help="Processes to start (default: every visible GPU; with --backend gloo: the snapshot's "
+    "GPU count).",
+)
+@click.option(
+    "--format", "fmt", type=click.Choice(["yaml", "json"]), default="yaml", show_default=True
+)
+@click.option(
+    "-o",
+    "--output",
+    metavar="FILE",
+    help="Write the snapshot with its measurements to FILE, atomically, after every measurement "
+    "(so an interrupted run keeps what it measured).",
+)
 @click.option("--quiet", is_flag=True, help="No progress bar on stderr.")
-@click.option("--decode-step", is_flag=True,
-              help="Instead of the interconnect: time the model's own decode step on one GPU (its matrices at its "
-                   "dtype, layer after layer in one CUDA graph, for each --tokens count, MoE layers reading the "
-                   "experts those tokens are routed to). Needs --model or --model-path; the snapshot's other "
-                   "measurements are kept, and recommend uses these rows first.")
-@click.option("--tp", "tp_sizes", metavar="LIST", default="1", show_default=True,
-              help="With --decode-step: the TP sizes whose one-GPU share of the model is timed, e.g. 1,8.")
-@click.option("--dtype", "dtype_name", type=click.Choice(["bf16", "fp16", "fp8"]), default=None,
-              help="With --decode-step: the weight format to time (default: the model's own; a 4-bit model "
-                   "needs one of these, as torch has no 4-bit product).")
+@click.option(
+    "--decode-step",
+    is_flag=True,
+    help="Instead of the interconnect: time the model's own decode step on one GPU (its matrices "
+    "at its dtype, layer after layer in one CUDA graph, for each --tokens count, MoE layers "
+    "reading the experts those tokens are routed to). Needs --model or --model-path; the "
+    "snapshot's other measurements are kept, and recommend uses these rows first.",
+)
+@click.option(
+    "--tp",
+    "tp_sizes",
+    metavar="LIST",
+    default="1",
+    show_default=True,
+    help="With --decode-step: the TP sizes whose one-GPU share of the model is timed, e.g. 1,8.",
+)
+@click.option(
+    "--dtype",
+    "dtype_name",
+    type=click.Choice(["bf16", "fp16", "fp8"]),
+    default=None,
+    help="With --decode-step: the weight format to time (default: the model's own; a 4-bit model "
+    "needs one of these, as torch has no 4-bit product).",
+)
 def command(**given: Any) -> int:
-    """Measure the interconnect in about a minute and record it in the snapshot under `measurements`:
+    """Measure the interconnect in about a minute and record it in the snapshot under
+    `measurements`:
 
     \b
     - P2P health of every ordered GPU pair: a real copy, checked, under the watchdog;
@@ -82,9 +153,9 @@ def command(**given: Any) -> int:
       topoctl bench --topology machine.yaml --decode-step --model llama-3.1-70b --tp 4,8 -o machine.yaml
 
     Needs torch (pip install torch; from a clone of topoctl: pip install '.[bench]'). Exit 0 when
-    everything planned was measured (unhealthy pairs are results), 1 when the run stopped early (a hang,
-    NCCL init failure, a worker that died), 130 on Ctrl-C; the output file holds what was measured either
-    way.
+    everything planned was measured (unhealthy pairs are results), 1 when the run stopped early (a
+    hang, NCCL init failure, a worker that died), 130 on Ctrl-C; the output file holds what was
+    measured either way.
     """
     return run(BenchOptions(**given))
 
@@ -111,7 +182,8 @@ class BenchOptions:
 
 
 def run(options: BenchOptions) -> int:
-    """bench's stages: the options checked, the snapshot and torch, the plan, the run, the snapshot written."""
+    """bench's stages: the options checked, the snapshot and torch, the plan, the run, the snapshot
+    written."""
     from topoctl.probe.bench import plan as planning
 
     _check_options(options)
@@ -124,15 +196,24 @@ def run(options: BenchOptions) -> int:
 
     torch = _import_torch()
     snapshot = _snapshot(options.topology)
-    view = SnapshotView(snapshot)  # one view for every stage; it reads the dict bench writes measurements into
+    view = SnapshotView(
+        snapshot
+    )  # one view for every stage; it reads the dict bench writes measurements into
     count = _world_size(torch, backend, options.world_size, view)
-    gpus = [gpu["index"] for gpu in view.indexed_gpus][:count] if backend == "nccl" \
+    gpus = (
+        [gpu["index"] for gpu in view.indexed_gpus][:count]
+        if backend == "nccl"
         else list(range(count))
-    plan = planning.build_plan(count, model, size_list, token_list, options.budget_s, options.timeout_s,
-                               backend=backend)
+    )
+    plan = planning.build_plan(
+        count, model, size_list, token_list, options.budget_s, options.timeout_s, backend=backend
+    )
     if count == 1 and not quiet:
-        click.echo("topoctl bench: one GPU: no P2P pairs to check; measuring the single-GPU paths "
-                   "(allreduce at world size 1, CUDA graph capture)", err=True)
+        click.echo(
+            "topoctl bench: one GPU: no P2P pairs to check; measuring the single-GPU paths "
+            "(allreduce at world size 1, CUDA graph capture)",
+            err=True,
+        )
 
     from topoctl.probe.bench.runner import Progress, expected_items, run_bench
 
@@ -145,13 +226,20 @@ def run(options: BenchOptions) -> int:
             click.echo(f"topoctl: bench: warning: {line}", err=True)
 
     def update(measurements: dict[str, Any]) -> None:
-        snapshot["measurements"] = cast("SnapshotMeasurements", measurements)  # the runner writes the schema's rows
+        snapshot["measurements"] = cast(
+            "SnapshotMeasurements", measurements
+        )  # the runner writes the schema's rows
         if output and output != "-":
             write_atomic(output, dump(snapshot, fmt))
 
-    outcome = run_bench(plan, _versions(torch, view), gpus, update,
-                        progress=Progress(expected_items(plan), enabled=not quiet),
-                        gpu_map=_gpu_map(view) if backend == "nccl" else None)
+    outcome = run_bench(
+        plan,
+        _versions(torch, view),
+        gpus,
+        update,
+        progress=Progress(expected_items(plan), enabled=not quiet),
+        gpu_map=_gpu_map(view) if backend == "nccl" else None,
+    )
     outcome.measurements["problems"][:0] = busy  # said first: it colours every figure after it
     snapshot["measurements"] = cast("SnapshotMeasurements", outcome.measurements)
     if busy and output and output != "-":
@@ -160,8 +248,11 @@ def run(options: BenchOptions) -> int:
         click.echo(f"topoctl: bench: {problem}", err=True)
     for row in outcome.measurements["p2p"]:
         if not row.get("healthy"):
-            click.echo(f"topoctl: bench: P2P {row['src']}->{row['dst']} failed the health check: {row.get('reason')}",
-                       err=True)
+            click.echo(
+                f"topoctl: bench: P2P {row['src']}->{row['dst']} failed the health check: "
+                f"{row.get('reason')}",
+                err=True,
+            )
     if not output or output == "-":
         emit(dump(snapshot, fmt), output)
     if outcome.interrupted:
@@ -176,8 +267,14 @@ def _check_options(options: BenchOptions) -> None:
     model_name, model_path, output = options.model_name, options.model_path, options.output
     budget_s, timeout_s, world_size = options.budget_s, options.timeout_s, options.world_size
 
-    require_value("--model", model_name, "name a built-in profile (kimi-k2.5, deepseek-v3, ...) or leave it out")
-    require_value("--model-path", model_path, "give the model's folder or config.json, or leave it out")
+    require_value(
+        "--model",
+        model_name,
+        "name a built-in profile (kimi-k2.5, deepseek-v3, ...) or leave it out",
+    )
+    require_value(
+        "--model-path", model_path, "give the model's folder or config.json, or leave it out"
+    )
     if model_name and model_path:
         raise TopoctlError("give either --model or --model-path, not both")
     if output == "":
@@ -189,42 +286,65 @@ def _check_options(options: BenchOptions) -> None:
     if timeout_s <= 0:
         raise TopoctlError("--timeout must be more than 0", hint="e.g. --timeout 30")
     if world_size is not None and world_size < 1:
-        raise TopoctlError("--world-size must be at least 1", hint="leave it out to use every visible GPU")
+        raise TopoctlError(
+            "--world-size must be at least 1", hint="leave it out to use every visible GPU"
+        )
 
 
 def _decode_step(options: BenchOptions) -> int:
-    """`--decode-step`: the decode-step rows into the snapshot's measurements (probe/bench/decode_step.py)."""
+    """`--decode-step`: the decode-step rows into the snapshot's measurements
+    (probe/bench/decode_step.py)."""
     from topoctl.probe.bench import plan as planning
     from topoctl.probe.bench.runner import Progress, run_decode_step
 
-    model_name, model_path, tokens, backend = options.model_name, options.model_path, options.tokens, options.backend
+    model_name, model_path, tokens, backend = (
+        options.model_name,
+        options.model_path,
+        options.tokens,
+        options.backend,
+    )
     timeout_s, fmt, output, quiet = options.timeout_s, options.fmt, options.output, options.quiet
 
     if not model_name and not model_path:
-        raise TopoctlError("--decode-step needs the model to time",
-                           hint="add --model NAME (a built-in profile) or --model-path DIR")
+        raise TopoctlError(
+            "--decode-step needs the model to time",
+            hint="add --model NAME (a built-in profile) or --model-path DIR",
+        )
     token_list = planning.parse_list(tokens, "--tokens", planning.parse_tokens) or [1, 4, 16]
     tps = planning.parse_list(options.tp_sizes, "--tp", _parse_tp) or [1]
-    requests = _decode_requests(model_name, model_path, token_list, tps, options.dtype_name, on_gpu=backend == "nccl")
+    requests = _decode_requests(
+        model_name, model_path, token_list, tps, options.dtype_name, on_gpu=backend == "nccl"
+    )
     torch = _import_torch()
     snapshot = _snapshot(options.topology)
     view = SnapshotView(snapshot)
     if backend == "nccl":
         _world_size(torch, backend, 1, view)
-    # the runner appends its rows to this dict in place (probe/bench/decode_step.py), in the schema's shape
+    # the runner appends its rows to this dict in place (probe/bench/decode_step.py), in the
+    # schema's shape
     measurements: dict[str, Any] = cast("dict[str, Any]", snapshot.get("measurements")) or {
-        "method": f"topoctl bench {__version__}", "topoctl_version": __version__,
-        "versions": _versions(torch, view), "problems": []}
+        "method": f"topoctl bench {__version__}",
+        "topoctl_version": __version__,
+        "versions": _versions(torch, view),
+        "problems": [],
+    }
     snapshot["measurements"] = cast("SnapshotMeasurements", measurements)
 
     def update(current: dict[str, Any]) -> None:
-        snapshot["measurements"] = cast("SnapshotMeasurements", current)  # the decode-step rows, in the schema's shape
+        snapshot["measurements"] = cast(
+            "SnapshotMeasurements", current
+        )  # the decode-step rows, in the schema's shape
         if output and output != "-":
             write_atomic(output, dump(snapshot, fmt))
 
     plan = planning.build_plan(1, None, [4096], [], 1.0, timeout_s, backend=backend)
-    outcome = run_decode_step(plan, requests, measurements, update,
-                              Progress(sum(len(r.tokens) for r in requests), enabled=not quiet))
+    outcome = run_decode_step(
+        plan,
+        requests,
+        measurements,
+        update,
+        Progress(sum(len(r.tokens) for r in requests), enabled=not quiet),
+    )
     for problem in outcome.problems:
         click.echo(f"topoctl: bench: {problem}", err=True)
     if not output or output == "-":
@@ -244,8 +364,14 @@ def _parse_tp(text: str) -> int:
     return value
 
 
-def _decode_requests(model_name: str | None, model_path: str | None, tokens: list[int], tps: list[int],
-                     dtype_name: str | None, on_gpu: bool) -> list[Request]:
+def _decode_requests(
+    model_name: str | None,
+    model_path: str | None,
+    tokens: list[int],
+    tps: list[int],
+    dtype_name: str | None,
+    on_gpu: bool,
+) -> list[Request]:
     """One request per TP size: the model's shapes from its config, one GPU's share, at its dtype."""
     from topoctl.autoconf import models
     from topoctl.probe.bench import decode_step
@@ -260,26 +386,37 @@ def _decode_requests(model_name: str | None, model_path: str | None, tokens: lis
         config_path = os.path.join(path, "config.json") if os.path.isdir(path) else path
         profile = models.from_hf_config(config_path)
         config = decode_step.load_config(config_path)
-        name = str(profile.get("name") or os.path.basename(os.path.dirname(os.path.abspath(config_path))))
+        name = str(
+            profile.get("name") or os.path.basename(os.path.dirname(os.path.abspath(config_path)))
+        )
     dtype = dtype_name or _model_dtype(profile, name)
     try:
         shapes = decode_step.shapes_from_config(name, config)
     except (KeyError, TypeError, ValueError) as exc:
-        raise TopoctlError(f"{name}: its config lacks what the decode step needs ({exc})",
-                           hint="give a config.json with hidden_size, num_attention_heads, num_hidden_layers") from None
-    return [decode_step.Request(decode_step.sharded(shapes, tp), dtype, tuple(tokens), on_gpu=on_gpu) for tp in tps]
+        raise TopoctlError(
+            f"{name}: its config lacks what the decode step needs ({exc})",
+            hint="give a config.json with hidden_size, num_attention_heads, num_hidden_layers",
+        ) from None
+    return [
+        decode_step.Request(decode_step.sharded(shapes, tp), dtype, tuple(tokens), on_gpu=on_gpu)
+        for tp in tps
+    ]
 
 
 def _model_dtype(profile: dict[str, Any], name: str) -> str:
-    """The decode-step dtype of a model's weights: bf16/fp16, fp8, or a clear refusal for 4-bit formats."""
+    """The decode-step dtype of a model's weights: bf16/fp16, fp8, or a clear refusal for 4-bit
+    formats."""
     quant = profile.get("quantization") or {}
     bits = quant.get("bits")
     if bits == 8 and "fp8" in str(quant.get("scheme") or quant.get("method") or ""):
         return "fp8"
     if bits in (None, 16):
         return "fp16" if str(quant.get("dtype")) == "float16" else "bf16"
-    raise TopoctlError(f"{name} is {quant.get('label') or f'{bits}-bit'}: torch has no product of that format to time",
-                       hint="give --dtype fp8 (or bf16) to time the same matrices at that width")
+    raise TopoctlError(
+        f"{name} is {quant.get('label') or f'{bits}-bit'}: torch has no product of that format "
+        "to time",
+        hint="give --dtype fp8 (or bf16) to time the same matrices at that width",
+    )
 
 
 def _model(name: str | None, path: str | None) -> dict[str, Any] | None:
@@ -288,7 +425,9 @@ def _model(name: str | None, path: str | None) -> dict[str, Any] | None:
     if name:
         return models.profile(name)
     if path:
-        return models.from_hf_config(os.path.join(path, "config.json") if os.path.isdir(path) else path)
+        return models.from_hf_config(
+            os.path.join(path, "config.json") if os.path.isdir(path) else path
+        )
     return None
 
 
@@ -296,9 +435,11 @@ def _import_torch() -> Any:
     try:
         import torch
     except ImportError:
-        raise TopoctlError("topoctl bench needs torch, which is not installed",
-                           hint="pip install torch (the build for your CUDA); "
-                                "from a clone of topoctl: pip install '.[bench]'") from None
+        raise TopoctlError(
+            "topoctl bench needs torch, which is not installed",
+            hint="pip install torch (the build for your CUDA); "
+            "from a clone of topoctl: pip install '.[bench]'",
+        ) from None
     return torch
 
 
@@ -313,12 +454,17 @@ def _world_size(torch: Any, backend: str, requested: int | None, snapshot: Snaps
         return requested or view_of(snapshot).gpu_count or 0
 
     if not torch.cuda.is_available():
-        raise NoGpuError("torch sees no CUDA GPU, so there is nothing to benchmark",
-                         hint="check `nvidia-smi` and that torch is a CUDA build; --backend gloo checks the harness on CPU")
+        raise NoGpuError(
+            "torch sees no CUDA GPU, so there is nothing to benchmark",
+            hint="check `nvidia-smi` and that torch is a CUDA build; --backend gloo checks the "
+            "harness on CPU",
+        )
     visible = torch.cuda.device_count()
     if requested is not None and requested > visible:
-        raise TopoctlError(f"--world-size {requested} is more than the {visible} GPU(s) torch sees",
-                           hint=f"use --world-size {visible} or fewer")
+        raise TopoctlError(
+            f"--world-size {requested} is more than the {visible} GPU(s) torch sees",
+            hint=f"use --world-size {visible} or fewer",
+        )
     return requested or visible
 
 
@@ -327,16 +473,23 @@ def _versions(torch: Any, snapshot: SnapshotLike) -> dict[str, str | None]:
     nccl = None
     try:
         version = torch.cuda.nccl.version()
-        nccl = ".".join(str(part) for part in version) if isinstance(version, tuple) else str(version)
+        nccl = (
+            ".".join(str(part) for part in version) if isinstance(version, tuple) else str(version)
+        )
     except Exception:  # a CPU build of torch has no NCCL
         nccl = None
-    return {"torch": str(torch.__version__), "nccl": nccl,
-            "cuda_runtime": str(torch.version.cuda) if torch.version.cuda else None,
-            "driver": view.software("driver"), "sglang": view.software("sglang")}
+    return {
+        "torch": str(torch.__version__),
+        "nccl": nccl,
+        "cuda_runtime": str(torch.version.cuda) if torch.version.cuda else None,
+        "driver": view.software("driver"),
+        "sglang": view.software("sglang"),
+    }
 
 
 def _gpu_map(snapshot: SnapshotLike) -> Callable[[list[str | None]], list[int]]:
-    """torch device order -> snapshot (NVML) indices, by PCI bus id; torch's order where a bus id is unknown."""
+    """torch device order -> snapshot (NVML) indices, by PCI bus id; torch's order where a bus id is
+    unknown."""
     from topoctl.probe.topology import bus_key
 
     by_bus = {bus_key(bus): index for bus, index in view_of(snapshot).pci_bus_ids.items()}

@@ -1,13 +1,14 @@
 """`topoctl check`: is this launch safe on that machine? Exit 0 clean, 1 blocking (or a warning with
 --fail-on warn), 2 bad input.
 
-Takes files and folders (launch.env files, Kubernetes manifests, Docker Compose files, shell scripts; each
-launch found in them is judged with its file and line) or a full launch command after `--`, and judges each
-against a live probe, a snapshot (--topology) or a built-in system (--system), with the same rules and flag
-data as `topoctl recommend`.
+Takes files and folders (launch.env files, Kubernetes manifests, Docker Compose files, shell
+scripts; each launch found in them is judged with its file and line) or a full launch command after
+`--`, and judges each against a live probe, a snapshot (--topology) or a built-in system (--system),
+with the same rules and flag data as `topoctl recommend`.
 
 Layer: commands and CLI (docs/architecture.md, "Layers").
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -27,7 +28,7 @@ class _CheckCommand(click.Command):
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         if "--" in args:
             cut = args.index("--")
-            ctx.meta["topoctl_launch_command"] = args[cut + 1:]
+            ctx.meta["topoctl_launch_command"] = args[cut + 1 :]
             args = args[:cut]
         return super().parse_args(ctx, args)
 
@@ -35,26 +36,56 @@ class _CheckCommand(click.Command):
 @click.command("check", cls=_CheckCommand)
 @click.argument("files", nargs=-1, metavar="[PATH]... [-- COMMAND...]")
 @target_options
-@click.option("--expect", metavar="SNAPSHOT", help="The snapshot the launch was made for: report drift of the target from it.")
-@click.option("--sglang-version", metavar="X.Y.Z", help="SGLang version to read flags with (default: the target's installed "
-              "one, else the image tag's, else the one the Dynamo release pins, else the launch.env's, else the newest "
-              "known; an assumed version is said on stderr).")
-@click.option("--dynamo-version", metavar="X.Y.Z", help="ai-dynamo release that runs `python -m dynamo.sglang` launches "
-              "(default: the image tag's, else the newest known).")
-@click.option("--model", "model_name", metavar="NAME", shell_complete=complete_models,
-              help="Built-in model profile the launch serves (optional).")
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "junit", "github", "sarif"]), default="text",
-              show_default=True,
-              help="text: for people; json: one result per launch with its findings; junit: JUnit XML, one test case "
-                   "per finding; github: ::error/::warning annotations (file and line) for GitHub Actions; sarif: "
-                   "SARIF 2.1.0 for code scanning (GitHub, GitLab).")
-@click.option("--fail-on", type=click.Choice(["block", "warn"]), default="block", show_default=True,
-              help="Exit 1 on blocking findings only, or on warnings too.")
+@click.option(
+    "--expect",
+    metavar="SNAPSHOT",
+    help="The snapshot the launch was made for: report drift of the target from it.",
+)
+@click.option(
+    "--sglang-version",
+    metavar="X.Y.Z",
+    help="SGLang version to read flags with (default: the target's installed one, else the image "
+    "tag's, else the one the Dynamo release pins, else the launch.env's, else the newest "
+    "known; an assumed version is said on stderr).",
+)
+@click.option(
+    "--dynamo-version",
+    metavar="X.Y.Z",
+    help="ai-dynamo release that runs `python -m dynamo.sglang` launches "
+    "(default: the image tag's, else the newest known).",
+)
+@click.option(
+    "--model",
+    "model_name",
+    metavar="NAME",
+    shell_complete=complete_models,
+    help="Built-in model profile the launch serves (optional).",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json", "junit", "github", "sarif"]),
+    default="text",
+    show_default=True,
+    help="text: for people; json: one result per launch with its findings; junit: JUnit XML, one "
+    "test case per finding; github: ::error/::warning annotations (file and line) for "
+    "GitHub Actions; sarif: SARIF 2.1.0 for code scanning (GitHub, GitLab).",
+)
+@click.option(
+    "--fail-on",
+    type=click.Choice(["block", "warn"]),
+    default="block",
+    show_default=True,
+    help="Exit 1 on blocking findings only, or on warnings too.",
+)
 @rules_options
-@click.option("-o", "--output", metavar="FILE", help="Write the report to FILE atomically instead of stdout.")
+@click.option(
+    "-o", "--output", metavar="FILE", help="Write the report to FILE atomically instead of stdout."
+)
 @click.pass_context
 def command(ctx: click.Context, **given: Any) -> int:
-    """Check the launches in files and folders, or a launch command after `--`, against the target machine.
+    """Check the launches in files and folders, or a launch command after `--`, against the target
+    machine.
 
     \b
     Examples:
@@ -98,8 +129,8 @@ def command(ctx: click.Context, **given: Any) -> int:
 
 @dataclass(frozen=True)
 class CheckOptions:
-    """Everything `topoctl check` was given, one field per option (click's parameter names); the launch
-    command after `--` comes beside it."""
+    """Everything `topoctl check` was given, one field per option (click's parameter names); the
+    launch command after `--` comes beside it."""
 
     files: tuple[str, ...] = ()
     topology: str | None = None
@@ -117,7 +148,8 @@ class CheckOptions:
 
 
 def run(options: CheckOptions, command_tokens: list[str] | None = None) -> int:
-    """check's pipeline (topoctl/check/pipeline.py) over the files and the command after `--`, then the report."""
+    """check's pipeline (topoctl/check/pipeline.py) over the files and the command after `--`, then
+    the report."""
     from topoctl.autoconf.target import target_gpu_count
     from topoctl.check import pipeline
     from topoctl.check.formats import FORMATTERS
@@ -134,17 +166,38 @@ def run(options: CheckOptions, command_tokens: list[str] | None = None) -> int:
     from topoctl.core.io import emit
     from topoctl.snapshot.document import load_snapshot
 
-    files, model_name, fmt, fail_on = options.files, options.model_name, options.fmt, options.fail_on
+    files, model_name, fmt, fail_on = (
+        options.files,
+        options.model_name,
+        options.fmt,
+        options.fail_on,
+    )
     if not files and not command_tokens:
-        raise TopoctlError("nothing to check", hint="give files or folders, or a launch command after `--`")
-    require_value("--model", model_name, "name a built-in profile (kimi-k2.5, deepseek-v3, ...) or leave it out")
-    require_value("--dynamo-version", options.dynamo_version,
-                  "give an ai-dynamo release such as 1.6.1, or leave it out")
-    requested = requested_version(options.sglang_version)  # a bad version fails before the target is probed
+        raise TopoctlError(
+            "nothing to check", hint="give files or folders, or a launch command after `--`"
+        )
+    require_value(
+        "--model",
+        model_name,
+        "name a built-in profile (kimi-k2.5, deepseek-v3, ...) or leave it out",
+    )
+    require_value(
+        "--dynamo-version",
+        options.dynamo_version,
+        "give an ai-dynamo release such as 1.6.1, or leave it out",
+    )
+    requested = requested_version(
+        options.sglang_version
+    )  # a bad version fails before the target is probed
     command_launch = pipeline.read_command(list(command_tokens)) if command_tokens else None
     # one view of the target (and one of --expect's snapshot), passed to every stage
-    snapshot = SnapshotView(resolve_target(topology=options.topology, system=options.system,
-                                           fallback_system=options.fallback_system))
+    snapshot = SnapshotView(
+        resolve_target(
+            topology=options.topology,
+            system=options.system,
+            fallback_system=options.fallback_system,
+        )
+    )
     found_files = pipeline.find(list(files))
     gpu_count = target_gpu_count(snapshot)
     expected = SnapshotView(load_snapshot(options.expect)) if options.expect else None
@@ -154,9 +207,13 @@ def run(options: CheckOptions, command_tokens: list[str] | None = None) -> int:
         from topoctl.autoconf.models import profile
 
         model = profile(model_name)
-    chooser = VersionChooser(target_version(snapshot, requested),
-                             "--sglang-version" if requested else "the target's installed SGLang",
-                             options.dynamo_version, flag_set_for, requested_version)
+    chooser = VersionChooser(
+        target_version(snapshot, requested),
+        "--sglang-version" if requested else "the target's installed SGLang",
+        options.dynamo_version,
+        flag_set_for,
+        requested_version,
+    )
     entries = pipeline.read(found_files, chooser, command_launch)
     outcomes = pipeline.judge_all(entries, snapshot, ruleset, gpu_count, model, expected)
     emit(FORMATTERS[fmt](outcomes, fail_on), options.output)
@@ -164,7 +221,9 @@ def run(options: CheckOptions, command_tokens: list[str] | None = None) -> int:
         click.echo(f"topoctl: note: {one_line(line)}", err=True)
     errors = [o for o in outcomes if o.error]
     if errors:  # every file was reported first; then the run is bad input (exit 2)
-        raise TopoctlError(f"{len(errors)} of {len(outcomes)} file(s) or launch(es) could not be checked "
-                           f"(first: {one_line(errors[0].origin)}: {one_line(errors[0].error)})",
-                           hint="the report names each one; fix or remove them, the others were checked")
+        raise TopoctlError(
+            f"{len(errors)} of {len(outcomes)} file(s) or launch(es) could not be checked "
+            f"(first: {one_line(errors[0].origin)}: {one_line(errors[0].error)})",
+            hint="the report names each one; fix or remove them, the others were checked",
+        )
     return EXIT_BLOCKED if any(failing(o, fail_on) for o in outcomes) else 0

@@ -1,13 +1,14 @@
 """`topoctl completion bash|zsh|fish`: the shell completion script, and what it completes.
 
-click's own shell completion does the work (a well-kept library: it knows each shell's protocol and every
-command's options and choices); this module prints its script for the shell asked for, and adds what click
-cannot know: the built-in system names (--system, --fallback-system), the captures (--from-capture), the
-model profiles (--model) and the rule ids (rules explain). The names are read from the package's own data
-folders, so completing them imports neither torch nor NVML.
+click's own shell completion does the work (a well-kept library: it knows each shell's protocol and
+every command's options and choices); this module prints its script for the shell asked for, and
+adds what click cannot know: the built-in system names (--system, --fallback-system), the captures
+(--from-capture), the model profiles (--model) and the rule ids (rules explain). The names are read
+from the package's own data folders, so completing them imports neither torch nor NVML.
 
 Layer: commands and CLI (docs/architecture.md, "Layers").
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -27,13 +28,17 @@ def _items(names: list[str], incomplete: str) -> list[CompletionItem]:
     return [CompletionItem(name) for name in names if name.startswith(incomplete)]
 
 
-def complete_systems(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
+def complete_systems(
+    ctx: click.Context, param: click.Parameter, incomplete: str
+) -> list[CompletionItem]:
     from topoctl.snapshot.catalogue import list_systems
 
     return _items(list_systems(), incomplete)
 
 
-def complete_captures(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
+def complete_captures(
+    ctx: click.Context, param: click.Parameter, incomplete: str
+) -> list[CompletionItem]:
     """The built-in captures by name, then files (a recorded capture.json)."""
     from click.shell_completion import CompletionItem
 
@@ -42,13 +47,17 @@ def complete_captures(ctx: click.Context, param: click.Parameter, incomplete: st
     return [*_items(list_captures(), incomplete), CompletionItem(incomplete, type="file")]
 
 
-def complete_models(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
+def complete_models(
+    ctx: click.Context, param: click.Parameter, incomplete: str
+) -> list[CompletionItem]:
     from topoctl.autoconf.models import builtin_models
 
     return _items(sorted(builtin_models()), incomplete)
 
 
-def complete_rule_ids(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
+def complete_rule_ids(
+    ctx: click.Context, param: click.Parameter, incomplete: str
+) -> list[CompletionItem]:
     from topoctl.rules.engine import load_rules
 
     return _items(sorted(rule.id for rule in load_rules().rules), incomplete)
@@ -57,8 +66,8 @@ def complete_rule_ids(ctx: click.Context, param: click.Parameter, incomplete: st
 @click.command("completion")
 @click.argument("shell", type=click.Choice(SHELLS))
 def command(shell: str) -> int:
-    """Print the shell completion script for bash, zsh or fish: commands, options, choices, and the names
-    of the built-in systems, captures, models and rules.
+    """Print the shell completion script for bash, zsh or fish: commands, options, choices, and the
+    names of the built-in systems, captures, models and rules.
 
     \b
     Examples:
@@ -66,8 +75,8 @@ def command(shell: str) -> int:
       topoctl completion zsh
       topoctl completion fish
 
-    Load it with `eval "$(topoctl completion bash)"` in ~/.bashrc (zsh alike, in ~/.zshrc); for fish,
-    write it to ~/.config/fish/completions/topoctl.fish.
+    Load it with `eval "$(topoctl completion bash)"` in ~/.bashrc (zsh alike, in ~/.zshrc); for
+    fish, write it to ~/.config/fish/completions/topoctl.fish.
     """
     from click.shell_completion import get_completion_class
 

@@ -1,6 +1,7 @@
 """`topoctl export`: the snapshot in forms other tools read (`nfd`: node-feature-discovery labels).
 
 Layer: commands and CLI (docs/architecture.md, "Layers")."""
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -18,14 +19,17 @@ if TYPE_CHECKING:
 
 
 def _allreduce_path(snapshot: Snapshot) -> str | None:
-    """The allreduce path `topoctl recommend` would choose here without a model (None when nothing passes)."""
+    """The allreduce path `topoctl recommend` would choose here without a model (None when nothing
+    passes)."""
     from topoctl.autoconf.search import search
     from topoctl.cli.commands._options import flag_set_for, target_version
     from topoctl.rules.engine import load_rules
 
     version = target_version(snapshot, None)
     try:
-        return search(snapshot, None, flag_set_for(version), version, ruleset=load_rules()).winner.path
+        return search(
+            snapshot, None, flag_set_for(version), version, ruleset=load_rules()
+        ).winner.path
     except TopoctlError:
         return None
 
@@ -37,10 +41,17 @@ def command() -> None:
 
 @command.command("nfd")
 @target_options
-@click.option("-o", "--output", metavar="FILE", default=None,
-              help="Where to write the feature file (atomically); - for stdout. [default: "
-                   "/etc/kubernetes/node-feature-discovery/features.d/topoctl]")
-def nfd(topology: str | None, system: str | None, fallback_system: str | None, output: str | None) -> int:
+@click.option(
+    "-o",
+    "--output",
+    metavar="FILE",
+    default=None,
+    help="Where to write the feature file (atomically); - for stdout. [default: "
+    "/etc/kubernetes/node-feature-discovery/features.d/topoctl]",
+)
+def nfd(
+    topology: str | None, system: str | None, fallback_system: str | None, output: str | None
+) -> int:
     """Write a node-feature-discovery local feature file: labels a scheduler can place work by.
 
     \b

@@ -2,6 +2,7 @@
 
 Layer: commands and CLI (docs/architecture.md, "Layers").
 """
+
 from __future__ import annotations
 
 import os
@@ -31,15 +32,37 @@ def _picture(snapshot: SnapshotView, fmt: str, output: str | None) -> int:
 
 @click.command("show")
 @target_options
-@click.option("--color/--no-color", default=None, help="Force colour on or off (default: on a terminal, unless NO_COLOR is set).")
-@click.option("--format", "fmt", type=click.Choice(["text", "dot", "svg", "png"]), default="text", show_default=True,
-              help="text: the matrix; dot: a Graphviz picture (GPUs, NVSwitch, PCIe bridges, root complexes, NUMA "
-                   "nodes, NICs); svg, png: that picture drawn by Graphviz's dot, when installed.")
-@click.option("-o", "--output", metavar="FILE", help="Write to FILE atomically instead of stdout (needed for png).")
-def command(topology: str | None, system: str | None, fallback_system: str | None, color: bool | None,
-            fmt: str, output: str | None) -> int:
-    """Print an nvidia-smi-like matrix: link type and P2P verdict per GPU pair, NUMA node and root complex
-    per GPU, PCIe link state, and a summary.
+@click.option(
+    "--color/--no-color",
+    default=None,
+    help="Force colour on or off (default: on a terminal, unless NO_COLOR is set).",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "dot", "svg", "png"]),
+    default="text",
+    show_default=True,
+    help="text: the matrix; dot: a Graphviz picture (GPUs, NVSwitch, PCIe bridges, root "
+    "complexes, NUMA nodes, NICs); svg, png: that picture drawn by Graphviz's dot, when "
+    "installed.",
+)
+@click.option(
+    "-o",
+    "--output",
+    metavar="FILE",
+    help="Write to FILE atomically instead of stdout (needed for png).",
+)
+def command(
+    topology: str | None,
+    system: str | None,
+    fallback_system: str | None,
+    color: bool | None,
+    fmt: str,
+    output: str | None,
+) -> int:
+    """Print an nvidia-smi-like matrix: link type and P2P verdict per GPU pair, NUMA node and root
+    complex per GPU, PCIe link state, and a summary.
 
     \b
     Examples:
@@ -53,8 +76,13 @@ def command(topology: str | None, system: str | None, fallback_system: str | Non
     from topoctl.probe.render_matrix import render
 
     if fmt == "png" and (not output or output == "-"):
-        raise TopoctlError("--format png writes a binary image: give -o FILE", hint="e.g. -o machine.png, or --format svg")
-    snapshot = SnapshotView(resolve_target(topology=topology, system=system, fallback_system=fallback_system))
+        raise TopoctlError(
+            "--format png writes a binary image: give -o FILE",
+            hint="e.g. -o machine.png, or --format svg",
+        )
+    snapshot = SnapshotView(
+        resolve_target(topology=topology, system=system, fallback_system=fallback_system)
+    )
     if fmt != "text":
         return _picture(snapshot, fmt, output)
     if output:
