@@ -61,6 +61,20 @@ def layer_of(module: str) -> str | None:
     return best[1] if best else None
 
 
+def test_no_two_product_modules_share_a_basename():
+    """A module's name says what it holds: two `render.py` in two folders made every traceback and grep
+    ambiguous (issue 35). Package __init__ files and the entry points are exempt."""
+    seen: dict[str, list[str]] = {}
+    for module in product_modules():
+        if module.rsplit(".", 1)[-1] not in ("__main__",) and module not in _PACKAGES:
+            seen.setdefault(module.rsplit(".", 1)[-1], []).append(module)
+    shared = {name: found for name, found in seen.items() if len(found) > 1}
+    assert not shared, shared
+
+
+_PACKAGES = {m for m, path in product_modules().items() if path.endswith("__init__.py")}
+
+
 def test_the_docs_table_is_the_contract():
     assert docs_layers() == list(zip(LAYER_NAMES, contract_layers(), strict=False))
 
