@@ -731,7 +731,7 @@ def test_every_python_example_runs(walk, tmp_path):
                 proc = walk.sh(f"python {script}", cwd=str(tmp_path))
                 assert proc.returncode == 0, f"{block.where}:\n{proc.stderr[-3000:]}"
                 ran += 1
-    assert ran == 2
+    assert ran == 3
 
 
 def test_the_layout_names_folders_that_exist(walk):
