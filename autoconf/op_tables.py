@@ -118,6 +118,10 @@ class OpTable:
     _by_key: Mapping[tuple[Value, ...], tuple[tuple[Value, ...], ...]] = field(
         repr=False, compare=False, default_factory=dict
     )
+    # answers by query: a search asks the same shapes for every candidate, and an answer is immutable
+    _answers: dict[tuple[tuple[str, Value], ...], Answer] = field(
+        repr=False, compare=False, default_factory=dict
+    )
 
     @staticmethod
     def from_json(system: str, name: str, raw: Mapping[str, Any]) -> OpTable:
@@ -171,6 +175,13 @@ class OpTable:
         raise OpTableError(f"{self.system}/{self.name}: give {wanted}")
 
     def query(self, **params: Value) -> Answer:
+        asked_as = tuple(sorted(params.items()))
+        answer = self._answers.get(asked_as)
+        if answer is None:
+            answer = self._answers[asked_as] = self._answer(params)
+        return answer
+
+    def _answer(self, params: Mapping[str, Value]) -> Answer:
         unknown = sorted(set(params) - set(self.keys) - set(self.axes))
         if unknown:
             raise OpTableError(
