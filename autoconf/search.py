@@ -680,8 +680,8 @@ def _judge_options(
         ):
             if not pcie_ipc.admits(path, ipc):  # SGLang would run it on NCCL (rules/sglang/data)
                 continue
-            if any(kernels.launch_missing(plan.version, sm, launch, model) for sm in plan.sms):
-                # a kernel never built for this GPU (check blocks it: topoctl-kernel-not-built)
+            if any(kernels.launch_unbuilt(plan.version, sm, launch, model, tp) for sm in plan.sms):
+                # a kernel never built for this GPU (check blocks it, or warns for the fusion)
                 continue
             cand, _ = judge_candidate(judge, path, spec, launch, tp_space, req.speculative)
             pool.add(

@@ -258,6 +258,33 @@ def auto_moe_runner(
     return "flashinfer_mxfp4", f"sglang=={release} sglang/srt/server_args.py:{line}"
 
 
+def launch_unbuilt(
+    release: str, sm: int, launch: dict[str, Any], model: dict[str, Any] | None, tp: int
+) -> list[KernelAnswer]:
+    """What recommend must not write on `sm`: the missing kernels check blocks (launch_missing), and
+    FlashInfer allreduce fusion where this SM's wheels have no kernel for it, which check warns on
+    (topoctl-kernel-not-prebuilt) and SGLang does not apply."""
+    found = launch_missing(release, sm, launch, model)
+    runner = launch.get("moe_runner_backend") or "auto"
+    if runner == "auto" and model is not None and model.get("moe", True):
+        # what SGLang's `auto` resolves to, where its dispatch is read (check resolves it the same way)
+        dtype = moe_dtype(str(launch.get("quantization") or "") or None, model)
+        picked = auto_moe_runner(release, sm, str(model.get("architecture")), dtype, False)
+        moe_op = moe_runner(picked[0], dtype) if picked else None
+        moe_answer = kernel_for(release, sm, moe_op) if moe_op is not None else None
+        if moe_answer is not None and moe_answer.verdict == "missing":
+            found.append(moe_answer)
+    if tp > 1 and (
+        launch.get("flashinfer_allreduce_fusion") is True
+        or launch.get("flashinfer_allreduce_fusion_backend")
+    ):
+        op = fusion(str(launch.get("flashinfer_allreduce_fusion_backend") or "auto"))
+        answer = kernel_for(release, sm, op) if op is not None else None
+        if answer is not None and answer.verdict in ("missing", "jit", "doubt"):
+            found.append(answer)
+    return found
+
+
 def launch_missing(
     release: str, sm: int, launch: dict[str, Any], model: dict[str, Any] | None
 ) -> list[KernelAnswer]:
