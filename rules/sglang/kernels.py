@@ -154,9 +154,9 @@ def fusion(backend: str) -> Op | None:
 def _compact() -> dict[str, Any]:
     """The matrix cut to what answers need: per release, op -> [wheel, SMs, source text]."""
     doc = json.loads(limits.read_file(MATRIX, limits.MAX_DATA_FILE_BYTES))
-    out: dict[str, Any] = {}
+    out: dict[str, dict[str, list[object]]] = {}
     for release, entry in doc["releases"].items():
-        ops: dict[str, list[Any]] = {}
+        ops: dict[str, list[object]] = {}
         for wheel, table in entry["wheels"].items():
             details = doc["wheels"].get(wheel, {}).get("ops", {})
             for op, sms in table.items():
