@@ -47,7 +47,7 @@ def test_page_holds_every_part_and_fetches_nothing(cli, tmp_path):
     for heading in ("Topology", "GPU matrix", "Measurements", "Recommended launch", "Why", "Check"):
         assert f"<h2>{heading}</h2>" in page or f"<h3>{heading}</h3>" in page, heading
     assert (
-        "SGLANG_ARGS=&#x27;--tp-size 1&#x27;" in page and "held-out band" in page
+        "SGLANG_ARGS=&#x27;--tp-size 1&#x27;" in page and "op-table band" in page
     )  # the launch and its band
     assert "torch_symm_mem/one_shot" in page  # the real H200's measured allreduce table
     assert FETCHES.search(page) is None, FETCHES.search(page)
