@@ -53,6 +53,9 @@ BEYOND_REACH = {
     "ep-flashinfer-a2a-sm120": "FlashInfer's all-to-all kernels fail on SM120 at run time",
     "nccl-nvls-needs-nvswitch-sm90": "NCCL's NVLink SHARP set-up fails inside libnccl without "
     "NVSwitch",
+    "topoctl-kernel-not-built": "the release's wheels hold no kernel of the named backend for the "
+    "GPU's SM (rules/sglang/generated/kernel-matrix.json): the first forward pass fails, and the "
+    "oracle runs no kernel",
     "flashinfer-allreduce-fusion-sm12x": "the fusion workspace set-up refuses GPUs outside "
     "SM90/SM10x from 0.5.14 and FlashInfer's fusion kernels fail on SM12x inside it",
     "flashinfer-allreduce-fusion-auto-on-sglang-0.5.5-sm12x": "FlashInfer's fusion kernels fail "

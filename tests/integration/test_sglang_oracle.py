@@ -119,7 +119,7 @@ def _cites_source_or_measures(rule) -> bool:
 @pytest.mark.parametrize(
     "rule_id",
     sorted(
-        {*compare.BEYOND_REACH} - {"topoctl-model-does-not-fit"}
+        {*compare.BEYOND_REACH} - {"topoctl-model-does-not-fit", "topoctl-kernel-not-built"}
         | {r for _, rules in compare.GATES_NOT_RUN.values() for r in rules}
     ),
 )
@@ -139,6 +139,13 @@ def test_the_memory_model_block_has_its_own_cases():
     test_check_memory.py."""
     text = (ROOT / "tests" / "check" / "test_check_memory.py").read_text(encoding="utf-8")
     assert text.count('"topoctl-model-does-not-fit"') >= 3 and "code == 0" in text
+
+
+def test_the_kernel_block_has_its_own_cases():
+    """topoctl-kernel-not-built is check's kernel-matrix judge, not a rule: its public crash reports
+    (must block) and working launches (must pass) are in tests/data/kernel_failures.yaml."""
+    corpus = (ROOT / "tests" / "data" / "kernel_failures.yaml").read_text(encoding="utf-8")
+    assert corpus.count("expect: block") >= 3 and corpus.count("sglang/issues") >= 3
 
 
 def test_a_setting_sglang_ends_with_otherwise_is_a_disagreement():
