@@ -49,6 +49,7 @@ from topoctl.autoconf.target import (  # noqa: F401 - re-exported
     rules_request,
     target_gpu_count,
 )
+from topoctl.core.errors import TopoctlError
 from topoctl.rules.engine.evaluation import launch_defaults
 from topoctl.rules.sglang import kernels
 from topoctl.rules.sglang import spelling as table
@@ -508,8 +509,6 @@ def usable_gpu_count(snapshot: SnapshotLike, notes: list[str]) -> tuple[int, Pro
     """How many GPUs a launch can use on the target: those CUDA sees when the snapshot records
     CUDA_VISIBLE_DEVICES (probe/visible.py), else every GPU. A target where CUDA sees none is bad
     input."""
-    from topoctl.core.errors import TopoctlError
-
     machine = target_gpu_count(snapshot)
     visible = probe_visible(snapshot)
     if visible is None:
@@ -569,8 +568,6 @@ def _checked_options(
 ) -> list[tuple[int, int]]:
     """The (TP, DP) options, each checked against the GPUs the launch can use (a clear error
     otherwise)."""
-    from topoctl.core.errors import TopoctlError
-
     if ep > 1 and model is not None and not model.get("moe"):
         raise TopoctlError(
             f"--ep-size {ep}: {model['name']} is a dense model; expert parallelism needs experts",
@@ -702,8 +699,6 @@ def _settle_unfit(
 ) -> None:
     """Move the launches a measurement shows running back in; with none left that loads, say what
     would fit."""
-    from topoctl.core.errors import TopoctlError
-
     pool.unfit, measured = measured_to_run(pool.unfit, evidence, snapshot, model)
     for cand in measured:
         (pool.blocked if cand.blocked_by else pool.candidates).append(cand)
