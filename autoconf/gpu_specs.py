@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+from topoctl.autoconf import measured_ops
 from topoctl.autoconf.step_network import node_nics
 from topoctl.core.pep440 import parse
 from topoctl.rules.sglang.spelling import switch
@@ -59,6 +60,9 @@ def target_gpu(snapshot: SnapshotLike) -> dict[str, Any]:
     measured = decode_step_bandwidth(snapshot)
     if measured is not None:
         out["decode_step_bandwidth"], out["decode_step_source"] = measured
+    ops = measured_ops.from_rows(view_of(snapshot).measurement_rows("decode_ops"))
+    if ops is not None:  # per-op rows: the composed step reads them before the op tables
+        out["decode_ops"] = ops
     nics = node_nics(
         snapshot
     )  # what a TP group across nodes like this one talks over (step_network.py)

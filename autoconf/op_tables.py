@@ -23,6 +23,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
+from topoctl.autoconf.measured_ops import MeasuredOps
+
 FORMAT = "topoctl-op-tables/1"
 DEFAULT_DIR = Path(__file__).resolve().parent / "generated" / "op-tables"
 Value = str | int | float
@@ -283,6 +285,8 @@ class SystemTables:
     tables: Mapping[str, OpTable]
     wheels: tuple[str, ...]
     max_tokens: int
+    # rows `topoctl bench --decode-step` measured on the box, read before these tables (step_ops.gemm)
+    measured: MeasuredOps | None = None
 
     def table(self, name: str) -> OpTable:
         if name not in self.tables:

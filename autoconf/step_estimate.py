@@ -61,6 +61,7 @@ def composed_step(
                 nodes,
                 fabric(nodes, nics),
                 streams=streams,
+                measured=case.gpu.get("decode_ops"),
             ),
             system,
         )
@@ -74,10 +75,10 @@ def composed_step(
 
 
 def measured_rows(gpu: dict[str, Any]) -> bool:
-    """Whether `topoctl bench --decode-step` measured this box: its rows calibrate the fitted model,
-    and a measurement on the box outranks reference rows from another (the step model reads no
-    per-op bench rows yet)."""
-    return gpu.get("decode_step_bandwidth") is not None
+    """Whether only an older `topoctl bench --decode-step` (whole passes, no per-op rows) measured
+    this box: its rows calibrate the fitted model, which a measurement on the box keeps ahead of
+    reference rows from another. With per-op rows the composed step reads them (measured_ops.py)."""
+    return gpu.get("decode_step_bandwidth") is not None and gpu.get("decode_ops") is None
 
 
 def _part(step: step_model.Step, *starts: str) -> float:
@@ -95,6 +96,12 @@ def with_composed(
     kv = _part(step, "decode attention", "MLA decode core")
     small = _part(step, "small kernels", "SGLang per-step")
     basis = f"composed from the {system} op tables (autoconf/step_model.py; docs/op-tables.md)"
+    if step.share(step_model.MEASURED):
+        basis = (
+            f"composed from this machine's measured GEMM rows ({step.share(step_model.MEASURED):.0%}"
+            f" of the step; topoctl bench --decode-step) and the {system} op tables "
+            "(autoconf/step_model.py; docs/op-tables.md)"
+        )
     calls = [op for op in step.ops if op.name.startswith("allreduce")]
     source = f"{calls[0].source} [{calls[0].origin}]" if calls else est.allreduce_source
     origin = (
@@ -138,8 +145,8 @@ def fallback_basis(gpu: dict[str, Any], cuda_graph: bool = True) -> str:
     key = step_model.gpu_key(gpu)
     if measured_rows(gpu):
         return (
-            "fitted launch model, calibrated by this machine's decode-step rows (measured; the "
-            "step model reads no per-op bench rows yet)"
+            "fitted launch model, calibrated by this machine's decode-step rows (measured as whole "
+            "passes; rerun topoctl bench --decode-step for the per-op rows the composed step reads)"
         )
     if not cuda_graph:
         return (

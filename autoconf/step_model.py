@@ -26,6 +26,8 @@ from typing import Any
 
 from topoctl.autoconf import op_tables
 from topoctl.autoconf.data_files import load
+from topoctl.autoconf.measured_ops import MeasuredOps
+from topoctl.autoconf.request import ModelProfile
 from topoctl.autoconf.step_network import Fabric, cross_node
 from topoctl.autoconf.step_ops import (  # noqa: F401 (the step's pieces, read as step_model.X by its callers)
     ASSUMED,
@@ -95,6 +97,7 @@ class StepCase:
     streams: int = (
         0  # contexts the pass attends to (an EAGLE verify pass: streams x T tokens); 0: one a token
     )
+    measured: MeasuredOps | None = None  # this box's bench rows, read before the tables
 
 
 def table_system(gpu_key: str | None) -> str | None:
@@ -621,6 +624,8 @@ def scheduler_overhead(case: StepCase) -> StepOp:
 def compose(case: StepCase, system: str) -> Step:
     """The step of `case` on the op tables of `system` (table_system)."""
     tables = op_tables.load_system(system)
+    if case.measured is not None:
+        tables = replace(tables, measured=case.measured)
     if (
         case.nodes > 1
     ):  # no allreduce fusion across nodes (step_network.py): every norm runs on its own
@@ -633,3 +638,27 @@ def compose(case: StepCase, system: str) -> Step:
     ops += small_kernels(tables, sh, case)
     ops.append(scheduler_overhead(case))
     return Step(system, case.tokens, tuple(ops))
+
+
+def gemm_shapes(
+    model: ModelProfile, tp: int, gpu_name: str | None = None
+) -> list[tuple[str, int, int, str]]:
+    """The GEMMs (name, N, K, table dtype) the step of `model` at TP `tp` prices on `gpu_name`'s op
+    tables (H200's when it has none), in step order, each once: what `topoctl bench --decode-step`
+    times alone. Empty where no op tables are installed or the profile lacks what the step needs."""
+    systems = op_tables.known_systems()
+    system = table_system(gpu_key({"name": gpu_name})) if gpu_name else None
+    if system not in systems:
+        system = "h200_sxm" if "h200_sxm" in systems else (systems[0] if systems else None)
+    if system is None:
+        return []
+    case = StepCase(model, tp, 1, 1024.0, "nccl", 1e12, "nvlink")
+    try:  # the ops that hold GEMMs (the allreduce and per-step terms hold none)
+        tables, sh = op_tables.load_system(system), shapes(model, tp)
+        ops = attention(tables, sh, 1, 1024.0, 1e12) + mlp(tables, sh, case)
+        ops += lm_head(tables, sh, case)
+    except (op_tables.OpTableError, KeyError, TypeError, ValueError, ZeroDivisionError):
+        return []
+    return list(
+        dict.fromkeys((*op.gemm, op.name.rsplit(" ", 1)[1]) for op in ops if op.gemm is not None)
+    )

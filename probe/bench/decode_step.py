@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
+from topoctl.probe.bench.decode_ops import Gemm
 from topoctl.probe.bench.records import Bytes, Microseconds, Row
 
 if TYPE_CHECKING:
@@ -375,6 +376,7 @@ class Request:
     tokens: tuple[int, ...]
     replays: int = 20
     on_gpu: bool = True
+    gemms: tuple[Gemm, ...] = ()  # the step's GEMMs timed alone after the pass (decode_ops.py)
 
 
 def _summary(values: list[float]) -> dict[str, float]:

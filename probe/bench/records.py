@@ -28,6 +28,7 @@ class Message(TypedDict, total=False):
     kind: Required[Literal["start", "row", "devices", "fatal", "done"]]
     item: str  # start: what is measured next (the watchdog names it when it hangs)
     section: str  # start, row: p2p | local_copy | allreduce | coalescing | decode_step
+    #                 | decode_ops
     pair: list[int]  # start of a P2P pair: [src, dst] in torch's numbering
     row: Row
     bus_ids: list[str | None]  # devices: each torch device's PCI bus id

@@ -318,6 +318,7 @@ class Runner:
     def decode_step(self, requests: list[Request]) -> bool:
         """The decode-step measurements in one worker (one GPU); rows replace the snapshot's rows of
         the same model, dtype and TP as they arrive."""
+        from topoctl.probe.bench.decode_ops import merge_op_rows
         from topoctl.probe.bench.decode_step import merge_rows
         from topoctl.probe.bench.worker import decode_step_worker
 
@@ -326,9 +327,15 @@ class Runner:
         child.start()
         self.children = [child]
         existing = list(self.m.get("decode_step") or [])
+        existing_ops = list(self.m.get("decode_ops") or [])
         fresh: list[Row] = []
+        fresh_ops: list[Row] = []
 
         def on_row(message: Message) -> None:
+            if message.get("section") == "decode_ops":
+                fresh_ops.append(message["row"])
+                self.m["decode_ops"] = merge_op_rows(existing_ops, fresh_ops)
+                return
             fresh.append(message["row"])
             self.m["decode_step"] = merge_rows(existing, fresh)
             if not str(message["row"].get("status", "")).startswith("ok"):
@@ -409,6 +416,12 @@ def run_bench(
     return Outcome(measurements, list(measurements["problems"]), interrupted)
 
 
+def expected_decode_rows(requests: list[Request]) -> int:
+    """Rows the decode-step worker sends: a pass per token count, and a row per GEMM and token
+    count on a GPU."""
+    return sum(len(r.tokens) * (1 + (len(r.gemms) if r.on_gpu else 0)) for r in requests)
+
+
 def run_decode_step(
     plan: Plan,
     requests: list[Request],
@@ -419,7 +432,7 @@ def run_decode_step(
     """Measure the decode step of every request into `measurements` (the snapshot's, whose other
     rows are kept). Ctrl-C ends the worker and keeps what was measured."""
     measurements.setdefault("problems", [])
-    progress = progress or Progress(sum(len(r.tokens) for r in requests))
+    progress = progress or Progress(expected_decode_rows(requests))
     runner = Runner(plan, measurements, on_update, progress)
     interrupted = False
     before = len(measurements["problems"])

@@ -857,7 +857,7 @@ def decode_step_worker(requests: list[decode_step.Request], queue: MessageQueue)
     reason and the next one goes on."""
     _quiet_interrupts()
     os.environ.update(MULTICAST_OFF)
-    from topoctl.probe.bench import decode_step
+    from topoctl.probe.bench import decode_ops, decode_step
 
     def announce(item: str) -> None:
         queue.put({"kind": "start", "item": item, "section": "decode_step"})
@@ -867,6 +867,17 @@ def decode_step_worker(requests: list[decode_step.Request], queue: MessageQueue)
             try:
                 for row in decode_step.measure(request, announce):
                     queue.put({"kind": "row", "section": "decode_step", "row": row})
+                if request.on_gpu and request.gemms:
+                    for row in decode_ops.measure_ops(
+                        request.shapes.name,
+                        request.shapes.tp,
+                        request.dtype,
+                        request.gemms,
+                        request.tokens,
+                        request.replays,
+                        announce,
+                    ):
+                        queue.put({"kind": "row", "section": "decode_ops", "row": row})
             except Exception as exc:
                 queue.put(
                     {

@@ -136,6 +136,7 @@ class SnapshotMeasurements(TypedDict, total=False):
     coalescing: list[dict[str, object]] | None
     local_copy: list[dict[str, object]] | None
     decode_step: list[dict[str, object]] | None
+    decode_ops: list[dict[str, object]] | None
     backend: str | None
     complete: bool | None
     problems: list[str] | None

@@ -20,6 +20,8 @@ from topoctl.core.serialize import dump
 from topoctl.snapshot.view import SnapshotLike, SnapshotView, view_of
 
 if TYPE_CHECKING:
+    from topoctl.autoconf.request import ModelProfile
+    from topoctl.probe.bench.decode_ops import Gemm
     from topoctl.probe.bench.decode_step import Request
     from topoctl.snapshot.shape import Snapshot, SnapshotMeasurements
 
@@ -111,7 +113,9 @@ EXIT_INTERRUPTED = 130
     is_flag=True,
     help="Instead of the interconnect: time the model's own decode step on one GPU (its matrices "
     "at its dtype, layer after layer in one CUDA graph, for each --tokens count, MoE layers "
-    "reading the experts those tokens are routed to). Needs --model or --model-path; the "
+    "reading the experts those tokens are routed to), then each GEMM the launch model prices "
+    "for that step alone, in the format it looks it up in (rows that replace the op tables' "
+    "reference rows; fp8-block and 4-bit GEMMs keep theirs). Needs --model or --model-path; the "
     "snapshot's other measurements are kept, and recommend uses these rows first.",
 )
 @click.option(
@@ -127,8 +131,9 @@ EXIT_INTERRUPTED = 130
     "dtype_name",
     type=click.Choice(["bf16", "fp16", "fp8"]),
     default=None,
-    help="With --decode-step: the weight format to time (default: the model's own; a 4-bit model "
-    "needs one of these, as torch has no 4-bit product).",
+    help="With --decode-step: the weight format the whole pass is timed at (default: the model's "
+    "own; a 4-bit model needs one of these, as torch has no 4-bit product). The per-GEMM rows "
+    "keep the formats the launch model looks them up in.",
 )
 def command(**given: Any) -> int:
     """Measure the interconnect in about a minute and record it in the snapshot under
@@ -295,7 +300,7 @@ def _decode_step(options: BenchOptions) -> int:
     """`--decode-step`: the decode-step rows into the snapshot's measurements
     (probe/bench/decode_step.py)."""
     from topoctl.probe.bench import plan as planning
-    from topoctl.probe.bench.runner import Progress, run_decode_step
+    from topoctl.probe.bench.runner import Progress, expected_decode_rows, run_decode_step
 
     model_name, model_path, tokens, backend = (
         options.model_name,
@@ -312,12 +317,19 @@ def _decode_step(options: BenchOptions) -> int:
         )
     token_list = planning.parse_list(tokens, "--tokens", planning.parse_tokens) or [1, 4, 16]
     tps = planning.parse_list(options.tp_sizes, "--tp", _parse_tp) or [1]
-    requests = _decode_requests(
-        model_name, model_path, token_list, tps, options.dtype_name, on_gpu=backend == "nccl"
-    )
     torch = _import_torch()
     snapshot = _snapshot(options.topology)
     view = SnapshotView(snapshot)
+    names = view.gpu_names
+    requests = _decode_requests(
+        model_name,
+        model_path,
+        token_list,
+        tps,
+        options.dtype_name,
+        on_gpu=backend == "nccl",
+        gpu_name=names[0] if names else None,
+    )
     if backend == "nccl":
         _world_size(torch, backend, 1, view)
     # the runner appends its rows to this dict in place (probe/bench/decode_step.py), in the
@@ -343,7 +355,7 @@ def _decode_step(options: BenchOptions) -> int:
         requests,
         measurements,
         update,
-        Progress(sum(len(r.tokens) for r in requests), enabled=not quiet),
+        Progress(expected_decode_rows(requests), enabled=not quiet),
     )
     for problem in outcome.problems:
         click.echo(f"topoctl: bench: {problem}", err=True)
@@ -371,6 +383,7 @@ def _decode_requests(
     tps: list[int],
     dtype_name: str | None,
     on_gpu: bool,
+    gpu_name: str | None = None,
 ) -> list[Request]:
     """One request per TP size: the model's shapes from its config, one GPU's share, at its dtype."""
     from topoctl.autoconf import models
@@ -398,9 +411,29 @@ def _decode_requests(
             hint="give a config.json with hidden_size, num_attention_heads, num_hidden_layers",
         ) from None
     return [
-        decode_step.Request(decode_step.sharded(shapes, tp), dtype, tuple(tokens), on_gpu=on_gpu)
+        decode_step.Request(
+            decode_step.sharded(shapes, tp),
+            dtype,
+            tuple(tokens),
+            on_gpu=on_gpu,
+            gemms=_step_gemms(profile, tp, gpu_name),
+        )
         for tp in tps
     ]
+
+
+def _step_gemms(profile: ModelProfile, tp: int, gpu_name: str | None) -> tuple[Gemm, ...]:
+    """The GEMMs the launch model prices for one GPU's share at TP `tp` (their rows replace the op
+    tables' reference rows) in the dtypes torch has a product of; none where the model's step
+    cannot be composed."""
+    from topoctl.autoconf import step_model
+    from topoctl.probe.bench.decode_ops import TORCH_DTYPES, Gemm
+
+    return tuple(
+        Gemm(name, n, k, dtype)
+        for name, n, k, dtype in step_model.gemm_shapes(profile, tp, gpu_name)
+        if dtype in TORCH_DTYPES
+    )
 
 
 def _model_dtype(profile: dict[str, Any], name: str) -> str:
