@@ -7,6 +7,7 @@ Layer: launch model and search (docs/architecture.md, "Layers").
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -131,7 +132,6 @@ class MeasuredBandwidth:
         return MeasuredBandwidth(points, stream=self.stream) if points else self
 
     def __call__(self, layer_bytes: float) -> float:
-        import math
 
         pts = self.points
         if layer_bytes <= pts[0][0]:

@@ -18,6 +18,7 @@ Layer: launch model and search (docs/architecture.md, "Layers").
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass, field
 
 from topoctl.autoconf.request import ModelProfile
@@ -152,7 +153,6 @@ def env_lines(settings: NodeSettings) -> list[str]:
 
 def _quoted(value: str) -> str:
     """Single quotes, as the rest of launch.env writes values."""
-    import shlex
 
     return f"'{value}'" if "'" not in value else shlex.quote(value)
 

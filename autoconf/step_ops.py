@@ -8,7 +8,6 @@ Layer: launch model and search (docs/architecture.md, "Layers").
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
 
 from topoctl.autoconf import op_tables
 from topoctl.autoconf.step_shapes import TABLE_BYTES, wanted_formats
@@ -128,7 +127,7 @@ class Format:
     scale: float = 1.0
 
 
-def substitute(available: tuple[Any, ...], wanted: tuple[str, ...], per_param: float) -> Format:
+def substitute(available: tuple[object, ...], wanted: tuple[str, ...], per_param: float) -> Format:
     """The first wanted dtype the table has, else the closest in bytes per weight scaled by the
     bytes ratio (a decode GEMM streams its weights: time in proportion to their bytes)."""
     for name in wanted:

@@ -10,7 +10,7 @@ Layer: probe (docs/architecture.md, "Layers").
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from topoctl.core.p2p import pair_p2p_ok
 from topoctl.snapshot.view import SnapshotLike, SnapshotView, view_of
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 GREEN, RED, YELLOW, BOLD, RESET = "\x1b[32m", "\x1b[31m", "\x1b[33m", "\x1b[1m", "\x1b[0m"
 
 
-def _p2p_mark(pair: Mapping[str, Any]) -> str:
+def _p2p_mark(pair: Mapping[str, object]) -> str:
     """`+` read and write OK, `-` one of them names why P2P does not work, `?` unknown ("unknown" or
     NVML's U)."""
     return {True: "+", False: "-", None: "?"}[pair_p2p_ok(pair.get("p2p"))]

@@ -6,6 +6,7 @@ Layer: judge (docs/architecture.md, "Layers").
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -66,7 +67,6 @@ def verdict(outcome: Outcome, fail_on: str) -> Verdict:
 
 def origin_file_line(origin: str) -> tuple[str, str]:
     """`path:line (label)` or `path` -> (path, line or "")."""
-    import re
 
     match = re.match(r"^(.*?):(\d+)(?: \(.*\))?$", origin)
     return (match.group(1), match.group(2)) if match else (origin, "")
