@@ -110,7 +110,7 @@ class Plan:
     paths: list[str] = field(default_factory=lambda: ["nccl", "torch_symm_mem", "custom"])
     faults: dict[str, str] = field(
         default_factory=dict
-    )  # CPU fake only: "src-dst" -> hang|corrupt|crawl
+    )  # CPU fake only: "src-dst" -> hang|corrupt|crawl; "init" -> fail; "allreduce" -> hang|die|corrupt
     p2p_bytes: int = 256 * 1024**2
     crawl_gbps: float = 1.0  # a peer copy slower than this is "crawling" (CPU back end: far lower)
     model_name: str | None = None

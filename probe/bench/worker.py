@@ -186,6 +186,19 @@ def _agree(device: Device, inner: int, samples: int) -> tuple[int, int]:
     return int(tensor[0].item()), int(tensor[1].item())
 
 
+def _all_ranks_ok(ok: bool, device: Device) -> bool:
+    """Whether every rank's data check passed: ranks that disagree would go on to issue different
+    collectives (one times the path, another returns its failed row) and the group would desync."""
+    import torch.distributed as dist
+
+    if not dist.is_initialized() or dist.get_world_size() == 1:
+        return ok
+    torch = device.torch
+    flag = torch.tensor([1 if ok else 0], dtype=torch.int64, device=device.tensor_device())
+    dist.all_reduce(flag, op=dist.ReduceOp.MIN)
+    return bool(flag.item() == 1)
+
+
 def _slowest_rank(times: list[float], device: Device) -> list[float]:
     """Each sample as the slowest rank saw it (a collective is as slow as its slowest member)."""
     import torch.distributed as dist
@@ -243,9 +256,14 @@ class DistPath(Path):
         count = _element_count(nbytes, dtype)
         buffer = torch.empty(count, dtype=dtype, device=where)
 
+        fault = self.plan.faults.get("allreduce") if self.plan.backend != "nccl" else None
+
         def check() -> bool:
+            _allreduce_fault(fault, dist.get_rank())
             buffer.fill_(dist.get_rank() + 1)
             dist.all_reduce(buffer)
+            if fault == "corrupt" and dist.get_rank() == 0:
+                buffer.add_(1)  # the CPU fake's stand-in for a path that returns wrong sums
             world = dist.get_world_size()
             expected = world * (world + 1) / 2
             ok = bool(torch.all(buffer == expected).item())
@@ -253,6 +271,17 @@ class DistPath(Path):
             return ok
 
         return (lambda: dist.all_reduce(buffer)), check
+
+
+def _allreduce_fault(fault: str | None, rank: int) -> None:
+    """The CPU fake's stand-ins for a collective that never completes and a worker that dies
+    (Plan.faults["allreduce"]: hang | die | corrupt; rank 1 misbehaves, the others wait on it)."""
+    if rank != 1:
+        return
+    if fault == "die":
+        os._exit(3)
+    while fault == "hang":
+        time.sleep(1.0)
 
 
 class SymmMemPath(Path):
@@ -498,7 +527,7 @@ def _allreduce_row(
         if graph and device.graphs_reason:
             raise Unavailable(device.graphs_reason)
         call, check = path.prepare(nbytes)
-        if not check():
+        if not _all_ranks_ok(check(), device):
             return {
                 **row,
                 "latency_us": None,
