@@ -124,10 +124,11 @@ BUDGETS = {
     # (topoctl/deploy/found.py) beside the kinds' registry, so that no reader imports the dispatcher
     # back; the readers themselves load only for a file of their kind +2 own: judge_kernels and
     # rules.sglang.kernels; the kernel matrix is read only when a launch names a backend +1 own:
-    # judge_network, the launch's network names against the node's NICs (issue 37)
+    # judge_network, the launch's network names against the node's NICs (issue 37) +1 own:
+    # check/judge_preflight.py, a recorded preflight failure blocks the same launch (issue 37)
     "check": (
-        174,
-        57,
+        175,
+        58,
         (
             "yaml",
             "jsonschema",
@@ -144,10 +145,11 @@ BUDGETS = {
             "topoctl.snapshot.visible_view",
         ),
     ),
-    # check -- COMMAND: no file to read, so no Helm reader; the same two kernel modules as check
+    # check -- COMMAND: no file to read, so no Helm reader; the same two kernel modules as check,
+    # and the same judge_preflight
     "check --": (
-        179,
-        60,
+        180,
+        61,
         (
             "yaml",
             "jsonschema",

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from topoctl.check.judge_kernels import kernel_items
 from topoctl.check.judge_memory import memory_items
 from topoctl.check.judge_network import network_items
+from topoctl.check.judge_preflight import recorded_items
 from topoctl.check.outcome import Item, Outcome
 from topoctl.check.parse import raw_int
 from topoctl.check.resolve import launch_model
@@ -129,6 +130,7 @@ def judge(
         _size_items(parsed, sizes.tp_all, sizes.tp, sizes.ep, gpu_count, sizes.span)
     )
     outcome.items.extend(network_items(parsed, snapshot, sizes.span.nodes))
+    outcome.items.extend(recorded_items(parsed, view_of(snapshot).measurement_rows("preflight")))
     if not any(
         item.severity == "block" and item.id.endswith("tp-exceeds-gpus") for item in outcome.items
     ):

@@ -48,6 +48,10 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
         "topoctl.cli.commands.check",
         "Is this launch safe on that machine? Exit code for CI.",
     ),
+    "preflight": (
+        "topoctl.cli.commands.preflight",
+        "Prove one launch on its box: its allreduce and kernels, under a watchdog.",
+    ),
     "rules": (
         "topoctl.cli.commands.rules",
         "List, explain, test and publish the schema of the knowledge rules.",

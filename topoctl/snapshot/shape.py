@@ -137,6 +137,7 @@ class SnapshotMeasurements(TypedDict, total=False):
     local_copy: list[dict[str, object]] | None
     decode_step: list[dict[str, object]] | None
     decode_ops: list[dict[str, object]] | None
+    preflight: list[dict[str, object]] | None
     backend: str | None
     complete: bool | None
     problems: list[str] | None
