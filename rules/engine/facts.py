@@ -25,6 +25,7 @@ from topoctl.core.vocab import NVLINK_INTERCONNECTS
 from topoctl.rules.sglang import settings as launch_settings
 
 from .network_facts import register as register_network_facts
+from .node_facts import register as register_node_facts
 
 
 class _Unknown:
@@ -946,6 +947,7 @@ _UNKNOWN_VALUE: FactValue = UNKNOWN  # as a FactValue, so register's resolvers a
 register_network_facts(
     FACTS, _UNKNOWN_VALUE
 )  # network.*, request.nnodes (rules/engine/network_facts.py)
+register_node_facts(FACTS)  # request.pp_size & co. (rules/engine/node_facts.py)
 
 # Facts read from the snapshot alone (not from the request: software.sglang is the requested target
 # version when one is given), so one evaluation's value holds for every request on the same

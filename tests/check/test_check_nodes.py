@@ -87,3 +87,79 @@ spec:
     path.write_text(path.read_text().replace('nvidia.com/gpu: "8"', 'nvidia.com/gpu: "4"'))
     code, out, _ = cli(["check", str(path), *H100])
     assert code == 1 and "over 2 nodes places 8 ranks on each node; it needs 8 GPUs" in out
+
+
+# SGLang's own multi-node checks (rules/knowledge/sglang_nodes.yaml): check_server_args asserts them
+# before any process starts (server_args.py:3686/3697 in 0.5.5, arg_groups/validation_hook.py:179/199
+# in 0.5.23).
+NODES_RULE, DP_RULE = "sglang-nnodes-divide-tp-pp", "sglang-dp-replicas-across-nodes"
+
+
+def _check(cli, *args: str, version: str = "0.5.21") -> tuple[int, dict[str, str], str]:
+    options = ["--system", "h100-8x-nvswitch", "--sglang-version", version, "--format", "json"]
+    code, out, _ = cli(["check", *options, *CMD, *args])
+    return code, ids(out), out
+
+
+def test_tp8_over_three_nodes_is_refused_by_sglang(cli):
+    code, found, out = _check(cli, "--tp", "8", "--nnodes", "3", "--dist-init-addr", "h:5000")
+    assert code == 1 and found[NODES_RULE] == "block"
+    assert "tp_size must be divisible by number of nodes" in out and "--nnodes" in out
+
+
+def test_nnodes_without_tp_is_refused_since_sglang_runs_tp_1(cli):
+    code, found, _ = _check(cli, "--nnodes", "2", "--dist-init-addr", "h:5000", version="0.5.5")
+    assert code == 1 and found[NODES_RULE] == "block"
+
+
+def test_pipeline_stages_count_in_the_product(cli):
+    _, found, _ = _check(cli, "--tp", "8", "--pp-size", "3", "--nnodes", "3")
+    assert NODES_RULE not in found
+    _, found, _ = _check(cli, "--tp", "8", "--pp-size", "2", "--nnodes", "3")
+    assert found[NODES_RULE] == "block"
+
+
+def test_a_tp_size_left_to_run_time_or_an_assumed_node_count_never_blocks(cli):
+    _, found, _ = _check(cli, "--tp", "$TP", "--nnodes", "2")
+    assert NODES_RULE not in found
+    _, found, _ = _check(cli, "--tp", "12", "--nnodes", "$NNODES")
+    assert NODES_RULE not in found
+
+
+def test_an_elastic_ep_scale_joiner_skips_the_assertion_from_0_5_16(cli):
+    joiner = ("--tp", "8", "--nnodes", "3", "--node-rank", "1", "--elastic-ep-join-mode", "scale")
+    _, found, _ = _check(cli, *joiner, version="0.5.21")
+    assert NODES_RULE not in found
+    _, found, _ = _check(cli, "--tp", "8", "--nnodes", "3", version="0.5.15")
+    assert found[NODES_RULE] == "block"
+
+
+def test_srun_gives_the_node_count_the_assertion_reads(cli, tmp_path):
+    path = tmp_path / "job.sh"
+    path.write_text(
+        "#!/bin/bash\nsrun -N 3 --ntasks-per-node=1 python3 -m sglang.launch_server "
+        "--model-path m --tp 8 --nnodes $SLURM_NNODES --node-rank $SLURM_NODEID "
+        "--dist-init-addr h:5000\n"
+    )
+    code, out, _ = cli(["check", str(path), *H100])
+    assert code == 1 and ids(out)[NODES_RULE] == "block"
+
+
+def test_dp_replicas_over_two_nodes_are_refused_without_dp_attention(cli):
+    code, found, out = _check(cli, "--tp", "8", "--dp-size", "2", "--nnodes", "2")
+    assert code == 1 and found[DP_RULE] == "block" and "--dp-size" in out
+    _, found, _ = _check(cli, "--tp", "8", "--dp-size", "2")
+    assert DP_RULE not in found
+
+
+def test_dp_attention_over_two_nodes_runs(cli):
+    dp_attention = ("--tp", "16", "--dp-size", "16", "--enable-dp-attention", "--nnodes", "2")
+    for version in ("0.5.5", "0.5.21", "0.5.23"):
+        _, found, _ = _check(cli, *dp_attention, version=version)
+        assert DP_RULE not in found and NODES_RULE not in found, version
+
+
+def test_replicas_beside_attention_dp_over_nodes_are_refused_from_0_5_22(cli):
+    launch = ("--tp", "16", "--attn-dp-size", "8", "--dp-size", "2", "--nnodes", "2")
+    _, found, _ = _check(cli, *launch, "--enable-dp-attention", version="0.5.23")
+    assert found[DP_RULE] == "block"

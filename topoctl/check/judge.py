@@ -28,7 +28,7 @@ from topoctl.check.resolve_gpus import (
     any_gpu_sets,
     launch_group,
 )
-from topoctl.check.resolve_nodes import NodeSpan, node_span
+from topoctl.check.resolve_nodes import NodeSpan, node_request, node_span
 from topoctl.core.errors import one_line
 from topoctl.core.vocab import Severity
 from topoctl.deploy.sglang_launch import ParsedLaunch
@@ -112,6 +112,7 @@ def judge(
         "gpus": None,
         "sglang_version": flags.requested,
         "launch": launch,
+        **node_request(parsed, sizes.span, sizes.tp_all),
     }
     outcome.items.extend(
         _gpu_and_rule_items(

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from topoctl.check.parse import written_value
+from topoctl.check.parse import raw_int, written_value
 from topoctl.core.errors import one_line
 
 if TYPE_CHECKING:
@@ -137,3 +137,21 @@ def _assumed(written: str, tp: int, pp: int, gpus_per_node: int, where: str) -> 
         ),
     )
     return span
+
+
+def node_request(parsed: ParsedLaunch, span: NodeSpan, tp_all: int) -> dict[str, object]:
+    """What the rules about a launch over several nodes read (rules/engine/node_facts.py): the node
+    count when it is known (an assumed one is left out, so that it never blocks), the TP size over
+    every node (None when the file leaves it to run time), the pipeline size and
+    --elastic-ep-join-mode as written."""
+    tp_written, _ = written_value(parsed, "tp_size")
+    out: dict[str, object] = {
+        "tp_size_all": tp_all if tp_written is None or tp_written.isdigit() else None,
+        "pp_size": raw_int(parsed, ("pp_size", "pipeline_parallel_size"), 1),
+    }
+    if span.nodes is not None and not span.assumed:
+        out["nnodes"] = span.nodes
+    join_mode, _ = written_value(parsed, "ep_join_mode")
+    if join_mode is not None:
+        out["elastic_ep_join_mode"] = join_mode
+    return out
