@@ -7,8 +7,10 @@ Each launch of tests/data/launch_corpus/ is read as `topoctl check` reads it (it
 the SGLang version check picks for it, the argv and environment SGLang's parser is handed), then run
 through that release's `prepare_server_args` and post-init on the file's reference system
 (scripts/sglang_oracle/ run_release.py, stubbed hardware answered from
-fixtures/<system>/snapshot.json). DIR holds one unpacked wheel per release (DIR/0.5.23/sglang/...),
-PYTHON an interpreter with msgspec (SGLang >= 0.5.13 needs it).
+fixtures/<system>/snapshot.json), then through `check_server_args`, which the engine runs before it
+starts any process (`engine_check`: the multi-node size assertions live there). DIR holds one
+unpacked wheel per release (DIR/0.5.23/sglang/...), PYTHON an interpreter with msgspec (SGLang >=
+0.5.13 needs it).
 
 Writes tests/data/launch_corpus/oracle.json: per file, per launch, the release, the argv and
 environment, and SGLang's outcome (ok, argparse-error with its message, startup-error with the
@@ -210,6 +212,13 @@ def _outcome(raw: dict[str, Any]) -> dict[str, Any]:
             kept[key] = str(raw[key])[:300]
     final = raw.get("final") or {}
     kept["final"] = {name: final[name] for name in SIZES if name in final}
+    if raw.get("engine_check"):
+        check = raw["engine_check"]
+        kept["engine_check"] = {
+            key: str(check[key])[:300]
+            for key in ("kind", "type", "message", "at")
+            if check.get(key)
+        }
     return kept
 
 

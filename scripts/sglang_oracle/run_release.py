@@ -5,9 +5,9 @@
 SRC_DIR holds the release wheel's unpacked `sglang/` package; HARDWARE_JSON is one machine's answers
 (hardware.Hardware as JSON). SGLang's modules read some answers once, at import (module-level `_is_cuda =
 is_cuda()`), so one process serves one release on one machine. Each input line is a launch
-{"id", "argv", "env", "arch"}; each output line its outcome:
+{"id", "argv", "env", "arch"[, "engine_checks": true]}; each output line its outcome:
   {"id", "kind": "ok", "final": {field: value}, "changed": {field: [parsed, final]}, "env_set": {NAME: value},
-   "gates": {...}}
+   "gates": {...}[, "engine_check": {"kind": "ok"} or a startup-error, with engine_checks]}
   {"id", "kind": "startup-error", "type", "message", "at": "sglang/...py:LINE"}   raised by a raise/assert of SGLang
   {"id", "kind": "argparse-error", "message"}                                      argparse refused the argv
   {"id", "kind": "oracle-error", "type", "message", "at"}   the stubs could not answer (not a verdict)
@@ -329,7 +329,21 @@ def run_one(release: Release, launch: dict[str, Any]) -> dict[str, Any]:
             return {"id": launch["id"], **_classify(exc)}
         finally:
             argparse.ArgumentParser.parse_args = original_parse  # type: ignore[method-assign]
-        return _ok(release, launch, args, parsed, hw, before)
+        outcome = _ok(release, launch, args, parsed, hw, before)
+        if launch.get("engine_checks"):
+            outcome["engine_check"] = engine_check(args)
+        return outcome
+
+
+def engine_check(args: Any) -> dict[str, Any]:
+    """ServerArgs.check_server_args(), which the engine runs before it starts any process
+    (entrypoints/engine.py: _launch_subprocesses, 0.5.5-0.5.23): ok, or its start-up error."""
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            args.check_server_args()
+    except Exception as exc:  # noqa: BLE001 - the outcome being recorded
+        return _classify(exc)
+    return {"kind": "ok"}
 
 
 def _ok(

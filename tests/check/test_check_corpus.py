@@ -167,7 +167,8 @@ def test_the_oracle_record_covers_every_launch_of_the_corpus():
 def test_each_expected_verdict_agrees_with_sglang_own_parser_and_post_init(relative):
     """A launch SGLang's parser refuses blocks with a flag finding; one it takes blocks on no flag;
     one whose post-init raises blocks, unless the raise reads the machine it runs on
-    (`oracle_machine_only`, its place cited); the ranks one node runs (SGLang's tp_size // (nnodes
+    (`oracle_machine_only`, its place cited), and so does one the engine's check_server_args
+    refuses (`engine_check`) at sizes the file writes; the ranks one node runs (SGLang's tp_size // (nnodes
     // pp_size), read from its final ServerArgs) above the reference system's GPUs block."""
     from topoctl.snapshot.catalogue import system_snapshot
 
@@ -195,6 +196,13 @@ def test_each_expected_verdict_agrees_with_sglang_own_parser_and_post_init(relat
         final = outcome["final"]
         if "--nnodes" in launch["stand_ins"] or "--tp-size" in launch["stand_ins"]:
             continue  # a size the file leaves to run time: named by check, not judged here
+        engine = outcome.get("engine_check") or {"kind": "ok"}
+        # check_server_args, which the engine runs before any process: its refusal blocks
+        assert engine["kind"] != "startup-error" or all(ids for ids in blocks), (
+            relative,
+            line,
+            engine,
+        )
         per_node = final["tp_size"] // max(final["nnodes"] // max(final["pp_size"], 1), 1)
         if per_node > gpus:
             assert all(SIZE_BLOCKS & set(ids) for ids in blocks), (relative, line, per_node)
