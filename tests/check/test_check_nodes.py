@@ -163,3 +163,17 @@ def test_replicas_beside_attention_dp_over_nodes_are_refused_from_0_5_22(cli):
     launch = ("--tp", "16", "--attn-dp-size", "8", "--dp-size", "2", "--nnodes", "2")
     _, found, _ = _check(cli, *launch, "--enable-dp-attention", version="0.5.23")
     assert found[DP_RULE] == "block"
+
+
+def test_custom_allreduce_v2_asked_over_nodes_is_a_warning_where_sglang_turns_it_off(cli):
+    launch = ("--tp", "16", "--nnodes", "2", "--dist-init-addr", "h:5000")
+    code, out, _ = cli(
+        ["check", "--system", "h100-8x-nvswitch", "--sglang-version", "0.5.14", "--format", "json"]
+        + ["--", "env", "SGLANG_OPT_USE_CUSTOM_ALL_REDUCE_V2=1", *CMD[1:], *launch]
+    )
+    assert code == 0 and ids(out)["sglang-custom-allreduce-v2-off-across-nodes"] == "warn"
+    code, out, _ = cli(
+        ["check", "--system", "h100-8x-nvswitch", "--sglang-version", "0.5.17", "--format", "json"]
+        + ["--", "env", "SGLANG_OPT_USE_CUSTOM_ALL_REDUCE_V2=1", *CMD[1:], *launch]
+    )
+    assert "sglang-custom-allreduce-v2-off-across-nodes" not in ids(out)
