@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 
+import pytest
 from conftest import LAUNCH_CORPUS
 
 from topoctl.deploy import dockerfile, helm
@@ -110,15 +111,67 @@ def test_ome_leader_and_worker_are_one_group_of_size_plus_one_nodes(cli):
     assert "--tp-size from $(PARALLELISM_SIZE): not set in what topoctl reads" in out
 
 
-def test_a_floating_image_tag_names_the_version_assumed_and_why(cli):
+def test_a_moving_image_tag_is_judged_as_the_newest_release_and_said_so(cli):
+    from topoctl.rules.sglang.flags import known_versions
+
+    newest = known_versions()[-1]
     path = os.path.join(LAUNCH_CORPUS, "scripts", "docker_run_latest.sh")
     code, out, err = cli(["check", path, *H100])
+    assert f"{path}:4: SGLang {newest}\n" in out  # the image's, not the target's installed 0.5.12
     assert (
-        "image lmsysorg/sglang:latest: the tag :latest moves from release to release; judged as "
-        "SGLang 0.5.12 (the target's installed SGLang)"
+        "image lmsysorg/sglang:latest: the tag :latest moves from release to release; latest: "
+        f"judged as {newest}, the newest known; pin a release to be sure"
         in out
         and "lmsysorg/sglang:latest" in err
     )
+    code, out, _ = cli(["check", path, *H100, "--sglang-version", "0.5.14"])
+    assert "judged as SGLang 0.5.14 (--sglang-version), which may not be what it pulls" in out
+
+
+def _dockerfile(tmp_path, image: str) -> str:
+    path = tmp_path / "Dockerfile"
+    path.write_text(
+        f"FROM {image}\n"
+        'CMD ["python3", "-m", "sglang.launch_server", "--model-path", "m", "--tp", "2"]\n'
+    )
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    "image, tag",
+    [
+        ("lmsysorg/sglang:dev", "dev"),
+        ("lmsysorg/sglang:nightly-dev-20251201-1a2b3c4", "nightly-dev-20251201-1a2b3c4"),
+        ("lmsysorg/sglang", "latest"),
+    ],
+)
+def test_every_moving_tag_is_judged_as_the_newest_release(cli, tmp_path, image, tag):
+    from topoctl.rules.sglang.flags import known_versions
+
+    code, out, _ = cli(["check", _dockerfile(tmp_path, image), *H100])
+    assert f"{tag}: judged as {known_versions()[-1]}, the newest known" in out
+
+
+@pytest.mark.parametrize(
+    "image, release, judged, build",
+    [
+        ("lmsysorg/sglang:v0.5.14-cu129", "0.5.14", "0.5.14", "-cu129"),
+        ("lmsysorg/sglang:v0.5.21.post1-cu130-amd64", "0.5.21.post1", "0.5.21", "-cu130-amd64"),
+    ],
+)
+def test_a_suffixed_tag_is_judged_as_its_release_with_a_note(
+    cli, tmp_path, image, release, judged, build
+):
+    code, out, err = cli(["check", _dockerfile(tmp_path, image), *H100])
+    assert f"(CMD): SGLang {judged}" in out
+    assert f"SGLang {release} from the image tag {image}" in err
+    assert f"; {build} names a build of it: the image may differ" in err
+
+
+def test_a_bare_release_tag_needs_no_note(cli, tmp_path):
+    code, out, err = cli(["check", _dockerfile(tmp_path, "lmsysorg/sglang:v0.5.21"), *H100])
+    assert "(CMD): SGLang 0.5.21" in out and "names a build" not in err
+    assert "floating-image-tag" not in out
 
 
 def test_a_folder_reports_every_file_then_exits_2_with_the_bad_one_annotated(cli, tmp_path):

@@ -181,6 +181,40 @@ def test_the_sglang_version_an_image_tag_names(image, version):
     assert launchers.image_sglang_version(image) == version
 
 
+@pytest.mark.parametrize(
+    "image, moving",
+    [
+        ("lmsysorg/sglang:latest", "latest"),
+        ("lmsysorg/sglang:dev", "dev"),
+        ("lmsysorg/sglang:nightly-dev-20251201-1a2b3c4", "nightly-dev-20251201-1a2b3c4"),
+        ("lmsysorg/sglang:latest-cu130", "latest-cu130"),
+        ("registry:5000/lmsysorg/sglang", "latest"),  # no tag: Docker pulls :latest
+        ("lmsysorg/sglang:v0.5.21-cu129", None),
+        ("lmsysorg/sglang@sha256:0123456789abcdef", None),  # pinned, release unknown
+        ("nvcr.io/nvidia/ai-dynamo/sglang-runtime:latest", None),  # Dynamo's, judged by its pin
+        ("vllm/vllm-openai:latest", None),
+        (None, None),
+    ],
+)
+def test_a_moving_sglang_image_tag(image, moving):
+    assert launchers.moving_image_tag(image) == moving
+
+
+@pytest.mark.parametrize(
+    "image, build",
+    [
+        ("lmsysorg/sglang:v0.5.14-cu129", "-cu129"),
+        ("lmsysorg/sglang:v0.5.21.post1-cu130-amd64", "-cu130-amd64"),
+        ("lmsysorg/sglang:v0.5.21", None),
+        ("lmsysorg/sglang:0.5.12", None),
+        ("lmsysorg/sglang:latest", None),
+        (None, None),
+    ],
+)
+def test_what_a_release_tag_says_beyond_its_release(image, build):
+    assert launchers.image_tag_build(image) == build
+
+
 def test_the_dynamo_version_an_image_tag_names():
     assert (
         launchers.image_dynamo_version("nvcr.io/nvidia/ai-dynamo/sglang-runtime:1.6.1") == "1.6.1"

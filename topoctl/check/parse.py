@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Callable, Iterator
 
+from topoctl.check.resolve import MOVING_SOURCE
 from topoctl.deploy.sglang_launch import ParsedLaunch
 
 if TYPE_CHECKING:
@@ -96,7 +97,7 @@ def _said_problems(
 ) -> None:
     """What the reader of a launch should know before its findings: parts of the file that were
     skipped, and a floating image tag with the version assumed for it and why."""
-    from topoctl.deploy.launchers import floating_tag
+    from topoctl.deploy.launchers import floating_tag, moving_image_tag
     from topoctl.deploy.sglang_launch import Problem
 
     for text in launch.notes:
@@ -111,10 +112,11 @@ def _said_problems(
         )
     why = floating_tag(launch.image)
     if why is not None:
-        text = (
-            f"image {launch.image}: {why}; judged as SGLang {flags.version} ({source}), which "
-            "may not be what "
-            "it pulls"
+        text = f"image {launch.image}: {why}; " + (
+            f"{moving_image_tag(launch.image)}: judged as {flags.version}, the newest known; "
+            "pin a release to be sure"
+            if source.startswith(MOVING_SOURCE)
+            else f"judged as SGLang {flags.version} ({source}), which may not be what it pulls"
         )
         parsed.problems.append(
             Problem(

@@ -8,7 +8,8 @@ resolved before the parse stage reads the argv with it (topoctl/check/pipeline.p
 order).
 
 Which version: --sglang-version; else an image tag (a container runs its image's SGLang, not the
-host's), or the SGLang a Dynamo image's ai-dynamo release pins; else the target's installed SGLang;
+host's; a moving tag such as :latest is judged as the newest release with data, and said so), or the
+SGLang a Dynamo image's ai-dynamo release pins; else the target's installed SGLang;
 else the pin of the ai-dynamo release assumed; else the newest release with flag data. A launch.env
 names its own (TOPOCTL_SGLANG_VERSION).
 
@@ -28,6 +29,9 @@ if TYPE_CHECKING:
     from topoctl.deploy.launchers import Launch
     from topoctl.deploy.sglang_launch import FlagsFor, ParsedLaunch
     from topoctl.rules.sglang.flags import FlagSet
+
+
+MOVING_SOURCE = "the moving tag"  # Versions.source of a launch judged by a moving image tag
 
 
 @dataclass
@@ -119,7 +123,7 @@ class VersionChooser:
 
     def versions(self, launch: Launch, origin: str) -> Versions:
         """The releases that read one launch found in a file (or given after `--`)."""
-        from topoctl.deploy.launchers import image_sglang_version
+        from topoctl.deploy.launchers import image_sglang_version, image_tag_build, moving_image_tag
 
         where = launch.where or origin
         dynamo, dynamo_from_image = None, False
@@ -134,6 +138,7 @@ class VersionChooser:
         # installed.
         if tagged:
             version = self.normalise(tagged)
+            build = image_tag_build(launch.image)
             self.note(
                 f"{where}: SGLang {version} from the image tag {launch.image}"
                 + (
@@ -141,8 +146,13 @@ class VersionChooser:
                     if self.installed and self.installed != version
                     else ""
                 )
+                + (f"; {build} names a build of it: the image may differ" if build else "")
             )
             return Versions(self.load_flags(version), f"the image tag {launch.image}", dynamo)
+        moving = moving_image_tag(launch.image)
+        if moving:  # the image runs whatever release the tag points at today: the newest known
+            # (the parse stage says so, sglang-floating-image-tag)
+            return Versions(self.load_flags(None), f"{MOVING_SOURCE} :{moving}", dynamo)
         if dynamo is not None and dynamo.sglang_pin and (dynamo_from_image or not self.installed):
             version = self.normalise(dynamo.sglang_pin)
             self.note(

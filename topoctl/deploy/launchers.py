@@ -862,6 +862,31 @@ def floating_tag(image: str | None) -> str | None:
     return None
 
 
+def moving_image_tag(image: str | None) -> str | None:
+    """The tag of an SGLang image that moves from release to release (`latest`, `dev`,
+    `nightly-dev-...`; `latest` for an image without a tag, which Docker pulls as :latest), else
+    None (a release tag, a digest, another program's image, a Dynamo runtime)."""
+    if not image:
+        return None
+    name, _, digest = image.partition("@")
+    repository, _, tag = name.rsplit("/", 1)[-1].partition(":")
+    if digest or "sglang" not in repository or "dynamo" in name:
+        return None
+    if not tag:
+        return "latest"
+    return tag if _FLOATING_TAGS.match(tag) else None
+
+
+def image_tag_build(image: str | None) -> str | None:
+    """What an SGLang release tag says beyond its release (`v0.5.21.post1-cu130-amd64` ->
+    `-cu130-amd64`: the CUDA and platform the image was built for), else None."""
+    if image_sglang_version(image) is None or image is None:
+        return None
+    tag = image.rsplit(":", 1)[1]
+    match = re.match(r"v?\d+\.\d+\.\d+(?:\.post\d+)?", tag)
+    return (tag[match.end() :] or None) if match else None
+
+
 def image_dynamo_version(image: str | None) -> str | None:
     """The ai-dynamo version a Dynamo runtime image tag names
     (`nvcr.io/nvidia/ai-dynamo/sglang-runtime:1.6.1`)."""

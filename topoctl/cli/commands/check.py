@@ -44,9 +44,10 @@ class _CheckCommand(click.Command):
 @click.option(
     "--sglang-version",
     metavar="X.Y.Z",
-    help="SGLang version to read flags with (default: the target's installed one, else the image "
-    "tag's, else the one the Dynamo release pins, else the launch.env's, else the newest "
-    "known; an assumed version is said on stderr).",
+    help="SGLang version to read flags with (default: the image tag's, the newest known for a "
+    "moving tag such as :latest, else the one the Dynamo release pins, else the target's "
+    "installed one, else the launch.env's, else the newest known; an assumed version is said "
+    "on stderr).",
 )
 @click.option(
     "--dynamo-version",

@@ -1,6 +1,6 @@
 #!/bin/bash
 # Form: sgl-project/sglang docs/get_started/install.md ("Method 3: Using docker").
-# Written for the topoctl launch corpus. The image tag floats: the version assumed is named.
+# Written for the topoctl launch corpus. The image tag moves: judged as the newest release with data, said so.
 docker run --gpus all \
     --shm-size 32g \
     -p 30000:30000 \
