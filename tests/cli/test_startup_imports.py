@@ -125,10 +125,11 @@ BUDGETS = {
     # back; the readers themselves load only for a file of their kind +2 own: judge_kernels and
     # rules.sglang.kernels; the kernel matrix is read only when a launch names a backend +1 own:
     # judge_network, the launch's network names against the node's NICs (issue 37) +1 own:
-    # check/judge_preflight.py, a recorded preflight failure blocks the same launch (issue 37)
+    # check/judge_preflight.py, a recorded preflight failure blocks the same launch (issue 37) +1
+    # own: rules/engine/node_facts.py, the node facts SGLang's multi-node checks need (issue 43)
     "check": (
-        175,
-        58,
+        176,
+        59,
         (
             "yaml",
             "jsonschema",
@@ -146,10 +147,10 @@ BUDGETS = {
         ),
     ),
     # check -- COMMAND: no file to read, so no Helm reader; the same two kernel modules as check,
-    # and the same judge_preflight
+    # and the same judge_preflight and node_facts
     "check --": (
-        180,
-        61,
+        181,
+        62,
         (
             "yaml",
             "jsonschema",
@@ -173,10 +174,12 @@ BUDGETS = {
     # 41) +1 own: rules/sglang/kernels.py, the search's kernel filter (the matrix is read only for a
     # backend it names) +2 own: the step's records (autoconf/step_ops.py) and its cross-node
     # collectives (autoconf/step_network.py) +1 own: the box's measured per-GEMM rows
-    # (autoconf/measured_ops.py, read before the op tables)
+    # (autoconf/measured_ops.py, read before the op tables) +1: shlex (stdlib, one module), imported
+    # at the top of autoconf/multinode.py instead of inside a function +1 own:
+    # rules/engine/node_facts.py, the node facts SGLang's multi-node checks need (issue 43)
     "recommend": (
-        185,
-        63,
+        186,
+        64,
         (
             "yaml",
             "jsonschema",

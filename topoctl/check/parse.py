@@ -17,6 +17,7 @@ import re
 from typing import TYPE_CHECKING, Callable, Iterator
 
 from topoctl.check.resolve import MOVING_SOURCE
+from topoctl.deploy.launchers import floating_tag, moving_image_tag
 from topoctl.deploy.sglang_launch import ParsedLaunch
 
 if TYPE_CHECKING:
@@ -97,7 +98,6 @@ def _said_problems(
 ) -> None:
     """What the reader of a launch should know before its findings: parts of the file that were
     skipped, and a floating image tag with the version assumed for it and why."""
-    from topoctl.deploy.launchers import floating_tag, moving_image_tag
     from topoctl.deploy.sglang_launch import Problem
 
     for text in launch.notes:

@@ -23,6 +23,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
 from topoctl.core.errors import TopoctlError
+from topoctl.deploy.launchers import (
+    image_dynamo_version,
+    image_sglang_version,
+    image_tag_build,
+    moving_image_tag,
+)
 
 if TYPE_CHECKING:
     from topoctl.deploy.launcher_args import DynamoTable
@@ -101,7 +107,6 @@ class VersionChooser:
 
     def _dynamo(self, launch: Launch, where: str) -> tuple[DynamoTable, str]:
         from topoctl.deploy.launcher_args import load_dynamo
-        from topoctl.deploy.launchers import image_dynamo_version
 
         if self.dynamo_version:
             return load_dynamo(self.dynamo_version), "--dynamo-version"
@@ -123,7 +128,6 @@ class VersionChooser:
 
     def versions(self, launch: Launch, origin: str) -> Versions:
         """The releases that read one launch found in a file (or given after `--`)."""
-        from topoctl.deploy.launchers import image_sglang_version, image_tag_build, moving_image_tag
 
         where = launch.where or origin
         dynamo, dynamo_from_image = None, False
