@@ -56,6 +56,31 @@ class Node:
         return node
 
 
+_SHAPE_NAMES: dict[type, str] = {dict: "a mapping", list: "a list", str: "a string"}
+
+
+def shape_of(value: Any) -> str:
+    """A YAML value's shape as a message names it: a mapping, a list, a string, a number..."""
+    if isinstance(value, bool):
+        return "true/false"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if value is None:
+        return "null"
+    return next((name for kind, name in _SHAPE_NAMES.items() if isinstance(value, kind)), "a value")
+
+
+def shaped(node: Node | None, want: type, path: str, field: str) -> Node | None:
+    """`node` when it is absent, null or of the shape `want` (dict, list or str); else bad input
+    (exit 2, or the file reported unreadable in a folder run) naming the file, line and field."""
+    if node is None or node.value is None or isinstance(node.value, want):
+        return node
+    raise TopoctlError(
+        f"{path}:{node.line}: {field} is {shape_of(node.value)}, not {_SHAPE_NAMES[want]}",
+        hint=f"write {field} as {_SHAPE_NAMES[want]}",
+    )
+
+
 def _convert(node: Any, loader: Any) -> Node:
     """A composed YAML node as plain values plus the line of every part (PyYAML's start_mark.line)."""
     import yaml

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from topoctl.deploy.container import Container, from_words
-from topoctl.deploy.found import Found, Node, words
+from topoctl.deploy.found import Found, Node, shaped, words
 from topoctl.deploy.launchers import GpuSet, Nodes
 
 
@@ -78,10 +78,15 @@ def _k8s_gpus(container: Node, path: str) -> GpuSet | None:
     return None
 
 
+def _name(path: str, doc: Node) -> str:
+    """An object's metadata.name ("" when it has none); metadata of another shape is exit 2."""
+    metadata = shaped(doc.get("metadata"), dict, path, "metadata")
+    return str((metadata.value or {}).get("name") or "") if metadata is not None else ""
+
+
 def _kubernetes(path: str, doc: Node, base_dir: str) -> list[Found]:
     kind = str(doc.value.get("kind"))
-    metadata = doc.value.get("metadata")
-    name = str(metadata.get("name") or "") if isinstance(metadata, dict) else ""
+    name = _name(path, doc)
     out: list[Found] = []
     if kind == "List":
         items = doc.get("items")
@@ -407,8 +412,8 @@ def _config_maps(path: str, documents: list[Node]) -> dict[str, dict[str, tuple[
     for doc in documents:
         if not isinstance(doc.value, dict) or doc.value.get("kind") != "ConfigMap":
             continue
-        name = str((doc.value.get("metadata") or {}).get("name") or "")
-        data = doc.get("data")
+        name = _name(path, doc)
+        data = shaped(doc.get("data"), dict, path, "data")
         for key, node in (
             data.children.items() if data is not None and isinstance(data.children, dict) else []
         ):

@@ -1,0 +1,32 @@
+"""Launch files with a value of the wrong YAML shape (the crashes benchmarks/fuzz_shapes.py found in
+the launch corpus): each is one line and exit 2 naming the file, line and field, or the launch read
+as its tool reads it; never an internal error."""
+
+from __future__ import annotations
+
+import pytest
+
+H100 = ["--system", "h100-8x-nvswitch"]
+
+
+def one_error(code: int, err: str) -> str:
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code == 2 and lines[0].startswith("topoctl: error: "), err
+    assert len(lines) <= 2 and "internal error" not in err, err
+    return lines[0]
+
+
+@pytest.mark.parametrize("metadata", ["\n  - name: x", " cm", " 7", " [[[x]]]"])
+def test_a_config_map_whose_metadata_is_not_a_mapping(cli, tmp_path, metadata):
+    # was: AttributeError in kubernetes._config_maps
+    path = tmp_path / "cm.yaml"
+    path.write_text(f"apiVersion: v1\nkind: ConfigMap\nmetadata:{metadata}\ndata: {{TP: '8'}}\n")
+    code, _, err = cli(["check", str(path), *H100])
+    assert f"{path}:" in one_error(code, err) and "metadata is a" in err
+
+
+def test_a_config_map_whose_data_is_not_a_mapping(cli, tmp_path):
+    path = tmp_path / "cm.yaml"
+    path.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: [TP]\n")
+    code, _, err = cli(["check", str(path), *H100])
+    assert f"{path}:4: data is a list, not a mapping" in one_error(code, err)
