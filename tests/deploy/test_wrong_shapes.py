@@ -4,9 +4,13 @@ as its tool reads it; never an internal error."""
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import pytest
 
 H100 = ["--system", "h100-8x-nvswitch"]
+CHART = Path(__file__).parents[1] / "data" / "launch_corpus" / "helm" / "sglang-deploy"
 
 
 def one_error(code: int, err: str) -> str:
@@ -30,3 +34,20 @@ def test_a_config_map_whose_data_is_not_a_mapping(cli, tmp_path):
     path.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: [TP]\n")
     code, _, err = cli(["check", str(path), *H100])
     assert f"{path}:4: data is a list, not a mapping" in one_error(code, err)
+
+
+@pytest.mark.parametrize(
+    "value, shape", [("8", "a number"), ("true", "true/false"), ("'--x'", "a string")]
+)
+def test_a_helm_range_over_a_value_that_is_not_a_list(cli, tmp_path, value, shape):
+    # was: TypeError in helm._Renderer._range for a scalar; a string was ranged over letter by letter
+    chart = tmp_path / "chart"
+    shutil.copytree(CHART, chart)
+    values = chart / "values.yaml"
+    text = values.read_text()
+    start = text.index("extraArgs:")
+    end = text.index("gpus:")
+    values.write_text(text[:start] + f"extraArgs: {value}\n" + text[end:])
+    code, _, err = cli(["check", str(chart), *H100])
+    line = one_error(code, err)
+    assert "deployment.yaml:" in line and f".Values.extraArgs is {shape}" in line

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Iterator
 
 from topoctl.core.errors import TopoctlError
-from topoctl.deploy.found import Found
+from topoctl.deploy.found import Found, shape_of
 from topoctl.deploy.yaml_file import read_yaml_text
 
 _ACTION = re.compile(r"\{\{-?\s*(.*?)\s*-?\}\}")
@@ -165,6 +165,12 @@ class _Renderer:
                 f"{self.path}:{line}: {{{{ range {argument} }}}} (no such value)"
             )
             return
+        if value is not None and not isinstance(value, (dict, list)):
+            raise TopoctlError(
+                f"{self.path}:{line}: {{{{ range {argument} }}}}: {source.strip()} is "
+                f"{shape_of(value)}, not a list or mapping",
+                hint="give it as a list or a mapping in the chart's values.yaml",
+            )
         items = list(value.items()) if isinstance(value, dict) else list(enumerate(value or []))
         variables = [name.strip().lstrip("$") for name in names.split(",")] if names else []
         for key, item in items:
