@@ -51,3 +51,15 @@ def test_a_helm_range_over_a_value_that_is_not_a_list(cli, tmp_path, value, shap
     code, _, err = cli(["check", str(chart), *H100])
     line = one_error(code, err)
     assert "deployment.yaml:" in line and f".Values.extraArgs is {shape}" in line
+
+
+def test_an_empty_exec_form_entrypoint_leaves_the_cmd_alone(cli, tmp_path):
+    # was: IndexError in dockerfile.read_dockerfile; `ENTRYPOINT []` clears the entrypoint
+    path = tmp_path / "Dockerfile"
+    path.write_text(
+        "FROM lmsysorg/sglang:v0.5.21-cu129\nENTRYPOINT []\n"
+        'CMD ["python3", "-m", "sglang.launch_server", "--model-path", "m", "--tp-size", "16"]\n'
+    )
+    code, out, err = cli(["check", str(path), *H100])
+    assert code == 1 and "internal error" not in err, err
+    assert "Dockerfile:3 (CMD)" in out and "topoctl-tp-exceeds-gpus" in out

@@ -149,6 +149,8 @@ def read_dockerfile(path: str, text: str, base_dir: str) -> list[Found]:
         ]
     stage = stages[-1]
     entry, cmd = stage.entrypoint, stage.cmd
+    if entry is not None and entry[1] and not entry[0]:  # ENTRYPOINT []: none (moby/moby#3465)
+        entry = None
     if entry is None and cmd is None:
         return [
             Found(
