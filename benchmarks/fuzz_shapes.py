@@ -9,7 +9,10 @@ two runs on the same seeds are the same cases. The seeds are the launch corpus
 compose files, SkyPilot tasks, Helm values and Chart.yaml, SGLang --config files) becomes in turn a
 list holding it, a mapping holding it, a string, an int, a bool, a float, null, an empty list, an
 empty mapping and a list 30 deep (within topoctl's YAML depth limit, so that it reaches the
-readers); a shape equal to the value's own is left out. Each JSON-form instruction of a Dockerfile
+readers); a shape equal to the value's own is left out. Each mapping key becomes in turn an int, a
+bool, null and a float. The small built-in snapshots (fixtures/*/snapshot.json, or --snapshot) get
+the same value shapes, each given to `show`, `show --format dot`, `export nfd` and `check` as
+--topology. Each JSON-form instruction of a Dockerfile
 (the array and each item) and each value of a launch.env gets the same shapes written as text.
 
 A case runs `topoctl check TARGET --system h100-8x-nvswitch` in this process (topoctl.cli.app's
@@ -36,7 +39,7 @@ import tempfile
 import time
 import traceback
 from dataclasses import asdict, dataclass
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import yaml
 
@@ -50,6 +53,12 @@ ALLOWED = {0, 1, 2, 3}
 SLOW_S = 10.0
 DEEP = 30
 YAML_NAMES = (".yaml", ".yml")
+# Snapshots of the built-in systems whose every value is shaped wrong in turn (the small ones: a
+# snapshot of 8 GPUs has some 1,500 values).
+SNAPSHOTS = (
+    os.path.join(ROOT, "fixtures", "h200-2x-nvswitch-vm", "snapshot.json"),
+    os.path.join(ROOT, "fixtures", "rtx-4090-2x-pcie-no-p2p", "snapshot.json"),
+)
 # The corpus's own answer files (what each launch must give), not launch files.
 NOT_SEEDS = ("expected.yaml", "oracle.json")
 
@@ -144,13 +153,30 @@ def _spelled(path: tuple[Any, ...]) -> str:
     return text.lstrip(".") or "(root)"
 
 
+def _yaml_dump(docs: list[Any]) -> str:
+    return yaml.safe_dump_all(docs, sort_keys=False, default_flow_style=False)
+
+
+def _json_dump(docs: list[Any]) -> str:
+    return json.dumps(docs[0], indent=1)
+
+
 def yaml_cases(seed: str, text: str) -> Iterator[Case]:
-    """Each value of each document of a YAML file in each wrong shape (a Helm template, not YAML
-    before it is rendered, gives none)."""
+    """Each value and key of each document of a YAML file in each wrong shape (a Helm template,
+    not YAML before it is rendered, gives none)."""
     try:
         docs = list(yaml.safe_load_all(text))
     except yaml.YAMLError:
         return
+    yield from _tree_cases(seed, docs, _yaml_dump)
+
+
+def json_cases(seed: str, text: str) -> Iterator[Case]:
+    """Each value of a JSON file (a snapshot) in each wrong shape; JSON keys are strings only."""
+    yield from _tree_cases(seed, [json.loads(text)], _json_dump)
+
+
+def _tree_cases(seed: str, docs: list[Any], dump: Callable[[list[Any]], str]) -> Iterator[Case]:
     for index, doc in enumerate(docs):
         for path in _paths(doc):
             original = _at(doc, path)
@@ -159,8 +185,30 @@ def yaml_cases(seed: str, text: str) -> Iterator[Case]:
                     continue
                 changed = list(docs)
                 changed[index] = _replaced(doc, path, make(original))
-                dumped = yaml.safe_dump_all(changed, sort_keys=False, default_flow_style=False)
-                yield Case(seed, f"doc {index} {_spelled(path)}", shape, dumped)
+                yield Case(seed, f"doc {index} {_spelled(path)}", shape, dump(changed))
+            if dump is _yaml_dump and path and isinstance(path[-1], str):
+                yield from _key_cases(seed, docs, index, path)
+
+
+# A mapping's key as YAML can write it but a reader may expect a string: 8:, true:, null:, 0.5:.
+KEY_SHAPES: tuple[tuple[str, Any], ...] = (
+    ("key-int", 8),
+    ("key-bool", True),
+    ("key-null", None),
+    ("key-float", 0.5),
+)
+
+
+def _key_cases(seed: str, docs: list[Any], index: int, path: tuple[Any, ...]) -> Iterator[Case]:
+    """The key that leads to `path` in each key shape (the mapping's other keys kept)."""
+    parent = _at(docs[index], path[:-1])
+    for shape, key in KEY_SHAPES:
+        if key in parent:
+            continue
+        renamed = {key if k == path[-1] else k: v for k, v in parent.items()}
+        changed = list(docs)
+        changed[index] = _replaced(docs[index], path[:-1], renamed)
+        yield Case(seed, f"doc {index} {_spelled(path)}", shape, _yaml_dump(changed))
 
 
 _JSON_FORM = ("CMD", "ENTRYPOINT", "RUN", "SHELL")
@@ -209,6 +257,8 @@ def cases_of(seed: str, text: str) -> Iterator[Case]:
         yield from dockerfile_cases(seed, text)
     elif name.endswith(".env"):
         yield from env_cases(seed, text)
+    elif name.endswith(".json"):
+        yield from json_cases(seed, text)
 
 
 def seeds(folders: tuple[str, ...]) -> list[tuple[str, str]]:
@@ -247,15 +297,15 @@ def _site(error: BaseException) -> str:
     return f"{file[at + 1 :] if at >= 0 else file}:{frame.lineno} {frame.name}"
 
 
-def run_check(target: str) -> tuple[int | None, str, str]:
-    """(exit code, or None when it raised; what was raised; where) for check on one target."""
+def run_topoctl(argv: list[str]) -> tuple[int | None, str, str]:
+    """(exit code, or None when it raised; what was raised; where) for one command."""
     from topoctl.cli import app
 
     out, err = io.StringIO(), io.StringIO()
     signal.setitimer(signal.ITIMER_REAL, SLOW_S)
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = app._main(["check", target, "--system", SYSTEM])
+            code = app._main(argv)
     except _Slow:
         return None, f"slow: over {SLOW_S:.0f} s", "?"
     except Exception as error:  # every exception that reaches here would be exit 70
@@ -271,8 +321,34 @@ def run_check(target: str) -> tuple[int | None, str, str]:
     return code, "", ""
 
 
+def run_all(commands: list[list[str]]) -> tuple[str, str]:
+    """(what the first failing command raised, with the command; where), or ("", "")."""
+    for argv in commands:
+        _, raised, site = run_topoctl(argv)
+        if raised:
+            return f"{raised} (topoctl {' '.join(argv[:2])})", site
+    return "", ""
+
+
 # -- a seed in a worker
 # ------------------------------------------------------------------------------------------------
+def _commands(copy_root: str, seed: str) -> list[list[str]]:
+    """What each case of a seed runs: a snapshot is shown, exported and checked against (a
+    launch.env of TP 2, written beside it); a launch file is checked."""
+    path = os.path.join(copy_root, seed)
+    if seed.endswith(".json"):
+        env = os.path.join(copy_root, "tp2_launch.env")
+        with open(env, "w", encoding="utf-8") as handle:
+            handle.write("SGLANG_ARGS='--model-path m --tp-size 2'\n")
+        return [
+            ["show", "--topology", path],
+            ["show", "--topology", path, "--format", "dot"],
+            ["export", "nfd", "--topology", path],
+            ["check", env, "--topology", path],
+        ]
+    return [["check", _target(copy_root, seed), "--system", SYSTEM]]
+
+
 def _target(copy_root: str, seed: str) -> str:
     """What check is run on: the Helm chart a seed is part of, else the seed file, else (a seed
     holding no launch of its own, or not a launch file) its folder."""
@@ -304,8 +380,8 @@ def run_seed(job: tuple[str, str, str | None, int | None]) -> tuple[int, list[Fa
         path = os.path.join(copy_root, seed)
         with open(path, encoding="utf-8") as handle:
             original = handle.read()
-        target = _target(copy_root, seed)
-        code, raised, site = run_check(target)
+        commands = _commands(copy_root, seed)
+        raised, site = run_all(commands)
         baseline = f"{raised} at {site}" if raised else ""
         count, failures = 0, []
         for case in cases_of(seed, original):
@@ -316,7 +392,7 @@ def run_seed(job: tuple[str, str, str | None, int | None]) -> tuple[int, list[Fa
             with open(path, "w", encoding="utf-8") as handle:
                 handle.write(case.text)
             count += 1
-            code, raised, site = run_check(target)
+            raised, site = run_all(commands)
             if raised:
                 failures.append(Failure(case.seed, case.where, case.shape, raised, site))
         return count, failures, baseline
@@ -344,6 +420,7 @@ def _keep(keep: str, folder: str, failure: Failure, index: int) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--corpus", action="append", help="a folder of seed files (repeatable)")
+    parser.add_argument("--snapshot", action="append", help="a snapshot seed file (repeatable)")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--only", help="only the cases whose 'seed where shape' holds this text")
     parser.add_argument("--limit", type=int, help="at most this many cases per seed")
@@ -351,7 +428,15 @@ def main() -> int:
     parser.add_argument("--json", help="write every failure here")
     options = parser.parse_args()
     folders = tuple(options.corpus) if options.corpus else CORPUS
-    jobs = [(folder, seed, options.only, options.limit) for folder, seed in seeds(folders)]
+    snapshots = tuple(options.snapshot) if options.snapshot else SNAPSHOTS
+    found = seeds(folders) + [
+        (
+            os.path.dirname(os.path.dirname(s)),
+            os.path.relpath(s, os.path.dirname(os.path.dirname(s))),
+        )
+        for s in snapshots
+    ]
+    jobs = [(folder, seed, options.only, options.limit) for folder, seed in found]
     started = time.monotonic()
     # the largest seeds first, so that no worker is left with one long seed at the end
     order = sorted(range(len(jobs)), key=lambda i: -os.path.getsize(os.path.join(*jobs[i][:2])))
