@@ -326,7 +326,12 @@ def run_all(commands: list[list[str]]) -> tuple[str, str]:
     for argv in commands:
         _, raised, site = run_topoctl(argv)
         if raised:
-            return f"{raised} (topoctl {' '.join(argv[:2])})", site
+            words = []
+            for word in argv:  # the command's name, up to its first option or path
+                if word.startswith("-") or os.sep in word:
+                    break
+                words.append(word)
+            return f"{raised} (topoctl {' '.join(words)})", site
     return "", ""
 
 
