@@ -63,3 +63,30 @@ def test_an_empty_exec_form_entrypoint_leaves_the_cmd_alone(cli, tmp_path):
     code, out, err = cli(["check", str(path), *H100])
     assert code == 1 and "internal error" not in err, err
     assert "Dockerfile:3 (CMD)" in out and "topoctl-tp-exceeds-gpus" in out
+
+
+DEPLOYMENT = (
+    "apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: d}}\nspec:\n  template:\n    spec:\n"
+    "      containers:{containers}\n"
+)
+CONTAINER = (
+    "\n      - name: s\n        command: [python3, -m, sglang.launch_server, --model-path, m]\n"
+    "        env: {env}\n"
+)
+
+
+@pytest.mark.parametrize(
+    "containers, field",
+    [
+        (" {name: s, command: [python3, -m, sglang.launch_server]}", "containers is a mapping"),
+        (" s", "containers is a string"),
+        (CONTAINER.format(env="{NCCL_P2P_DISABLE: '1'}"), "env is a mapping"),
+        (CONTAINER.format(env="NCCL_P2P_DISABLE=1"), "env is a string"),
+    ],
+)
+def test_containers_and_env_of_the_wrong_shape_are_named(cli, tmp_path, containers, field):
+    # were passed over without a word: "no launch" (exit 0), or the launch judged without its env
+    path = tmp_path / "deploy.yaml"
+    path.write_text(DEPLOYMENT.format(containers=containers))
+    code, _, err = cli(["check", str(path), *H100])
+    assert f"{path}:" in one_error(code, err) and f"{field}, not a list" in err

@@ -60,7 +60,7 @@ _GROUP_POD_PATHS: dict[tuple[str, str], list[tuple[str, ...]]] = {
 
 
 def _k8s_env(container: Node, path: str) -> tuple[dict[str, str], dict[str, str]]:
-    return _named_values(container.get("env"), path)
+    return _named_values(shaped(container.get("env"), list, path, "env"), path)
 
 
 def _k8s_gpus(container: Node, path: str) -> GpuSet | None:
@@ -320,7 +320,7 @@ def _pod_spec(
     extra_env: tuple[dict[str, str], dict[str, str]] | None = None,
 ) -> list[Found]:
     out = []
-    containers = spec.get("containers")
+    containers = shaped(spec.get("containers"), list, path, "containers")
     volumes = _config_volumes(spec)
     for container in (
         containers.children
