@@ -90,3 +90,29 @@ def test_containers_and_env_of_the_wrong_shape_are_named(cli, tmp_path, containe
     path.write_text(DEPLOYMENT.format(containers=containers))
     code, _, err = cli(["check", str(path), *H100])
     assert f"{path}:" in one_error(code, err) and f"{field}, not a list" in err
+
+
+@pytest.mark.parametrize("environment", ["NCCL_P2P_DISABLE=1", "7", "true"])
+def test_a_compose_environment_that_is_neither_a_mapping_nor_a_list(cli, tmp_path, environment):
+    # was skipped without a word: the launch judged without its environment (docker compose
+    # itself refuses it: the compose spec's environment is a mapping or a list of KEY=VALUE)
+    path = tmp_path / "compose.yaml"
+    path.write_text(
+        "services:\n  sglang:\n    image: lmsysorg/sglang:v0.5.14-cu129\n"
+        f"    environment: {environment}\n"
+        "    command: python3 -m sglang.launch_server --model-path M --tp 8\n"
+    )
+    code, _, err = cli(["check", str(path), *H100])
+    assert f"{path}:4: environment is " in one_error(code, err)
+    assert "not a mapping or a list" in err
+
+
+def test_skypilot_envs_that_is_not_a_mapping(cli, tmp_path):
+    # was skipped without a word; SkyPilot's task schema takes envs as a mapping only
+    path = tmp_path / "task.yaml"
+    path.write_text(
+        "resources:\n  accelerators: H100:8\nenvs:\n  - NCCL_P2P_DISABLE=1\n"
+        "run: |\n  python3 -m sglang.launch_server --model-path M --tp 8\n"
+    )
+    code, _, err = cli(["check", str(path), *H100])
+    assert f"{path}:4: envs is a list, not a mapping" in one_error(code, err)

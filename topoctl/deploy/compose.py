@@ -14,7 +14,7 @@ import os
 from topoctl.core.errors import TopoctlError, one_line
 from topoctl.core.safe_read import split_words
 from topoctl.deploy.container import Container, from_words
-from topoctl.deploy.found import Found, Node, words
+from topoctl.deploy.found import Found, Node, shaped, words
 from topoctl.deploy.launchers import GpuSet, parse_gpus, read_docker_env_file
 
 
@@ -95,7 +95,9 @@ def _compose_env(path: str, service: Node, base_dir: str) -> tuple[dict[str, str
         for number, key, value in read_docker_env_file(env_path):
             env[key] = value
             env_where[key] = f"{env_path}:{number}"
-    environment = service.get("environment")
+    # the compose spec's `environment` is a mapping or a list of KEY=VALUE; docker compose refuses
+    # anything else ("services.x.environment must be a mapping"), so a scalar is never skipped
+    environment = shaped(service.get("environment"), (dict, list), path, "environment")
     if environment is not None and isinstance(environment.children, list):
         for item in environment.children:
             key, eq, value = str(item.value).partition("=")

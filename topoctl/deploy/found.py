@@ -70,14 +70,16 @@ def shape_of(value: Any) -> str:
     return next((name for kind, name in _SHAPE_NAMES.items() if isinstance(value, kind)), "a value")
 
 
-def shaped(node: Node | None, want: type, path: str, field: str) -> Node | None:
-    """`node` when it is absent, null or of the shape `want` (dict, list or str); else bad input
-    (exit 2, or the file reported unreadable in a folder run) naming the file, line and field."""
+def shaped(node: Node | None, want: type | tuple[type, ...], path: str, field: str) -> Node | None:
+    """`node` when it is absent, null or of the shape `want` (dict, list or str, or a tuple of
+    them); else bad input (exit 2, or the file reported unreadable in a folder run) naming the
+    file, line and field."""
     if node is None or node.value is None or isinstance(node.value, want):
         return node
+    name = " or ".join(_SHAPE_NAMES[w] for w in (want if isinstance(want, tuple) else (want,)))
     raise TopoctlError(
-        f"{path}:{node.line}: {field} is {shape_of(node.value)}, not {_SHAPE_NAMES[want]}",
-        hint=f"write {field} as {_SHAPE_NAMES[want]}",
+        f"{path}:{node.line}: {field} is {shape_of(node.value)}, not {name}",
+        hint=f"write {field} as {name}",
     )
 
 

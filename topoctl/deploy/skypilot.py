@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from topoctl.deploy.found import Found, Node
+from topoctl.deploy.found import Found, Node, shaped
 from topoctl.deploy.launchers import GpuSet, Launch, Nodes, NotALaunch, Unsupported, read_script
 
 
@@ -60,7 +60,7 @@ def read_document(path: str, doc: Node, base_dir: str) -> list[Found]:
     gpus = _accelerators(doc, path)
     env: dict[str, str] = {}
     env_where: dict[str, str] = {}
-    envs = doc.get("envs")
+    envs = shaped(doc.get("envs"), dict, path, "envs")  # SkyPilot's task schema: a mapping
     for name, item in (
         envs.children.items() if envs is not None and isinstance(envs.children, dict) else []
     ):
