@@ -81,6 +81,7 @@ class _PreflightCommand(click.Command):
     "--timeout",
     "timeout_s",
     type=click.FloatRange(min=1.0),
+    metavar="SECONDS",
     default=DEFAULT_TIMEOUT_S,
     show_default=True,
     help="Seconds any one step may go without progress before it is called hung.",
@@ -93,7 +94,12 @@ class _PreflightCommand(click.Command):
     help="nccl: the launch's GPUs. gloo: CPU processes (checks the harness without a GPU).",
 )
 @click.option(
-    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="text: one line per result, for people; json: the plan and every result, for scripts.",
 )
 @click.option(
     "-o",
