@@ -23,7 +23,7 @@ Layer: launch model and search (docs/architecture.md, "Layers").
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -278,8 +278,11 @@ def _hold_path(candidates: list[Candidate], flags: FlagSet | None) -> None:
     )
 
 
-def require_a_launch(candidates: list[Candidate], blocked: list[Candidate]) -> None:
-    """Exit 1, naming the blocking rules, when nothing passes."""
+def require_a_launch(
+    candidates: list[Candidate], blocked: list[Candidate], unbuilt: Sequence[str] = ()
+) -> None:
+    """Exit 1, naming the blocking rules and the kernels SGLang's wheels lack for this GPU (the
+    launches the search left out for them), when nothing passes."""
     if candidates:
         return
     reasons_text = sorted(
@@ -289,9 +292,16 @@ def require_a_launch(candidates: list[Candidate], blocked: list[Candidate]) -> N
             for finding, _ in cand.blocked_by
         }
     )
+    if unbuilt:
+        reasons_text.append(
+            "topoctl-kernel-not-built: every other launch needs a kernel SGLang's wheels lack "
+            f"here ({', '.join(unbuilt[:3])}{' ...' if len(unbuilt) > 3 else ''})"
+        )
     raise TopoctlError(
-        "no launch passes the rules on this machine: " + "; ".join(reasons_text[:4]),
-        hint="run with --explain to see every blocked alternative",
+        "no launch passes the rules on this machine: "
+        + ("; ".join(reasons_text[:4]) or "no candidate launch was left to judge"),
+        hint="run with --explain to see every blocked alternative; docs/kernel-matrix.md says "
+        "which kernels each release builds for which GPU",
         exit_code=1,
     )
 

@@ -537,6 +537,7 @@ class _Pool:
     space: Space | None = (
         None  # the last TP option's settings space (the one without a model speaks of)
     )
+    unbuilt: set[str] = field(default_factory=set)  # kernels the launches left out would need
 
     def add(self, cand: Candidate) -> None:
         if cand.fit is not None and not cand.fit.fits:
@@ -677,8 +678,17 @@ def _judge_options(
         ):
             if not pcie_ipc.admits(path, ipc):  # SGLang would run it on NCCL (rules/sglang/data)
                 continue
-            if any(kernels.launch_unbuilt(plan.version, sm, launch, model, tp) for sm in plan.sms):
-                # a kernel never built for this GPU (check blocks it, or warns for the fusion)
+            unbuilt = [
+                a
+                for sm in plan.sms
+                for a in kernels.launch_unbuilt(plan.version, sm, launch, model, tp)
+            ]
+            if (
+                unbuilt
+            ):  # a kernel never built for this GPU (check blocks it, or warns for the fusion)
+                pool.unbuilt.update(
+                    f"{a.op.name}: {a.verdict} for SM{a.sm} in SGLang {a.release}" for a in unbuilt
+                )
                 continue
             cand, _ = judge_candidate(judge, path, spec, launch, tp_space, req.speculative)
             pool.add(
@@ -835,5 +845,5 @@ def search(
     _settle_unfit(pool, evidence, snapshot, model, gpu, plan)
     _price(pool, evidence, snapshot, model, gpu, req, allreduces)
     rank(pool.candidates, pool.blocked, flags)
-    require_a_launch(pool.candidates, pool.blocked)
+    require_a_launch(pool.candidates, pool.blocked, sorted(pool.unbuilt))
     return _result(snapshot, model, flags, target_version, plan, pool, evidence, gpu)

@@ -8,8 +8,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import pytest
+
+from topoctl.autoconf import ranking
 from topoctl.autoconf.ranking import rank, ties, winner_reasons
 from topoctl.autoconf.space import Candidate, Space
+from topoctl.core.errors import TopoctlError
 
 
 @dataclass
@@ -385,3 +389,25 @@ def test_speculation_and_the_path_are_held_each_by_its_own_band():
     assert set(ranked[0].uncertain) == {"allreduce path", "speculative"}
     out = speculative_comparison(ranked, ranked[0], "eagle3", False, [])
     assert out is not None and out["verdict"] == "uncertain"
+
+
+# When no launch is left, the one line says why: the blocking rules, and the kernels SGLang's wheels
+# lack that made the search leave launches out (it once ended in an empty reason).
+def test_launches_left_out_for_a_missing_kernel_are_named():
+    with pytest.raises(TopoctlError) as raised:
+        ranking.require_a_launch(
+            [], [], ["moe.flashinfer_trtllm: missing for SM120 in SGLang 0.5.14"]
+        )
+    message = raised.value.message
+    assert "topoctl-kernel-not-built" in message and "SM120" in message
+    assert raised.value.exit_code == 1 and "kernel-matrix" in raised.value.hint
+
+
+def test_nothing_left_at_all_still_says_so():
+    with pytest.raises(TopoctlError) as raised:
+        ranking.require_a_launch([], [])
+    assert raised.value.message.endswith("no candidate launch was left to judge")
+
+
+def test_a_candidate_left_is_no_error():
+    ranking.require_a_launch([object()], [], ["x"])  # type: ignore[list-item]
