@@ -18,6 +18,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 from topoctl.probe.bench.records import Row
+from topoctl.probe.bench.worker import MULTICAST_OFF
 
 if TYPE_CHECKING:
     from multiprocessing.queues import Queue
@@ -25,12 +26,6 @@ if TYPE_CHECKING:
     import torch
 
 Call = Callable[[], "torch.Tensor"]
-
-MULTICAST_OFF = {
-    "NCCL_NVLS_ENABLE": "0",
-    "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
-    "NVSHMEM_DISABLE_NVLS": "1",
-}
 
 
 def _one(torch: ModuleType, name: str, call: Call) -> Row:

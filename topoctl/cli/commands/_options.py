@@ -23,6 +23,18 @@ if TYPE_CHECKING:
 _Decorated = Callable[..., Any]
 
 
+class LaunchCommand(click.Command):
+    """A command that takes a launch after `--` (check, preflight): those words are kept apart from
+    the file arguments, in ctx.meta["topoctl_launch_command"]."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if "--" in args:
+            cut = args.index("--")
+            ctx.meta["topoctl_launch_command"] = args[cut + 1 :]
+            args = args[:cut]
+        return super().parse_args(ctx, args)
+
+
 # ------------------------------------------------------------------------------------------------
 # target
 

@@ -16,24 +16,13 @@ from typing import Any
 
 import click
 
-from topoctl.cli.commands._options import rules_options, target_options
+from topoctl.cli.commands._options import LaunchCommand, rules_options, target_options
 from topoctl.cli.commands.completion import complete_models
 from topoctl.core.errors import EXIT_BLOCKED, TopoctlError, one_line
 from topoctl.snapshot.view import SnapshotView
 
 
-class _CheckCommand(click.Command):
-    """Everything after `--` is a launch command, kept apart from the file arguments."""
-
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        if "--" in args:
-            cut = args.index("--")
-            ctx.meta["topoctl_launch_command"] = args[cut + 1 :]
-            args = args[:cut]
-        return super().parse_args(ctx, args)
-
-
-@click.command("check", cls=_CheckCommand)
+@click.command("check", cls=LaunchCommand)
 @click.argument("files", nargs=-1, metavar="[PATH]... [-- COMMAND...]")
 @target_options
 @click.option(

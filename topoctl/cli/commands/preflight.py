@@ -29,7 +29,7 @@ from topoctl.check import judge_preflight as preflight
 from topoctl.check import pipeline
 from topoctl.check.judge_preflight import PreflightPlan, Result, Verdict, record
 from topoctl.check.resolve import VersionChooser
-from topoctl.cli.commands._options import flag_set_for, requested_version
+from topoctl.cli.commands._options import LaunchCommand, flag_set_for, requested_version
 from topoctl.cli.commands.completion import complete_models
 from topoctl.cli.target_machine import resolve_target
 from topoctl.core.errors import EXIT_BLOCKED, NoGpuError, TopoctlError, one_line
@@ -39,30 +39,15 @@ from topoctl.deploy.sglang_launch import ParsedLaunch
 from topoctl.probe.bench import plan as planning
 from topoctl.probe.bench.kernel_smoke import run_kernel_smoke
 from topoctl.probe.bench.runner import Progress, run_bench
+from topoctl.probe.bench.worker import MULTICAST_OFF
 
 if TYPE_CHECKING:
     from topoctl.snapshot.shape import SnapshotMeasurements
 
 DEFAULT_TIMEOUT_S = 60.0
-MULTICAST_OFF = {
-    "NCCL_NVLS_ENABLE": "0",
-    "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
-    "NVSHMEM_DISABLE_NVLS": "1",
-}
 
 
-class _PreflightCommand(click.Command):
-    """Everything after `--` is the launch command."""
-
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        if "--" in args:
-            cut = args.index("--")
-            ctx.meta["topoctl_launch_command"] = args[cut + 1 :]
-            args = args[:cut]
-        return super().parse_args(ctx, args)
-
-
-@click.command("preflight", cls=_PreflightCommand)
+@click.command("preflight", cls=LaunchCommand)
 @click.argument("launch", required=False, metavar="[LAUNCH] [-- COMMAND...]")
 @click.option(
     "--topology",
